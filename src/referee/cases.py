@@ -1,0 +1,223 @@
+"""Cases: what is evaluated. Loaded from JSONL (one object per line) or a YAML/JSON list.
+
+Known fields follow the seed's case shapes: ``id``, ``input``, ``output``, ``final_output``, ``reference``,
+``turns`` (``[{role, content}]``), ``trajectory`` (``[{step, tool, args, ...}]``), ``category``,
+``metadata``. Any other key is kept and can be used by a template placeholder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import InputError
+
+KNOWN_FIELDS = (
+    "id", "input", "output", "final_output", "reference", "turns", "trajectory", "category", "metadata",
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case. ``data`` holds every key of the source object (after id normalisation)."""
+
+    id: str
+    data: dict[str, Any]
+    source: str = ""
+    line: int | None = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    @property
+    def input(self) -> Any:
+        return self.data.get("input")
+
+    @property
+    def output(self) -> Any:
+        """The output under evaluation, falling back to ``final_output`` as the seed does."""
+        out = self.data.get("output")
+        return self.data.get("final_output") if out is None else out
+
+    @property
+    def reference(self) -> Any:
+        return self.data.get("reference")
+
+    @property
+    def category(self) -> str | None:
+        c = self.data.get("category")
+        return None if c is None else str(c)
+
+    @property
+    def turns(self) -> list[dict[str, Any]] | None:
+        t = self.data.get("turns")
+        return t if isinstance(t, list) else None
+
+    @property
+    def trajectory(self) -> list[dict[str, Any]] | None:
+        t = self.data.get("trajectory")
+        return t if isinstance(t, list) else None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        m = self.data.get("metadata")
+        return m if isinstance(m, dict) else {}
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}" if self.line else self.source
+
+
+@dataclass
+class CaseSet:
+    """Cases loaded from one file, in file order (duplicates kept: preflight decides what to do)."""
+
+    path: str
+    cases: list[Case] = field(default_factory=list)
+
+    @property
+    def ids(self) -> list[str]:
+        return [c.id for c in self.cases]
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.cases)
+
+
+def _check_case(obj: Any, path: str, line: int | None, index: int) -> Case:
+    if not isinstance(obj, dict):
+        raise InputError(f"expected an object (a case), got {type(obj).__name__}", file=path, line=line)
+    if "id" not in obj or obj["id"] is None or obj["id"] == "":
+        raise InputError("missing; every case needs a unique id", file=path, line=line, field="id")
+    cid = obj["id"]
+    if isinstance(cid, bool) or not isinstance(cid, str | int):
+        raise InputError(f"must be a string or integer, got {type(cid).__name__}", file=path, line=line,
+                         field="id")
+    data = dict(obj)
+    data["id"] = str(cid)
+    _check_types(data, path, line)
+    return Case(id=str(cid), data=data, source=path, line=line if line is not None else index + 1)
+
+
+def _check_types(data: dict[str, Any], path: str, line: int | None) -> None:
+    if "category" in data and data["category"] is not None and not isinstance(data["category"], str):
+        raise InputError("must be a string", file=path, line=line, field="category")
+    if "metadata" in data and data["metadata"] is not None and not isinstance(data["metadata"], dict):
+        raise InputError("must be an object", file=path, line=line, field="metadata")
+    turns = data.get("turns")
+    if turns is not None:
+        if not isinstance(turns, list):
+            raise InputError("must be a list of {role, content}", file=path, line=line, field="turns")
+        for i, t in enumerate(turns):
+            if not isinstance(t, dict) or "role" not in t or "content" not in t:
+                raise InputError("each turn needs 'role' and 'content'", file=path, line=line,
+                                 field=f"turns[{i}]")
+    traj = data.get("trajectory")
+    if traj is not None:
+        if not isinstance(traj, list):
+            raise InputError("must be a list of steps", file=path, line=line, field="trajectory")
+        for i, s in enumerate(traj):
+            if not isinstance(s, dict):
+                raise InputError("each step must be an object", file=path, line=line,
+                                 field=f"trajectory[{i}]")
+
+
+def load_cases(path: str | Path) -> CaseSet:
+    """Load cases from ``.jsonl`` (or ``.ndjson``), ``.yaml``/``.yml`` or ``.json`` (a list).
+
+    Raises :class:`InputError` naming the file, line and field of the first problem.
+    """
+    p = Path(path)
+    sp = str(p)
+    if not p.exists():
+        raise InputError("file not found", file=sp)
+    if p.is_dir():
+        raise InputError("is a directory, expected a cases file (.jsonl, .yaml or .json)", file=sp)
+    raw = p.read_bytes()
+    suffix = p.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        cases = _load_yaml(raw, sp)
+    elif suffix == ".json":
+        cases = _load_json_list(raw, sp)
+    else:
+        cases = _load_jsonl(raw, sp)
+    if not cases:
+        raise InputError("no cases in file (it is empty)", file=sp)
+    return CaseSet(path=sp, cases=cases)
+
+
+def _decode(raw: bytes, path: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); re-save the file as UTF-8",
+                         file=path, line=line) from exc
+
+
+def _load_jsonl(raw: bytes, path: str) -> list[Case]:
+    text = _decode(raw, path)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    out: list[Case] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=path,
+                             line=lineno) from exc
+        out.append(_check_case(obj, path, lineno, len(out)))
+    return out
+
+
+def _load_json_list(raw: bytes, path: str) -> list[Case]:
+    text = _decode(raw, path)
+    if not text.strip():
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON ({exc.msg})", file=path, line=exc.lineno) from exc
+    if isinstance(data, dict) and isinstance(data.get("cases"), list):
+        data = data["cases"]
+    if not isinstance(data, list):
+        raise InputError("expected a JSON list of cases", file=path)
+    return [_check_case(o, path, None, i) for i, o in enumerate(data)]
+
+
+def _load_yaml(raw: bytes, path: str) -> list[Case]:
+    text = _decode(raw, path)
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"malformed YAML ({getattr(exc, 'problem', exc)})", file=path,
+                         line=(mark.line + 1) if mark else None) from exc
+    if data is None:
+        return []
+    items_nodes: Sequence[Any] = []
+    if isinstance(data, dict) and isinstance(data.get("cases"), list):
+        data = data["cases"]
+        if node is not None and isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == "cases":
+                    items_nodes = v.value
+    elif isinstance(node, yaml.SequenceNode):
+        items_nodes = node.value
+    if not isinstance(data, list):
+        raise InputError("expected a YAML list of cases (or a mapping with a 'cases' list)", file=path)
+    out = []
+    for i, obj in enumerate(data):
+        line = items_nodes[i].start_mark.line + 1 if i < len(items_nodes) else None
+        out.append(_check_case(obj, path, line, i))
+    return out

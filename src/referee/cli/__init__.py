@@ -1,0 +1,86 @@
+"""The ``referee`` command line: a thin layer over library calls.
+
+Each command lives in its own module ``referee/cli/cmd_<name>.py`` exposing ``command`` (a click command);
+modules are found by name and imported only when their command runs, so ``referee --help`` stays fast.
+User errors print one line and exit 2 (no traceback unless ``REFEREE_DEBUG=1``); a failed gate exits 1.
+"""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+import sys
+from importlib import import_module
+from pathlib import Path
+
+import click
+
+from .._version import __version__
+from ..errors import UserError
+
+_CMD_PREFIX = "cmd_"
+
+
+def _command_modules() -> dict[str, str]:
+    here = Path(__file__).parent
+    found = {}
+    for mod in pkgutil.iter_modules([str(here)]):
+        if mod.name.startswith(_CMD_PREFIX):
+            found[mod.name[len(_CMD_PREFIX):].replace("_", "-")] = f"{__name__}.{mod.name}"
+    return found
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_command_modules())
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        mod = _command_modules().get(cmd_name)
+        if mod is None:
+            return None
+        command = import_module(mod).command
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="referee")
+def referee() -> None:
+    """referee: trustworthy verdicts on LLM prompts and agents, and CI gates that stop regressions."""
+
+
+def _debug() -> bool:
+    return os.environ.get("REFEREE_DEBUG", "") not in ("", "0")
+
+
+def cli(args: list[str] | None = None, *, prog_name: str = "referee") -> int:
+    """Run the CLI and return its exit code (testable; :func:`main` exits with it)."""
+    try:
+        rv = referee.main(args=args, prog_name=prog_name, standalone_mode=False)
+    except UserError as exc:
+        if _debug():
+            raise
+        click.echo(f"referee: error: {exc}", err=True)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return 2 if exc.exit_code == 1 else exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("referee: interrupted; rows already written are kept (rerun to finish)", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("referee: interrupted; rows already written are kept (rerun to finish)", err=True)
+        return 130
+    except OSError as exc:
+        if _debug():
+            raise
+        click.echo(f"referee: error: {exc}", err=True)
+        return 2
+    # Commands return their exit code (or call ctx.exit, which click turns into a return value here).
+    return rv if isinstance(rv, int) else 0
+
+
+def main() -> None:
+    sys.exit(cli())

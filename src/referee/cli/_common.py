@@ -1,0 +1,152 @@
+"""Options and helpers shared by the commands that call a judge."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import UserError
+from ..providers import LOCAL_SERVERS, get_provider
+from ..results.manifest import JudgeConfig
+from ..runner import JudgeClient, ResponseCache, RetryPolicy
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+PROVIDER_CHOICES = ["anthropic", "openai", "gemini", *LOCAL_SERVERS]
+
+
+@dataclass
+class JudgeOptions:
+    provider: str
+    model: str | None
+    base_url: str | None
+    max_tokens: int
+    temperature: float | None
+    seed: int | None
+    timeout: float
+    max_retries: int
+    concurrency: int
+    no_cache: bool
+    input_price: float | None
+    output_price: float | None
+    cache_dir: str | None = None
+
+    def config(self, model: str, repeat: int = 1) -> JudgeConfig:
+        return JudgeConfig(
+            provider=self.provider, model=model, base_url=_safe_url(self.base_url),
+            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed, repeat=repeat,
+            concurrency=self.concurrency, timeout_s=self.timeout, max_retries=self.max_retries,
+            input_price_per_mtok=self.input_price, output_price_per_mtok=self.output_price,
+        )
+
+
+def _safe_url(url: str | None) -> str | None:
+    """Drop credentials and query strings from a URL before it is recorded anywhere."""
+    if url is None:
+        return None
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def judge_options(*, default_concurrency: int = 8, default_provider: str = "anthropic") -> Callable[[F], F]:
+    """The provider flags every judging command shares (the seed's, plus referee's additions)."""
+
+    def deco(f: F) -> F:
+        opts = [
+            click.option("--provider", type=click.Choice(PROVIDER_CHOICES), envvar="REFEREE_PROVIDER",
+                         default=default_provider, show_default=True,
+                         help="Judge API. ollama/vllm/lmstudio/llamacpp = OpenAI-compatible server at its "
+                              "default local URL. Env: REFEREE_PROVIDER."),
+            click.option("--model", envvar="REFEREE_MODEL", default=None,
+                         help="Judge model (default: the provider's default). Env: REFEREE_MODEL."),
+            click.option("--base-url", envvar="REFEREE_BASE_URL", default=None,
+                         help="Endpoint of any OpenAI-compatible server (vLLM, Ollama, LM Studio, llama.cpp), "
+                              "or a proxy for the chosen provider. Env: REFEREE_BASE_URL."),
+            click.option("--max-tokens", type=click.IntRange(1), default=1024, show_default=True),
+            click.option("--temperature", type=float, default=None, help="Sampling temperature."),
+            click.option("--seed", type=int, default=None, help="Sampling seed, where the provider has one."),
+            click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+                         help="Seconds per judge call."),
+            click.option("--max-retries", type=click.IntRange(0), default=4, show_default=True,
+                         help="Retries on 429, 5xx, timeouts and dropped connections."),
+            click.option("--concurrency", type=click.IntRange(1), default=default_concurrency,
+                         show_default=True, help="Judge calls in flight at once."),
+            click.option("--no-cache", is_flag=True, help="Do not read or write the response cache."),
+            click.option("--input-price-per-mtok", "input_price", type=float, default=None,
+                         help="USD per million input tokens (cost is reported only with both prices)."),
+            click.option("--output-price-per-mtok", "output_price", type=float, default=None,
+                         help="USD per million output tokens."),
+        ]
+        for o in reversed(opts):
+            f = o(f)
+
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            jo = JudgeOptions(
+                provider=kwargs.pop("provider"), model=kwargs.pop("model"), base_url=kwargs.pop("base_url"),
+                max_tokens=kwargs.pop("max_tokens"), temperature=kwargs.pop("temperature"),
+                seed=kwargs.pop("seed"), timeout=kwargs.pop("timeout"), max_retries=kwargs.pop("max_retries"),
+                concurrency=kwargs.pop("concurrency"), no_cache=kwargs.pop("no_cache"),
+                input_price=kwargs.pop("input_price"), output_price=kwargs.pop("output_price"),
+            )
+            return f(*args, judge=jo, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return deco
+
+
+def build_client(jo: JudgeOptions, *, model: str | None = None) -> JudgeClient:
+    """Provider + cache + retries from the options. Raises UserError when the key is missing."""
+    from ..errors import ProviderAuthError
+
+    try:
+        provider = get_provider(jo.provider, model or jo.model, base_url=jo.base_url, timeout=jo.timeout)
+    except ProviderAuthError as exc:
+        raise UserError(str(exc)) from exc
+    cache = None if jo.no_cache else ResponseCache(
+        os.path.join(jo.cache_dir, "cache.sqlite") if jo.cache_dir else None)
+    return JudgeClient(provider, cache=cache, retry=RetryPolicy(max_retries=jo.max_retries),
+                       input_price_per_mtok=jo.input_price, output_price_per_mtok=jo.output_price)
+
+
+def judge_configured(provider_flag: str | None = None) -> bool:
+    """Whether a judge can be called without further setup (a key, or a local server configured)."""
+    from ..providers import api_key_for
+
+    if provider_flag in LOCAL_SERVERS or os.environ.get("REFEREE_BASE_URL"):
+        return True
+    name = provider_flag or os.environ.get("REFEREE_PROVIDER")
+    if name:
+        return name in LOCAL_SERVERS or api_key_for(name) is not None
+    return any(api_key_for(p) for p in ("anthropic", "openai", "gemini"))
+
+
+HOW_TO_CONFIGURE = (
+    "no judge is configured, so the model-graded step was skipped. To configure one, either\n"
+    "  export ANTHROPIC_API_KEY=...                        (Anthropic; add --provider anthropic)\n"
+    "  export OPENAI_API_KEY=...; export REFEREE_PROVIDER=openai     (OpenAI)\n"
+    "  export GEMINI_API_KEY=...; export REFEREE_PROVIDER=gemini     (Gemini)\n"
+    "  export REFEREE_PROVIDER=ollama REFEREE_MODEL=llama3.1          (local Ollama at localhost:11434)\n"
+    "  export REFEREE_PROVIDER=openai REFEREE_BASE_URL=http://localhost:8000/v1 REFEREE_MODEL=<m>\n"
+    "                                                      (vLLM, LM Studio, llama.cpp server, any gateway)"
+)
+
+
+def echo_err(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise UserError(msg)

@@ -1,0 +1,80 @@
+"""Errors referee raises.
+
+Tree::
+
+    RefereeError                 base of everything referee raises on purpose
+    +-- UserError                a usage or input mistake; the CLI prints it on one line and exits 2
+    |   +-- InputError           a file the user gave is wrong; names file, line and field
+    |   +-- MissingExtraError    an optional dependency is not installed; names the extra
+    +-- ProviderError            a judge API call failed (after mapping the HTTP client's errors)
+        +-- ProviderAuthError    401/403, or no key: retrying cannot help
+        +-- ProviderUnavailable  the server is down or unreachable
+
+Failures of single cases are not exceptions that stop a run: they become rows with status ``error`` or
+``unscored`` (see ``referee.results``).
+"""
+
+from __future__ import annotations
+
+
+class RefereeError(Exception):
+    """Base class of referee's own errors."""
+
+
+class UserError(RefereeError):
+    """A usage or input mistake: shown without a traceback, exit code 2."""
+
+    exit_code = 2
+
+
+class InputError(UserError):
+    """A problem in a file the user supplied, located as precisely as we can."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.file = file
+        self.line = line
+        self.field = field
+        self.reason = message
+        where = ""
+        if file is not None:
+            where = str(file)
+            if line is not None:
+                where += f":{line}"
+            where += ": "
+        if field is not None:
+            where += f"field '{field}': "
+        super().__init__(where + message)
+
+
+class MissingExtraError(UserError):
+    """An optional dependency is missing."""
+
+    def __init__(self, extra: str, package: str, feature: str) -> None:
+        super().__init__(
+            f"{feature} needs the '{package}' package: pip install 'referee[{extra}]'"
+        )
+        self.extra = extra
+        self.package = package
+
+
+class ProviderError(RefereeError):
+    """A judge API call failed.
+
+    ``retryable`` says whether the runner may try again (429, 5xx, timeouts, dropped connections).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class ProviderAuthError(ProviderError):
+    """The provider refused the credentials (or none were configured)."""
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider could not be reached at all."""

@@ -1,0 +1,68 @@
+"""Anthropic Messages wire format. Structured output through tool use: one tool whose ``input_schema`` is the
+verdict schema, forced with ``tool_choice``; the tool input is the verdict."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, ClassVar
+
+from ..errors import ProviderAuthError, ProviderError
+from ._http import HttpClient
+from .base import Completion, JudgeRequest, Provider
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+class AnthropicProvider(Provider):
+    name: ClassVar[str] = "anthropic"
+    default_model: ClassVar[str] = "claude-sonnet-4-6"
+    key_env_vars: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = 60.0) -> None:
+        base = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL).rstrip("/")
+        super().__init__(model, base_url=base, api_key=api_key, timeout=timeout)
+        if not api_key:
+            raise ProviderAuthError("no Anthropic API key: set ANTHROPIC_API_KEY")
+        self._http = HttpClient(timeout=timeout, label=f"Anthropic API {base}", headers={
+            "x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION})
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_tokens,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+        }
+        if system:
+            payload["system"] = system
+        if request.temperature is not None:
+            payload["temperature"] = request.temperature
+        if request.response_schema is not None:
+            payload["tools"] = [{
+                "name": request.schema_name,
+                "description": "Submit the verdict. Call this tool exactly once with every field filled in.",
+                "input_schema": request.response_schema,
+            }]
+            payload["tool_choice"] = {"type": "tool", "name": request.schema_name}
+        url = f"{self.base_url}/v1/messages"
+        data, latency = await self._http.post_json(url, payload)
+        blocks = data.get("content")
+        if not isinstance(blocks, list):
+            raise ProviderError(f"Anthropic API {self.base_url}: reply has no content list", retryable=True)
+        text = ""
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                text = json.dumps(block.get("input"), ensure_ascii=False)
+                break
+        else:
+            text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        usage = data.get("usage") or {}
+        return Completion(text=text, input_tokens=usage.get("input_tokens"),
+                          output_tokens=usage.get("output_tokens"), model=data.get("model") or self.model,
+                          latency_ms=latency, raw=data)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()

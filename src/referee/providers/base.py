@@ -1,0 +1,85 @@
+"""The provider contract: one abstract method, ``complete``.
+
+A provider speaks one wire format to one endpoint and maps every HTTP-level failure onto
+:class:`referee.errors.ProviderError` (``retryable`` set for 429, 5xx, timeouts and dropped connections).
+Retries, caching and concurrency live above it, in :mod:`referee.runner`.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """What the judge is asked. ``response_schema`` (a JSON Schema object) turns on the provider's native
+    structured output (OpenAI json_schema, Anthropic tool use, Gemini response schema)."""
+
+    messages: tuple[Message, ...]
+    response_schema: dict[str, Any] | None = None
+    schema_name: str = "verdict"
+    max_tokens: int = 1024
+    temperature: float | None = None
+    seed: int | None = None
+
+    def cache_material(self) -> dict[str, Any]:
+        return {
+            "messages": [[m.role, m.content] for m in self.messages],
+            "schema": self.response_schema,
+            "schema_name": self.schema_name,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The judge's reply. Token counts are the provider's own, or None when it reported none."""
+
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    model: str = ""
+    latency_ms: float = 0.0
+    cached: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+class Provider(abc.ABC):
+    """Calls one LLM API on behalf of a judge."""
+
+    name: ClassVar[str]
+    default_model: ClassVar[str] = ""
+    key_env_vars: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = 60.0) -> None:
+        self.model = model or self.default_model
+        self.base_url = base_url
+        self._api_key = api_key
+        self.timeout = timeout
+
+    @abc.abstractmethod
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """Send one request and return the reply text with the provider's token counts."""
+
+    async def aclose(self) -> None:  # noqa: B027 - a hook with a safe default
+        """Release connections."""
+
+    def describe(self) -> dict[str, Any]:
+        """Identity used for caching and manifests. Never includes the key."""
+        return {"provider": self.name, "model": self.model, "base_url": self.base_url}
+
+    def __repr__(self) -> str:  # keys must never leak through repr/logging
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"

@@ -1,0 +1,91 @@
+"""OpenAI chat-completions wire format: OpenAI itself and every compatible server by ``base_url``
+(vLLM, Ollama, LM Studio, llama.cpp's server, gateways).
+
+Structured output degrades step by step, because "compatible" servers differ: ``json_schema`` first; if the
+server rejects it (llama-cpp-python accepts only ``json_object``) then ``json_object``; then no
+``response_format`` at all. The level that worked is remembered for the rest of the run.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+from ..errors import ProviderAuthError, ProviderError
+from ._http import HttpClient
+from .base import Completion, JudgeRequest, Provider
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+_LEVELS = ("json_schema", "json_object", "none")
+
+
+class OpenAICompatProvider(Provider):
+    name: ClassVar[str] = "openai"
+    default_model: ClassVar[str] = "gpt-4o-mini"
+    key_env_vars: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = 60.0) -> None:
+        base = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
+        super().__init__(model, base_url=base, api_key=api_key, timeout=timeout)
+        self._official = base.startswith(OPENAI_BASE_URL)
+        if self._official and not api_key:
+            raise ProviderAuthError("no OpenAI API key: set OPENAI_API_KEY (or use --base-url for a local "
+                                    "OpenAI-compatible server)")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = HttpClient(timeout=timeout, headers=headers, label=f"openai-compatible server {base}")
+        self._level = 0
+
+    def _payload(self, request: JudgeRequest, level: str) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        }
+        # The official API deprecates max_tokens for max_completion_tokens; compatible servers know max_tokens.
+        payload["max_completion_tokens" if self._official else "max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            payload["temperature"] = request.temperature
+        if request.seed is not None:
+            payload["seed"] = request.seed
+        if request.response_schema is not None:
+            if level == "json_schema":
+                payload["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": request.schema_name, "schema": request.response_schema,
+                                    "strict": False},
+                }
+            elif level == "json_object":
+                payload["response_format"] = {"type": "json_object"}
+        return payload
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        url = f"{self.base_url}/chat/completions"
+        while True:
+            level = _LEVELS[self._level]
+            try:
+                data, latency = await self._http.post_json(url, self._payload(request, level))
+                break
+            except ProviderError as exc:
+                if (exc.status in (400, 422, 500) and request.response_schema is not None
+                        and self._level < len(_LEVELS) - 1 and _mentions_format(str(exc))):
+                    self._level += 1
+                    continue
+                raise
+        try:
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ProviderError(f"openai-compatible server {self.base_url}: reply has no choices[0].message",
+                                retryable=True) from exc
+        usage = data.get("usage") or {}
+        return Completion(text=text, input_tokens=usage.get("prompt_tokens"),
+                          output_tokens=usage.get("completion_tokens"), model=data.get("model") or self.model,
+                          latency_ms=latency, raw=data)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _mentions_format(message: str) -> bool:
+    m = message.lower()
+    return any(w in m for w in ("response_format", "json_schema", "json schema", "response format", "grammar"))

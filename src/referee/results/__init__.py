@@ -1,0 +1,35 @@
+"""Result rows (one schema for every evaluator), reading and writing them, and the run manifest."""
+
+from .io import LoadedResults, ResultWriter, read_results, row_from_dict
+from .manifest import (
+    EvalSetInfo,
+    JudgeConfig,
+    RunManifest,
+    TemplateInfo,
+    Totals,
+    file_sha256,
+    manifest_path,
+    text_sha256,
+)
+from .schema import SCHEMA_VERSION, CriterionScore, JudgeInfo, ResultRow, Status, Usage
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CriterionScore",
+    "EvalSetInfo",
+    "JudgeConfig",
+    "JudgeInfo",
+    "LoadedResults",
+    "ResultRow",
+    "ResultWriter",
+    "RunManifest",
+    "Status",
+    "TemplateInfo",
+    "Totals",
+    "Usage",
+    "file_sha256",
+    "manifest_path",
+    "read_results",
+    "row_from_dict",
+    "text_sha256",
+]

@@ -1,0 +1,165 @@
+"""Reading and appending result rows (JSONL, one row per line)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from ..errors import InputError, UserError
+from .schema import ResultRow
+
+# Keys of the seed's rows that map onto ResultRow fields directly.
+_LEGACY_FIELDS = {
+    "id", "score", "category", "rationale", "cost_usd", "latency_ms",
+    "winner", "position_bias_detected", "repeat", "turn", "status", "passed", "evaluator",
+}
+
+
+@dataclass
+class LoadedResults:
+    """Rows of one results file and the problems met while reading it."""
+
+    path: str
+    rows: list[ResultRow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _describe(err: ValidationError) -> tuple[str | None, str]:
+    first = err.errors()[0]
+    loc = ".".join(str(x) for x in first.get("loc", ()) if x != "__root__") or None
+    return loc, first.get("msg", str(err))
+
+
+def row_from_dict(data: dict[str, Any]) -> ResultRow:
+    """Validate one decoded JSON object as a row (referee's own, or a seed row)."""
+    if "schema_version" in data:
+        return ResultRow.model_validate(data)
+    # A seed row: coerce what the seed allowed (booleans as scores, numeric ids) and keep unknown keys.
+    known: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for k, v in data.items():
+        (known if k in _LEGACY_FIELDS else extra)[k] = v
+    if "id" in known and isinstance(known["id"], int | float) and not isinstance(known["id"], bool):
+        known["id"] = str(known["id"])
+    score = known.get("score")
+    if isinstance(score, bool):
+        known["score"] = 1.0 if score else 0.0
+    if "score" not in known or known.get("score") is None:
+        known.setdefault("status", "unscored")
+        known.pop("score", None)
+    if extra:
+        known["metadata"] = extra
+    return ResultRow.model_validate(known)
+
+
+def read_results(path: str | Path, *, strict: bool = False) -> LoadedResults:
+    """Read a results file. A malformed line is skipped with a warning naming file and line (as the seed
+    does); with ``strict`` it raises :class:`InputError` instead."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("file not found", file=str(p))
+    out = LoadedResults(path=str(p))
+    with open(p, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                _problem(out, strict, p, lineno, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+                continue
+            try:
+                data = json.loads(text, parse_constant=_reject_constant)
+            except (json.JSONDecodeError, ValueError) as exc:
+                _problem(out, strict, p, lineno, None, f"malformed JSON ({exc})")
+                continue
+            if not isinstance(data, dict):
+                _problem(out, strict, p, lineno, None, "expected a JSON object")
+                continue
+            try:
+                out.rows.append(row_from_dict(data))
+            except ValidationError as exc:
+                fld, msg = _describe(exc)
+                _problem(out, strict, p, lineno, fld, msg)
+    return out
+
+
+def _reject_constant(name: str) -> float:
+    # json accepts NaN/Infinity by default; a NaN score must be reported, not averaged.
+    if name == "NaN":
+        return math.nan
+    raise ValueError(f"{name} is not a valid number")
+
+
+def _problem(out: LoadedResults, strict: bool, path: Path, line: int, fld: str | None, msg: str) -> None:
+    err = InputError(msg, file=str(path), line=line, field=fld)
+    if strict:
+        raise err
+    out.warnings.append(f"skipped {err}")
+
+
+class ResultWriter:
+    """Appends rows as they complete, flushing each, so a crash or Ctrl-C keeps every row already paid for."""
+
+    def __init__(self, path: str | Path, *, append: bool = True) -> None:
+        self.path = Path(path)
+        if self.path.parent and not self.path.parent.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f: IO[str] = open(self.path, "a" if append else "w", encoding="utf-8")
+        self.count = 0
+
+    def write(self, row: ResultRow) -> None:
+        line = json.dumps(row.to_json_dict(), ensure_ascii=False, allow_nan=False) + "\n"
+        try:
+            self._f.write(line)
+            self._f.flush()
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise UserError(
+                    f"disk full while writing {self.path}: {self.count} rows already written are kept; "
+                    "free space and rerun (finished cases are not judged again)"
+                ) from exc
+            raise
+        self.count += 1
+
+    def write_all(self, rows: Iterable[ResultRow]) -> None:
+        for r in rows:
+            self.write(r)
+
+    def close(self) -> None:
+        try:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+        except OSError:
+            pass
+        self._f.close()
+
+    def __enter__(self) -> ResultWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, decoded value) for each non-empty line; raises InputError on bad JSON."""
+    p = Path(path)
+    with open(p, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                yield lineno, json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not UTF-8 ({exc.reason} at byte {exc.start})", file=str(p), line=lineno) from exc
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=str(p),
+                                 line=lineno) from exc

@@ -1,0 +1,120 @@
+"""The run manifest written beside a results file: what was evaluated, with what, and the totals."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._version import __version__
+
+MANIFEST_VERSION = 1
+
+
+def manifest_path(results_path: str | Path) -> Path:
+    """``results.jsonl`` -> ``results.manifest.json`` (same folder)."""
+    p = Path(results_path)
+    stem = p.name
+    for suffix in (".jsonl", ".json", ".ndjson"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return p.with_name(stem + ".manifest.json")
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EvalSetInfo(_Model):
+    path: str
+    sha256: str
+    n_cases: int
+    case_ids: list[str]
+
+
+class TemplateInfo(_Model):
+    path: str | None = None
+    sha256: str
+
+
+class JudgeConfig(_Model):
+    """The judge configuration. Never holds a key: only where keys come from."""
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    repeat: int = 1
+    concurrency: int | None = None
+    timeout_s: float | None = None
+    max_retries: int | None = None
+    input_price_per_mtok: float | None = None
+    output_price_per_mtok: float | None = None
+
+
+class Totals(_Model):
+    rows: int = 0
+    scored: int = 0
+    unscored: int = 0
+    error: int = 0
+    skipped_invalid: int = 0
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    provider_calls: int = 0
+    cached_calls: int = 0
+    wall_s: float | None = None
+
+
+class RunManifest(_Model):
+    manifest_version: int = MANIFEST_VERSION
+    referee_version: str = __version__
+    kind: str = "judge"
+    """Which command wrote the run: judge, pairwise, rubric, gold, suite, redteam, ..."""
+    status: Literal["running", "complete", "interrupted", "failed"] = "running"
+    created_at: str = Field(default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+    finished_at: str | None = None
+    command: list[str] = Field(default_factory=list)
+    eval_set: EvalSetInfo | None = None
+    template: TemplateInfo | None = None
+    judge: JudgeConfig | None = None
+    system_under_test: str | None = None
+    """Model of the system being evaluated, when known, so self-grading can be flagged."""
+    adversarial: bool = False
+    """Marks a red-team results file: `referee score` reports it per attack type, apart from correctness."""
+    totals: Totals = Field(default_factory=Totals)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    def write(self, results_path: str | Path) -> Path:
+        path = manifest_path(results_path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def read(cls, results_path: str | Path) -> RunManifest | None:
+        path = manifest_path(results_path)
+        if not path.exists():
+            return None
+        return cls.model_validate_json(path.read_text(encoding="utf-8"))

@@ -1,0 +1,143 @@
+"""The one result row every evaluator writes (judge, rubric, pairwise, checks, trajectories).
+
+A row is a superset of the seed tools' row ``{id, score, category, rationale, cost_usd, latency_ms}``.
+Rows written by referee carry ``schema_version`` and reject unknown fields; rows without it are read as
+seed ("legacy") rows, whose unknown keys are kept in ``metadata`` so nothing a user had is dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+
+Status = Literal["scored", "unscored", "error"]
+"""``scored``: a real score. ``unscored``: the judge replied but the reply could not be used (never a pass or a
+fail). ``error``: the evaluation itself failed (API error after retries, a check that raised)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Usage(_Model):
+    """Token counts as reported by the provider (never estimated)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    calls: int = 0
+    """Provider calls actually made (cache hits excluded)."""
+    cached_calls: int = 0
+    """Replies served from the response cache."""
+
+    def __add__(self, other: Usage) -> Usage:
+        def _sum(a: int | None, b: int | None) -> int | None:
+            if a is None and b is None:
+                return None
+            return (a or 0) + (b or 0)
+
+        return Usage(
+            input_tokens=_sum(self.input_tokens, other.input_tokens),
+            output_tokens=_sum(self.output_tokens, other.output_tokens),
+            calls=self.calls + other.calls,
+            cached_calls=self.cached_calls + other.cached_calls,
+        )
+
+
+class JudgeInfo(_Model):
+    """Which judge produced a row."""
+
+    provider: str
+    model: str
+    template_hash: str | None = None
+    """sha256 of the judge prompt template (or rubric) text, so runs with different prompts are never compared
+    unknowingly."""
+
+
+class CriterionScore(_Model):
+    """One criterion (rubric dimension, gold criterion, check) of a row."""
+
+    id: str
+    name: str | None = None
+    status: Status = "scored"
+    score: float | None = None
+    """Normalised to 0-1."""
+    raw_score: float | None = None
+    """On the criterion's own scale (1-5, 0-2, ...)."""
+    scale: str | None = None
+    passed: bool | None = None
+    weight: float | None = None
+    critical: bool | None = None
+    rationale: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+    grounded: bool | None = None
+    """Whether every evidence quote was found in the judged text; None when not verified."""
+    error: str | None = None
+
+
+class ResultRow(_Model):
+    """One evaluated case (for one repeat, and one turn where turns are judged separately)."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    status: Status = "scored"
+    score: float | None = None
+    """0-1; present exactly when status is ``scored``."""
+    passed: bool | None = None
+    """The evaluator's own pass verdict where it has one (gold criteria, all-must-pass suites). Aggregation
+    uses ``score >= threshold`` unless asked otherwise."""
+    category: str | None = None
+    rationale: str | None = None
+    evaluator: str = "judge"
+    criteria: list[CriterionScore] = Field(default_factory=list)
+    judge: JudgeInfo | None = None
+    usage: Usage | None = None
+    cost_usd: float | None = None
+    latency_ms: float | None = None
+    repeat: int | None = None
+    turn: int | None = None
+    winner: Literal["a", "b", "tie"] | None = None
+    """Pairwise rows: the reconciled winner over both orders."""
+    position_bias_detected: bool | None = None
+    error: str | None = None
+    raw_reply: str | None = None
+    """An excerpt of an unusable judge reply, kept so unscored rows can be inspected."""
+    flags: list[str] = Field(default_factory=list)
+    """Markers such as ``ungrounded``, ``self_grading``, ``cached``."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Copied from the case (and, for seed rows, any key referee does not know)."""
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Evaluator-specific structured data (pairwise rationales, trajectory findings, ...)."""
+
+    @field_validator("score")
+    @classmethod
+    def _score_in_range(cls, v: float | None) -> float | None:
+        if v is None:
+            return v
+        if isinstance(v, float) and math.isnan(v):
+            raise ValueError("score is NaN")
+        if not 0.0 <= v <= 1.0:
+            raise ValueError(f"score {v} is outside 0-1")
+        return v
+
+    @model_validator(mode="after")
+    def _status_matches_score(self) -> ResultRow:
+        if self.status == "scored" and self.score is None:
+            raise ValueError("a scored row needs a score")
+        if self.status != "scored" and self.score is not None:
+            raise ValueError(f"a row with status '{self.status}' must not carry a score")
+        return self
+
+    @property
+    def key(self) -> tuple[str, int | None, int | None]:
+        """Identity of a row inside one results file."""
+        return (self.id, self.repeat, self.turn)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The compact persisted form: defaults and empty collections are left out."""
+        data = self.model_dump(mode="json", exclude_defaults=True)
+        data = {"schema_version": SCHEMA_VERSION, **data}
+        return data

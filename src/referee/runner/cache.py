@@ -1,0 +1,72 @@
+"""Content-addressed response cache (SQLite), so an unchanged rerun makes zero provider calls.
+
+The key is a sha256 over the provider's identity (name, model, base URL) and the full request. Keys, headers
+and anything secret are never part of the material or the stored value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..providers.base import Completion, JudgeRequest
+
+DEFAULT_DIR = ".referee"
+
+
+def default_cache_path() -> Path:
+    base = os.environ.get("REFEREE_CACHE_DIR")
+    return Path(base if base else DEFAULT_DIR) / "cache.sqlite"
+
+
+def cache_key(identity: dict[str, Any], request: JudgeRequest) -> str:
+    material = json.dumps({"who": identity, "req": request.cache_material()}, sort_keys=True,
+                          ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
+            "input_tokens INTEGER, output_tokens INTEGER, model TEXT, latency_ms REAL, "
+            "created_at REAL DEFAULT (unixepoch()))"
+        )
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT text, input_tokens, output_tokens, model, latency_ms FROM responses WHERE key = ?",
+                (key,),
+            ).fetchone()
+        if row is None:
+            return None
+        return Completion(text=row[0], input_tokens=row[1], output_tokens=row[2], model=row[3] or "",
+                          latency_ms=row[4] or 0.0, cached=True)
+
+    def put(self, key: str, c: Completion) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses (key, text, input_tokens, output_tokens, model, latency_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (key, c.text, c.input_tokens, c.output_tokens, c.model, c.latency_ms),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,112 @@
+"""Running many evaluations concurrently, writing each row the moment it completes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from ..errors import ProviderAuthError, ProviderError, UserError
+from ..results.io import ResultWriter
+from ..results.schema import ResultRow
+from .progress import Progress
+
+T = TypeVar("T")
+
+
+class FatalRunError(UserError):
+    """A failure that would repeat for every case (bad key, unknown model, server down): stop the run."""
+
+
+@dataclass
+class RunStats(Generic[T]):
+    rows: list[ResultRow] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.rows if r.status == status)
+
+    @property
+    def cost_usd(self) -> float | None:
+        costs = [r.cost_usd for r in self.rows if r.cost_usd is not None]
+        return sum(costs) if costs else None
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """Errors no retry or next case can fix: the whole run stops with exit 2."""
+    if isinstance(exc, ProviderAuthError):
+        return True
+    if isinstance(exc, ProviderError) and exc.status == 404:
+        return True
+    return isinstance(exc, UserError)
+
+
+async def run_rows(
+    items: Sequence[T],
+    evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
+    *,
+    writer: ResultWriter | None,
+    concurrency: int = 8,
+    label: str = "judging",
+    on_error: Callable[[T, BaseException], ResultRow] | None = None,
+    show_progress: bool = True,
+    cost_so_far: Callable[[], float | None] | None = None,
+) -> RunStats[T]:
+    """Evaluate ``items`` with at most ``concurrency`` in flight; rows are written as they complete.
+
+    ``evaluate`` should turn per-case failures into rows itself. An unexpected exception becomes a row via
+    ``on_error`` (one bad case never stops a run); a fatal one (see :func:`is_fatal`) stops the run after
+    the rows already written are flushed.
+    """
+    stats: RunStats[T] = RunStats()
+    start = time.perf_counter()
+    queue: asyncio.Queue[T] = asyncio.Queue()
+    for it in items:
+        queue.put_nowait(it)
+    progress = Progress(total=len(items), label=label, enabled=show_progress, cost=cost_so_far)
+    fatal: list[BaseException] = []
+
+    def emit(rows: ResultRow | list[ResultRow]) -> None:
+        for row in rows if isinstance(rows, list) else [rows]:
+            if writer is not None:
+                writer.write(row)
+            stats.rows.append(row)
+
+    async def worker() -> None:
+        while not fatal:
+            try:
+                item = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            try:
+                emit(await evaluate(item))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - failures are data
+                if is_fatal(exc):
+                    fatal.append(exc)
+                    return
+                if on_error is None:
+                    raise
+                if os.environ.get("REFEREE_DEBUG", "") not in ("", "0"):
+                    traceback.print_exc()
+                emit(on_error(item, exc))
+            progress.advance()
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(items) or 1)))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        progress.close()
+        stats.wall_s = time.perf_counter() - start
+    if fatal:
+        exc = fatal[0]
+        written = f"; {len(stats.rows)} rows already written are kept" if stats.rows else ""
+        raise FatalRunError(f"{exc}{written}") from exc
+    return stats

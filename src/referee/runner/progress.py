@@ -1,0 +1,60 @@
+"""A progress bar on stderr (cases done, rate, cost so far), shown only for runs longer than a second."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as _RichProgress
+
+
+class Progress:
+    def __init__(self, total: int, label: str, *, enabled: bool = True,
+                 cost: Callable[[], float | None] | None = None, delay_s: float = 1.0) -> None:
+        self.total = total
+        self.label = label
+        self.done = 0
+        self.start = time.perf_counter()
+        self.delay_s = delay_s
+        self.cost = cost
+        self.enabled = enabled and total > 0 and sys.stderr.isatty()
+        self._bar: _RichProgress | None = None
+        self._task: int | None = None
+        self._last = 0.0
+
+    def _describe(self) -> str:
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        text = f"{self.label} {self.done / elapsed:.1f}/s"
+        c = self.cost() if self.cost else None
+        if c is not None:
+            text += f" ${c:.4f}"
+        return text
+
+    def advance(self) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if self._bar is None:
+            if now - self.start < self.delay_s:
+                return
+            self._bar = _RichProgress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                console=Console(stderr=True), transient=False, refresh_per_second=4,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(self._describe(), total=self.total, completed=self.done)
+        if now - self._last > 0.2 or self.done == self.total:  # rendering costs CPU: throttle updates
+            self._last = now
+            assert self._task is not None
+            self._bar.update(self._task, completed=self.done, description=self._describe())  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        if self._bar is not None:
+            assert self._task is not None
+            self._bar.update(self._task, completed=self.done, description=self._describe())  # type: ignore[arg-type]
+            self._bar.stop()
+            self._bar = None

@@ -1,0 +1,180 @@
+"""One judged run end to end: resume from an earlier (crashed) run, write rows and the manifest, totals.
+
+Every judging command (judge, pairwise, rubric, gold, suites) goes through :func:`execute`, so they all
+resume the same way and write the same manifest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..results.io import ResultWriter, read_results
+from ..results.manifest import RunManifest, Totals, manifest_path
+from ..results.schema import ResultRow
+from .client import JudgeClient
+from .engine import run_rows
+
+T = TypeVar("T")
+
+
+def _same_config(old: RunManifest, new: RunManifest) -> bool:
+    """Rows of ``old`` may be reused by ``new`` only if they were produced the same way."""
+    def judge_key(m: RunManifest) -> Any:
+        if m.judge is None:
+            return None
+        j = m.judge
+        return (j.provider, j.model, j.base_url, j.temperature, j.max_tokens, j.seed, j.repeat)
+
+    return (old.kind == new.kind and judge_key(old) == judge_key(new)
+            and (old.template.sha256 if old.template else None) == (new.template.sha256 if new.template else None)
+            and old.extra.get("config_hash") == new.extra.get("config_hash"))
+
+
+@dataclass
+class Resume:
+    kept: list[ResultRow] = field(default_factory=list)
+    done: set[tuple[str, int | None, int | None]] = field(default_factory=set)
+    note: str | None = None
+
+
+def prepare_output(out: Path, manifest: RunManifest) -> Resume:
+    """Reuse finished rows of an interrupted or earlier identical run; set aside a different run's file.
+
+    Finished means ``scored`` or ``unscored`` (the judge was paid and answered); ``error`` rows are retried.
+    """
+    res = Resume()
+    if not out.exists():
+        return res
+    old = None
+    try:
+        old = RunManifest.read(out)
+    except (ValueError, OSError):
+        old = None
+    if old is None or not _same_config(old, manifest):
+        prev = out.with_name(out.stem + ".prev" + out.suffix)
+        os.replace(out, prev)
+        mp = manifest_path(out)
+        if mp.exists():
+            os.replace(mp, manifest_path(prev))
+        res.note = f"{out} held results of a different configuration; moved to {prev}"
+        return res
+    loaded = read_results(out)
+    keep = [r for r in loaded.rows if r.status != "error"]
+    res.kept = keep
+    res.done = {r.key for r in keep}
+    # Rewrite without the error rows (atomically) so retried cases do not appear twice.
+    tmp = out.with_name(out.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for r in keep:
+            f.write(json.dumps(r.to_json_dict(), ensure_ascii=False) + "\n")
+    os.replace(tmp, out)
+    if keep:
+        res.note = f"resuming: {len(keep)} rows already in {out} are kept; judging the rest"
+    return res
+
+
+def totals(rows: Sequence[ResultRow], client: JudgeClient | None, wall_s: float, skipped: int = 0) -> Totals:
+    costs = [r.cost_usd for r in rows if r.cost_usd is not None]
+    ins = [r.usage.input_tokens for r in rows if r.usage and r.usage.input_tokens is not None]
+    outs = [r.usage.output_tokens for r in rows if r.usage and r.usage.output_tokens is not None]
+    return Totals(
+        rows=len(rows),
+        scored=sum(r.status == "scored" for r in rows),
+        unscored=sum(r.status == "unscored" for r in rows),
+        error=sum(r.status == "error" for r in rows),
+        skipped_invalid=skipped,
+        cost_usd=round(sum(costs), 8) if costs else None,
+        input_tokens=sum(ins) if ins else None,
+        output_tokens=sum(outs) if outs else None,
+        provider_calls=client.stats.calls if client else 0,
+        cached_calls=client.stats.cached if client else 0,
+        wall_s=round(wall_s, 3),
+    )
+
+
+def error_row(case_id: str, exc: BaseException, *, evaluator: str, category: str | None = None,
+              repeat: int | None = None) -> ResultRow:
+    return ResultRow(id=case_id, status="error", evaluator=evaluator, category=category, repeat=repeat,
+                     error=f"{type(exc).__name__}: {exc}")
+
+
+@dataclass
+class Outcome:
+    rows: list[ResultRow]
+    """All rows of the results file (kept from a resumed run plus new ones)."""
+    new_rows: list[ResultRow]
+    manifest: RunManifest
+    resume_note: str | None
+
+
+def execute(
+    *,
+    out: Path,
+    manifest: RunManifest,
+    items: Sequence[T],
+    key: Callable[[T], tuple[str, int | None, int | None]],
+    evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
+    on_error: Callable[[T, BaseException], ResultRow],
+    client: JudgeClient | None,
+    concurrency: int,
+    label: str,
+    skipped: int = 0,
+) -> Outcome:
+    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current."""
+    resume = prepare_output(out, manifest)
+    todo = [it for it in items if key(it) not in resume.done]
+    manifest.write(out)
+    writer = ResultWriter(out, append=True)
+    t0 = time.perf_counter()
+    new_rows: list[ResultRow] = []
+    status = "complete"
+
+    async def main() -> None:
+        try:
+            stats = await run_rows(todo, evaluate, writer=writer, concurrency=concurrency, label=label,
+                                   on_error=on_error,
+                                   cost_so_far=(lambda: client.stats.cost_usd if client and client.prices_given
+                                                else None))
+            new_rows.extend(stats.rows)
+        finally:
+            if client is not None:
+                await client.aclose()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        writer.close()
+        all_rows = resume.kept + (new_rows if new_rows else _reread(out, resume.kept))
+        manifest.status = status  # type: ignore[assignment]
+        manifest.totals = totals(all_rows, client, time.perf_counter() - t0, skipped)
+        import datetime as _dt
+
+        manifest.finished_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        try:
+            manifest.write(out)
+        except OSError as exc:  # a full disk must not hide the original error
+            print(f"referee: warning: could not update the manifest: {exc}", file=sys.stderr)
+    return Outcome(rows=resume.kept + new_rows, new_rows=new_rows, manifest=manifest, resume_note=resume.note)
+
+
+def _reread(out: Path, kept: list[ResultRow]) -> list[ResultRow]:
+    """After an interruption the engine's list is lost: count what actually reached the file."""
+    try:
+        rows = read_results(out).rows
+    except Exception:  # noqa: BLE001 - best effort for the manifest totals only
+        return []
+    return rows[len(kept):]

@@ -1,0 +1,111 @@
+"""Judge prompt templates: plain ``{key}`` replacement, exactly as the seed's judge runner does it.
+
+Not ``str.format``: judge prompts contain JSON with braces. Replacement is a single pass over the template,
+so a case value that itself contains ``{other}`` is inserted literally and never expanded again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cases import Case
+
+PLACEHOLDER_RE = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
+
+
+def placeholders(template: str) -> list[str]:
+    """Placeholder names in order of first appearance."""
+    seen: dict[str, None] = {}
+    for m in PLACEHOLDER_RE.finditer(template):
+        seen.setdefault(m.group(1), None)
+    return list(seen)
+
+
+def render_value(value: Any) -> str:
+    """Strings as they are; anything else as indented JSON (the seed's rule)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def transcript(turns: list[dict[str, Any]]) -> str:
+    """One ``Role: content`` line per turn, role capitalised."""
+    lines = []
+    for t in turns:
+        role = str(t.get("role", "")).strip()
+        lines.append(f"{role[:1].upper()}{role[1:]}: {render_value(t.get('content', ''))}")
+    return "\n".join(lines)
+
+
+def case_values(case: Case) -> dict[str, Any]:
+    """The values a template can use: every key of the case plus the seed's fallbacks."""
+    values = {k: v for k, v in case.data.items() if v is not None}
+    if "output" not in values and case.get("final_output") is not None:
+        values["output"] = case.get("final_output")
+    if "transcript" not in values and case.turns is not None:
+        values["transcript"] = transcript(case.turns)
+    return values
+
+
+def fill(template: str, values: Mapping[str, Any]) -> str:
+    """Replace every ``{key}`` whose key is in ``values``; others are left as written."""
+
+    def sub(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key in values:
+            return render_value(values[key])
+        return m.group(0)
+
+    return PLACEHOLDER_RE.sub(sub, template)
+
+
+def fill_case(template: str, case: Case) -> str:
+    return fill(template, case_values(case))
+
+
+def missing_fields(template_keys: list[str], case: Case) -> list[str]:
+    values = case_values(case)
+    return [k for k in template_keys if k not in values]
+
+
+@dataclass
+class Preflight:
+    """What the preflight found: the cases to run and the problems with the others."""
+
+    valid: list[Case] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    skipped: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def preflight(cases: list[Case], required: list[str], *, label: str = "template") -> Preflight:
+    """Check every case against the placeholders ``required`` and for duplicate ids (the first is kept).
+
+    Runs before any API key is looked at, as the seed's runner does.
+    """
+    pf = Preflight()
+    seen: dict[str, Case] = {}
+    for case in cases:
+        if case.id in seen:
+            pf.problems.append(
+                f"{case.where}: duplicate id '{case.id}' (first at {seen[case.id].where}); the first is kept"
+            )
+            pf.skipped += 1
+            continue
+        seen[case.id] = case
+        miss = missing_fields(required, case)
+        if miss:
+            pf.problems.append(
+                f"{case.where}: case '{case.id}' is missing field(s) {', '.join(miss)} used by the {label}"
+            )
+            pf.skipped += 1
+            continue
+        pf.valid.append(case)
+    return pf

@@ -1,0 +1,313 @@
+"""A local LLM server for tests and benchmarks: speaks the OpenAI chat-completions, Anthropic Messages and
+Gemini generateContent wire formats on 127.0.0.1, with scriptable latency, status codes, Retry-After,
+bodies, dropped connections and truncated replies.
+
+Shipped in the package so users can test their own judge setups without a network.
+
+**Usage**::
+
+    with FakeLLMServer(responder=lambda req: '{"overall_score": 0.9}') as srv:
+        srv.script(Reply(status=429, retry_after="0"), Reply(text='{"overall_score": 1}'))
+        # point a provider at srv.openai_base_url, srv.url (Anthropic / Gemini base URL)
+
+Run standalone (used by ``bench/``): ``python -m referee.testing.server --latency 0.2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``text`` is what the model says; the server wraps it in the wire format."""
+
+    text: str | None = None
+    status: int = 200
+    body: str | bytes | dict[str, Any] | None = None
+    """A raw body that replaces the wire-format envelope (garbage, error objects)."""
+    headers: dict[str, str] = field(default_factory=dict)
+    retry_after: str | None = None
+    delay: float | None = None
+    drop: bool = False
+    """Close the connection without answering."""
+    truncate: bool = False
+    """Send half of the body, then close."""
+    input_tokens: int = 120
+    output_tokens: int = 40
+
+
+@dataclass
+class WireRequest:
+    """What the server received, for assertions."""
+
+    format: str
+    path: str
+    headers: dict[str, str]
+    query: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def prompt_text(self) -> str:
+        """All message text of the request, system included."""
+        parts: list[str] = []
+        b = self.body
+        if self.format == "openai":
+            parts += [str(m.get("content", "")) for m in b.get("messages", [])]
+        elif self.format == "anthropic":
+            if b.get("system"):
+                parts.append(str(b["system"]))
+            parts += [str(m.get("content", "")) for m in b.get("messages", [])]
+        else:
+            si = b.get("systemInstruction", {})
+            parts += [p.get("text", "") for p in si.get("parts", [])]
+            for c in b.get("contents", []):
+                parts += [p.get("text", "") for p in c.get("parts", [])]
+        return "\n".join(parts)
+
+    @property
+    def last_user_text(self) -> str:
+        b = self.body
+        if self.format == "gemini":
+            users = [c for c in b.get("contents", []) if c.get("role") == "user"]
+            return "".join(p.get("text", "") for p in users[-1].get("parts", [])) if users else ""
+        users = [m for m in b.get("messages", []) if m.get("role") == "user"]
+        return str(users[-1].get("content", "")) if users else ""
+
+    @property
+    def model(self) -> str:
+        if self.format == "gemini":
+            return self.path.rsplit("/", 1)[-1].split(":", 1)[0]
+        return str(self.body.get("model", ""))
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        b = self.body
+        if self.format == "openai":
+            rf = b.get("response_format") or {}
+            return (rf.get("json_schema") or {}).get("schema")
+        if self.format == "anthropic":
+            tools = b.get("tools") or []
+            return tools[0].get("input_schema") if tools else None
+        return (b.get("generationConfig") or {}).get("responseSchema")
+
+
+Responder = Callable[[WireRequest], "str | Reply"]
+
+
+def default_responder(req: WireRequest) -> str:
+    """A valid template-judge verdict, so an unconfigured server still grades."""
+    return json.dumps({"quality": {"score": 0.8, "rationale": "clear and correct"}, "overall_score": 0.8})
+
+
+class FakeLLMServer:
+    """The server runs in a background thread with its own event loop, so sync and async tests can use it."""
+
+    def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, host: str = "127.0.0.1",
+                 port: int = 0, openai_formats: tuple[str, ...] = ("json_schema", "json_object", "none"),
+                 record: bool = True) -> None:
+        self.responder = responder or default_responder
+        self.latency = latency
+        self.host = host
+        self.port = port
+        self.openai_formats = openai_formats
+        self.record = record
+        self.requests: list[WireRequest] = []
+        self._script: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+
+    # -- configuration -------------------------------------------------------------------------------
+    def script(self, *replies: Reply | str) -> None:
+        """Queue replies served in order before the responder is used again."""
+        with self._lock:
+            for r in replies:
+                self._script.append(Reply(text=r) if isinstance(r, str) else r)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+    def _app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._openai)
+        app.router.add_post("/chat/completions", self._openai)
+        app.router.add_post("/v1/messages", self._anthropic)
+        app.router.add_post("/v1beta/models/{model_action}", self._gemini)
+        app.router.add_post("/v1/models/{model_action}", self._gemini)
+        return app
+
+    async def _start(self) -> None:
+        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
+        await site.start()
+        server = site._server
+        assert server is not None
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1]
+
+    def start(self) -> FakeLLMServer:
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(self._start())
+            self._ready.set()
+            loop.run_forever()
+            assert self._runner is not None
+            loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="referee-fake-llm", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("fake LLM server did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+        self._loop = None
+        self._thread = None
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- handling --------------------------------------------------------------------------------------
+    def _next(self, req: WireRequest) -> Reply:
+        with self._lock:
+            if self.record:
+                self.requests.append(req)
+            if self._script:
+                return self._script.popleft()
+        r = self.responder(req)
+        return Reply(text=r) if isinstance(r, str) else r
+
+    async def _receive(self, request: web.Request, fmt: str) -> WireRequest:
+        try:
+            body = await request.json()
+        except ValueError:
+            body = {}
+        return WireRequest(format=fmt, path=request.path, headers=dict(request.headers),
+                           query=dict(request.query), body=body if isinstance(body, dict) else {})
+
+    async def _respond(self, request: web.Request, reply: Reply, envelope: dict[str, Any]) -> web.StreamResponse:
+        delay = reply.delay if reply.delay is not None else self.latency
+        if delay:
+            await asyncio.sleep(delay)
+        if reply.drop:
+            assert request.transport is not None
+            request.transport.close()
+            raise asyncio.CancelledError  # the client sees a dropped connection
+        headers = dict(reply.headers)
+        if reply.retry_after is not None:
+            headers["Retry-After"] = reply.retry_after
+        if reply.body is not None:
+            payload = reply.body if not isinstance(reply.body, dict) else json.dumps(reply.body)
+        elif reply.status >= 400:
+            payload = json.dumps({"error": {"message": f"scripted error {reply.status}", "type": "error"}})
+        else:
+            payload = json.dumps(envelope)
+        data = payload.encode() if isinstance(payload, str) else payload
+        if reply.truncate:
+            resp = web.StreamResponse(status=reply.status, headers={**headers, "Content-Length": str(len(data))})
+            resp.content_type = "application/json"
+            await resp.prepare(request)
+            await resp.write(data[: len(data) // 2])
+            assert request.transport is not None
+            request.transport.close()
+            return resp
+        return web.Response(status=reply.status, body=data, headers=headers, content_type="application/json")
+
+    async def _openai(self, request: web.Request) -> web.StreamResponse:
+        req = await self._receive(request, "openai")
+        rf = (req.body.get("response_format") or {}).get("type", "none")
+        if rf not in self.openai_formats:
+            # As llama-cpp-python's server does for json_schema.
+            return web.json_response({"error": {"message": f"response_format type '{rf}' is not supported",
+                                                "type": "invalid_request_error"}}, status=400)
+        reply = self._next(req)
+        env = {
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+            "model": req.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text or ""},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens,
+                      "total_tokens": reply.input_tokens + reply.output_tokens},
+        }
+        return await self._respond(request, reply, env)
+
+    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
+        req = await self._receive(request, "anthropic")
+        reply = self._next(req)
+        text = reply.text or ""
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        tools = req.body.get("tools") or []
+        if tools:
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict):
+                content = [{"type": "tool_use", "id": "toolu_fake", "name": tools[0].get("name"), "input": obj}]
+        env = {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": req.model, "content": content,
+            "stop_reason": "tool_use" if content[0]["type"] == "tool_use" else "end_turn",
+            "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+        }
+        return await self._respond(request, reply, env)
+
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        req = await self._receive(request, "gemini")
+        reply = self._next(req)
+        env = {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": reply.text or ""}]},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": reply.input_tokens,
+                              "candidatesTokenCount": reply.output_tokens,
+                              "totalTokenCount": reply.input_tokens + reply.output_tokens},
+            "modelVersion": req.model,
+        }
+        return await self._respond(request, reply, env)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Local fake LLM server (OpenAI, Anthropic, Gemini wire formats).")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
+    args = ap.parse_args(argv)
+    srv = FakeLLMServer(latency=args.latency, port=args.port, record=False).start()
+    print(srv.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    main()
