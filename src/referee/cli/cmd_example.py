@@ -1,0 +1,46 @@
+"""``referee example``: run referee's main job end to end on the built-in example (no API key needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..example import ExampleContext, prepare, steps
+from ._common import judge_configured
+
+
+@click.command("example")
+@click.option("--dir", "workdir", default="referee-example", show_default=True, type=click.Path(file_okay=False),
+              help="Folder to write the example's cases and results into.")
+@click.option("--provider", default=None, help="Judge provider for the model-graded steps (see referee judge).")
+@click.option("--model", default=None)
+@click.option("--base-url", default=None)
+def command(workdir: str, provider: str | None, model: str | None, base_url: str | None) -> int:
+    """Run the built-in example: a support agent before and after a prompt change, evaluated end to end.
+
+    Model-graded steps run when a judge is configured (an API key in the environment, REFEREE_PROVIDER, or
+    --provider/--base-url); otherwise they are skipped with instructions and everything else still runs.
+    """
+    target = Path(workdir)
+    prepare(target)
+    judge_args: list[str] = []
+    if provider:
+        judge_args += ["--provider", provider]
+    if model:
+        judge_args += ["--model", model]
+    if base_url:
+        judge_args += ["--base-url", base_url]
+    ctx = ExampleContext(dir=target, judge=judge_configured(provider) or base_url is not None,
+                         judge_args=judge_args)
+    click.echo(f"referee example: files in {target}/")
+    outcomes = []
+    for name, mod in steps():
+        click.echo("")
+        click.echo(click.style(f"== {mod.TITLE}", bold=True))  # type: ignore[attr-defined]
+        outcomes.append((mod.TITLE, mod.run(ctx)))  # type: ignore[attr-defined]
+    click.echo("")
+    click.echo(click.style("== Summary", bold=True))
+    for title, outcome in outcomes:
+        click.echo(f"- {title}: {outcome or 'done'}")
+    return 0

@@ -1,0 +1,58 @@
+"""The built-in example: a support agent's answers before and after a prompt change, evaluated end to end.
+
+``referee example`` copies the example files into a work folder and runs each step through the real CLI.
+Steps live in ``step_<NN>_<name>.py`` modules (run in name order), each exposing ``TITLE`` and
+``run(ctx) -> str | None`` (a one-line outcome). Model-graded steps run only when a judge is configured;
+otherwise they say how to configure one and the rest still runs.
+"""
+
+from __future__ import annotations
+
+import pkgutil
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+
+import click
+
+DATA = Path(__file__).parent / "data"
+
+
+@dataclass
+class ExampleContext:
+    dir: Path
+    judge: bool
+    """Whether a judge is configured (key or local server)."""
+    judge_args: list[str] = field(default_factory=list)
+    """Provider flags passed through from ``referee example`` to the judging commands."""
+    echo: Callable[[str], None] = click.echo
+
+    def path(self, name: str) -> str:
+        return str(self.dir / name)
+
+    def run(self, *args: str, expect: tuple[int, ...] = (0,)) -> int:
+        """Run one referee command as a user would, showing it first."""
+        from ..cli import cli
+
+        self.echo(click.style("$ referee " + " ".join(args), fg="cyan"))
+        code = cli(list(args))
+        if code not in expect:
+            raise click.ClickException(f"example step failed: 'referee {' '.join(args)}' exited {code}")
+        return code
+
+
+def steps() -> list[tuple[str, object]]:
+    here = Path(__file__).parent
+    names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("step_"))
+    return [(n, import_module(f"{__name__}.{n}")) for n in names]
+
+
+def prepare(target: Path) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for src in DATA.rglob("*"):
+        if src.is_file():
+            dest = target / src.relative_to(DATA)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
