@@ -109,7 +109,7 @@ def build(name: str, options: dict[str, Any] | None = None, *, where: str = "") 
 
 def function_evaluator(fn: Callable[..., Any], name: str | None = None) -> Evaluator:
     """Wrap a plain function ``fn(case, output) -> bool | float | CheckResult`` as an evaluator (plugins)."""
-    fname = name or getattr(fn, "__name__", "function")
+    fname: str = name or str(getattr(fn, "__name__", "function"))
     is_async = inspect.iscoroutinefunction(fn)
 
     def coerce(value: Any) -> CheckResult:

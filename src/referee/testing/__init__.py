@@ -1,6 +1,27 @@
-"""Test helpers shipped with referee: the fake provider and a local server speaking the real wire formats."""
+"""Test helpers shipped with referee: the fake provider and a local server speaking the real wire formats.
+
+``python -m referee.testing --latency 0.2`` runs the fake server standalone (``bench/`` uses it). The server
+module is imported lazily so that this entry point does not import it twice (runpy's RuntimeWarning).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from ..providers.fake import FakeProvider
-from .server import FakeLLMServer, Reply, WireRequest, default_responder
+
+if TYPE_CHECKING:
+    from .server import FakeLLMServer, Reply, WireRequest, default_responder
+
+_SERVER_NAMES = ("FakeLLMServer", "Reply", "WireRequest", "default_responder")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SERVER_NAMES:
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["FakeLLMServer", "FakeProvider", "Reply", "WireRequest", "default_responder"]

@@ -10,7 +10,7 @@ Shipped in the package so users can test their own judge setups without a networ
         srv.script(Reply(status=429, retry_after="0"), Reply(text='{"overall_score": 1}'))
         # point a provider at srv.openai_base_url, srv.url (Anthropic / Gemini base URL)
 
-Run standalone (used by ``bench/``): ``python -m referee.testing.server --latency 0.2``.
+Run standalone (used by ``bench/``): ``python -m referee.testing --latency 0.2`` (prints its URL).
 """
 
 from __future__ import annotations
@@ -309,5 +309,5 @@ def main(argv: list[str] | None = None) -> None:
         srv.stop()
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # ``python -m referee.testing`` is the preferred entry point
     main()

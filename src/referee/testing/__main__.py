@@ -1,0 +1,5 @@
+"""``python -m referee.testing [--port P] [--latency S]``: run the fake LLM server standalone."""
+
+from .server import main
+
+main()
