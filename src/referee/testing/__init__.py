@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 from ..providers.fake import FakeProvider
 
 if TYPE_CHECKING:
+    from .responders import instance_for_schema, schema_responder
     from .server import FakeLLMServer, Reply, WireRequest, default_responder
 
 _SERVER_NAMES = ("FakeLLMServer", "Reply", "WireRequest", "default_responder")
+_RESPONDER_NAMES = ("instance_for_schema", "schema_responder")
 
 
 def __getattr__(name: str) -> Any:
@@ -21,7 +23,19 @@ def __getattr__(name: str) -> Any:
         from . import server
 
         return getattr(server, name)
+    if name in _RESPONDER_NAMES:
+        from . import responders
+
+        return getattr(responders, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["FakeLLMServer", "FakeProvider", "Reply", "WireRequest", "default_responder"]
+__all__ = [
+    "FakeLLMServer",
+    "FakeProvider",
+    "Reply",
+    "WireRequest",
+    "default_responder",
+    "instance_for_schema",
+    "schema_responder",
+]

@@ -296,7 +296,7 @@ class FakeLLMServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Local fake LLM server (OpenAI, Anthropic, Gemini wire formats).")
+    ap = argparse.ArgumentParser(prog="python -m referee.testing", description="Local fake LLM server (OpenAI, Anthropic, Gemini wire formats).")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
     args = ap.parse_args(argv)

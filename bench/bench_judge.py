@@ -1,0 +1,128 @@
+"""Judge throughput: N cases against a local OpenAI-compatible server that answers after a fixed latency.
+
+The fake server runs in its own process (``python -m referee.testing``) so its CPU is not counted; referee runs
+as ``referee judge`` in a subprocess, and its CPU is that child's user+sys time (``RUSAGE_CHILDREN`` measured
+around that one child only). Prints wall / ideal (ideal = N x latency / concurrency) and referee's CPU seconds
+per 1000 judged cases.
+
+    .venv/bin/python bench/bench_judge.py [--n 1000] [--latency 0.2] [--concurrency 32] [--runs 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TEMPLATE = """You are grading a customer-support answer.
+
+<input>
+{input}
+</input>
+
+<output>
+{output}
+</output>
+
+Reply with JSON: {"accuracy": {"score": 0.0-1.0, "rationale": "..."}, "overall_score": 0.0-1.0}
+"""
+
+
+def _start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "referee.testing", "--latency", str(latency)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http"):
+        proc.kill()
+        raise SystemExit(f"fake server did not start (got {url!r})")
+    return proc, url
+
+
+def _write_inputs(folder: Path, n: int) -> tuple[Path, Path]:
+    cases = folder / "cases.jsonl"
+    with open(cases, "w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"case-{i:05d}", "input": f"How do I reset my password? (#{i})",
+                                "output": "Go to Settings > Security > Reset password and follow the email link.",
+                                "category": ["billing", "account", "shipping"][i % 3]}) + "\n")
+    template = folder / "judge.md"
+    template.write_text(TEMPLATE, encoding="utf-8")
+    return cases, template
+
+
+def _child_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_once(n: int, latency: float, concurrency: int, url: str, folder: Path,
+             extra: list[str]) -> dict[str, float]:
+    cases, template = _write_inputs(folder, n)
+    out = folder / "results.jsonl"
+    for p in (out, out.with_name("results.manifest.json")):
+        p.unlink(missing_ok=True)
+    referee = Path(sys.executable).with_name("referee")
+    cmd = [str(referee) if referee.exists() else sys.executable, *([] if referee.exists() else ["-m", "referee"]),
+           "judge", str(cases), "--template", str(template), "--out", str(out),
+           "--provider", "openai", "--base-url", url + "/v1", "--model", "bench-judge",
+           "--concurrency", str(concurrency), "--no-cache", *extra]
+    env = {**os.environ, "OPENAI_API_KEY": "sk-bench-not-a-real-key"}
+    cpu0 = _child_cpu()  # the server child is still running, so its CPU is not in RUSAGE_CHILDREN yet
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    cpu = _child_cpu() - cpu0
+    if done.returncode != 0:
+        raise SystemExit(f"referee judge exited {done.returncode}:\n{done.stderr}")
+    scored = sum(1 for line in out.read_text().splitlines() if '"score"' in line)
+    if scored != n:
+        raise SystemExit(f"expected {n} scored rows, found {scored}:\n{done.stderr}")
+    return {"wall_s": wall, "cpu_s": cpu, "scored": scored}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--runs", type=int, default=1, help="repeat the measurement; the median is reported")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    args, extra = ap.parse_known_args()
+    ideal = args.n * args.latency / args.concurrency
+    server, url = _start_server(args.latency)
+    try:
+        results = []
+        with tempfile.TemporaryDirectory(prefix="referee-bench-") as tmp:
+            for _ in range(args.runs):
+                results.append(run_once(args.n, args.latency, args.concurrency, url, Path(tmp), extra))
+    finally:
+        server.terminate()
+        server.wait(10)
+    results.sort(key=lambda r: r["wall_s"])
+    med = results[len(results) // 2]
+    summary = {
+        "n": args.n, "latency_s": args.latency, "concurrency": args.concurrency, "ideal_s": round(ideal, 3),
+        "wall_s": round(med["wall_s"], 3), "wall_over_ideal": round(med["wall_s"] / ideal, 3),
+        "cpu_s": round(med["cpu_s"], 3), "cpu_s_per_1000": round(med["cpu_s"] * 1000 / args.n, 3),
+        "runs": args.runs,
+    }
+    if args.json:
+        print(json.dumps(summary))
+        return
+    print(f"referee judge: {args.n} cases, server latency {args.latency:g}s, concurrency {args.concurrency}, "
+          f"--no-cache (median of {args.runs} run(s))")
+    print(f"  wall      {summary['wall_s']:.2f} s   ideal {ideal:.2f} s   wall/ideal {summary['wall_over_ideal']:.3f}"
+          f"   (target <= 1.10)")
+    print(f"  CPU       {summary['cpu_s']:.2f} s   = {summary['cpu_s_per_1000']:.2f} CPU-s per 1000 judged cases"
+          f"   (target <= 3.0)")
+
+
+if __name__ == "__main__":
+    main()

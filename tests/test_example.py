@@ -1,0 +1,38 @@
+"""The README's first command: the built-in example runs end to end, with and without a judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from referee.cli import cli
+from referee.results import read_results
+from referee.testing import FakeLLMServer, schema_responder
+
+
+def test_example_without_a_judge_skips_only_model_graded_steps(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli(["example", "--dir", str(tmp_path / "ex")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    text = out.out + out.err
+    assert "no judge is configured" in text
+    assert "ANTHROPIC_API_KEY" in text and "REFEREE_BASE_URL" in text
+    assert not (tmp_path / "ex" / "judged_after.jsonl").exists()
+    assert (tmp_path / "ex" / "before.jsonl").exists()
+
+
+def test_example_with_a_local_judge_grades_every_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeLLMServer(responder=schema_responder) as srv:
+        monkeypatch.setenv("REFEREE_PROVIDER", "openai")
+        monkeypatch.setenv("REFEREE_BASE_URL", srv.openai_base_url)
+        code = cli(["example", "--dir", str(tmp_path / "ex")])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        assert srv.requests, "the judge was never called"
+    rows = read_results(tmp_path / "ex" / "judged_after.jsonl").rows
+    assert len(rows) == 12
+    assert all(r.status == "scored" and r.score is not None for r in rows)
+    assert "no judge is configured" not in out.out + out.err
