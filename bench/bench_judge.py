@@ -35,7 +35,7 @@ Reply with JSON: {"accuracy": {"score": 0.0-1.0, "rationale": "..."}, "overall_s
 
 
 def _start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "referee.testing", "--latency", str(latency)],
+    proc = subprocess.Popen([sys.executable, "-m", "referee.testing", "--fast", "--latency", str(latency)],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()

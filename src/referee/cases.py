@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .errors import InputError
 
 KNOWN_FIELDS = (
@@ -195,6 +193,8 @@ def _load_json_list(raw: bytes, path: str) -> list[Case]:
 
 
 def _load_yaml(raw: bytes, path: str) -> list[Case]:
+    import yaml  # imported here: JSONL runs (the common case) do not pay for it at start-up
+
     text = _decode(raw, path)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)

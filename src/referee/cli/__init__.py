@@ -7,6 +7,7 @@ User errors print one line and exit 2 (no traceback unless ``REFEREE_DEBUG=1``);
 
 from __future__ import annotations
 
+import gc
 import os
 import pkgutil
 import sys
@@ -83,4 +84,7 @@ def cli(args: list[str] | None = None, *, prog_name: str = "referee") -> int:
 
 
 def main() -> None:
+    # Objects alive now (modules, classes, pydantic schemas) live for the whole process: moving them out of
+    # the collector's reach makes every full collection during a long run (and the one at exit) cheaper.
+    gc.freeze()
     sys.exit(cli())

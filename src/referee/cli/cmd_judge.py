@@ -11,6 +11,7 @@ from ..cases import Case, load_cases
 from ..errors import InputError, UserError
 from ..evaluators.judge import TemplateJudge
 from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
+from ..results.schema import ResultRow
 from ..runner.session import error_row, execute
 from ..templates import placeholders, preflight
 from ._common import JudgeOptions, build_client, echo_err, judge_options
@@ -26,7 +27,7 @@ def read_template(path: str) -> str:
         raise InputError("template is not valid UTF-8", file=path) from exc
 
 
-def report_failures(rows: list, limit: int = 20) -> None:  # type: ignore[type-arg]
+def report_failures(rows: list[ResultRow], limit: int = 20) -> None:
     """The seed's habit: every failed case is a warning on stderr (never a fabricated score)."""
     bad = [r for r in rows if r.status != "scored"]
     for r in bad[:limit]:

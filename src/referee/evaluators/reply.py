@@ -22,6 +22,8 @@ from typing import Any, Generic, Literal, TypeVar
 from ..errors import ProviderError
 from ..providers.base import JudgeRequest, Message
 from ..results.schema import Usage
+from ..runner.client import COST_DECIMALS
+from ..runner.engine import is_fatal
 
 T = TypeVar("T")
 
@@ -72,6 +74,12 @@ def parse_json_object(text: str) -> dict[str, Any]:
     body = strip_fence(text)
     if not body:
         raise ReplyInvalid("the reply is empty")
+    try:  # the fast path: a clean object (structured output makes this the common case)
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        value = None
+    if isinstance(value, dict):
+        return value
     candidates = [body]
     inner = _first_object(body)
     if inner is not None and inner != body:
@@ -153,6 +161,8 @@ async def ask_judge(client: Any, request: JudgeRequest, parse: Callable[[str], T
         try:
             completion = await client.complete(req, use_cache=use_cache)
         except ProviderError as exc:
+            if is_fatal(exc):
+                raise  # a bad key, an unknown model, a server that is down: stop the run (exit 2)
             latency += (time.perf_counter() - t0) * 1000
             return JudgeOutcome(status="error", error=str(exc), usage=usage, latency_ms=latency,
                                 cost_usd=cost, model=model)
@@ -162,7 +172,7 @@ async def ask_judge(client: Any, request: JudgeRequest, parse: Callable[[str], T
                               calls=0 if completion.cached else 1, cached_calls=1 if completion.cached else 0)
         c = client.cost(completion.input_tokens, completion.output_tokens)
         if c is not None:
-            cost = (cost or 0.0) + c
+            cost = round((cost or 0.0) + c, COST_DECIMALS)
         last_text = completion.text
         try:
             value = parse(completion.text)

@@ -6,13 +6,13 @@ judge run at high concurrency on small machines (bench/bench_judge.py measures i
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
 
 import aiohttp
 
+from .._redact import redact_text
 from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
@@ -51,7 +51,10 @@ class HttpClient:
     def __init__(self, *, timeout: float, headers: dict[str, str], label: str, limit: int = 256) -> None:
         self._timeout = timeout
         self._headers = headers
-        self._label = label
+        # Header values are credentials (keys, bearer tokens): masked in every message this client builds.
+        self._secrets = [v.removeprefix("Bearer ") for k, v in headers.items()
+                         if "key" in k.lower() or k.lower() == "authorization"]
+        self._label = redact_text(label)
         self._limit = limit
         self._session: aiohttp.ClientSession | None = None
 
@@ -66,7 +69,17 @@ class HttpClient:
         return self._session
 
     async def post_json(self, url: str, payload: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        """POST and return (decoded JSON body, latency ms); raises ProviderError subclasses."""
+        """POST and return (decoded JSON body, latency ms); raises ProviderError subclasses (messages are
+        redacted: no key or URL credentials)."""
+        try:
+            return await self._post_json(url, payload)
+        except ProviderError as exc:
+            msg = redact_text(str(exc), secrets=self._secrets)
+            if msg != str(exc):
+                exc.args = (msg,)
+            raise
+
+    async def _post_json(self, url: str, payload: dict[str, Any]) -> tuple[dict[str, Any], float]:
         session = self._get_session()
         t0 = time.perf_counter()
         try:
@@ -75,7 +88,7 @@ class HttpClient:
                 body = await resp.text(errors="replace")
                 status = resp.status
                 retry_after = parse_retry_after(resp.headers.get("Retry-After"))
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise ProviderError(f"{self._label}: timed out after {self._timeout:g}s", retryable=True) from exc
         except aiohttp.ClientConnectorError as exc:
             raise ProviderUnavailable(
@@ -84,6 +97,8 @@ class HttpClient:
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as exc:
             raise ProviderError(f"{self._label}: connection dropped ({type(exc).__name__})",
                                 retryable=True) from exc
+        except aiohttp.InvalidURL as exc:
+            raise ProviderUnavailable(f"{self._label}: invalid URL {exc} (check --base-url)") from exc
         except aiohttp.ClientError as exc:
             raise ProviderError(f"{self._label}: {type(exc).__name__}: {exc}", retryable=True) from exc
         latency = (time.perf_counter() - t0) * 1000

@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any, ClassVar
 
+from .._redact import redact_url
 from ..errors import ProviderAuthError, ProviderError
 from ._http import HttpClient
 from .base import Completion, JudgeRequest, Provider
@@ -51,7 +52,8 @@ class AnthropicProvider(Provider):
         data, latency = await self._http.post_json(url, payload)
         blocks = data.get("content")
         if not isinstance(blocks, list):
-            raise ProviderError(f"Anthropic API {self.base_url}: reply has no content list", retryable=True)
+            raise ProviderError(f"Anthropic API {redact_url(self.base_url or '')}: reply has no content list",
+                                retryable=True)
         text = ""
         for block in blocks:
             if isinstance(block, dict) and block.get("type") == "tool_use":

@@ -9,9 +9,11 @@ server rejects it (llama-cpp-python accepts only ``json_object``) then ``json_ob
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 from typing import Any, ClassVar
 
-from ..errors import ProviderAuthError, ProviderError
+from .._redact import redact_url
+from ..errors import ProviderAuthError, ProviderError, UserError
 from ._http import HttpClient
 from .base import Completion, JudgeRequest, Provider
 
@@ -32,6 +34,10 @@ class OpenAICompatProvider(Provider):
         if self._official and not api_key:
             raise ProviderAuthError("no OpenAI API key: set OPENAI_API_KEY (or use --base-url for a local "
                                     "OpenAI-compatible server)")
+        if api_key and urlsplit(base).username:
+            # aiohttp would refuse at the first call: both want the one Authorization header.
+            raise UserError(f"--base-url {redact_url(base)} holds credentials (user:password@) and "
+                            f"{self.key_env_vars[0]} is set; both go in the Authorization header: use one")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = HttpClient(timeout=timeout, headers=headers, label=f"openai-compatible server {base}")
         self._level = 0
@@ -75,7 +81,8 @@ class OpenAICompatProvider(Provider):
             choice = data["choices"][0]
             text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise ProviderError(f"openai-compatible server {self.base_url}: reply has no choices[0].message",
+            raise ProviderError(f"openai-compatible server {redact_url(self.base_url or '')}: reply has no "
+                                "choices[0].message",
                                 retryable=True) from exc
         usage = data.get("usage") or {}
         return Completion(text=text, input_tokens=usage.get("prompt_tokens"),

@@ -135,12 +135,19 @@ class ResultWriter:
             self.write(r)
 
     def close(self) -> None:
+        if self._f.closed:
+            return
         try:
             self._f.flush()
             os.fsync(self._f.fileno())
         except OSError:
             pass
-        self._f.close()
+        try:
+            self._f.close()
+        except OSError:
+            # A full disk: the text buffer still holds the line that failed, and closing retries the write.
+            # Every complete row is already on disk; losing the failed one is what the error said.
+            pass
 
     def __enter__(self) -> ResultWriter:
         return self

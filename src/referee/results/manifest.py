@@ -9,8 +9,9 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .._redact import redact_argv, redact_url
 from .._version import __version__
 
 MANIFEST_VERSION = 1
@@ -71,6 +72,11 @@ class JudgeConfig(_Model):
     input_price_per_mtok: float | None = None
     output_price_per_mtok: float | None = None
 
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, v: str | None) -> str | None:
+        return None if v is None else redact_url(v)
+
 
 class Totals(_Model):
     rows: int = 0
@@ -104,6 +110,13 @@ class RunManifest(_Model):
     """Marks a red-team results file: `referee score` reports it per attack type, apart from correctness."""
     totals: Totals = Field(default_factory=Totals)
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("command")
+    @classmethod
+    def _redact_command(cls, v: list[str]) -> list[str]:
+        # Commands are recorded from sys.argv by every subcommand: URLs with user:pass@ and key-shaped values
+        # must never reach the manifest, whoever built the list.
+        return redact_argv(v)
 
     def write(self, results_path: str | Path) -> Path:
         path = manifest_path(results_path)

@@ -12,6 +12,8 @@ from ..providers.base import Completion, JudgeRequest, Provider
 from ..results.schema import JudgeInfo
 from .cache import ResponseCache, cache_key
 
+COST_DECIMALS = 10
+
 
 @dataclass
 class RetryPolicy:
@@ -23,7 +25,7 @@ class RetryPolicy:
     max_retry_after: float = 120.0
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
-        backoff = min(self.max_delay, self.base_delay * (2**attempt))
+        backoff = min(self.max_delay, self.base_delay * (2.0**attempt))
         backoff *= random.uniform(0.5, 1.0)  # jitter: a 429 storm must not retry in lockstep
         if retry_after is not None:
             return max(min(retry_after, self.max_retry_after), backoff)
@@ -62,7 +64,10 @@ class JudgeClient:
         if not self.prices_given or input_tokens is None or output_tokens is None:
             return None
         assert self.input_price is not None and self.output_price is not None
-        return input_tokens / 1e6 * self.input_price + output_tokens / 1e6 * self.output_price
+        # Rounded: float noise (0.0009600000000000001) must not reach result files; 1e-10 USD is far below
+        # the cost of one token at any real price.
+        return round(input_tokens / 1e6 * self.input_price + output_tokens / 1e6 * self.output_price,
+                     COST_DECIMALS)
 
     def judge_info(self, template_hash: str | None = None) -> JudgeInfo:
         return JudgeInfo(provider=self.provider.name, model=self.provider.model, template_hash=template_hash)
@@ -97,7 +102,7 @@ class JudgeClient:
             self.stats.output_tokens += completion.output_tokens
         c = self.cost(completion.input_tokens, completion.output_tokens)
         if c is not None:
-            self.stats.cost_usd += c
+            self.stats.cost_usd = round(self.stats.cost_usd + c, COST_DECIMALS)
         if self.cache is not None and key is not None:
             self.cache.put(key, completion)
         return completion

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from ..errors import ProviderAuthError, ProviderError, UserError
+from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable, UserError
 from ..results.io import ResultWriter
 from ..results.schema import ResultRow
 from .progress import Progress
@@ -37,8 +37,12 @@ class RunStats(Generic[T]):
 
 
 def is_fatal(exc: BaseException) -> bool:
-    """Errors no retry or next case can fix: the whole run stops with exit 2."""
-    if isinstance(exc, ProviderAuthError):
+    """Errors no retry or next case can fix: the whole run stops with exit 2.
+
+    A server that is still unreachable after the client's retries is down (or ``--base-url`` is wrong): every
+    other case would fail the same way, slowly.
+    """
+    if isinstance(exc, ProviderAuthError | ProviderUnavailable):
         return True
     if isinstance(exc, ProviderError) and exc.status == 404:
         return True

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-from rich.progress import Progress as _RichProgress
+if TYPE_CHECKING:  # rich is imported only when a bar is actually shown (start-up time of every run)
+    from rich.progress import Progress as _RichProgress
 
 
 class Progress:
@@ -41,6 +41,10 @@ class Progress:
         if self._bar is None:
             if now - self.start < self.delay_s:
                 return
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as _RichProgress
+
             self._bar = _RichProgress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 console=Console(stderr=True), transient=False, refresh_per_second=4,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..errors import UserError
 from ..results.io import ResultWriter, read_results
 from ..results.manifest import RunManifest, Totals, manifest_path
 from ..results.schema import ResultRow
@@ -53,6 +54,10 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
     res = Resume()
     if not out.exists():
         return res
+    if out.is_dir():
+        raise UserError(f"--out {out} is a directory; give a results file such as {out / 'results.jsonl'}")
+    if not out.is_file():
+        return res  # a device or pipe (/dev/stdout, /dev/full): nothing to resume, and never to be moved
     old = None
     try:
         old = RunManifest.read(out)
@@ -131,7 +136,10 @@ def execute(
     """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current."""
     resume = prepare_output(out, manifest)
     todo = [it for it in items if key(it) not in resume.done]
-    manifest.write(out)
+    # No manifest beside a device or pipe (it would land in /dev).
+    keep_manifest = not out.exists() or out.is_file()
+    if keep_manifest:
+        manifest.write(out)
     writer = ResultWriter(out, append=True)
     t0 = time.perf_counter()
     new_rows: list[ResultRow] = []
@@ -165,7 +173,8 @@ def execute(
 
         manifest.finished_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
         try:
-            manifest.write(out)
+            if keep_manifest:
+                manifest.write(out)
         except OSError as exc:  # a full disk must not hide the original error
             print(f"referee: warning: could not update the manifest: {exc}", file=sys.stderr)
     return Outcome(rows=resume.kept + new_rows, new_rows=new_rows, manifest=manifest, resume_note=resume.note)

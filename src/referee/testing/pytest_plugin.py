@@ -1,1 +1,150 @@
-"""pytest plugin for referee (registered through the ``pytest11`` entry point)."""
+"""pytest plugin for referee (registered through the ``pytest11`` entry point): keep evals beside unit tests.
+
+Fixtures:
+
+* ``referee_suite(path_or_mapping, base_dir=None)`` -> a loaded :class:`~referee.suites.Suite`.
+* ``fake_judge(replies)`` -> a :class:`~referee.runner.JudgeClient` over
+  :class:`~referee.testing.FakeProvider` (no network), to test LLM evaluators deterministically.
+* ``assert_eval`` -> :func:`assert_eval` with ``out`` defaulting to a file in ``tmp_path``.
+
+:func:`assert_eval` runs a suite (or cases + evaluators) through the same runner as ``referee run`` and the
+same gates as ``referee score``, and fails the test with the failing cases and gates. This module is
+imported by every pytest run, so it imports referee itself only inside the fixtures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from ..results.schema import ResultRow
+    from ..runner import JudgeClient
+    from ..suites import Suite
+
+
+class EvalFailed(AssertionError):
+    """An ``assert_eval`` gate failed; ``rows`` holds every result row."""
+
+    def __init__(self, message: str, rows: list[ResultRow]) -> None:
+        super().__init__(message)
+        self.rows = rows
+
+
+def _as_suite(suite: Any, cases: Any, evaluators: Any, base_dir: Path | None) -> Suite:
+    from ..suites import Suite as _Suite
+    from ..suites.loader import load_suite, suite_from_dict
+
+    if isinstance(suite, _Suite):
+        return suite
+    if isinstance(suite, str | Path):
+        return load_suite(suite)
+    data: dict[str, Any] = dict(suite or {})
+    if cases is not None:
+        data["cases"] = [dict(c) for c in cases] if not isinstance(cases, str | Path) else str(cases)
+    if evaluators is not None:
+        data["evaluators"] = list(evaluators)
+    return suite_from_dict(data, base_dir or Path.cwd())
+
+
+def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Path | None = None,
+                evaluators: Sequence[Any] | None = None, judge: JudgeClient | None = None,
+                threshold: float | None = None, fail_under: float | None = None, out: str | Path | None = None,
+                base_dir: str | Path | None = None, **gates: Any) -> list[ResultRow]:
+    """Evaluate and gate; returns the rows, raises :class:`EvalFailed` (an AssertionError) when a gate fails.
+
+    ``suite`` is a suite file, a mapping like one, or a loaded Suite; or give ``cases`` and ``evaluators``
+    (entries as in a suite file: ``"is_json"``, ``{"regex": {"pattern": "..."}, "critical": True}``).
+    Gates: the suite's own, overridden by ``fail_under`` and any other ``referee score`` gate given as a
+    keyword (``fail_if_unscored_above=0``, ``baseline="main.jsonl"``, ...). With no gate at all every case
+    must pass. ``judge`` binds LLM evaluators to a client (e.g. the ``fake_judge`` fixture's).
+    """
+    import asyncio
+    import dataclasses
+    import tempfile
+
+    from ..evaluators.checks.judge import JudgeSettings
+    from ..results.io import ResultWriter
+    from ..suites.gating import gate_verdicts
+    from ..suites.runner import CaseEvaluator
+
+    s = _as_suite(suite, cases, evaluators, Path(base_dir) if base_dir else None)
+    if judge is not None:
+        specs = []
+        for spec in s.specs:
+            if spec.is_llm and hasattr(spec.evaluator, "bind"):
+                ev = dataclasses.replace(spec.evaluator)
+                ev.bind(JudgeSettings(client=judge))
+                spec = dataclasses.replace(spec, evaluator=ev)
+            specs.append(spec)
+        s = dataclasses.replace(s, specs=specs)
+    if threshold is not None:
+        s = dataclasses.replace(s, scoring=s.scoring.model_copy(update={"threshold": threshold}))
+    updates = dict(gates)
+    if fail_under is not None:
+        updates["fail_under"] = fail_under
+    g = s.gates.model_validate({**s.gates.model_dump(), **updates}) if updates else s.gates
+    if g == type(g)():
+        g = g.model_copy(update={"fail_under": 1.0})  # no gate given: every case must pass
+
+    ce = CaseEvaluator(s)
+
+    async def _all() -> list[ResultRow]:
+        return list(await asyncio.gather(*(ce.evaluate(c) for c in s.cases)))
+
+    rows = asyncio.run(_all())
+    with tempfile.TemporaryDirectory(prefix="referee-eval-") as tmp:
+        path = Path(out) if out is not None else Path(tmp) / "results.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with ResultWriter(path, append=False) as w:
+            for r in rows:
+                w.write(r)
+        code, verdicts = gate_verdicts(path, g, threshold=s.scoring.threshold, base_dir=s.base_dir)
+    if code != 0:
+        failed = [v for v in verdicts if v.failed]
+        bad = [r for r in rows if r.status != "scored" or not (r.score is not None and
+                                                             r.score >= (g.threshold or s.scoring.threshold))]
+        lines = [f"{s.name}: {len(failed)} gate(s) failed"]
+        lines += [f"  {v.flag}: {v.message}" for v in failed]
+        lines += [f"  case {r.id} ({r.status}, score {r.score}): {r.rationale or r.error}" for r in bad[:10]]
+        if len(bad) > 10:
+            lines.append(f"  ... and {len(bad) - 10} more")
+        raise EvalFailed("\n".join(lines), rows)
+    return rows
+
+
+@pytest.fixture
+def referee_suite() -> Callable[..., Suite]:
+    """Load a suite from a file or a mapping: ``referee_suite("evals/suite.yaml")``."""
+
+    def load(source: Any, base_dir: str | Path | None = None) -> Suite:
+        return _as_suite(source, None, None, Path(base_dir) if base_dir else None)
+
+    return load
+
+
+@pytest.fixture
+def fake_judge() -> Callable[..., JudgeClient]:
+    """``fake_judge(['{"overall_score": 0.9}'])`` or ``fake_judge(lambda request: ...)``: a judge client that
+    answers from the given replies, with no network and no cache."""
+    from ..providers.fake import FakeProvider
+    from ..runner import JudgeClient
+
+    def make(replies: Any = ('{"overall_score": 1.0}',), **kwargs: Any) -> JudgeClient:
+        return JudgeClient(FakeProvider(replies, **kwargs), cache=None)
+
+    return make
+
+
+@pytest.fixture(name="assert_eval")
+def assert_eval_fixture(tmp_path: Path) -> Callable[..., list[ResultRow]]:
+    """:func:`assert_eval`, writing its results to ``tmp_path / "referee_results.jsonl"`` unless told."""
+
+    def run(*args: Any, **kwargs: Any) -> list[ResultRow]:
+        kwargs.setdefault("out", tmp_path / "referee_results.jsonl")
+        return assert_eval(*args, **kwargs)
+
+    return run

@@ -247,7 +247,10 @@ class FakeLLMServer:
         req = await self._receive(request, "openai")
         rf = (req.body.get("response_format") or {}).get("type", "none")
         if rf not in self.openai_formats:
-            # As llama-cpp-python's server does for json_schema.
+            # As llama-cpp-python's server does for json_schema. Recorded too, so tests see the attempt.
+            if self.record:
+                with self._lock:
+                    self.requests.append(req)
             return web.json_response({"error": {"message": f"response_format type '{rf}' is not supported",
                                                 "type": "invalid_request_error"}}, status=400)
         reply = self._next(req)
@@ -299,7 +302,17 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m referee.testing", description="Local fake LLM server (OpenAI, Anthropic, Gemini wire formats).")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
+    ap.add_argument("--fast", action="store_true",
+                    help="OpenAI chat completions only, fixed verdict, minimal CPU per request (benchmarks)")
     args = ap.parse_args(argv)
+    if args.fast:
+        from .fastserver import serve
+
+        try:
+            asyncio.run(serve(port=args.port, latency=args.latency))
+        except KeyboardInterrupt:
+            pass
+        return
     srv = FakeLLMServer(latency=args.latency, port=args.port, record=False).start()
     print(srv.url, flush=True)
     try:

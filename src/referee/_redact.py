@@ -1,0 +1,90 @@
+"""Keeping secrets out of everything referee writes (manifests, rows, messages).
+
+Three layers, because no single rule catches everything: the exact values of the key environment variables
+referee reads; anything shaped like a provider key (``sk-...``, ``AIza...``); and credentials inside URLs
+(``https://user:pass@host``, ``?key=...``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+MASK = "***"
+
+KEY_ENV_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+_KEYLIKE_RE = re.compile(
+    r"\b(?:sk-(?:ant-)?[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|gsk_[A-Za-z0-9]{16,}|xai-[A-Za-z0-9]{16,}"
+    r"|hf_[A-Za-z0-9]{16,}|(?:ghp|gho|ghs|github_pat)_[A-Za-z0-9_]{16,})"
+)
+_URL_USERINFO_RE = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<userinfo>[^/@\s]+)@")
+_SECRET_NAME_RE = re.compile(r"(key|token(?!s)|secret|password|passwd|credential|authorization)", re.IGNORECASE)
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_QUERY_SECRET_RE = re.compile(
+    r"(?P<name>[?&](?:[A-Za-z0-9_\-]*(?:key|token|secret|password|sig|signature)[A-Za-z0-9_\-]*))=(?P<v>[^&\s#]+)",
+    re.IGNORECASE,
+)
+
+
+def _env_secrets(extra: Iterable[str] = ()) -> list[str]:
+    values = [os.environ.get(v, "") for v in KEY_ENV_VARS]
+    values += list(extra)
+    # Very short values would mask ordinary words; real keys are long.
+    return sorted({v for v in values if v and len(v) >= 8}, key=len, reverse=True)
+
+
+def redact_text(text: str, *, secrets: Iterable[str] = ()) -> str:
+    """``text`` with key values, key-shaped tokens and URL credentials masked."""
+    for value in _env_secrets(secrets):
+        if value in text:
+            text = text.replace(value, MASK)
+    text = _URL_USERINFO_RE.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
+    text = _QUERY_SECRET_RE.sub(lambda m: f"{m.group('name')}={MASK}", text)
+    return _KEYLIKE_RE.sub(MASK, text)
+
+
+def redact_url(url: str) -> str:
+    """A URL safe to record: user:password replaced, secret-looking query values masked."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact_text(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, MASK if _SECRET_NAME_RE.search(k) else v) for k, v in pairs], safe="*")
+    return redact_text(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """A command line safe to record: values of secret-named options and anything key-shaped masked."""
+    out: list[str] = []
+    mask_next = False
+    for arg in argv:
+        if mask_next:
+            out.append(MASK)
+            mask_next = False
+            continue
+        if arg.startswith("-") and "=" in arg:
+            name, value = arg.split("=", 1)
+            if _SECRET_NAME_RE.search(name):
+                out.append(f"{name}={MASK}")
+                continue
+            out.append(f"{name}={redact_text(value)}")
+            continue
+        if arg.startswith("--") and _SECRET_NAME_RE.search(arg):
+            out.append(arg)
+            mask_next = True
+            continue
+        name = arg.split("=", 1)[0]
+        if "=" in arg and _ENV_NAME_RE.match(name) and _SECRET_NAME_RE.search(name):
+            out.append(f"{name}={MASK}")  # VAR=value written before the command
+            continue
+        out.append(redact_text(arg))
+    return out

@@ -1,0 +1,18 @@
+"""Aggregation of results files: the engine behind ``referee score`` (columns in, a ``Summary`` out)."""
+
+from .load import ResultsTable, load_table, normalise_category
+from .summary import CaseLine, Comparison, Group, PairedTest, Power, ScoreOptions, Summary, summarize
+
+__all__ = [
+    "CaseLine",
+    "Comparison",
+    "Group",
+    "PairedTest",
+    "Power",
+    "ResultsTable",
+    "ScoreOptions",
+    "Summary",
+    "load_table",
+    "normalise_category",
+    "summarize",
+]

@@ -1,0 +1,477 @@
+"""The aggregate of a results file (optionally against a baseline): the numbers every report renders."""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+from itertools import repeat
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import UserError
+from ..stats import (
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+    Interval,
+    benjamini_hochberg,
+    cases_needed,
+    mcnemar_exact,
+    mean_interval,
+    min_detectable_drop,
+    paired_bootstrap,
+    wilson_interval,
+)
+from .load import ResultsTable
+from .units import Units, build_units
+
+SMALL_SAMPLE = 20
+NEAR_DUPLICATE_RATIO = 0.82
+LOWEST_SHOWN = 3
+
+
+@dataclass
+class ScoreOptions:
+    threshold: float = 0.7
+    n_boot: int = DEFAULT_N_BOOT
+    boot_seed: int = DEFAULT_SEED
+    alpha: float = 0.05
+    adversarial_categories: frozenset[str] = frozenset()
+    """Normalised category names reported as attack types, apart from correctness."""
+    target_drop: float = 0.05
+    allow_case_set_change: bool = False
+
+
+@dataclass
+class Group:
+    """Aggregate of one group of cases (everything, one category, one attack type)."""
+
+    name: str
+    rows: int
+    cases: int
+    """Cases with at least one scored row: the n of every rate and mean."""
+    unscored: int
+    errors: int
+    pass_rate: Interval
+    """Percentile bootstrap CI."""
+    pass_rate_wilson: Interval
+    mean: Interval
+    mean_cost: float | None
+    mean_latency_ms: float | None
+    pass_at_k: float | None = None
+    """Share of cases where at least one repeat passes (repeats only)."""
+    pass_all_k: float | None = None
+    """pass^k: share of cases where every repeat passes (repeats only)."""
+
+    @property
+    def unscored_rate(self) -> float:
+        return (self.unscored + self.errors) / self.rows if self.rows else 0.0
+
+
+@dataclass
+class CaseLine:
+    """One case as reports show it."""
+
+    id: str
+    category: str
+    score: float | None
+    """Mean over scored repeats."""
+    passed: bool | None
+    rationale: str | None
+    line: int
+    repeats: int = 1
+    pass_share: float | None = None
+    sd: float | None = None
+    min: float | None = None
+    max: float | None = None
+    baseline_score: float | None = None
+    status: str = "scored"
+
+
+@dataclass
+class PairedTest:
+    scope: str
+    """``overall`` or a category name."""
+    metric: str
+    """``pass rate`` or ``mean score``."""
+    n: int
+    diff: float
+    lo: float | None
+    hi: float | None
+    p_value: float
+    p_adjusted: float | None = None
+    direction: str = "none"
+    """``drop``, ``improvement`` or ``none``; each direction is its own Benjamini-Hochberg family."""
+    significant: bool = False
+
+
+@dataclass
+class Power:
+    n: int
+    sd: float
+    basis: str
+    min_detectable_drop: float | None
+    target_drop: float
+    cases_needed: int | None
+
+
+@dataclass
+class Comparison:
+    baseline: str
+    baseline_overall: Group
+    shared: int
+    missing: list[str]
+    """Case ids in the baseline but not in the current results."""
+    added: list[str]
+    regressions: list[CaseLine]
+    """Cases that passed in the baseline and fail now (the seed's definition); the first 200, lowest first."""
+    regression_count: int
+    fixed: int
+    lost_scores: list[str]
+    """Cases that passed in the baseline and are unscored now: not a regression, not a pass either."""
+    tests: list[PairedTest]
+    skipped: list[str]
+    mcnemar_b: int
+    mcnemar_c: int
+    mcnemar_p: float
+    verdict: str
+    """REGRESSED, INCONCLUSIVE, IMPROVED or NO REGRESSION."""
+    verdict_reason: str
+    adversarial_regressions: list[CaseLine] = field(default_factory=list)
+
+
+@dataclass
+class RepeatInfo:
+    max_repeats: int
+    flaky: list[CaseLine]
+    """Cases with repeats on both sides of the threshold."""
+    below_min_pass_rate: list[CaseLine] = field(default_factory=list)
+
+
+@dataclass
+class Summary:
+    path: str
+    threshold: float
+    n_boot: int
+    boot_seed: int
+    overall: Group
+    categories: list[Group]
+    lowest: list[CaseLine]
+    adversarial: list[Group]
+    adversarial_failures: list[CaseLine]
+    warnings: list[str]
+    power: Power | None
+    repeats: RepeatInfo | None = None
+    comparison: Comparison | None = None
+    small_sample: bool = False
+
+
+def _mean_or_none(x: NDArray[np.float64]) -> float | None:
+    v = x[~np.isnan(x)]
+    return float(v.mean()) if v.size else None
+
+
+def _group(name: str, table: ResultsTable, units: Units, mask: NDArray[np.bool_], row_mask: NDArray[np.bool_],
+           opts: ScoreOptions, repeats: bool) -> Group:
+    scored = mask & units.scored
+    share = units.pass_share[scored]
+    means = units.mean[scored]
+    n = int(scored.sum())
+    rows = units.rows[row_mask]
+    pass_rate = mean_interval(share, n_boot=opts.n_boot, seed=opts.boot_seed, alpha=opts.alpha)
+    g = Group(
+        name=name, rows=int(row_mask.sum()), cases=n,
+        unscored=int(units.n_unscored[mask].sum()), errors=int(units.n_error[mask].sum()),
+        pass_rate=pass_rate,
+        pass_rate_wilson=wilson_interval(float(share.sum()), n, alpha=opts.alpha),
+        mean=mean_interval(means, n_boot=opts.n_boot, seed=opts.boot_seed, alpha=opts.alpha),
+        mean_cost=_mean_or_none(table.cost[rows]), mean_latency_ms=_mean_or_none(table.latency[rows]),
+    )
+    if repeats and n:
+        g.pass_at_k = float((share > 0).mean())
+        g.pass_all_k = float((share >= 1).mean())
+    return g
+
+
+def _case_line(table: ResultsTable, units: Units, i: int, threshold: float, *, worst_row: int | None = None,
+               texts: dict[int, dict[str, object]] | None = None) -> CaseLine:
+    row = int(units.first_row[i]) if worst_row is None else worst_row
+    text = (texts or {}).get(row, {})
+    rationale = text.get("rationale") or text.get("error")
+    mean = float(units.mean[i]) if units.n_scored[i] else None
+    share = float(units.pass_share[i]) if units.n_scored[i] else None
+    status = "scored" if units.n_scored[i] else ("error" if units.n_error[i] else "unscored")
+    return CaseLine(
+        id=units.keys[i], category=table.category_names[int(units.category[i])], score=mean,
+        passed=None if share is None else bool(share >= 0.5), rationale=str(rationale) if rationale else None,
+        line=int(table.line[row]), repeats=int(units.n_rows[i]), pass_share=share,
+        sd=None if mean is None else float(units.sd[i]), min=None if mean is None else float(units.lo[i]),
+        max=None if mean is None else float(units.hi[i]), status=status,
+    )
+
+
+def _worst_rows(table: ResultsTable, units: Units, picks: list[int]) -> dict[int, int]:
+    """For each picked unit, its lowest-scoring scored row (the rationale shown is that repeat's)."""
+    if not picks:
+        return {}
+    want = np.isin(units.unit_of_row, np.asarray(picks))
+    out: dict[int, int] = {}
+    for r, u in zip(units.rows[want].tolist(), units.unit_of_row[want].tolist(), strict=True):
+        s = table.score[r]
+        best = out.get(u)
+        if best is None or (not math.isnan(s) and (math.isnan(table.score[best]) or s < table.score[best])):
+            out[u] = r
+    return out
+
+
+def case_lines(table: ResultsTable, units: Units, picks: list[int], threshold: float) -> list[CaseLine]:
+    worst = _worst_rows(table, units, picks)
+    texts = table.read_rows(list(worst.values()))
+    return [_case_line(table, units, i, threshold, worst_row=worst.get(i), texts=texts) for i in picks]
+
+
+def near_duplicate_categories(keys: list[str], names: list[str]) -> list[str]:
+    """Warnings for category names that look alike (difflib ratio >= 0.82); they are never merged."""
+    out = []
+    for i in range(len(keys)):
+        for j in range(i + 1, len(keys)):
+            sm = difflib.SequenceMatcher(None, keys[i], keys[j])
+            if sm.real_quick_ratio() < NEAR_DUPLICATE_RATIO or sm.quick_ratio() < NEAR_DUPLICATE_RATIO:
+                continue
+            r = sm.ratio()
+            if r >= NEAR_DUPLICATE_RATIO:
+                out.append(f"categories '{names[i]}' and '{names[j]}' look alike (similarity {r:.2f}); "
+                           "they are kept apart: fix the spelling if they are the same")
+    return out
+
+
+def _power(units: Units, scored: NDArray[np.bool_], paired: NDArray[np.float64] | None,
+           opts: ScoreOptions) -> Power | None:
+    n = int(scored.sum())
+    if n == 0:
+        return None
+    if paired is not None and paired.size >= 2 and float(paired.std(ddof=1)) > 0:
+        sd, basis = float(paired.std(ddof=1)), "paired differences of per-case pass flags vs the baseline"
+    else:
+        p = float(np.clip(units.pass_share[scored].mean(), 0.05, 0.95))
+        sd, basis = math.sqrt(2 * p * (1 - p)), "two independent runs at the current pass rate"
+    return Power(n=n, sd=sd, basis=basis, min_detectable_drop=min_detectable_drop(sd, n, alpha=opts.alpha),
+                 target_drop=opts.target_drop, cases_needed=cases_needed(sd, opts.target_drop, alpha=opts.alpha))
+
+
+def _split(table: ResultsTable, opts: ScoreOptions) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Row indices of the correctness track and of the adversarial track."""
+    all_rows = np.arange(len(table), dtype=np.int64)
+    if table.adversarial:
+        return all_rows[:0], all_rows
+    adv_codes = [c for c, k in enumerate(table.categories) if k in opts.adversarial_categories]
+    if not adv_codes:
+        return all_rows, all_rows[:0]
+    adv = np.isin(table.category, np.asarray(adv_codes, dtype=np.int32))
+    return all_rows[~adv], all_rows[adv]
+
+
+def _groups_by_category(table: ResultsTable, units: Units, opts: ScoreOptions, repeats: bool) -> list[Group]:
+    out = []
+    row_cat = table.category[units.rows]
+    for code in np.unique(units.category).tolist():
+        out.append(_group(table.category_names[code], table, units, units.category == code, row_cat == code,
+                          opts, repeats))
+    out.sort(key=lambda g: g.name.lower())
+    return out
+
+
+def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable | None = None,
+              min_case_pass_rate: float | None = None) -> Summary:
+    """Aggregate ``table`` (and compare it with ``baseline``). Raises ``UserError`` when the case sets differ
+    and ``opts.allow_case_set_change`` is not set."""
+    warnings = list(table.warnings)
+    repeats = table.has_repeats
+    cor_rows, adv_rows = _split(table, opts)
+    units = build_units(table, cor_rows, opts.threshold)
+    everything = np.ones(len(units), dtype=bool)
+    overall = _group("overall", table, units, everything, np.ones(len(cor_rows), dtype=bool), opts, repeats)
+    categories = _groups_by_category(table, units, opts, repeats) if len(units) else []
+    scored_idx = np.nonzero(units.scored)[0]
+    order = scored_idx[np.lexsort((scored_idx, units.mean[scored_idx]))][:LOWEST_SHOWN]
+    lowest = case_lines(table, units, order.tolist(), opts.threshold)
+
+    present = sorted({int(c) for c in np.unique(table.category)})
+    warnings += near_duplicate_categories([table.categories[c] for c in present],
+                                          [table.category_names[c] for c in present])
+    for k in sorted(opts.adversarial_categories - set(table.categories)):
+        warnings.append(f"adversarial category '{k}' does not occur in {table.path}")
+    small = 0 < overall.cases < SMALL_SAMPLE
+    if small:
+        warnings.append(f"small sample: {overall.cases} scored cases (under {SMALL_SAMPLE}); intervals are wide "
+                        "and a few cases swing the rates")
+    if overall.cases == 0:
+        warnings.append("no scored cases: pass rate and mean are undefined")
+
+    adv_units = build_units(table, adv_rows, opts.threshold)
+    adversarial = _groups_by_category(table, adv_units, opts, repeats) if len(adv_units) else []
+    adv_fail = [i for i in range(len(adv_units)) if adv_units.n_scored[i] and adv_units.pass_share[i] < 0.5]
+    adversarial_failures = case_lines(table, adv_units, adv_fail[:20], opts.threshold)
+
+    rep_info = None
+    if repeats:
+        flaky_idx = np.nonzero(units.scored & (units.pass_share > 0) & (units.pass_share < 1))[0]
+        below: list[int] = []
+        if min_case_pass_rate is not None:
+            below = np.nonzero(units.scored & (units.pass_share < min_case_pass_rate))[0].tolist()
+        rep_info = RepeatInfo(max_repeats=int(units.n_rows.max()) if len(units) else 0,
+                              flaky=case_lines(table, units, flaky_idx[:50].tolist(), opts.threshold),
+                              below_min_pass_rate=case_lines(table, units, below[:50], opts.threshold))
+        if len(flaky_idx) > 50:
+            warnings.append(f"{len(flaky_idx)} flaky cases; the first 50 are listed")
+    elif min_case_pass_rate is not None:
+        below = np.nonzero(units.scored & (units.pass_share < min_case_pass_rate))[0].tolist()
+        rep_info = RepeatInfo(max_repeats=1, flaky=[],
+                              below_min_pass_rate=case_lines(table, units, below[:50], opts.threshold))
+
+    comparison = None
+    paired_pass: NDArray[np.float64] | None = None
+    if baseline is not None:
+        warnings += [f"baseline: {w}" for w in baseline.warnings]
+        comparison, paired_pass = _compare(table, units, adv_units, baseline, opts)
+    return Summary(
+        path=table.path, threshold=opts.threshold, n_boot=opts.n_boot, boot_seed=opts.boot_seed,
+        overall=overall, categories=categories, lowest=lowest, adversarial=adversarial,
+        adversarial_failures=adversarial_failures, warnings=warnings,
+        power=_power(units, units.scored, paired_pass, opts), repeats=rep_info, comparison=comparison,
+        small_sample=small,
+    )
+
+
+def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: ResultsTable,
+             opts: ScoreOptions) -> tuple[Comparison, NDArray[np.float64] | None]:
+    b_cor, b_adv = _split(baseline, opts)
+    bunits = build_units(baseline, b_cor, opts.threshold)
+    badv = build_units(baseline, b_adv, opts.threshold)
+    same_order = units.keys == bunits.keys and adv_units.keys == badv.keys  # the usual case: one C-speed pass
+    missing: list[str] = []
+    added: list[str] = []
+    if not same_order:
+        cur_keys = set(units.keys) | set(adv_units.keys)
+        base_keys = set(bunits.keys) | set(badv.keys)
+        missing = sorted(base_keys - cur_keys)
+        added = sorted(cur_keys - base_keys)
+    if (missing or added) and not opts.allow_case_set_change:
+        def _few(xs: list[str]) -> str:
+            return ", ".join(xs[:5]) + (f", ... ({len(xs)} in all)" if len(xs) > 5 else "")
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} case(s) of the baseline missing from {table.path} ({_few(missing)})")
+        if added:
+            parts.append(f"{len(added)} case(s) not in the baseline ({_few(added)})")
+        raise UserError("case sets differ, so no regression verdict is given: " + "; ".join(parts)
+                        + ". Pass --allow-case-set-change to compare the shared cases only")
+    base_overall = _group("baseline", baseline, bunits, np.ones(len(bunits), dtype=bool),
+                          np.ones(len(b_cor), dtype=bool), opts, baseline.has_repeats)
+
+    if same_order:
+        cur_i = base_i = np.arange(len(units), dtype=np.int64)
+    else:
+        bidx = bunits.index()
+        matched = np.fromiter(map(bidx.get, units.keys, repeat(-1)), dtype=np.int64, count=len(units))
+        cur_i = np.nonzero(matched >= 0)[0]
+        base_i = matched[cur_i]
+    both = units.scored[cur_i] & bunits.scored[base_i]
+    ci, bi = cur_i[both], base_i[both]
+    cur_pass = units.pass_share[ci] >= 0.5
+    base_pass = bunits.pass_share[bi] >= 0.5
+    reg = ci[base_pass & ~cur_pass]
+    regressions = case_lines(table, units, reg[np.argsort(units.mean[reg], kind="stable")][:200].tolist(),
+                             opts.threshold)
+    reg_base = dict(zip(reg.tolist(), bi[base_pass & ~cur_pass].tolist(), strict=True))
+    key_to_cur = {units.keys[i]: i for i in reg.tolist()}
+    for line in regressions:
+        line.baseline_score = float(bunits.mean[reg_base[key_to_cur[line.id]]])
+    fixed = int((~base_pass & cur_pass).sum())
+    lost_mask = (units.n_scored[cur_i] == 0) & (bunits.n_scored[base_i] > 0) & (bunits.pass_share[base_i] >= 0.5)
+    lost = [units.keys[i] for i in cur_i[lost_mask].tolist()]
+
+    d_pass = units.pass_share[ci] - bunits.pass_share[bi]
+    d_score = units.mean[ci] - bunits.mean[bi]
+    tests: list[PairedTest] = []
+    skipped: list[str] = []
+
+    def _run(scope: str, mask: NDArray[np.bool_] | None) -> None:
+        dp = d_pass if mask is None else d_pass[mask]
+        ds = d_score if mask is None else d_score[mask]
+        if dp.size < 3:
+            skipped.append(f"{scope}: {dp.size} shared scored case(s), fewer than 3")
+            return
+        for metric, d in (("pass rate", dp), ("mean score", ds)):
+            r = paired_bootstrap(d, n_boot=opts.n_boot, seed=opts.boot_seed, alpha=opts.alpha)
+            direction = "drop" if r.diff < 0 else "improvement" if r.diff > 0 else "none"
+            tests.append(PairedTest(scope, metric, r.n, r.diff, r.lo, r.hi, r.p_value, direction=direction))
+
+    _run("overall", None)
+    cat_codes = units.category[ci]
+    present = np.unique(cat_codes).tolist()
+    if len(present) > 1:
+        for code in present:
+            _run(table.category_names[code], cat_codes == code)
+    elif present:
+        skipped.append("per-category tests: one category covers every case (the overall test is the same)")
+    for direction in ("drop", "improvement"):
+        fam = [t for t in tests if t.direction == direction]
+        if fam:
+            rej, adj = benjamini_hochberg([t.p_value for t in fam], alpha=opts.alpha)
+            for t, r, a in zip(fam, rej.tolist(), adj.tolist(), strict=True):
+                t.significant, t.p_adjusted = bool(r), float(a)
+    b = int((base_pass & ~cur_pass).sum())
+    c = fixed
+    mc = mcnemar_exact(b, c)
+
+    overall_tests = [t for t in tests if t.scope == "overall"]
+    sig_drops = [t for t in tests if t.direction == "drop" and t.significant]
+    if sig_drops:
+        verdict = "REGRESSED"
+        reason = "; ".join(f"{t.scope} {t.metric} {t.diff:+.3f} (adjusted p {t.p_adjusted:.3g})"
+                           for t in sig_drops[:4])
+    elif not overall_tests:
+        verdict, reason = "INCONCLUSIVE", "too few shared scored cases for a paired test"
+    elif any(t.direction == "drop" for t in overall_tests):
+        t = next(t for t in overall_tests if t.direction == "drop")
+        verdict = "INCONCLUSIVE"
+        reason = (f"overall {t.metric} {t.diff:+.3f} is within noise (p {t.p_value:.3g}; 95% CI "
+                  f"{_fmt(t.lo)} to {_fmt(t.hi)})")
+    elif any(t.direction == "improvement" and t.significant for t in tests):
+        verdict, reason = "IMPROVED", "significant improvement and no significant drop"
+    else:
+        verdict, reason = "NO REGRESSION", "no drop observed overall and none significant in any category"
+
+    adv_regs: list[CaseLine] = []
+    if len(adv_units) and len(badv):
+        badx = badv.index()
+        picks = [i for i, k in enumerate(adv_units.keys) if k in badx and adv_units.n_scored[i]
+                 and badv.n_scored[badx[k]] and badv.pass_share[badx[k]] >= 0.5 and adv_units.pass_share[i] < 0.5]
+        adv_regs = case_lines(table, adv_units, picks, opts.threshold)
+    comp = Comparison(
+        baseline=baseline.path, baseline_overall=base_overall, shared=len(cur_i), missing=missing, added=added,
+        regressions=regressions, regression_count=len(reg), fixed=fixed, lost_scores=lost, tests=tests, skipped=skipped,
+        mcnemar_b=b, mcnemar_c=c, mcnemar_p=mc.p_value, verdict=verdict, verdict_reason=reason,
+        adversarial_regressions=adv_regs,
+    )
+    return comp, d_pass
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.3f}"
+
+
+def all_cases(table: ResultsTable, opts: ScoreOptions) -> tuple[list[CaseLine], list[CaseLine]]:
+    """Every case of the correctness and adversarial tracks (for JUnit); rationales are read back only
+    for cases that fail or are unscored."""
+    out: list[list[CaseLine]] = []
+    for rows in _split(table, opts):
+        units = build_units(table, rows, opts.threshold)
+        bad = [i for i in range(len(units)) if not units.n_scored[i] or units.pass_share[i] < 0.5]
+        worst = _worst_rows(table, units, bad)
+        texts = table.read_rows(list(worst.values()))
+        out.append([_case_line(table, units, i, opts.threshold, worst_row=worst.get(i), texts=texts)
+                    for i in range(len(units))])
+    return out[0], out[1]

@@ -1,0 +1,215 @@
+"""Judge calibration against human labels: the seed's ``calibrate_judge.py`` plus agreement statistics.
+
+The seed compares the ids present in both files, reports the mean absolute delta and the per-case deltas
+worst first, exits 1 above ``--threshold``, and can record the check in the judge prompt's calibration table.
+referee adds exact agreement, Cohen's kappa (quadratic-weighted for ordinal scales), Spearman and Kendall,
+mean absolute and mean signed difference and a confusion matrix, each with a bootstrap CI.
+
+Scales: each side's values are read as they are (booleans as 1/0). ``--judge-scale``/``--human-scale LO-HI``
+map a side linearly onto 0-1 first. Two sides on visibly different scales (one within 0-1, the other
+beyond it) are an error, never silently compared.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError, UserError
+from .stats.agreement import Agreement, agreement
+from .stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
+
+LOG_HEADER = "| Date | Cases checked | Mean delta vs human | Action taken |"
+PLACEHOLDER = "not yet calibrated"
+_MAX_LEVELS = 11  # integer labels with at most this many distinct values are categorical (Likert, 0-10)
+
+
+@dataclass
+class Labels:
+    """One side's labels: id -> value (repeated ids averaged), and what was left out."""
+
+    path: str
+    values: dict[str, float] = field(default_factory=dict)
+    integer: bool = True
+    """Every raw value was an integer (or boolean): a categorical scale."""
+    repeats: int = 0
+    unscored: int = 0
+
+    @property
+    def levels(self) -> list[float]:
+        return sorted(set(self.values.values()))
+
+
+def parse_scale(text: str) -> tuple[float, float]:
+    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*(?:-|:|\.\.)\s*(-?\d+(?:\.\d+)?)\s*", text)
+    if not m or float(m.group(1)) >= float(m.group(2)):
+        raise UserError(f"scale {text!r}: expected LO-HI with LO < HI, e.g. 1-5")
+    return float(m.group(1)), float(m.group(2))
+
+
+def read_labels(path: str | Path, *, field_name: str | None = None,
+                scale: tuple[float, float] | None = None) -> Labels:
+    """Read ``{id, score}`` rows (referee results, seed rows, or human label files; ``label`` or ``human_score``
+    also accepted). Rows whose status is not ``scored`` or whose value is null are counted as unscored."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("file not found", file=str(p))
+    out = Labels(path=str(p))
+    sums: dict[str, list[float]] = {}
+    with open(p, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON ({exc.msg})", file=str(p), line=lineno) from exc
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", file=str(p), line=lineno)
+            if obj.get("id") in (None, ""):
+                raise InputError("missing", file=str(p), line=lineno, field="id")
+            cid = str(obj["id"])
+            key = field_name or next((k for k in ("score", "label", "human_score") if k in obj), "score")
+            if obj.get("status", "scored") != "scored" or obj.get(key) is None:
+                out.unscored += 1
+                continue
+            raw = obj[key]
+            if isinstance(raw, bool):
+                v = 1.0 if raw else 0.0
+            elif isinstance(raw, int | float) and math.isfinite(raw):
+                v = float(raw)
+            else:
+                raise InputError(f"{raw!r} is not a number", file=str(p), line=lineno, field=key)
+            if scale is not None and not scale[0] <= v <= scale[1]:
+                raise InputError(f"{v:g} is outside the scale {scale[0]:g}-{scale[1]:g}", file=str(p),
+                                 line=lineno, field=key)
+            sums.setdefault(cid, []).append(v)
+    for cid, vs in sums.items():
+        mean = sum(vs) / len(vs)
+        if len(vs) > 1:
+            out.repeats += 1
+        if not mean.is_integer():
+            out.integer = False  # a fractional or averaged label is no longer a category
+        out.values[cid] = mean if scale is None else (mean - scale[0]) / (scale[1] - scale[0])
+    return out
+
+
+def _range(lab: Labels) -> tuple[float, float]:
+    vs = list(lab.values.values())
+    return min(vs), max(vs)
+
+
+@dataclass
+class Calibration:
+    n: int
+    judge_only: int
+    human_only: int
+    per_case: list[dict[str, Any]]
+    """``{id, judge, human, delta}`` sorted by absolute delta, worst first."""
+    mean_abs_delta: float
+    stats: Agreement
+    scale_note: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "judge_only": self.judge_only, "human_only": self.human_only,
+                "mean_abs_delta": self.mean_abs_delta, "scale": self.scale_note, "notes": self.notes,
+                "agreement": self.stats.to_dict(), "per_case": self.per_case}
+
+
+def calibrate(judge: Labels, human: Labels, *, n_boot: int = DEFAULT_N_BOOT,
+              seed: int = DEFAULT_SEED, judge_scaled: bool = False, human_scaled: bool = False) -> Calibration:
+    """Compare the ids present in both files. Raises :class:`UserError` when nothing can be compared."""
+    if not judge.values:
+        raise UserError(f"{judge.path}: no scored rows to calibrate")
+    if not human.values:
+        raise UserError(f"{human.path}: no labelled rows to calibrate against")
+    shared = [cid for cid in judge.values if cid in human.values]
+    if not shared:
+        raise UserError(f"no ids in common between {judge.path} ({len(judge.values)} ids) and {human.path} "
+                        f"({len(human.values)} ids): check that both files label the same cases")
+    jlo, jhi = _range(judge)
+    hlo, hhi = _range(human)
+    j_unit = 0.0 <= jlo and jhi <= 1.0
+    h_unit = 0.0 <= hlo and hhi <= 1.0
+    if j_unit != h_unit:
+        raise UserError(
+            f"label scales do not match: judge scores span {jlo:g}-{jhi:g}, human labels span {hlo:g}-{hhi:g}. "
+            "Map one onto the other with --judge-scale LO-HI or --human-scale LO-HI (e.g. --human-scale 1-5)")
+    notes: list[str] = []
+    if judge.unscored:
+        notes.append(f"{judge.unscored} judge row(s) unscored or without a score: left out")
+    if judge.repeats:
+        notes.append(f"{judge.repeats} id(s) judged more than once: their scores are averaged")
+    if human.repeats:
+        notes.append(f"{human.repeats} id(s) labelled more than once: their labels are averaged")
+    x = [judge.values[c] for c in shared]
+    y = [human.values[c] for c in shared]
+    categorical = judge.integer and human.integer
+    levels = sorted(set(x) | set(y))
+    if categorical and len(levels) > _MAX_LEVELS:
+        categorical = False
+    ordinal = categorical and len(levels) > 2
+    labels: list[float] | None = None
+    if categorical and not (judge_scaled or human_scaled):
+        lo, hi = int(min(levels)), int(max(levels))
+        labels = [float(v) for v in range(lo, hi + 1)] if ordinal else levels
+    if not categorical:
+        notes.append("kappa and the confusion matrix need categorical labels on both sides (integers, e.g. "
+                     "pass/fail or 1-5); the judge's or the humans' values are continuous here")
+    st = agreement(x, y, categorical=categorical, ordinal=ordinal, labels=labels, n_boot=n_boot, seed=seed)
+    if len(set(x)) == 1:
+        notes.append(f"one-sided sample: every judge value is {x[0]:g}, so kappa and correlations are undefined")
+    if len(set(y)) == 1:
+        notes.append(f"one-sided sample: every human value is {y[0]:g}, so kappa and correlations are undefined")
+    if len(shared) < 2:
+        notes.append("only one case in common: no confidence interval can be computed")
+    elif len(shared) < 20:
+        notes.append(f"small sample ({len(shared)} cases): the intervals are wide")
+    per_case: list[dict[str, Any]] = sorted(({"id": c, "judge": judge.values[c], "human": human.values[c],
+                        "delta": judge.values[c] - human.values[c]} for c in shared),
+                      key=lambda r: (-abs(float(r["delta"])), str(r["id"])))
+    scale = ("categorical, ordinal (quadratic-weighted kappa)" if ordinal else
+             "categorical, binary (unweighted kappa)" if categorical else "continuous")
+    mad = st.mean_abs_diff.estimate
+    assert mad is not None
+    return Calibration(
+        n=len(shared), judge_only=len(judge.values) - len(shared), human_only=len(human.values) - len(shared),
+        per_case=per_case, mean_abs_delta=mad, stats=st, scale_note=scale, notes=notes,
+    )
+
+
+def update_log(path: str | Path, *, cases: int, mean_delta: float, action: str,
+               date: str | None = None) -> str:
+    """Record a calibration in the judge prompt's table ``| Date | Cases checked | Mean delta vs human |
+    Action taken |``: the ``not yet calibrated`` placeholder row is replaced the first time, rows are
+    appended afterwards. A file without the table gets one at the end. Returns the row written."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("calibration log file not found", file=str(p))
+    text = p.read_text(encoding="utf-8")
+    day = date or _dt.date.today().isoformat()
+    safe_action = action.replace("|", "\\|").replace("\n", " ").strip() or "none"
+    row = f"| {day} | {cases} | {mean_delta:.3f} | {safe_action} |"
+    lines = text.split("\n")
+    head = next((i for i, ln in enumerate(lines) if ln.strip() == LOG_HEADER), None)
+    if head is None:
+        sep = "" if text.endswith("\n") or not text else "\n"
+        p.write_text(f"{text}{sep}\n## Calibration log\n\n{LOG_HEADER}\n|---|---|---|---|\n{row}\n",
+                     encoding="utf-8")
+        return row
+    end = head + 1
+    while end < len(lines) and lines[end].strip().startswith("|"):
+        end += 1
+    placeholder = next((i for i in range(head + 1, end) if PLACEHOLDER in lines[i].lower()), None)
+    if placeholder is not None:
+        lines[placeholder] = row
+    else:
+        lines.insert(end, row)
+    p.write_text("\n".join(lines), encoding="utf-8")
+    return row

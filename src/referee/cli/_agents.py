@@ -1,0 +1,69 @@
+"""Helpers shared by the agent commands (trajectory, conversation, redteam)."""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..cases import Case, load_cases
+from ..errors import UserError
+from ..results.manifest import EvalSetInfo, RunManifest, file_sha256
+from ..results.schema import ResultRow
+from ._common import echo_err
+
+
+def unique_cases(path: str) -> tuple[list[Case], int]:
+    """Cases of ``path``; a duplicate id is reported and skipped (the first kept), as the seed does."""
+    seen: dict[str, Case] = {}
+    skipped = 0
+    for c in load_cases(path):
+        if c.id in seen:
+            echo_err(f"invalid: {c.where}: duplicate id '{c.id}' (first at {seen[c.id].where}); the first is kept")
+            skipped += 1
+            continue
+        seen[c.id] = c
+    if not seen:
+        raise UserError(f"no cases in {path}")
+    return list(seen.values()), skipped
+
+
+def ensure_parent(out: str) -> Path:
+    p = Path(out)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def new_manifest(kind: str, cases_path: str, cases: Sequence[Case], **kwargs: object) -> RunManifest:
+    return RunManifest(kind=kind, command=["referee", *sys.argv[1:]],
+                       eval_set=EvalSetInfo(path=cases_path, sha256=file_sha256(cases_path), n_cases=len(cases),
+                                            case_ids=[c.id for c in cases]), **kwargs)  # type: ignore[arg-type]
+
+
+def summarise(rows: Sequence[ResultRow], out: str | Path, *, threshold: float = 0.7, by_category: bool = False,
+              limit: int = 10) -> None:
+    """Counts, the failing cases with their reason (never an aggregate without examples), per category."""
+    scored = [r for r in rows if r.status == "scored"]
+    passed = [r for r in scored if (r.passed if r.passed is not None else (r.score or 0.0) >= threshold)]
+    bad = [r for r in rows if r not in passed]
+    for r in sorted(bad, key=lambda r: (r.status != "error", r.score if r.score is not None else -1.0))[:limit]:
+        what = f"{r.score:.2f}" if r.score is not None else r.status
+        turn = f" turn {r.turn}" if r.turn is not None else ""
+        echo_err(f"  {r.id}{turn} [{what}]: {r.rationale or r.error or ''}")
+    if len(bad) > limit:
+        echo_err(f"  ... and {len(bad) - limit} more (see {out})")
+    if by_category:
+        groups: dict[str, list[ResultRow]] = defaultdict(list)
+        for r in rows:
+            groups[r.category or "(none)"].append(r)
+        for cat in sorted(groups):
+            g = groups[cat]
+            g_scored = [r for r in g if r.status == "scored"]
+            g_pass = [r for r in g_scored if r in passed]
+            rate = f"{len(g_pass) / len(g_scored):.0%}" if g_scored else "n/a"
+            echo_err(f"  {cat:<20} {len(g):>3} cases  pass {len(g_pass)}/{len(g_scored)} ({rate})"
+                     f"  unscored {sum(r.status == 'unscored' for r in g)}  error {sum(r.status == 'error' for r in g)}")
+    echo_err(f"{len(passed)} passed, {len(scored) - len(passed)} failed, "
+             f"{sum(r.status == 'unscored' for r in rows)} unscored, {sum(r.status == 'error' for r in rows)} error "
+             f"-> {out}")

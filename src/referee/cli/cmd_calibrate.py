@@ -1,0 +1,121 @@
+"""``referee calibrate JUDGE HUMAN``: how far the judge's scores are from human labels, with a CI gate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..calibrate import Calibration, calibrate, parse_scale, read_labels, update_log
+from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
+from ._common import echo_err
+
+
+def _fmt(iv: Interval | None, digits: int = 3) -> str:
+    if iv is None:
+        return "not computed"
+    if iv.estimate is None:
+        return "undefined"
+    if iv.lo is None or iv.hi is None:
+        return f"{iv.estimate:.{digits}f} (no CI: n={iv.n})"
+    return f"{iv.estimate:.{digits}f} [{iv.lo:.{digits}f}, {iv.hi:.{digits}f}]"
+
+
+def _print(cal: Calibration, threshold: float, show: int) -> None:
+    con = Console(highlight=False, soft_wrap=True)
+    con.print(f"Calibration: {cal.n} case(s) in both files "
+              f"({cal.judge_only} judge-only, {cal.human_only} human-only ids ignored); labels {cal.scale_note}")
+    t = Table(title=f"Per-case deltas, worst first (top {min(show, len(cal.per_case))})", title_justify="left")
+    for col in ("id", "judge", "human", "delta"):
+        t.add_column(col, justify="left" if col == "id" else "right")
+    for r in cal.per_case[:show]:
+        t.add_row(str(r["id"]), f"{r['judge']:.3f}", f"{r['human']:.3f}", f"{r['delta']:+.3f}")
+    con.print(t)
+    st = cal.stats
+    s = Table(title="Agreement with human labels (95% bootstrap CI)", title_justify="left")
+    s.add_column("statistic")
+    s.add_column("value", justify="right")
+    s.add_row("mean absolute delta", _fmt(st.mean_abs_diff))
+    s.add_row("mean signed delta (judge - human)", _fmt(st.mean_signed_diff))
+    s.add_row("exact agreement", _fmt(st.exact))
+    kname = f"Cohen's kappa ({st.kappa_weights or 'unweighted'})"
+    s.add_row(kname, _fmt(st.kappa))
+    s.add_row("Spearman rho", _fmt(st.spearman))
+    s.add_row("Kendall tau-b", _fmt(st.kendall))
+    con.print(s)
+    if st.confusion is not None:
+        c = Table(title="Confusion matrix (rows: judge, columns: human)", title_justify="left")
+        c.add_column("judge \\ human")
+        for lab in st.labels:
+            c.add_column(f"{lab:g}", justify="right")
+        for lab, row in zip(st.labels, st.confusion, strict=True):
+            c.add_row(f"{lab:g}", *[str(v) for v in row])
+        con.print(c)
+    for note in cal.notes:
+        con.print(f"note: {note}")
+    verdict = "OK" if cal.mean_abs_delta <= threshold else "ABOVE THRESHOLD"
+    con.print(f"Mean delta vs human: {cal.mean_abs_delta:.3f} over {cal.n} cases "
+              f"(threshold {threshold:g}): {verdict}")
+
+
+@click.command("calibrate")
+@click.argument("judge_file", metavar="JUDGE", type=click.Path(dir_okay=False))
+@click.argument("human_file", metavar="HUMAN", type=click.Path(dir_okay=False))
+@click.option("--threshold", type=float, default=0.2, show_default=True,
+              help="Exit 1 when the mean absolute delta is above this.")
+@click.option("--update-log", "log_file", type=click.Path(dir_okay=False), default=None,
+              help="Record this check in the judge prompt's calibration table.")
+@click.option("--action", default="none", show_default=True, help="'Action taken' text for --update-log.")
+@click.option("--min-kappa", type=float, default=None, help="Exit 1 when Cohen's kappa is below this.")
+@click.option("--min-agreement", type=float, default=None, help="Exit 1 when exact agreement is below this.")
+@click.option("--min-spearman", type=float, default=None, help="Exit 1 when Spearman's rho is below this.")
+@click.option("--min-kendall", type=float, default=None, help="Exit 1 when Kendall's tau-b is below this.")
+@click.option("--judge-field", default=None, help="Field holding the judge's value (default: score).")
+@click.option("--human-field", default=None, help="Field holding the human label (default: score, else label).")
+@click.option("--judge-scale", default=None, help="Map judge values from LO-HI onto 0-1 (e.g. 1-5).")
+@click.option("--human-scale", default=None, help="Map human labels from LO-HI onto 0-1 (e.g. 1-5).")
+@click.option("--show", type=click.IntRange(0), default=20, show_default=True, help="Per-case rows to print.")
+@click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write every figure as JSON.")
+@click.option("--n-boot", type=click.IntRange(100), default=DEFAULT_N_BOOT, show_default=True)
+@click.option("--boot-seed", type=int, default=DEFAULT_SEED, show_default=True)
+def command(judge_file: str, human_file: str, threshold: float, log_file: str | None, action: str,
+            min_kappa: float | None, min_agreement: float | None, min_spearman: float | None,
+            min_kendall: float | None, judge_field: str | None, human_field: str | None,
+            judge_scale: str | None, human_scale: str | None, show: int, json_out: str | None,
+            n_boot: int, boot_seed: int) -> int:
+    """Compare JUDGE scores with HUMAN labels on the ids present in both files.
+
+    Exit 1 when the mean absolute delta is above --threshold or a --min-* gate fails; 2 on bad input.
+    """
+    js = parse_scale(judge_scale) if judge_scale else None
+    hs = parse_scale(human_scale) if human_scale else None
+    judge = read_labels(judge_file, field_name=judge_field, scale=js)
+    human = read_labels(human_file, field_name=human_field, scale=hs)
+    cal = calibrate(judge, human, n_boot=n_boot, seed=boot_seed, judge_scaled=js is not None,
+                    human_scaled=hs is not None)
+    _print(cal, threshold, show)
+    failures: list[str] = []
+    if cal.mean_abs_delta > threshold:
+        failures.append(f"mean delta {cal.mean_abs_delta:.3f} is above the threshold {threshold:g}")
+    st = cal.stats
+    for name, gate, iv in (("kappa", min_kappa, st.kappa), ("exact agreement", min_agreement, st.exact),
+                           ("Spearman rho", min_spearman, st.spearman), ("Kendall tau", min_kendall, st.kendall)):
+        if gate is None:
+            continue
+        if iv is None or iv.estimate is None:
+            failures.append(f"{name} is undefined for these labels, so the --min gate cannot pass")
+        elif iv.estimate < gate:
+            failures.append(f"{name} {iv.estimate:.3f} is below the minimum {gate:g}")
+    if json_out:
+        data = cal.to_dict()
+        data.update(threshold=threshold, gate_failures=failures)
+        Path(json_out).write_text(json.dumps(data, indent=2, allow_nan=False), encoding="utf-8")
+    if log_file:
+        row = update_log(log_file, cases=cal.n, mean_delta=cal.mean_abs_delta, action=action)
+        echo_err(f"calibration log updated in {log_file}: {row}")
+    for f in failures:
+        echo_err(f"gate failed: {f}")
+    return 1 if failures else 0

@@ -1,0 +1,196 @@
+"""``referee evaluate``: grade one output (or a cases file) against a rubric, with the evidence for every score.
+
+Single output: ``referee evaluate answer.md --task "..." [--context FILE ...]`` prints the "Evaluation Verdict"
+markdown, writes JSON with ``--json-out`` and exits 1 when the composite is below ``--fail-below`` (the
+agent-evaluation rework rule, 2.5) or the output could not be graded.
+Batch: ``referee evaluate --cases cases.jsonl --out results.jsonl`` writes the common result rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..cases import Case, load_cases
+from ..errors import InputError, ProviderError, UserError
+from ..evaluators.evidence import describe_ungrounded
+from ..evaluators.rubric import RubricJudge
+from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
+from ..results.schema import ResultRow
+from ..rubrics import Rubric, load_rubric
+from ..runner.session import error_row, execute
+from ..templates import preflight
+from ._common import JudgeOptions, build_client, echo_err, judge_options
+
+
+def rubric_hash(rubric: Rubric) -> str:
+    return text_sha256(rubric.model_dump_json())
+
+
+def read_text_file(path: str, what: str) -> str:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{what} not found", file=path)
+    if p.is_dir():
+        raise InputError(f"{what} is a directory, expected a file", file=path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} is not valid UTF-8", file=path) from exc
+
+
+def _read_contexts(paths: tuple[str, ...]) -> dict[str, str]:
+    return {p: read_text_file(p, "context file") for p in paths}
+
+
+def _row_json(row: ResultRow, rubric: Rubric) -> dict[str, Any]:
+    d = row.to_json_dict()
+    d["rubric"] = rubric.name
+    d["verdict"] = row.details.get("verdict")
+    d["composite"] = row.details.get("composite")
+    return d
+
+
+@click.command("evaluate")
+@click.argument("output", required=False)
+@click.option("--task", default=None, help="The task the output answers (single-output mode).")
+@click.option("--context", "contexts", multiple=True, type=click.Path(dir_okay=False),
+              help="A file the output should be grounded in; evidence is also verified against it. Repeatable.")
+@click.option("--rubric", default="agent-evaluation", show_default=True,
+              help="A shipped rubric name (see `referee rubrics`) or a rubric YAML file.")
+@click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write the verdict as JSON.")
+@click.option("--fail-below", type=float, default=None,
+              help="Exit 1 when the composite is below this (default: the rubric's, 2.5 for agent-evaluation).")
+@click.option("--cases", "cases_path", type=click.Path(dir_okay=False), default=None,
+              help="Batch mode: a cases file (input = the task, output, optional context).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Batch mode: results JSONL.")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the self-contained HTML report.")
+@click.option("--system-model", default=None,
+              help="Model that produced the output(s), for the self-grading caveat (else case metadata "
+                   "system_model).")
+@click.option("--category", default=None, help="Category for every row (batch mode).")
+@judge_options(default_concurrency=4)
+def command(output: str | None, task: str | None, contexts: tuple[str, ...], rubric: str,
+            json_out: str | None, fail_below: float | None, cases_path: str | None, out: str | None,
+            html_out: str | None, system_model: str | None, category: str | None, judge: JudgeOptions) -> int:
+    """Grade OUTPUT (a file, or - for stdin) against a rubric (default: the 5-dimension agent-evaluation)."""
+    rb = load_rubric(rubric)
+    if rb.kind == "gold":
+        raise UserError(f"{rubric} is a gold-standard criteria file: use `referee gold --criteria {rubric}`")
+    ctx = _read_contexts(contexts)
+    threshold = fail_below if fail_below is not None else rb.fail_below
+    if cases_path is not None:
+        if output is not None:
+            raise UserError("give either OUTPUT or --cases, not both")
+        if out is None:
+            raise UserError("--cases needs --out RESULTS.jsonl")
+        return _batch(cases_path, out, rb, rubric, ctx, threshold, html_out, system_model, category, judge)
+    if output is None:
+        raise UserError("give the OUTPUT to evaluate (a file, or - for stdin), or --cases for batch mode")
+    if task is None:
+        raise UserError("--task is required: the task the output answers (never evaluate without it)")
+    text = sys.stdin.read() if output == "-" else read_text_file(output, "output file")
+    if not text.strip():
+        raise InputError("the output to evaluate is empty", file=output)
+    cid = Path(output).name if output != "-" else "stdin"
+    case = Case(id=cid, data={"id": cid, "input": task, "output": text,
+                      "metadata": {"system_model": system_model} if system_model else {}})
+    client = build_client(judge)
+    rj = RubricJudge(client, rb, template_hash=rubric_hash(rb), max_tokens=max(judge.max_tokens, 2048),
+                     temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache, contexts=ctx)
+
+    async def run() -> ResultRow:
+        try:
+            return await rj.evaluate(case)
+        finally:
+            await client.aclose()
+
+    try:
+        row = asyncio.run(run())
+    except ProviderError as exc:  # a bad key, an unknown model, a server that is down
+        raise UserError(f"the judge could not be called: {exc}") from exc
+    from ..reports.verdict_md import render_verdict
+
+    click.echo(render_verdict(row, rb, evaluated=case.id))
+    if json_out:
+        Path(json_out).write_text(json.dumps(_row_json(row, rb), indent=2, ensure_ascii=False) + "\n",
+                                  encoding="utf-8")
+    if html_out:
+        from ..reports.html import write_html
+
+        write_html([row], html_out, title=f"referee evaluate: {case.id}", source="referee evaluate")
+    if row.status != "scored":
+        echo_err(f"referee: the output could not be graded ({row.status}: {row.error}); not a pass")
+        return 1
+    composite = row.details.get("composite")
+    if threshold is not None and composite is not None and composite < threshold:
+        echo_err(f"composite {composite:.2f} is below --fail-below {threshold:g}: rework needed")
+        return 1
+    return 0
+
+
+def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str, str], threshold: float | None,
+           html_out: str | None, system_model: str | None, category: str | None, judge: JudgeOptions) -> int:
+    case_set = load_cases(cases_path)
+    pf = preflight(case_set.cases, ["output"], label="rubric")
+    for problem in pf.problems:
+        echo_err(f"invalid: {problem}")
+    if not pf.valid:
+        raise UserError(f"no valid cases to evaluate in {cases_path}")
+    client = build_client(judge)
+    h = rubric_hash(rb)
+    rj = RubricJudge(client, rb, template_hash=h, category=category, max_tokens=max(judge.max_tokens, 2048),
+                     temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache, contexts=ctx,
+                     system_under_test=system_model)
+    manifest = RunManifest(
+        kind="rubric", command=["referee", *sys.argv[1:]],
+        eval_set=EvalSetInfo(path=cases_path, sha256=file_sha256(cases_path), n_cases=len(pf.valid),
+                             case_ids=[c.id for c in pf.valid]),
+        template=TemplateInfo(path=rubric_arg, sha256=h), judge=judge.config(client.provider.model),
+        system_under_test=system_model,
+    )
+    manifest.extra["config_hash"] = text_sha256(json.dumps(sorted(ctx.items())))
+    outcome = execute(
+        out=Path(out), manifest=manifest, items=pf.valid, key=lambda c: (c.id, None, None),
+        evaluate=rj.evaluate,
+        on_error=lambda c, exc: error_row(c.id, exc, evaluator="rubric", category=category or c.category),
+        client=client, concurrency=judge.concurrency, label="rubric", skipped=pf.skipped,
+    )
+    if outcome.resume_note:
+        echo_err(outcome.resume_note)
+    rows = outcome.rows
+    for r in outcome.new_rows:
+        if r.status != "scored":
+            echo_err(f"warning: case '{r.id}' {r.status}: {r.error}")
+    if html_out:
+        from ..reports.html import write_html
+
+        write_html(rows, html_out, title=f"referee evaluate: {Path(cases_path).name}", source=out)
+    t = outcome.manifest.totals
+    below = [r for r in rows if r.status == "scored" and threshold is not None
+             and (r.details.get("composite") is not None and r.details["composite"] < threshold)]
+    ungrounded = sum("ungrounded" in r.flags for r in rows)
+    selfg = sum("self_grading" in r.flags for r in rows)
+    echo_err(f"{t.scored} scored, {t.unscored} unscored, {t.error} error -> {out} "
+             f"({t.provider_calls} judge calls, {t.cached_calls} from cache"
+             + (f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else "") + ")")
+    if ungrounded:
+        echo_err(f"{ungrounded} case(s) cite evidence not found in the judged text (flag 'ungrounded'); "
+                 f"{describe_ungrounded(rows)}")
+    if selfg:
+        echo_err(f"caveat: {selfg} case(s) were graded by the model that produced them (flag 'self_grading')")
+    if t.scored == 0:
+        echo_err("error: nothing was graded")
+        return 1
+    if below:
+        assert threshold is not None
+        echo_err(f"{len(below)} case(s) have a composite below {threshold:g}: "
+                 + ", ".join(r.id for r in below[:10]) + (" ..." if len(below) > 10 else ""))
+        return 1
+    return 0

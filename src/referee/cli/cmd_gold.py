@@ -1,0 +1,254 @@
+"""``referee gold``: grade generated documents against gold standards with a criteria file.
+
+Single: ``referee gold --criteria C.yaml --generated out.md --gold gold.md --output DIR``.
+Batch: ``referee gold --criteria C.yaml --dataset cases/ --results-dir output/ --output DIR``: every case
+directory of the dataset holds ``input.yaml`` and the gold file; the generated artifact is looked up under
+``results-dir/<case>/`` with the criteria file's ``generated_file_patterns`` (then under ``results-dir``
+itself, keeping matches whose path names the case). A case missing either is skipped with a message.
+Writes ``results.jsonl`` (the common rows), ``results.json`` and ``report.html`` in DIR; exits 1 when a case
+FAILs or could not be graded.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from ..errors import InputError, UserError
+from ..evaluators.evidence import describe_ungrounded, ungrounded_counts
+from ..evaluators.gold import GoldCase, GoldJudge, threshold_warning
+from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, text_sha256
+from ..results.schema import ResultRow
+from ..rubrics import Rubric, load_rubric
+from ..runner.session import error_row, execute
+from ._common import JudgeOptions, build_client, echo_err, judge_options
+from .cmd_evaluate import read_text_file, rubric_hash
+
+
+def _find_generated(results_dir: Path, case: str, patterns: list[str]) -> Path | None:
+    for pat in patterns:
+        hits = sorted(p for p in (results_dir / case).glob(pat) if p.is_file())
+        if hits:
+            return hits[0]
+    for pat in patterns:
+        hits = sorted(p for p in results_dir.glob(pat) if p.is_file() and case in p.relative_to(results_dir).parts)
+        if hits:
+            return hits[0]
+    return None
+
+
+def discover(dataset: str, results_dir: str, rubric: Rubric, criteria_path: str) -> tuple[list[GoldCase], list[str]]:
+    """The dataset's cases with their generated and gold files, and a message per skipped case."""
+    ds, rd = Path(dataset), Path(results_dir)
+    if not ds.is_dir():
+        raise InputError("dataset directory not found", file=dataset)
+    if not rd.is_dir():
+        raise InputError("results directory not found", file=results_dir)
+    if not rubric.gold_standard_file:
+        raise InputError("needed for --dataset (the gold file name in each case directory)", file=criteria_path,
+                         field="gold_standard_file")
+    if not rubric.generated_file_patterns:
+        raise InputError("needed for --dataset (globs finding the generated artifact)", file=criteria_path,
+                         field="generated_file_patterns")
+    cases: list[GoldCase] = []
+    skipped: list[str] = []
+    for d in sorted(p for p in ds.iterdir() if p.is_dir()):
+        inp = d / "input.yaml"
+        gold = d / rubric.gold_standard_file
+        if not inp.is_file():
+            skipped.append(f"skipping {d.name}: no input.yaml in {d}")
+            continue
+        if not gold.is_file():
+            skipped.append(f"skipping {d.name}: gold file {rubric.gold_standard_file} not found in {d}")
+            continue
+        gen = _find_generated(rd, d.name, rubric.generated_file_patterns)
+        if gen is None:
+            skipped.append(f"skipping {d.name}: no generated file matching {rubric.generated_file_patterns} "
+                           f"under {rd / d.name}")
+            continue
+        try:
+            meta = yaml.safe_load(inp.read_text(encoding="utf-8"))
+            gen_text = gen.read_text(encoding="utf-8")
+            gold_text = gold.read_text(encoding="utf-8")
+        except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
+            skipped.append(f"skipping {d.name}: {type(exc).__name__}: {exc}")
+            continue
+        md: dict[str, Any] = {"input": meta} if meta is not None else {}
+        if isinstance(meta, dict):
+            for k in ("system_model", "system_under_test"):
+                if meta.get(k):
+                    md[k] = str(meta[k])
+        cases.append(GoldCase(id=d.name, generated=gen_text, gold=gold_text, generated_file=str(gen),
+                              gold_file=str(gold), metadata=md))
+    return cases, skipped
+
+
+def _results_json(rows: list[ResultRow], rubric: Rubric, criteria_path: str, judge: dict[str, Any],
+                  skipped: list[str], warnings: list[str]) -> dict[str, Any]:
+    by_id = {c.id: c for c in rubric.criteria}
+    cases = []
+    for r in rows:
+        d = r.details
+        cases.append({
+            "case": r.id, "status": r.status, "verdict": d.get("verdict"), "grade": d.get("grade"),
+            "total_score": d.get("total_score"), "max_score": d.get("max_score"), "score_pct": d.get("score_pct"),
+            "criteria_passed": d.get("criteria_passed"), "criteria_total": d.get("criteria_total"),
+            "critical_failures": d.get("critical_failures"), "generated_file": d.get("generated_file"),
+            "gold_file": d.get("gold_file"), "flags": r.flags, "error": r.error,
+            "criteria": [{
+                "id": c.id, "name": c.name,
+                "weight": "critical" if by_id.get(c.id) and by_id[c.id].critical else "important",
+                "status": c.status, "pass": c.passed, "score": None if c.raw_score is None else int(c.raw_score),
+                "reasoning": c.rationale, "quotes": c.evidence, "grounded": c.grounded, "error": c.error,
+            } for c in r.criteria],
+        })
+    return {
+        "skill": rubric.skill or rubric.name, "description": rubric.description, "criteria_file": criteria_path,
+        "judge": judge, "pass_threshold": rubric.pass_threshold, "fail_on_critical": rubric.fail_on_critical,
+        "generated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "summary": {"cases": len(rows), "passed": sum(r.passed is True for r in rows),
+                    "failed": sum(r.passed is False for r in rows),
+                    "unscored": sum(r.status != "scored" for r in rows), "skipped": len(skipped),
+                    "ungrounded_per_criterion": ungrounded_counts(rows),
+                    "self_grading": sum("self_grading" in r.flags for r in rows)},
+        "skipped": skipped, "warnings": warnings, "cases": cases,
+    }
+
+
+def _terminal(row: ResultRow, rubric: Rubric) -> None:
+    d = row.details
+    if row.status != "scored":
+        click.echo(f"{row.id}: UNSCORED ({row.error})")
+    else:
+        click.echo(f"{row.id} [{d.get('skill')}]: {d.get('verdict')}  grade {d.get('grade')}  "
+                   f"{d.get('total_score')}/{d.get('max_score')} ({(d.get('score_pct') or 0) * 100:.0f}%)  "
+                   f"criteria passed {d.get('criteria_passed')}/{d.get('criteria_total')}  "
+                   f"critical failures {d.get('critical_failures')}"
+                   + ("  [self-grading]" if "self_grading" in row.flags else "")
+                   + ("  [ungrounded quotes]" if "ungrounded" in row.flags else ""))
+    width = max(len(c.name or c.id) for c in row.criteria) + 2
+    for c in row.criteria:
+        mark = "*" if c.critical else " "
+        score = f"{int(c.raw_score)}/2" if c.raw_score is not None else c.status
+        ok = "PASS" if c.passed else ("FAIL" if c.passed is False else "-")
+        g = "" if c.grounded is not False else " (quote not found)"
+        click.echo(f"  {mark} {(c.name or c.id).ljust(width)} {score:>9}  {ok:<4}  {(c.rationale or c.error or '')[:90]}{g}")
+    click.echo("  (* = critical)")
+
+
+@click.command("gold")
+@click.option("--criteria", required=True, help="Criteria YAML file (or a shipped one by name).")
+@click.option("--generated", type=click.Path(dir_okay=False), default=None, help="The generated artifact.")
+@click.option("--gold", type=click.Path(dir_okay=False), default=None, help="The gold-standard document.")
+@click.option("--dataset", type=click.Path(file_okay=False), default=None,
+              help="Batch: directory of case directories (input.yaml + the gold file).")
+@click.option("--results-dir", type=click.Path(file_okay=False), default=None,
+              help="Batch: where the generated artifacts are (found with generated_file_patterns).")
+@click.option("--output", required=True, type=click.Path(file_okay=False),
+              help="Output directory: results.jsonl, results.json, report.html.")
+@click.option("--single-call", is_flag=True, help="Grade all criteria in one judge call per case (cheaper).")
+@click.option("--mlflow", "mlflow_uri", default=None, help="MLflow tracking URI: log one run per case.")
+@click.option("--mlflow-experiment", default="forge-skill-eval", show_default=True)
+@click.option("--system-model", default=None, help="Model that generated the artifacts (self-grading caveat).")
+@judge_options(default_concurrency=4)
+def command(criteria: str, generated: str | None, gold: str | None, dataset: str | None, results_dir: str | None,
+            output: str, single_call: bool, mlflow_uri: str | None, mlflow_experiment: str,
+            system_model: str | None, judge: JudgeOptions) -> int:
+    """Grade generated documents against gold standards, one judge call per criterion."""
+    rubric = load_rubric(criteria)
+    if rubric.kind != "gold":
+        raise UserError(f"{criteria} is a rubric, not a gold criteria file: use `referee evaluate --rubric`")
+    single = generated is not None or gold is not None
+    batch = dataset is not None or results_dir is not None
+    if single == batch:
+        raise UserError("give either --generated and --gold, or --dataset and --results-dir")
+    warnings: list[str] = []
+    w = threshold_warning(rubric)
+    if w:
+        warnings.append(w)
+        echo_err(f"warning: {w}")
+    skipped: list[str] = []
+    if single:
+        if generated is None or gold is None:
+            raise UserError("single mode needs both --generated and --gold")
+        gen_text = read_text_file(generated, "generated file")
+        gold_text = read_text_file(gold, "gold file")
+        cases = [GoldCase(id=Path(generated).stem, generated=gen_text, gold=gold_text, generated_file=generated,
+                          gold_file=gold)]
+    else:
+        if dataset is None or results_dir is None:
+            raise UserError("batch mode needs both --dataset and --results-dir")
+        cases, skipped = discover(dataset, results_dir, rubric, criteria)
+        for msg in skipped:
+            echo_err(msg)
+        if not cases:
+            raise UserError(f"no gradable cases in {dataset} ({len(skipped)} skipped)")
+    out_dir = Path(output)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model = judge.model or rubric.judge_model
+    client = build_client(judge, model=model)
+    h = rubric_hash(rubric)
+    gj = GoldJudge(client, rubric, template_hash=h, single_call=single_call, max_tokens=judge.max_tokens,
+                   temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache,
+                   system_under_test=system_model)
+    manifest = RunManifest(
+        kind="gold", command=["referee", *sys.argv[1:]],
+        eval_set=EvalSetInfo(path=dataset or str(generated), sha256=text_sha256(
+            json.dumps([[c.id, text_sha256(c.generated), text_sha256(c.gold)] for c in cases])),
+            n_cases=len(cases), case_ids=[c.id for c in cases]),
+        template=TemplateInfo(path=criteria, sha256=h), judge=judge.config(client.provider.model),
+        system_under_test=system_model,
+    )
+    manifest.extra["config_hash"] = text_sha256(f"single_call={single_call}")
+    results_path = out_dir / "results.jsonl"
+    outcome = execute(
+        out=results_path, manifest=manifest, items=cases, key=lambda c: (c.id, None, None), evaluate=gj.evaluate,
+        on_error=lambda c, exc: error_row(c.id, exc, evaluator="gold"), client=client,
+        concurrency=judge.concurrency, label="gold", skipped=len(skipped),
+    )
+    if outcome.resume_note:
+        echo_err(outcome.resume_note)
+    order = {c.id: i for i, c in enumerate(cases)}
+    rows = sorted((r for r in outcome.rows if r.id in order), key=lambda r: order[r.id])
+    for r in rows:
+        _terminal(r, rubric)
+    judge_desc = {"provider": client.provider.name, "model": client.provider.model}
+    data = _results_json(rows, rubric, criteria, judge_desc, skipped, warnings)
+    rj = out_dir / "results.json"
+    rj.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    from ..reports.html import write_html
+
+    write_html(rows, out_dir / "report.html", title=f"referee gold: {rubric.skill or rubric.name}",
+               source=str(results_path), manifest=outcome.manifest)
+    if mlflow_uri:
+        from ..mlflow_log import log_gold_runs
+
+        try:
+            ids = log_gold_runs(rows, uri=mlflow_uri, experiment=mlflow_experiment, results_json=rj)
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any tracking-server failure, reported on one line
+            raise UserError(f"could not log to MLflow at {mlflow_uri} ({type(exc).__name__}: {exc}); the "
+                            f"results are in {out_dir}") from exc
+        echo_err(f"logged {len(ids)} MLflow run(s) to experiment '{mlflow_experiment}'")
+    t = outcome.manifest.totals
+    n_fail = sum(r.passed is False for r in rows)
+    n_bad = sum(r.status != "scored" for r in rows)
+    echo_err(f"{sum(r.passed is True for r in rows)} PASS, {n_fail} FAIL, {n_bad} unscored/error, "
+             f"{len(skipped)} skipped -> {out_dir} ({t.provider_calls} judge calls, {t.cached_calls} from cache"
+             + (f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else "") + ")")
+    if n_bad:
+        echo_err(f"{n_bad} case(s) could not be graded: that is not a pass")
+    note = describe_ungrounded(rows)
+    if note:
+        echo_err(f"{note} (quotes not found in either document)")
+    n_self = sum("self_grading" in r.flags for r in rows)
+    if n_self:
+        echo_err(f"caveat: {n_self} case(s) were graded by the model that generated them (self-grading)")
+    return 1 if (n_fail or n_bad) else 0

@@ -1,0 +1,104 @@
+"""``referee import FILES --out cases.jsonl``: recorded agent runs (OpenAI / Anthropic messages, OTel GenAI
+spans) -> trajectory cases in the seed's shape ``{id, input, trajectory: [{step, tool, args, ...}], final_output}``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import InputError, UserError
+from ..trajectories import FORMATS, TrajectoryError, detect_format, import_trajectory
+from ._agents import ensure_parent
+from ._common import echo_err
+
+
+def _first_user_text(data: Any, fmt: str) -> str | None:
+    msgs = data.get("messages") if isinstance(data, dict) else data
+    if fmt in ("openai", "anthropic") and isinstance(msgs, list):
+        for m in msgs:
+            if isinstance(m, dict) and m.get("role") == "user":
+                c = m.get("content")
+                if isinstance(c, str):
+                    return c
+                if isinstance(c, list):
+                    text = "".join(b.get("text", "") for b in c if isinstance(b, dict) and b.get("type") in ("text", "input_text"))
+                    if text:
+                        return text
+    return None
+
+
+def _records(path: Path) -> list[tuple[str, int | None, Any]]:
+    """``(default id, line, record)``: a JSON file is one run; a JSONL file is one run per line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("not valid UTF-8", file=str(path)) from exc
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        out: list[tuple[str, int | None, Any]] = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                out.append((f"{path.stem}-{n}", n, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON ({exc.msg})", file=str(path), line=n) from exc
+        return out
+    try:
+        return [(path.stem, None, json.loads(text))]
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON ({exc.msg})", file=str(path), line=exc.lineno) from exc
+
+
+@click.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False), help="Cases JSONL to write.")
+@click.option("--format", "fmt", type=click.Choice(["auto", *FORMATS[1:]]), default="auto", show_default=True,
+              help="Format of the recorded runs (auto: detected per run).")
+def command(files: tuple[str, ...], out: str, fmt: str) -> int:
+    """Convert recorded agent runs into trajectory cases. A JSON file is one run (messages list,
+    {messages: [...]}, or an OTLP/JSON span export); in a JSONL file each line is a run, optionally
+    {id, input, messages|spans, ...}. A run that cannot be read is reported (file, line, step) and skipped."""
+    cases: list[dict[str, Any]] = []
+    failed = 0
+    seen: set[str] = set()
+    for f in files:
+        for default_id, line, rec in _records(Path(f)):
+            where = f"{f}:{line}" if line else f
+            meta = rec if isinstance(rec, dict) and ("messages" in rec or "spans" in rec) else {}
+            data = meta.get("messages", meta.get("spans")) if meta else rec
+            cid = str(meta.get("id") or default_id)
+            try:
+                run_fmt = fmt if fmt != "auto" else detect_format(data)
+                traj = import_trajectory(data, run_fmt, case_id=cid)
+            except TrajectoryError as exc:
+                echo_err(f"skipped: {where}: {exc}")
+                failed += 1
+                continue
+            if cid in seen:
+                echo_err(f"skipped: {where}: duplicate id '{cid}'")
+                failed += 1
+                continue
+            seen.add(cid)
+            case: dict[str, Any] = {"id": cid}
+            inp = meta.get("input") if meta else None
+            case["input"] = inp if inp is not None else _first_user_text(data, run_fmt)
+            case["trajectory"] = traj.to_seed()
+            case["final_output"] = traj.final_output
+            if traj.input_tokens is not None or traj.output_tokens is not None:
+                case["usage"] = {"input_tokens": traj.input_tokens, "output_tokens": traj.output_tokens}
+            for key in ("category", "expect", "metadata", "reference", "final_state"):
+                if meta.get(key) is not None:
+                    case[key] = meta[key]
+            case["metadata"] = {**case.get("metadata", {}), "imported_from": run_fmt}
+            cases.append(case)
+    if not cases:
+        raise UserError(f"no run could be imported ({failed} skipped)")
+    ensure_parent(out)
+    with open(out, "w", encoding="utf-8") as fh:
+        for c in cases:
+            fh.write(json.dumps(c, ensure_ascii=False) + "\n")
+    echo_err(f"{len(cases)} trajectory case(s) -> {out}" + (f"; {failed} skipped" if failed else ""))
+    return 0

@@ -1,0 +1,93 @@
+"""``referee pairwise CASES --template T --out RESULTS``: compare two outputs per case, judged in both orders."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..cases import load_cases
+from ..errors import UserError
+from ..evaluators.pairwise import PairwiseJudge
+from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
+from ..runner.session import error_row, execute
+from ..templates import placeholders, preflight
+from ._common import JudgeOptions, build_client, echo_err, judge_options
+from .cmd_judge import read_template, report_failures
+
+# Filled by the runner for each order, so they are not case fields.
+_RUNNER_FIELDS = ("response_1", "response_2")
+
+
+@click.command("pairwise")
+@click.argument("cases", type=click.Path(dir_okay=False))
+@click.option("--template", "-t", required=True, type=click.Path(dir_okay=False),
+              help="Judge prompt using {input}, {response_1} and {response_2} (plus any case field).")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False), help="Results JSONL (appended).")
+@click.option("--category", default=None, help="Category for every row (default: each case's own).")
+@click.option("--skip-invalid", is_flag=True, help="Skip cases missing a field or with a duplicate id.")
+@click.option("--name-a", default=None, help="Name of system A (stored in each row's details; default: the "
+                                              "case's system_a field).")
+@click.option("--name-b", default=None, help="Name of system B (default: the case's system_b field).")
+@judge_options(default_concurrency=5)
+def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool,
+            name_a: str | None, name_b: str | None, judge: JudgeOptions) -> int:
+    """Judge output_a against output_b for every case of CASES, in both orders.
+
+    A disagreement between the orders is a tie with position_bias_detected. Score: a 1.0, b 0.0, tie 0.5.
+    """
+    tmpl = read_template(template)
+    keys = placeholders(tmpl)
+    missing = [k for k in _RUNNER_FIELDS if k not in keys]
+    if missing:
+        raise UserError(f"{template}: the template must use {{response_1}} and {{response_2}} "
+                        f"(missing: {', '.join('{' + k + '}' for k in missing)})")
+    case_set = load_cases(cases)
+    required = ["output_a", "output_b", *[k for k in keys if k not in _RUNNER_FIELDS]]
+    pf = preflight(case_set.cases, list(dict.fromkeys(required)), label="pairwise template")
+    for problem in pf.problems:
+        echo_err(f"invalid: {problem}")
+    if not pf.ok and not skip_invalid:
+        raise UserError(f"{len(pf.problems)} invalid case(s) in {cases}; fix them or pass --skip-invalid")
+    if not pf.valid:
+        raise UserError(f"no valid cases to judge in {cases}")
+
+    client = build_client(judge)
+    tmpl_hash = text_sha256(tmpl)
+    pj = PairwiseJudge(client, tmpl, template_hash=tmpl_hash, category=category, name_a=name_a, name_b=name_b,
+                       max_tokens=judge.max_tokens, temperature=judge.temperature, seed=judge.seed,
+                       use_cache=not judge.no_cache)
+    manifest = RunManifest(
+        kind="pairwise", command=["referee", *sys.argv[1:]],
+        eval_set=EvalSetInfo(path=cases, sha256=file_sha256(cases), n_cases=len(pf.valid),
+                             case_ids=[c.id for c in pf.valid]),
+        template=TemplateInfo(path=template, sha256=tmpl_hash),
+        judge=judge.config(client.provider.model),
+    )
+    if name_a or name_b:
+        manifest.extra["config_hash"] = text_sha256(f"{name_a}\x00{name_b}")
+    outcome = execute(
+        out=Path(out), manifest=manifest, items=pf.valid,
+        key=lambda c: (c.id, None, None),
+        evaluate=pj.evaluate,
+        on_error=lambda c, exc: error_row(c.id, exc, evaluator="pairwise", category=category or c.category),
+        client=client, concurrency=judge.concurrency, label="pairwise", skipped=pf.skipped,
+    )
+    if outcome.resume_note:
+        echo_err(outcome.resume_note)
+    report_failures(outcome.new_rows)
+    rows = [r for r in outcome.rows if r.status == "scored"]
+    wins = {w: sum(r.winner == w for r in rows) for w in ("a", "b", "tie")}
+    biased = sum(bool(r.position_bias_detected) for r in rows)
+    t = outcome.manifest.totals
+    cost = f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
+    echo_err(
+        f"A wins {wins['a']}, B wins {wins['b']}, ties {wins['tie']} ({biased} of them position bias); "
+        f"{t.unscored} unscored, {t.error} error, {t.skipped_invalid} skipped as invalid -> {out} "
+        f"({t.provider_calls} judge calls, {t.cached_calls} from cache{cost}, {t.wall_s:.1f}s)"
+    )
+    if t.scored == 0:
+        echo_err("error: nothing was graded")
+        return 1
+    return 0

@@ -1,0 +1,50 @@
+"""``referee report RESULTS --html OUT``: the self-contained HTML report of any results file(s)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..cases import load_cases
+from ..errors import UserError
+from ..results.io import read_results
+from ..results.manifest import RunManifest
+from ..results.schema import ResultRow
+from ..templates import render_value
+from ._common import echo_err
+
+
+@click.command("report")
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--html", "html_out", required=True, type=click.Path(dir_okay=False), help="The HTML file to write.")
+@click.option("--cases", "cases_path", type=click.Path(dir_okay=False), default=None,
+              help="The cases file, so outputs can be shown (and evidence highlighted) for rows that do not "
+                   "carry their text.")
+@click.option("--title", default=None, help="Report title.")
+def command(results: tuple[str, ...], html_out: str, cases_path: str | None, title: str | None) -> int:
+    """Render RESULTS (JSONL rows of any evaluator, or seed rows) as one offline HTML file."""
+    rows: list[ResultRow] = []
+    manifest = None
+    for path in results:
+        loaded = read_results(path)
+        for w in loaded.warnings:
+            echo_err(f"warning: {w}")
+        rows.extend(loaded.rows)
+        try:
+            manifest = manifest or RunManifest.read(path)
+        except (ValueError, OSError):
+            echo_err(f"warning: the manifest beside {path} could not be read")
+    if not rows:
+        raise UserError(f"no result rows in {', '.join(results)}")
+    texts: dict[str, str] = {}
+    if cases_path:
+        for c in load_cases(cases_path):
+            if c.output is not None:
+                texts[c.id] = render_value(c.output)
+    from ..reports.html import write_html
+
+    write_html(rows, html_out, title=title or f"referee report: {', '.join(Path(r).name for r in results)}",
+               source=", ".join(results), case_texts=texts, manifest=manifest)
+    echo_err(f"wrote {html_out} ({len(rows)} rows)")
+    return 0

@@ -1,0 +1,145 @@
+"""``referee score RESULTS [--baseline B] [gates]``: aggregate results files and gate CI on them.
+
+A drop-in for the seed aggregator (``score_eval.py``): the same flags, defaults and exit codes (0 pass,
+1 a gate failed, 2 a usage or input error), plus referee's statistics, verdicts and report formats.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+from click.core import ParameterSource
+
+from ..aggregate import ScoreOptions, load_table, normalise_category, summarize
+from ..aggregate.summary import all_cases
+from ..errors import UserError
+from ..gates import GateConfig, evaluate_gates
+from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
+from ._common import echo_err
+
+_MAX_WARNINGS = 20
+
+# Flags that only mean something against a baseline: given without one, the seed exits 2.
+_BASELINE_ONLY = {
+    "fail_on_regression": "--fail-on-regression",
+    "fail_on_cost_regression": "--fail-on-cost-regression",
+    "fail_on_latency_regression": "--fail-on-latency-regression",
+    "cost_tolerance": "--cost-regression-tolerance",
+    "latency_tolerance": "--latency-regression-tolerance",
+    "fail_on_significant_regression": "--fail-on-significant-regression",
+    "fail_on_inconclusive": "--fail-on-inconclusive",
+    "allow_case_set_change": "--allow-case-set-change",
+}
+
+_RATE = click.FloatRange(0.0, 1.0)
+
+
+@click.command("score")
+@click.argument("results", type=click.Path(dir_okay=False))
+@click.option("--baseline", "-b", type=click.Path(dir_okay=False), default=None,
+              help="Results of the reference run (e.g. main) to compare with.")
+@click.option("--threshold", type=_RATE, default=0.7, show_default=True, help="A case passes when score >= this.")
+@click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write the JSON summary here.")
+@click.option("--fail-under", type=_RATE, default=None, help="Exit 1 when the pass rate is under this.")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when a case that passed in the baseline fails now (needs --baseline).")
+@click.option("--fail-on-cost-regression", is_flag=True,
+              help="Exit 1 when mean cost > baseline mean cost x (1 + tolerance).")
+@click.option("--fail-on-latency-regression", is_flag=True,
+              help="Exit 1 when mean latency > baseline mean latency x (1 + tolerance).")
+@click.option("--cost-regression-tolerance", "cost_tolerance", type=click.FloatRange(min=0), default=0.2,
+              show_default=True)
+@click.option("--latency-regression-tolerance", "latency_tolerance", type=click.FloatRange(min=0), default=0.2,
+              show_default=True)
+@click.option("--fail-if-mean-cost-above", type=click.FloatRange(min=0), default=None,
+              help="Absolute ceiling on mean cost per row (USD).")
+@click.option("--fail-if-mean-latency-above", type=click.FloatRange(min=0), default=None,
+              help="Absolute ceiling on mean latency per row (ms).")
+@click.option("--ci", "ci_flag", is_flag=True,
+              help="Seed flag (confidence intervals): referee always computes and shows them.")
+@click.option("--fail-on-significant-regression", is_flag=True,
+              help="Exit 1 when any drop vs the baseline is significant after Benjamini-Hochberg.")
+@click.option("--fail-on-inconclusive", is_flag=True,
+              help="Exit 1 when the verdict is INCONCLUSIVE (a drop within noise).")
+@click.option("--n-boot", type=click.IntRange(10), default=DEFAULT_N_BOOT, show_default=True,
+              help="Bootstrap resamples.")
+@click.option("--boot-seed", type=int, default=DEFAULT_SEED, show_default=True, help="Bootstrap seed.")
+@click.option("--fail-if-unscored-above", type=_RATE, default=None,
+              help="Exit 1 when the share of unscored + error rows is above RATE.")
+@click.option("--min-case-pass-rate", type=_RATE, default=None,
+              help="Exit 1 when a case passes in fewer than this share of its repeats.")
+@click.option("--target-drop", type=click.FloatRange(0, 1, min_open=True), default=0.05, show_default=True,
+              help="Pass-rate drop to plan for: prints how many cases would detect it.")
+@click.option("--allow-case-set-change", is_flag=True,
+              help="Compare the shared cases even when the two files hold different case ids.")
+@click.option("--adversarial-categories", default=None,
+              help="Comma-separated categories (attack types) reported apart from correctness.")
+@click.option("--junit-xml", type=click.Path(dir_okay=False), default=None,
+              help="Write JUnit XML (one testcase per case).")
+@click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), default=None,
+              help="Write a Markdown summary (PR comment).")
+@click.option("--no-step-summary", is_flag=True,
+              help="Do not append the Markdown summary to $GITHUB_STEP_SUMMARY when it is set.")
+@click.option("--strict", is_flag=True, help="Malformed or invalid lines are errors (exit 2), not warnings.")
+@click.pass_context
+def command(ctx: click.Context, results: str, baseline: str | None, threshold: float, json_out: str | None,
+            fail_under: float | None, fail_on_regression: bool, fail_on_cost_regression: bool,
+            fail_on_latency_regression: bool, cost_tolerance: float, latency_tolerance: float,
+            fail_if_mean_cost_above: float | None, fail_if_mean_latency_above: float | None, ci_flag: bool,
+            fail_on_significant_regression: bool, fail_on_inconclusive: bool, n_boot: int, boot_seed: int,
+            fail_if_unscored_above: float | None, min_case_pass_rate: float | None, target_drop: float,
+            allow_case_set_change: bool, adversarial_categories: str | None, junit_xml: str | None,
+            markdown_out: str | None, no_step_summary: bool, strict: bool) -> int:
+    """Pass rates and means with confidence intervals, per category, the failures behind them, regressions
+    against --baseline, and CI gates (exit 0 pass, 1 gate failed, 2 usage or input error)."""
+    if baseline is None:
+        for name, flag in _BASELINE_ONLY.items():
+            if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+                raise UserError(f"{flag} needs --baseline")
+    adv = frozenset(normalise_category(c) for c in (adversarial_categories or "").split(",") if c.strip())
+    opts = ScoreOptions(threshold=threshold, n_boot=n_boot, boot_seed=boot_seed, adversarial_categories=adv,
+                        target_drop=target_drop, allow_case_set_change=allow_case_set_change)
+    table = load_table(results, strict=strict)
+    base_table = load_table(baseline, strict=strict) if baseline else None
+    summary = summarize(table, opts, baseline=base_table, min_case_pass_rate=min_case_pass_rate)
+
+    for w in summary.warnings[:_MAX_WARNINGS]:
+        echo_err(f"warning: {w}")
+    if len(summary.warnings) > _MAX_WARNINGS:
+        echo_err(f"warning: ... and {len(summary.warnings) - _MAX_WARNINGS} more warnings")
+
+    gates = evaluate_gates(summary, GateConfig(
+        fail_under=fail_under, fail_on_regression=fail_on_regression,
+        fail_on_cost_regression=fail_on_cost_regression, fail_on_latency_regression=fail_on_latency_regression,
+        cost_tolerance=cost_tolerance, latency_tolerance=latency_tolerance, max_mean_cost=fail_if_mean_cost_above,
+        max_mean_latency=fail_if_mean_latency_above, fail_on_significant_regression=fail_on_significant_regression,
+        fail_on_inconclusive=fail_on_inconclusive, max_unscored_rate=fail_if_unscored_above,
+        min_case_pass_rate=min_case_pass_rate,
+    ))
+    code = 1 if any(g.failed for g in gates) else 0
+
+    from ..reports.score_terminal import render_terminal
+
+    render_terminal(summary, gates, code)
+    if json_out:
+        from ..reports.json_summary import write_json
+
+        write_json(json_out, summary, gates, code)
+    if junit_xml:
+        from ..reports.junit import write_junit
+
+        cases, adv_cases = all_cases(table, opts)
+        write_junit(junit_xml, cases, adv_cases, threshold)
+    step_summary = None if no_step_summary else os.environ.get("GITHUB_STEP_SUMMARY")
+    if markdown_out or step_summary:
+        from ..reports.markdown_summary import render_markdown
+
+        md = render_markdown(summary, gates, code)
+        if markdown_out:
+            with open(markdown_out, "w", encoding="utf-8") as f:
+                f.write(md)
+        if step_summary:
+            with open(step_summary, "a", encoding="utf-8") as f:
+                f.write(md + "\n")
+    return code

@@ -1,0 +1,40 @@
+"""``referee validate SUITE.yaml ...``: report every problem of suite files, each with its line and path."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ._common import echo_err
+
+
+@click.command("validate")
+@click.argument("suites", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--print-schema", is_flag=True, help="Print the suite JSON Schema (for editors) and exit.")
+def command(suites: tuple[str, ...], print_schema: bool) -> int:
+    """Check suite files without running anything: unknown evaluators, wrong option types, invalid regexes or
+    JSON schemas, missing files, bad cases. Every problem is listed as FILE:LINE PATH: MESSAGE (exit 2)."""
+    from ..suites import check_suite
+
+    if print_schema:
+        from ..suites.schema import suite_json_schema
+
+        click.echo(json.dumps(suite_json_schema(), indent=2))
+        return 0
+    if not suites:
+        raise click.UsageError("give at least one suite file (or --print-schema)")
+    bad = 0
+    for path in suites:
+        suite, problems = check_suite(path)
+        for p in problems:
+            echo_err(str(p))
+        if problems or suite is None:
+            bad += 1
+            echo_err(f"{path}: {len(problems)} problem(s)")
+            continue
+        llm = len(suite.llm_specs)
+        click.echo(f"ok: {path}: {len(suite.cases)} case(s), {len(suite.specs)} evaluator(s) "
+                   f"({', '.join(s.label for s in suite.specs)})"
+                   + (f"; {llm} LLM evaluator(s): {llm * len(suite.cases)} judge call(s) per run" if llm else ""))
+    return 2 if bad else 0

@@ -1,0 +1,142 @@
+"""``llm_judge``: the template judge as a suite evaluator (through the foundation's pipeline: cache, retries,
+the judge-reply contract). The suite runner binds it to a :class:`~referee.runner.JudgeClient`."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...cases import Case
+from ...providers.base import JudgeRequest, Message
+from ...results.manifest import text_sha256
+from ...templates import fill_case
+from ..base import CheckResult, Evaluator, register
+from ..judge import JUDGE_SYSTEM, TEMPLATE_REPLY_SCHEMA, parse_template_reply
+from ..reply import ask_judge
+from ._common import OptionError
+
+DEFAULT_TEMPLATE = """Grade the answer to the question below against the criteria.
+
+<question>
+{input}
+</question>
+{reference_block}
+<answer>
+{output}
+</answer>
+
+Criteria:
+{rubric}
+
+Score each criterion from 0.0 (fails) to 1.0 (fully meets) with a one-sentence rationale, and give an
+overall_score from 0.0 to 1.0. Reply with JSON only, e.g.:
+{"<criterion>": {"score": 0.0, "rationale": "..."}, "overall_score": 0.0}
+"""
+
+_REFERENCE_BLOCK = "\n<reference>\n{reference}\n</reference>\n"
+DEFAULT_RUBRIC = "- correctness: the answer is correct and consistent with the reference, inventing nothing."
+
+
+@dataclass
+class JudgeSettings:
+    """What the runner hands an LLM evaluator: the client and the sampling settings."""
+
+    client: Any
+    max_tokens: int = 1024
+    temperature: float | None = None
+    seed: int | None = None
+    use_cache: bool = True
+
+
+@register
+@dataclass
+class LLMJudge(Evaluator):
+    """An LLM judge with a prompt template (``template``/``template_file``, ``{placeholders}`` filled from the
+    case) or, by default, referee's built-in template with a ``rubric``. Unscored replies stay unscored."""
+
+    name: ClassVar[str] = "llm_judge"
+    is_llm: ClassVar[bool] = True
+    primary: ClassVar[str] = "rubric"
+    template: str | None = None
+    template_file: str | None = None
+    rubric: str | None = None
+    criteria: list[str] | None = None
+    """Criterion names the reply must contain (a reply missing one is invalid)."""
+    threshold: float = 0.7
+    max_tokens: int | None = None
+    _template: str = field(init=False, repr=False, default="")
+    _settings: JudgeSettings | None = field(init=False, repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.template is not None and self.template_file is not None:
+            raise OptionError("template", "give 'template' or 'template_file', not both")
+        if self.template_file is not None:
+            try:
+                self._template = Path(self.template_file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise OptionError("template_file", f"cannot read {self.template_file}: {exc}") from None
+        elif self.template is not None:
+            self._template = self.template
+        else:
+            self._template = DEFAULT_TEMPLATE.replace("{rubric}", self.rubric or DEFAULT_RUBRIC)
+        if not 0.0 <= self.threshold <= 1.0:
+            raise OptionError("threshold", f"{self.threshold} is outside 0-1")
+
+    @property
+    def template_hash(self) -> str:
+        return text_sha256(self._template)
+
+    def with_defaults(self, **defaults: Any) -> LLMJudge:
+        """A copy with suite-level judge defaults for the options this entry leaves unset."""
+        changes = {k: v for k, v in defaults.items() if v is not None and getattr(self, k, None) is None
+                   and k in {f.name for f in dataclasses.fields(self) if f.init}}
+        if not changes:
+            return self
+        if "template" in changes or "template_file" in changes:
+            changes.pop("rubric", None)
+        if self.template is not None or self.template_file is not None:
+            changes.pop("template", None)
+            changes.pop("template_file", None)
+        return dataclasses.replace(self, **changes)
+
+    def bind(self, settings: JudgeSettings) -> None:
+        self._settings = settings
+
+    def prompt(self, case: Case, output: Any) -> str:
+        if output is not case.output:
+            case = Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
+        text = self._template
+        if "{reference_block}" in text:
+            text = text.replace("{reference_block}", _REFERENCE_BLOCK if case.reference is not None else "")
+        return fill_case(text, case)
+
+    def request(self, case: Case, output: Any) -> JudgeRequest:
+        s = self._settings
+        return JudgeRequest(
+            messages=(Message("system", JUDGE_SYSTEM), Message("user", self.prompt(case, output))),
+            response_schema=TEMPLATE_REPLY_SCHEMA,
+            max_tokens=self.max_tokens or (s.max_tokens if s else 1024),
+            temperature=s.temperature if s else None, seed=s.seed if s else None,
+        )
+
+    def evaluate(self, case: Case, output: Any) -> CheckResult:
+        raise RuntimeError("llm_judge is asynchronous: run it through a suite (referee run)")
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        s = self._settings
+        if s is None or s.client is None:
+            return CheckResult(score=None, status="unscored", reason="no judge configured")
+        outcome = await ask_judge(s.client, self.request(case, output),
+                                  lambda text: parse_template_reply(text, self.criteria), use_cache=s.use_cache)
+        meta: dict[str, Any] = {
+            "_usage": outcome.usage, "_cost_usd": outcome.cost_usd, "_latency_ms": outcome.latency_ms,
+            "_judge": s.client.judge_info(self.template_hash), "_raw_reply": outcome.raw_excerpt,
+        }
+        if outcome.status != "scored" or outcome.value is None:
+            return CheckResult(score=None, status=outcome.status, reason=outcome.error or "unscored", details=meta)
+        v = outcome.value
+        meta["criteria"] = [c.model_dump(mode="json", exclude_defaults=True) for c in v.criteria]
+        return CheckResult(score=v.overall, passed=v.overall >= self.threshold,
+                           reason=v.lowest_rationale or "", details=meta)

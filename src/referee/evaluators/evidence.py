@@ -1,0 +1,170 @@
+"""Evidence verification: is every quote a judge cites really in the judged text (or the gold / context)?
+
+Both sides are normalised first: Unicode NFKC, case-folded, every kind of quote mark removed (judges wrap,
+straighten or curl them), dashes unified, whitespace runs collapsed to one space. A quote is found when
+
+* its normalised form is a substring of a source, or
+* ``rapidfuzz.fuzz.partial_ratio`` (best-matching window) reaches :data:`MATCH_THRESHOLD` (90 of 100): a
+  couple of typos or a dropped word in a long quote still match, a paraphrase does not.
+
+A quote with an ellipsis (``...`` / ``…``) is split at it and every fragment must be found, in order-free
+fashion, in the same source. Quotes shorter than :data:`MIN_FUZZY_CHARS` after normalisation must match
+exactly (fuzzy matching on 3 letters finds them anywhere). A ``file:line`` or ``file:line-line`` reference
+(the rubric allows them) is found when a source of that file name has that many lines.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rapidfuzz import fuzz
+
+MATCH_THRESHOLD = 90.0
+MIN_FUZZY_CHARS = 12
+
+_QUOTES = set("\"'`´‘’‚‛“”„‟«»‹›")
+_DASHES = set("‐‑‒–—―−")
+_ELLIPSIS_RE = re.compile(r"\s*(?:\.\.\.+|…|\[\.\.\.\])\s*")
+_FILE_LINE_RE = re.compile(r"^\s*`?(?P<path>[\w./\\-]+\.[\w]+):(?P<a>\d+)(?:-(?P<b>\d+))?`?\s*$")
+
+
+def normalise_with_map(text: str) -> tuple[str, list[int]]:
+    """The normalised text and, for each of its characters, the index of the source character it came from
+    (so a match can be highlighted in the original text)."""
+    out: list[str] = []
+    idx: list[int] = []
+    pending_space = False
+    for i, ch in enumerate(text):
+        for c in unicodedata.normalize("NFKC", ch).casefold():
+            if c in _QUOTES:
+                continue
+            if c in _DASHES:
+                c = "-"
+            if c.isspace():
+                pending_space = bool(out)
+                continue
+            if pending_space:
+                out.append(" ")
+                idx.append(i)
+                pending_space = False
+            out.append(c)
+            idx.append(i)
+    return "".join(out), idx
+
+
+def normalise(text: str) -> str:
+    return normalise_with_map(text)[0]
+
+
+@dataclass(frozen=True)
+class QuoteCheck:
+    quote: str
+    found: bool
+    source: str | None = None
+    """Name of the source it was found in."""
+    score: float = 0.0
+    """Best match score 0-100."""
+
+
+def _fragments(quote: str) -> list[str]:
+    parts = [normalise(p) for p in _ELLIPSIS_RE.split(quote)]
+    return [p for p in parts if p]
+
+
+def _match(fragment: str, text: str) -> float:
+    if fragment in text:
+        return 100.0
+    if len(fragment) < MIN_FUZZY_CHARS:
+        return 0.0
+    return float(fuzz.partial_ratio(fragment, text, score_cutoff=MATCH_THRESHOLD))
+
+
+def _file_line(quote: str, raw_sources: Mapping[str, str]) -> QuoteCheck | None:
+    m = _FILE_LINE_RE.match(quote)
+    if not m:
+        return None
+    path = m.group("path").replace("\\", "/")
+    last = int(m.group("b") or m.group("a"))
+    for name, text in raw_sources.items():
+        n = name.replace("\\", "/")
+        if n == path or n.endswith("/" + path) or path.endswith("/" + n.rsplit("/", 1)[-1]) \
+                or n.rsplit("/", 1)[-1] == path:
+            ok = 1 <= int(m.group("a")) <= last <= text.count("\n") + 1
+            return QuoteCheck(quote, ok, name, 100.0 if ok else 0.0)
+    return QuoteCheck(quote, False, None, 0.0)
+
+
+class EvidenceChecker:
+    """Checks quotes against named sources; normalises each source once."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self.raw = {k: v for k, v in sources.items() if v}
+        self.norm = {k: normalise(v) for k, v in self.raw.items()}
+
+    def check(self, quote: str) -> QuoteCheck:
+        ref = _file_line(quote, self.raw)
+        if ref is not None:
+            return ref
+        frags = _fragments(quote)
+        if not frags:
+            return QuoteCheck(quote, False)
+        best = QuoteCheck(quote, False)
+        for name, text in self.norm.items():
+            scores = [_match(f, text) for f in frags]
+            worst = min(scores)
+            if worst >= MATCH_THRESHOLD:
+                return QuoteCheck(quote, True, name, worst)
+            if worst > best.score:
+                best = QuoteCheck(quote, False, name, worst)
+        return best
+
+    def check_all(self, quotes: list[str]) -> list[QuoteCheck]:
+        return [self.check(q) for q in quotes]
+
+
+def grounded(checks: list[QuoteCheck]) -> bool | None:
+    """True when every quote was found; None when there was nothing to verify."""
+    if not checks:
+        return None
+    return all(c.found for c in checks)
+
+
+def ungrounded_counts(rows: Iterable[Any]) -> dict[str, int]:
+    """Per criterion id, how many result rows cite evidence for it that was not found."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        for c in r.criteria:
+            if c.grounded is False:
+                counts[c.id] = counts.get(c.id, 0) + 1
+    return counts
+
+
+def describe_ungrounded(rows: Iterable[Any]) -> str | None:
+    counts = ungrounded_counts(rows)
+    if not counts:
+        return None
+    return "ungrounded evidence per criterion: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+
+
+def locate(quote: str, text: str) -> list[tuple[int, int]]:
+    """Where the fragments of ``quote`` sit in the original ``text`` (start, end), for highlighting."""
+    norm, idx = normalise_with_map(text)
+    spans: list[tuple[int, int]] = []
+    for frag in _fragments(quote):
+        pos = norm.find(frag)
+        if pos >= 0:
+            start, end = pos, pos + len(frag)
+        elif len(frag) >= MIN_FUZZY_CHARS:
+            al = fuzz.partial_ratio_alignment(frag, norm, score_cutoff=MATCH_THRESHOLD)
+            if al is None:
+                continue
+            start, end = al.dest_start, al.dest_end
+        else:
+            continue
+        if end > start:
+            spans.append((idx[start], idx[end - 1] + 1))
+    return spans

@@ -1,0 +1,617 @@
+"""Deterministic trajectory checks: which tools, in what order, with which arguments, within what budget,
+without loops or ignored errors, and whether the goal was reached.
+
+Expectations come from the check's options (the same for every case in a suite file) or, when an option is
+not given, from the case's ``expect`` block, so one suite serves cases with different expected tools::
+
+    {"id": "r1", "input": "...", "trajectory": [...], "final_output": "...",
+     "expect": {"tools_used": ["lookup_invoice"], "tools_not_used": ["delete_account"],
+                "sequence": ["lookup_invoice", "issue_refund"], "sequence_mode": "in_order",
+                "args": [{"tool": "issue_refund", "match": "subset", "args": {"invoice_id": "INV-1"}}],
+                "max_steps": 6, "goal": {"contains": ["refund"], "state": {"refund_issued": true}}}}
+
+The ``trajectory`` check combines them (see :class:`TrajectoryCheck`): a correct final answer reached by a
+broken trajectory never scores 1.0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import jsonschema
+
+from ..cases import Case
+from ..results.schema import CriterionScore, ResultRow
+from ..trajectories import Trajectory, TrajectoryError, trajectory_of
+from .base import CheckResult, Evaluator, register
+
+
+def expectations(case: Case) -> dict[str, Any]:
+    e = case.get("expect")
+    return e if isinstance(e, dict) else {}
+
+
+def _pick(option: Any, case: Case, *keys: str) -> Any:
+    """The option when set, else the first of ``keys`` present in the case's ``expect`` block."""
+    if option is not None:
+        return option
+    exp = expectations(case)
+    for k in keys:
+        if exp.get(k) is not None:
+            return exp[k]
+    return None
+
+
+def _no_expectation(name: str, what: str) -> CheckResult:
+    return CheckResult(score=None, status="unscored",
+                       reason=f"{name}: nothing to check (no '{what}' option and no expect.{what} in the case)")
+
+
+def _as_list(value: Any, what: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{what} must be a list of tool names")
+    return list(value)
+
+
+class _TrajectoryEvaluator(Evaluator):
+    """Loads the case's trajectory once per call; a malformed one is an ``error`` result naming case and step."""
+
+    def evaluate(self, case: Case, output: Any) -> CheckResult:
+        try:
+            traj = trajectory_of(case)
+        except TrajectoryError as exc:
+            return CheckResult.error(str(exc))
+        try:
+            return self.check(case, traj, output if output is not None else traj.final_output)
+        except (ValueError, TypeError, re.error) as exc:
+            return CheckResult.error(f"case '{case.id}': {self.name}: {exc}")
+
+    def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
+        raise NotImplementedError
+
+
+@register
+@dataclass
+class ToolUsed(_TrajectoryEvaluator):
+    """The agent called the expected tools (``mode: all``) or at least one of them (``any``)."""
+
+    name: ClassVar[str] = "tool_used"
+    tools: list[str] | None = None
+    mode: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("all", "any"):
+            raise ValueError("mode must be 'all' or 'any'")
+
+    def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
+        raw = _pick(self.tools, case, "tools_used", "tools")
+        if raw is None:
+            return _no_expectation(self.name, "tools_used")
+        wanted = _as_list(raw, "tools_used")
+        used = set(traj.tools)
+        missing = [t for t in wanted if t not in used]
+        ok = not missing if self.mode == "all" else len(missing) < len(wanted)
+        score = (len(wanted) - len(missing)) / len(wanted) if wanted and self.mode == "all" else float(ok)
+        reason = "all expected tools used" if not missing else f"not called: {', '.join(missing)}"
+        return CheckResult(score=score, passed=ok, reason=reason, details={"missing": missing})
+
+
+@register
+@dataclass
+class ToolNotUsed(_TrajectoryEvaluator):
+    """Forbidden tools were never called. A forbidden call zeroes the ``trajectory`` score (critical)."""
+
+    name: ClassVar[str] = "tool_not_used"
+    tools: list[str] | None = None
+
+    def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
+        raw = _pick(self.tools, case, "tools_not_used", "forbidden_tools")
+        if raw is None:
+            return _no_expectation(self.name, "tools_not_used")
+        forbidden = set(_as_list(raw, "tools_not_used"))
+        hits = [s for s in traj.steps if s.tool in forbidden]
+        if hits:
+            return CheckResult(score=0.0, passed=False,
+                               reason="forbidden tool called: " + ", ".join(f"{s.tool} (step {s.index})" for s in hits),
+                               evidence=[f"step {s.index}: {s.tool}" for s in hits],
+                               details={"steps": [s.index for s in hits]})
+        return CheckResult.from_bool(True, "no forbidden tool called")
+
+
+def _in_order(expected: list[str], actual: list[str]) -> int:
+    """How many of ``expected`` appear in ``actual`` in order (greedy subsequence match)."""
+    i = 0
+    for tool in actual:
+        if i < len(expected) and tool == expected[i]:
+            i += 1
+    return i
+
+
+@register
+@dataclass
+class ToolSequence(_TrajectoryEvaluator):
+    """``exact``: the tool sequence equals the expected one. ``in_order``: the expected tools appear in that
+    order, other calls allowed between. ``unordered``: the same set of tools (``allow_extra`` admits others)."""
+
+    name: ClassVar[str] = "tool_sequence"
+    expected: list[str] | None = None
+    mode: str | None = None
+    allow_extra: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in (None, "exact", "in_order", "unordered"):
+            raise ValueError("mode must be exact, in_order or unordered")
+
+    def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
+        raw = _pick(self.expected, case, "sequence")
+        if raw is None:
+            return _no_expectation(self.name, "sequence")
+        expected = _as_list(raw, "sequence")
+        mode = self.mode or expectations(case).get("sequence_mode") or "exact"
+        actual = traj.tools
+        details: dict[str, Any] = {"expected": expected, "actual": actual, "mode": mode}
+        if mode == "exact":
+            ok = actual == expected
+            if ok:
+                return CheckResult.from_bool(True, "exact tool sequence", **details)
+            at = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b),
+                      min(len(actual), len(expected)))
+            got_t = actual[at] if at < len(actual) else "(end)"
+            want_t = expected[at] if at < len(expected) else "(end)"
+            return CheckResult(score=0.0, passed=False, details=details,
+                               reason=f"sequence differs at step {at + 1}: expected {want_t}, got {got_t}")
+        if mode == "in_order":
+            n = _in_order(expected, actual)
+            ok = n == len(expected)
+            reason = "expected tools called in order" if ok else \
+                f"in-order match stops at {expected[n]} ({n}/{len(expected)} matched)"
+            return CheckResult(score=n / len(expected) if expected else 1.0, passed=ok, reason=reason,
+                               details=details)
+        if mode != "unordered":
+            raise ValueError(f"unknown sequence_mode {mode!r} (exact, in_order, unordered)")
+        want, got = set(expected), set(actual)
+        missing, extra = sorted(want - got), sorted(got - want)
+        ok = not missing and (self.allow_extra or not extra)
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join(missing))
+        if extra and not self.allow_extra:
+            parts.append("unexpected " + ", ".join(extra))
+        score = len(want & got) / len(want | (got if not self.allow_extra else want)) if want or got else 1.0
+        return CheckResult(score=score, passed=ok, reason="; ".join(parts) or "same set of tools",
+                           details={**details, "missing": missing, "extra": extra})
+
+
+def _get_path(obj: Any, path: str) -> tuple[bool, Any]:
+    cur = obj
+    for part in path.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return False, None
+    return True, cur
+
+
+def subset_match(expected: Any, actual: Any) -> bool:
+    """Every key of ``expected`` is in ``actual`` with a matching value (recursively for objects)."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and subset_match(v, actual[k]) for k, v in expected.items())
+    return bool(expected == actual)
+
+
+def _args_match(mode: str, expected: Any, actual: Any) -> tuple[bool, str]:
+    if mode == "exact":
+        return expected == actual, "arguments equal" if expected == actual else "arguments differ"
+    if mode == "subset":
+        ok = subset_match(expected, actual)
+        return ok, "expected arguments present" if ok else "expected arguments missing or different"
+    if mode == "regex":
+        if not isinstance(expected, dict):
+            raise ValueError("regex args must map argument paths to patterns")
+        for path, pattern in expected.items():
+            found, value = _get_path(actual, path)
+            if not found:
+                return False, f"argument '{path}' missing"
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            if re.fullmatch(str(pattern), text) is None:
+                return False, f"argument '{path}'={text!r} does not match /{pattern}/"
+        return True, "arguments match the patterns"
+    if mode == "schema":
+        try:
+            jsonschema.validate(actual, expected)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+            return False, f"schema violation at {where}: {exc.message}"
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"invalid JSON Schema: {exc.message}") from exc
+        return True, "arguments valid against the schema"
+    raise ValueError(f"unknown match mode {mode!r} (exact, subset, regex, schema)")
+
+
+@register
+@dataclass
+class ToolArgs(_TrajectoryEvaluator):
+    """Arguments of a tool's calls match: ``exact``, ``subset`` (expected keys present with these values),
+    ``regex`` (``{path: pattern}``, full match, dotted paths) or ``schema`` (JSON Schema). ``which``: any call
+    of the tool may match, all must, or only the first / last. Case form: ``expect.args: [{tool, args, match,
+    which}]`` (every spec must hold)."""
+
+    name: ClassVar[str] = "tool_args"
+    tool: str | None = None
+    args: Any = None
+    match: str = "subset"
+    which: str = "any"
+
+    def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
+        if self.tool is not None:
+            specs = [{"tool": self.tool, "args": self.args, "match": self.match, "which": self.which}]
+        else:
+            raw = expectations(case).get("args")
+            if raw is None:
+                return _no_expectation(self.name, "args")
+            specs = raw if isinstance(raw, list) else [raw]
+        results = []
+        for i, spec in enumerate(specs):
+            if not isinstance(spec, dict) or not isinstance(spec.get("tool"), str):
+                raise ValueError(f"expect.args[{i}] needs 'tool' and 'args'")
+            results.append(self._one(traj, spec))
+        ok_n = sum(ok for ok, _ in results)
+        reasons = [r for ok, r in results if not ok] or [r for _, r in results]
+        return CheckResult(score=ok_n / len(results), passed=ok_n == len(results), reason="; ".join(reasons),
+                           details={"specs": len(results), "matched": ok_n})
+
+    def _one(self, traj: Trajectory, spec: dict[str, Any]) -> tuple[bool, str]:
+        tool = spec["tool"]
+        mode = spec.get("match", self.match)
+        which = spec.get("which", self.which)
+        calls = [s for s in traj.steps if s.tool == tool]
+        if not calls:
+            return False, f"{tool} was never called"
+        if which == "first":
+            calls = calls[:1]
+        elif which == "last":
+            calls = calls[-1:]
+        elif which not in ("any", "all"):
+            raise ValueError(f"unknown 'which' {which!r} (any, all, first, last)")
+        verdicts = [(s, *_args_match(mode, spec.get("args"), s.args)) for s in calls]
+        good = [v for v in verdicts if v[1]]
+        ok = bool(good) if which == "any" else len(good) == len(verdicts)
+        if ok:
+            return True, f"{tool}: {good[0][2]}"
+        bad = next(v for v in verdicts if not v[1])
+        return False, f"{tool} (step {bad[0].index}): {bad[2]}"
+
+
+@register
+@dataclass
+class TrajectoryBudget(_TrajectoryEvaluator):
+    """Step, cost, token and latency budgets. A limit whose figure was not recorded makes the check unscored
+    (never a silent pass) unless another limit already failed."""
+
+    name: ClassVar[str] = "trajectory_budget"
+    max_steps: int | None = None
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    max_latency_ms: float | None = None
+
+    def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
+        exp = expectations(case)
+        limits = {
+            "steps": self.max_steps if self.max_steps is not None else exp.get("max_steps"),
+            "cost_usd": self.max_cost_usd if self.max_cost_usd is not None else exp.get("max_cost_usd"),
+            "tokens": self.max_tokens if self.max_tokens is not None else exp.get("max_tokens"),
+            "latency_ms": self.max_latency_ms if self.max_latency_ms is not None else exp.get("max_latency_ms"),
+        }
+        if all(v is None for v in limits.values()):
+            return _no_expectation(self.name, "max_steps")
+        usage = case.get("usage") if isinstance(case.get("usage"), dict) else {}
+        case_tokens = None
+        if usage and (usage.get("input_tokens") is not None or usage.get("output_tokens") is not None):
+            case_tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+        actual: dict[str, Any] = {
+            "steps": len(traj.steps),
+            "cost_usd": traj.total_cost() if traj.total_cost() is not None else case.get("cost_usd"),
+            "tokens": traj.total_tokens() if traj.total_tokens() is not None else case_tokens,
+            "latency_ms": traj.total_latency() if traj.total_latency() is not None else case.get("latency_ms"),
+        }
+        over, unknown = [], []
+        for key, limit in limits.items():
+            if limit is None:
+                continue
+            if actual[key] is None:
+                unknown.append(key)
+            elif float(actual[key]) > float(limit):
+                over.append(f"{key} {actual[key]:g} > {limit:g}")
+        details = {"limits": {k: v for k, v in limits.items() if v is not None}, "actual": actual}
+        if over:
+            return CheckResult(score=0.0, passed=False, reason="over budget: " + ", ".join(over), details=details)
+        if unknown:
+            return CheckResult(score=None, status="unscored", details=details,
+                               reason=f"not recorded, cannot check the budget: {', '.join(unknown)}")
+        return CheckResult.from_bool(True, "within budget", **details)
+
+
+@register
+@dataclass
+class NoRepeatedCalls(_TrajectoryEvaluator):
+    """No identical call (same tool, same arguments) more than ``max_identical`` times: the agent looping.
+    A retry right after the identical call failed is not counted (``allow_retry_after_error``)."""
+
+    name: ClassVar[str] = "no_repeated_calls"
+    max_identical: int | None = None
+    consecutive_only: bool = False
+    allow_retry_after_error: bool = True
+
+    def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
+        limit = self.max_identical if self.max_identical is not None else \
+            int(expectations(case).get("max_identical_calls", 1))
+        counts: dict[str, list[int]] = {}
+        prev = None
+        for s in traj.steps:
+            sig = s.signature()
+            retry = (prev is not None and prev.signature() == sig and prev.failed and self.allow_retry_after_error)
+            if self.consecutive_only and (prev is None or prev.signature() != sig):
+                counts[sig] = []
+            if not retry:
+                counts.setdefault(sig, []).append(s.index)
+            prev = s
+        loops = {sig: idx for sig, idx in counts.items() if len(idx) > limit}
+        if loops:
+            first_sig, idx = next(iter(loops.items()))
+            tool = first_sig.split("|", 1)[0]
+            return CheckResult(score=0.0, passed=False,
+                               reason=f"{tool} called {len(idx)} times with identical arguments "
+                                      f"(steps {', '.join(map(str, idx))}; at most {limit} allowed)",
+                               details={"repeated": {k.split('|', 1)[0]: v for k, v in loops.items()}})
+        return CheckResult.from_bool(True, "no repeated identical calls")
+
+
+DEFAULT_ACK = (r"(?i)\b(error|fail(ed|ure)?|unable|could ?n[o']t|cannot|can't|unavailable|not available|"
+               r"try again|went wrong|problem)\b")
+
+
+@register
+@dataclass
+class ToolErrorsHandled(_TrajectoryEvaluator):
+    """Every failed tool call was handled: a later call of the same tool succeeded (a retry that worked), or
+    the final output acknowledges the failure (``acknowledge_pattern``). Otherwise the error was ignored."""
+
+    name: ClassVar[str] = "tool_errors_handled"
+    acknowledge_pattern: str = DEFAULT_ACK
+
+    def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
+        failed = [s for s in traj.steps if s.failed]
+        if not failed:
+            return CheckResult.from_bool(True, "no tool errors")
+        text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
+        acknowledged = re.search(self.acknowledge_pattern, text) is not None
+        unhandled = []
+        for s in failed:
+            recovered = any(t.index > s.index and t.tool == s.tool and not t.failed for t in traj.steps)
+            if not recovered and not acknowledged:
+                unhandled.append(s)
+        if unhandled:
+            return CheckResult(score=0.0, passed=False,
+                               reason="tool error left unhandled: " + "; ".join(
+                                   f"{s.tool} (step {s.index}): {s.error}" for s in unhandled),
+                               evidence=[str(s.error) for s in unhandled],
+                               details={"steps": [s.index for s in unhandled]})
+        return CheckResult.from_bool(True, f"{len(failed)} tool error(s), all handled")
+
+
+@register
+@dataclass
+class GoalReached(_TrajectoryEvaluator):
+    """The goal is reached, judged on the final output (``contains`` / ``not_contains`` / ``regex`` /
+    ``equals``) and/or the final state (``state``: a subset of the case's ``final_state``), and/or the last
+    tool call (``final_tool``). Case form: ``expect.goal: {...}`` with the same keys."""
+
+    name: ClassVar[str] = "goal_reached"
+    contains: list[str] | None = None
+    not_contains: list[str] | None = None
+    regex: str | None = None
+    equals: str | None = None
+    state: dict[str, Any] | None = None
+    state_field: str = "final_state"
+    final_tool: str | None = None
+    case_sensitive: bool = False
+
+    def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
+        goal = dict(expectations(case).get("goal") or {})
+        for key in ("contains", "not_contains", "regex", "equals", "state", "final_tool"):
+            if getattr(self, key) is not None:
+                goal[key] = getattr(self, key)
+        if not goal:
+            return _no_expectation(self.name, "goal")
+        text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
+        norm: Callable[[str], str] = (lambda s: s) if self.case_sensitive else str.lower
+        failures: list[str] = []
+        passes = 0
+        for needle in _as_str_list(goal.get("contains")):
+            if norm(needle) in norm(text):
+                passes += 1
+            else:
+                failures.append(f"output lacks {needle!r}")
+        for needle in _as_str_list(goal.get("not_contains")):
+            if norm(needle) in norm(text):
+                failures.append(f"output contains {needle!r}")
+            else:
+                passes += 1
+        if goal.get("regex") is not None:
+            flags = 0 if self.case_sensitive else re.IGNORECASE
+            if re.search(str(goal["regex"]), text, flags):
+                passes += 1
+            else:
+                failures.append(f"output does not match /{goal['regex']}/")
+        if goal.get("equals") is not None:
+            if norm(text.strip()) == norm(str(goal["equals"]).strip()):
+                passes += 1
+            else:
+                failures.append("output differs from the expected answer")
+        if goal.get("state") is not None:
+            actual_state = case.get(self.state_field)
+            if actual_state is None:
+                failures.append(f"no '{self.state_field}' recorded in the case")
+            elif subset_match(goal["state"], actual_state):
+                passes += 1
+            else:
+                failures.append(f"final state differs: expected {json.dumps(goal['state'], sort_keys=True)}")
+        if goal.get("final_tool") is not None:
+            last = traj.steps[-1].tool if traj.steps else None
+            if last == goal["final_tool"]:
+                passes += 1
+            else:
+                failures.append(f"last tool is {last}, expected {goal['final_tool']}")
+        total = passes + len(failures)
+        if total == 0:
+            return _no_expectation(self.name, "goal")
+        return CheckResult(score=passes / total, passed=not failures,
+                           reason="; ".join(failures) or "goal reached", details={"failed": failures})
+
+
+def _as_str_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+# -- the combination ------------------------------------------------------------------------------------
+
+PROCESS_CHECKS = ("tool_not_used", "tool_used", "tool_sequence", "tool_args", "trajectory_budget",
+                  "no_repeated_calls", "tool_errors_handled")
+"""Checks about *how* the agent worked. ``goal_reached`` is about *what* it achieved."""
+CRITICAL_CHECKS = frozenset({"tool_not_used"})
+_ALWAYS_ON = ("no_repeated_calls", "tool_errors_handled")
+_EXPECT_KEYS = {
+    "tool_not_used": ("tools_not_used", "forbidden_tools"), "tool_used": ("tools_used", "tools"),
+    "tool_sequence": ("sequence",), "tool_args": ("args",),
+    "trajectory_budget": ("max_steps", "max_cost_usd", "max_tokens", "max_latency_ms"), "goal_reached": ("goal",),
+}
+
+
+def combine(outcome: float | None, process: list[tuple[str, CheckResult]], *, cap: float) -> tuple[float, bool, str]:
+    """The combination rule, in one place.
+
+    ``score = outcome x mean(process scores)``; when any process check failed the score is capped at
+    ``cap`` (0.5 by default, below the usual 0.7 pass threshold); a failed critical check (a forbidden tool
+    was called) makes it 0. ``outcome`` is the goal check's score (1.0 when the case states no goal).
+    Unscored checks take no part. So a correct final answer reached by a broken trajectory scores at most
+    ``cap`` and fails.
+    """
+    scored = [(n, r) for n, r in process if r.status == "scored" and r.score is not None]
+    proc = sum(r.score for _, r in scored if r.score is not None) / len(scored) if scored else 1.0
+    out = 1.0 if outcome is None else outcome
+    score = out * proc
+    failed = [n for n, r in scored if r.passed is False]
+    rule = "goal x process"
+    if any(n in CRITICAL_CHECKS for n in failed):
+        score, rule = 0.0, "critical check failed"
+    elif failed:
+        if score > cap:
+            rule = f"capped at {cap:g}: process check failed"
+        score = min(score, cap)
+    return score, not failed and out >= 1.0, rule
+
+
+@register
+@dataclass
+class TrajectoryCheck(Evaluator):
+    """All applicable checks on one case, combined into one score (see :func:`combine`).
+
+    ``checks``: names to run (default: every check whose expectation the case states, plus
+    ``no_repeated_calls`` and ``tool_errors_handled`` always). ``options``: ``{check: {option: value}}``.
+    """
+
+    name: ClassVar[str] = "trajectory"
+    checks: list[str] | None = None
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cap: float = 0.5
+
+    def __post_init__(self) -> None:
+        known = set(PROCESS_CHECKS) | {"goal_reached"}
+        for n in [*(self.checks or []), *self.options]:
+            if n not in known:
+                raise ValueError(f"unknown trajectory check '{n}' (known: {', '.join(sorted(known))})")
+        if not 0.0 <= self.cap <= 1.0:
+            raise ValueError("cap must be within 0-1")
+        from ..errors import UserError
+        from .base import build
+
+        # Build every sub-check once, now, so a bad option is reported before any case runs.
+        self._built: dict[str, _TrajectoryEvaluator] = {}
+        for n in sorted(known):
+            try:
+                ev = build(n, self.options.get(n))
+            except UserError as exc:
+                raise ValueError(f"options.{n}: {exc}") from None
+            assert isinstance(ev, _TrajectoryEvaluator)
+            self._built[n] = ev
+
+    def selected(self, case: Case) -> list[str]:
+        if self.checks is not None:
+            return list(self.checks)
+        exp = expectations(case)
+        names = [n for n in (*PROCESS_CHECKS, "goal_reached")
+                 if n in _ALWAYS_ON or n in self.options or any(exp.get(k) is not None for k in _EXPECT_KEYS.get(n, ()))]
+        return names
+
+    def evaluate(self, case: Case, output: Any) -> CheckResult:
+        try:
+            traj = trajectory_of(case)
+        except TrajectoryError as exc:
+            return CheckResult.error(str(exc))
+        results: list[tuple[str, CheckResult]] = []
+        for n in self.selected(case):
+            ev = self._built[n]
+            try:
+                res = ev.check(case, traj, output if output is not None else traj.final_output)
+            except (ValueError, TypeError, re.error) as exc:
+                res = CheckResult.error(f"{n}: {exc}")
+            results.append((n, res))
+        errors = [f"{n}: {r.reason}" for n, r in results if r.status == "error"]
+        criteria = [{"id": n, "status": r.status, "score": r.score, "passed": r.passed, "rationale": r.reason,
+                     "critical": n in CRITICAL_CHECKS, "evidence": r.evidence} for n, r in results]
+        summary = {"steps": len(traj.steps), "tools": traj.tools, "format": traj.source_format}
+        if errors:
+            res = CheckResult.error(f"case '{case.id}': " + "; ".join(errors))
+            res.details = {"criteria": criteria, "trajectory": summary}
+            return res
+        goal = next((r for n, r in results if n == "goal_reached"), None)
+        outcome = goal.score if goal is not None and goal.status == "scored" else None
+        process = [(n, r) for n, r in results if n != "goal_reached"]
+        score, passed, rule = combine(outcome, process, cap=self.cap)
+        failed = [f"{n}: {r.reason}" for n, r in results if r.passed is False]
+        reason = "; ".join(failed) if failed else "trajectory and goal checks passed"
+        return CheckResult(score=score, passed=passed, reason=reason,
+                           evidence=[e for _, r in results for e in r.evidence],
+                           details={"criteria": criteria, "trajectory": summary, "rule": rule,
+                                    "outcome": outcome})
+
+
+def check_row(case: Case, result: CheckResult, *, evaluator: str, category: str | None = None) -> ResultRow:
+    """A result row from a check's result; the composite's per-check results become ``criteria``."""
+    details = dict(result.details)
+    raw = details.pop("criteria", None) or []
+    criteria = [CriterionScore(id=c["id"], status=c.get("status", "scored"),
+                               score=c.get("score") if c.get("status", "scored") == "scored" else None,
+                               passed=c.get("passed"), critical=c.get("critical"), rationale=c.get("rationale"),
+                               evidence=list(c.get("evidence") or [])) for c in raw]
+    common: dict[str, Any] = {"id": case.id, "evaluator": evaluator, "category": category or case.category,
+                              "criteria": criteria, "metadata": case.metadata, "details": details}
+    if result.status == "scored" and result.score is not None:
+        return ResultRow(status="scored", score=round(result.score, 6), passed=result.passed,
+                         rationale=result.reason, **common)
+    return ResultRow(status=result.status if result.status != "scored" else "error", rationale=result.reason,
+                     error=result.reason or "no score", **common)
+
+
+# The red-team check lives with the red-team package; importing it here registers it with the other built-ins.
+from ..redteam import checks as _redteam_checks  # noqa: E402,F401

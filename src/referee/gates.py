@@ -1,0 +1,106 @@
+"""CI gates over an aggregate: each flag the user passed becomes a gate that passes or fails (exit 1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .aggregate.summary import Summary
+
+
+@dataclass
+class GateResult:
+    flag: str
+    failed: bool
+    message: str
+    evaluated: bool = True
+    """False when the gate could not be checked (e.g. no cost data); it then does not fail."""
+
+
+@dataclass
+class GateConfig:
+    fail_under: float | None = None
+    fail_on_regression: bool = False
+    fail_on_cost_regression: bool = False
+    fail_on_latency_regression: bool = False
+    cost_tolerance: float = 0.2
+    latency_tolerance: float = 0.2
+    max_mean_cost: float | None = None
+    max_mean_latency: float | None = None
+    fail_on_significant_regression: bool = False
+    fail_on_inconclusive: bool = False
+    max_unscored_rate: float | None = None
+    min_case_pass_rate: float | None = None
+    extra: list[GateResult] = field(default_factory=list)
+
+
+def _relative(flag: str, what: str, cur: float | None, base: float | None, tol: float, unit: str) -> GateResult:
+    if base is None:
+        return GateResult(flag, False, f"skipped: the baseline has no {what}", evaluated=False)
+    if cur is None:
+        return GateResult(flag, False, f"skipped: the current results have no {what}", evaluated=False)
+    limit = base * (1 + tol)
+    failed = cur > limit
+    verb = "above" if failed else "within"
+    return GateResult(flag, failed, f"mean {what} {cur:.6g}{unit} is {verb} baseline {base:.6g}{unit} "
+                                    f"x (1 + {tol:g}) = {limit:.6g}{unit}")
+
+
+def _ceiling(flag: str, what: str, cur: float | None, limit: float, unit: str) -> GateResult:
+    if cur is None:
+        return GateResult(flag, False, f"skipped: no {what} in the results", evaluated=False)
+    failed = cur > limit
+    return GateResult(flag, failed, f"mean {what} {cur:.6g}{unit} {'>' if failed else '<='} {limit:g}{unit}")
+
+
+def evaluate_gates(s: Summary, cfg: GateConfig) -> list[GateResult]:
+    """The gates asked for, in a stable order. Baseline-only gates must have been refused earlier
+    (exit 2) when there is no baseline."""
+    out: list[GateResult] = []
+    o = s.overall
+    comp = s.comparison
+    if cfg.fail_under is not None:
+        pr = o.pass_rate.estimate
+        if pr is None:
+            out.append(GateResult("--fail-under", True, "no scored cases, so the pass rate is undefined"))
+        else:
+            out.append(GateResult("--fail-under", pr < cfg.fail_under,
+                                  f"pass rate {pr:.1%} {'<' if pr < cfg.fail_under else '>='} "
+                                  f"{cfg.fail_under:.1%}"))
+    if cfg.fail_on_regression and comp is not None:
+        n = comp.regression_count + len(comp.adversarial_regressions)
+        ids = ", ".join(c.id for c in (comp.regressions + comp.adversarial_regressions)[:5])
+        out.append(GateResult("--fail-on-regression", n > 0,
+                              f"{n} case(s) passed in the baseline and fail now" + (f": {ids}" if n else "")))
+    if cfg.fail_on_cost_regression and comp is not None:
+        out.append(_relative("--fail-on-cost-regression", "cost", o.mean_cost, comp.baseline_overall.mean_cost,
+                             cfg.cost_tolerance, " USD"))
+    if cfg.fail_on_latency_regression and comp is not None:
+        out.append(_relative("--fail-on-latency-regression", "latency", o.mean_latency_ms,
+                             comp.baseline_overall.mean_latency_ms, cfg.latency_tolerance, " ms"))
+    if cfg.max_mean_cost is not None:
+        out.append(_ceiling("--fail-if-mean-cost-above", "cost", o.mean_cost, cfg.max_mean_cost, " USD"))
+    if cfg.max_mean_latency is not None:
+        out.append(_ceiling("--fail-if-mean-latency-above", "latency", o.mean_latency_ms, cfg.max_mean_latency,
+                            " ms"))
+    if cfg.fail_on_significant_regression and comp is not None:
+        drops = [t for t in comp.tests if t.direction == "drop" and t.significant]
+        msg = (f"{len(drops)} significant drop(s) after Benjamini-Hochberg: "
+               + "; ".join(f"{t.scope} {t.metric} {t.diff:+.3f}" for t in drops[:4])) if drops else \
+            "no drop is significant after Benjamini-Hochberg"
+        out.append(GateResult("--fail-on-significant-regression", bool(drops), msg))
+    if cfg.fail_on_inconclusive and comp is not None:
+        out.append(GateResult("--fail-on-inconclusive", comp.verdict == "INCONCLUSIVE",
+                              f"verdict {comp.verdict}: {comp.verdict_reason}"))
+    if cfg.max_unscored_rate is not None:
+        rate = o.unscored_rate
+        failed = rate > cfg.max_unscored_rate
+        out.append(GateResult("--fail-if-unscored-above", failed,
+                              f"{o.unscored + o.errors} of {o.rows} rows unscored or errored ({rate:.1%}) "
+                              f"{'>' if failed else '<='} {cfg.max_unscored_rate:.1%}"))
+    if cfg.min_case_pass_rate is not None and s.repeats is not None:
+        bad = s.repeats.below_min_pass_rate
+        out.append(GateResult("--min-case-pass-rate", bool(bad),
+                              f"{len(bad)} case(s) pass in under {cfg.min_case_pass_rate:.0%} of their repeats"
+                              + (": " + ", ".join(c.id for c in bad[:5]) if bad else "")))
+    out.extend(cfg.extra)
+    return out

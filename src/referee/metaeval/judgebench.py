@@ -1,0 +1,70 @@
+"""JudgeBench (Tan et al., ICLR 2025) judge outputs: ``outputs/<model>__<judge>__<judge_model>.jsonl``.
+
+Each line has ``pair_id``, ``label`` (``A>B``/``B>A``, objective correctness) and ``judgments[2]``: the original
+order, then the run with the responses swapped (its ``decision`` refers to swapped positions and is flipped
+back here).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import InputError
+from .pairwise import PairVerdict
+
+_TO_ORIGINAL = {"A>B": "1", "B>A": "2", "A=B": "tie"}
+_FLIP = {"A>B": "B>A", "B>A": "A>B", "A=B": "A=B"}
+
+
+def _decision(value: object, flip: bool) -> str | None:
+    if not isinstance(value, str):
+        return None
+    v = value.strip()
+    if flip:
+        v = _FLIP.get(v, v)
+    return _TO_ORIGINAL.get(v)
+
+
+def read_outputs(path: str | Path) -> list[PairVerdict]:
+    p = Path(path)
+    if not p.exists():
+        raise InputError("file not found", file=str(p))
+    out: list[PairVerdict] = []
+    with open(p, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON ({exc.msg})", file=str(p), line=lineno) from exc
+            label = _TO_ORIGINAL.get(str(obj.get("label", "")))
+            if label is None:
+                raise InputError(f"{obj.get('label')!r} is not A>B or B>A", file=str(p), line=lineno,
+                                 field="label")
+            js = obj.get("judgments") or []
+            if len(js) != 2:
+                raise InputError("expected two judgments (original and swapped order)", file=str(p),
+                                 line=lineno, field="judgments")
+            out.append(PairVerdict(
+                id=str(obj.get("pair_id", lineno)), label=label,
+                noswap=_decision(js[0].get("decision"), False), swap=_decision(js[1].get("decision"), True),
+                group=str(obj.get("source", ""))))
+    return out
+
+
+def judgebench_accuracy(items: list[PairVerdict]) -> float:
+    """JudgeBench's metric: each order scores +1 if right, -1 if it names the wrong output, 0 otherwise
+    (tie or no verdict); a pair is correct when the sum is positive. Returns the share of correct pairs."""
+    if not items:
+        raise ValueError("no pairs: accuracy is undefined for an empty sample")
+
+    def s(v: str | None, label: str | None) -> int:
+        if v == label:
+            return 1
+        if v in ("1", "2"):
+            return -1
+        return 0
+
+    return sum(s(v.noswap, v.label) + s(v.swap, v.label) > 0 for v in items) / len(items)

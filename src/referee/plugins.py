@@ -1,0 +1,99 @@
+"""Users' own evaluators: registered with ``@register``, by the ``referee.evaluators`` entry point group, or
+named by a dotted path (``package.module:attr``) in a suite file.
+
+A plugin object may be an :class:`~referee.evaluators.base.Evaluator` subclass (options are its dataclass
+fields), an Evaluator instance, or a function ``fn(case, output, **options) -> bool | float | CheckResult``
+(sync or async). Entry points are only read when a suite names an evaluator no built-in provides, so
+importing referee stays cheap.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from .errors import UserError
+from .evaluators.base import Evaluator, function_evaluator, registry
+
+ENTRY_POINT_GROUP = "referee.evaluators"
+
+_EP_CACHE: dict[str, Any] | None = None
+
+
+def entry_points() -> dict[str, Any]:
+    """Entry points of the ``referee.evaluators`` group by name (not yet loaded)."""
+    global _EP_CACHE
+    if _EP_CACHE is None:
+        from importlib.metadata import entry_points as _eps
+
+        _EP_CACHE = {ep.name: ep for ep in _eps(group=ENTRY_POINT_GROUP)}
+    return _EP_CACHE
+
+
+def is_dotted(name: str) -> bool:
+    return ":" in name
+
+
+def import_dotted(path: str) -> Any:
+    """``pkg.mod:attr`` (or ``pkg.mod:Class.attr``) -> the object; UserError naming what is missing."""
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise UserError(f"'{path}' is not a dotted path of the form package.module:attribute")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"cannot import module '{module_name}' for plugin '{path}': {exc}") from exc
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UserError(f"module '{module_name}' has no attribute '{attr}' (plugin '{path}')") from None
+    return obj
+
+
+def resolve(name: str) -> Any:
+    """What a suite's evaluator name refers to: a built-in/registered class, an entry point or a dotted path.
+
+    Raises UserError listing the known names when nothing matches.
+    """
+    reg = registry()
+    if name in reg:
+        return reg[name]
+    if is_dotted(name):
+        return import_dotted(name)
+    eps = entry_points()
+    if name in eps:
+        try:
+            return eps[name].load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is the user's config problem
+            raise UserError(f"plugin '{name}' (entry point {eps[name].value}) failed to load: "
+                            f"{type(exc).__name__}: {exc}") from exc
+    known = sorted({*reg, *eps})
+    raise UserError(f"unknown evaluator '{name}' (known: {', '.join(known)}; or a dotted path module:attr)")
+
+
+def known_names() -> list[str]:
+    return sorted({*registry(), *entry_points()})
+
+
+def function_option_names(fn: Callable[..., Any]) -> tuple[set[str], bool]:
+    """Keyword options a function plugin accepts beyond ``(case, output)``, and whether it takes **kwargs."""
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())[2:]
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return names, any(p.kind == p.VAR_KEYWORD for p in params)
+
+
+def from_function(fn: Callable[..., Any], name: str, options: dict[str, Any]) -> Evaluator:
+    """Wrap a function plugin, binding its options as keyword arguments."""
+    bound = functools.partial(fn, **options) if options else fn
+    if inspect.iscoroutinefunction(fn) and options:
+        async def _async(case: Any, output: Any) -> Any:
+            return await fn(case, output, **options)
+
+        _async.__name__ = name
+        return function_evaluator(_async, name)
+    return function_evaluator(bound, name)

@@ -1,0 +1,1 @@
+"""Renderers: terminal, JSON, HTML, Markdown, JUnit. They compute nothing; they show result rows."""

@@ -1,0 +1,200 @@
+"""The self-contained HTML report: one offline file (no CDN, no script), any results file.
+
+It shows a summary, per-criterion scores with ungrounded and unscored counts, score distributions as inline
+SVG charts, and per case the rationales, the evidence quotes and the judged text with the quotes
+highlighted. All case text goes through Jinja2 autoescaping: highlighting splits the *raw* text into
+segments and the template escapes every segment before wrapping it in ``<mark>``, so case text can never
+become markup.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .._version import __version__
+from ..evaluators.evidence import locate
+from ..results.schema import ResultRow
+
+_TEMPLATES = Path(__file__).parent / "templates"
+HIST_BINS = 10
+
+
+@dataclass
+class Segment:
+    text: str
+    labels: list[str] = field(default_factory=list)
+    ungrounded: bool = False
+
+
+def highlight_segments(text: str, quotes: Iterable[tuple[str, str]]) -> list[Segment]:
+    """Split ``text`` into plain and quoted segments. ``quotes`` are (label, quote) pairs; overlapping
+    matches are merged and carry every label. Nothing is escaped here: the template escapes each segment."""
+    spans: list[tuple[int, int, str]] = []
+    for label, quote in quotes:
+        for s, e in locate(quote, text):
+            spans.append((s, e, label))
+    if not spans:
+        return [Segment(text)] if text else []
+    spans.sort()
+    merged: list[tuple[int, int, list[str]]] = []
+    for s, e, label in spans:
+        if merged and s < merged[-1][1]:
+            ps, pe, labels = merged[-1]
+            merged[-1] = (ps, max(pe, e), labels if label in labels else [*labels, label])
+        else:
+            merged.append((s, e, [label]))
+    out: list[Segment] = []
+    pos = 0
+    for s, e, labels in merged:
+        if s > pos:
+            out.append(Segment(text[pos:s]))
+        out.append(Segment(text[s:e], labels))
+        pos = e
+    if pos < len(text):
+        out.append(Segment(text[pos:]))
+    return out
+
+
+def histogram(values: Sequence[float], lo: float = 0.0, hi: float = 1.0, bins: int = HIST_BINS) -> list[int]:
+    counts = [0] * bins
+    for v in values:
+        i = int((v - lo) / (hi - lo) * bins) if hi > lo else 0
+        counts[min(bins - 1, max(0, i))] += 1
+    return counts
+
+
+def _discrete_counts(values: Sequence[float], lo: int, hi: int) -> list[tuple[str, int]]:
+    c = Counter(round(v) for v in values)
+    return [(str(k), c.get(k, 0)) for k in range(lo, hi + 1)]
+
+
+def _criterion_summary(rows: Sequence[ResultRow]) -> list[dict[str, Any]]:
+    order: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        for c in r.criteria:
+            s = order.setdefault(c.id, {"id": c.id, "name": c.name or c.id, "scale": c.scale, "weight": c.weight,
+                                        "critical": bool(c.critical), "raw": [], "norm": [], "passed": 0,
+                                        "failed": 0, "ungrounded": 0, "unscored": 0, "n": 0})
+            s["n"] += 1
+            if c.status != "scored" or c.score is None:
+                s["unscored"] += 1
+            else:
+                s["norm"].append(c.score)
+                if c.raw_score is not None:
+                    s["raw"].append(c.raw_score)
+            if c.passed is True:
+                s["passed"] += 1
+            elif c.passed is False:
+                s["failed"] += 1
+            if c.grounded is False:
+                s["ungrounded"] += 1
+    out = []
+    for s in order.values():
+        s["mean_norm"] = statistics.fmean(s["norm"]) if s["norm"] else None
+        s["mean_raw"] = statistics.fmean(s["raw"]) if s["raw"] else None
+        scale = s["scale"] or ""
+        if scale in ("1-5", "0-2", "binary") and s["raw"]:
+            lo, hi = {"1-5": (1, 5), "0-2": (0, 2), "binary": (0, 1)}[scale]
+            s["dist"] = _discrete_counts(s["raw"], lo, hi)
+        else:
+            s["dist"] = [(f"{i / HIST_BINS:.1f}", n) for i, n in enumerate(histogram(s["norm"]))]
+        out.append(s)
+    return out
+
+
+def _verdict_label(d: Mapping[str, Any]) -> str | None:
+    """The rubric verdict band, or the gold verdict with its grade."""
+    verdict, grade = d.get("verdict"), d.get("grade")
+    if verdict and grade:
+        return f"{verdict} (grade {grade})"
+    return str(verdict or grade) if (verdict or grade) else None
+
+
+def _case_view(row: ResultRow, case_text: str | None) -> dict[str, Any]:
+    d = row.details
+    text = d.get("text") if isinstance(d.get("text"), str) else case_text
+    checks = d.get("evidence_checks", {}) if isinstance(d.get("evidence_checks"), Mapping) else {}
+    quotes: list[tuple[str, str]] = []
+    crits = []
+    for c in row.criteria:
+        found = {q.get("quote"): q.get("found") for q in checks.get(c.id, []) if isinstance(q, Mapping)}
+        evidence = [{"quote": q, "found": found.get(q, c.grounded if c.grounded is not None else None)}
+                    for q in c.evidence]
+        quotes += [(c.id, q) for q in c.evidence]
+        crits.append({"c": c, "evidence": evidence})
+    segments = highlight_segments(text, quotes) if text else []
+    label = _verdict_label(d)
+    return {
+        "show_pass": not (label or "").startswith(("PASS", "FAIL")),
+        "row": row, "criteria": crits, "segments": segments, "has_text": bool(text),
+        "verdict": label, "composite": d.get("composite"),
+        "summary": d.get("summary"), "actions": d.get("required_actions") or [], "task": d.get("task"),
+        "self_grading": d.get("self_grading"), "extra": {k: d[k] for k in ("total_score", "max_score",
+                                                                           "criteria_passed", "criteria_total",
+                                                                           "critical_failures", "verdict_text")
+                                                         if k in d},
+    }
+
+
+def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
+                  case_texts: Mapping[str, str] | None = None, manifest: Any = None) -> dict[str, Any]:
+    case_texts = case_texts or {}
+    scored = [r for r in rows if r.status == "scored" and r.score is not None]
+    scores = [r.score for r in scored if r.score is not None]
+    passed = [r for r in rows if r.passed is True]
+    failed = [r for r in rows if r.passed is False]
+    verdicts = Counter(_verdict_label(r.details) for r in scored if _verdict_label(r.details))
+    judges = sorted({f"{r.judge.provider}/{r.judge.model}" for r in rows if r.judge})
+    self_rows = [r for r in rows if "self_grading" in r.flags]
+    sut = getattr(manifest, "system_under_test", None)
+    judge_model = getattr(getattr(manifest, "judge", None), "model", None)
+    from ..evaluators.rubric import self_grading
+
+    manifest_self = self_grading(judge_model, sut)
+    lowest = sorted(scored, key=lambda r: r.score if r.score is not None else 0.0)[:3]
+    return {
+        "title": title, "source": source, "version": __version__,
+        "generated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "n": len(rows), "n_scored": len(scored), "n_unscored": sum(r.status == "unscored" for r in rows),
+        "n_error": sum(r.status == "error" for r in rows), "n_passed": len(passed), "n_failed": len(failed),
+        "mean": statistics.fmean(scores) if scores else None,
+        "median": statistics.median(scores) if scores else None,
+        "n_ungrounded": sum("ungrounded" in r.flags or any(c.grounded is False for c in r.criteria) for r in rows),
+        "n_self": len(self_rows), "manifest_self": manifest_self, "sut": sut, "judge_model": judge_model,
+        "self_models": sorted({r.judge.model for r in self_rows if r.judge}),
+        "judges": judges, "verdicts": sorted(verdicts.items()),
+        "hist_pairs": [(f"{i / HIST_BINS:.1f}", n) for i, n in enumerate(histogram(scores))],
+        "criteria": _criterion_summary(rows), "lowest": lowest,
+        "cases": [_case_view(r, case_texts.get(r.id)) for r in rows],
+    }
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
+                             autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["fmt"] = lambda v, nd=2: "-" if v is None else f"{v:.{nd}f}"
+    return env
+
+
+def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", source: str = "",
+                case_texts: Mapping[str, str] | None = None, manifest: Any = None) -> str:
+    """The report as one HTML string."""
+    ctx = build_context(rows, title=title, source=source, case_texts=case_texts, manifest=manifest)
+    return _env().get_template("report.html.j2").render(**ctx)
+
+
+def write_html(rows: Sequence[ResultRow], path: str | Path, **kwargs: Any) -> Path:
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(render_html(rows, **kwargs), encoding="utf-8")
+    return p

@@ -1,0 +1,38 @@
+"""JUnit XML for CI systems: one testcase per case; a failing case carries its rationale."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from xml.etree import ElementTree as ET
+
+from ..aggregate.summary import CaseLine
+
+
+def _suite(root: ET.Element, name: str, cases: Sequence[CaseLine], threshold: float) -> None:
+    failures = sum(1 for c in cases if c.status == "scored" and not c.passed)
+    skipped = sum(1 for c in cases if c.status != "scored")
+    suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(cases)), failures=str(failures),
+                          errors="0", skipped=str(skipped))
+    for c in cases:
+        tc = ET.SubElement(suite, "testcase", classname=f"{name}.{c.category}", name=c.id)
+        if c.status != "scored":
+            # Unscored is neither a pass nor a fail: CI systems show it as skipped.
+            ET.SubElement(tc, "skipped", message=f"{c.status}: {c.rationale or 'no usable judge reply'}")
+        elif not c.passed:
+            score = "n/a" if c.score is None else f"{c.score:.3f}"
+            el = ET.SubElement(tc, "failure", message=f"score {score} < threshold {threshold:g}",
+                               type="below_threshold")
+            el.text = c.rationale or "(no rationale)"
+        if c.repeats > 1 and c.pass_share is not None:
+            props = ET.SubElement(tc, "properties")
+            ET.SubElement(props, "property", name="pass_share", value=f"{c.pass_share:.3f}")
+            ET.SubElement(props, "property", name="repeats", value=str(c.repeats))
+
+
+def write_junit(path: str, cases: Sequence[CaseLine], adversarial: Sequence[CaseLine], threshold: float) -> None:
+    root = ET.Element("testsuites", name="referee score")
+    _suite(root, "referee", cases, threshold)
+    if adversarial:
+        _suite(root, "referee.adversarial", adversarial, threshold)
+    ET.indent(root)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,123 @@
+"""The pairwise leaderboard as HTML: a fragment (``<section>``) other reports can include, or a standalone page.
+
+Computes nothing: it renders a :class:`referee.stats.ranking.Leaderboard` and optional bias reports. System
+names and notes come from user files, so everything goes through Jinja2 autoescaping; no script, no CDN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jinja2
+
+from .._version import __version__
+from ..metaeval.pairwise import BiasReport
+from ..stats.bootstrap import Interval
+from ..stats.ranking import Leaderboard
+
+_FRAGMENT = """\
+<section class="referee-leaderboard">
+<h2>{{ title }}</h2>
+<p>{{ lb.n_comparisons }} scored comparison(s). Ratings: Bradley-Terry on an Elo-like scale (mean system = 0),
+95% percentile bootstrap intervals over comparisons. Ties count as half a win.</p>
+{% if standings %}
+<table>
+<thead><tr><th>rank</th><th>system</th><th>rating</th><th>95% CI</th><th>win rate</th><th>95% CI</th>
+<th>comparisons</th></tr></thead>
+<tbody>
+{% for s in standings %}
+<tr><td>{{ loop.index }}</td><td>{{ s.system }}</td><td>{{ s.rating }}</td><td>{{ s.rating_ci }}</td>
+<td>{{ s.win_rate }}</td><td>{{ s.win_rate_ci }}</td><td>{{ s.comparisons }}</td></tr>
+{% endfor %}
+</tbody></table>
+{% endif %}
+{% if pairs %}
+<h3>Head to head</h3>
+<table>
+<thead><tr><th>A</th><th>B</th><th>A wins</th><th>B wins</th><th>ties</th><th>win rate of A</th><th>95% CI</th></tr>
+</thead><tbody>
+{% for p in pairs %}
+<tr><td>{{ p.a }}</td><td>{{ p.b }}</td><td>{{ p.wins_a }}</td><td>{{ p.wins_b }}</td><td>{{ p.ties }}</td>
+<td>{{ p.rate }}</td><td>{{ p.ci }}</td></tr>
+{% endfor %}
+</tbody></table>
+{% endif %}
+{% if bias %}
+<h3>Judge bias (both orders)</h3>
+<table>
+<thead><tr><th>results</th><th>pairs</th><th>consistent</th><th>picks first shown</th><th>picks second shown</th>
+<th>prefers longer (pairs)</th></tr></thead><tbody>
+{% for b in bias %}
+<tr><td>{{ b.name }}</td><td>{{ b.n }}</td><td>{{ b.consistent }}</td><td>{{ b.first }}</td><td>{{ b.second }}</td>
+<td>{{ b.longer }}</td></tr>
+{% endfor %}
+</tbody></table>
+{% endif %}
+{% for note in lb.notes %}<p class="note">note: {{ note }}</p>{% endfor %}
+</section>
+"""
+
+_PAGE = """\
+<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}
+th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+td:nth-child(2),th:nth-child(2){text-align:left}
+.note{color:#8a5a00}
+footer{color:#777;font-size:.85em}
+</style></head>
+<body>
+{{ fragment }}
+<footer>referee {{ version }}</footer>
+</body></html>
+"""
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+
+
+def _num(x: float | None, digits: int) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(iv: Interval, digits: int) -> str:
+    if iv.lo is None or iv.hi is None:
+        return "n/a"
+    return f"[{iv.lo:.{digits}f}, {iv.hi:.{digits}f}]"
+
+
+def _share(iv: Interval | None) -> str:
+    if iv is None or iv.estimate is None:
+        return "n/a"
+    return f"{iv.estimate:.3f} {_ci(iv, 3)}"
+
+
+def context(lb: Leaderboard, bias: Mapping[str, BiasReport] | None = None) -> dict[str, Any]:
+    """Display-ready values (strings) for the templates."""
+    standings = [{"system": s.system, "rating": _num(s.rating.estimate, 0), "rating_ci": _ci(s.rating, 0),
+                  "win_rate": _num(s.win_rate.estimate, 3), "win_rate_ci": _ci(s.win_rate, 3),
+                  "comparisons": s.comparisons} for s in lb.standings]
+    pairs = [{"a": p.a, "b": p.b, "wins_a": p.wins_a, "wins_b": p.wins_b, "ties": p.ties,
+              "rate": _num(p.win_rate_a.estimate, 3), "ci": _ci(p.win_rate_a, 3)} for p in lb.pairs]
+    brows = [{"name": name, "n": b.n, "consistent": _share(b.consistent), "first": _share(b.first),
+              "second": _share(b.second),
+              "longer": f"{_share(b.judge_prefers_longer)} ({b.length_pairs})"} for name, b in (bias or {}).items()]
+    return {"lb": lb, "standings": standings, "pairs": pairs, "bias": brows}
+
+
+def leaderboard_fragment(lb: Leaderboard, *, title: str = "Leaderboard",
+                         bias: Mapping[str, BiasReport] | None = None) -> str:
+    """A ``<section>`` to include in another HTML report (already escaped; mark it safe there)."""
+    return _env().from_string(_FRAGMENT).render(title=title, **context(lb, bias))
+
+
+def leaderboard_page(lb: Leaderboard, *, title: str = "referee leaderboard",
+                     bias: Mapping[str, BiasReport] | None = None) -> str:
+    """A standalone, offline HTML page."""
+    frag = leaderboard_fragment(lb, title=title, bias=bias)
+    return _env().from_string(_PAGE).render(title=title, fragment=jinja2.utils.markupsafe.Markup(frag),
+                                            version=__version__)

@@ -1,0 +1,89 @@
+"""A Markdown summary for a pull-request comment or GitHub's step summary (``$GITHUB_STEP_SUMMARY``)."""
+
+from __future__ import annotations
+
+import html
+
+from ..aggregate.summary import CaseLine, Group, Summary
+from ..gates import GateResult
+
+
+def _cell(text: object, limit: int = 160) -> str:
+    """Case text is data: escape HTML and table syntax, keep one line."""
+    s = " ".join(str(text).split())
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return html.escape(s).replace("|", "\\|")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(lo: float | None, hi: float | None, pct: bool) -> str:
+    if lo is None or hi is None:
+        return "n/a"
+    return f"{_pct(lo)}–{_pct(hi)}" if pct else f"{lo:.3f}–{hi:.3f}"
+
+
+def _group_row(g: Group) -> str:
+    return (f"| {_cell(g.name)} | {g.cases} | {_pct(g.pass_rate.estimate)} | "
+            f"{_ci(g.pass_rate.lo, g.pass_rate.hi, True)} | {_num(g.mean.estimate)} | "
+            f"{g.unscored + g.errors} | {_num(g.mean_cost, 5)} | {_num(g.mean_latency_ms, 0)} |")
+
+
+def _cases(title: str, cases: list[CaseLine]) -> list[str]:
+    if not cases:
+        return []
+    out = [f"**{title}**", "", "| case | category | score | rationale |", "|---|---|---|---|"]
+    for c in cases:
+        out.append(f"| `{_cell(c.id, 80)}` | {_cell(c.category)} | {_num(c.score)} | {_cell(c.rationale or '')} |")
+    return out + [""]
+
+
+def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
+    comp = s.comparison
+    failed = [g for g in gates if g.failed]
+    status = "❌ gate failed" if exit_code == 1 else "✅ passed"
+    head = f"### referee score: {status}"
+    if comp:
+        head += f" · verdict **{comp.verdict}**"
+    lines = [head, ""]
+    o = s.overall
+    lines.append(f"Pass rate **{_pct(o.pass_rate.estimate)}** (95% CI {_ci(o.pass_rate.lo, o.pass_rate.hi, True)}), "
+                 f"mean **{_num(o.mean.estimate)}** over {o.cases} cases at threshold {s.threshold:g}"
+                 + (f"; {o.unscored + o.errors} rows unscored" if o.unscored + o.errors else "") + ".")
+    lines.append("")
+    lines += ["| category | cases | pass rate | 95% CI | mean | unscored | mean cost | mean latency ms |",
+              "|---|---|---|---|---|---|---|---|"]
+    lines += [_group_row(g) for g in [*s.categories, o]]
+    lines.append("")
+    if comp:
+        b = comp.baseline_overall
+        lines.append(f"Against the baseline ({comp.shared} shared cases): pass rate {_pct(b.pass_rate.estimate)} → "
+                     f"{_pct(o.pass_rate.estimate)}; {comp.regression_count} regressed, {comp.fixed} fixed. "
+                     f"{_cell(comp.verdict_reason, 300)}.")
+        lines.append("")
+        lines += _cases(f"Regressions ({comp.regression_count})", comp.regressions[:10])
+    lines += _cases("Lowest-scoring cases", s.lowest)
+    if s.adversarial:
+        lines += ["**Adversarial (per attack type; not in the numbers above)**", "",
+                  "| attack type | cases | pass rate | 95% CI | mean | unscored | mean cost | mean latency ms |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [_group_row(g) for g in s.adversarial] + [""]
+    if gates:
+        lines += ["| gate | result | detail |", "|---|---|---|"]
+        for g in gates:
+            res = "FAIL" if g.failed else ("pass" if g.evaluated else "skipped")
+            lines.append(f"| `{g.flag}` | {res} | {_cell(g.message, 300)} |")
+        lines.append("")
+    if failed:
+        lines.append(f"{len(failed)} gate(s) failed.")
+    warn = [w for w in s.warnings if w.startswith(("small sample", "categories"))]
+    for w in warn[:5]:
+        lines.append(f"> ⚠ {_cell(w, 300)}")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,157 @@
+"""The terminal report of ``referee score`` (rich tables on stdout; warnings go to stderr elsewhere)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..aggregate.summary import CaseLine, Group, Summary
+from ..gates import GateResult
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(lo: float | None, hi: float | None, pct: bool = True) -> str:
+    if lo is None or hi is None:
+        return "n/a"
+    return f"{_pct(lo)} – {_pct(hi)}" if pct else f"{lo:.3f} – {hi:.3f}"
+
+
+def _groups_table(title: str, first: str, groups: list[Group], total: Group | None, repeats: bool) -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for col in (first, "cases", "mean", "pass rate", "95% CI", "Wilson 95%", "unscored", "mean cost $",
+                "mean latency ms"):
+        t.add_column(col, justify="left" if col == first else "right")
+    if repeats:
+        t.add_column("pass@k", justify="right")
+        t.add_column("pass^k", justify="right")
+    rows = [*groups, total] if total is not None and len(groups) != 1 else groups
+    for g in rows:
+        cells = [escape(g.name), str(g.cases), _num(g.mean.estimate), _pct(g.pass_rate.estimate),
+                 _ci(g.pass_rate.lo, g.pass_rate.hi), _ci(g.pass_rate_wilson.lo, g.pass_rate_wilson.hi),
+                 str(g.unscored + g.errors) if g.unscored + g.errors else "0", _num(g.mean_cost, 5),
+                 _num(g.mean_latency_ms, 0)]
+        if repeats:
+            cells += [_pct(g.pass_at_k), _pct(g.pass_all_k)]
+        t.add_row(*cells, style="bold" if g is total else None)
+    return t
+
+
+def _case(c: CaseLine, extra: str = "") -> str:
+    score = "unscored" if c.score is None else f"{c.score:.3f}"
+    rep = ""
+    if c.repeats > 1 and c.pass_share is not None:
+        rep = f" [{c.repeats} repeats, passes {c.pass_share:.0%}, sd {c.sd or 0:.3f}]"
+    why = escape(" ".join((c.rationale or "(no rationale)").split()))
+    if len(why) > 240:
+        why = why[:239] + "…"
+    return f"  {escape(c.id)} ({escape(c.category)}) score {score}{extra}{rep}: {why}"
+
+
+def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *, console: Console | None = None) -> None:
+    con = console or Console(file=sys.stdout, highlight=False, soft_wrap=False,
+                             width=None if sys.stdout.isatty() else max(shutil.get_terminal_size().columns, 120))
+    o = s.overall
+    repeats = s.repeats is not None and s.repeats.max_repeats > 1
+    con.print(f"[bold]referee score[/bold] {escape(s.path)}: {o.rows} rows, {o.cases} scored cases, "
+              f"threshold {s.threshold:g}")
+    con.print(f"  pass rate [bold]{_pct(o.pass_rate.estimate)}[/bold] "
+              f"(95% CI {_ci(o.pass_rate.lo, o.pass_rate.hi)}, {o.pass_rate.method}; "
+              f"Wilson {_ci(o.pass_rate_wilson.lo, o.pass_rate_wilson.hi)})")
+    con.print(f"  mean      [bold]{_num(o.mean.estimate)}[/bold] (95% CI {_ci(o.mean.lo, o.mean.hi, False)})")
+    if o.unscored or o.errors:
+        con.print(f"  [yellow]{o.unscored} unscored and {o.errors} error rows[/yellow] are left out of the rates "
+                  "and means (they are neither passes nor fails)")
+    if s.small_sample:
+        con.print(f"  [yellow]small sample: {o.cases} cases; treat the rates as rough[/yellow]")
+    con.print()
+    con.print(_groups_table("Per category", "category", s.categories, o, repeats))
+    con.print()
+    con.print("[bold]Lowest-scoring cases[/bold] (the failures behind the numbers):")
+    for c in s.lowest:
+        con.print(_case(c))
+    if not s.lowest:
+        con.print("  (no scored cases)")
+    if s.repeats is not None and s.repeats.flaky:
+        con.print()
+        con.print(f"[bold]Flaky cases[/bold] (repeats on both sides of the threshold): {len(s.repeats.flaky)}")
+        for c in s.repeats.flaky[:10]:
+            con.print(_case(c))
+    if s.repeats is not None and s.repeats.below_min_pass_rate:
+        con.print()
+        con.print("[bold]Cases under the minimum per-case pass rate[/bold]:")
+        for c in s.repeats.below_min_pass_rate[:10]:
+            con.print(_case(c))
+    if s.adversarial:
+        con.print()
+        con.print(_groups_table("Adversarial track, per attack type (kept out of the correctness numbers)",
+                                "attack type", s.adversarial, None, repeats))
+        for c in s.adversarial_failures[:5]:
+            con.print(_case(c))
+    comp = s.comparison
+    if comp is not None:
+        b = comp.baseline_overall
+        con.print()
+        con.print(f"[bold]Against baseline[/bold] {escape(comp.baseline)}: {comp.shared} shared cases")
+        if comp.missing or comp.added:
+            con.print(f"  [yellow]case sets differ (allowed): {len(comp.missing)} missing, {len(comp.added)} "
+                      f"added[/yellow]: missing {escape(', '.join(comp.missing[:10]))}; added "
+                      f"{escape(', '.join(comp.added[:10]))}")
+        con.print(f"  pass rate {_pct(b.pass_rate.estimate)} -> {_pct(o.pass_rate.estimate)}, "
+                  f"mean {_num(b.mean.estimate)} -> {_num(o.mean.estimate)}, "
+                  f"mean cost {_num(b.mean_cost, 5)} -> {_num(o.mean_cost, 5)}, "
+                  f"mean latency {_num(b.mean_latency_ms, 0)} -> {_num(o.mean_latency_ms, 0)} ms")
+        con.print(f"  {comp.regression_count} regressed (passed in the baseline, fail now), {comp.fixed} fixed; "
+                  f"exact McNemar p = {comp.mcnemar_p:.3g} ({comp.mcnemar_b} vs {comp.mcnemar_c} discordant)")
+        for c in comp.regressions[:10]:
+            base = "" if c.baseline_score is None else f" (baseline {c.baseline_score:.3f})"
+            con.print(_case(c, base))
+        if comp.regression_count > 10:
+            con.print(f"  ... and {comp.regression_count - 10} more (see --json-out / --junit-xml)")
+        if comp.lost_scores:
+            con.print(f"  [yellow]{len(comp.lost_scores)} case(s) passed in the baseline and are unscored now"
+                      f"[/yellow]: {escape(', '.join(comp.lost_scores[:10]))}")
+        if comp.tests:
+            t = Table(title="Paired bootstrap on shared cases (Benjamini-Hochberg per direction)",
+                      title_justify="left", show_edge=False, pad_edge=False)
+            for col in ("scope", "metric", "n", "diff", "95% CI", "p", "adj. p", "significant"):
+                t.add_column(col, justify="left" if col in ("scope", "metric") else "right")
+            for pt in comp.tests:
+                sig = (f"[red]{pt.direction}[/red]" if pt.direction == "drop" else f"[green]{pt.direction}[/green]") \
+                    if pt.significant else "no"
+                t.add_row(escape(pt.scope), pt.metric, str(pt.n), f"{pt.diff:+.3f}",
+                          _ci(pt.lo, pt.hi, False), f"{pt.p_value:.3g}",
+                          "n/a" if pt.p_adjusted is None else f"{pt.p_adjusted:.3g}", sig)
+            con.print(t)
+        for sk in comp.skipped:
+            con.print(f"  skipped test: {escape(sk)}")
+        if comp.adversarial_regressions:
+            con.print(f"  adversarial regressions: {len(comp.adversarial_regressions)}")
+            for c in comp.adversarial_regressions[:5]:
+                con.print(_case(c))
+        colour = {"REGRESSED": "red", "INCONCLUSIVE": "yellow", "IMPROVED": "green"}.get(comp.verdict, "green")
+        con.print(f"  verdict: [bold {colour}]{comp.verdict}[/bold {colour}] ({escape(comp.verdict_reason)})")
+    if s.power is not None and s.power.min_detectable_drop is not None:
+        p = s.power
+        need = "n/a" if p.cases_needed is None else str(p.cases_needed)
+        con.print(f"  power: with {p.n} cases a drop of {p.min_detectable_drop:.1%} in pass rate is the smallest "
+                  f"detected 80% of the time (alpha 0.05; {p.basis}); detecting a {p.target_drop:.1%} drop "
+                  f"needs about {need} cases")
+    if gates:
+        con.print()
+        con.print("[bold]Gates[/bold]")
+        for g in gates:
+            mark = "[red]FAIL[/red]" if g.failed else ("[green]pass[/green]" if g.evaluated else "[yellow]skip"
+                                                                                              "[/yellow]")
+            con.print(f"  {mark} {g.flag}: {escape(g.message)}")
+    con.print(f"exit {exit_code}: " + {0: "passed", 1: "gate failed"}.get(exit_code, "error"))

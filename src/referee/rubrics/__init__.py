@@ -1,0 +1,7 @@
+"""Rubrics as data: YAML files describing criteria, scales, composites, pass rules and verdict bands."""
+
+from .loader import RubricInfo, list_rubrics, load_rubric, parse_rubric
+from .model import SCALES, Band, Criterion, Rubric, normalise
+
+__all__ = ["SCALES", "Band", "Criterion", "Rubric", "RubricInfo", "list_rubrics", "load_rubric", "normalise",
+           "parse_rubric"]

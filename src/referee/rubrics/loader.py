@@ -1,0 +1,114 @@
+"""Loading rubric files (shipped by name, or the user's own path) with errors naming file, line and field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import InputError
+from .model import Rubric
+
+SHIPPED = Path(__file__).parent / "files"
+
+
+@dataclass(frozen=True)
+class RubricInfo:
+    name: str
+    kind: str
+    criteria: int
+    description: str
+    path: str
+
+
+def _node_line(node: Any, loc: tuple[Any, ...]) -> int | None:
+    """The 1-based line of the YAML node at ``loc`` (the deepest one found)."""
+    line = None
+    for part in loc:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            node = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            node = node.value[part] if part < len(node.value) else None
+        else:
+            break
+    if node is not None:
+        line = node.start_mark.line + 1
+    return line
+
+
+def _field_name(loc: tuple[Any, ...]) -> str | None:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("function-after[_weights_ok()]",) or str(part).startswith(("function-", "__")):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or None
+
+
+def parse_rubric(text: str, source: str) -> Rubric:
+    """Validate rubric YAML text; ``source`` names the file in errors."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"malformed YAML ({getattr(exc, 'problem', exc)})", file=source,
+                         line=(mark.line + 1) if mark else None) from exc
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping with a 'criteria' list", file=source)
+    if "criteria" not in data or data["criteria"] is None:
+        raise InputError("missing: the rubric has no criteria", file=source, field="criteria")
+    if not data.get("name") and not data.get("skill"):
+        data["name"] = Path(source).stem
+    try:
+        return Rubric.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err.get("loc", ()))
+        msg = str(err.get("msg", exc)).removeprefix("Value error, ")
+        fld = _field_name(loc)
+        if fld is None and ("weight" in msg or "criteria without" in msg):
+            fld = "criteria[].weight"
+        line = _node_line(node, loc) if loc else None
+        if err.get("type") == "literal_error" and loc and loc[-1] == "scale":
+            msg = f"unknown scale {err.get('input')!r}; use one of binary, 0-1, 0-2, 1-5"
+        raise InputError(msg, file=source, line=line, field=fld) from exc
+
+
+def load_rubric(name_or_path: str | Path) -> Rubric:
+    """A shipped rubric by name (``agent-evaluation``) or a YAML file by path."""
+    p = Path(name_or_path)
+    if not p.exists():
+        shipped = SHIPPED / f"{name_or_path}.yaml"
+        if shipped.exists():
+            p = shipped
+        else:
+            names = ", ".join(r.name for r in list_rubrics())
+            raise InputError(f"no such file, and not a shipped rubric (shipped: {names})", file=str(name_or_path))
+    if p.is_dir():
+        raise InputError("is a directory, expected a rubric YAML file", file=str(p))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("not valid UTF-8", file=str(p)) from exc
+    return parse_rubric(text, str(p))
+
+
+def list_rubrics() -> list[RubricInfo]:
+    """The rubrics and criteria files shipped with referee."""
+    out = []
+    for f in sorted(SHIPPED.glob("*.yaml")):
+        r = parse_rubric(f.read_text(encoding="utf-8"), str(f))
+        desc = (r.description or "").strip().splitlines()
+        out.append(RubricInfo(name=f.stem, kind=r.kind, criteria=len(r.criteria),
+                              description=desc[0] if desc else "", path=str(f)))
+    return out

@@ -1,0 +1,99 @@
+"""The suite's gates, applied with ``referee score``'s own engine (``referee.aggregate`` + ``referee.gates``)
+so a suite gates exactly as ``referee score RESULTS --<same options>`` would."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import UserError
+from ..results.schema import ResultRow
+from .model import Gates
+
+_BASELINE_ONLY = ("fail_on_regression", "fail_on_cost_regression", "fail_on_latency_regression",
+                  "fail_on_significant_regression", "fail_on_inconclusive")
+
+
+def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path, show: bool = True) -> int:
+    """Aggregate ``results``, print the score summary with the gate verdicts, return the exit code."""
+    code, _ = gate_verdicts(results, gates, threshold=threshold, base_dir=base_dir, show=show)
+    return code
+
+
+def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Path,
+                  show: bool = False) -> tuple[int, list[Any]]:
+    """(exit code, ``referee.gates.GateResult`` list) for ``results`` under ``gates``."""
+    from ..aggregate import ScoreOptions, load_table, summarize
+    from ..gates import GateConfig, evaluate_gates
+    from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
+
+    baseline = None
+    if gates.baseline is not None:
+        b = Path(gates.baseline)
+        baseline = b if b.is_absolute() else base_dir / b
+    else:
+        asked = [k for k in _BASELINE_ONLY if getattr(gates, k)]
+        if asked:
+            raise UserError(f"gates.{asked[0]} needs gates.baseline")
+    opts = ScoreOptions(threshold=gates.threshold if gates.threshold is not None else threshold,
+                        n_boot=gates.n_boot or DEFAULT_N_BOOT,
+                        boot_seed=gates.boot_seed if gates.boot_seed is not None else DEFAULT_SEED)
+    table = load_table(str(results))
+    base_table = load_table(str(baseline)) if baseline is not None else None
+    summary = summarize(table, opts, baseline=base_table, min_case_pass_rate=gates.min_case_pass_rate)
+    verdicts = evaluate_gates(summary, GateConfig(
+        fail_under=gates.fail_under, fail_on_regression=gates.fail_on_regression,
+        fail_on_cost_regression=gates.fail_on_cost_regression,
+        fail_on_latency_regression=gates.fail_on_latency_regression,
+        cost_tolerance=gates.cost_regression_tolerance, latency_tolerance=gates.latency_regression_tolerance,
+        max_mean_cost=gates.fail_if_mean_cost_above, max_mean_latency=gates.fail_if_mean_latency_above,
+        fail_on_significant_regression=gates.fail_on_significant_regression,
+        fail_on_inconclusive=gates.fail_on_inconclusive, max_unscored_rate=gates.fail_if_unscored_above,
+        min_case_pass_rate=gates.min_case_pass_rate,
+    ))
+    code = 1 if any(g.failed for g in verdicts) else 0
+    if show:
+        from ..reports.score_terminal import render_terminal
+
+        render_terminal(summary, verdicts, code)
+    return code, verdicts
+
+
+def evaluator_table(rows: Sequence[ResultRow]) -> str:
+    """Pass rate and mean score per evaluator (from the rows' criteria): which check fails most."""
+    stats: dict[str, list[float]] = defaultdict(list)
+    passes: dict[str, list[bool]] = defaultdict(list)
+    other: dict[str, int] = defaultdict(int)
+    order: list[str] = []
+    for r in rows:
+        for c in r.criteria:
+            if c.id not in stats and c.id not in other:
+                order.append(c.id)
+            if c.status == "scored" and c.score is not None:
+                stats[c.id].append(c.score)
+                if c.passed is not None:
+                    passes[c.id].append(c.passed)
+            else:
+                other[c.id] += 1
+    if not order:
+        return ""
+    width = max(12, *(len(k) for k in order))
+    lines = [f"{'evaluator':<{width}}  {'pass rate':>9}  {'mean':>6}  {'n':>6}  unscored/error"]
+    for k in order:
+        s, p = stats.get(k, []), passes.get(k, [])
+        pr = f"{sum(p) / len(p):.1%}" if p else "-"
+        mean = f"{sum(s) / len(s):.3f}" if s else "-"
+        lines.append(f"{k:<{width}}  {pr:>9}  {mean:>6}  {len(s):>6}  {other.get(k, 0)}")
+    return "\n".join(lines)
+
+
+def echo_failures(rows: Sequence[ResultRow], limit: int = 10) -> None:
+    bad = [r for r in rows if r.status != "scored"]
+    for r in bad[:limit]:
+        click.echo(f"warning: case '{r.id}' {r.status}: {r.error}", err=True)
+    if len(bad) > limit:
+        click.echo(f"warning: ... and {len(bad) - limit} more unscored/error cases (see the results file)", err=True)

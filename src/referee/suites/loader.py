@@ -1,0 +1,408 @@
+"""Loading and validating suite files. Every problem is collected with its path and YAML line, so
+``referee validate`` can report them all at once (``suite.yaml:14 evaluators[2].regex.pattern: ...``)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import fnmatch
+import hashlib
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..cases import Case, load_cases
+from ..errors import InputError, UserError
+from ..evaluators.base import Evaluator
+from .model import RESERVED_ENTRY_KEYS, EntryMeta, Gates, JudgeDefaults, Scoring, SuiteFile
+from .options import OptionProblem, build_evaluator
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int | None
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where} {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class SuiteInvalid(UserError):
+    """The suite file has problems; the message lists every one, one per line."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+@dataclass
+class EvalSpec:
+    """One evaluator as a suite uses it."""
+
+    label: str
+    name: str
+    evaluator: Evaluator
+    weight: float = 1.0
+    threshold: float | None = None
+    critical: bool = False
+    field: str = "output"
+    line: int | None = None
+
+    @property
+    def is_llm(self) -> bool:
+        return bool(getattr(self.evaluator, "is_llm", False))
+
+    @property
+    def blocking(self) -> bool:
+        return bool(getattr(self.evaluator, "blocking", False))
+
+
+@dataclass
+class Suite:
+    path: str
+    name: str
+    cases: list[Case]
+    specs: list[EvalSpec]
+    scoring: Scoring = field(default_factory=lambda: Scoring())
+    judge: JudgeDefaults | None = None
+    gates: Gates = field(default_factory=lambda: Gates())
+    concurrency: int | None = None
+    sha256: str = ""
+    cases_path: str | None = None
+    base_dir: Path = field(default_factory=Path)
+
+    @property
+    def llm_specs(self) -> list[EvalSpec]:
+        return [s for s in self.specs if s.is_llm]
+
+    def config_hash(self) -> str:
+        """Identity of what the suite computes (for resuming only rows produced the same way)."""
+        h = hashlib.sha256(self.sha256.encode())
+        for s in self.specs:
+            h.update(repr((s.label, s.name, s.weight, s.threshold, s.critical, s.field, s.evaluator)).encode())
+        return h.hexdigest()
+
+    def filtered(self, patterns: list[str]) -> Suite:
+        """Cases and evaluators matching ``--filter`` patterns (globs).
+
+        ``id:GLOB``/``category:GLOB`` select cases, ``evaluator:GLOB`` selects evaluators (by label or name);
+        a bare GLOB selects cases whose id or category matches. Patterns of one kind are alternatives.
+        """
+        case_pats: list[tuple[str, str]] = []
+        ev_pats: list[str] = []
+        for p in patterns:
+            kind, sep, glob = p.partition(":")
+            if sep and kind in ("id", "category", "case"):
+                case_pats.append((kind, glob))
+            elif sep and kind in ("evaluator", "eval", "check"):
+                ev_pats.append(glob)
+            elif sep:
+                raise UserError(f"--filter {p!r}: unknown kind '{kind}' (use id:, category: or evaluator:)")
+            else:
+                case_pats.append(("any", p))
+
+        def case_ok(c: Case) -> bool:
+            if not case_pats:
+                return True
+            for kind, glob in case_pats:
+                cat = c.category or ""
+                if kind in ("id", "case", "any") and fnmatch.fnmatchcase(c.id, glob):
+                    return True
+                if kind in ("category", "any") and fnmatch.fnmatchcase(cat, glob):
+                    return True
+            return False
+
+        specs = [s for s in self.specs
+                 if not ev_pats or any(fnmatch.fnmatchcase(s.label, g) or fnmatch.fnmatchcase(s.name, g)
+                                       for g in ev_pats)]
+        cases = [c for c in self.cases if case_ok(c)]
+        if not cases:
+            raise UserError(f"--filter matched no case of {self.path}")
+        if not specs:
+            raise UserError(f"--filter matched no evaluator of {self.path}")
+        return dataclasses.replace(self, cases=cases, specs=specs)
+
+
+def _line_map(node: Any, path: Path_ = (), out: dict[Path_, int] | None = None) -> dict[Path_, int]:
+    """Line (1-based) of every mapping key and sequence item in a composed YAML document."""
+    out = {} if out is None else out
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = k.value
+            out[(*path, key)] = k.start_mark.line + 1
+            _line_map(v, (*path, key), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            out[(*path, i)] = item.start_mark.line + 1
+            _line_map(item, (*path, i), out)
+    return out
+
+
+def _fmt_path(path: Path_) -> str:
+    s = ""
+    for p in path:
+        s += f"[{p}]" if isinstance(p, int) else (f".{p}" if s else str(p))
+    return s
+
+
+class _Collector:
+    def __init__(self, file: str, lines: dict[Path_, int]) -> None:
+        self.file = file
+        self.lines = lines
+        self.problems: list[Problem] = []
+
+    def line(self, path: Path_) -> int | None:
+        p = tuple(path)
+        while p:
+            if p in self.lines:
+                return self.lines[p]
+            p = p[:-1]
+        return 1 if self.lines else None
+
+    def add(self, path: Path_, message: str, line: int | None = None) -> None:
+        self.problems.append(Problem(self.file, line if line is not None else self.line(path),
+                                     _fmt_path(path), message))
+
+
+def _resolve_files(options: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Options naming files (``*_file``) are relative to the suite file."""
+    out = dict(options)
+    for k, v in options.items():
+        if k.endswith("_file") and isinstance(v, str) and not Path(v).is_absolute():
+            out[k] = str(base / v)
+    return out
+
+
+def _build_entry(entry: Any, idx: int, col: _Collector, base: Path) -> EvalSpec | None:
+    from .. import plugins
+
+    here: Path_ = ("evaluators", idx)
+    if isinstance(entry, str):
+        name, raw_opts, meta_raw = entry, {}, {}
+    elif isinstance(entry, dict):
+        names = [k for k in entry if k not in RESERVED_ENTRY_KEYS]
+        if len(names) != 1:
+            col.add(here, "an evaluator entry needs exactly one evaluator name besides "
+                          f"{', '.join(RESERVED_ENTRY_KEYS)} (got {', '.join(map(str, names)) or 'none'})")
+            return None
+        name = str(names[0])
+        raw_opts = entry[names[0]]
+        meta_raw = {k: v for k, v in entry.items() if k in RESERVED_ENTRY_KEYS}
+    else:
+        col.add(here, f"expected an evaluator name or mapping, got {type(entry).__name__}")
+        return None
+    opt_path: Path_ = (*here, name) if isinstance(entry, dict) else here
+    try:
+        meta = EntryMeta.model_validate(meta_raw)
+    except ValidationError as exc:
+        for e in exc.errors():
+            col.add((*here, *e["loc"]), e["msg"])
+        meta = None
+    try:
+        target = plugins.resolve(name)
+    except UserError as exc:
+        col.add(opt_path, str(exc))
+        return None
+    primary = getattr(target, "primary", None) if inspect.isclass(target) else None
+    if raw_opts is None:
+        options: dict[str, Any] = {}
+    elif isinstance(raw_opts, dict):
+        options = raw_opts
+    elif primary:
+        options = {primary: raw_opts}
+    else:
+        col.add(opt_path, f"options must be a mapping {{option: value}}, got {type(raw_opts).__name__}")
+        return None
+    options = _resolve_files(options, base)
+    try:
+        evaluator = _instantiate(target, name, options)
+    except OptionProblem as exc:
+        for opt, msg in exc.problems:
+            sub = tuple(int(x) if x.isdigit() else x for x in opt.split(".")) if opt else ()
+            col.add((*opt_path, *sub), msg)
+        return None
+    except UserError as exc:
+        col.add(opt_path, str(exc))
+        return None
+    if meta is None:
+        return None
+    return EvalSpec(label=meta.id or name, name=name, evaluator=evaluator, weight=meta.weight,
+                    threshold=meta.threshold, critical=meta.critical, field=meta.field,
+                    line=col.line(here))
+
+
+def _instantiate(target: Any, name: str, options: dict[str, Any]) -> Evaluator:
+    from .. import plugins
+
+    if inspect.isclass(target) and issubclass(target, Evaluator):
+        return build_evaluator(target, options)
+    if isinstance(target, Evaluator):
+        if options:
+            raise OptionProblem([("", f"'{name}' is an evaluator instance and takes no options")])
+        return target
+    if callable(target):
+        accepted, var_kw = plugins.function_option_names(target)
+        unknown = sorted(set(options) - accepted) if not var_kw else []
+        if unknown:
+            raise OptionProblem([(u, f"unknown option (options: {', '.join(sorted(accepted)) or 'none'})")
+                                 for u in unknown])
+        return plugins.from_function(target, name, options)
+    raise OptionProblem([("", f"'{name}' is a {type(target).__name__}, not an evaluator class, instance or "
+                              "function")])
+
+
+def _load_cases(model: SuiteFile, col: _Collector, base: Path) -> tuple[list[Case], str | None]:
+    from ..cases import _check_case  # the same checks and messages as cases files
+
+    cases: list[Case] = []
+    cases_path = None
+    if isinstance(model.cases, str):
+        p = Path(model.cases)
+        cases_path = str(p if p.is_absolute() else base / p)
+        try:
+            cases = load_cases(cases_path).cases
+        except InputError as exc:
+            col.add(("cases",), str(exc))
+    else:
+        if not model.cases:
+            col.add(("cases",), "no cases")
+        for i, obj in enumerate(model.cases):
+            try:
+                cases.append(_check_case(obj, col.file, col.line(("cases", i)), i))
+            except InputError as exc:
+                col.add(("cases", i, *((exc.field,) if exc.field else ())), exc.reason, col.line(("cases", i)))
+    seen: dict[str, int] = {}
+    for c in cases:
+        if c.id in seen:
+            col.add(("cases",), f"duplicate case id '{c.id}' ({c.where}); ids must be unique")
+        seen[c.id] = 1
+    return cases, cases_path
+
+
+def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
+    """Load a suite, collecting every problem. Returns (suite or None when unusable, problems)."""
+    p = Path(path)
+    sp = str(path)
+    if not p.exists():
+        return None, [Problem(sp, None, "", "file not found")]
+    try:
+        raw = p.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(sp, None, "", f"cannot read the suite as UTF-8: {exc}")]
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return None, [Problem(sp, mark.line + 1 if mark else None, "",
+                              f"malformed YAML ({getattr(exc, 'problem', None) or exc})")]
+    col = _Collector(sp, _line_map(node))
+    if not isinstance(data, dict):
+        col.add((), "a suite file is a mapping with at least 'cases' and 'evaluators'")
+        return None, col.problems
+    base = p.resolve().parent
+    # Plugins first: they register evaluator names the rest of the file may use.
+    plugin_list = data.get("plugins")
+    for i, mod in enumerate(plugin_list if isinstance(plugin_list, list) else []):
+        if not isinstance(mod, str):
+            continue
+        try:
+            importlib.import_module(mod)
+        except Exception as exc:  # noqa: BLE001 - any import failure is a config problem of this line
+            col.add(("plugins", i), f"cannot import plugin module '{mod}': {type(exc).__name__}: {exc}")
+    model: SuiteFile | None
+    try:
+        model = SuiteFile.model_validate(data)
+    except ValidationError as exc:
+        model = None
+        for e in exc.errors():
+            loc = tuple(e["loc"])
+            if loc and loc[0] == "evaluators" and len(loc) >= 3:
+                continue  # entries are checked one by one below, with better messages
+            col.add(loc, e["msg"])
+    raw_entries = data.get("evaluators")
+    entries: list[Any] = raw_entries if isinstance(raw_entries, list) else []
+    specs: list[EvalSpec] = []
+    for i, entry in enumerate(entries):
+        spec = _build_entry(entry, i, col, base)
+        if spec is not None:
+            specs.append(spec)
+    labels: dict[str, int] = {}
+    for s in specs:
+        n = labels.get(s.label, 0) + 1
+        labels[s.label] = n
+        if n > 1:
+            s.label = f"{s.label}#{n}"
+    if model is None:
+        return None, col.problems
+    cases, cases_path = _load_cases(model, col, base)
+    if model.gates.baseline is not None and not (base / model.gates.baseline).exists():
+        col.add(("gates", "baseline"), f"baseline results file not found: {base / model.gates.baseline}")
+    judge = model.judge
+    if judge is not None and judge.template_file is not None:
+        tf = base / judge.template_file
+        if not tf.exists():
+            col.add(("judge", "template_file"), f"template file not found: {tf}")
+        judge = judge.model_copy(update={"template_file": str(tf)})
+    if col.problems:
+        return None, col.problems
+    specs = [_with_judge_defaults(s, judge) for s in specs]
+    suite = Suite(path=sp, name=model.name or p.stem, cases=cases, specs=specs, scoring=model.scoring,
+                  judge=judge, gates=model.gates, concurrency=model.concurrency,
+                  sha256=hashlib.sha256(raw).hexdigest(), cases_path=cases_path, base_dir=base)
+    return suite, []
+
+
+def _with_judge_defaults(spec: EvalSpec, judge: JudgeDefaults | None) -> EvalSpec:
+    ev = spec.evaluator
+    if judge is None or not hasattr(ev, "with_defaults"):
+        return spec
+    new = ev.with_defaults(template=judge.template, template_file=judge.template_file, rubric=judge.rubric,
+                           max_tokens=judge.max_tokens)
+    return dataclasses.replace(spec, evaluator=new)
+
+
+def suite_from_dict(data: dict[str, Any], base_dir: str | Path = ".", name: str = "suite") -> Suite:
+    """A suite from a mapping (as a suite file would hold), e.g. built in a test; relative paths are
+    resolved against ``base_dir``."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="referee-suite-") as tmp:
+        p = Path(tmp) / f"{name}.yaml"
+        p.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        base = Path(base_dir).resolve()
+        data = copy.deepcopy(data)
+        if isinstance(data.get("cases"), str) and not Path(data["cases"]).is_absolute():
+            data["cases"] = str(base / data["cases"])
+        gates = data.get("gates")
+        if isinstance(gates, dict) and isinstance(gates.get("baseline"), str):
+            data["gates"] = {**gates, "baseline": str(base / gates["baseline"])}
+        for entry in data.get("evaluators") or []:
+            if isinstance(entry, dict):
+                for opts in entry.values():
+                    if isinstance(opts, dict):
+                        for k, v in list(opts.items()):
+                            if k.endswith("_file") and isinstance(v, str) and not Path(v).is_absolute():
+                                opts[k] = str(base / v)
+        p.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        suite = load_suite(p)
+    return dataclasses.replace(suite, base_dir=base, cases_path=suite.cases_path)
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load a suite or raise :class:`SuiteInvalid` listing every problem."""
+    suite, problems = check_suite(path)
+    if problems or suite is None:
+        raise SuiteInvalid(problems or [Problem(str(path), None, "", "invalid suite")])
+    return suite

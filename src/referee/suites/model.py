@@ -1,0 +1,103 @@
+"""The suite file format (YAML), as pydantic models. The JSON Schema published with the package is generated
+from these plus each built-in evaluator's options (``referee.suites.schema``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESERVED_ENTRY_KEYS = ("id", "weight", "threshold", "critical", "field", "description")
+"""Keys of an evaluator entry that configure how the suite uses it; the one other key is its name."""
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Scoring(_M):
+    """How the evaluators of a case combine into the case's score and pass verdict."""
+
+    mode: Literal["weighted_mean", "all_pass", "min"] = Field(
+        default="weighted_mean",
+        description="weighted_mean: weighted mean of the evaluator scores; all_pass: 1 when every evaluator "
+                    "passes, else 0; min: the lowest evaluator score. A failed critical evaluator makes the case "
+                    "score 0 in every mode.")
+    threshold: float = Field(default=0.7, ge=0, le=1, description="A case passes when its score >= threshold.")
+
+
+class JudgeDefaults(_M):
+    """Default settings of the LLM judge for LLM evaluators (command-line flags override them)."""
+
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    template: str | None = Field(default=None, description="Prompt template text with {placeholders} from the case.")
+    template_file: str | None = Field(default=None, description="Prompt template file, relative to the suite file.")
+    rubric: str | None = Field(default=None, description="Criteria for referee's built-in judge template.")
+    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = None
+    seed: int | None = None
+    concurrency: int | None = Field(default=None, ge=1)
+    timeout: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0)
+    input_price_per_mtok: float | None = Field(default=None, ge=0)
+    output_price_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class Gates(_M):
+    """CI gates, with the names and meaning of ``referee score``'s options (dashes become underscores)."""
+
+    threshold: float | None = Field(default=None, ge=0, le=1, description="Pass threshold for the gates (default: "
+                                    "scoring.threshold).")
+    fail_under: float | None = Field(default=None, ge=0, le=1, description="Fail when the pass rate is below this.")
+    baseline: str | None = Field(default=None, description="Baseline results file, relative to the suite file.")
+    fail_on_regression: bool = False
+    fail_on_significant_regression: bool = False
+    fail_on_cost_regression: bool = False
+    fail_on_latency_regression: bool = False
+    cost_regression_tolerance: float = Field(default=0.2, ge=0)
+    latency_regression_tolerance: float = Field(default=0.2, ge=0)
+    fail_if_mean_cost_above: float | None = Field(default=None, ge=0)
+    fail_if_mean_latency_above: float | None = Field(default=None, ge=0)
+    fail_if_unscored_above: float | None = Field(default=None, ge=0, le=1)
+    min_case_pass_rate: float | None = Field(default=None, ge=0, le=1)
+    fail_on_inconclusive: bool = False
+    n_boot: int | None = Field(default=None, ge=1)
+    boot_seed: int | None = None
+
+
+EvaluatorEntry = str | dict[str, Any]
+
+
+class SuiteFile(_M):
+    """A referee suite: cases, the evaluators applied to each, how they combine, the judge and the gates."""
+
+    model_config = ConfigDict(extra="forbid", title="referee suite")
+
+    name: str | None = None
+    description: str | None = None
+    cases: str | list[dict[str, Any]] = Field(
+        ..., description="A cases file (.jsonl, .yaml, .json; relative to the suite file) or a list of cases.")
+    plugins: list[str] = Field(default_factory=list,
+                               description="Python modules to import first (they register evaluators).")
+    evaluators: list[EvaluatorEntry] = Field(
+        ..., min_length=1,
+        description="Evaluator names, or {name: {option: value}, weight, threshold, critical, id, field}. "
+                    "A name may be a dotted path module:attr to a plugin.")
+    scoring: Scoring = Field(default_factory=lambda: Scoring())
+    judge: JudgeDefaults | None = None
+    gates: Gates = Field(default_factory=lambda: Gates())
+    concurrency: int | None = Field(default=None, ge=1, description="Cases evaluated at once (default 8).")
+
+
+class EntryMeta(_M):
+    """The reserved keys of one evaluator entry."""
+
+    id: str | None = Field(default=None, description="Label of this evaluator in results (default: its name).")
+    weight: float = Field(default=1.0, ge=0)
+    threshold: float | None = Field(default=None, ge=0, le=1,
+                                    description="Pass when the evaluator's score >= threshold (default: its own).")
+    critical: bool = False
+    field: str = Field(default="output", description="Case field the evaluator looks at.")
+    description: str | None = None

@@ -1,0 +1,127 @@
+"""Evaluator options as pydantic models derived from the evaluators' dataclass fields.
+
+They type-check what a suite file gives (``ignore_case: "yes"`` is an error naming the option), reject
+unknown options, and provide the per-evaluator JSON Schema published for editors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+import warnings
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from ..errors import UserError
+from ..evaluators.base import Evaluator
+
+
+class OptionProblem(UserError):
+    """One or more options of one evaluator are wrong; ``problems`` are (option path, message) pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in problems))
+
+
+def _field_doc(cls: type, name: str) -> str | None:
+    """The attribute docstring under a dataclass field (what the source says it means), if any."""
+    try:
+        src = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return None
+    lines = src.splitlines()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith(f"{name}:") and i + 1 < len(lines):
+            nxt = lines[i + 1].strip()
+            if nxt.startswith('"""'):
+                doc = nxt.strip('"').strip()
+                return doc or None
+    return None
+
+
+_MODELS: dict[type, type[BaseModel] | None] = {}
+
+
+def options_model(cls: type[Evaluator]) -> type[BaseModel] | None:
+    """A pydantic model of ``cls``'s options (its init dataclass fields); None if it is not a dataclass."""
+    if cls not in _MODELS:
+        _MODELS[cls] = _make_options_model(cls)
+    return _MODELS[cls]
+
+
+def _make_options_model(cls: type[Evaluator]) -> type[BaseModel] | None:
+    if not dataclasses.is_dataclass(cls):
+        return None
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: accept anything rather than refuse to run
+        hints = {}
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if not f.init or f.name.startswith("_"):
+            continue
+        tp = hints.get(f.name, Any)
+        desc = _field_doc(cls, f.name)
+        if f.default is not dataclasses.MISSING:
+            default: Any = Field(default=f.default, description=desc)
+        elif f.default_factory is not dataclasses.MISSING:
+            default = Field(default_factory=f.default_factory, description=desc)
+        else:
+            default = Field(..., description=desc)
+        fields[f.name] = (tp, default)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an option named like a BaseModel attribute ("schema") is fine here
+        return create_model(
+            f"{cls.__name__}Options", __config__=ConfigDict(extra="forbid", strict=False),
+            __doc__=(cls.__doc__ or "").strip() or None, **fields,
+        )
+
+
+def _loc(err: Any) -> str:
+    return ".".join(str(x) for x in err.get("loc", ()))
+
+
+def build_evaluator(cls: type[Evaluator], options: dict[str, Any]) -> Evaluator:
+    """Validate ``options`` against ``cls``'s option model and instantiate it.
+
+    Raises :class:`OptionProblem` listing every wrong option (type errors, unknown names, and the check's
+    own ``OptionError`` from ``__post_init__``, e.g. an invalid regex).
+    """
+    from ..evaluators.checks import OptionError
+
+    model = options_model(cls)
+    kwargs = dict(options)
+    if model is not None:
+        try:
+            validated = model.model_validate(options)
+        except ValidationError as exc:
+            problems = []
+            for e in exc.errors():
+                msg = "unknown option" if e.get("type") == "extra_forbidden" else e.get("msg", "invalid")
+                if e.get("type") == "extra_forbidden":
+                    known = ", ".join(model.model_fields) or "none"
+                    msg = f"unknown option (options: {known})"
+                problems.append((_loc(e), msg))
+            raise OptionProblem(problems) from None
+        kwargs = {k: getattr(validated, k) for k in options}
+    try:
+        return cls(**kwargs)
+    except OptionError as exc:
+        raise OptionProblem([(exc.option, exc.reason)]) from None
+    except UserError as exc:
+        raise OptionProblem([("", str(exc))]) from None
+    except (TypeError, ValueError) as exc:
+        raise OptionProblem([("", str(exc))]) from None
+
+
+def options_json_schema(cls: type[Evaluator]) -> dict[str, Any]:
+    model = options_model(cls)
+    if model is None:
+        return {"type": "object"}
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return schema

@@ -1,0 +1,283 @@
+"""Running a suite: every evaluator on every case, one row per case in the common result schema.
+
+Checks run inline (they are microseconds each), sandboxed code checks in worker threads (bounded by the
+number of cores), LLM evaluators through the judge client (cache, retries, the reply contract). Per-evaluator
+results become the row's ``criteria``; the case score combines them as the suite's ``scoring`` says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..cases import Case
+from ..evaluators.base import CheckResult, Evaluator
+from ..results.manifest import EvalSetInfo, RunManifest, file_sha256, text_sha256
+from ..results.schema import CriterionScore, JudgeInfo, ResultRow, Usage
+from ..runner.session import Outcome, error_row, execute
+from .loader import EvalSpec, Suite
+
+EVALUATOR_LABEL = "suite"
+
+
+def _safe_check(spec: EvalSpec, case: Case, output: Any) -> CheckResult:
+    try:
+        res = spec.evaluator.evaluate(case, output)
+    except Exception as exc:  # noqa: BLE001 - a check that raises is an error row, never a stopped run
+        return CheckResult.error(f"{spec.label} raised {type(exc).__name__}: {exc}")
+    return _checked(spec, res)
+
+
+def _checked(spec: EvalSpec, res: Any) -> CheckResult:
+    if not isinstance(res, CheckResult):
+        return CheckResult.error(f"{spec.label} returned {type(res).__name__}, not a CheckResult")
+    if res.status == "scored" and (res.score is None or not 0.0 <= res.score <= 1.0 or res.score != res.score):
+        return CheckResult.error(f"{spec.label} returned score {res.score!r}; scores are 0-1")
+    return res
+
+
+def _has_async(spec: EvalSpec) -> bool:
+    """Whether the evaluator has its own ``evaluate_async`` (function plugins, judges)."""
+    return type(spec.evaluator).evaluate_async is not Evaluator.evaluate_async
+
+
+def _output_of(case: Case, spec: EvalSpec) -> Any:
+    return case.output if spec.field == "output" else case.get(spec.field)
+
+
+@dataclass
+class CaseEvaluator:
+    """Evaluates one case with every spec of a suite and combines the results into one row."""
+
+    suite: Suite
+    code_slots: asyncio.Semaphore | None = None
+    _fast: bool = field(init=False, default=True)
+
+    def __post_init__(self) -> None:
+        self._fast = not any(s.is_llm or s.blocking or _has_async(s) for s in self.suite.specs)
+
+    async def evaluate(self, case: Case) -> ResultRow:
+        t0 = time.perf_counter()
+        if self._fast:
+            results = [_safe_check(s, case, _output_of(case, s)) for s in self.suite.specs]
+        else:
+            results = list(await asyncio.gather(*(self._one(s, case) for s in self.suite.specs)))
+        return combine(self.suite, case, results, (time.perf_counter() - t0) * 1000)
+
+    def evaluate_sync(self, case: Case) -> ResultRow:
+        """Checks only (no LLM, no sandbox): the benchmark's and the pytest helper's fast path."""
+        t0 = time.perf_counter()
+        results = [_safe_check(s, case, _output_of(case, s)) for s in self.suite.specs]
+        return combine(self.suite, case, results, (time.perf_counter() - t0) * 1000)
+
+    async def _one(self, spec: EvalSpec, case: Case) -> CheckResult:
+        output = _output_of(case, spec)
+        if spec.is_llm:
+            try:
+                return _checked(spec, await spec.evaluator.evaluate_async(case, output))
+            except Exception as exc:  # noqa: BLE001
+                from ..runner.engine import is_fatal
+
+                if is_fatal(exc):
+                    raise  # a bad key or unknown model repeats for every case: stop the run
+                return CheckResult.error(f"{spec.label}: {type(exc).__name__}: {exc}")
+        if spec.blocking:
+            slots = self.code_slots or asyncio.Semaphore(os.cpu_count() or 2)
+            async with slots:
+                return await asyncio.to_thread(_safe_check, spec, case, output)
+        if _has_async(spec):
+            try:
+                return _checked(spec, await spec.evaluator.evaluate_async(case, output))
+            except Exception as exc:  # noqa: BLE001
+                return CheckResult.error(f"{spec.label} raised {type(exc).__name__}: {exc}")
+        return _safe_check(spec, case, output)
+
+
+def _passed(spec: EvalSpec, r: CheckResult, default_threshold: float) -> bool | None:
+    if r.status != "scored" or r.score is None:
+        return None
+    if spec.threshold is not None:
+        return r.score >= spec.threshold
+    if r.passed is not None:
+        return r.passed
+    return r.score >= default_threshold
+
+
+def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms: float) -> ResultRow:
+    """One row from one case's evaluator results (the suite's scoring rule)."""
+    sc = suite.scoring
+    criteria: list[CriterionScore] = []
+    usage: Usage | None = None
+    cost: float | None = None
+    judge: JudgeInfo | None = None
+    raw_reply: str | None = None
+    details: dict[str, Any] = {}
+    bad: list[str] = []
+    statuses = set()
+    wsum = wtot = 0.0
+    all_pass = True
+    lowest = 1.0
+    critical_failed: list[str] = []
+    for spec, r in zip(suite.specs, results, strict=True):
+        statuses.add(r.status)
+        passed = _passed(spec, r, sc.threshold)
+        d = r.details
+        if d:
+            d = dict(d)
+            if "_usage" in d:
+                u = d.pop("_usage")
+                usage = u if usage is None else usage + u
+                c = d.pop("_cost_usd", None)
+                if c is not None:
+                    cost = (cost or 0.0) + c
+                judge = d.pop("_judge", None) or judge
+                raw_reply = d.pop("_raw_reply", None) or raw_reply
+                d.pop("_latency_ms", None)
+            if d:
+                details[spec.label] = d
+        criteria.append(CriterionScore(
+            id=spec.label, name=spec.name if spec.name != spec.label else None, status=r.status,
+            score=r.score if r.status == "scored" else None, passed=passed,
+            weight=spec.weight if spec.weight != 1.0 else None, critical=True if spec.critical else None,
+            rationale=r.reason or None, evidence=[str(e) for e in r.evidence[:5]],
+            error=r.reason if r.status == "error" else None,
+        ))
+        if r.status != "scored":
+            bad.append(f"{spec.label} {r.status}: {r.reason}")
+            continue
+        assert r.score is not None
+        wsum += spec.weight * r.score
+        wtot += spec.weight
+        lowest = min(lowest, r.score)
+        if not passed:
+            all_pass = False
+            bad.append(f"{spec.label}: {r.reason}" if r.reason else f"{spec.label} failed")
+            if spec.critical:
+                critical_failed.append(spec.label)
+    common: dict[str, Any] = {
+        "id": case.id, "category": case.category, "evaluator": EVALUATOR_LABEL, "criteria": criteria,
+        "judge": judge, "usage": usage, "cost_usd": cost, "latency_ms": round(latency_ms, 3),
+        "metadata": case.metadata, "details": {"checks": details} if details else {},
+    }
+    if "error" in statuses or "unscored" in statuses:
+        status: Literal["error", "unscored"] = "error" if "error" in statuses else "unscored"
+        return ResultRow(status=status, error="; ".join(b for b in bad if f" {status}: " in b)[:1000],
+                         rationale="; ".join(bad)[:1000] or None, raw_reply=raw_reply, **common)
+    if sc.mode == "all_pass":
+        score = 1.0 if all_pass else 0.0
+    elif sc.mode == "min":
+        score = lowest
+    else:
+        score = wsum / wtot if wtot > 0 else sum(c.score or 0.0 for c in criteria) / max(1, len(criteria))
+    flags: list[str] = []
+    if critical_failed:
+        score = 0.0
+        flags.append("critical_failed")
+    score = min(1.0, max(0.0, score))
+    ok = score >= sc.threshold and not critical_failed
+    rationale = "; ".join(bad[:3]) if bad else f"all {len(criteria)} evaluators passed"
+    return ResultRow(status="scored", score=round(score, 6), passed=ok, rationale=rationale[:1000], flags=flags,
+                     **common)
+
+
+def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None) -> RunManifest:
+    src = suite.cases_path or suite.path
+    m = RunManifest(
+        kind="suite", command=command,
+        eval_set=EvalSetInfo(path=src, sha256=file_sha256(src) if Path(src).is_file() else suite.sha256,
+                             n_cases=len(suite.cases),
+                             case_ids=[c.id for c in suite.cases]),
+        judge=judge_config,
+    )
+    m.extra["config_hash"] = suite.config_hash()
+    m.extra["suite"] = {"path": suite.path, "name": suite.name, "sha256": suite.sha256,
+                        "evaluators": [s.label for s in suite.specs], "scoring": suite.scoring.model_dump(),
+                        "llm_evaluators": [s.label for s in suite.llm_specs]}
+    if suite.llm_specs:
+        hashes = sorted({getattr(s.evaluator, "template_hash", "") for s in suite.llm_specs})
+        m.extra["judge_template_sha256"] = text_sha256("\n".join(hashes))
+    return m
+
+
+def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int = 8,
+              command: list[str] | None = None, judge_config: Any = None) -> Outcome:
+    """Run ``suite`` writing rows to ``out`` (resuming a crashed identical run) and the manifest beside it."""
+    manifest = build_manifest(suite, command=command or ["referee", *sys.argv[1:]], judge_config=judge_config)
+    ce = CaseEvaluator(suite)
+
+    async def evaluate(case: Case) -> ResultRow:
+        if ce.code_slots is None:
+            ce.code_slots = asyncio.Semaphore(os.cpu_count() or 2)
+        return await ce.evaluate(case)
+
+    # Rows are small, short-lived and acyclic, but the collector rescans every live case and row on each
+    # pass: freezing what is loaded and collecting less often halves the time of a large checks-only run.
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(old[0], 50_000), old[1], max(old[2], 1_000))
+    try:
+        return execute(
+            out=out, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None), evaluate=evaluate,
+            on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
+            client=client, concurrency=concurrency, label="evaluating",
+        )
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
+
+
+@dataclass
+class DryRun:
+    calls: int
+    cases: int
+    llm_evaluators: list[str]
+    input_tokens: int
+    max_output_tokens: int
+    cost_usd: float | None
+
+    def describe(self, prices_known: bool) -> str:
+        lines = [f"dry run: {self.cases} case(s) x {len(self.llm_evaluators)} LLM evaluator(s) "
+                 f"({', '.join(self.llm_evaluators) or 'none'}) = {self.calls} judge call(s); no call was made"]
+        if self.calls:
+            lines.append(f"  estimated input ~{self.input_tokens:,} tokens (4 characters per token), output at "
+                         f"most {self.max_output_tokens:,} tokens (max_tokens per call)")
+            if prices_known and self.cost_usd is not None:
+                lines.append(f"  estimated cost at most ${self.cost_usd:.4f} (before cache hits and retries)")
+            else:
+                lines.append("  cost unknown: give --input-price-per-mtok and --output-price-per-mtok (or "
+                             "judge.input_price_per_mtok / output_price_per_mtok in the suite)")
+        return "\n".join(lines)
+
+
+def dry_run(suite: Suite, *, max_tokens: int, input_price: float | None, output_price: float | None) -> DryRun:
+    """Count judge calls and estimate tokens/cost from the filled prompts, without any provider."""
+    from ..evaluators.checks.judge import JudgeSettings
+
+    specs = suite.llm_specs
+    chars = 0
+    out_tokens = 0
+    for s in specs:
+        ev: Any = s.evaluator
+        if hasattr(ev, "bind") and getattr(ev, "_settings", None) is None:
+            ev.bind(JudgeSettings(client=None, max_tokens=max_tokens))
+        for c in suite.cases:
+            if hasattr(ev, "request"):
+                req = ev.request(c, _output_of(c, s))
+                chars += sum(len(m.content) for m in req.messages)
+                out_tokens += req.max_tokens
+            else:
+                out_tokens += max_tokens
+    in_tokens = chars // 4
+    cost = None
+    if input_price is not None and output_price is not None:
+        cost = in_tokens / 1e6 * input_price + out_tokens / 1e6 * output_price
+    return DryRun(calls=len(specs) * len(suite.cases), cases=len(suite.cases),
+                  llm_evaluators=[s.label for s in specs], input_tokens=in_tokens, max_output_tokens=out_tokens,
+                  cost_usd=cost)

@@ -1,0 +1,126 @@
+"""``referee calibrate``: the seed's behaviour plus agreement statistics and gates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from referee.cli import cli
+
+LOG = """# Judge prompt
+
+## Calibration log
+
+| Date | Cases checked | Mean delta vs human | Action taken |
+|---|---|---|---|
+| - | - | - | not yet calibrated |
+
+Prompt text continues here.
+"""
+
+
+def _jsonl(path: Path, rows: list[dict[str, object]]) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[str, str]:
+    judge = _jsonl(tmp_path / "judge.jsonl", [
+        {"id": "a", "score": 0.9}, {"id": "b", "score": 0.2}, {"id": "c", "score": 0.6},
+        {"id": "d", "score": 1.0}, {"id": "judge-only", "score": 0.5},
+        {"id": "e", "status": "unscored", "error": "invalid judge reply"},
+    ])
+    human = _jsonl(tmp_path / "human.jsonl", [
+        {"id": "a", "score": 1.0}, {"id": "b", "score": 0.0}, {"id": "c", "score": 1.0},
+        {"id": "d", "score": 1.0}, {"id": "e", "score": 0.0}, {"id": "human-only", "score": 1},
+    ])
+    return judge, human
+
+
+def test_seed_behaviour_mean_delta_and_worst_first(files: tuple[str, str], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    judge, human = files
+    out = tmp_path / "cal.json"
+    assert cli(["calibrate", judge, human, "--json-out", str(out)]) == 0  # (0.1+0.2+0.4+0)/4 = 0.175
+    data = json.loads(out.read_text())
+    assert data["n"] == 4
+    assert data["mean_abs_delta"] == pytest.approx(0.175)
+    assert [r["id"] for r in data["per_case"]] == ["c", "b", "a", "d"]
+    text = capsys.readouterr().out
+    assert "0.175" in text and text.index("│ c") < text.index("│ b")
+    assert any("unscored" in n for n in data["notes"])
+    assert cli(["calibrate", judge, human, "--threshold", "0.1"]) == 1
+
+
+def test_update_log_replaces_placeholder_then_appends(files: tuple[str, str], tmp_path: Path) -> None:
+    judge, human = files
+    log = tmp_path / "prompt.md"
+    log.write_text(LOG, encoding="utf-8")
+    assert cli(["calibrate", judge, human, "--update-log", str(log), "--action", "tightened rubric"]) == 0
+    text = log.read_text()
+    assert "not yet calibrated" not in text
+    assert "| 4 | 0.175 | tightened rubric |" in text
+    assert cli(["calibrate", judge, human, "--update-log", str(log), "--threshold", "0.01"]) == 1
+    lines = [ln for ln in log.read_text().splitlines() if ln.startswith("| 2")]
+    assert len(lines) == 2 and lines[1].endswith("| 4 | 0.175 | none |")
+    assert log.read_text().rstrip().endswith("Prompt text continues here.")
+
+
+def test_binary_labels_get_kappa_and_gates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": str(i), "score": bool(i % 2)} for i in range(10)])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": str(i), "label": int(i % 2 or i == 4)} for i in range(10)])
+    out = tmp_path / "c.json"
+    assert cli(["calibrate", judge, human, "--threshold", "1", "--json-out", str(out)]) == 0
+    ag = json.loads(out.read_text())["agreement"]
+    assert ag["kappa_weights"] is None
+    assert ag["exact_agreement"]["estimate"] == pytest.approx(0.9)
+    assert ag["confusion"] == [[4, 1], [0, 5]]
+    assert ag["kappa"]["estimate"] == pytest.approx(0.8)
+    assert cli(["calibrate", judge, human, "--threshold", "1", "--min-kappa", "0.9"]) == 1
+    assert "kappa 0.800 is below" in capsys.readouterr().err
+
+
+def test_likert_scales_quadratic_kappa(tmp_path: Path) -> None:
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": str(i), "score": s} for i, s in enumerate([1, 2, 3, 4, 5, 5])])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": str(i), "score": s} for i, s in enumerate([1, 2, 4, 4, 5, 4])])
+    out = tmp_path / "c.json"
+    assert cli(["calibrate", judge, human, "--threshold", "1", "--json-out", str(out)]) == 0
+    ag = json.loads(out.read_text())["agreement"]
+    assert ag["kappa_weights"] == "quadratic" and ag["labels"] == [1, 2, 3, 4, 5]
+
+
+def test_no_ids_in_common_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": "x", "score": 1.0}])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": "y", "score": 1.0}])
+    assert cli(["calibrate", judge, human]) == 2
+    assert "no ids in common" in capsys.readouterr().err
+
+
+def test_mismatched_scales_are_an_error_until_mapped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": str(i), "score": s} for i, s in enumerate([0.0, 0.5, 1.0])])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": str(i), "score": s} for i, s in enumerate([1, 3, 5])])
+    assert cli(["calibrate", judge, human]) == 2
+    assert "scales do not match" in capsys.readouterr().err
+    assert cli(["calibrate", judge, human, "--human-scale", "1-5"]) == 0
+    assert cli(["calibrate", judge, human, "--human-scale", "1-4"]) == 2  # 5 is outside the scale
+
+
+def test_one_sided_sample_is_reported(tmp_path: Path) -> None:
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": str(i), "score": 1} for i in range(4)])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": str(i), "score": i % 2} for i in range(4)])
+    out = tmp_path / "c.json"
+    assert cli(["calibrate", judge, human, "--threshold", "1", "--json-out", str(out),
+                "--min-spearman", "0.1"]) == 1  # an undefined statistic never passes a gate
+    data = json.loads(out.read_text())
+    assert data["agreement"]["spearman"]["estimate"] is None
+    assert any("one-sided" in n for n in data["notes"])
+
+
+def test_bad_value_names_file_line_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": "a", "score": 1}, {"id": "b", "score": "high"}])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": "a", "score": 1}])
+    assert cli(["calibrate", judge, human]) == 2
+    assert "j.jsonl:2: field 'score'" in capsys.readouterr().err

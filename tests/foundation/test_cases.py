@@ -1,0 +1,114 @@
+"""Loading cases: JSONL, YAML, JSON lists; every error names file, line and field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from referee.cases import load_cases
+from referee.errors import InputError, UserError
+
+
+def test_jsonl_keeps_every_key_and_normalises_ids(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_text('{"id": 7, "input": "q", "final_output": "a", "extra": [1, 2]}\n\n{"id": "x", "output": "o"}\n',
+                 encoding="utf-8")
+    cs = load_cases(p)
+    assert cs.ids == ["7", "x"]
+    first = cs.cases[0]
+    assert first.output == "a"  # final_output fallback
+    assert first.get("extra") == [1, 2]
+    assert first.line == 1 and cs.cases[1].line == 3
+
+
+def test_yaml_list_reports_lines(tmp_path: Path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_text("- id: a\n  input: q\n- id: b\n  input: r\n  turns: nope\n", encoding="utf-8")
+    with pytest.raises(InputError) as ei:
+        load_cases(p)
+    assert ei.value.line == 3 and ei.value.field == "turns"
+    assert str(p) in str(ei.value)
+
+
+def test_yaml_mapping_with_cases_and_json_list(tmp_path: Path) -> None:
+    y = tmp_path / "c.yml"
+    y.write_text("cases:\n  - id: a\n    input: q\n", encoding="utf-8")
+    assert load_cases(y).ids == ["a"]
+    j = tmp_path / "c.json"
+    j.write_text(json.dumps([{"id": "a"}, {"id": "b"}]), encoding="utf-8")
+    assert load_cases(j).ids == ["a", "b"]
+
+
+def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_text('{"id": "a"}\n{"id": "b",\n', encoding="utf-8")
+    with pytest.raises(InputError) as ei:
+        load_cases(p)
+    assert ei.value.line == 2
+    assert f"{p}:2" in str(ei.value)
+
+
+def test_missing_id_names_field(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_text('{"id": "a"}\n{"input": "no id"}\n', encoding="utf-8")
+    with pytest.raises(InputError) as ei:
+        load_cases(p)
+    assert (ei.value.line, ei.value.field) == (2, "id")
+
+
+@pytest.mark.parametrize("bad", [True, 1.5, ["x"]])
+def test_id_of_wrong_type(tmp_path: Path, bad: object) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_text(json.dumps({"id": bad}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="field 'id'"):
+        load_cases(p)
+
+
+def test_non_utf8_bytes_name_the_line(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_bytes(b'{"id": "a", "input": "ok"}\n{"id": "b", "input": "caf\xe9"}\n')
+    with pytest.raises(InputError) as ei:
+        load_cases(p)
+    assert ei.value.line == 2
+    assert "UTF-8" in str(ei.value) and "0xe9" in str(ei.value)
+
+
+def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_bytes('\ufeff{"id": "a", "input": "é"}\n'.encode())
+    assert load_cases(p).cases[0].input == "é"
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n"])
+def test_empty_file(tmp_path: Path, content: str) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError, match="empty"):
+        load_cases(p)
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not found"):
+        load_cases(tmp_path / "nope.jsonl")
+    with pytest.raises(InputError, match="directory"):
+        load_cases(tmp_path)
+
+
+def test_input_error_is_a_user_error() -> None:
+    assert issubclass(InputError, UserError) and InputError.exit_code == 2
+
+
+@pytest.mark.parametrize(("obj", "field"), [
+    ({"id": "a", "turns": [{"role": "user"}]}, "turns[0]"),
+    ({"id": "a", "trajectory": "x"}, "trajectory"),
+    ({"id": "a", "metadata": [1]}, "metadata"),
+    ({"id": "a", "category": 3}, "category"),
+])
+def test_wrong_types_name_the_field(tmp_path: Path, obj: dict[str, object], field: str) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_text(json.dumps(obj) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as ei:
+        load_cases(p)
+    assert ei.value.field == field

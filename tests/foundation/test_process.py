@@ -1,0 +1,64 @@
+"""Whole-process behaviour: ``python -m referee``, Ctrl-C mid-run keeps every row written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from referee.testing import FakeLLMServer, Reply
+
+from .util import KEY, judge_args, make_cases, read_rows, verdict
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(OPENAI_API_KEY=KEY, REFEREE_CACHE_DIR=str(tmp / ".referee"))
+    return env
+
+
+def test_python_m_referee_help() -> None:
+    done = subprocess.run([sys.executable, "-m", "referee", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "judge" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "referee", "judge", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and "--base-url" in done.stdout and "--repeat" in done.stdout
+
+
+def test_python_m_referee_testing_runs_the_server_without_warnings() -> None:
+    done = subprocess.run([sys.executable, "-W", "error", "-m", "referee.testing", "--help"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "--latency" in done.stdout and "Warning" not in done.stderr
+
+
+def test_ctrl_c_keeps_rows_and_a_rerun_finishes(tmp_path: Path) -> None:
+    with FakeLLMServer(responder=lambda req: Reply(text=verdict(), delay=0.15)) as srv:
+        args = judge_args(tmp_path, srv, "--concurrency", "2", cases=make_cases(40))
+        proc = subprocess.Popen([sys.executable, "-m", "referee", *args], env=_env(tmp_path),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out = tmp_path / "results.jsonl"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if out.exists() and len(out.read_text().splitlines()) >= 4:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err
+        kept = read_rows(out)  # every line is a complete row
+        assert 4 <= len(kept) < 40
+        manifest = json.loads((tmp_path / "results.manifest.json").read_text())
+        assert manifest["status"] == "interrupted" and manifest["totals"]["rows"] == len(kept)
+        before = len(srv.requests)
+        done = subprocess.run([sys.executable, "-m", "referee", *args], env=_env(tmp_path), capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        rows = read_rows(out)
+        assert sorted(r["id"] for r in rows) == sorted(f"c{i}" for i in range(40))
+        # Only the cases without a row are judged again (the in-flight ones may come from the cache).
+        assert len(srv.requests) - before <= 40 - len(kept)

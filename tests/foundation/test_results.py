@@ -1,0 +1,156 @@
+"""The result schema, reading/writing rows (seed rows load unchanged), the manifest."""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from referee.errors import InputError, UserError
+from referee.results import (
+    JudgeConfig,
+    ResultRow,
+    ResultWriter,
+    RunManifest,
+    Usage,
+    manifest_path,
+    read_results,
+)
+
+
+def test_score_range_and_status_consistency() -> None:
+    assert ResultRow(id="a", score=0.0).status == "scored"
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(ValidationError):
+            ResultRow(id="a", score=bad)
+    with pytest.raises(ValidationError, match="needs a score"):
+        ResultRow(id="a", status="scored")
+    with pytest.raises(ValidationError, match="must not carry a score"):
+        ResultRow(id="a", status="unscored", score=0.0)  # an unscored case is never a 0
+    with pytest.raises(ValidationError):
+        ResultRow(id="a", score=1.0, surprise=1)  # type: ignore[call-arg]
+
+
+def test_compact_json_form_round_trips() -> None:
+    row = ResultRow(id="a", score=0.5, usage=Usage(input_tokens=3, output_tokens=2, calls=1), cost_usd=0.001)
+    data = row.to_json_dict()
+    assert data["schema_version"] == 1 and "criteria" not in data and "flags" not in data
+    assert ResultRow.model_validate(data) == row
+
+
+def test_seed_rows_load_unchanged(tmp_path: Path) -> None:
+    p = tmp_path / "seed.jsonl"
+    seed = [
+        {"id": "a", "score": 0.75, "category": "billing", "rationale": "ok", "cost_usd": 0.0012, "latency_ms": 812},
+        {"id": 2, "score": True},
+        {"id": "c", "score": False, "note": "kept"},
+        {"id": "d"},
+    ]
+    p.write_text("".join(json.dumps(r) + "\n" for r in seed), encoding="utf-8")
+    loaded = read_results(p, strict=True)
+    rows = {r.id: r for r in loaded.rows}
+    a = rows["a"]
+    assert (a.score, a.category, a.rationale, a.cost_usd, a.latency_ms) == (0.75, "billing", "ok", 0.0012, 812)
+    assert rows["2"].score == 1.0 and rows["c"].score == 0.0
+    assert rows["c"].metadata == {"note": "kept"}
+    assert rows["d"].status == "unscored" and rows["d"].score is None
+    assert not loaded.warnings
+
+
+def test_malformed_lines_become_warnings_or_errors(tmp_path: Path) -> None:
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b'{"id": "a", "score": 0.5}\nnot json\n{"id": "b", "score": 7}\n\xff\xfe\n[1]\n'
+                  b'{"id": "c", "score": NaN}\n')
+    loaded = read_results(p)
+    assert [r.id for r in loaded.rows] == ["a"]
+    assert len(loaded.warnings) == 5
+    assert any(f"{p}:3" in w and "score" in w for w in loaded.warnings)
+    with pytest.raises(InputError) as ei:
+        read_results(p, strict=True)
+    assert ei.value.line == 2
+
+
+def test_writer_appends_and_flushes_each_row(tmp_path: Path) -> None:
+    p = tmp_path / "sub" / "r.jsonl"
+    with ResultWriter(p) as w:
+        w.write(ResultRow(id="a", score=1.0))
+        # Visible to another reader before close: a crash now keeps the row.
+        assert [r.id for r in read_results(p).rows] == ["a"]
+        w.write(ResultRow(id="b", status="error", error="boom"))
+    with ResultWriter(p) as w:
+        w.write(ResultRow(id="c", score=0.0))
+    assert [r.id for r in read_results(p).rows] == ["a", "b", "c"]
+
+
+class _FullDisk:
+    """A file object that accepts ``n`` lines, then fails like a full disk."""
+
+    def __init__(self, real: Any, n: int) -> None:
+        self.real = real
+        self.n = n
+        self.closed = False
+
+    def write(self, s: str) -> int:
+        if self.n <= 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.n -= 1
+        return int(self.real.write(s))
+
+    def flush(self) -> None:
+        self.real.flush()
+
+    def fileno(self) -> int:
+        return int(self.real.fileno())
+
+    def close(self) -> None:
+        self.closed = True
+        self.real.close()
+
+
+def test_disk_full_is_a_user_error_and_keeps_rows(tmp_path: Path) -> None:
+    p = tmp_path / "r.jsonl"
+    w = ResultWriter(p)
+    w._f = _FullDisk(w._f, 1)  # type: ignore[assignment]
+    w.write(ResultRow(id="a", score=1.0))
+    with pytest.raises(UserError, match="disk full") as ei:
+        w.write(ResultRow(id="b", score=1.0))
+    assert "1 rows already written are kept" in str(ei.value)
+    w.close()
+    assert [r.id for r in read_results(p).rows] == ["a"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_dev_full_write_and_close_do_not_crash() -> None:
+    w = ResultWriter("/dev/full")
+    with pytest.raises(UserError, match="disk full"):
+        w.write(ResultRow(id="a", score=1.0))
+    w.close()  # the failed line is still buffered; closing must not raise a second error
+
+
+def test_manifest_path_and_round_trip(tmp_path: Path) -> None:
+    assert manifest_path(tmp_path / "r.jsonl") == tmp_path / "r.manifest.json"
+    assert manifest_path("x/run.ndjson").name == "run.manifest.json"
+    m = RunManifest(kind="judge", judge=JudgeConfig(provider="openai", model="m"))
+    m.write(tmp_path / "r.jsonl")
+    back = RunManifest.read(tmp_path / "r.jsonl")
+    assert back is not None and back.judge == m.judge and back.status == "running"
+    assert RunManifest.read(tmp_path / "other.jsonl") is None
+
+
+def test_manifest_redacts_credentials_in_command_and_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "plain-env-value-123456")
+    m = RunManifest(
+        command=["referee", "judge", "--base-url", "https://bob:hunter2@gw.example/v1?api_key=abc123&x=1",
+                 "--token=tok-9999", "--api-key", "zzzzzzzzzz", "sk-proj-abcdefghijklmnop",
+                 "note-plain-env-value-123456", "--max-tokens", "512"],
+        judge=JudgeConfig(provider="openai", model="m", base_url="https://bob:hunter2@gw.example/v1"),
+    )
+    dumped = m.model_dump_json()
+    for secret in ("hunter2", "abc123", "tok-9999", "zzzzzzzzzz", "sk-proj-abcdefghijklmnop",
+                   "plain-env-value-123456"):
+        assert secret not in dumped
+    assert "gw.example" in dumped and "512" in m.command and "x=1" in dumped

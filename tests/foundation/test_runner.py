@@ -1,0 +1,186 @@
+"""The runner: retries with backoff honouring Retry-After, the response cache, bounded concurrency, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from referee.errors import ProviderError, UserError
+from referee.providers import FakeProvider, JudgeRequest, Message
+from referee.providers.openai_compat import OpenAICompatProvider
+from referee.results import ResultRow, ResultWriter, RunManifest, read_results
+from referee.results.manifest import JudgeConfig, TemplateInfo
+from referee.runner import FatalRunError, JudgeClient, ResponseCache, RetryPolicy, cache_key, run_rows
+from referee.runner.session import execute
+from referee.testing import FakeLLMServer, Reply
+
+from .util import KEY, verdict
+
+REQ = JudgeRequest(messages=(Message("user", "grade"),))
+
+
+def test_retry_policy_honours_retry_after_and_caps_backoff() -> None:
+    pol = RetryPolicy(max_retries=3, base_delay=0.5, max_delay=4.0, max_retry_after=60.0)
+    for attempt in range(6):
+        d = pol.delay(attempt, None)
+        assert 0.25 * 2**min(attempt, 3) <= d <= 4.0
+    assert pol.delay(0, 10.0) == 10.0  # Retry-After wins over a shorter backoff
+    assert pol.delay(0, 1000.0) == 60.0  # but an absurd one is capped
+
+
+class _RecordingPolicy(RetryPolicy):
+    def __init__(self) -> None:
+        super().__init__(max_retries=3, base_delay=0.001)
+        self.seen: list[tuple[float | None, float]] = []
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        d = super().delay(attempt, retry_after)
+        self.seen.append((retry_after, d))
+        return d
+
+
+async def test_client_retries_429_with_retry_after_over_the_wire(fake_server: FakeLLMServer) -> None:
+    fake_server.script(Reply(status=429, retry_after="0.05"), Reply(status=503), Reply(text=verdict(0.7)))
+    pol = _RecordingPolicy()
+    client = JudgeClient(OpenAICompatProvider("m", base_url=fake_server.openai_base_url, api_key=KEY), retry=pol)
+    try:
+        c = await client.complete(REQ)
+    finally:
+        await client.aclose()
+    assert '"overall_score": 0.7' in c.text
+    assert len(fake_server.requests) == 3 and client.stats.retries == 2 and client.stats.calls == 1
+    assert pol.seen[0][0] == 0.05 and pol.seen[0][1] >= 0.05  # the server's Retry-After was honoured
+    assert pol.seen[1][0] is None
+
+
+async def test_client_gives_up_after_max_retries_and_never_retries_4xx() -> None:
+    fake = FakeProvider([ProviderError("503", status=503, retryable=True)])
+    client = JudgeClient(fake, retry=RetryPolicy(max_retries=2, base_delay=0.001))
+    with pytest.raises(ProviderError):
+        await client.complete(REQ)
+    assert len(fake.requests) == 3
+    fake4 = FakeProvider([ProviderError("400", status=400)])
+    with pytest.raises(ProviderError):
+        await JudgeClient(fake4, retry=RetryPolicy(max_retries=5, base_delay=0.001)).complete(REQ)
+    assert len(fake4.requests) == 1
+
+
+async def test_cache_serves_identical_requests_and_never_stores_the_key(tmp_path: Path,
+                                                                         fake_server: FakeLLMServer) -> None:
+    path = tmp_path / "c.sqlite"
+    for run in range(2):
+        client = JudgeClient(OpenAICompatProvider("m", base_url=fake_server.openai_base_url, api_key=KEY),
+                             cache=ResponseCache(path))
+        try:
+            first = await client.complete(REQ)
+            again = await client.complete(REQ)
+            other = await client.complete(JudgeRequest(messages=(Message("user", "different"),)))
+            bypass = await client.complete(REQ, use_cache=False)
+        finally:
+            await client.aclose()
+        assert again.cached and again.text == first.text and not bypass.cached
+        assert first.cached is (run == 1) and other.cached is (run == 1)
+    # Run 1: REQ, "different", bypass; run 2: only the bypass goes to the server.
+    assert len(fake_server.requests) == 4
+    assert KEY.encode() not in path.read_bytes()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 2
+
+
+def test_cache_key_depends_on_model_and_request() -> None:
+    ident = {"provider": "openai", "model": "a", "base_url": None}
+    k = cache_key(ident, REQ)
+    assert k == cache_key(dict(ident), REQ)
+    assert k != cache_key({**ident, "model": "b"}, REQ)
+    assert k != cache_key(ident, JudgeRequest(messages=REQ.messages, seed=1))
+
+
+async def test_run_rows_bounds_concurrency_and_writes_as_rows_complete(tmp_path: Path) -> None:
+    in_flight = 0
+    peak = 0
+
+    async def evaluate(i: int) -> ResultRow:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.05 if i == 0 else 0.001)
+        in_flight -= 1
+        return ResultRow(id=str(i), score=1.0)
+
+    with ResultWriter(tmp_path / "r.jsonl") as w:
+        stats = await run_rows(list(range(12)), evaluate, writer=w, concurrency=3, show_progress=False)
+    assert peak == 3 and len(stats.rows) == 12
+    ids = [r.id for r in read_results(tmp_path / "r.jsonl").rows]
+    assert sorted(ids, key=int) == [str(i) for i in range(12)]
+    assert ids[-1] == "0"  # the slow first case was written when it finished, after the others
+
+
+async def test_one_bad_case_never_stops_a_run_but_a_fatal_error_does(tmp_path: Path) -> None:
+    async def evaluate(i: int) -> ResultRow:
+        if i == 1:
+            raise RuntimeError("boom")
+        return ResultRow(id=str(i), score=1.0)
+
+    stats = await run_rows([0, 1, 2], evaluate, writer=None, concurrency=1, show_progress=False,
+                           on_error=lambda i, e: ResultRow(id=str(i), status="error", error=str(e)))
+    assert [r.status for r in stats.rows] == ["scored", "error", "scored"]
+
+    async def fatal(i: int) -> ResultRow:
+        if i == 1:
+            raise UserError("bad key")
+        return ResultRow(id=str(i), score=1.0)
+
+    with ResultWriter(tmp_path / "f.jsonl") as w, pytest.raises(FatalRunError, match="bad key"):
+        await run_rows([0, 1, 2, 3], fatal, writer=w, concurrency=1, show_progress=False,
+                       on_error=lambda i, e: ResultRow(id=str(i), status="error", error=str(e)))
+    assert [r.id for r in read_results(tmp_path / "f.jsonl").rows] == ["0"]
+
+
+def _manifest() -> RunManifest:
+    return RunManifest(kind="judge", judge=JudgeConfig(provider="fake", model="m"),
+                       template=TemplateInfo(sha256="abc"))
+
+
+def _exec(out: Path, ids: list[str], seen: list[str], manifest: RunManifest | None = None) -> None:
+    async def evaluate(cid: str) -> ResultRow:
+        seen.append(cid)
+        return ResultRow(id=cid, score=0.5)
+
+    execute(out=out, manifest=manifest or _manifest(), items=ids, key=lambda c: (c, None, None),
+            evaluate=evaluate, on_error=lambda c, e: ResultRow(id=c, status="error", error=str(e)),
+            client=None, concurrency=2, label="t")
+
+
+def test_resume_after_crash_judges_only_the_rest(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    # What a crash leaves: some rows (one of them an error), a partial last line, manifest still "running".
+    m = _manifest()
+    m.write(out)
+    out.write_text(ResultRow(id="a", score=1.0).model_dump_json() + "\n"
+                   + ResultRow(id="b", status="unscored", raw_reply="?").model_dump_json() + "\n"
+                   + ResultRow(id="c", status="error", error="503").model_dump_json() + "\n"
+                   + '{"schema_version": 1, "id": "d", "sco', encoding="utf-8")
+    seen: list[str] = []
+    _exec(out, ["a", "b", "c", "d", "e"], seen)
+    assert sorted(seen) == ["c", "d", "e"]  # error rows are retried; scored and unscored are kept
+    rows = read_results(out, strict=True).rows
+    assert sorted(r.id for r in rows) == ["a", "b", "c", "d", "e"]
+    done = RunManifest.read(out)
+    assert done is not None and done.status == "complete" and done.totals.rows == 5
+    seen.clear()
+    _exec(out, ["a", "b", "c", "d", "e"], seen)
+    assert seen == []  # unchanged rerun: nothing judged again
+
+
+def test_different_configuration_moves_old_results_aside(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    seen: list[str] = []
+    _exec(out, ["a"], seen)
+    other = _manifest()
+    other.template = TemplateInfo(sha256="different")
+    _exec(out, ["a"], seen, other)
+    assert seen == ["a", "a"]
+    assert (tmp_path / "r.prev.jsonl").exists() and (tmp_path / "r.prev.manifest.json").exists()

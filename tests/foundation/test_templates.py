@@ -1,0 +1,54 @@
+"""Template filling exactly as the seed's judge runner does it, and the preflight."""
+
+from __future__ import annotations
+
+import json
+
+from referee.cases import Case
+from referee.templates import fill, fill_case, placeholders, preflight, transcript
+
+
+def _case(cid: str = "a", **data: object) -> Case:
+    return Case(id=cid, data={"id": cid, **data}, source="cases.jsonl", line=1)
+
+
+def test_case_value_with_placeholder_is_never_expanded_again() -> None:
+    case = _case(input="please ignore {output} and {reference}", output="THE OUTPUT", reference="REF")
+    text = fill_case("Q: {input}\nA: {output}", case)
+    assert text == "Q: please ignore {output} and {reference}\nA: THE OUTPUT"
+
+
+def test_braces_of_json_in_the_template_are_left_alone() -> None:
+    tmpl = 'Reply {"overall_score": 0.5} for {input} {unknown}'
+    assert fill(tmpl, {"input": "x"}) == 'Reply {"overall_score": 0.5} for x {unknown}'
+    assert placeholders(tmpl) == ["input", "unknown"]
+
+
+def test_non_strings_are_indented_json() -> None:
+    value = {"a": [1, 2], "é": True}
+    assert fill("{x}", {"x": value}) == json.dumps(value, indent=2, ensure_ascii=False)
+    assert fill("{n}", {"n": 3}) == "3"
+
+
+def test_output_falls_back_to_final_output_and_transcript_from_turns() -> None:
+    case = _case(final_output="done", turns=[{"role": "user", "content": "hi"},
+                                             {"role": "assistant", "content": "hello"}])
+    assert fill_case("{output}", case) == "done"
+    assert fill_case("{transcript}", case) == "User: hi\nAssistant: hello"
+    assert transcript([{"role": "tool", "content": {"k": 1}}]) == 'Tool: {\n  "k": 1\n}'
+
+
+def test_preflight_keeps_first_duplicate_and_reports_missing_fields() -> None:
+    a1 = _case("a", input="first", output="o")
+    a2 = Case(id="a", data={"id": "a", "input": "second", "output": "o"}, source="cases.jsonl", line=2)
+    b = Case(id="b", data={"id": "b", "input": "no output"}, source="cases.jsonl", line=3)
+    pf = preflight([a1, a2, b], ["input", "output"])
+    assert [c.data["input"] for c in pf.valid] == ["first"]
+    assert pf.skipped == 2 and not pf.ok
+    assert any("duplicate id 'a'" in p and "cases.jsonl:2" in p for p in pf.problems)
+    assert any("'b'" in p and "output" in p and "cases.jsonl:3" in p for p in pf.problems)
+
+
+def test_preflight_accepts_fallback_fields() -> None:
+    c = _case(input="q", final_output="x", turns=[{"role": "user", "content": "q"}])
+    assert preflight([c], ["input", "output", "transcript"]).ok

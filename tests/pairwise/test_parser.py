@@ -1,0 +1,83 @@
+"""The pairwise reply parser: JSON verdicts, published plain-text verdicts, and recorded LLMBar judge text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from referee.evaluators.pairwise import parse_pairwise_reply, reconcile, to_winner
+from referee.evaluators.reply import ReplyInvalid
+
+
+@pytest.mark.parametrize(("text", "pick"), [
+    ('{"winner": "response_1", "rationale": "r"}', "1"),
+    ('{"winner": "response_2", "rationale": "r"}', "2"),
+    ('{"winner": "tie", "rationale": "r"}', "tie"),
+    ('```json\n{"winner": "Response_2", "rationale": "r"}\n```', "2"),
+    ('Here is my verdict: {"winner": "response_1", "rationale": "x"}', "1"),
+    ("Output (a)", "1"),
+    ("Output (b)", "2"),
+    ("Output (a) misses the point. Output (b) answers it. Therefore, Output (b) is better.", "2"),
+    ("Output (b) is vague, while Output (a) does not err. Therefore, Output (a) is better.", "1"),
+    ("My final verdict: [[B]]", "2"),
+])
+def test_parses_json_and_text_verdicts(text: str, pick: str) -> None:
+    assert parse_pairwise_reply(text).pick == pick
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    '{"winner": "response_3", "rationale": "r"}',
+    '{"winner": "both", "rationale": "r"}',
+    '{"winner": true}',
+    '{"rationale": "no winner here"}',
+    "I cannot decide.",
+    "Output (a) and Output (b) are both fine.",
+    "Therefore, neither Output (a) nor Output (b) is better.",
+])
+def test_anything_else_is_invalid(text: str) -> None:
+    with pytest.raises(ReplyInvalid):
+        parse_pairwise_reply(text)
+
+
+def test_rationale_is_kept() -> None:
+    assert parse_pairwise_reply('{"winner": "tie", "rationale": "equal"}').rationale == "equal"
+
+
+def test_winner_mapping_and_reconcile() -> None:
+    assert to_winner("1", "a") == "a" and to_winner("1", "b") == "b"
+    assert to_winner("2", "a") == "b" and to_winner("2", "b") == "a"
+    assert to_winner("tie", "b") == "tie"
+    assert reconcile("a", "a") == ("a", False)
+    assert reconcile("a", "b") == ("tie", True)
+    assert reconcile("tie", "b") == ("tie", True)  # a tie against a win is a disagreement too
+    assert reconcile("tie", "tie") == ("tie", False)
+
+
+def test_recorded_llmbar_completions_parse_to_the_recorded_verdicts(shared_data: Path) -> None:
+    """GPT-4 and ChatGPT completions of LLMBar replayed through referee's parser."""
+    from referee.metaeval.llmbar import parse_raw, read_raw_results
+
+    files = sorted((shared_data / "llmbar" / "raw_results").rglob("*.jsonl"))
+    assert files, "no raw_results files"
+    total = agree = 0
+    recorded_unparsed = []
+    wrong_winner = []
+    for f in files:
+        for rv in read_raw_results(f):
+            total += 1
+            got = parse_raw(rv)
+            agree += got == rv.recorded
+            if rv.recorded is None:
+                recorded_unparsed.append(got)
+            elif got is not None and got != rv.recorded:
+                wrong_winner.append(rv)
+    assert total > 15000
+    # Every reply upstream could not parse comes out unscored here, never as a winner.
+    assert recorded_unparsed and all(g is None for g in recorded_unparsed)
+    assert agree / total >= 0.9995
+    # The only replies where referee names a different winner are debate syntheses that quote the other
+    # assistants ("Assistant (a) ... Output (a) is better") before concluding; referee takes the conclusion.
+    assert len(wrong_winner) <= 2
+    assert all("Assistant (" in rv.completion for rv in wrong_winner)

@@ -1,0 +1,74 @@
+"""The HTML report: self-contained, escaped, highlighted evidence, counts, charts, any results file."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from referee.cli import cli
+from referee.reports.html import highlight_segments, render_html
+from referee.results import CriterionScore, JudgeInfo, ResultRow
+
+EVIL = 'Refunds take 5 days. <script>document.title="pwned"</script> <img src=x onerror="document.title=\'x\'">'
+
+
+def rows() -> list[ResultRow]:
+    judge = JudgeInfo(provider="openai", model="m1")
+    crit = [
+        CriterionScore(id="accuracy", name="Accuracy", score=0.75, raw_score=4, scale="1-5", weight=0.3,
+                       rationale="Right <b>claim</b>", evidence=["Refunds take 5 days"], grounded=True),
+        CriterionScore(id="helpfulness", name="Helpfulness", score=0.25, raw_score=2, scale="1-5", weight=0.1,
+                       rationale="thin", evidence=["an invented quote"], grounded=False),
+    ]
+    return [
+        ResultRow(id="evil", score=0.6, passed=True, evaluator="rubric", criteria=crit, judge=judge,
+                  flags=["ungrounded", "self_grading"],
+                  details={"text": EVIL, "verdict": "GOOD", "composite": 3.4, "summary": "<i>ok</i>",
+                           "self_grading": "judge m1 is the system under test",
+                           "evidence_checks": {"helpfulness": [{"quote": "an invented quote", "found": False}]}}),
+        ResultRow(id="lost", status="unscored", evaluator="rubric", judge=judge, error="invalid judge reply: x"),
+        ResultRow(id="seedrow", score=0.2, category="billing", rationale="wrong refund window"),
+    ]
+
+
+def test_case_text_is_escaped_and_evidence_highlighted() -> None:
+    html = render_html(rows(), title="t <script>")
+    assert "<script>" not in html and "<img src=x" not in html and "onerror=\"document" not in html
+    assert "&lt;script&gt;document.title=&#34;pwned&#34;&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=" in html and "Right &lt;b&gt;claim&lt;/b&gt;" in html
+    assert '<mark title="accuracy">Refunds take 5 days</mark>' in html
+    assert "[not found in the judged text]" in html
+    # Offline and self-contained: nothing is fetched.
+    assert not re.search(r'(src|href)="(https?:)?//', html) and "<link" not in html
+
+
+def test_summary_counts_caveats_and_charts() -> None:
+    html = render_html(rows())
+    assert re.search(r'id="n-unscored">1<', html) and re.search(r'id="n-ungrounded">1<', html)
+    assert "Self-grading caveat" in html and "1 of 3 case(s)" in html
+    assert html.count("<svg") == 3  # overall + one per criterion
+    row = re.search(r"<tr><td>Helpfulness</td>.*?</tr>", html)
+    assert row is not None and "<td>1</td>" in row.group(0)  # one ungrounded helpfulness score
+
+
+def test_highlight_segments_merge_overlaps_and_keep_raw_text() -> None:
+    segs = highlight_segments("abc <b>def</b> ghi", [("x", "<b>def</b>"), ("y", "def</b> ghi")])
+    assert "".join(s.text for s in segs) == "abc <b>def</b> ghi"
+    marked = [s for s in segs if s.labels]
+    assert len(marked) == 1 and marked[0].labels == ["x", "y"] and marked[0].text == "<b>def</b> ghi"
+
+
+def test_report_command_renders_any_results_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    res = tmp_path / "r.jsonl"
+    res.write_text(json.dumps({"id": "c1", "score": 0.4, "rationale": "meh"}) + "\n"
+                   + json.dumps({"id": "c2", "score": True}) + "\n")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "c1", "output": "<script>x()</script> hello"}) + "\n")
+    out = tmp_path / "r.html"
+    assert cli(["report", str(res), "--html", str(out), "--cases", str(cases)]) == 0
+    html = out.read_text()
+    assert "c1" in html and "c2" in html and "&lt;script&gt;x()&lt;/script&gt; hello" in html
+    assert cli(["report", str(tmp_path / "none.jsonl"), "--html", str(out)]) == 2

@@ -1,0 +1,51 @@
+"""Evidence verification: normalised fuzzy matching of quotes against the judged text."""
+
+from __future__ import annotations
+
+from referee.evaluators.evidence import EvidenceChecker, grounded, locate
+
+TEXT = ("Sorry about that!  Refunds are not possible for invoices\nolder than 30 days. "
+        "Please contact your bank — they’ll help.")
+
+
+def test_exact_and_normalised_quotes_are_found() -> None:
+    c = EvidenceChecker({"output": TEXT})
+    assert c.check("Refunds are not possible for invoices older than 30 days").found  # newline vs space
+    assert c.check("“REFUNDS are not possible”").found  # case and curly quotes
+    assert c.check("contact your bank - they'll help").found  # dash and apostrophe variants
+
+
+def test_fuzzy_tolerates_a_typo_but_not_a_paraphrase() -> None:
+    c = EvidenceChecker({"output": TEXT})
+    assert c.check("Refunds are not posible for invoices older than 30 days").found
+    assert not c.check("We will refund every duplicate charge within 5 days").found
+    assert not c.check("Refunds are always possible for invoices").found
+
+
+def test_ellipsis_fragments_must_all_be_found() -> None:
+    c = EvidenceChecker({"output": TEXT})
+    assert c.check("Sorry about that! ... contact your bank").found
+    assert not c.check("Sorry about that! ... we refund everything immediately").found
+
+
+def test_short_quotes_must_match_exactly() -> None:
+    c = EvidenceChecker({"output": TEXT})
+    assert c.check("bank").found
+    assert not c.check("banc").found
+
+
+def test_sources_and_file_line_references() -> None:
+    c = EvidenceChecker({"output": TEXT, "docs/policy.md": "line one\nDuplicate charges are refunded.\n"})
+    hit = c.check("Duplicate charges are refunded")
+    assert hit.found and hit.source == "docs/policy.md"
+    assert c.check("policy.md:2").found and c.check("docs/policy.md:1-2").found
+    assert not c.check("policy.md:40").found and not c.check("other.py:1").found
+
+
+def test_grounded_summary_and_locate() -> None:
+    c = EvidenceChecker({"output": TEXT})
+    assert grounded([]) is None
+    assert grounded(c.check_all(["bank", "Sorry"])) is True
+    assert grounded(c.check_all(["bank", "nowhere to be seen in this"])) is False
+    spans = locate("refunds are not possible for invoices older", TEXT)
+    assert [TEXT[s:e] for s, e in spans] == ["Refunds are not possible for invoices\nolder"]

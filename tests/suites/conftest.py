@@ -1,0 +1,3 @@
+"""pytester drives the pytest plugin's own tests."""
+
+pytest_plugins = ["pytester"]

@@ -1,0 +1,45 @@
+"""The pytest plugin, exercised in a separate pytest run (pytester): fixtures, assert_eval, gates."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_assert_eval_passes_and_fails_with_the_reasons(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_evals="""
+        import pytest
+        from referee.testing.pytest_plugin import EvalFailed
+
+        CASES = [{"id": "ok", "output": "Refunds take 5 business days."},
+                 {"id": "bad", "output": "Refunds happen immediately."}]
+
+        def test_all_good(assert_eval):
+            rows = assert_eval(cases=CASES[:1], evaluators=[{"contains": {"value": "business days"}}])
+            assert rows[0].status == "scored" and rows[0].score == 1.0
+
+        def test_every_case_must_pass_by_default(assert_eval):
+            with pytest.raises(EvalFailed) as exc:
+                assert_eval(cases=CASES, evaluators=[{"not_contains": ["immediately"]}])
+            assert "bad" in str(exc.value) and "--fail-under" in str(exc.value)
+            assert {r.id for r in exc.value.rows} == {"ok", "bad"}
+
+        def test_fail_under_gate(assert_eval):
+            rows = assert_eval(cases=CASES, evaluators=[{"not_contains": ["immediately"]}], fail_under=0.5)
+            assert sorted(r.passed for r in rows) == [False, True]
+
+        def test_fake_judge(assert_eval, fake_judge):
+            judge = fake_judge(['{"overall_score": 0.9}'])
+            rows = assert_eval(cases=CASES[:1], evaluators=["llm_judge"], judge=judge)
+            assert rows[0].criteria[0].score == 0.9 and rows[0].judge.model == "fake-judge"
+
+        def test_suite_fixture(referee_suite, tmp_path):
+            (tmp_path / "s.yaml").write_text("cases:\\n  - {id: a, output: x}\\nevaluators: [is_json]\\n")
+            suite = referee_suite(tmp_path / "s.yaml")
+            assert [s.name for s in suite.specs] == ["is_json"]
+
+        def test_deliberately_failing(assert_eval):
+            assert_eval(cases=CASES, evaluators=[{"not_contains": ["immediately"]}])
+    """)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(["*EvalFailed*", "*case bad*immediately*"])
