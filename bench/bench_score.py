@@ -70,7 +70,7 @@ def run_once(current: Path, baseline: Path, n_boot: int) -> tuple[float, float, 
            "--fail-on-latency-regression", "--json-out", str(current.with_suffix(".summary.json"))]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     # ru_maxrss of the children is the max over every waited-for child; each run is one child, and runs only
     # grow the same workload, so the figure is this run's peak (kilobytes on Linux).

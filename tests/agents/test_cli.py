@@ -186,3 +186,21 @@ def test_import_converts_recorded_runs_and_skips_bad_ones(tmp_path: Path, capsys
     assert cases["ot-1"]["usage"] == {"input_tokens": 470, "output_tokens": 30}
     # the converted cases run through the checks like any seed-shaped case
     assert cli(["trajectory", str(out), "--out", str(tmp_path / "r.jsonl")]) == 0
+
+
+def test_trajectory_checks_and_judge_in_a_suite_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cases.jsonl").write_text((AGENT / "trajectories.jsonl").read_text())
+    suite = tmp_path / "agent.yaml"
+    suite.write_text("name: agent\ncases: cases.jsonl\nevaluators:\n"
+                     "  - id: process\n    trajectory: {cap: 0.4}\n"
+                     "  - id: tj\n    trajectory_judge: {max_chars: 80}\n"
+                     "scoring:\n  mode: min\n  threshold: 0.7\n")
+    out = tmp_path / "r.jsonl"
+    with FakeLLMServer(responder=schema_responder) as srv:
+        code = cli(["run", str(suite), "--out", str(out), "--no-gates", *_judge(srv)])
+        assert code == 0, capsys.readouterr().err
+        assert len(srv.requests) == 11
+    rows = {r.id: r for r in read_results(out).rows}
+    crit = {c.id: c for c in rows["right-answer-broken-path"].criteria}
+    assert crit["process"].score == 0.4 and crit["tj"].status == "scored"
+    assert rows["bad-step"].status == "error"

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.metaeval.hanna import CRITERIA, human_ceiling, needed_columns, read_hanna, story_level, system_level
+from referee.metaeval.hanna import (
+    CRITERIA,
+    human_ceiling,
+    needed_columns,
+    read_hanna,
+    story_level,
+    system_level,
+)
 
 CODES = list(CRITERIA)
 

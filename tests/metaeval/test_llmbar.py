@@ -19,6 +19,7 @@ from referee.metaeval.llmbar import (
 from referee.metaeval.pairwise import bias, llmbar_statistics, pairwise_meta
 from referee.stats.bootstrap import Interval
 
+
 def _r(iv: Interval) -> float:
     assert iv.estimate is not None
     return round(iv.estimate, 3)

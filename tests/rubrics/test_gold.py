@@ -230,3 +230,12 @@ def test_ungrounded_quotes_and_self_grading_are_reported(fake_server: FakeLLMSer
     assert case["criteria"][0]["score"] == 2
     html = (files["out"] / "report.html").read_text()
     assert "Self-grading caveat" in html and "[not found in the judged text]" in html
+
+
+def test_claude_default_is_not_sent_to_another_provider(fake_server: FakeLLMServer, files: dict[str, Path],
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    files["criteria"].write_text(CRITERIA.replace("judge_model: judge-from-file\n", ""))
+    fake_server.responder = _responder({"scope": GOOD, "template": GOOD, "coverage": GOOD})
+    assert cli(_single(fake_server, files, "--single-call")) == 0
+    assert "claude" not in fake_server.requests[0].model
+    assert "judge_model 'claude-sonnet-4-6' is an Anthropic model" in capsys.readouterr().err

@@ -254,3 +254,31 @@ def test_llm_judge_through_the_pipeline(tmp_path: Path, fake_server, monkeypatch
     assert by_id["a1"].criteria[1].score == 0.9 and by_id["a1"].criteria[1].passed
     assert by_id["b1"].criteria[1].passed is False  # 0.2 < the evaluator's threshold 0.5
     assert "<answer>" in fake_server.requests[0].last_user_text  # the built-in template delimits case text
+
+
+def test_code_checks_in_a_suite_run_and_hostile_outputs_do_not_stop_it(tmp_path: Path) -> None:
+    cases = [
+        {"id": "good", "output": "```python\ndef sq(x):\n    return x * x\n```"},
+        {"id": "wrong", "output": "def sq(x):\n    return x + x"},
+        {"id": "bomb", "output": "import os\nwhile True:\n    os.fork()"},
+        {"id": "net", "output": "import urllib.request\nurllib.request.urlopen('http://example.com')"},
+        {"id": "hang", "output": "while True:\n    pass"},
+    ]
+    p = write(tmp_path, """\
+cases: cases.jsonl
+evaluators:
+  - python:
+      tests: "def test_sq():\\n    assert sq(3) == 9\\n"
+      cpu_s: 1
+      timeout_s: 3
+      memory_mb: 256
+""", cases)
+    out = tmp_path / "code.jsonl"
+    assert cli(["run", str(p), "--out", str(out), "--no-gates"]) == 0
+    rows = {r.id: r for r in read_results(out).rows}
+    assert set(rows) == {c["id"] for c in cases}
+    assert rows["good"].passed and rows["good"].score == 1.0
+    for cid, why in (("wrong", "assert sq(3) == 9"), ("bomb", "os.fork"), ("net", "network"), ("hang", "CPU time")):
+        r = rows[cid]
+        assert r.status == "scored" and r.passed is False, cid
+        assert why in (r.criteria[0].rationale or ""), (cid, r.criteria[0].rationale)

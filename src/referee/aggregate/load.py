@@ -223,7 +223,7 @@ class _Reader:
             out[name] = arr
         if not set(map(type, cats)) <= {str, type(None)}:
             return False
-        for c in set(cats):
+        for c in dict.fromkeys(cats):  # first-appearance order: the first spelling seen names the category
             self.code_of(c)
         codes = np.fromiter(map(self.raw_code.__getitem__, cats), dtype=np.int32, count=len(cats))
         n = len(ids)

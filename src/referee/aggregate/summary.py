@@ -430,14 +430,14 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
     sig_drops = [t for t in tests if t.direction == "drop" and t.significant]
     if sig_drops:
         verdict = "REGRESSED"
-        reason = "; ".join(f"{t.scope} {t.metric} {t.diff:+.3f} (adjusted p {t.p_adjusted:.3g})"
+        reason = "; ".join(f"{t.scope} {t.metric} {t.diff:+.3f} (adjusted p {format_p(t.p_adjusted, opts.n_boot)})"
                            for t in sig_drops[:4])
     elif not overall_tests:
         verdict, reason = "INCONCLUSIVE", "too few shared scored cases for a paired test"
     elif any(t.direction == "drop" for t in overall_tests):
         t = next(t for t in overall_tests if t.direction == "drop")
         verdict = "INCONCLUSIVE"
-        reason = (f"overall {t.metric} {t.diff:+.3f} is within noise (p {t.p_value:.3g}; 95% CI "
+        reason = (f"overall {t.metric} {t.diff:+.3f} is within noise (p {format_p(t.p_value, opts.n_boot)}; 95% CI "
                   f"{_fmt(t.lo)} to {_fmt(t.hi)})")
     elif any(t.direction == "improvement" and t.significant for t in tests):
         verdict, reason = "IMPROVED", "significant improvement and no significant drop"
@@ -457,6 +457,13 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
         adversarial_regressions=adv_regs,
     )
     return comp, d_pass
+
+
+def format_p(p: float | None, n_boot: int) -> str:
+    """A bootstrap p of 0 means no resample crossed zero: it is below 1/n_boot, not zero."""
+    if p is None:
+        return "n/a"
+    return f"<{1 / n_boot:.2g}" if p == 0 else f"{p:.3g}"
 
 
 def _fmt(x: float | None) -> str:

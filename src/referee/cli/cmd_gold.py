@@ -192,6 +192,11 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     out_dir = Path(output)
     out_dir.mkdir(parents=True, exist_ok=True)
     model = judge.model or rubric.judge_model
+    if not judge.model and judge.provider != "anthropic" and "claude" in (model or "").lower():
+        # The file's default names an Anthropic model; another provider would reject it.
+        echo_err(f"note: judge_model '{model}' is an Anthropic model; using the {judge.provider} default "
+                 "(pass --model to choose)")
+        model = None
     client = build_client(judge, model=model)
     h = rubric_hash(rubric)
     gj = GoldJudge(client, rubric, template_hash=h, single_call=single_call, max_tokens=judge.max_tokens,

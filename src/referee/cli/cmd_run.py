@@ -93,7 +93,11 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     if suite.llm_specs:
         from ..evaluators.checks.judge import JudgeSettings
 
-        client = build_client(jo)
+        try:
+            client = build_client(jo)
+        except UserError as exc:
+            raise UserError(f"{exc} (the suite has LLM evaluators: {', '.join(s.label for s in suite.llm_specs)}; "
+                            "run only the checks with --no-judge)") from exc
         settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
                                  seed=jo.seed, use_cache=not jo.no_cache)
         specs = []

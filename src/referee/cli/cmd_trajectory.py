@@ -79,6 +79,8 @@ def command(cases: str, out: str, checks_file: str | None, cap: float | None, us
     """
     case_list, skipped = unique_cases(cases)
     if use_judge:
+        if checks_file is not None or cap is not None:
+            raise UserError("--checks and --cap apply to the deterministic checks; leave them out with --judge")
         return _run_judge(cases, case_list, skipped, out, criteria_file, max_chars, category, judge)
     if criteria_file is not None:
         raise UserError("--criteria needs --judge")

@@ -114,9 +114,16 @@ def finish(status, reason, **extra):
         f.write(json.dumps(out))
     sys.stdout.flush(); sys.stderr.flush()
     os._exit(0)
+SOURCES = {"solution.py": cfg["code"], "tests.py": cfg["tests"] or ""}
 def short_tb(exc):
-    lines = traceback.format_exception_only(type(exc), exc)
-    return "".join(lines).strip()[-500:]
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    where = ""
+    for fr in traceback.extract_tb(exc.__traceback__):
+        if fr.filename in SOURCES and fr.lineno:
+            src = SOURCES[fr.filename].splitlines()
+            line = src[fr.lineno - 1].strip() if fr.lineno <= len(src) else ""
+            where = " (" + fr.filename + ":" + str(fr.lineno) + (": " + line[:120] if line else "") + ")"
+    return (text + where)[-500:]
 def on_xcpu(signum, frame):
     finish("failed", "CPU time limit exceeded (" + str(cfg["cpu_s"]) + "s)")
 signal.signal(signal.SIGXCPU, on_xcpu)

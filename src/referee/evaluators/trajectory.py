@@ -613,5 +613,7 @@ def check_row(case: Case, result: CheckResult, *, evaluator: str, category: str 
                      error=result.reason or "no score", **common)
 
 
-# The red-team check lives with the red-team package; importing it here registers it with the other built-ins.
+# The red-team check and the suite form of the trajectory judge live in their own modules; importing them here
+# registers them with the other built-ins.
 from ..redteam import checks as _redteam_checks  # noqa: E402,F401
+from . import trajectory_judge as _trajectory_judge  # noqa: E402,F401

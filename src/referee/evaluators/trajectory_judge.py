@@ -23,13 +23,14 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from ..cases import Case
 from ..providers.base import JudgeRequest, Message
 from ..results.schema import CriterionScore, ResultRow
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
+from .base import CheckResult, Evaluator, register
 from .judge import outcome_row
 from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_json_object
 
@@ -269,3 +270,76 @@ class TrajectoryJudge(CriteriaJudge):
             return self.error(case, str(exc), evaluator=self.evaluator, category=self.category)
         return await self.judge(case, self.prompt(case, traj),
                                 details={"steps": len(traj.steps), "tools": traj.tools})
+
+
+# -- the trajectory judge as a suite evaluator ------------------------------------------------------------
+
+@register
+@dataclass
+class TrajectoryJudgeCheck(Evaluator):
+    """``trajectory_judge`` in suite files: the trajectory judge bound by the suite runner to its judge client.
+    ``criteria``: ``{id: description}`` replacing the default rubric."""
+
+    name: ClassVar[str] = "trajectory_judge"
+    is_llm: ClassVar[bool] = True
+    criteria: dict[str, str] | None = None
+    max_chars: int = 200
+    threshold: float = 0.7
+    max_tokens: int | None = None
+    _settings: Any = field(init=False, repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.criteria is not None and (not isinstance(self.criteria, dict) or not self.criteria or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.criteria.items())):
+            raise ValueError("criteria must map criterion ids to descriptions")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError("threshold must be within 0-1")
+
+    def bind(self, settings: Any) -> None:
+        self._settings = settings
+
+    def _judge(self) -> TrajectoryJudge:
+        s = self._settings
+
+        class _NoClient:  # dry runs build prompts without a client
+            def judge_info(self, template_hash: str | None = None) -> Any:
+                return None
+
+        client = s.client if s is not None and s.client is not None else _NoClient()
+        return TrajectoryJudge(client, self.criteria, max_chars=self.max_chars,
+                               max_tokens=self.max_tokens or (s.max_tokens if s else 1024),
+                               temperature=s.temperature if s else None, seed=s.seed if s else None,
+                               use_cache=s.use_cache if s else True)
+
+    def _case(self, case: Case, output: Any) -> Case:
+        if output is case.output:
+            return case
+        return Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
+
+    def request(self, case: Case, output: Any) -> JudgeRequest:
+        tj = self._judge()
+        case = self._case(case, output)
+        try:
+            traj = trajectory_of(case)
+        except TrajectoryError:
+            traj = Trajectory(final_output=output)
+        return tj.request(tj.prompt(case, traj))
+
+    def evaluate(self, case: Case, output: Any) -> CheckResult:
+        raise RuntimeError("trajectory_judge is asynchronous: run it through a suite (referee run)")
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        s = self._settings
+        if s is None or s.client is None:
+            return CheckResult(score=None, status="unscored", reason="no judge configured")
+        row = await self._judge().evaluate(self._case(case, output))
+        meta: dict[str, Any] = {"_usage": row.usage, "_cost_usd": row.cost_usd, "_latency_ms": row.latency_ms,
+                                "_judge": row.judge, "_raw_reply": row.raw_reply}
+        if row.status != "scored" or row.score is None:
+            if row.usage is None:  # nothing was asked (an unreadable trajectory)
+                meta = {}
+            return CheckResult(score=None, status=row.status, reason=row.error or "unscored", details=meta)
+        meta["criteria"] = [c.model_dump(mode="json", exclude_defaults=True) for c in row.criteria]
+        meta["rule"] = row.details.get("rule")
+        return CheckResult(score=row.score, passed=row.score >= self.threshold, reason=row.rationale or "",
+                           details=meta)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..aggregate.summary import CaseLine, Group, Summary
+from ..aggregate.summary import CaseLine, Group, Summary, format_p
 from ..gates import GateResult
 
 
@@ -130,8 +130,8 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *, cons
                 sig = (f"[red]{pt.direction}[/red]" if pt.direction == "drop" else f"[green]{pt.direction}[/green]") \
                     if pt.significant else "no"
                 t.add_row(escape(pt.scope), pt.metric, str(pt.n), f"{pt.diff:+.3f}",
-                          _ci(pt.lo, pt.hi, False), f"{pt.p_value:.3g}",
-                          "n/a" if pt.p_adjusted is None else f"{pt.p_adjusted:.3g}", sig)
+                          _ci(pt.lo, pt.hi, False), format_p(pt.p_value, s.n_boot),
+                          "n/a" if pt.p_adjusted is None else format_p(pt.p_adjusted, s.n_boot), sig)
             con.print(t)
         for sk in comp.skipped:
             con.print(f"  skipped test: {escape(sk)}")

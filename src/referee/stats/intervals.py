@@ -17,4 +17,7 @@ def wilson_interval(successes: float, n: int, *, alpha: float = 0.05) -> Interva
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n, "Wilson")
+    # At 0/n and n/n the bound is exactly 0 or 1; rounding would leave 1e-17.
+    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
+    hi = 1.0 if successes >= n else min(1.0, centre + half)
+    return Interval(p, lo, hi, n, "Wilson")
