@@ -10,6 +10,9 @@ import pytest
 
 from referee.testing import FakeLLMServer
 
+# pytester drives the tests of referee's own pytest plugin (tests/suites); it must be enabled at the top level.
+pytest_plugins = ["pytester"]
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("REFEREE_SHARED_DATA", REPO.parent / "shared" / "data"))
 

@@ -333,3 +333,20 @@ def test_json_summary_has_no_nan(tmp_path: Path, capsys: pytest.CaptureFixture[s
     text = (tmp_path / "s.json").read_text()
     assert code == 0 and "NaN" not in text and json.loads(text)["pass_rate"] is None
     assert "no scored cases" in err
+
+
+def test_a_different_judge_prompt_is_flagged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.results import JudgeConfig, TemplateInfo
+
+    base = write_rows(tmp_path / "b.jsonl", seed_rows(SCORES))
+    cur = write_rows(tmp_path / "c.jsonl", seed_rows(SCORES))
+    RunManifest(template=TemplateInfo(sha256="a" * 64), judge=JudgeConfig(provider="openai", model="m1")).write(base)
+    RunManifest(template=TemplateInfo(sha256="b" * 64), judge=JudgeConfig(provider="openai", model="m1")).write(cur)
+    code, _, err = score([cur, "--baseline", base, "--ci"], capsys)
+    assert code == 0 and "judge prompt differs" in err and "judge differs" not in err
+
+
+def test_many_categories_skip_the_quadratic_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"id": f"c{i}", "score": 0.5, "category": f"cat{i}"} for i in range(450)]
+    code, _, err = score([write_rows(tmp_path / "r.jsonl", rows)], capsys)
+    assert code == 0 and "near-duplicate check was skipped" in err

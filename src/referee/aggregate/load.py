@@ -58,6 +58,7 @@ class ResultsTable:
     warnings: list[str] = field(default_factory=list)
     adversarial: bool = False
     """The run manifest marks the whole file as adversarial (red-team) results."""
+    manifest: RunManifest | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -358,6 +359,7 @@ def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
         skipped = f" ({len(w)} line(s) skipped; first: {w[0]})" if w else ""
         raise InputError(f"no result rows{skipped}", file=str(p))
     adversarial = False
+    man: RunManifest | None = None
     try:
         man = RunManifest.read(p)
         adversarial = bool(man and man.adversarial)
@@ -368,7 +370,7 @@ def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
         score=c.column("score", np.float64), category=c.column("category", np.int32),
         categories=rd.categories, category_names=rd.names, cost=c.column("cost", np.float64),
         latency=c.column("latency", np.float64), line=lines_col, offset=c.column("offset", np.int64),
-        warnings=rd.warnings, adversarial=adversarial,
+        warnings=rd.warnings, adversarial=adversarial, manifest=man,
     )
     return table if keep is None else _subset(table, keep)
 
@@ -379,5 +381,5 @@ def _subset(t: ResultsTable, keep: NDArray[np.bool_]) -> ResultsTable:
         path=t.path, ids=[t.ids[i] for i in idx.tolist()], repeat=t.repeat[idx], turn=t.turn[idx],
         status=t.status[idx], score=t.score[idx], category=t.category[idx], categories=t.categories,
         category_names=t.category_names, cost=t.cost[idx], latency=t.latency[idx], line=t.line[idx],
-        offset=t.offset[idx], warnings=t.warnings, adversarial=t.adversarial,
+        offset=t.offset[idx], warnings=t.warnings, adversarial=t.adversarial, manifest=t.manifest,
     )

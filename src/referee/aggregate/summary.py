@@ -139,6 +139,8 @@ class Comparison:
     """REGRESSED, INCONCLUSIVE, IMPROVED or NO REGRESSION."""
     verdict_reason: str
     adversarial_regressions: list[CaseLine] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """Differences between the runs other than the system (judge prompt, judge model)."""
 
 
 @dataclass
@@ -231,8 +233,13 @@ def case_lines(table: ResultsTable, units: Units, picks: list[int], threshold: f
     return [_case_line(table, units, i, threshold, worst_row=worst.get(i), texts=texts) for i in picks]
 
 
+_MAX_CATEGORIES_COMPARED = 400
+
+
 def near_duplicate_categories(keys: list[str], names: list[str]) -> list[str]:
     """Warnings for category names that look alike (difflib ratio >= 0.82); they are never merged."""
+    if len(keys) > _MAX_CATEGORIES_COMPARED:  # pairwise difflib is quadratic; that many categories is a smell
+        return [f"{len(keys)} categories: the near-duplicate check was skipped (is 'category' holding ids?)"]
     out = []
     for i in range(len(keys)):
         for j in range(i + 1, len(keys)):
@@ -335,6 +342,7 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
     if baseline is not None:
         warnings += [f"baseline: {w}" for w in baseline.warnings]
         comparison, paired_pass = _compare(table, units, adv_units, baseline, opts)
+        warnings += comparison.warnings
     return Summary(
         path=table.path, threshold=opts.threshold, n_boot=opts.n_boot, boot_seed=opts.boot_seed,
         overall=overall, categories=categories, lowest=lowest, adversarial=adversarial,
@@ -367,6 +375,7 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
             parts.append(f"{len(added)} case(s) not in the baseline ({_few(added)})")
         raise UserError("case sets differ, so no regression verdict is given: " + "; ".join(parts)
                         + ". Pass --allow-case-set-change to compare the shared cases only")
+    warnings = _run_differences(table, baseline)
     base_overall = _group("baseline", baseline, bunits, np.ones(len(bunits), dtype=bool),
                           np.ones(len(b_cor), dtype=bool), opts, baseline.has_repeats)
 
@@ -454,9 +463,25 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
         baseline=baseline.path, baseline_overall=base_overall, shared=len(cur_i), missing=missing, added=added,
         regressions=regressions, regression_count=len(reg), fixed=fixed, lost_scores=lost, tests=tests, skipped=skipped,
         mcnemar_b=b, mcnemar_c=c, mcnemar_p=mc.p_value, verdict=verdict, verdict_reason=reason,
-        adversarial_regressions=adv_regs,
+        adversarial_regressions=adv_regs, warnings=warnings,
     )
     return comp, d_pass
+
+
+def _run_differences(table: ResultsTable, baseline: ResultsTable) -> list[str]:
+    """What the run manifests say differs between the two runs besides the system under test: a different
+    judge prompt or judge model makes the comparison one of judges, not of systems."""
+    a, b = table.manifest, baseline.manifest
+    if a is None or b is None:
+        return []
+    out = []
+    if a.template and b.template and a.template.sha256 != b.template.sha256:
+        out.append("the judge prompt differs between the runs (template sha256 "
+                   f"{b.template.sha256[:12]} -> {a.template.sha256[:12]}): differences may be the judge's")
+    if a.judge and b.judge and (a.judge.provider, a.judge.model) != (b.judge.provider, b.judge.model):
+        out.append(f"the judge differs between the runs ({b.judge.provider}/{b.judge.model} -> "
+                   f"{a.judge.provider}/{a.judge.model}): differences may be the judge's")
+    return out
 
 
 def format_p(p: float | None, n_boot: int) -> str:

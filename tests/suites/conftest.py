@@ -1,3 +1,0 @@
-"""pytester drives the pytest plugin's own tests."""
-
-pytest_plugins = ["pytester"]
