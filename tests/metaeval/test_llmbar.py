@@ -146,3 +146,10 @@ def test_metaeval_verdicts_cli_on_a_small_table(tmp_path: Path, capsys: pytest.C
     bad.write_text("id,label,winner_noswap,winner_swap\n1,1,3,1\n", encoding="utf-8")
     assert cli(["metaeval", "verdicts", str(bad)]) == 2
     assert "bad.csv:2: field 'winner_noswap'" in capsys.readouterr().err
+
+
+def test_parse_cli_states_the_share(shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = sorted(str(p) for p in (shared_data / "llmbar" / "raw_results" / "Processed").rglob("*.jsonl"))
+    assert cli(["metaeval", "parse", *files]) == 0
+    out = capsys.readouterr().out
+    assert "give the recorded verdict" in out and "come out unscored" in out

@@ -157,3 +157,19 @@ def test_case_text_is_inserted_once_not_reexpanded(tmp_path: Path) -> None:
         assert _run(srv, c, t, out) == 0
         texts = [r.last_user_text for r in srv.requests]
     assert any("Question: say {response_2}\n<r1>{input}</r1>" in x for x in texts)
+
+
+def test_cost_of_both_calls_is_summed_and_a_rerun_resumes(tmp_path: Path) -> None:
+    c, t, out = _setup(tmp_path, CASES)
+    prices = ["--input-price-per-mtok", "1", "--output-price-per-mtok", "2"]
+    with FakeLLMServer(responder=_content_judge) as srv:
+        assert _run(srv, c, t, out, *prices) == 0
+        first = len(srv.requests)
+        assert _run(srv, c, t, out, *prices) == 0
+        assert len(srv.requests) == first  # finished rows are kept, nothing is judged twice
+    rows = _rows(out)
+    assert len(rows) == 2
+    # 2 calls x (120 input tokens at $1/M + 40 output tokens at $2/M)
+    assert rows["good-a"]["cost_usd"] == pytest.approx(2 * (120 / 1e6 * 1 + 40 / 1e6 * 2))
+    manifest = json.loads((tmp_path / "out.manifest.json").read_text())
+    assert manifest["kind"] == "pairwise"

@@ -55,6 +55,7 @@ evaluators:
   - json_schema: {schema: {type: nonsense}}
   - contains: {value: x, colour: red}
 scoring: {mode: sometimes}
+gates: {fail_on_regression: true}
 """, CASES)
     code = cli(["validate", str(p)])
     err = capsys.readouterr().err
@@ -65,6 +66,8 @@ scoring: {mode: sometimes}
     assert f"{p}:9 evaluators[4].json_schema.schema: invalid JSON Schema" in err
     assert f"{p}:10 evaluators[5].contains.colour: unknown option" in err
     assert f"{p}:11 scoring.mode:" in err
+    assert f"{p}:12 gates.fail_on_regression: needs gates.baseline" in err
+    assert "7 problem(s)" in err
 
 
 def test_validate_ok_and_bad_cases(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

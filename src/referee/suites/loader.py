@@ -261,22 +261,24 @@ def _instantiate(target: Any, name: str, options: dict[str, Any]) -> Evaluator:
                               "function")])
 
 
-def _load_cases(model: SuiteFile, col: _Collector, base: Path) -> tuple[list[Case], str | None]:
+def _load_cases(value: Any, col: _Collector, base: Path) -> tuple[list[Case], str | None]:
     from ..cases import _check_case  # the same checks and messages as cases files
 
     cases: list[Case] = []
     cases_path = None
-    if isinstance(model.cases, str):
-        p = Path(model.cases)
+    if not isinstance(value, str | list):
+        return cases, None  # already reported by the model validation
+    if isinstance(value, str):
+        p = Path(value)
         cases_path = str(p if p.is_absolute() else base / p)
         try:
             cases = load_cases(cases_path).cases
         except InputError as exc:
             col.add(("cases",), str(exc))
     else:
-        if not model.cases:
+        if not value:
             col.add(("cases",), "no cases")
-        for i, obj in enumerate(model.cases):
+        for i, obj in enumerate(value):
             try:
                 cases.append(_check_case(obj, col.file, col.line(("cases", i)), i))
             except InputError as exc:
@@ -344,24 +346,42 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
         labels[s.label] = n
         if n > 1:
             s.label = f"{s.label}#{n}"
-    if model is None:
-        return None, col.problems
-    cases, cases_path = _load_cases(model, col, base)
-    if model.gates.baseline is not None and not (base / model.gates.baseline).exists():
-        col.add(("gates", "baseline"), f"baseline results file not found: {base / model.gates.baseline}")
-    judge = model.judge
+    # The parts that validated on their own are checked further even when another part did not, so one
+    # validate run reports every problem.
+    cases, cases_path = _load_cases(data.get("cases"), col, base)
+    gates = model.gates if model is not None else _part(Gates, data.get("gates"))
+    if gates is not None and gates.baseline is not None and not (base / gates.baseline).exists():
+        col.add(("gates", "baseline"), f"baseline results file not found: {base / gates.baseline}")
+    if gates is not None and gates.baseline is None:
+        for key in ("fail_on_regression", "fail_on_cost_regression", "fail_on_latency_regression",
+                    "fail_on_significant_regression", "fail_on_inconclusive"):
+            if getattr(gates, key):
+                col.add(("gates", key), "needs gates.baseline (a results file to compare with)")
+    judge = model.judge if model is not None else _part(JudgeDefaults, data.get("judge"))
     if judge is not None and judge.template_file is not None:
         tf = base / judge.template_file
         if not tf.exists():
             col.add(("judge", "template_file"), f"template file not found: {tf}")
         judge = judge.model_copy(update={"template_file": str(tf)})
+    if model is None:
+        return None, sorted(col.problems, key=lambda p: (p.line or 0))
     if col.problems:
-        return None, col.problems
+        return None, sorted(col.problems, key=lambda p: (p.line or 0))
     specs = [_with_judge_defaults(s, judge) for s in specs]
     suite = Suite(path=sp, name=model.name or p.stem, cases=cases, specs=specs, scoring=model.scoring,
                   judge=judge, gates=model.gates, concurrency=model.concurrency,
                   sha256=hashlib.sha256(raw).hexdigest(), cases_path=cases_path, base_dir=base)
     return suite, []
+
+
+def _part(model: Any, value: Any) -> Any:
+    """One section validated on its own (its errors were already reported), or None."""
+    if value is None:
+        return None
+    try:
+        return model.model_validate(value)
+    except ValidationError:
+        return None
 
 
 def _with_judge_defaults(spec: EvalSpec, judge: JudgeDefaults | None) -> EvalSpec:

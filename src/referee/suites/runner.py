@@ -128,7 +128,8 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
             d = dict(d)
             if "_usage" in d:
                 u = d.pop("_usage")
-                usage = u if usage is None else usage + u
+                if u is not None:
+                    usage = u if usage is None else usage + u
                 c = d.pop("_cost_usd", None)
                 if c is not None:
                     cost = (cost or 0.0) + c
