@@ -100,7 +100,8 @@ def evaluate_gates(s: Summary, cfg: GateConfig) -> list[GateResult]:
     if cfg.min_case_pass_rate is not None and s.repeats is not None:
         bad = s.repeats.below_min_pass_rate
         out.append(GateResult("--min-case-pass-rate", bool(bad),
-                              f"{len(bad)} case(s) pass in under {cfg.min_case_pass_rate:.0%} of their repeats"
+                              f"{s.repeats.below_min_count} case(s) pass in under "
+                              f"{cfg.min_case_pass_rate:.0%} of their repeats"
                               + (": " + ", ".join(c.id for c in bad[:5]) if bad else "")))
     out.extend(cfg.extra)
     return out

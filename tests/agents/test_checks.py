@@ -236,3 +236,15 @@ def test_composite_with_explicit_checks_and_options() -> None:
     r = build("trajectory", {"checks": ["tool_not_used"], "options": {"tool_not_used": {"tools": ["delete_account"]}}}
               ).evaluate(c, c.output)
     assert r.score == 0.0 and [x["id"] for x in r.details["criteria"]] == ["tool_not_used"]
+
+
+def test_consecutive_only_keeps_the_longest_run() -> None:
+    c = case([LOOKUP, LOOKUP, LOOKUP, REFUND, LOOKUP])
+    r = run("no_repeated_calls", c, consecutive_only=True, max_identical=2)
+    assert r.passed is False and "steps 1, 2, 3" in r.reason
+
+
+def test_no_problem_is_not_an_acknowledged_error() -> None:
+    failed = {**REFUND, "result": {"error": "gateway unavailable"}}
+    r = run("tool_errors_handled", case([LOOKUP, failed], output="No problem, your refund is done!"))
+    assert r.passed is False

@@ -204,3 +204,13 @@ def test_trajectory_checks_and_judge_in_a_suite_file(tmp_path: Path, capsys: pyt
     crit = {c.id: c for c in rows["right-answer-broken-path"].criteria}
     assert crit["process"].score == 0.4 and crit["tj"].status == "scored"
     assert rows["bad-step"].status == "error"
+
+
+def test_rerunning_resumes_instead_of_duplicating_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.jsonl"
+    args = ["trajectory", str(AGENT / "trajectories.jsonl"), "--out", str(out)]
+    assert cli(args) == 0
+    assert cli(args) == 0
+    rows = read_results(out).rows
+    assert len(rows) == 12 and len({r.id for r in rows}) == 12  # the error row was retried, not duplicated
+    assert "resuming: 11 rows" in capsys.readouterr().err

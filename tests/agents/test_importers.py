@@ -248,3 +248,10 @@ def test_trajectory_format_field_selects_the_importer_for_a_case() -> None:
     assert trajectory_of(case).source_format == "anthropic"
     spans_case = _case(spans=_otlp([_tool_span("a", 1, "{}")])["resourceSpans"][0]["scopeSpans"][0]["spans"])
     assert trajectory_of(spans_case).tools == ["a"]
+
+
+def test_a_case_that_is_an_otlp_export_itself() -> None:
+    data = _otlp([_tool_span("lookup_invoice", 1, '{"invoice_id": "INV-1"}', '{"status": "paid"}')])
+    case = _case(input="Is INV-1 paid?", final_output="yes", **data)
+    t = trajectory_of(case)
+    assert t.tools == ["lookup_invoice"] and t.source_format == "otel" and t.final_output == "yes"

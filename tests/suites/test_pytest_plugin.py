@@ -37,9 +37,14 @@ def test_assert_eval_passes_and_fails_with_the_reasons(pytester: pytest.Pytester
             suite = referee_suite(tmp_path / "s.yaml")
             assert [s.name for s in suite.specs] == ["is_json"]
 
+        @pytest.mark.asyncio
+        async def test_from_an_async_test(assert_eval):
+            rows = assert_eval(cases=CASES[:1], evaluators=["is_json"], fail_under=0.0)
+            assert rows[0].passed is False
+
         def test_deliberately_failing(assert_eval):
             assert_eval(cases=CASES, evaluators=[{"not_contains": ["immediately"]}])
     """)
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=5, failed=1)
+    result.assert_outcomes(passed=6, failed=1)
     result.stdout.fnmatch_lines(["*EvalFailed*", "*case bad*immediately*"])

@@ -285,3 +285,56 @@ evaluators:
         r = rows[cid]
         assert r.status == "scored" and r.passed is False, cid
         assert why in (r.criteria[0].rationale or ""), (cid, r.criteria[0].rationale)
+
+
+def test_suite_judge_defaults_and_flag_precedence(tmp_path: Path, fake_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    p = write(tmp_path, f"""\
+cases: cases.jsonl
+judge:
+  provider: openai
+  base_url: {fake_server.url}/v1
+  model: suite-model
+  rubric: "- accuracy: states the refund window"
+evaluators:
+  - llm_judge
+""", CASES[:1])
+    out = tmp_path / "j.jsonl"
+    assert cli(["run", str(p), "--out", str(out), "--no-gates", "--no-cache"]) == 0
+    row = read_results(out).rows[0]
+    assert row.status == "scored" and row.judge is not None and row.judge.model == "suite-model"
+    assert "states the refund window" in fake_server.requests[-1].last_user_text
+    out2 = tmp_path / "j2.jsonl"
+    assert cli(["run", str(p), "--out", str(out2), "--no-gates", "--no-cache", "--model", "flag-model"]) == 0
+    assert read_results(out2).rows[0].judge.model == "flag-model"  # type: ignore[union-attr]
+    m = RunManifest.read(out2)
+    assert m is not None and m.judge is not None and m.judge.model == "flag-model"
+
+
+def test_missing_key_names_no_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = write(tmp_path, "cases: cases.jsonl\nevaluators: [llm_judge, is_json]\n", CASES)
+    assert cli(["run", str(p), "--out", str(tmp_path / "k.jsonl")]) == 2
+    assert "--no-judge" in capsys.readouterr().err
+    assert cli(["run", str(p), "--out", str(tmp_path / "k.jsonl"), "--no-judge", "--no-gates"]) == 0
+
+
+def test_rerun_resumes_and_changed_cases_are_evaluated_again(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    p = write(tmp_path, BASIC, CASES)
+    out = tmp_path / "r.jsonl"
+    assert cli(["run", str(p), "--out", str(out), "--no-gates"]) == 0
+    assert cli(["run", str(p), "--out", str(out), "--no-gates"]) == 0
+    assert "resuming: 3 rows" in capsys.readouterr().err
+    assert len(read_results(out).rows) == 3
+    changed = [dict(c, output="Refunds are immediate.") if c["id"] == "a1" else c for c in CASES]
+    write(tmp_path, BASIC, changed)
+    assert cli(["run", str(p), "--out", str(out), "--no-gates"]) == 0
+    assert "different configuration" in capsys.readouterr().err
+    rows = {r.id: r for r in read_results(out).rows}
+    assert len(rows) == 3 and rows["a1"].score == 0.75  # re-evaluated: "days" is gone (was 1.0)
+
+
+def test_print_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["validate", "--print-schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["title"] == "referee suite" and "evaluators" in schema["required"]

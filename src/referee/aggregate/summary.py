@@ -147,8 +147,11 @@ class Comparison:
 class RepeatInfo:
     max_repeats: int
     flaky: list[CaseLine]
-    """Cases with repeats on both sides of the threshold."""
+    """Cases with repeats on both sides of the threshold (the first 50)."""
+    flaky_count: int = 0
     below_min_pass_rate: list[CaseLine] = field(default_factory=list)
+    """The first 50 cases under ``--min-case-pass-rate``."""
+    below_min_count: int = 0
 
 
 @dataclass
@@ -329,13 +332,13 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
             below = np.nonzero(units.scored & (units.pass_share < min_case_pass_rate))[0].tolist()
         rep_info = RepeatInfo(max_repeats=int(units.n_rows.max()) if len(units) else 0,
                               flaky=case_lines(table, units, flaky_idx[:50].tolist(), opts.threshold),
-                              below_min_pass_rate=case_lines(table, units, below[:50], opts.threshold))
-        if len(flaky_idx) > 50:
-            warnings.append(f"{len(flaky_idx)} flaky cases; the first 50 are listed")
+                              below_min_pass_rate=case_lines(table, units, below[:50], opts.threshold),
+                              below_min_count=len(below), flaky_count=len(flaky_idx))
     elif min_case_pass_rate is not None:
         below = np.nonzero(units.scored & (units.pass_share < min_case_pass_rate))[0].tolist()
         rep_info = RepeatInfo(max_repeats=1, flaky=[],
-                              below_min_pass_rate=case_lines(table, units, below[:50], opts.threshold))
+                              below_min_pass_rate=case_lines(table, units, below[:50], opts.threshold),
+                              below_min_count=len(below))
 
     comparison = None
     paired_pass: NDArray[np.float64] | None = None
@@ -446,7 +449,8 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
     elif any(t.direction == "drop" for t in overall_tests):
         t = next(t for t in overall_tests if t.direction == "drop")
         verdict = "INCONCLUSIVE"
-        reason = (f"overall {t.metric} {t.diff:+.3f} is within noise (p {format_p(t.p_value, opts.n_boot)}; 95% CI "
+        reason = (f"overall {t.metric} {t.diff:+.3f} is within noise "
+                  f"(p {format_p(t.p_value, opts.n_boot)}; 95% CI "
                   f"{_fmt(t.lo)} to {_fmt(t.hi)})")
     elif any(t.direction == "improvement" and t.significant for t in tests):
         verdict, reason = "IMPROVED", "significant improvement and no significant drop"
@@ -461,7 +465,8 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
         adv_regs = case_lines(table, adv_units, picks, opts.threshold)
     comp = Comparison(
         baseline=baseline.path, baseline_overall=base_overall, shared=len(cur_i), missing=missing, added=added,
-        regressions=regressions, regression_count=len(reg), fixed=fixed, lost_scores=lost, tests=tests, skipped=skipped,
+        regressions=regressions, regression_count=len(reg), fixed=fixed, lost_scores=lost, tests=tests,
+        skipped=skipped,
         mcnemar_b=b, mcnemar_c=c, mcnemar_p=mc.p_value, verdict=verdict, verdict_reason=reason,
         adversarial_regressions=adv_regs, warnings=warnings,
     )

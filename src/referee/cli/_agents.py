@@ -46,7 +46,8 @@ def summarise(rows: Sequence[ResultRow], out: str | Path, *, threshold: float = 
     """Counts, the failing cases with their reason (never an aggregate without examples), per category."""
     scored = [r for r in rows if r.status == "scored"]
     passed = [r for r in scored if (r.passed if r.passed is not None else (r.score or 0.0) >= threshold)]
-    bad = [r for r in rows if r not in passed]
+    passed_ids = {id(r) for r in passed}  # identity: comparing pydantic rows field by field is quadratic
+    bad = [r for r in rows if id(r) not in passed_ids]
     for r in sorted(bad, key=lambda r: (r.status != "error", r.score if r.score is not None else -1.0))[:limit]:
         what = f"{r.score:.2f}" if r.score is not None else r.status
         turn = f" turn {r.turn}" if r.turn is not None else ""
@@ -60,7 +61,7 @@ def summarise(rows: Sequence[ResultRow], out: str | Path, *, threshold: float = 
         for cat in sorted(groups):
             g = groups[cat]
             g_scored = [r for r in g if r.status == "scored"]
-            g_pass = [r for r in g_scored if r in passed]
+            g_pass = [r for r in g_scored if id(r) in passed_ids]
             rate = f"{len(g_pass) / len(g_scored):.0%}" if g_scored else "n/a"
             echo_err(f"  {cat:<20} {len(g):>3} cases  pass {len(g_pass)}/{len(g_scored)} ({rate})"
                      f"  unscored {sum(r.status == 'unscored' for r in g)}  error {sum(r.status == 'error' for r in g)}")

@@ -64,7 +64,8 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Exit 1 when the verdict is INCONCLUSIVE (a drop within noise).")
 @click.option("--n-boot", type=click.IntRange(10), default=DEFAULT_N_BOOT, show_default=True,
               help="Bootstrap resamples.")
-@click.option("--boot-seed", type=int, default=DEFAULT_SEED, show_default=True, help="Bootstrap seed.")
+@click.option("--boot-seed", type=click.IntRange(0), default=DEFAULT_SEED, show_default=True,
+              help="Bootstrap seed.")
 @click.option("--fail-if-unscored-above", type=_RATE, default=None,
               help="Exit 1 when the share of unscored + error rows is above RATE.")
 @click.option("--min-case-pass-rate", type=_RATE, default=None,

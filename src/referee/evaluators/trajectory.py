@@ -353,17 +353,29 @@ class NoRepeatedCalls(_TrajectoryEvaluator):
     def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
         limit = self.max_identical if self.max_identical is not None else \
             int(expectations(case).get("max_identical_calls", 1))
-        counts: dict[str, list[int]] = {}
+        # Groups of identical calls: all of them, or (consecutive_only) each unbroken run separately.
+        groups: list[tuple[str, list[int]]] = []
+        by_sig: dict[str, list[int]] = {}
         prev = None
         for s in traj.steps:
             sig = s.signature()
-            retry = (prev is not None and prev.signature() == sig and prev.failed and self.allow_retry_after_error)
-            if self.consecutive_only and (prev is None or prev.signature() != sig):
-                counts[sig] = []
-            if not retry:
-                counts.setdefault(sig, []).append(s.index)
+            same_as_prev = prev is not None and prev.signature() == sig
+            retry = same_as_prev and prev is not None and prev.failed and self.allow_retry_after_error
+            if self.consecutive_only:
+                if not same_as_prev:
+                    groups.append((sig, []))
+                if not retry:
+                    groups[-1][1].append(s.index)
+            elif not retry:
+                if sig not in by_sig:
+                    by_sig[sig] = []
+                    groups.append((sig, by_sig[sig]))
+                by_sig[sig].append(s.index)
             prev = s
-        loops = {sig: idx for sig, idx in counts.items() if len(idx) > limit}
+        loops: dict[str, list[int]] = {}
+        for sig, idx in groups:
+            if len(idx) > limit and len(idx) > len(loops.get(sig, [])):
+                loops[sig] = idx
         if loops:
             first_sig, idx = next(iter(loops.items()))
             tool = first_sig.split("|", 1)[0]
@@ -375,7 +387,7 @@ class NoRepeatedCalls(_TrajectoryEvaluator):
 
 
 DEFAULT_ACK = (r"(?i)\b(error|fail(ed|ure)?|unable|could ?n[o']t|cannot|can't|unavailable|not available|"
-               r"try again|went wrong|problem)\b")
+               r"try again|went wrong)\b")
 
 
 @register

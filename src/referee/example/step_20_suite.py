@@ -13,7 +13,8 @@ def run(ctx: ExampleContext) -> str | None:
     if not ctx.judge:
         from ..cli._common import HOW_TO_CONFIGURE
 
-        ctx.echo(f"note: the suite's LLM judge is left out (--no-judge); the checks still run. {HOW_TO_CONFIGURE}")
+        ctx.echo("the suite's LLM judge is left out (--no-judge); its programmatic checks still run.")
+        ctx.echo(f"skipped: {HOW_TO_CONFIGURE}")
     codes = {}
     for name in ("before", "after"):
         codes[name] = ctx.run("run", suite, "--cases", ctx.path(f"{name}.jsonl"),

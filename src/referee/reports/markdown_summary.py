@@ -41,7 +41,7 @@ def _cases(title: str, cases: list[CaseLine]) -> list[str]:
         return []
     out = [f"**{title}**", "", "| case | category | score | rationale |", "|---|---|---|---|"]
     for c in cases:
-        out.append(f"| `{_cell(c.id, 80)}` | {_cell(c.category)} | {_num(c.score)} | {_cell(c.rationale or '')} |")
+        out.append(f"| {_cell(c.id, 80)} | {_cell(c.category)} | {_num(c.score)} | {_cell(c.rationale or '')} |")
     return out + [""]
 
 
@@ -54,7 +54,8 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
         head += f" · verdict **{comp.verdict}**"
     lines = [head, ""]
     o = s.overall
-    lines.append(f"Pass rate **{_pct(o.pass_rate.estimate)}** (95% CI {_ci(o.pass_rate.lo, o.pass_rate.hi, True)}), "
+    lines.append(f"Pass rate **{_pct(o.pass_rate.estimate)}** "
+                 f"(95% CI {_ci(o.pass_rate.lo, o.pass_rate.hi, True)}), "
                  f"mean **{_num(o.mean.estimate)}** over {o.cases} cases at threshold {s.threshold:g}"
                  + (f"; {o.unscored + o.errors} rows unscored" if o.unscored + o.errors else "") + ".")
     lines.append("")
@@ -64,7 +65,8 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
     lines.append("")
     if comp:
         b = comp.baseline_overall
-        lines.append(f"Against the baseline ({comp.shared} shared cases): pass rate {_pct(b.pass_rate.estimate)} → "
+        lines.append(f"Against the baseline ({comp.shared} shared cases): "
+                     f"pass rate {_pct(b.pass_rate.estimate)} → "
                      f"{_pct(o.pass_rate.estimate)}; {comp.regression_count} regressed, {comp.fixed} fixed. "
                      f"{_cell(comp.verdict_reason, 300)}.")
         lines.append("")

