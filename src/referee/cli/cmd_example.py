@@ -35,7 +35,7 @@ def command(workdir: str, provider: str | None, model: str | None, base_url: str
                          judge_args=judge_args)
     click.echo(f"referee example: files in {target}/")
     outcomes = []
-    for name, mod in steps():
+    for _name, mod in steps():
         click.echo("")
         click.echo(click.style(f"== {mod.TITLE}", bold=True))  # type: ignore[attr-defined]
         outcomes.append((mod.TITLE, mod.run(ctx)))  # type: ignore[attr-defined]

@@ -51,9 +51,9 @@ def instance_for_schema(schema: dict[str, Any], prompt: str, path: str = "") -> 
         hi = int(schema.get("maximum", lo + 4))
         return lo + _h(prompt, path) % (hi - lo + 1)
     if t == "number":
-        lo = float(schema.get("minimum", 0.0))
-        hi = float(schema.get("maximum", 1.0))
-        return round(lo + (hi - lo) * ((_h(prompt, path) % 101) / 100), 2)
+        flo = float(schema.get("minimum", 0.0))
+        fhi = float(schema.get("maximum", 1.0))
+        return round(flo + (fhi - flo) * ((_h(prompt, path) % 101) / 100), 2)
     if t == "boolean":
         return bool(_h(prompt, path) % 2)
     if any(w in path.lower() for w in ("quote", "evidence")):
