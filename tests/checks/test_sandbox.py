@@ -57,6 +57,16 @@ def test_fork_bomb_is_refused() -> None:
     assert not r.passed and "subprocess" in r.reason
 
 
+def test_low_level_process_creation_is_refused_too() -> None:
+    """_posixsubprocess.fork_exec has no audit event of its own; it is disarmed, and fresh copies refused."""
+    r = check("import _posixsubprocess\n_posixsubprocess.fork_exec()")
+    assert not r.passed and "fork_exec" in r.reason
+    r = check("import sys\ndel sys.modules['_posixsubprocess']\nimport _posixsubprocess")
+    assert not r.passed and "importing _posixsubprocess" in r.reason
+    assert not check("import ctypes").passed
+    assert check("import subprocess\nprint(subprocess.list2cmdline(['a', 'b']))").passed  # importing is fine
+
+
 def test_swallowed_forbidden_event_still_fails() -> None:
     r = check("import os\ntry:\n    os.fork()\nexcept Exception:\n    pass\nprint('carried on')")
     assert not r.passed and "attempted" in r.reason

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from referee.aggregate import load_table
-from referee.aggregate.load import SCORED, UNSCORED
+from referee.aggregate.load import SCORED, UNSCORED, _Reader
 from referee.errors import InputError
 from referee.results import ResultRow, ResultWriter, read_results
 
@@ -93,17 +93,22 @@ def test_empty_file_is_an_input_error(tmp_path: Path) -> None:
         load_table(q)
 
 
-def test_fast_and_row_by_row_paths_agree(tmp_path: Path) -> None:
+def test_fast_and_row_by_row_paths_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(4)
     rows = [{"id": f"c{i}", "score": float(round(rng.random(), 2)), "category": ["A", "b", None][i % 3],
              "cost_usd": None if i % 7 == 0 else 0.001 * i, "latency_ms": 10 * i} for i in range(500)]
-    fast = load_table(write_rows(tmp_path / "fast.jsonl", rows))
+    for i in range(0, 500, 9):  # unscored and error rows stay on the fast path
+        rows[i] = {"id": f"c{i}", "status": "unscored" if i % 2 else "error", "error": "no reply"}
+    with monkeypatch.context() as m:
+        m.setattr(_Reader, "_slow", lambda *a: pytest.fail("the row-by-row reader was used"))
+        fast = load_table(write_rows(tmp_path / "fast.jsonl", rows))
     # A blank line forces the whole chunk through the row-by-row reader.
     slow = load_table(write_rows(tmp_path / "slow.jsonl", rows, [""]))
     assert fast.ids == slow.ids and fast.categories == slow.categories
     for col in ("score", "cost", "latency", "category", "status", "line", "offset", "repeat"):
         np.testing.assert_array_equal(getattr(fast, col), getattr(slow, col))
     assert not slow.warnings
+    assert int((fast.status != 0).sum()) == len(range(0, 500, 9))
 
 
 def test_offsets_point_at_each_row(tmp_path: Path) -> None:

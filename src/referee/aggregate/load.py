@@ -115,6 +115,8 @@ _CHUNK_BYTES = 1 << 22
 _NUMS = {float, int}
 _NUMS_OR_NONE = {float, int, type(None)}
 _INTS_OR_NONE = {int, type(None)}
+_STATUS_OF: dict[str | None, int] = {None: SCORED, "scored": SCORED, "unscored": UNSCORED, "error": ERROR}
+_STATUS_KEYS = set(_STATUS_OF)
 
 
 class _Columns:
@@ -178,8 +180,8 @@ class _Reader:
             self._slow(lines, first_line, offsets)
 
     def _fast(self, lines: list[bytes], first_line: int, offsets: NDArray[np.int64]) -> bool:
-        """The common case, column by column at C speed: every line a well-formed scored row. Anything
-        unusual (a bad line, an unscored row, a boolean score, a blank line) returns False and the chunk is
+        """The common case, column by column at C speed: every line a well-formed row (scored, unscored or
+        error). Anything unusual (a bad line, a boolean score, a blank line) returns False and the chunk is
         read row by row instead, which says exactly what is wrong."""
         try:
             ds = list(map(_fast_loads, lines))
@@ -194,12 +196,19 @@ class _Reader:
             cats = list(map(get, ds, repeat("category")))
         except (ValueError, TypeError):
             return False
-        if set(map(type, ids)) != {str} or "" in ids or not set(map(type, scores)) <= _NUMS:
+        if set(map(type, ids)) != {str} or "" in ids:
             return False
-        if not set(status) <= {None, "scored"}:
+        score_types = set(map(type, scores))
+        if not score_types <= _NUMS_OR_NONE or not set(status) <= _STATUS_KEYS:
             return False
-        score = np.array(scores, dtype=np.float64)
-        if not bool(((score >= 0) & (score <= 1)).all()):
+        codes_st = np.fromiter(map(_STATUS_OF.__getitem__, status), dtype=np.int8, count=len(status))
+        if type(None) in score_types:
+            score = np.array([math.nan if v is None else v for v in scores], dtype=np.float64)
+        else:
+            score = np.array(scores, dtype=np.float64)
+        scored = codes_st == SCORED
+        # Scored rows need a score in 0-1; unscored/error rows must carry none.
+        if not bool(((score >= 0) & (score <= 1))[scored].all()) or not bool(np.isnan(score[~scored]).all()):
             return False
         out: dict[str, NDArray[Any]] = {}
         for name, vals in (("repeat", reps), ("turn", turns)):
@@ -228,7 +237,7 @@ class _Reader:
             self.code_of(c)
         codes = np.fromiter(map(self.raw_code.__getitem__, cats), dtype=np.int32, count=len(cats))
         n = len(ids)
-        self.cols.add(cast(list[str], ids), status=np.zeros(n, dtype=np.int8), score=score, category=codes,
+        self.cols.add(cast(list[str], ids), status=codes_st, score=score, category=codes,
                       line=np.arange(first_line, first_line + n, dtype=np.int64), offset=offsets, **out)
         return True
 

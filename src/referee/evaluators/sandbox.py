@@ -78,7 +78,7 @@ PROC = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.s
 NET = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
        "socket.gethostbyname", "socket.gethostbyaddr", "socket.__new__", "urllib.Request", "http.client.connect"}
 LOW = {"ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "ctypes.call_function", "sys.setprofile"}
-BAD_IMPORTS = {"ctypes", "_ctypes", "cffi", "_cffi_backend"}
+BAD_IMPORTS = {"ctypes", "_ctypes", "cffi", "_cffi_backend", "_posixsubprocess"}
 FS = {"os.remove", "os.rmdir", "os.rename", "os.chmod", "os.chown", "os.truncate", "os.symlink", "os.link",
       "os.mkdir", "shutil.rmtree", "shutil.copyfile", "shutil.move"}
 def _inside(path):
@@ -129,6 +129,20 @@ def on_xcpu(signum, frame):
 signal.signal(signal.SIGXCPU, on_xcpu)
 code, tests = cfg["code"], cfg["tests"]
 if cfg["audit"]:
+    # _posixsubprocess.fork_exec starts processes without an audit event: load it now (so importing
+    # subprocess still works), disarm it, and refuse any fresh import of it.
+    import subprocess, _posixsubprocess, _imp
+    def _no_fork_exec(*args, **kwargs):
+        _deny("_posixsubprocess.fork_exec", "starting or signalling processes (_posixsubprocess.fork_exec)")
+    _posixsubprocess.fork_exec = _no_fork_exec
+    def _guard(create):
+        def guarded(spec, *rest):
+            if str(getattr(spec, "name", "")).rpartition(".")[2] in BAD_IMPORTS:
+                _deny("import", "importing " + str(spec.name))
+            return create(spec, *rest)
+        return guarded
+    _imp.create_builtin = _guard(_imp.create_builtin)
+    _imp.create_dynamic = _guard(_imp.create_dynamic)
     sys.addaudithook(hook)
 ns = {"__name__": "__main__", "__builtins__": __builtins__}
 try:
