@@ -49,3 +49,19 @@ def test_grounded_summary_and_locate() -> None:
     assert grounded(c.check_all(["bank", "nowhere to be seen in this"])) is False
     spans = locate("refunds are not possible for invoices older", TEXT)
     assert [TEXT[s:e] for s, e in spans] == ["Refunds are not possible for invoices\nolder"]
+
+
+def test_a_quote_holding_the_whole_source_plus_invented_words_is_not_found() -> None:
+    # partial_ratio aligns the shorter string: without a guard, "source + anything" would score 100.
+    c = EvidenceChecker({"output": "Refunds in 30 days.", "ctx": "ok"})
+    assert not c.check("Refunds in 30 days. Also we give free money to everyone forever").found
+    assert c.check("Refunds in 30 days").found
+    assert c.check("“Refunds in 30 days.”").found  # whole source, quote marks aside
+    assert locate("Refunds in 30 days. Also we give free money to everyone", "Refunds in 30 days.") == []
+
+
+def test_host_port_and_cited_file_lines_in_the_text_are_quotes() -> None:
+    # Shaped like file:line, but not a reference to a given file: they are looked up as text.
+    c = EvidenceChecker({"output": "Connect to db.example.com:5432 and see main.py:12 for details."})
+    assert c.check("db.example.com:5432").found and c.check("main.py:12").found
+    assert not c.check("main.py:13").found

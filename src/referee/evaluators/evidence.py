@@ -80,6 +80,10 @@ def _match(fragment: str, text: str) -> float:
         return 100.0
     if len(fragment) < MIN_FUZZY_CHARS:
         return 0.0
+    if len(fragment) > len(text):
+        # partial_ratio slides the *shorter* string over the longer one: a quote holding the whole source
+        # plus invented words would score 100. A quote longer than the source must match it as a whole.
+        return float(fuzz.ratio(fragment, text, score_cutoff=MATCH_THRESHOLD))
     return float(fuzz.partial_ratio(fragment, text, score_cutoff=MATCH_THRESHOLD))
 
 
@@ -107,12 +111,14 @@ class EvidenceChecker:
 
     def check(self, quote: str) -> QuoteCheck:
         ref = _file_line(quote, self.raw)
-        if ref is not None:
+        if ref is not None and ref.found:
             return ref
+        # Not a resolvable file:line reference: it may still be text of a source (``db.example.com:5432``,
+        # an output that itself cites ``main.py:12``).
         frags = _fragments(quote)
         if not frags:
-            return QuoteCheck(quote, False)
-        best = QuoteCheck(quote, False)
+            return ref or QuoteCheck(quote, False)
+        best = ref or QuoteCheck(quote, False)
         for name, text in self.norm.items():
             scores = [_match(f, text) for f in frags]
             worst = min(scores)
@@ -158,7 +164,7 @@ def locate(quote: str, text: str) -> list[tuple[int, int]]:
         pos = norm.find(frag)
         if pos >= 0:
             start, end = pos, pos + len(frag)
-        elif len(frag) >= MIN_FUZZY_CHARS:
+        elif MIN_FUZZY_CHARS <= len(frag) <= len(norm):
             al = fuzz.partial_ratio_alignment(frag, norm, score_cutoff=MATCH_THRESHOLD)
             if al is None:
                 continue

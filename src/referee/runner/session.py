@@ -166,7 +166,9 @@ def execute(
         raise
     finally:
         writer.close()
-        all_rows = resume.kept + (new_rows if new_rows else _reread(out, resume.kept))
+        # Re-reading is for regular files only: /dev/full reads as endless zeros, a pipe would block.
+        reread = _reread(out, resume.kept) if not new_rows and keep_manifest else []
+        all_rows = resume.kept + (new_rows or reread)
         manifest.status = status  # type: ignore[assignment]
         manifest.totals = totals(all_rows, client, time.perf_counter() - t0, skipped)
         import datetime as _dt
