@@ -11,7 +11,9 @@ input tokens: the documents are sent once). Rules as written:
 * grade A: pct >= 0.9 and no critical failure; B: >= 0.75 and no critical failure; C: >= 0.6; else D.
 
 Unlike the original, a reply that cannot be used is ``unscored`` (never a 0): a case with an unscored
-criterion has no verdict.
+criterion has no score, pct or grade. Its verdict is FAIL (``passed=False``, status still ``unscored``) when
+the graded criteria already settle it (a failed critical criterion under ``fail_on_critical``, or too few
+criteria left to reach ``pass_threshold``); otherwise it has no verdict. It is never a PASS.
 """
 
 from __future__ import annotations
@@ -155,6 +157,21 @@ def gold_verdict(rubric: Rubric, replies: dict[str, CriterionReply]) -> GoldSumm
     else:
         grade = "D"
     return GoldSummary(total, mx, pct, passed_count, crit_fail, ok, grade)
+
+
+def settled_failure(rubric: Rubric, replies: dict[str, CriterionReply], missing: list[str]) -> str | None:
+    """Why a case with unscored criteria FAILs whatever they would have been, or None when it is open.
+
+    Only a FAIL can be settled this way: a PASS resting on criteria nobody graded would be invented."""
+    threshold = rubric.pass_threshold if rubric.pass_threshold is not None else 6
+    crit_fail = [c.id for c in rubric.criteria if c.critical and c.id in replies and not replies[c.id].passed]
+    if rubric.fail_on_critical and crit_fail:
+        return f"critical criterion failed: {', '.join(crit_fail)}"
+    passed_count = sum(r.passed for r in replies.values())
+    if passed_count + len(missing) < threshold:
+        return (f"{passed_count} criteria passed and {len(missing)} unscored: pass_threshold {threshold} cannot "
+                "be reached")
+    return None
 
 
 def threshold_warning(rubric: Rubric) -> str | None:
@@ -319,6 +336,16 @@ class GoldJudge:
                                 + "; ".join(sorted({errors.get(m, '') for m in missing})),
                           raw_reply=next((o.raw_excerpt for o in outcomes if o.raw_excerpt), None))
             details.update(verdict="UNSCORED", criteria_unscored=missing)
+            settled = settled_failure(rubric, replies, missing)
+            if settled is not None:
+                # FAIL is already decided by criteria that were really graded; the unscored ones stay
+                # visible and no total, pct or grade is invented for them.
+                passed_count = sum(r.passed for r in replies.values())
+                crit_fail = [c.id for c in rubric.criteria if c.critical and c.id in replies
+                             and not replies[c.id].passed]
+                details.update(verdict="FAIL", verdict_reason=settled, criteria_passed=passed_count,
+                               critical_failures=len(crit_fail), critical_failed=crit_fail)
+                fields.update(passed=False)
             return ResultRow(**fields)
         s = gold_verdict(rubric, replies)
         details.update(total_score=s.total, max_score=s.max, score_pct=round(s.pct, 6),
