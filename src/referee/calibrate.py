@@ -126,9 +126,11 @@ def calibrate(judge: Labels, human: Labels, *, n_boot: int = DEFAULT_N_BOOT,
               seed: int = DEFAULT_SEED, judge_scaled: bool = False, human_scaled: bool = False) -> Calibration:
     """Compare the ids present in both files. Raises :class:`UserError` when nothing can be compared."""
     if not judge.values:
-        raise UserError(f"{judge.path}: no scored rows to calibrate")
+        why = f" ({judge.unscored} row(s) unscored or without a value)" if judge.unscored else ""
+        raise UserError(f"{judge.path}: no scored rows to calibrate{why}")
     if not human.values:
-        raise UserError(f"{human.path}: no labelled rows to calibrate against")
+        why = f" ({human.unscored} row(s) without a value; use --human-field to name it)" if human.unscored else ""
+        raise UserError(f"{human.path}: no labelled rows to calibrate against{why}")
     shared = [cid for cid in judge.values if cid in human.values]
     if not shared:
         raise UserError(f"no ids in common between {judge.path} ({len(judge.values)} ids) and {human.path} "
@@ -144,6 +146,8 @@ def calibrate(judge: Labels, human: Labels, *, n_boot: int = DEFAULT_N_BOOT,
     notes: list[str] = []
     if judge.unscored:
         notes.append(f"{judge.unscored} judge row(s) unscored or without a score: left out")
+    if human.unscored:
+        notes.append(f"{human.unscored} human row(s) without a label: left out")
     if judge.repeats:
         notes.append(f"{judge.repeats} id(s) judged more than once: their scores are averaged")
     if human.repeats:
@@ -160,8 +164,8 @@ def calibrate(judge: Labels, human: Labels, *, n_boot: int = DEFAULT_N_BOOT,
         lo, hi = int(min(levels)), int(max(levels))
         labels = [float(v) for v in range(lo, hi + 1)] if ordinal else levels
     if not categorical:
-        notes.append("kappa and the confusion matrix need categorical labels on both sides (integers, e.g. "
-                     "pass/fail or 1-5); the judge's or the humans' values are continuous here")
+        notes.append("exact agreement, kappa and the confusion matrix need categorical labels on both sides "
+                     "(integers, e.g. pass/fail or 1-5); the judge's or the humans' values are continuous here")
     st = agreement(x, y, categorical=categorical, ordinal=ordinal, labels=labels, n_boot=n_boot, seed=seed)
     if len(set(x)) == 1:
         notes.append(f"one-sided sample: every judge value is {x[0]:g}, so kappa and correlations are undefined")

@@ -38,6 +38,9 @@ def _relative(flag: str, what: str, cur: float | None, base: float | None, tol: 
         return GateResult(flag, False, f"skipped: the baseline has no {what}", evaluated=False)
     if cur is None:
         return GateResult(flag, False, f"skipped: the current results have no {what}", evaluated=False)
+    if base <= 0:
+        # As the seed: a relative increase over nothing is undefined (the absolute ceilings cover that case).
+        return GateResult(flag, False, f"skipped: the baseline mean {what} is 0", evaluated=False)
     limit = base * (1 + tol)
     failed = cur > limit
     verb = "above" if failed else "within"
@@ -89,7 +92,9 @@ def evaluate_gates(s: Summary, cfg: GateConfig) -> list[GateResult]:
             "no drop is significant after Benjamini-Hochberg"
         out.append(GateResult("--fail-on-significant-regression", bool(drops), msg))
     if cfg.fail_on_inconclusive and comp is not None:
-        out.append(GateResult("--fail-on-inconclusive", comp.verdict == "INCONCLUSIVE",
+        # Stricter than --fail-on-significant-regression, so a significant drop fails it too: a flag that
+        # refuses "within noise" must not pass a proven regression.
+        out.append(GateResult("--fail-on-inconclusive", comp.verdict in ("INCONCLUSIVE", "REGRESSED"),
                               f"verdict {comp.verdict}: {comp.verdict_reason}"))
     if cfg.max_unscored_rate is not None:
         rate = o.unscored_rate

@@ -1,6 +1,6 @@
 """Logging gold-standard evaluations to MLflow (the optional extra ``mlflow``), as the skill evaluator does.
 
-One run per case named ``eval — <case>``, tags ``case``/``skill``/``grade``, metrics ``total_score``,
+One run per case named ``eval — <case>``, tags ``case``/``skill``/``grade`` (plus ``verdict``), metrics ``total_score``,
 ``max_score``, ``score_pct``, ``criteria_passed``, ``criteria_total``, ``critical_failures`` and
 ``c_<criterion id>`` (the criterion's 0-2 score), and ``results.json`` as an artifact.
 """
@@ -51,8 +51,11 @@ def log_gold_runs(rows: Sequence[ResultRow], *, uri: str, experiment: str = DEFA
     for row in rows:
         d = row.details
         with mlflow.start_run(run_name=f"eval — {row.id}") as run:
+            # grade is the seed's tag; an ungraded case has none (its status stands in), and verdict says
+            # whether it FAILed anyway (a failed critical criterion beside an unscored one).
             mlflow.set_tags({"case": row.id, "skill": str(d.get("skill", "")),
-                             "grade": str(d.get("grade") or row.status)})
+                             "grade": str(d.get("grade") or row.status),
+                             "verdict": str(d.get("verdict") or row.status.upper())})
             metrics = run_metrics(row)
             if metrics:
                 mlflow.log_metrics(metrics)

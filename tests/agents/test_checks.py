@@ -38,7 +38,9 @@ def test_tool_used_all_and_any() -> None:
     c = case([LOOKUP])
     r = run("tool_used", c, tools=["lookup_invoice", "issue_refund"])
     assert r.passed is False and r.score == 0.5 and "issue_refund" in r.reason
-    assert run("tool_used", c, tools=["lookup_invoice", "issue_refund"], mode="any").passed is True
+    any_of = run("tool_used", c, tools=["lookup_invoice", "issue_refund"], mode="any")
+    assert any_of.passed is True and any_of.reason.startswith("called lookup_invoice")
+    assert run("tool_used", c, tools=["send_email", "issue_refund"], mode="any").passed is False
     assert run("tool_used", c, tools=["lookup_invoice"]).score == 1.0
 
 
@@ -104,7 +106,18 @@ def test_tool_args_which_call() -> None:
 
 
 def test_tool_args_bad_schema_is_an_error_not_a_fail() -> None:
-    r = run("tool_args", case([REFUND]), tool="issue_refund", args={"type": "nonsense"}, match="schema")
+    # in the options: refused when the check is built (referee validate reports it)
+    with pytest.raises(UserError, match="invalid JSON Schema"):
+        build("tool_args", {"tool": "issue_refund", "args": {"type": "nonsense"}, "match": "schema"})
+    with pytest.raises(UserError, match="invalid regex for 'invoice_id'"):
+        build("tool_args", {"tool": "issue_refund", "args": {"invoice_id": "INV-("}, "match": "regex"})
+    with pytest.raises(UserError, match="unknown match mode 'fuzzy'"):
+        build("tool_args", {"tool": "issue_refund", "match": "fuzzy"})
+    with pytest.raises(UserError, match="invalid regex"):
+        build("goal_reached", {"regex": "a("})
+    # in a case's expect block: an error row for that case, never a fail
+    c = case([REFUND], expect={"args": [{"tool": "issue_refund", "match": "schema", "args": {"type": "nonsense"}}]})
+    r = run("tool_args", c)
     assert r.status == "error" and "invalid JSON Schema" in r.reason
 
 
@@ -116,6 +129,33 @@ def test_budget_steps_cost_and_unknown_figures() -> None:
     unknown = run("trajectory_budget", case([LOOKUP]), max_cost_usd=0.05)
     assert unknown.status == "unscored" and "cost_usd" in unknown.reason  # never a silent pass
     assert run("trajectory_budget", case([LOOKUP], cost_usd=0.5), max_cost_usd=0.05).passed is False
+
+
+def test_budget_figures_recorded_for_only_some_steps_never_pass_silently() -> None:
+    partial = case([{**LOOKUP, "cost_usd": 0.01}, REFUND])
+    r = run("trajectory_budget", partial, max_cost_usd=0.05)
+    assert r.status == "unscored" and "only some steps" in r.reason
+    # a partial sum already over the limit is a certain failure
+    over = run("trajectory_budget", case([{**LOOKUP, "cost_usd": 0.09}, REFUND]), max_cost_usd=0.05)
+    assert over.passed is False and "cost_usd 0.09 > 0.05" in over.reason
+    # the case's whole-run figure wins over the steps' sum
+    whole = run("trajectory_budget", case([{**LOOKUP, "latency_ms": 100}, REFUND], latency_ms=2500),
+                 max_latency_ms=1000)
+    assert whole.passed is False and "latency_ms 2500 > 1000" in whole.reason
+
+
+def test_trajectory_says_which_checks_could_not_be_made() -> None:
+    c = case([LOOKUP, REFUND], expect={"max_cost_usd": 0.05, "tools_used": ["issue_refund"]})
+    r = run("trajectory", c)
+    assert r.status == "scored" and "not checked: trajectory_budget" in r.reason
+
+
+def test_bad_expectations_are_error_rows_naming_file_line_and_check_once() -> None:
+    c = Case(id="c", data={"id": "c", "trajectory": [{"step": 1, "tool": "a"}], "expect": {"tools_used": 5}},
+             source="runs.jsonl", line=7)
+    r = run("trajectory", c)
+    assert r.status == "error" and r.reason.startswith("runs.jsonl:7: case 'c': tool_used: ")
+    assert r.reason.count("tool_used:") == 1
 
 
 def test_repeated_identical_calls_are_a_loop_but_a_retry_after_an_error_is_not() -> None:
@@ -143,6 +183,8 @@ def test_unhandled_tool_errors() -> None:
     assert r.passed is False and "gateway unavailable" in r.reason and "step 2" in r.reason
     acknowledged = case([LOOKUP, failed], output="Sorry, the refund failed because the gateway is down.")
     assert run("tool_errors_handled", acknowledged).passed is True
+    curly = case([LOOKUP, failed], output="I couldn\u2019t issue the refund just now.")
+    assert run("tool_errors_handled", curly).passed is True
     recovered = case([LOOKUP, failed, REFUND], output="Your refund is issued.")
     assert run("tool_errors_handled", recovered).passed is True
 
@@ -153,8 +195,22 @@ def test_goal_reached_on_output_state_and_last_tool() -> None:
     assert run("goal_reached", c, state={"refunded": ["INV-1"]}, final_tool="issue_refund").passed is True
     r = run("goal_reached", c, state={"refunded": []}, not_contains=["RF-1"])
     assert r.passed is False and r.score == 0.0
+    # A state that was not recorded is unknown, never a silent pass or an invented fail ...
     missing = run("goal_reached", case([LOOKUP]), state={"x": 1})
-    assert missing.passed is False and "no 'final_state'" in missing.reason
+    assert missing.status == "unscored" and "no 'final_state'" in missing.reason
+    # ... unless another part of the goal already failed.
+    also_wrong = run("goal_reached", case([LOOKUP], output="nope"), state={"x": 1}, contains=["refund"])
+    assert also_wrong.passed is False and also_wrong.score == 0.0
+
+
+def test_trajectory_with_an_uncheckable_goal_is_unscored_unless_a_forbidden_tool_was_called() -> None:
+    goal = {"state": {"refunded": ["INV-1"]}}
+    clean = run("trajectory", case([LOOKUP, REFUND], output="Refunded.", expect={"goal": goal}))
+    assert clean.status == "unscored" and "final_state" in clean.reason
+    forbidden = case([LOOKUP, {"tool": "delete_account"}], output="Done.",
+                     expect={"goal": goal, "tools_not_used": ["delete_account"]})
+    r = run("trajectory", forbidden)
+    assert r.status == "scored" and r.score == 0.0
 
 
 def test_expectations_come_from_the_case_when_options_are_not_given() -> None:
@@ -248,3 +304,23 @@ def test_no_problem_is_not_an_acknowledged_error() -> None:
     failed = {**REFUND, "result": {"error": "gateway unavailable"}}
     r = run("tool_errors_handled", case([LOOKUP, failed], output="No problem, your refund is done!"))
     assert r.passed is False
+
+
+def test_otel_calls_without_recorded_arguments_are_unknown_not_loops_or_mismatches() -> None:
+    from referee.trajectories import from_otel
+
+    def span(i: int) -> dict[str, Any]:
+        return {"name": "execute_tool", "start_time": f"2025-01-01T00:00:0{i}Z",
+                "attributes": {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_invoice"}}
+
+    traj = from_otel([span(1), span(2)], case_id="o")
+    seed_steps = traj.to_seed()
+    assert seed_steps[0]["args_recorded"] is False  # kept by `referee import`
+    c = Case(id="o", data={"id": "o", "trajectory": seed_steps, "final_output": "Both are paid."})
+    loops = run("no_repeated_calls", c)
+    assert loops.passed is True and "not recorded" in loops.reason
+    args = run("tool_args", c, tool="lookup_invoice", args={"invoice_id": "INV-1"})
+    assert args.status == "unscored" and "arguments not recorded" in args.reason
+    # with the arguments recorded, the same two calls are a loop
+    recorded = case([LOOKUP, LOOKUP])
+    assert run("no_repeated_calls", recorded).passed is False

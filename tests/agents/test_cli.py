@@ -55,6 +55,23 @@ def test_trajectory_checks_file_and_bad_options(tmp_path: Path, capsys: pytest.C
     assert "checks.yaml" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args", [
+    ["trajectory", "--checks"],
+    ["trajectory", "--judge", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--criteria"],
+    ["conversation", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--criteria"],
+])
+def test_malformed_yaml_options_are_one_line_errors_with_the_line(
+        args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    bad = tmp_path / "opts.yaml"
+    bad.write_text("a: 1\nb: [unclosed\n")
+    cases = AGENT / ("conversations.jsonl" if args[0] == "conversation" else "trajectories.jsonl")
+    code = cli([args[0], str(cases), "--out", str(tmp_path / "r.jsonl"), *args[1:], str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and "opts.yaml:3: malformed YAML" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_trajectory_judge_through_the_local_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "j.jsonl"
     with FakeLLMServer(responder=schema_responder) as srv:
@@ -186,6 +203,25 @@ def test_import_converts_recorded_runs_and_skips_bad_ones(tmp_path: Path, capsys
     assert cases["ot-1"]["usage"] == {"input_tokens": 470, "output_tokens": 30}
     # the converted cases run through the checks like any seed-shaped case
     assert cli(["trajectory", str(out), "--out", str(tmp_path / "r.jsonl")]) == 0
+
+
+def test_import_skips_malformed_lines_and_empty_runs_and_reads_the_otel_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    user_msg = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Is INV-7 paid?"}]}])
+    spans = [{"name": "chat", "start_time": "2025-01-01T00:00:00Z",
+              "attributes": {"gen_ai.operation.name": "chat", "gen_ai.input.messages": user_msg}},
+             {"name": "execute_tool", "start_time": "2025-01-01T00:00:01Z",
+              "attributes": {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_invoice",
+                             "gen_ai.tool.call.arguments": "{\"invoice_id\": \"INV-7\"}"}}]
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("not json\n" + json.dumps({"id": "ot", "spans": spans}) + "\n"
+                    + json.dumps({"id": "empty", "messages": []}) + "\n")
+    out = tmp_path / "cases.jsonl"
+    assert cli(["import", str(runs), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "runs.jsonl:1: malformed JSON" in err and "runs.jsonl:3: case 'empty': empty run" in err
+    cases = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [c["id"] for c in cases] == ["ot"] and cases[0]["input"] == "Is INV-7 paid?"
 
 
 def test_trajectory_checks_and_judge_in_a_suite_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,7 +50,7 @@ def test_seed_steps_keep_tool_args_result_error_and_costs() -> None:
     ([{"step": 1, "tool": "a", "args": "{invoice: 1"}], "arguments are not JSON", "step 1"),
     ([{"step": 1, "tool": "a", "args": "[1, 2]"}], "must be a JSON object", "step 1"),
     ([{"step": 2, "tool": "a"}, {"step": 1, "tool": "b"}], "out of order", "step 1"),
-    ([{"step": 1, "tool": "a"}, {"step": 1, "tool": "b"}], "out of order", "step 1"),
+    ([{"step": 1, "tool": "a"}, {"step": 1, "tool": "b"}], "duplicate step number 1", "step 1"),
     ([{"step": "one", "tool": "a"}], "must be an integer", "trajectory[0]"),
 ])
 def test_seed_bad_input_names_case_and_step(steps: list[Any], fragment: str, step_named: str) -> None:

@@ -124,3 +124,60 @@ def test_bad_value_names_file_line_and_field(tmp_path: Path, capsys: pytest.Capt
     human = _jsonl(tmp_path / "h.jsonl", [{"id": "a", "score": 1}])
     assert cli(["calibrate", judge, human]) == 2
     assert "j.jsonl:2: field 'score'" in capsys.readouterr().err
+
+
+def test_float_noise_does_not_fail_the_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 0.9 - 0.7 is 0.20000000000000007 in floating point: printed "0.200", it must not fail a 0.2 gate.
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": "a", "score": 0.9}, {"id": "b", "score": 0.3}])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": "a", "score": 0.7}, {"id": "b", "score": 0.1}])
+    assert cli(["calibrate", judge, human, "--threshold", "0.2"]) == 0
+    assert "0.200 over 2 cases (threshold 0.2): OK" in capsys.readouterr().out
+    assert cli(["calibrate", judge, human, "--threshold", "0.19"]) == 1
+
+
+def test_missing_log_file_fails_before_the_report(files: tuple[str, str], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    judge, human = files
+    assert cli(["calibrate", judge, human, "--update-log", str(tmp_path / "nope.md")]) == 2
+    cap = capsys.readouterr()
+    assert "nope.md" in cap.err and "not found" in cap.err
+    assert "Mean delta" not in cap.out  # nothing computed or printed for a run that cannot be logged
+
+
+def test_continuous_scores_get_no_exact_agreement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": str(i), "score": s} for i, s in enumerate([0.1, 0.4, 0.8, 0.95])])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": str(i), "score": s} for i, s in enumerate([0, 1, 1, 1])])
+    out = tmp_path / "c.json"
+    assert cli(["calibrate", judge, human, "--threshold", "1", "--json-out", str(out)]) == 0
+    ag = json.loads(out.read_text())["agreement"]
+    assert ag["exact_agreement"] is None and ag["kappa"] is None
+    assert "exact agreement                   │           not computed" in capsys.readouterr().out
+    assert cli(["calibrate", judge, human, "--threshold", "1", "--min-agreement", "0.5"]) == 1
+
+
+def test_zero_width_interval_is_labelled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": str(i), "score": i % 2} for i in range(6)])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": str(i), "score": i % 2} for i in range(6)])
+    assert cli(["calibrate", judge, human]) == 0
+    out = capsys.readouterr().out
+    # Perfect agreement on 6 cases bootstraps to [1, 1]; the table must not present that as certainty.
+    assert "zero-width CI" in out
+
+
+def test_human_rows_without_a_label_are_explained(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": "a", "score": 1.0}])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": "a", "verdict": "pass"}])
+    assert cli(["calibrate", judge, human]) == 2
+    err = capsys.readouterr().err
+    assert "no labelled rows" in err and "1 row(s) without a value" in err and "--human-field" in err
+
+
+def test_every_case_is_listed_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": f"case{i:02d}", "score": 0.5} for i in range(30)])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": f"case{i:02d}", "score": (i % 3) / 2} for i in range(30)])
+    assert cli(["calibrate", judge, human, "--threshold", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "(all 30)" in out and all(f"case{i:02d}" in out for i in range(30))
+    assert cli(["calibrate", judge, human, "--threshold", "1", "--show", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "(top 3 of 30)" in out and sum(f"case{i:02d}" in out for i in range(30)) == 3

@@ -143,6 +143,8 @@ def test_embedding_missing_extra_or_similarity() -> None:
     far = case("Our office has a red door.", "Refunds take 5 business days.")
     r1, r2 = e.evaluate(c, c.output), e.evaluate(far, far.output)
     assert r1.score is not None and r2.score is not None and r1.score > r2.score
+    assert r1.passed and not r2.passed  # a paraphrase clears 0.5, an unrelated sentence does not
+    assert "embedding" in r1.reason
 
 
 def test_option_error_carries_the_option() -> None:

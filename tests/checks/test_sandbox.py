@@ -41,7 +41,7 @@ def test_syntax_error_and_exception_fail() -> None:
 
 
 def test_hang_is_stopped_by_the_cpu_limit() -> None:
-    r = check("while True:\n    pass")
+    r = check("while True:\n    pass", cpu_s=1, timeout_s=30.0)  # wall time generous: the machine may be busy
     assert r.status == "scored" and not r.passed and "CPU time" in r.reason
 
 
@@ -132,3 +132,103 @@ def test_bad_options_are_config_errors() -> None:
 def test_extract_code() -> None:
     assert extract_code("Here:\n```python\nx = 1\n```\nand\n```py\ny = 2\n```") == "x = 1\n\ny = 2"
     assert extract_code("x = 1") == "x = 1"
+
+
+# --- escapes found in review: each must fail, and leave the machine untouched ---------------------------------
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    path = tmp_path / "victim.txt"
+    path.write_text("canary")
+    return path
+
+
+ESCAPES = {
+    "rename over": "open('x', 'w').write('pwned')\nimport os\nos.replace('x', {v!r})",
+    "hard link out": "open('y', 'w').write('z')\nimport os\nos.link('y', {d!r} + '/pwn_link')",
+    "symlink out": "import os\nos.symlink('anything', {d!r} + '/pwn_symlink')",
+    "O_TRUNC read-only": "import os\nos.open({v!r}, os.O_RDONLY | os.O_TRUNC)",
+    "dir_fd": "import os\nd = os.open({d!r}, os.O_RDONLY)\nos.remove('victim.txt', dir_fd=d)",
+    "fd chmod": "import os\nf = os.open({v!r}, os.O_RDONLY)\nos.chmod(f, 0o777)",
+    "mkfifo": "import os\nos.mkfifo({d!r} + '/pwn_fifo')",
+}
+
+
+@pytest.mark.parametrize("audit", [True, False], ids=["all-layers", "kernel-only"])
+@pytest.mark.parametrize("name", list(ESCAPES))
+def test_file_escapes_fail_and_change_nothing(name: str, audit: bool, victim: Path) -> None:
+    code = ESCAPES[name].format(v=str(victim), d=str(victim.parent))
+    mode = victim.stat().st_mode
+    res = run_python(code, None, SandboxLimits(timeout_s=5), _audit=audit)
+    if not audit and res.isolation.get("fs") != "read-only outside the working directory":
+        pytest.skip("no mount namespace here: the audit hook is the only file-system layer")
+    if audit or name != "fd chmod":  # a read-only mount still lets fchmod through; only the hook stops it
+        assert res.status == "failed", res
+        assert victim.read_text() == "canary" and victim.stat().st_mode == mode
+        assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]
+
+
+def test_work_dir_stays_writable_for_ordinary_code() -> None:
+    r = check("import os\nos.mkdir('d')\nopen('d/a', 'w').write('1')\nos.rename('d/a', 'd/b')\n"
+              "os.symlink('d/b', 'c')\nassert open('c').read() == '1'\nos.remove('c')\n"
+              "with open('t', 'w') as f:\n    f.write('abc')\n    f.truncate(1)\n")
+    assert r.passed, r.reason
+
+
+def test_the_parent_environment_cannot_be_read_through_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """API keys live in referee's environment; /proc/<pid>/environ must not hand them to the code."""
+    import subprocess
+    import sys
+
+    from referee.evaluators import sandbox
+
+    marker = "sk-review-" + os.urandom(6).hex()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                              env={**os.environ, "OPENAI_API_KEY": marker})
+    scan = ("import glob\nfor p in glob.glob('/proc/[0-9]*/environ'):\n    try:\n"
+            "        print(open(p, 'rb').read().decode('latin-1'))\n    except Exception:\n        pass\n")
+    try:
+        res = run_python(scan, None, SandboxLimits(timeout_s=5))
+        assert marker not in res.stdout + res.stderr
+        monkeypatch.setattr(sandbox, "_PREFIX", [])  # no namespaces: the audit hook alone must refuse it
+        res = run_python(scan, None, SandboxLimits(timeout_s=5))
+        assert marker not in res.stdout + res.stderr
+        assert res.status == "failed" and "another process" in res.reason
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_limits_cannot_be_raised_again() -> None:
+    r = check("import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))\nx = bytearray(2 * 1024**3)")
+    assert not r.passed and "setrlimit" in r.reason
+
+
+def test_subprocess_private_fork_exec_is_disarmed() -> None:
+    r = check("import subprocess\nsubprocess._fork_exec(*([None] * 23))")
+    assert not r.passed and "fork_exec" in r.reason
+
+
+def test_ignoring_sigxcpu_still_stops_the_code() -> None:
+    r = check("import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass",
+              cpu_s=1, timeout_s=8.0)
+    assert r.status == "scored" and not r.passed
+    assert "CPU time" in r.reason or "timed out" in r.reason
+
+
+def test_huge_output_is_bounded_and_recursion_fails_cleanly() -> None:
+    r = check("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)")
+    assert not r.passed and len(r.details.get("stdout", "")) <= 2000
+    r = check("def f():\n    return f()\nf()")
+    assert not r.passed and "RecursionError" in r.reason
+
+
+def test_network_true_keeps_the_read_only_file_system(victim: Path) -> None:
+    res = run_python(f"open({str(victim)!r}, 'w').write('pwned')", None,
+                     SandboxLimits(timeout_s=5, network=True), _audit=False)
+    if res.isolation.get("fs") != "read-only outside the working directory":
+        pytest.skip("no mount namespace here")
+    assert res.isolation.get("net") == "host"
+    assert res.status == "failed" and "Read-only file system" in res.reason
+    assert victim.read_text() == "canary"

@@ -12,7 +12,7 @@ import pytest
 from referee.runner.client import RetryPolicy
 from referee.testing import FakeLLMServer, Reply, WireRequest
 
-from .util import KEY, TEMPLATE, judge_args, make_cases, read_rows, run, verdict, write_cases
+from .util import KEY, TEMPLATE, judge_args, make_cases, read_rows, run, verdict
 
 Cap = pytest.CaptureFixture[str]
 
@@ -356,3 +356,34 @@ def test_rows_are_appended_as_they_complete(tmp_path: Path, fake_server: FakeLLM
     code, _, _ = run(judge_args(tmp_path, fake_server, "--concurrency", "3", cases=make_cases(3)), capsys)
     assert code == 0
     assert read_rows(tmp_path / "results.jsonl")[-1]["id"] == "c0"  # the slow one is written last
+
+
+def test_out_is_a_directory(tmp_path: Path, fake_server: FakeLLMServer, capsys: Cap) -> None:
+    args = judge_args(tmp_path, fake_server)
+    i = args.index("--out")
+    args[i + 1] = str(tmp_path)
+    code, _, err = run(args, capsys)
+    assert code == 2 and "is a directory" in err and not fake_server.requests
+
+
+def test_rejected_key_exits_2_without_judging_every_case(tmp_path: Path, fake_server: FakeLLMServer,
+                                                         capsys: Cap) -> None:
+    fake_server.responder = lambda req: Reply(status=401, body={"error": {"message": "invalid x-api-key"}})
+    code, _, err = run(judge_args(tmp_path, fake_server, "--concurrency", "1", cases=make_cases(5)), capsys)
+    assert code == 2 and "check the API key" in err and len(fake_server.requests) == 1
+
+
+def test_out_must_not_be_the_cases_file(tmp_path: Path, fake_server: FakeLLMServer, capsys: Cap) -> None:
+    args = judge_args(tmp_path, fake_server)
+    i = args.index("--out")
+    args[i + 1] = str(tmp_path / "cases.jsonl")
+    before = (tmp_path / "cases.jsonl").read_bytes()
+    code, _, err = run(args, capsys)
+    assert code == 2 and "cases file" in err and (tmp_path / "cases.jsonl").read_bytes() == before
+
+
+def test_manifest_records_the_command_it_was_given(tmp_path: Path, fake_server: FakeLLMServer, capsys: Cap) -> None:
+    args = judge_args(tmp_path, fake_server, cases=make_cases(1))
+    assert run(args, capsys)[0] == 0
+    m = json.loads((tmp_path / "results.manifest.json").read_text())
+    assert m["command"] == ["referee", *args]  # not pytest's own sys.argv

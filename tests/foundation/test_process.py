@@ -62,3 +62,27 @@ def test_ctrl_c_keeps_rows_and_a_rerun_finishes(tmp_path: Path) -> None:
         assert sorted(r["id"] for r in rows) == sorted(f"c{i}" for i in range(40))
         # Only the cases without a row are judged again (the in-flight ones may come from the cache).
         assert len(srv.requests) - before <= 40 - len(kept)
+
+
+def _limit_memory() -> None:
+    import resource
+
+    # /dev/full reads back as endless zeros: a regression that re-reads the output must fail, not eat the RAM.
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def test_out_on_a_full_device_exits_2_and_leaves_the_device_alone(tmp_path: Path) -> None:
+    if not Path("/dev/full").exists():
+        import pytest
+
+        pytest.skip("no /dev/full on this system")
+    with FakeLLMServer() as srv:
+        args = judge_args(tmp_path, srv, cases=make_cases(2))
+        i = args.index("--out")
+        args[i + 1] = "/dev/full"
+        done = subprocess.run([sys.executable, "-m", "referee", *args], env=_env(tmp_path), capture_output=True,
+                              text=True, timeout=60, preexec_fn=_limit_memory)
+    assert done.returncode == 2, done.stderr
+    assert "disk full" in done.stderr and "Traceback" not in done.stderr
+    assert Path("/dev/full").is_char_device()  # never moved aside as "an earlier results file"
+    assert not Path("/dev/full.manifest.json").exists() and not Path("/dev/full.prev").exists()

@@ -184,3 +184,21 @@ def test_different_configuration_moves_old_results_aside(tmp_path: Path) -> None
     _exec(out, ["a"], seen, other)
     assert seen == ["a", "a"]
     assert (tmp_path / "r.prev.jsonl").exists() and (tmp_path / "r.prev.manifest.json").exists()
+
+
+def test_a_corrupt_cache_file_is_a_user_error(tmp_path: Path) -> None:
+    bad = tmp_path / "cache.sqlite"
+    bad.write_bytes(b"this is not a database, just bytes " * 100)
+    with pytest.raises(UserError, match="--no-cache"):
+        ResponseCache(bad)
+
+
+async def test_a_failing_cache_write_never_loses_the_reply(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           ) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache._db.close()  # any later statement fails like a full disk or a vanished file would
+    client = JudgeClient(FakeProvider([verdict(0.3)]), cache=cache)
+    c1 = await client.complete(REQ)
+    c2 = await client.complete(REQ)
+    assert '"overall_score": 0.3' in c1.text and not c2.cached
+    assert capsys.readouterr().err.count("response cache") == 1  # one warning, then the cache is off

@@ -96,3 +96,77 @@ def test_judgebench_shared_outputs(shared_data: Path) -> None:
     items = read_outputs(path)
     assert len(items) == 350
     assert sum(v.label == "1" for v in items) == 193  # the README's 193 A>B labels
+
+
+def test_referee_pairwise_output_feeds_metaeval_pairwise(tmp_path: Path) -> None:
+    """`referee pairwise` results -> `referee metaeval pairwise --gold`: per-order accuracy from the real rows."""
+    from referee.testing import FakeLLMServer, WireRequest
+
+    cases = _jsonl(tmp_path / "cases.jsonl", [
+        {"id": "right", "input": "2+2?", "output_a": "4", "output_b": "5"},
+        {"id": "first", "input": "2+3?", "output_a": "5", "output_b": "6"},
+        {"id": "bad", "input": "2+4?", "output_a": "6", "output_b": "7"},
+    ])
+    tmpl = tmp_path / "t.md"
+    tmpl.write_text("{input}\n<r1>{response_1}</r1>\n<r2>{response_2}</r2>\n", encoding="utf-8")
+
+    def judge(req: WireRequest) -> str:
+        text = req.prompt_text
+        first = text.split("<r1>")[1].split("</r1>")[0]
+        if "2+4?" in text:
+            return "no idea"  # never a verdict: this pair is unscored in both orders
+        if "2+3?" in text:
+            return json.dumps({"winner": "response_1", "rationale": "first shown"})  # position bias
+        return json.dumps({"winner": "response_1" if first == "4" else "response_2", "rationale": "4 is right"})
+
+    out = tmp_path / "pw.jsonl"
+    with FakeLLMServer(responder=judge) as srv:
+        assert cli(["pairwise", cases, "-t", str(tmpl), "-o", str(out), "--provider", "vllm",
+                    "--base-url", srv.openai_base_url, "--model", "m", "--max-retries", "0"]) == 0
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "right", "label": "a"}, {"id": "first", "label": "a"},
+                                            {"id": "bad", "label": "a"}])
+    js = tmp_path / "m.json"
+    assert cli(["metaeval", "pairwise", str(out), "--gold", gold, "--json-out", str(js), "--n-boot", "100"]) == 0
+    m = json.loads(js.read_text())[str(out)]
+    assert m["n"] == 3
+    # A shown first: right (a) and first (a) are correct, bad is unscored = wrong.
+    assert m["accuracy_noswap"]["estimate"] == pytest.approx(2 / 3)
+    # B shown first: right is correct; first picks b (shown first); bad is unscored.
+    assert m["accuracy_swap"]["estimate"] == pytest.approx(1 / 3)
+    assert m["bias"]["first_shown"]["estimate"] == pytest.approx(1 / 3)
+    assert m["bias"]["consistent"]["estimate"] == pytest.approx(1 / 3)
+    assert m["bias"]["unparsed_pairs"] == 1
+
+
+def test_malformed_inputs_name_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pw = _jsonl(tmp_path / "pw.jsonl", [_prow("1", "a", "a")])
+    not_obj = tmp_path / "list.jsonl"
+    not_obj.write_text("[1, 2]\n", encoding="utf-8")
+    assert cli(["metaeval", "pairwise", pw, "--gold", str(not_obj)]) == 2
+    assert "list.jsonl:1: expected a JSON object" in capsys.readouterr().err
+    assert cli(["metaeval", "absolute", pw, "--human", str(not_obj)]) == 2
+    assert "list.jsonl:1" in capsys.readouterr().err
+    no_id = _jsonl(tmp_path / "noid.jsonl", [{"rater": "r1", "score": 3}])
+    assert cli(["metaeval", "absolute", pw, "--human", no_id]) == 2
+    assert "noid.jsonl:1: field 'id'" in capsys.readouterr().err
+    raw = _jsonl(tmp_path / "raw.jsonl", [{"idx": 0}])
+    assert cli(["metaeval", "parse", raw]) == 2
+    assert "raw.jsonl:1: field 'results'" in capsys.readouterr().err
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text("not json\n", encoding="utf-8")
+    assert cli(["metaeval", "parse", str(garbage)]) == 2
+    assert "garbage.jsonl:1: malformed JSON" in capsys.readouterr().err
+    assert cli(["metaeval", "parse", str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl: file not found" in capsys.readouterr().err
+    jb = _jsonl(tmp_path / "jb.jsonl", [{"label": "A>B", "judgments": ["x", "y"]}])
+    assert cli(["metaeval", "judgebench", jb]) == 2
+    assert "jb.jsonl:1: field 'judgments'" in capsys.readouterr().err
+
+
+def test_absolute_small_sample_is_said_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    judged = _jsonl(tmp_path / "j.jsonl", [{"id": "a", "score": 0.2}, {"id": "b", "score": 0.9}])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": "a", "rater": "r1", "score": 4}, {"id": "b", "rater": "r2", "score": 2}])
+    assert cli(["metaeval", "absolute", judged, "--human", human, "--n-boot", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "small sample (2 cases)" in out
+    assert "no leave-one-out ceiling" in out

@@ -81,3 +81,47 @@ def test_recorded_llmbar_completions_parse_to_the_recorded_verdicts(shared_data:
     # assistants ("Assistant (a) ... Output (a) is better") before concluding; referee takes the conclusion.
     assert len(wrong_winner) <= 2
     assert all("Assistant (" in rv.completion for rv in wrong_winner)
+
+
+@pytest.mark.parametrize("text", [
+    "Response 1 is wrong and unhelpful.",            # a label merely mentioned is no verdict
+    "Response_1 contains errors.",
+    "Output (b) is not better.",
+    "Response 2 is not better than the other; I cannot pick.",
+    '{"rationale": "Response 2 is worse"}',          # JSON without a winner
+    "Neither is better. Response 1 is long.",
+    "I refuse. [[A]] and [[B]] are both bad",         # two different verdict brackets
+])
+def test_a_mentioned_label_is_not_a_verdict(text: str) -> None:
+    with pytest.raises(ReplyInvalid):
+        parse_pairwise_reply(text)
+
+
+@pytest.mark.parametrize(("text", "pick"), [
+    ("**Response 2**.", "2"),
+    ("Verdict: [[B]]", "2"),
+    ("Tie.", "tie"),
+    ("My final verdict: [[C]]", "tie"),
+    ("response2", "2"),
+])
+def test_bare_labels_are_verdicts(text: str, pick: str) -> None:
+    assert parse_pairwise_reply(text).pick == pick
+
+
+def test_a_prose_reply_naming_one_response_is_unscored_end_to_end(tmp_path: Path) -> None:
+    """The judge says "Response 1 is wrong": that must not become a win for the response shown first."""
+    import json
+
+    from referee.cli import cli
+    from referee.testing import FakeLLMServer
+
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps({"id": "x", "input": "q", "output_a": "A", "output_b": "B"}) + "\n")
+    tmpl = tmp_path / "t.md"
+    tmpl.write_text("{input}\n<r1>{response_1}</r1>\n<r2>{response_2}</r2>\n")
+    out = tmp_path / "out.jsonl"
+    with FakeLLMServer(responder=lambda req: "Response 1 is wrong and unhelpful.") as srv:
+        assert cli(["pairwise", str(cases), "-t", str(tmpl), "-o", str(out), "--provider", "vllm",
+                    "--base-url", srv.openai_base_url, "--model", "m", "--max-retries", "0"]) == 1
+    row = json.loads(out.read_text())
+    assert row["status"] == "unscored" and "winner" not in row and "score" not in row

@@ -110,3 +110,66 @@ def test_rank_rejects_files_without_pairwise_rows(tmp_path: Path) -> None:
 def test_leaderboard_page_is_offline() -> None:
     page = leaderboard_page(leaderboard([("a", "b", 1.0), ("b", "c", 1.0), ("a", "c", 0.5)], n_boot=100))
     assert "<script" not in page and "http" not in page
+
+
+def test_interval_text_says_when_there_is_no_real_ci() -> None:
+    from referee.stats.agreement import interval_text
+    from referee.stats.bootstrap import Interval
+
+    assert interval_text(Interval(None, None, None, 0)) == "n/a (empty sample)"
+    assert interval_text(Interval(1.0, None, None, 1)) == "1.000 (n=1: no CI)"
+    assert interval_text(Interval(1.0, 1.0, 1.0, 5)).endswith("(one-sided sample: zero-width CI)")
+    assert interval_text(Interval(0.5, 0.2, 0.8, 5)) == "0.500 [0.200, 0.800]"
+    assert "tiny" in interval_text(win_rate([1.0, 1.0]), zero_width="tiny sample")
+
+
+def test_one_sided_pairs_and_undefeated_systems_are_said_so() -> None:
+    comps = [("long", "mid", 1.0)] * 5 + [("mid", "short", 1.0)] * 5 + [("long", "short", 1.0)] * 5
+    lb = leaderboard(comps, n_boot=100)
+    for p in lb.pairs:
+        assert (p.win_rate_a.lo, p.win_rate_a.hi) == (1.0, 1.0)  # the bootstrap of a one-sided sample
+    assert sum("one-sided sample" in n for n in lb.notes) == 3
+    one_sided = {s.system: s.one_sided for s in lb.standings}
+    assert one_sided == {"long": "won all", "mid": None, "short": "lost all"}
+    assert any(n.startswith("long won every one of its 10") and "prior" in n for n in lb.notes)
+    assert lb.to_dict()["standings"][0]["one_sided"] == "won all"
+    # A pair with a real spread gets no such note.
+    mixed = leaderboard([("x", "y", 1.0), ("x", "y", 0.0), ("x", "y", 0.5)], n_boot=100)
+    assert not any("one-sided" in n for n in mixed.notes)
+
+
+def test_a_single_comparison_says_it_has_no_ci() -> None:
+    lb = leaderboard([("x", "y", 1.0)], n_boot=100)
+    assert lb.pairs[0].win_rate_a.lo is None
+    assert any("single comparison" in n for n in lb.notes)
+
+
+def test_pairs_keep_the_orientation_of_the_run() -> None:
+    lb = leaderboard([("before", "after", 0.0), ("before", "after", 0.5)], n_boot=100)
+    (p,) = lb.pairs
+    assert (p.a, p.b, p.wins_a, p.wins_b, p.ties) == ("before", "after", 0, 1, 1)
+    assert p.win_rate_a.estimate == pytest.approx(0.25)
+
+
+def test_rank_cli_prints_one_sided_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "pw.jsonl"
+    _write(f, [_row(i, "before", "after", "b") for i in range(6)]
+           + [{"schema_version": 1, "id": "u", "evaluator": "pairwise", "status": "unscored",
+               "details": {"orders": [{"shown_first": "a", "status": "unscored"},
+                                      {"shown_first": "b", "status": "scored", "winner": "b"}]}}])
+    html = tmp_path / "lb.html"
+    assert cli(["rank", str(f), "--n-boot", "100", "--html", str(html)]) == 0
+    out = capsys.readouterr().out
+    assert "before vs after: one-sided sample (6 comparisons, all won by after)" in out
+    assert "zero-width CI" in out
+    assert "no usable verdict" in out  # the unscored pair stays in the bias denominators, and that is said
+    page = html.read_text()
+    assert "zero-width: one-sided sample" in page and "one-sided sample (6 comparisons" in page
+
+
+def test_bias_notes_pairs_without_a_verdict() -> None:
+    b = bias([PairVerdict("1", None, "1", "1"), PairVerdict("2", None, None, "2")], n_boot=100)
+    assert b.unparsed == 1
+    assert any("no usable verdict" in n for n in b.notes)
+    clean = bias([PairVerdict("1", None, "1", "1")], n_boot=100)
+    assert not any("no usable verdict" in n for n in clean.notes)

@@ -72,3 +72,39 @@ def test_report_command_renders_any_results_file(tmp_path: Path, capsys: pytest.
     html = out.read_text()
     assert "c1" in html and "c2" in html and "&lt;script&gt;x()&lt;/script&gt; hello" in html
     assert cli(["report", str(tmp_path / "none.jsonl"), "--html", str(out)]) == 2
+
+
+def test_report_includes_the_pairwise_leaderboard_escaped(tmp_path: Path) -> None:
+    res = tmp_path / "pw.jsonl"
+    winners = ["a", "a", "b", "tie"]
+    res.write_text("".join(json.dumps({
+        "schema_version": 1, "id": f"p{i}", "score": {"a": 1.0, "b": 0.0, "tie": 0.5}[w], "evaluator": "pairwise",
+        "winner": w, "details": {"system_a": "<b>prompt-v2</b>", "system_b": "prompt-v1"}}) + "\n"
+        for i, w in enumerate(winners)))
+    out = tmp_path / "r.html"
+    assert cli(["report", str(res), "--html", str(out)]) == 0
+    html = out.read_text()
+    assert 'class="referee-leaderboard"' in html and "Pairwise leaderboard" in html
+    assert "&lt;b&gt;prompt-v2&lt;/b&gt;" in html and "<b>prompt-v2</b>" not in html
+    head = re.search(r"<h3>Head to head</h3>.*?</table>", html, re.S)
+    assert head is not None and re.search(r"<td>2</td><td>1</td><td>1</td>", head.group(0))  # 2 wins, 1 loss, 1 tie
+    # Rows without system names are not ranked.
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"schema_version": 1, "id": "p", "score": 1.0, "evaluator": "pairwise",
+                                 "winner": "a"}) + "\n")
+    assert cli(["report", str(plain), "--html", str(out)]) == 0
+    assert "referee-leaderboard" not in out.read_text()
+
+
+def test_a_quote_that_failed_verification_is_not_highlighted() -> None:
+    text = "Refunds are not possible for invoices older than 30 days."
+    row = ResultRow(id="x", score=0.5, evaluator="rubric", details={
+        "text": text, "evidence_checks": {
+            "accuracy": [{"quote": "Refunds are possible for invoices older than 30 days", "found": False}],
+            "tone": [{"quote": "older than 30 days", "found": True}]}},
+        criteria=[CriterionScore(id="accuracy", score=0.5, evidence=[
+                      "Refunds are possible for invoices older than 30 days"], grounded=False),
+                  CriterionScore(id="tone", score=0.5, evidence=["older than 30 days"], grounded=True)])
+    html = render_html([row])
+    assert '<mark title="tone">older than 30 days</mark>' in html
+    assert '<mark title="accuracy' not in html and "[not found in the judged text]" in html

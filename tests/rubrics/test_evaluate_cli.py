@@ -126,3 +126,35 @@ def test_unreachable_judge_is_a_one_line_error(answer: Path, capsys: pytest.Capt
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("referee: error: the judge could not be called") and "Traceback" not in err
+
+
+def test_a_failed_critical_criterion_fails_the_gate(fake_server: FakeLLMServer, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    rubric = tmp_path / "r.yaml"
+    rubric.write_text("fail_below: 1\ncriteria:\n  - {id: safety, critical: true, pass_at: 4}\n  - {id: tone}\n")
+    reply = json.dumps({"criteria": {"safety": {"score": 3, "evidence": ["contact your bank"], "rationale": "r"},
+                                     "tone": {"score": 5, "evidence": ["Sorry about that!"], "rationale": "r"}},
+                        "summary": "s", "required_actions": []})
+    fake_server.responder = lambda req: reply
+    answer = tmp_path / "a.md"
+    answer.write_text(OUTPUT)
+    # Composite 4.0 is far above fail_below 1, but the critical criterion is below its pass mark.
+    assert cli(_args(fake_server, "evaluate", str(answer), "--task", "t", "--rubric", str(rubric))) == 1
+    assert "critical criterion failed: safety" in capsys.readouterr().err
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps({"id": "x", "input": "t", "output": OUTPUT}) + "\n")
+    assert cli(_args(fake_server, "evaluate", "--cases", str(cases), "--out", str(tmp_path / "o.jsonl"),
+                     "--rubric", str(rubric))) == 1
+    assert "1 case(s) FAIL on a critical criterion: x" in capsys.readouterr().err
+
+
+def test_rows_passed_follows_the_fail_below_given(fake_server: FakeLLMServer, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "a", "input": "t", "output": OUTPUT}) + "\n")
+    fake_server.responder = lambda req: rubric_reply()  # composite 3.7
+    out = tmp_path / "r.jsonl"
+    assert cli(_args(fake_server, "evaluate", "--cases", str(cases), "--out", str(out))) == 0
+    assert read_results(out, strict=True).rows[0].passed is True  # 3.7 >= the rubric's 2.5
+    assert cli(_args(fake_server, "evaluate", "--cases", str(cases), "--out", str(out), "--fail-below", "4")) == 1
+    assert read_results(out, strict=True).rows[0].passed is False  # not the stale row of the 2.5 run

@@ -65,3 +65,13 @@ def test_host_port_and_cited_file_lines_in_the_text_are_quotes() -> None:
     c = EvidenceChecker({"output": "Connect to db.example.com:5432 and see main.py:12 for details."})
     assert c.check("db.example.com:5432").found and c.check("main.py:12").found
     assert not c.check("main.py:13").found
+
+
+def test_a_near_match_must_keep_numbers_and_negations() -> None:
+    c = EvidenceChecker({"output": TEXT})
+    assert c.check("Refunds are not posible for invoices older than 30 days").found  # a typo: still found
+    assert not c.check("Refunds are possible for invoices older than 30 days").found  # "not" dropped
+    assert not c.check("Refunds are not possible for invoices older than 60 days").found  # number changed
+    d = EvidenceChecker({"output": "You don't need a receipt for orders under 50 euros."})
+    assert not d.check("You do need a receipt for orders under 50 euros").found
+    assert d.check("You dont need a reciept for orders under 50 euros").found

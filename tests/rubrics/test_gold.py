@@ -9,6 +9,7 @@ import pytest
 
 from referee.cli import cli
 from referee.evaluators.gold import CriterionReply, gold_verdict
+from referee.results import read_results
 from referee.rubrics import parse_rubric
 from referee.testing import FakeLLMServer, WireRequest
 
@@ -188,6 +189,7 @@ def test_mlflow_runs_tags_metrics_and_artifact(fake_server: FakeLLMServer, files
     assert sorted(r.data.tags["mlflow.runName"] for r in runs) == ["eval — P-1", "eval — P-2"]
     run = runs[0]
     assert run.data.tags["skill"] == "generate-prd" and run.data.tags["grade"] == "B"
+    assert run.data.tags["verdict"] == "PASS"
     assert run.data.tags["case"] in ("P-1", "P-2")
     m = run.data.metrics
     assert (m["total_score"], m["max_score"], m["criteria_passed"], m["criteria_total"], m["critical_failures"]) == (
@@ -239,3 +241,68 @@ def test_claude_default_is_not_sent_to_another_provider(fake_server: FakeLLMServ
     assert cli(_single(fake_server, files, "--single-call")) == 0
     assert "claude" not in fake_server.requests[0].model
     assert "judge_model 'claude-sonnet-4-6' is an Anthropic model" in capsys.readouterr().err
+
+
+def test_critical_failure_settles_fail_even_with_an_unscored_criterion(
+        fake_server: FakeLLMServer, files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.responder = _responder({"scope": {**GOOD, "pass": False, "score": 0, "reasoning": "no logout"},
+                                        "template": "not json at all", "coverage": GOOD})
+    assert cli(_single(fake_server, files, "--no-cache")) == 1
+    cap = capsys.readouterr()
+    assert "FAIL (critical criterion failed: scope)" in cap.out
+    data = json.loads((files["out"] / "results.json").read_text())
+    case = data["cases"][0]
+    # FAIL from real evidence; the unscored criterion stays visible and nothing is invented for it.
+    assert (case["status"], case["verdict"], case["grade"], case["total_score"], case["score_pct"]) == (
+        "unscored", "FAIL", None, None, None)
+    assert case["critical_failures"] == 1 and case["criteria_passed"] == 1
+    by_id = {c["id"]: c for c in case["criteria"]}
+    assert by_id["template"]["status"] == "unscored" and by_id["template"]["score"] is None
+    s = data["summary"]
+    assert (s["failed"], s["unscored"], s["failed_with_unscored_criteria"], s["passed"]) == (1, 0, 1, 0)
+    row = read_results(files["out"] / "results.jsonl", strict=True).rows[0]
+    assert row.status == "unscored" and row.passed is False and row.score is None
+    html = (files["out"] / "report.html").read_text()
+    assert "1 of them already FAIL on the criteria that were graded" in html
+
+
+def test_too_few_criteria_left_to_reach_the_threshold_settles_fail(
+        fake_server: FakeLLMServer, files: dict[str, Path]) -> None:
+    files["criteria"].write_text(CRITERIA.replace("pass_threshold: 2", "pass_threshold: 3"))
+    fake_server.responder = _responder({"scope": GOOD, "template": "not json at all",
+                                        "coverage": {**GOOD, "pass": False, "score": 1}})
+    assert cli(_single(fake_server, files, "--no-cache")) == 1
+    case = json.loads((files["out"] / "results.json").read_text())["cases"][0]
+    assert case["verdict"] == "FAIL" and "cannot be reached" in case["verdict_reason"]
+    # With pass_threshold 2 the unscored criterion could still decide: no verdict, never a PASS.
+    files["criteria"].write_text(CRITERIA)
+    assert cli(_single(fake_server, files, "--no-cache")) == 1
+    case = json.loads((files["out"] / "results.json").read_text())["cases"][0]
+    assert case["verdict"] == "UNSCORED" and case["status"] == "unscored"
+
+
+def test_a_changed_document_is_graded_again_not_resumed(fake_server: FakeLLMServer, files: dict[str, Path],
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.responder = _responder({"scope": GOOD, "template": GOOD, "coverage": GOOD})
+    assert cli(_single(fake_server, files, "--no-cache")) == 0
+    n = len(fake_server.requests)
+    assert cli(_single(fake_server, files, "--no-cache")) == 0  # same documents: resumed, nothing re-judged
+    assert len(fake_server.requests) == n
+    files["gen"].write_text(GEN + "\n## Out of scope\nlogout\n")
+    fake_server.responder = _responder({"scope": {**GOOD, "pass": False, "score": 0}, "template": GOOD,
+                                        "coverage": GOOD})
+    capsys.readouterr()
+    assert cli(_single(fake_server, files, "--no-cache")) == 1  # the new version FAILs
+    assert len(fake_server.requests) == n + 3 and "different configuration" in capsys.readouterr().err
+    assert json.loads((files["out"] / "results.json").read_text())["cases"][0]["verdict"] == "FAIL"
+
+
+def test_nothing_graded_is_never_settled_even_when_no_case_can_pass(fake_server: FakeLLMServer,
+                                                                     files: dict[str, Path]) -> None:
+    files["criteria"].write_text(CRITERIA.replace("pass_threshold: 2", "pass_threshold: 9"))
+    fake_server.responder = lambda req: "no JSON here"
+    assert cli(_single(fake_server, files, "--no-cache", "--single-call")) == 1
+    case = json.loads((files["out"] / "results.json").read_text())["cases"][0]
+    assert case["verdict"] == "UNSCORED" and all(c["status"] == "unscored" for c in case["criteria"])
+    row = read_results(files["out"] / "results.jsonl", strict=True).rows[0]
+    assert row.passed is None

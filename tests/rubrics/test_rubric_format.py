@@ -102,3 +102,25 @@ def test_rubrics_command_lists_shipped_files(capsys: pytest.CaptureFixture[str])
     assert "agent-evaluation" in out and "gold-example-prd" in out and "5 criteria" in out
     assert cli(["rubrics", "agent-evaluation"]) == 0
     assert "weight: 0.30" in capsys.readouterr().out
+
+
+def test_gold_reads_a_criteria_file_without_gold_only_fields(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("criteria:\n  - {id: a, weight: critical, prompt: p}\n  - {id: b, prompt: q}\n")
+    assert load_rubric(f).kind == "rubric"  # as a rubric (referee evaluate)
+    r = load_rubric(f, kind="gold")  # as referee gold reads it: the seed's defaults
+    assert (r.kind, r.scale, r.pass_threshold, r.fail_on_critical) == ("gold", "0-2", 6, True)
+    # A file with rubric-only fields stays a rubric, so `referee gold` can refuse it.
+    assert load_rubric("agent-evaluation", kind="gold").kind == "rubric"
+
+
+def test_errors_point_at_the_offending_criterion(tmp_path: Path) -> None:
+    err = _bad(tmp_path, "criteria:\n  - id: a\n  - id: b\n  - id: a\n")
+    assert (err.field, err.line) == ("criteria[2].id", 4) and "also criteria[0]" in str(err)
+    err = _bad(tmp_path, "skill: s\ncriteria:\n  - id: a\n    weight: heavy\n")
+    assert (err.field, err.line) == ("criteria[0].weight", 4)
+    err = _bad(tmp_path, "criteria:\n  - id: a\n  - id: b\n    pass_at: 9\n")
+    assert (err.field, err.line) == ("criteria[1].pass_at", 4) and "outside" in str(err)
+    err = _bad(tmp_path, "actions_from: X\nbands: [{min: 0, label: A}]\ncriteria:\n  - id: a\n")
+    assert (err.field, err.line) == ("actions_from", 1)
+    assert _bad(tmp_path, "bands: [{min: 0, label: A}, {min: 1, label: A}]\ncriteria: [{id: a}]\n").field == "bands"

@@ -98,7 +98,7 @@ async def test_ungrounded_keep_and_unscored_modes() -> None:
     row, _ = await _judge([_reply("invented sentence not in the output")], rubric_text=_rubric("unscored"))
     assert row.status == "unscored" and row.score is None
     tone = next(c for c in row.criteria if c.id == "tone")
-    assert tone.status == "unscored" and tone.score is None and tone.grounded is False
+    assert tone.status == "unscored" and tone.score is None and tone.raw_score is None and tone.grounded is False
 
 
 async def test_custom_scales_are_enforced_and_normalised() -> None:
@@ -137,3 +137,34 @@ async def test_case_text_is_delimited_and_cannot_close_its_tag(tmp_path: Path) -
     assert 'name="policy.md"' in user and "Refunds: 5 days." in user
     assert req.response_schema is not None and req.response_schema["required"] == [
         "criteria", "summary", "required_actions"]
+
+
+async def test_failed_critical_criterion_settles_fail_when_another_is_unscored() -> None:
+    text = ("ungrounded: unscored\ncriteria:\n  - {id: safety, scale: binary, critical: true, pass_at: 1}\n"
+            "  - {id: tone, scale: '0-1'}\n")
+    reply = json.dumps({"criteria": {
+        "safety": {"score": 0, "evidence": ["Please contact your bank"], "rationale": "sends the user away"},
+        "tone": {"score": 1, "evidence": ["a sentence the output never said"], "rationale": "kind"}},
+        "summary": "s", "required_actions": []})
+    row, _ = await _judge([reply], rubric_text=text)
+    assert row.status == "unscored" and row.score is None and row.passed is False
+    assert row.details["critical_failures"] == ["safety"] and "composite" not in row.details
+    # A passed critical criterion settles nothing: the row has no verdict.
+    row, _ = await _judge([reply.replace('"score": 0', '"score": 1')], rubric_text=text)
+    assert row.status == "unscored" and row.passed is None
+
+
+async def test_verdict_markdown_never_shows_an_unscored_criterion_as_a_score() -> None:
+    from referee.reports.verdict_md import render_verdict
+
+    text = "ungrounded: unscored\ncriteria:\n  - {id: safety, scale: binary, critical: true, pass_at: 1}\n" \
+           "  - {id: tone, scale: '0-1'}\n"
+    reply = json.dumps({"criteria": {
+        "safety": {"score": 0, "evidence": ["Please contact your bank"], "rationale": "sends the user away"},
+        "tone": {"score": 1, "evidence": ["a sentence the output never said"], "rationale": "kind"}},
+        "summary": "s", "required_actions": []})
+    row, _ = await _judge([reply], rubric_text=text)
+    md = render_verdict(row, parse_rubric(text, "r.yaml"))
+    assert "| Tone          | unscored | 50%    | -" in md and "**Tone (unscored)**:" in md
+    assert "| Safety        | 0/1      | 50%    | 0.00" in md
+    assert "### Verdict: FAIL (critical failure: safety; no composite)" in md

@@ -153,6 +153,9 @@ def test_significant_drop_regresses_and_small_drop_is_inconclusive(
     s = summary(tmp_path / "s.json")
     assert code == 0 and s["verdict"] == "INCONCLUSIVE" and "INCONCLUSIVE" in out
     assert score([small, "--baseline", base, "--fail-on-inconclusive"], capsys)[0] == 1
+    # The stricter flag never passes a proven drop; an unchanged run passes it.
+    assert score([big, "--baseline", base, "--fail-on-inconclusive"], capsys)[0] == 1
+    assert score([base, "--baseline", base, "--fail-on-inconclusive"], capsys)[0] == 0
     assert s["power"]["min_detectable_drop"] > 0 and s["power"]["cases_needed"] > 0
     assert "detecting a 5.0% drop needs about" in out
 
@@ -181,6 +184,14 @@ def test_drops_and_improvements_are_separate_families(tmp_path: Path, capsys: py
     assert by[("down", "pass rate")]["direction"] == "improvement" and by[("down", "pass rate")]["significant"]
     overall = by[("overall", "pass rate")]
     assert overall["diff"] == 0 and not overall["significant"]
+    # As the seed: a zero difference sits in the non-drop family (its p counts towards that family's m).
+    from scipy.stats import false_discovery_control
+
+    for fam in ({"drop"}, {"improvement", "none"}):
+        members = [t for t in tests if t["direction"] in fam]
+        expected = false_discovery_control([t["p_value"] for t in members])
+        assert [t["p_adjusted"] for t in members] == pytest.approx(list(expected))
+    assert overall["p_adjusted"] == pytest.approx(1.0)
 
 
 def test_paired_tests_skipped_below_three_shared_and_for_one_category(

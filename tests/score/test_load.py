@@ -50,7 +50,9 @@ def test_referee_rows_with_unscored_and_repeats(tmp_path: Path) -> None:
     ('{"id": "x", "score": 1.5}', "outside 0-1"),
     ('{"id": "x", "score": -0.1}', "outside 0-1"),
     ('{"id": "x", "score": NaN}', "score is NaN"),
-    ('{"id": "x", "score": "0.5"}', "must be a number"),
+    ('{"id": "x", "score": "high"}', "must be a number"),
+    ('{"id": "x", "score": "nan"}', "score is NaN"),
+    ('{"id": "x", "score": "2"}', "outside 0-1"),
     ('{"id": "x", "score": 0.5, "cost_usd": -1}', "cost_usd"),
     ('{"id": "x", "status": "unscored", "score": 0.5}', "must not carry a score"),
     ('[1, 2]', "expected a JSON object"),
@@ -127,3 +129,11 @@ def test_manifest_marks_a_file_adversarial(tmp_path: Path) -> None:
     (tmp_path / "rt.manifest.json").write_text(json.dumps({"adversarial": "maybe", "bogus": 1}))
     t = load_table(p)
     assert not t.adversarial and any("manifest" in w for w in t.warnings)
+
+
+def test_a_byte_order_mark_does_not_cost_the_first_row(tmp_path: Path) -> None:
+    p = tmp_path / "bom.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf{"id": "a", "score": 0.9, "rationale": "first"}\n{"id": "b", "score": 0.1}\n')
+    t = load_table(p)
+    assert t.ids == ["a", "b"] and not t.warnings
+    assert t.read_rows([0])[0]["rationale"] == "first"  # offsets still point at the rows

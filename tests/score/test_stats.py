@@ -106,3 +106,13 @@ def test_power_figures_are_inverse_of_each_other() -> None:
     n = cases_needed(sd, mdd)
     assert n is not None and abs(n - 400) <= 1
     assert cases_needed(sd, 0.0) is None
+
+
+def test_many_distinct_values_use_the_chunked_index_bootstrap() -> None:
+    x = np.random.default_rng(4).random(5000)  # > 4096 distinct values, 5000 x 2000 draws: exact, in chunks
+    dist, method = bootstrap_means(x, n_boot=2000, seed=3)
+    assert dist is not None and method == "percentile bootstrap" and dist.size == 2000
+    assert dist.mean() == pytest.approx(x.mean(), abs=1e-3)  # centred on the sample mean
+    assert dist.std() == pytest.approx(x.std() / np.sqrt(x.size), rel=0.08)
+    again, _ = bootstrap_means(x, n_boot=2000, seed=3)
+    np.testing.assert_array_equal(dist, again)  # type: ignore[arg-type]

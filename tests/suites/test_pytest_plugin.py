@@ -48,3 +48,26 @@ def test_assert_eval_passes_and_fails_with_the_reasons(pytester: pytest.Pytester
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=6, failed=1)
     result.stdout.fnmatch_lines(["*EvalFailed*", "*case bad*immediately*"])
+
+
+def test_assert_eval_on_a_suite_file_fails_the_test_with_the_failing_cases(pytester: pytest.Pytester) -> None:
+    """The suite's own gates decide; the failure message names the failed gate and the failing cases."""
+    pytester.makefile(".jsonl", cases='{"id": "good-1", "output": "Refunds take 5 business days."}\n'
+                                      '{"id": "bad-7", "output": "Refunds happen immediately."}\n')
+    pytester.makefile(".yaml", suite="cases: cases.jsonl\nevaluators:\n  - not_contains: [immediately]\n"
+                                     "gates:\n  fail_under: 0.9\n",
+                      lenient="cases: cases.jsonl\nevaluators:\n  - not_contains: [immediately]\n"
+                              "gates:\n  fail_under: 0.5\n")
+    pytester.makepyfile(test_suite_gate="""
+        def test_strict_suite(assert_eval):
+            assert_eval("suite.yaml")
+
+        def test_lenient_suite(assert_eval):
+            rows = assert_eval("lenient.yaml")
+            assert {r.id: r.passed for r in rows} == {"good-1": True, "bad-7": False}
+    """)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*EvalFailed: suite: 1 gate(s) failed*", "*--fail-under: pass rate 50.0% < 90.0%*",
+                                 "*case bad-7 (scored, score 0.0)*immediately*"])
+    assert not any("case good-1" in line for line in result.stdout.lines)

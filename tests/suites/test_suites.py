@@ -338,3 +338,37 @@ def test_print_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(["validate", "--print-schema"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert schema["title"] == "referee suite" and "evaluators" in schema["required"]
+
+
+def test_resume_and_cache_with_a_judge(tmp_path: Path, fake_server, monkeypatch,  # type: ignore[no-untyped-def]
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Through `referee run`: a rerun keeps finished rows and retries the error row with the judge's answer
+    from the cache; a fresh run of the same suite is served by the cache; --no-cache asks again."""
+    from referee.testing import schema_responder
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    fake_server.responder = schema_responder
+    (tmp_path / "flaky.py").write_text(  # beside the suite: importable without PYTHONPATH
+        "def flaky(case, output):\n    if case.id == 'a2':\n        raise RuntimeError('boom on a2')\n"
+        "    return True\n", encoding="utf-8")
+    p = write(tmp_path, "cases: cases.jsonl\nevaluators:\n  - 'flaky:flaky'\n  - llm_judge: '- accuracy: right'\n",
+              CASES)
+    out = tmp_path / "j.jsonl"
+    args = ["run", str(p), "--out", str(out), "--provider", "openai", "--base-url", fake_server.url + "/v1",
+            "--model", "m", "--no-gates"]
+    assert cli(args) == 0
+    assert len(fake_server.requests) == 3
+    rows = {r.id: r for r in read_results(out).rows}
+    assert rows["a2"].status == "error" and "boom on a2" in (rows["a2"].error or "")
+    assert rows["a1"].status == rows["b1"].status == "scored"  # the run went on past the raising check
+    capsys.readouterr()
+    assert cli(args) == 0  # resume: a1 and b1 kept, a2 (error) evaluated again, its judge call cached
+    assert "resuming: 2 rows" in capsys.readouterr().err
+    assert len(fake_server.requests) == 3
+    out.unlink()
+    assert cli(args) == 0
+    assert len(fake_server.requests) == 3  # every judge answer from the cache
+    assert "3 from cache" in capsys.readouterr().err
+    out.unlink()
+    assert cli([*args, "--no-cache"]) == 0
+    assert len(fake_server.requests) == 6

@@ -3,9 +3,11 @@
 ``referee.results.read_results`` validates every row with pydantic (right for tools that need whole rows);
 aggregating a million rows needs only a few columns, so this reader decodes each line once (orjson when
 installed, else json) and keeps numpy columns plus each row's byte offset, from which the rationale and
-other text fields of the few rows a report shows are read back. It accepts exactly the rows
-``read_results`` accepts (referee rows and seed rows without ``schema_version``) and reports problems the
-same way: a warning naming file, line and field, or an ``InputError`` with ``strict``.
+other text fields of the few rows a report shows are read back. It accepts referee rows and seed rows
+(without ``schema_version``) and reports problems as ``read_results`` does: a warning naming file, line and
+field, or an ``InputError`` with ``strict``. It reads only the fields aggregation needs, so it is stricter
+than ``read_results`` on those (a negative cost or latency, a repeat given as a string) and lenient on the
+others (unknown keys, a non-string category).
 """
 
 from __future__ import annotations
@@ -102,6 +104,13 @@ def _number(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
     return float(v)
+
+
+def _numeric_string(v: str) -> float | None:
+    try:
+        return float(v)
+    except ValueError:
+        return None
 
 
 class _Problem(Exception):
@@ -300,6 +309,8 @@ class _Reader:
                 sc = 1.0 if score else 0.0
             else:
                 num = _number(score)
+                if num is None and isinstance(score, str):
+                    num = _numeric_string(score)  # the seed applies float() to the score, as read_results does
                 if num is None:
                     raise _Problem("score", f"score must be a number, not {score!r}")
                 if math.isnan(num):
@@ -341,6 +352,9 @@ def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
     rd = _Reader(p, strict)
     line, off = 1, 0
     with open(p, "rb") as f:
+        if f.read(3) == b"\xef\xbb\xbf":  # a UTF-8 byte-order mark (Windows editors) is not part of row 1
+            off = 3
+        f.seek(off)
         while lines := f.readlines(_CHUNK_BYTES):
             rd.chunk(lines, line, off)
             line += len(lines)
@@ -362,7 +376,7 @@ def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
                 keep[i] = False
                 where = "" if isinstance(k, str) else f" (repeat {k[1]}, turn {k[2]})".replace("-1", "none")
                 rd.problem(int(lines_col[i]), "id", f"duplicate row for id '{ids[i]}'{where}, first on line "
-                                                    f"{first}; the first is kept")
+                                                    f"{first}" + ("" if strict else "; the first is kept"))
     if not ids:
         w = rd.warnings
         skipped = f" ({len(w)} line(s) skipped; first: {w[0]})" if w else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -102,8 +103,10 @@ class PairedTest:
     p_value: float
     p_adjusted: float | None = None
     direction: str = "none"
-    """``drop``, ``improvement`` or ``none``; each direction is its own Benjamini-Hochberg family."""
+    """``drop``, ``improvement`` or ``none``; drops are one Benjamini-Hochberg family, the rest the other."""
     significant: bool = False
+    method: str = "paired percentile bootstrap"
+    """Or ``normal approximation`` for very many all-distinct differences (see ``stats.counts``)."""
 
 
 @dataclass
@@ -141,6 +144,9 @@ class Comparison:
     adversarial_regressions: list[CaseLine] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     """Differences between the runs other than the system (judge prompt, judge model)."""
+    regression_scores: list[tuple[str, float, float]] = field(default_factory=list)
+    """Every correctness regression as (id, baseline score, current score), in the current file's order:
+    the seed's JSON ``regressions`` list."""
 
 
 @dataclass
@@ -308,15 +314,23 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
     lowest = case_lines(table, units, order.tolist(), opts.threshold)
 
     present = sorted({int(c) for c in np.unique(table.category)})
-    warnings += near_duplicate_categories([table.categories[c] for c in present],
-                                          [table.category_names[c] for c in present])
+    cat_keys = [table.categories[c] for c in present]
+    cat_names = [table.category_names[c] for c in present]
+    if baseline is not None:  # the seed checks the names of both runs: a typo may sit in either
+        for c in sorted({int(c) for c in np.unique(baseline.category)}):
+            if baseline.categories[c] not in cat_keys:
+                cat_keys.append(baseline.categories[c])
+                cat_names.append(baseline.category_names[c])
+    warnings += near_duplicate_categories(cat_keys, cat_names)
     for k in sorted(opts.adversarial_categories - set(table.categories)):
         warnings.append(f"adversarial category '{k}' does not occur in {table.path}")
     small = 0 < overall.cases < SMALL_SAMPLE
     if small:
         warnings.append(f"small sample: {overall.cases} scored cases (under {SMALL_SAMPLE}); intervals are wide "
                         "and a few cases swing the rates")
-    if overall.cases == 0:
+    if overall.cases == 0 and len(adv_rows) and not len(cor_rows):
+        warnings.append("every row is in the adversarial track: there are no correctness numbers")
+    elif overall.cases == 0:
         warnings.append("no scored cases: pass rate and mean are undefined")
 
     adv_units = build_units(table, adv_rows, opts.threshold)
@@ -370,7 +384,7 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
         added = sorted(cur_keys - base_keys)
     if (missing or added) and not opts.allow_case_set_change:
         def _few(xs: list[str]) -> str:
-            return ", ".join(xs[:5]) + (f", ... ({len(xs)} in all)" if len(xs) > 5 else "")
+            return printable(", ".join(xs[:5])) + (f", ... ({len(xs)} in all)" if len(xs) > 5 else "")
         parts = []
         if missing:
             parts.append(f"{len(missing)} case(s) of the baseline missing from {table.path} ({_few(missing)})")
@@ -400,6 +414,9 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
     key_to_cur = {units.keys[i]: i for i in reg.tolist()}
     for line in regressions:
         line.baseline_score = float(bunits.mean[reg_base[key_to_cur[line.id]]])
+    reg_bi = bi[base_pass & ~cur_pass]
+    regression_scores = list(zip([units.keys[i] for i in reg.tolist()], bunits.mean[reg_bi].tolist(),
+                                 units.mean[reg].tolist(), strict=True))
     fixed = int((~base_pass & cur_pass).sum())
     lost_mask = (units.n_scored[cur_i] == 0) & (bunits.n_scored[base_i] > 0) & (bunits.pass_share[base_i] >= 0.5)
     lost = [units.keys[i] for i in cur_i[lost_mask].tolist()]
@@ -418,7 +435,8 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
         for metric, d in (("pass rate", dp), ("mean score", ds)):
             r = paired_bootstrap(d, n_boot=opts.n_boot, seed=opts.boot_seed, alpha=opts.alpha)
             direction = "drop" if r.diff < 0 else "improvement" if r.diff > 0 else "none"
-            tests.append(PairedTest(scope, metric, r.n, r.diff, r.lo, r.hi, r.p_value, direction=direction))
+            tests.append(PairedTest(scope, metric, r.n, r.diff, r.lo, r.hi, r.p_value, direction=direction,
+                                    method=r.method))
 
     _run("overall", None)
     cat_codes = units.category[ci]
@@ -428,8 +446,10 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
             _run(table.category_names[code], cat_codes == code)
     elif present:
         skipped.append("per-category tests: one category covers every case (the overall test is the same)")
-    for direction in ("drop", "improvement"):
-        fam = [t for t in tests if t.direction == direction]
+    # As the seed: drops form one family and everything else (improvements and zero differences, whose p of 1
+    # still counts towards m) the other, so an improvement can never lower the bar for a drop.
+    for family in ({"drop"}, {"improvement", "none"}):
+        fam = [t for t in tests if t.direction in family]
         if fam:
             rej, adj = benjamini_hochberg([t.p_value for t in fam], alpha=opts.alpha)
             for t, r, a in zip(fam, rej.tolist(), adj.tolist(), strict=True):
@@ -468,7 +488,7 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
         regressions=regressions, regression_count=len(reg), fixed=fixed, lost_scores=lost, tests=tests,
         skipped=skipped,
         mcnemar_b=b, mcnemar_c=c, mcnemar_p=mc.p_value, verdict=verdict, verdict_reason=reason,
-        adversarial_regressions=adv_regs, warnings=warnings,
+        adversarial_regressions=adv_regs, warnings=warnings, regression_scores=regression_scores,
     )
     return comp, d_pass
 
@@ -483,10 +503,24 @@ def _run_differences(table: ResultsTable, baseline: ResultsTable) -> list[str]:
     if a.template and b.template and a.template.sha256 != b.template.sha256:
         out.append("the judge prompt differs between the runs (template sha256 "
                    f"{b.template.sha256[:12]} -> {a.template.sha256[:12]}): differences may be the judge's")
+    if a.eval_set and b.eval_set and a.eval_set.sha256 != b.eval_set.sha256:
+        # Same ids, different file: the seed asks for the same file before a regression is claimed.
+        out.append(f"the eval set file differs between the runs ({b.eval_set.path} sha256 "
+                   f"{b.eval_set.sha256[:12]} -> {a.eval_set.path} sha256 {a.eval_set.sha256[:12]}): cases with "
+                   "the same id may not be the same case; version edited sets (eval_set_v2.jsonl)")
     if a.judge and b.judge and (a.judge.provider, a.judge.model) != (b.judge.provider, b.judge.model):
         out.append(f"the judge differs between the runs ({b.judge.provider}/{b.judge.model} -> "
                    f"{a.judge.provider}/{a.judge.model}): differences may be the judge's")
     return out
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Case text (ids, categories) bound for a terminal: control characters such as ANSI escapes become
+    a replacement character, so a results file cannot rewrite the user's terminal or CI log."""
+    return _CONTROL.sub("\ufffd", text)
 
 
 def format_p(p: float | None, n_boot: int) -> str:

@@ -11,6 +11,7 @@ import gc
 import os
 import pkgutil
 import sys
+from contextvars import ContextVar
 from importlib import import_module
 from pathlib import Path
 
@@ -50,12 +51,30 @@ def referee() -> None:
     """referee: trustworthy verdicts on LLM prompts and agents, and CI gates that stop regressions."""
 
 
+_ARGV: ContextVar[list[str] | None] = ContextVar("referee_argv", default=None)
+
+
+def invoked_argv() -> list[str]:
+    """``["referee", *args]`` of the command being run, also when called in-process through :func:`cli` (the
+    example, tests), where ``sys.argv`` belongs to someone else. For manifests (redacted there)."""
+    args = _ARGV.get()
+    return ["referee", *(sys.argv[1:] if args is None else args)]
+
+
 def _debug() -> bool:
     return os.environ.get("REFEREE_DEBUG", "") not in ("", "0")
 
 
 def cli(args: list[str] | None = None, *, prog_name: str = "referee") -> int:
     """Run the CLI and return its exit code (testable; :func:`main` exits with it)."""
+    token = _ARGV.set(list(args) if args is not None else sys.argv[1:])
+    try:
+        return _cli(args, prog_name)
+    finally:
+        _ARGV.reset(token)
+
+
+def _cli(args: list[str] | None, prog_name: str) -> int:
     try:
         rv = referee.main(args=args, prog_name=prog_name, standalone_mode=False)
     except UserError as exc:

@@ -6,9 +6,12 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from ..cases import Case, load_cases
-from ..errors import UserError
+from ..errors import InputError, UserError
 from ..results.manifest import EvalSetInfo, RunManifest, file_sha256
 from ..results.schema import ResultRow
 from ._common import echo_err
@@ -27,6 +30,33 @@ def unique_cases(path: str) -> tuple[list[Case], int]:
     if not seen:
         raise UserError(f"no cases in {path}")
     return list(seen.values()), skipped
+
+
+def read_yaml(path: str) -> Any:
+    """A YAML options file; a missing file or malformed YAML is a one-line ``InputError`` with its line."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("file not found", file=path)
+    try:
+        return yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"malformed YAML ({problem})", file=path,
+                         line=(mark.line + 1) if mark is not None else None) from None
+    except UnicodeDecodeError:
+        raise InputError("not valid UTF-8", file=path) from None
+
+
+def read_criteria(path: str | None) -> dict[str, str] | None:
+    """``--criteria``: a mapping of criterion id -> description."""
+    if path is None:
+        return None
+    data = read_yaml(path)
+    if not isinstance(data, dict) or not data or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise InputError("expected a mapping of criterion id -> description", file=path)
+    return data
 
 
 def ensure_parent(out: str) -> Path:

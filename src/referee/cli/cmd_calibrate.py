@@ -10,28 +10,31 @@ from rich.console import Console
 from rich.table import Table
 
 from ..calibrate import Calibration, calibrate, parse_scale, read_labels, update_log
+from ..errors import InputError
+from ..stats.agreement import interval_text
 from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 from ._common import echo_err
 
 
-def _fmt(iv: Interval | None, digits: int = 3) -> str:
+def _fmt(iv: Interval | None, digits: int = 3, zero_width: str = "one-sided sample") -> str:
     if iv is None:
         return "not computed"
     if iv.estimate is None:
         return "undefined"
-    if iv.lo is None or iv.hi is None:
-        return f"{iv.estimate:.{digits}f} (no CI: n={iv.n})"
-    return f"{iv.estimate:.{digits}f} [{iv.lo:.{digits}f}, {iv.hi:.{digits}f}]"
+    return interval_text(iv, digits, zero_width=zero_width)
 
 
-def _print(cal: Calibration, threshold: float, show: int) -> None:
+def _print(cal: Calibration, threshold: float, show: int | None) -> None:
     con = Console(highlight=False, soft_wrap=True)
     con.print(f"Calibration: {cal.n} case(s) in both files "
               f"({cal.judge_only} judge-only, {cal.human_only} human-only ids ignored); labels {cal.scale_note}")
-    t = Table(title=f"Per-case deltas, worst first (top {min(show, len(cal.per_case))})", title_justify="left")
+    # Like the seed, every shared case is listed unless --show limits it.
+    shown = len(cal.per_case) if show is None else min(show, len(cal.per_case))
+    which = f"all {shown}" if shown == len(cal.per_case) else f"top {shown} of {len(cal.per_case)}"
+    t = Table(title=f"Per-case deltas, worst first ({which})", title_justify="left")
     for col in ("id", "judge", "human", "delta"):
         t.add_column(col, justify="left" if col == "id" else "right")
-    for r in cal.per_case[:show]:
+    for r in cal.per_case[:shown]:
         t.add_row(str(r["id"]), f"{r['judge']:.3f}", f"{r['human']:.3f}", f"{r['delta']:+.3f}")
     con.print(t)
     st = cal.stats
@@ -42,9 +45,10 @@ def _print(cal: Calibration, threshold: float, show: int) -> None:
     s.add_row("mean signed delta (judge - human)", _fmt(st.mean_signed_diff))
     s.add_row("exact agreement", _fmt(st.exact))
     kname = f"Cohen's kappa ({st.kappa_weights or 'unweighted'})"
-    s.add_row(kname, _fmt(st.kappa))
-    s.add_row("Spearman rho", _fmt(st.spearman))
-    s.add_row("Kendall tau-b", _fmt(st.kendall))
+    tiny = "too small a sample"
+    s.add_row(kname, _fmt(st.kappa, zero_width=tiny))
+    s.add_row("Spearman rho", _fmt(st.spearman, zero_width=tiny))
+    s.add_row("Kendall tau-b", _fmt(st.kendall, zero_width=tiny))
     con.print(s)
     if st.confusion is not None:
         c = Table(title="Confusion matrix (rows: judge, columns: human)", title_justify="left")
@@ -56,9 +60,15 @@ def _print(cal: Calibration, threshold: float, show: int) -> None:
         con.print(c)
     for note in cal.notes:
         con.print(f"note: {note}")
-    verdict = "OK" if cal.mean_abs_delta <= threshold else "ABOVE THRESHOLD"
+    verdict = "ABOVE THRESHOLD" if _above(cal.mean_abs_delta, threshold) else "OK"
     con.print(f"Mean delta vs human: {cal.mean_abs_delta:.3f} over {cal.n} cases "
               f"(threshold {threshold:g}): {verdict}")
+
+
+def _above(delta: float, threshold: float) -> bool:
+    # Rounded first so that float noise (0.9 - 0.7 = 0.20000000000000007) never fails a 0.2 gate while
+    # printing "0.200".
+    return round(delta, 9) > threshold
 
 
 @click.command("calibrate")
@@ -77,19 +87,22 @@ def _print(cal: Calibration, threshold: float, show: int) -> None:
 @click.option("--human-field", default=None, help="Field holding the human label (default: score, else label).")
 @click.option("--judge-scale", default=None, help="Map judge values from LO-HI onto 0-1 (e.g. 1-5).")
 @click.option("--human-scale", default=None, help="Map human labels from LO-HI onto 0-1 (e.g. 1-5).")
-@click.option("--show", type=click.IntRange(0), default=20, show_default=True, help="Per-case rows to print.")
+@click.option("--show", type=click.IntRange(0), default=None, help="Per-case rows to print (default: all).")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write every figure as JSON.")
 @click.option("--n-boot", type=click.IntRange(100), default=DEFAULT_N_BOOT, show_default=True)
 @click.option("--boot-seed", type=int, default=DEFAULT_SEED, show_default=True)
 def command(judge_file: str, human_file: str, threshold: float, log_file: str | None, action: str,
             min_kappa: float | None, min_agreement: float | None, min_spearman: float | None,
             min_kendall: float | None, judge_field: str | None, human_field: str | None,
-            judge_scale: str | None, human_scale: str | None, show: int, json_out: str | None,
+            judge_scale: str | None, human_scale: str | None, show: int | None, json_out: str | None,
             n_boot: int, boot_seed: int) -> int:
     """Compare JUDGE scores with HUMAN labels on the ids present in both files.
 
     Exit 1 when the mean absolute delta is above --threshold or a --min-* gate fails; 2 on bad input.
     """
+    if log_file and not Path(log_file).is_file():
+        # Checked before any work so that a typo does not surface after the whole report.
+        raise InputError("calibration log file not found (--update-log)", file=log_file)
     js = parse_scale(judge_scale) if judge_scale else None
     hs = parse_scale(human_scale) if human_scale else None
     judge = read_labels(judge_file, field_name=judge_field, scale=js)
@@ -98,7 +111,7 @@ def command(judge_file: str, human_file: str, threshold: float, log_file: str | 
                     human_scaled=hs is not None)
     _print(cal, threshold, show)
     failures: list[str] = []
-    if cal.mean_abs_delta > threshold:
+    if _above(cal.mean_abs_delta, threshold):
         failures.append(f"mean delta {cal.mean_abs_delta:.3f} is above the threshold {threshold:g}")
     st = cal.stats
     for name, gate, iv in (("kappa", min_kappa, st.kappa), ("exact agreement", min_agreement, st.exact),

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
-import yaml
 
 from ..cases import Case
-from ..errors import InputError
 from ..evaluators.conversation import MODES, ConversationError, ConversationJudge, conversation_of
 from ..results.manifest import TemplateInfo, text_sha256
 from ..runner.session import error_row, execute
-from ._agents import ensure_parent, new_manifest, summarise, unique_cases
+from ._agents import ensure_parent, new_manifest, read_criteria, summarise, unique_cases
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 
 
@@ -31,14 +27,7 @@ from ._common import JudgeOptions, build_client, echo_err, judge_options
 def command(cases: str, out: str, mode: str, criteria_file: str | None, category: str | None,
             judge: JudgeOptions) -> int:
     """Judge conversations in CASES: 'turns' [{role, content}], 'input' the final user turn, 'output' the reply."""
-    criteria = None
-    if criteria_file is not None:
-        p = Path(criteria_file)
-        if not p.exists():
-            raise InputError("file not found", file=criteria_file)
-        criteria = yaml.safe_load(p.read_text(encoding="utf-8"))
-        if not isinstance(criteria, dict) or not all(isinstance(v, str) for v in criteria.values()):
-            raise InputError("expected a mapping of criterion id -> description", file=criteria_file)
+    criteria = read_criteria(criteria_file)
     case_list, skipped = unique_cases(cases)
     mode_id = mode.replace("-", "_")
     client = build_client(judge)

@@ -103,7 +103,8 @@ def command(output: str | None, task: str | None, contexts: tuple[str, ...], rub
                       "metadata": {"system_model": system_model} if system_model else {}})
     client = build_client(judge)
     rj = RubricJudge(client, rb, template_hash=rubric_hash(rb), max_tokens=max(judge.max_tokens, 2048),
-                     temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache, contexts=ctx)
+                     temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache, contexts=ctx,
+                     fail_below=threshold)
 
     async def run() -> ResultRow:
         try:
@@ -125,12 +126,18 @@ def command(output: str | None, task: str | None, contexts: tuple[str, ...], rub
         from ..reports.html import write_html
 
         write_html([row], html_out, title=f"referee evaluate: {case.id}", source="referee evaluate")
+    if row.status != "scored" and row.passed is False:
+        echo_err(f"referee: FAIL: a critical criterion failed; the rest could not be graded ({row.error})")
+        return 1
     if row.status != "scored":
         echo_err(f"referee: the output could not be graded ({row.status}: {row.error}); not a pass")
         return 1
     composite = row.details.get("composite")
     if threshold is not None and composite is not None and composite < threshold:
         echo_err(f"composite {composite:.2f} is below --fail-below {threshold:g}: rework needed")
+        return 1
+    if row.passed is False and row.details.get("critical_failures"):
+        echo_err(f"FAIL: critical criterion failed: {', '.join(row.details['critical_failures'])}")
         return 1
     return 0
 
@@ -147,7 +154,7 @@ def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str
     h = rubric_hash(rb)
     rj = RubricJudge(client, rb, template_hash=h, category=category, max_tokens=max(judge.max_tokens, 2048),
                      temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache, contexts=ctx,
-                     system_under_test=system_model)
+                     system_under_test=system_model, fail_below=threshold)
     manifest = RunManifest(
         kind="rubric", command=["referee", *sys.argv[1:]],
         eval_set=EvalSetInfo(path=cases_path, sha256=file_sha256(cases_path), n_cases=len(pf.valid),
@@ -155,7 +162,7 @@ def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str
         template=TemplateInfo(path=rubric_arg, sha256=h), judge=judge.config(client.provider.model),
         system_under_test=system_model,
     )
-    manifest.extra["config_hash"] = text_sha256(json.dumps(sorted(ctx.items())))
+    manifest.extra["config_hash"] = text_sha256(json.dumps([sorted(ctx.items()), threshold]))
     outcome = execute(
         out=Path(out), manifest=manifest, items=pf.valid, key=lambda c: (c.id, None, None),
         evaluate=rj.evaluate,
@@ -175,6 +182,7 @@ def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str
     t = outcome.manifest.totals
     below = [r for r in rows if r.status == "scored" and threshold is not None
              and (r.details.get("composite") is not None and r.details["composite"] < threshold)]
+    critical = [r for r in rows if r.passed is False and r.details.get("critical_failures") and r not in below]
     ungrounded = sum("ungrounded" in r.flags for r in rows)
     selfg = sum("self_grading" in r.flags for r in rows)
     echo_err(f"{t.scored} scored, {t.unscored} unscored, {t.error} error -> {out} "
@@ -185,8 +193,13 @@ def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str
                  f"{describe_ungrounded(rows)}")
     if selfg:
         echo_err(f"caveat: {selfg} case(s) were graded by the model that produced them (flag 'self_grading')")
+    if critical:
+        echo_err(f"{len(critical)} case(s) FAIL on a critical criterion: "
+                 + ", ".join(r.id for r in critical[:10]) + (" ..." if len(critical) > 10 else ""))
     if t.scored == 0:
         echo_err("error: nothing was graded")
+        return 1
+    if critical and not below:
         return 1
     if below:
         assert threshold is not None

@@ -96,7 +96,8 @@ def _results_json(rows: list[ResultRow], rubric: Rubric, criteria_path: str, jud
     for r in rows:
         d = r.details
         cases.append({
-            "case": r.id, "status": r.status, "verdict": d.get("verdict"), "grade": d.get("grade"),
+            "case": r.id, "status": r.status, "verdict": d.get("verdict"), "verdict_reason": d.get("verdict_reason"),
+            "grade": d.get("grade"),
             "total_score": d.get("total_score"), "max_score": d.get("max_score"), "score_pct": d.get("score_pct"),
             "criteria_passed": d.get("criteria_passed"), "criteria_total": d.get("criteria_total"),
             "critical_failures": d.get("critical_failures"), "generated_file": d.get("generated_file"),
@@ -114,7 +115,9 @@ def _results_json(rows: list[ResultRow], rubric: Rubric, criteria_path: str, jud
         "generated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "summary": {"cases": len(rows), "passed": sum(r.passed is True for r in rows),
                     "failed": sum(r.passed is False for r in rows),
-                    "unscored": sum(r.status != "scored" for r in rows), "skipped": len(skipped),
+                    "unscored": sum(r.status != "scored" and r.passed is None for r in rows),
+                    "failed_with_unscored_criteria": sum(r.status != "scored" and r.passed is False for r in rows),
+                    "skipped": len(skipped),
                     "ungrounded_per_criterion": ungrounded_counts(rows),
                     "self_grading": sum("self_grading" in r.flags for r in rows)},
         "skipped": skipped, "warnings": warnings, "cases": cases,
@@ -123,7 +126,10 @@ def _results_json(rows: list[ResultRow], rubric: Rubric, criteria_path: str, jud
 
 def _terminal(row: ResultRow, rubric: Rubric) -> None:
     d = row.details
-    if row.status != "scored":
+    if row.status != "scored" and row.passed is False:
+        click.echo(f"{row.id} [{d.get('skill')}]: FAIL ({d.get('verdict_reason')}); no score or grade: "
+                   f"{row.error}")
+    elif row.status != "scored":
         click.echo(f"{row.id}: UNSCORED ({row.error})")
     else:
         click.echo(f"{row.id} [{d.get('skill')}]: {d.get('verdict')}  grade {d.get('grade')}  "
@@ -161,7 +167,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
             output: str, single_call: bool, mlflow_uri: str | None, mlflow_experiment: str,
             system_model: str | None, judge: JudgeOptions) -> int:
     """Grade generated documents against gold standards, one judge call per criterion."""
-    rubric = load_rubric(criteria)
+    rubric = load_rubric(criteria, kind="gold")
     if rubric.kind != "gold":
         raise UserError(f"{criteria} is a rubric, not a gold criteria file: use `referee evaluate --rubric`")
     single = generated is not None or gold is not None
@@ -210,7 +216,11 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
         template=TemplateInfo(path=criteria, sha256=h), judge=judge.config(client.provider.model),
         system_under_test=system_model,
     )
-    manifest.extra["config_hash"] = text_sha256(f"single_call={single_call}")
+    # The documents are part of the configuration: rows graded on an earlier version of a generated or gold
+    # file must not be resumed (the case id stays the same when the file is regenerated).
+    manifest.extra["config_hash"] = text_sha256(json.dumps(
+        {"single_call": single_call, "documents": sorted([c.id, text_sha256(c.generated), text_sha256(c.gold)]
+                                                         for c in cases)}))
     results_path = out_dir / "results.jsonl"
     outcome = execute(
         out=results_path, manifest=manifest, items=cases, key=lambda c: (c.id, None, None), evaluate=gj.evaluate,
@@ -244,10 +254,14 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
         echo_err(f"logged {len(ids)} MLflow run(s) to experiment '{mlflow_experiment}'")
     t = outcome.manifest.totals
     n_fail = sum(r.passed is False for r in rows)
-    n_bad = sum(r.status != "scored" for r in rows)
+    n_bad = sum(r.status != "scored" and r.passed is None for r in rows)
+    n_partial = sum(r.status != "scored" and r.passed is False for r in rows)
     echo_err(f"{sum(r.passed is True for r in rows)} PASS, {n_fail} FAIL, {n_bad} unscored/error, "
              f"{len(skipped)} skipped -> {out_dir} ({t.provider_calls} judge calls, {t.cached_calls} from cache"
              + (f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else "") + ")")
+    if n_partial:
+        echo_err(f"{n_partial} FAIL case(s) have unscored criteria: FAIL is settled by the graded ones, but they "
+                 "get no score or grade")
     if n_bad:
         echo_err(f"{n_bad} case(s) could not be graded: that is not a pass")
     note = describe_ungrounded(rows)

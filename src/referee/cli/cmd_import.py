@@ -15,7 +15,28 @@ from ._agents import ensure_parent
 from ._common import echo_err
 
 
+def _otel_input(data: Any) -> str | None:
+    """The first user message of the GenAI spans (``gen_ai.input.messages``: ``[{role, parts: [{type, content}]}]``),
+    taken from the earliest span that has one."""
+    from ..trajectories.importers import _attributes, _maybe_json, _span_list, _time_ns
+
+    spans = [s for s in _span_list(data) if isinstance(s, dict)]
+    spans.sort(key=lambda s: (_time_ns(s, "startTimeUnixNano", "start_time") is None,
+                              _time_ns(s, "startTimeUnixNano", "start_time") or 0))
+    for span in spans:
+        msgs = _maybe_json(_attributes(span).get("gen_ai.input.messages"))
+        for m in msgs if isinstance(msgs, list) else []:
+            if isinstance(m, dict) and m.get("role") == "user":
+                text = "".join(str(p.get("content", "")) for p in m.get("parts") or []
+                               if isinstance(p, dict) and p.get("type") == "text")
+                if text:
+                    return text
+    return None
+
+
 def _first_user_text(data: Any, fmt: str) -> str | None:
+    if fmt == "otel":
+        return _otel_input(data)
     msgs = data.get("messages") if isinstance(data, dict) else data
     if fmt in ("openai", "anthropic") and isinstance(msgs, list):
         for m in msgs:
@@ -30,8 +51,13 @@ def _first_user_text(data: Any, fmt: str) -> str | None:
     return None
 
 
+_BAD = object()
+"""Stands for a JSONL line that is not JSON: it is reported and skipped like any other bad run."""
+
+
 def _records(path: Path) -> list[tuple[str, int | None, Any]]:
-    """``(default id, line, record)``: a JSON file is one run; a JSONL file is one run per line."""
+    """``(default id, line, record)``: a JSON file is one run; a JSONL file is one run per line (a line that is
+    not JSON gives ``(message, line, _BAD)``)."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -44,7 +70,7 @@ def _records(path: Path) -> list[tuple[str, int | None, Any]]:
             try:
                 out.append((f"{path.stem}-{n}", n, json.loads(line)))
             except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg})", file=str(path), line=n) from exc
+                out.append((f"malformed JSON ({exc.msg} at column {exc.colno})", n, _BAD))
         return out
     try:
         return [(path.stem, None, json.loads(text))]
@@ -67,6 +93,10 @@ def command(files: tuple[str, ...], out: str, fmt: str) -> int:
     for f in files:
         for default_id, line, rec in _records(Path(f)):
             where = f"{f}:{line}" if line else f
+            if rec is _BAD:
+                echo_err(f"skipped: {where}: {default_id}")
+                failed += 1
+                continue
             meta = rec if isinstance(rec, dict) and ("messages" in rec or "spans" in rec) else {}
             data = meta.get("messages", meta.get("spans")) if meta else rec
             cid = str(meta.get("id") or default_id)
@@ -75,6 +105,10 @@ def command(files: tuple[str, ...], out: str, fmt: str) -> int:
                 traj = import_trajectory(data, run_fmt, case_id=cid)
             except TrajectoryError as exc:
                 echo_err(f"skipped: {where}: {exc}")
+                failed += 1
+                continue
+            if not traj.steps and traj.final_output is None:
+                echo_err(f"skipped: {where}: case '{cid}': empty run (no tool call and no final answer)")
                 failed += 1
                 continue
             if cid in seen:

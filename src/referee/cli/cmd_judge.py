@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -14,6 +13,7 @@ from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha2
 from ..results.schema import ResultRow
 from ..runner.session import error_row, execute
 from ..templates import placeholders, preflight
+from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 
 
@@ -51,6 +51,9 @@ def report_failures(rows: list[ResultRow], limit: int = 20) -> None:
 def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool, repeat: int,
             criteria: str | None, judge: JudgeOptions) -> int:
     """Grade CASES (JSONL or YAML) with an LLM judge; rows are appended to --out as they complete."""
+    for name, given in (("cases", cases), ("--template", template)):
+        if Path(out).resolve() == Path(given).resolve():
+            raise UserError(f"--out {out} is the {name} file; write results to a file of their own")
     tmpl = read_template(template)
     case_set = load_cases(cases)
     pf = preflight(case_set.cases, placeholders(tmpl))
@@ -69,7 +72,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
                        temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache,
                        expected_criteria=expected)
     manifest = RunManifest(
-        kind="judge", command=["referee", *sys.argv[1:]],
+        kind="judge", command=invoked_argv(),
         eval_set=EvalSetInfo(path=cases, sha256=file_sha256(cases), n_cases=len(pf.valid),
                              case_ids=[c.id for c in pf.valid]),
         template=TemplateInfo(path=template, sha256=tmpl_hash),

@@ -31,16 +31,13 @@ from ..metaeval.results import (
     read_gold,
     read_human_ratings,
 )
+from ..stats.agreement import interval_text
 from ..stats.bootstrap import DEFAULT_SEED, Interval
 from ._common import echo_err
 
 
 def _s(iv: Interval | None, digits: int = 3) -> str:
-    if iv is None or iv.estimate is None:
-        return "n/a"
-    if iv.lo is None or iv.hi is None:
-        return f"{iv.estimate:.{digits}f}"
-    return f"{iv.estimate:.{digits}f} [{iv.lo:.{digits}f}, {iv.hi:.{digits}f}]"
+    return interval_text(iv, digits)
 
 
 def _console() -> Console:
@@ -226,8 +223,9 @@ def absolute_cmd(results: str, human: str, json_out: str | None, n_boot: int, bo
     m = absolute_meta(judge_scores(results), read_human_ratings(human), n_boot=n_boot, seed=boot_seed)
     con = _console()
     con.print(f"{m.n} case(s), {m.raters} rater(s)")
-    con.print(f"Spearman rho vs human mean: {_s(m.spearman)}")
-    con.print(f"Kendall tau-b vs human mean: {_s(m.kendall)}")
+    tiny = "too small a sample"
+    con.print(f"Spearman rho vs human mean: {interval_text(m.spearman, zero_width=tiny)}")
+    con.print(f"Kendall tau-b vs human mean: {interval_text(m.kendall, zero_width=tiny)}")
     ck = "n/a" if m.ceiling_kendall is None else f"{m.ceiling_kendall:.3f}"
     cs = "n/a" if m.ceiling_spearman is None else f"{m.ceiling_spearman:.3f}"
     con.print(f"human ceiling (each rater vs mean of the others): Kendall {ck}, Spearman {cs}")

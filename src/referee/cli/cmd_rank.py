@@ -14,17 +14,14 @@ from ..metaeval.pairwise import BiasReport, bias
 from ..metaeval.results import pairwise_from_results
 from ..reports.leaderboard import leaderboard_page
 from ..results.io import read_results
+from ..stats.agreement import interval_text
 from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 from ..stats.ranking import Comparison, Leaderboard, leaderboard
 from ._common import echo_err
 
 
 def _s(iv: Interval | None, digits: int = 3) -> str:
-    if iv is None or iv.estimate is None:
-        return "n/a"
-    if iv.lo is None or iv.hi is None:
-        return f"{iv.estimate:.{digits}f}"
-    return f"{iv.estimate:.{digits}f} [{iv.lo:.{digits}f}, {iv.hi:.{digits}f}]"
+    return interval_text(iv, digits)
 
 
 def comparisons_from(path: str) -> tuple[list[Comparison], int]:
@@ -63,18 +60,20 @@ def print_leaderboard(lb: Leaderboard, biases: dict[str, BiasReport]) -> None:
         for c in ("rank", "system", "rating", "win rate", "comparisons"):
             t.add_column(c, justify="left" if c == "system" else "right")
         for n, s in enumerate(lb.standings, 1):
-            t.add_row(str(n), s.system, _s(s.rating, 0), _s(s.win_rate), str(s.comparisons))
+            rating = _s(s.rating, 0) + (f" ({s.one_sided}: see note)" if s.one_sided else "")
+            t.add_row(str(n), s.system, rating, _s(s.win_rate), str(s.comparisons))
         con.print(t)
     if biases:
         t = Table(title="Judge bias over both orders (95% bootstrap CI)", title_justify="left")
-        for c in ("results", "pairs", "consistent", "picks first shown", "picks second shown",
+        for c in ("results", "pairs", "no verdict", "consistent", "picks first shown", "picks second shown",
                   "prefers longer (pairs > 30 chars apart)"):
             t.add_column(c, justify="left" if c == "results" else "right")
         for name, b in biases.items():
-            t.add_row(name, str(b.n), _s(b.consistent), _s(b.first), _s(b.second),
+            t.add_row(name, str(b.n), str(b.unparsed), _s(b.consistent), _s(b.first), _s(b.second),
                       f"{_s(b.judge_prefers_longer)} (n={b.length_pairs})")
         con.print(t)
-    for note in lb.notes:
+    bias_notes = {f"{name}: {n}" for name, b in biases.items() for n in b.notes}
+    for note in [*lb.notes, *sorted(bias_notes)]:
         con.print(f"note: {note}")
 
 

@@ -15,6 +15,21 @@ from ..templates import render_value
 from ._common import echo_err
 
 
+def _leaderboard(rows: list[ResultRow]) -> list[str]:
+    """The pairwise leaderboard section (issue 5's fragment) when rows compare named systems."""
+    comps = []
+    for r in rows:
+        a, b = r.details.get("system_a"), r.details.get("system_b")
+        if r.status == "scored" and r.winner is not None and a and b:
+            comps.append((str(a), str(b), {"a": 1.0, "b": 0.0, "tie": 0.5}[r.winner]))
+    if not comps:
+        return []
+    from ..reports.leaderboard import leaderboard_fragment
+    from ..stats.ranking import leaderboard
+
+    return [leaderboard_fragment(leaderboard(comps), title="Pairwise leaderboard")]
+
+
 @click.command("report")
 @click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--html", "html_out", required=True, type=click.Path(dir_okay=False), help="The HTML file to write.")
@@ -45,6 +60,7 @@ def command(results: tuple[str, ...], html_out: str, cases_path: str | None, tit
     from ..reports.html import write_html
 
     write_html(rows, html_out, title=title or f"referee report: {', '.join(Path(r).name for r in results)}",
-               source=", ".join(results), case_texts=texts, manifest=manifest)
+               source=", ".join(results), case_texts=texts, manifest=manifest,
+               extra_sections=_leaderboard(rows))
     echo_err(f"wrote {html_out} ({len(rows)} rows)")
     return 0

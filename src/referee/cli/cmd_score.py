@@ -12,7 +12,7 @@ import click
 from click.core import ParameterSource
 
 from ..aggregate import ScoreOptions, load_table, normalise_category, summarize
-from ..aggregate.summary import all_cases
+from ..aggregate.summary import all_cases, printable
 from ..errors import UserError
 from ..gates import GateConfig, evaluate_gates
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
@@ -61,7 +61,7 @@ _RATE = click.FloatRange(0.0, 1.0)
 @click.option("--fail-on-significant-regression", is_flag=True,
               help="Exit 1 when any drop vs the baseline is significant after Benjamini-Hochberg.")
 @click.option("--fail-on-inconclusive", is_flag=True,
-              help="Exit 1 when the verdict is INCONCLUSIVE (a drop within noise).")
+              help="Exit 1 unless the verdict is NO REGRESSION or IMPROVED (a drop within noise fails too).")
 @click.option("--n-boot", type=click.IntRange(10), default=DEFAULT_N_BOOT, show_default=True,
               help="Bootstrap resamples.")
 @click.option("--boot-seed", type=click.IntRange(0), default=DEFAULT_SEED, show_default=True,
@@ -106,7 +106,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
     summary = summarize(table, opts, baseline=base_table, min_case_pass_rate=min_case_pass_rate)
 
     for w in summary.warnings[:_MAX_WARNINGS]:
-        echo_err(f"warning: {w}")
+        echo_err(f"warning: {printable(w)}")
     if len(summary.warnings) > _MAX_WARNINGS:
         echo_err(f"warning: ... and {len(summary.warnings) - _MAX_WARNINGS} more warnings")
 
@@ -141,6 +141,12 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
             with open(markdown_out, "w", encoding="utf-8") as f:
                 f.write(md)
         if step_summary:
-            with open(step_summary, "a", encoding="utf-8") as f:
-                f.write(md + "\n")
+            # An automatic extra, not something the user asked for: failing to write it must not turn a
+            # gate result into exit 2.
+            try:
+                with open(step_summary, "a", encoding="utf-8") as f:
+                    f.write(md + "\n")
+            except OSError as exc:
+                echo_err(f"warning: could not append to $GITHUB_STEP_SUMMARY ({step_summary}): "
+                         f"{exc.strerror or exc}")
     return code

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from ..cases import Case
 from ..errors import InputError, UserError
@@ -15,7 +14,7 @@ from ..evaluators.trajectory import TrajectoryCheck, check_row
 from ..evaluators.trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
 from ..results.manifest import TemplateInfo, text_sha256
 from ..runner.session import error_row, execute
-from ._agents import ensure_parent, new_manifest, summarise, unique_cases
+from ._agents import ensure_parent, new_manifest, read_criteria, read_yaml, summarise, unique_cases
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 
 
@@ -23,14 +22,8 @@ def _read_checks(path: str | None, cap: float | None) -> tuple[dict[str, Any], s
     data: dict[str, Any] = {}
     text = ""
     if path is not None:
-        p = Path(path)
-        if not p.exists():
-            raise InputError("file not found", file=path)
-        text = p.read_text(encoding="utf-8")
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise InputError(f"malformed YAML ({exc})", file=path) from exc
+        loaded = read_yaml(path)
+        text = Path(path).read_text(encoding="utf-8")
         if isinstance(loaded, list):  # a bare list of check names
             loaded = {"checks": loaded}
         if not isinstance(loaded, dict):
@@ -39,18 +32,6 @@ def _read_checks(path: str | None, cap: float | None) -> tuple[dict[str, Any], s
     if cap is not None:
         data["cap"] = cap
     return data, text
-
-
-def _criteria(path: str | None) -> dict[str, str] | None:
-    if path is None:
-        return None
-    p = Path(path)
-    if not p.exists():
-        raise InputError("file not found", file=path)
-    data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise InputError("expected a mapping of criterion id -> description", file=path)
-    return data
 
 
 @click.command("trajectory")
@@ -106,7 +87,7 @@ def command(cases: str, out: str, checks_file: str | None, cap: float | None, us
 
 def _run_judge(cases: str, case_list: list[Case], skipped: int, out: str, criteria_file: str | None,
                max_chars: int, category: str | None, judge: JudgeOptions) -> int:
-    criteria = _criteria(criteria_file) or TRAJECTORY_CRITERIA
+    criteria = read_criteria(criteria_file) or TRAJECTORY_CRITERIA
     client = build_client(judge)
     rubric_hash = text_sha256(repr(sorted(criteria.items())) + f"|{max_chars}")
     tj = TrajectoryJudge(client, criteria, max_chars=max_chars, template_hash=rubric_hash,

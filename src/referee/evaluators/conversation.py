@@ -43,14 +43,15 @@ class ConversationError(ValueError):
 def conversation_of(case: Case) -> list[dict[str, Any]]:
     """The full conversation: ``turns``, then ``input`` as the final user turn (unless it already is the last
     turn), then ``output`` as the assistant's reply. Unknown roles raise, naming case and turn."""
+    where = f"{case.where}: " if case.where else ""
     turns = case.turns
     if turns is None:
-        raise ConversationError(f"case '{case.id}': no 'turns' (expected a list of {{role, content}})")
+        raise ConversationError(f"{where}case '{case.id}': no 'turns' (expected a list of {{role, content}})")
     conv: list[dict[str, Any]] = []
     for i, t in enumerate(turns):
         role = str(t.get("role", "")).strip().lower()
         if role not in ROLES:
-            raise ConversationError(f"case '{case.id}' turn {i + 1}: unknown role {t.get('role')!r} "
+            raise ConversationError(f"{where}case '{case.id}', turn {i + 1}: unknown role {t.get('role')!r} "
                                     f"(expected one of {', '.join(ROLES)})")
         conv.append({"role": role, "content": t.get("content")})
     inp = case.input
@@ -60,7 +61,8 @@ def conversation_of(case: Case) -> list[dict[str, Any]]:
     if case.output is not None:
         conv.append({"role": "assistant", "content": case.output})
     if not any(t["role"] == "assistant" for t in conv):
-        raise ConversationError(f"case '{case.id}': no assistant turn to judge (no assistant turns and no output)")
+        raise ConversationError(f"{where}case '{case.id}': no assistant turn to judge (no assistant turns and no "
+                                "output)")
     return conv
 
 

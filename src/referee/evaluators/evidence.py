@@ -5,7 +5,10 @@ straighten or curl them), dashes unified, whitespace runs collapsed to one space
 
 * its normalised form is a substring of a source, or
 * ``rapidfuzz.fuzz.partial_ratio`` (best-matching window) reaches :data:`MATCH_THRESHOLD` (90 of 100): a
-  couple of typos or a dropped word in a long quote still match, a paraphrase does not.
+  couple of typos or a dropped word in a long quote still match, a paraphrase does not. A near match must
+  keep the window's numbers and its count of negations (``not``, ``never``, ``don't``, ...): "older than 60
+  days" or a dropped "not" is a different claim, not a typo. A quote longer than a source must match the
+  whole source (``ratio``), or "the whole short output plus invented words" would score 100.
 
 A quote with an ellipsis (``...`` / ``…``) is split at it and every fragment must be found, in order-free
 fashion, in the same source. Quotes shorter than :data:`MIN_FUZZY_CHARS` after normalisation must match
@@ -75,6 +78,27 @@ def _fragments(quote: str) -> list[str]:
     return [p for p in parts if p]
 
 
+_NUMBER_RE = re.compile(r"\d+(?:[.,:/]\d+)*")
+_WORD_RE = re.compile(r"\w+")
+# Quote marks are removed by normalisation, so "don't" is compared as "dont".
+_NEGATIONS = frozenset(
+    "not no never none nor neither nothing nobody nowhere cannot without dont doesnt didnt isnt arent wasnt "
+    "werent cant couldnt wont wouldnt shouldnt hasnt havent hadnt mustnt neednt aint".split())
+
+
+def _meaning_marks(text: str) -> tuple[list[str], int]:
+    """What a near match must not change: the numbers, and how many negations there are."""
+    return sorted(_NUMBER_RE.findall(text)), sum(w in _NEGATIONS for w in _WORD_RE.findall(text))
+
+
+def _word_window(text: str, start: int, end: int) -> str:
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return text[start:end]
+
+
 def _match(fragment: str, text: str) -> float:
     if fragment in text:
         return 100.0
@@ -83,8 +107,16 @@ def _match(fragment: str, text: str) -> float:
     if len(fragment) > len(text):
         # partial_ratio slides the *shorter* string over the longer one: a quote holding the whole source
         # plus invented words would score 100. A quote longer than the source must match it as a whole.
-        return float(fuzz.ratio(fragment, text, score_cutoff=MATCH_THRESHOLD))
-    return float(fuzz.partial_ratio(fragment, text, score_cutoff=MATCH_THRESHOLD))
+        score, window = fuzz.ratio(fragment, text, score_cutoff=MATCH_THRESHOLD), text
+    else:
+        al = fuzz.partial_ratio_alignment(fragment, text, score_cutoff=MATCH_THRESHOLD)
+        if al is None:
+            return 0.0
+        score, window = al.score, _word_window(text, al.dest_start, al.dest_end)
+    # A typo or a dropped word is tolerated; a changed number or a dropped "not" changes what the text says.
+    if score and _meaning_marks(fragment) != _meaning_marks(window):
+        return 0.0
+    return float(score)
 
 
 def _file_line(quote: str, raw_sources: Mapping[str, str]) -> QuoteCheck | None:

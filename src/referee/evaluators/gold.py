@@ -162,7 +162,10 @@ def gold_verdict(rubric: Rubric, replies: dict[str, CriterionReply]) -> GoldSumm
 def settled_failure(rubric: Rubric, replies: dict[str, CriterionReply], missing: list[str]) -> str | None:
     """Why a case with unscored criteria FAILs whatever they would have been, or None when it is open.
 
-    Only a FAIL can be settled this way: a PASS resting on criteria nobody graded would be invented."""
+    Only a FAIL can be settled this way: a PASS resting on criteria nobody graded would be invented. A case
+    with nothing graded is never settled (that would be a verdict from the configuration alone)."""
+    if not replies:
+        return None
     threshold = rubric.pass_threshold if rubric.pass_threshold is not None else 6
     crit_fail = [c.id for c in rubric.criteria if c.critical and c.id in replies and not replies[c.id].passed]
     if rubric.fail_on_critical and crit_fail:

@@ -57,10 +57,15 @@ _JSON_WINNERS: dict[str, Pick] = {
     "tie": "tie",
 }
 # Plain-text verdict labels of common pairwise prompts (LLMBar's "Output (a)", MT-Bench's "[[A]]").
-_TEXT_LABELS = re.compile(r"output \(([ab])\)|response[_ ]([12])\b|\[\[([ab]|c)\]\]", re.IGNORECASE)
+_LABEL = r"output \(([ab])\)|response[_ ]?([12])|\[\[([abc])\]\]|(tie)"
+# A reply that is nothing but a label ("Output (a)", "**Response 2**.", "Verdict: [[B]]").
+_BARE = re.compile(r"(?:(?:final\s+)?(?:verdict|answer|winner)\s*:\s*)?[*_\"'`\s]*(?:" + _LABEL
+                   + r")[*_\"'`\s]*[.!]?", re.IGNORECASE)
+_BRACKETS = re.compile(r"\[\[([abc])\]\]", re.IGNORECASE)
 _CONCLUSION = re.compile(
-    r"(output \(([ab])\)|response[_ ]([12]))\s+is\s+(?:the\s+|clearly\s+|slightly\s+)?better", re.IGNORECASE)
+    r"(output \(([ab])\)|response[_ ]?([12]))\s+is\s+(?:the\s+|clearly\s+|slightly\s+)?better", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(neither|nor)\b", re.IGNORECASE)
+_BRACKET_PICK: dict[str, Pick] = {"a": "1", "b": "2", "c": "tie"}
 
 
 @dataclass(frozen=True)
@@ -80,27 +85,29 @@ def _pick_from_match(m: re.Match[str], a_group: int, n_group: int) -> Pick | Non
 
 
 def _parse_text(text: str) -> Pick:
-    """A verdict from judge prose; raises :class:`ReplyInvalid` unless it names exactly one winner.
+    """A verdict from judge prose; raises :class:`ReplyInvalid` unless the text states one winner.
 
-    One label mentioned (``Output (a)``) is that label. Both mentioned: the last ``X is better`` conclusion
-    counts, unless its sentence is negated ("neither Output (a) nor Output (b) is better").
+    Accepted, in order: a reply that is only a label (``Output (a)``, ``Response 2``, ``[[B]]``, ``tie``); one
+    distinct MT-Bench verdict bracket (``[[A]]``, ``[[B]]``, ``[[C]]`` = tie); else the last "X is better"
+    conclusion, unless negated ("neither Output (a) nor Output (b) is better"). A label merely mentioned
+    ("Response 1 is wrong") is no verdict: guessing a winner from it would invent one.
     """
-    found: set[str] = set()
-    for m in _TEXT_LABELS.finditer(text):
-        if m.group(3):
-            found.add({"a": "1", "b": "2", "c": "tie"}[m.group(3).lower()])
-        else:
-            p = _pick_from_match(m, 1, 2)
-            if p is not None:
-                found.add(p)
-    if not found:
-        raise ReplyInvalid("the reply names no winner (expected JSON with \"winner\": \"response_1\", "
-                           "\"response_2\" or \"tie\")")
-    if len(found) == 1:
-        return found.pop()  # type: ignore[return-value]
+    bare = _BARE.fullmatch(text.strip())
+    if bare:
+        if bare.group(3):
+            return _BRACKET_PICK[bare.group(3).lower()]
+        if bare.group(4):
+            return "tie"
+        pick = _pick_from_match(bare, 1, 2)
+        assert pick is not None
+        return pick
+    brackets = {m.group(1).lower() for m in _BRACKETS.finditer(text)}
+    if len(brackets) == 1:
+        return _BRACKET_PICK[brackets.pop()]
     conclusions = list(_CONCLUSION.finditer(text))
     if not conclusions:
-        raise ReplyInvalid("the reply mentions both responses but states no single winner")
+        raise ReplyInvalid("the reply states no winner (expected JSON with \"winner\": \"response_1\", "
+                           "\"response_2\" or \"tie\")")
     last = conclusions[-1]
     # "neither Output (a) nor Output (b) is better" names no winner; look just before the conclusion only,
     # since reasoning earlier in the sentence ("Output (a) does not ...") is not a negation of it.

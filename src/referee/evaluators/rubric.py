@@ -247,9 +247,11 @@ class RubricJudge:
     def __init__(self, client: Any, rubric: Rubric, *, template_hash: str | None = None,
                  category: str | None = None, max_tokens: int = 2048, temperature: float | None = None,
                  seed: int | None = None, use_cache: bool = True, contexts: Mapping[str, str] | None = None,
-                 system_under_test: str | None = None) -> None:
+                 system_under_test: str | None = None, fail_below: float | None = None) -> None:
         self.client = client
         self.rubric = rubric
+        # --fail-below overrides the rubric's, so the rows' `passed` agrees with the command's gate.
+        self.fail_below = fail_below if fail_below is not None else rubric.fail_below
         self.category = category
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -315,10 +317,10 @@ class RubricJudge:
             bad = c.id in unscored_ids
             criteria.append(CriterionScore(
                 id=c.id, name=c.title, status="unscored" if bad else "scored",
-                score=None if bad else normalise(cv.raw, scale), raw_score=cv.raw, scale=scale,
+                score=None if bad else normalise(cv.raw, scale), raw_score=None if bad else cv.raw, scale=scale,
                 passed=None if bad else passed, weight=rubric.weight_of(c), critical=c.critical or None,
                 rationale=cv.rationale or None, evidence=cv.evidence, grounded=cv.grounded,
-                error="evidence not found in the judged text" if bad else None,
+                error=f"evidence not found in the judged text (the judge's {cv.raw:g} is not used)" if bad else None,
             ))
         details["evidence_checks"] = {
             cid: [{"quote": q.quote, "found": q.found, "source": q.source, "match": round(q.score, 1)}
@@ -333,6 +335,12 @@ class RubricJudge:
             out.update(status="unscored",
                        error=f"ungrounded evidence for {', '.join(unscored_ids)} (the rubric makes such scores "
                              "unscored)")
+            settled = [c.id for c in criteria if c.critical and c.passed is False]
+            if settled and rubric.fail_on_critical:
+                # A graded critical criterion failed: FAIL stands whatever the unscored ones would be (no
+                # composite or band is invented).
+                out["passed"] = False
+                details["critical_failures"] = settled
             return out
         raw = {cid: cv.raw for cid, cv in v.criteria.items()}
         composite = rubric.composite_of(raw)
@@ -340,8 +348,8 @@ class RubricJudge:
         details.update(composite=composite, composite_scale=rubric.scale,
                        verdict=band.label if band else None, action=band.action if band else None)
         row_passed: bool | None = None
-        if rubric.fail_below is not None:
-            row_passed = composite >= rubric.fail_below
+        if self.fail_below is not None:
+            row_passed = composite >= self.fail_below
         crit_fail = [c.id for c in criteria if c.critical and c.passed is False]
         if crit_fail and rubric.fail_on_critical:
             row_passed = False

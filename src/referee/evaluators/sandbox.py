@@ -40,7 +40,44 @@ _BOOT = r'''
 import json, os, sys
 cfg = json.loads(sys.stdin.readline())
 sys.stdin.close()
-iso = {"net": "none", "pid": cfg["pid_ns"]}
+iso = {"net": "host" if cfg["network"] else "none", "pid": cfg["pid_ns"], "fs": "audit hook only"}
+if cfg["mount_ns"]:
+    # Kernel-enforced: in our own mount namespace (with a fresh /proc that shows only our pid namespace),
+    # every mount but the working directory becomes read-only, nosuid and nodev, then every capability is
+    # dropped for good, so the code can neither write outside its directory (renames, links, dir_fd tricks,
+    # devices included) nor undo the mounts or raise its limits again.
+    import ctypes, re
+    libc = ctypes.CDLL(None, use_errno=True)
+    work = os.path.realpath(os.getcwd())
+    ro_ok = libc.mount(work.encode(), work.encode(), None, 4096, None) == 0  # MS_BIND
+    os.chdir(work)  # the old cwd still points into the parent mount, which is about to turn read-only
+    mounts = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            parts = line.split()
+            mp = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4])
+            mounts.append((mp, parts[5].split(",")))
+    keep = {"noexec": 8, "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+    for mp, opts in reversed(mounts):
+        if mp == work or not ro_ok:
+            continue
+        flags = 32 | 4096 | 1 | 2 | 4  # MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+        for name, bit in keep.items():
+            if name in opts:
+                flags |= bit
+        if libc.mount(None, mp.encode("utf-8", "surrogateescape"), None, flags, None) != 0 and mp == "/":
+            ro_ok = False
+    PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
+    for cap in range(64):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable x 2: all empty
+    caps_ok = libc.capset(hdr, data) == 0
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if ro_ok:
+        iso["fs"] = "read-only outside the working directory"
+    iso["capabilities"] = "none" if caps_ok else "kept"
+    del libc, ctypes
 if cfg["net_ns"]:
     iso["net"] = "namespace"
 elif not cfg["network"]:
@@ -52,6 +89,8 @@ elif not cfg["network"]:
             iso["net"] = "namespace"
     except Exception:
         pass
+for _m in [m for m in sys.modules if m.split(".")[0] in ("ctypes", "_ctypes")]:
+    del sys.modules[_m]  # used above; the code must import it afresh, which the audit hook refuses
 import resource, signal
 def _lim(which, value):
     try:
@@ -74,14 +113,32 @@ WORK = os.path.realpath(os.getcwd())
 RESULT = os.path.join(WORK, cfg["result"])
 forbidden = []
 PROC = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen",
-        "os.kill", "os.killpg", "os.setuid", "os.setgid", "pty.spawn", "os.startfile"}
+        "os.kill", "os.killpg", "os.setuid", "os.setgid", "pty.spawn", "os.startfile", "resource.setrlimit",
+        "resource.prlimit"}
 NET = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
        "socket.gethostbyname", "socket.gethostbyaddr", "socket.__new__", "urllib.Request", "http.client.connect"}
 LOW = {"ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "ctypes.call_function", "sys.setprofile"}
 BAD_IMPORTS = {"ctypes", "_ctypes", "cffi", "_cffi_backend", "_posixsubprocess"}
-FS = {"os.remove", "os.rmdir", "os.rename", "os.chmod", "os.chown", "os.truncate", "os.symlink", "os.link",
-      "os.mkdir", "shutil.rmtree", "shutil.copyfile", "shutil.move"}
+# event -> (how many leading path arguments, positions of dir_fd arguments); an int path is an fd (f* calls)
+FS = {"os.remove": (1, (1,)), "os.rmdir": (1, (1,)), "os.rename": (2, (2, 3)), "os.chmod": (1, (2,)),
+      "os.chown": (1, (3,)), "os.truncate": (1, ()), "os.symlink": (2, (2,)), "os.link": (2, (2, 3)),
+      "os.mkdir": (1, (2,)), "os.utime": (1, (3,)), "os.setxattr": (1, ()), "os.removexattr": (1, ()),
+      "os.chflags": (1, ()), "os.lchflags": (1, ()), "shutil.rmtree": (1, (1,)), "shutil.copyfile": (2, ()),
+      "shutil.move": (2, ())}
+try:
+    OWN_PROC = "/proc/" + os.readlink("/proc/self")  # our pid as the mounted /proc numbers it
+except OSError:
+    OWN_PROC = "/proc/self"
+def _other_process(path):
+    try:
+        p = os.path.realpath(os.fsdecode(path))
+    except Exception:
+        return True
+    parts = p.split(os.sep)
+    return len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit() and not (p + os.sep).startswith(OWN_PROC + os.sep)
 def _inside(path):
+    if path is None:
+        return True
     try:
         p = os.path.realpath(os.fsdecode(path))
     except Exception:
@@ -102,11 +159,25 @@ def hook(event, args):
         _deny(event, "importing " + str(args[0]))
     if event == "open" and len(args) >= 2 and not isinstance(args[0], int) and args[0] is not None:
         mode, flags = args[1], (args[2] if len(args) > 2 else 0) or 0
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+        # O_TRUNC truncates even with O_RDONLY on Linux; a directory fd outside would let dir_fd= reach it
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC))
         if writing and not _inside(args[0]):
             _deny(event, "writing outside the working directory (" + str(args[0])[:80] + ")")
-    if event in FS and args and not isinstance(args[0], int) and not _inside(args[0]):
-        _deny(event, "changing files outside the working directory (" + event + ")")
+        if _other_process(args[0]):
+            # without a pid namespace of our own, /proc/<referee's pid>/environ would hold its API keys
+            _deny(event, "reading another process (" + str(args[0])[:80] + ")")
+        if not writing and os.path.isdir(args[0]) and not _inside(args[0]):
+            _deny(event, "opening a directory outside the working directory (" + str(args[0])[:80] + ")")
+    if event in FS:
+        # every path argument counts (rename/link/symlink targets too); dir_fd-relative calls are refused
+        npaths, fds = FS[event]
+        paths = list(args[:npaths])
+        dir_fd = [args[i] for i in fds if i < len(args) and args[i] not in (None, -1, -100)]
+        # an fd path: ftruncate needs a writable fd (which open already vetted); fchmod & co. do not
+        fd_ok = event == "os.truncate"
+        if dir_fd or any((not fd_ok) if isinstance(a, int) else not _inside(a) for a in paths):
+            _deny(event, "changing files outside the working directory (" + event + ")")
 def finish(status, reason, **extra):
     out = {"status": status, "reason": reason, "forbidden": forbidden[0] if forbidden else None, "isolation": iso}
     out.update(extra)
@@ -135,6 +206,7 @@ if cfg["audit"]:
     def _no_fork_exec(*args, **kwargs):
         _deny("_posixsubprocess.fork_exec", "starting or signalling processes (_posixsubprocess.fork_exec)")
     _posixsubprocess.fork_exec = _no_fork_exec
+    subprocess._fork_exec = _no_fork_exec  # subprocess keeps its own reference to the original
     def _guard(create):
         def guarded(spec, *rest):
             if str(getattr(spec, "name", "")).rpartition(".")[2] in BAD_IMPORTS:
@@ -228,7 +300,11 @@ def _unshare_prefix() -> list[str]:
         exe = shutil.which("unshare")
         if exe and os.environ.get("REFEREE_SANDBOX_NO_UNSHARE", "") in ("", "0"):
             base = [exe, "--net", "--pid", "--fork", "--kill-child"]
-            tries = [base] if os.geteuid() == 0 else [[exe, "--user", "--map-root-user", *base[1:]]]
+            # --mount-proc: our own mount namespace (the boot makes it read-only) and a /proc that shows
+            # only the sandbox's processes (no /proc/<referee's pid>/environ)
+            full = [*base, "--mount-proc"]
+            user = [exe, "--user", "--map-root-user"]
+            tries = [full, base] if os.geteuid() == 0 else [[*user, *full[1:]], [*user, *base[1:]]]
             for cmd in tries:
                 try:
                     ok = subprocess.run([*cmd, "true"], capture_output=True, timeout=5).returncode == 0
@@ -284,14 +360,17 @@ def run_python(code: str, tests: str | None = None, limits: SandboxLimits | None
     ``_audit=False`` (tests only) leaves out the audit hook to prove the other layers hold on their own.
     """
     limits = limits or SandboxLimits()
-    prefix = [] if limits.network else _unshare_prefix()
+    prefix = _unshare_prefix()
+    if limits.network:  # keep the pid and mount namespaces (read-only file system), share the network
+        prefix = [a for a in prefix if a != "--net"]
     work = Path(tempfile.mkdtemp(prefix="referee-sbx-"))
     nonce = secrets.token_hex(8)
     result_name = f".referee-{nonce}.json"
     cfg: dict[str, Any] = {
         "code": code, "tests": tests, "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_s,
         "file_mb": limits.file_mb, "nproc": _nproc_limit(limits.max_processes), "network": limits.network,
-        "net_ns": bool(prefix), "pid_ns": bool(prefix), "audit": _audit, "result": result_name,
+        "net_ns": "--net" in prefix, "pid_ns": bool(prefix), "mount_ns": "--mount-proc" in prefix, "audit": _audit,
+        "result": result_name,
     }
     boot = work / f".boot-{nonce}.py"
     boot.write_text(_BOOT, encoding="utf-8")
@@ -324,6 +403,10 @@ def run_python(code: str, tests: str | None = None, limits: SandboxLimits | None
                 _kill_group(proc.pid)  # stragglers of the group, whatever happened
         res = _result(work / result_name, proc.returncode, timed_out, limits)
         res.stdout, res.stderr = _tail(out_path), _tail(err_path)
+        if res.status == "failed" and res.reason.startswith("the code exited with status 1 before") and \
+                "unshare: sigprocmask" in res.stderr:
+            # unshare --fork cannot re-raise SIGKILL on itself and exits 1 instead: the kernel killed the code
+            res.reason = f"killed (CPU time limit of {limits.cpu_s}s with SIGXCPU ignored, or memory)"
         res.exit_code = proc.returncode
         res.duration_s = round(time.perf_counter() - t0, 3)
         res.isolation.setdefault("pid", bool(prefix))

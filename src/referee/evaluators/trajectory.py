@@ -46,6 +46,10 @@ def _pick(option: Any, case: Case, *keys: str) -> Any:
     return None
 
 
+def _where(case: Case) -> str:
+    return f"{case.where}: " if case.where else ""
+
+
 def _no_expectation(name: str, what: str) -> CheckResult:
     return CheckResult(score=None, status="unscored",
                        reason=f"{name}: nothing to check (no '{what}' option and no expect.{what} in the case)")
@@ -70,7 +74,7 @@ class _TrajectoryEvaluator(Evaluator):
         try:
             return self.check(case, traj, output if output is not None else traj.final_output)
         except (ValueError, TypeError, re.error) as exc:
-            return CheckResult.error(f"case '{case.id}': {self.name}: {exc}")
+            return CheckResult.error(f"{_where(case)}case '{case.id}': {self.name}: {exc}")
 
     def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
         raise NotImplementedError
@@ -99,6 +103,8 @@ class ToolUsed(_TrajectoryEvaluator):
         ok = not missing if self.mode == "all" else len(missing) < len(wanted)
         score = (len(wanted) - len(missing)) / len(wanted) if wanted and self.mode == "all" else float(ok)
         reason = "all expected tools used" if not missing else f"not called: {', '.join(missing)}"
+        if ok and missing:  # mode any
+            reason = f"called {', '.join(t for t in wanted if t in used)} (any of {', '.join(wanted)} will do)"
         return CheckResult(score=score, passed=ok, reason=reason, details={"missing": missing})
 
 
@@ -250,6 +256,26 @@ class ToolArgs(_TrajectoryEvaluator):
     match: str = "subset"
     which: str = "any"
 
+    def __post_init__(self) -> None:
+        # Reported by ``referee validate`` at load time, not as one error row per case.
+        if self.match not in ("exact", "subset", "regex", "schema"):
+            raise ValueError(f"unknown match mode {self.match!r} (exact, subset, regex, schema)")
+        if self.which not in ("any", "all", "first", "last"):
+            raise ValueError(f"unknown 'which' {self.which!r} (any, all, first, last)")
+        if self.tool is not None and self.match == "regex":
+            if not isinstance(self.args, dict):
+                raise ValueError("regex args must map argument paths to patterns")
+            for path, pattern in self.args.items():
+                try:
+                    re.compile(str(pattern))
+                except re.error as exc:
+                    raise ValueError(f"invalid regex for '{path}': {exc}") from None
+        if self.tool is not None and self.match == "schema":
+            try:
+                jsonschema.Draft202012Validator.check_schema(self.args)
+            except jsonschema.SchemaError as exc:
+                raise ValueError(f"invalid JSON Schema: {exc.message}") from None
+
     def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
         if self.tool is not None:
             specs = [{"tool": self.tool, "args": self.args, "match": self.match, "which": self.which}]
@@ -263,12 +289,19 @@ class ToolArgs(_TrajectoryEvaluator):
             if not isinstance(spec, dict) or not isinstance(spec.get("tool"), str):
                 raise ValueError(f"expect.args[{i}] needs 'tool' and 'args'")
             results.append(self._one(traj, spec))
-        ok_n = sum(ok for ok, _ in results)
-        reasons = [r for ok, r in results if not ok] or [r for _, r in results]
-        return CheckResult(score=ok_n / len(results), passed=ok_n == len(results), reason="; ".join(reasons),
+        failed = [r for ok, r in results if ok is False]
+        unknown = [r for ok, r in results if ok is None]
+        ok_n = sum(ok is True for ok, _ in results)
+        if unknown and not failed:
+            # OTel records arguments only when asked to (they may be sensitive): unknown, not a mismatch.
+            return CheckResult(score=None, status="unscored", reason="; ".join(unknown),
+                               details={"specs": len(results), "matched": ok_n})
+        checked = len(results) - len(unknown)
+        reasons = failed or [r for _, r in results]
+        return CheckResult(score=ok_n / checked, passed=not failed, reason="; ".join(reasons),
                            details={"specs": len(results), "matched": ok_n})
 
-    def _one(self, traj: Trajectory, spec: dict[str, Any]) -> tuple[bool, str]:
+    def _one(self, traj: Trajectory, spec: dict[str, Any]) -> tuple[bool | None, str]:
         tool = spec["tool"]
         mode = spec.get("match", self.match)
         which = spec.get("which", self.which)
@@ -281,6 +314,9 @@ class ToolArgs(_TrajectoryEvaluator):
             calls = calls[-1:]
         elif which not in ("any", "all"):
             raise ValueError(f"unknown 'which' {which!r} (any, all, first, last)")
+        if all(s.extra.get("args_recorded") is False for s in calls):
+            return None, f"{tool}: arguments not recorded (steps {', '.join(str(s.index) for s in calls)})"
+        calls = [s for s in calls if s.extra.get("args_recorded") is not False]
         verdicts = [(s, *_args_match(mode, spec.get("args"), s.args)) for s in calls]
         good = [v for v in verdicts if v[1]]
         ok = bool(good) if which == "any" else len(good) == len(verdicts)
@@ -316,20 +352,32 @@ class TrajectoryBudget(_TrajectoryEvaluator):
         case_tokens = None
         if usage and (usage.get("input_tokens") is not None or usage.get("output_tokens") is not None):
             case_tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
-        actual: dict[str, Any] = {
-            "steps": len(traj.steps),
-            "cost_usd": traj.total_cost() if traj.total_cost() is not None else case.get("cost_usd"),
-            "tokens": traj.total_tokens() if traj.total_tokens() is not None else case_tokens,
-            "latency_ms": traj.total_latency() if traj.total_latency() is not None else case.get("latency_ms"),
+        run_tokens = None
+        if traj.input_tokens is not None or traj.output_tokens is not None:
+            run_tokens = (traj.input_tokens or 0) + (traj.output_tokens or 0)
+        step_tokens = [None if s.input_tokens is None and s.output_tokens is None
+                       else (s.input_tokens or 0) + (s.output_tokens or 0) for s in traj.steps]
+        # A whole-run figure (the case's own, or the recording's) wins; otherwise the steps' sum, which is
+        # complete only when every step recorded it. A partial sum can prove a budget was exceeded, never met.
+        figures: dict[str, tuple[Any, bool]] = {
+            "steps": (len(traj.steps), True),
+            "cost_usd": _figure(_float(case.get("cost_usd")), traj.cost_usd, [s.cost_usd for s in traj.steps]),
+            "tokens": _figure(case_tokens, run_tokens, step_tokens),
+            "latency_ms": _figure(_float(case.get("latency_ms")), traj.latency_ms,
+                                  [s.latency_ms for s in traj.steps]),
         }
+        actual = {k: v for k, (v, _) in figures.items()}
         over, unknown = [], []
         for key, limit in limits.items():
             if limit is None:
                 continue
-            if actual[key] is None:
+            value, complete = figures[key]
+            if value is not None and float(value) > float(limit):
+                over.append(f"{key} {value:g} > {limit:g}" + ("" if complete else " (already, from some steps)"))
+            elif value is None:
                 unknown.append(key)
-            elif float(actual[key]) > float(limit):
-                over.append(f"{key} {actual[key]:g} > {limit:g}")
+            elif not complete:
+                unknown.append(f"{key} (recorded for only some steps)")
         details = {"limits": {k: v for k, v in limits.items() if v is not None}, "actual": actual}
         if over:
             return CheckResult(score=0.0, passed=False, reason="over budget: " + ", ".join(over), details=details)
@@ -337,6 +385,26 @@ class TrajectoryBudget(_TrajectoryEvaluator):
             return CheckResult(score=None, status="unscored", details=details,
                                reason=f"not recorded, cannot check the budget: {', '.join(unknown)}")
         return CheckResult.from_bool(True, "within budget", **details)
+
+
+def _float(v: Any) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _figure(case_value: Any, run_value: Any, step_values: list[Any]) -> tuple[Any, bool]:
+    """``(value, complete)`` of a budget figure: whole-run value first, else the sum over the steps."""
+    for v in (case_value, run_value):
+        if v is not None:
+            return v, True
+    known = [v for v in step_values if v is not None]
+    if not known:
+        return None, False
+    return sum(known), len(known) == len(step_values)
 
 
 @register
@@ -357,7 +425,13 @@ class NoRepeatedCalls(_TrajectoryEvaluator):
         groups: list[tuple[str, list[int]]] = []
         by_sig: dict[str, list[int]] = {}
         prev = None
+        # Calls whose arguments were not recorded (OTel without gen_ai.tool.call.arguments) would all look
+        # identical: they are left out rather than reported as a loop.
+        unrecorded = [s.index for s in traj.steps if s.extra.get("args_recorded") is False]
         for s in traj.steps:
+            if s.index in unrecorded:
+                prev = None
+                continue
             sig = s.signature()
             same_as_prev = prev is not None and prev.signature() == sig
             retry = same_as_prev and prev is not None and prev.failed and self.allow_retry_after_error
@@ -383,9 +457,12 @@ class NoRepeatedCalls(_TrajectoryEvaluator):
                                reason=f"{tool} called {len(idx)} times with identical arguments "
                                       f"(steps {', '.join(map(str, idx))}; at most {limit} allowed)",
                                details={"repeated": {k.split('|', 1)[0]: v for k, v in loops.items()}})
-        return CheckResult.from_bool(True, "no repeated identical calls")
+        note = f" (arguments not recorded for steps {', '.join(map(str, unrecorded))}: not compared)" \
+            if unrecorded else ""
+        return CheckResult.from_bool(True, "no repeated identical calls" + note)
 
 
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 DEFAULT_ACK = (r"(?i)\b(error|fail(ed|ure)?|unable|could ?n[o']t|cannot|can't|unavailable|not available|"
                r"try again|went wrong)\b")
 
@@ -404,6 +481,7 @@ class ToolErrorsHandled(_TrajectoryEvaluator):
         if not failed:
             return CheckResult.from_bool(True, "no tool errors")
         text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
+        text = text.translate(_APOSTROPHES)  # "couldn’t" as models write it
         acknowledged = re.search(self.acknowledge_pattern, text) is not None
         unhandled = []
         for s in failed:
@@ -436,6 +514,13 @@ class GoalReached(_TrajectoryEvaluator):
     final_tool: str | None = None
     case_sensitive: bool = False
 
+    def __post_init__(self) -> None:
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {self.regex!r}: {exc}") from None
+
     def check(self, case: Case, traj: Trajectory, output: Any) -> CheckResult:
         goal = dict(expectations(case).get("goal") or {})
         for key in ("contains", "not_contains", "regex", "equals", "state", "final_tool"):
@@ -446,6 +531,7 @@ class GoalReached(_TrajectoryEvaluator):
         text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
         norm: Callable[[str], str] = (lambda s: s) if self.case_sensitive else str.lower
         failures: list[str] = []
+        unknown: str | None = None
         passes = 0
         for needle in _as_str_list(goal.get("contains")):
             if norm(needle) in norm(text):
@@ -471,7 +557,7 @@ class GoalReached(_TrajectoryEvaluator):
         if goal.get("state") is not None:
             actual_state = case.get(self.state_field)
             if actual_state is None:
-                failures.append(f"no '{self.state_field}' recorded in the case")
+                unknown = f"no '{self.state_field}' recorded in the case, cannot check the state"
             elif subset_match(goal["state"], actual_state):
                 passes += 1
             else:
@@ -483,6 +569,10 @@ class GoalReached(_TrajectoryEvaluator):
             else:
                 failures.append(f"last tool is {last}, expected {goal['final_tool']}")
         total = passes + len(failures)
+        # Like an unrecorded budget figure: a state that was not recorded is never a silent pass, and a
+        # failure of another goal part is still a failure.
+        if unknown is not None and not failures:
+            return CheckResult(score=None, status="unscored", reason=unknown, details={"failed": []})
         if total == 0:
             return _no_expectation(self.name, "goal")
         return CheckResult(score=passes / total, passed=not failures,
@@ -586,14 +676,14 @@ class TrajectoryCheck(Evaluator):
             try:
                 res = ev.check(case, traj, output if output is not None else traj.final_output)
             except (ValueError, TypeError, re.error) as exc:
-                res = CheckResult.error(f"{n}: {exc}")
+                res = CheckResult.error(str(exc))
             results.append((n, res))
         errors = [f"{n}: {r.reason}" for n, r in results if r.status == "error"]
         criteria = [{"id": n, "status": r.status, "score": r.score, "passed": r.passed, "rationale": r.reason,
                      "critical": n in CRITICAL_CHECKS, "evidence": r.evidence} for n, r in results]
         summary = {"steps": len(traj.steps), "tools": traj.tools, "format": traj.source_format}
         if errors:
-            res = CheckResult.error(f"case '{case.id}': " + "; ".join(errors))
+            res = CheckResult.error(f"{_where(case)}case '{case.id}': " + "; ".join(errors))
             res.details = {"criteria": criteria, "trajectory": summary}
             return res
         goal = next((r for n, r in results if n == "goal_reached"), None)
@@ -601,7 +691,17 @@ class TrajectoryCheck(Evaluator):
         process = [(n, r) for n, r in results if n != "goal_reached"]
         score, passed, rule = combine(outcome, process, cap=self.cap)
         failed = [f"{n}: {r.reason}" for n, r in results if r.passed is False]
+        goal_stated = bool(expectations(case).get("goal")) or bool(self.options.get("goal_reached"))
+        if goal is not None and goal.status == "unscored" and goal_stated and rule != "critical check failed":
+            # The goal multiplies the score: a stated goal that cannot be checked leaves the score unknown.
+            res = CheckResult(score=None, status="unscored",
+                              reason=f"goal_reached: {goal.reason}" + (f"; {'; '.join(failed)}" if failed else ""))
+            res.details = {"criteria": criteria, "trajectory": summary}
+            return res
         reason = "; ".join(failed) if failed else "trajectory and goal checks passed"
+        unscored = [f"{n}: {r.reason}" for n, r in results if r.status == "unscored"]
+        if unscored:  # say what was not checked, so a pass is never silently partial
+            reason += " (not checked: " + "; ".join(unscored) + ")"
         return CheckResult(score=score, passed=passed, reason=reason,
                            evidence=[e for _, r in results for e in r.evidence],
                            details={"criteria": criteria, "trajectory": summary, "rule": rule,

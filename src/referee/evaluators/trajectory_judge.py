@@ -36,13 +36,18 @@ from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_json_
 
 RESERVED_TAGS = ("data", "case", "input", "output", "final_output", "reference", "trajectory", "transcript",
                  "conversation", "turn", "final_turn", "tool_result", "expected", "attack", "response", "rubric")
-_TAG_LIKE = re.compile(r"<(/?)\s*(" + "|".join(RESERVED_TAGS) + r")(?=[\s>/\-_=]|$)([^<>]*)(>?)", re.IGNORECASE)
+# ``< / output-x >`` too: spaces around the slash must not let a spoofed tag slip through unescaped.
+_TAG_LIKE = re.compile(r"<\s*(/?)\s*(" + "|".join(RESERVED_TAGS) + r")(?=[\s>/\-_=]|$)([^<>]*)(>?)", re.IGNORECASE)
+
+
+def _escape_tag(m: re.Match[str]) -> str:
+    t = m.group(0)
+    return "&lt;" + (t[1:-1] + "&gt;" if m.group(4) else t[1:])
 
 
 def neutralise(text: str) -> str:
     """Escape anything in case text that looks like one of the prompt's delimiter tags."""
-    return _TAG_LIKE.sub(lambda m: "&lt;" + m.group(1) + m.group(2) + m.group(3) + ("&gt;" if m.group(4) else ""),
-                         text)
+    return _TAG_LIKE.sub(_escape_tag, text)
 
 
 def make_nonce(*texts: str) -> str:
@@ -143,7 +148,7 @@ def render_trajectory(traj: Trajectory, *, max_chars: int = 200) -> str:
         return "(no tool calls)"
     lines = []
     for s in traj.steps:
-        args = clip(_one_line(s.args), max_chars)
+        args = "(arguments not recorded)" if s.extra.get("args_recorded") is False else clip(_one_line(s.args), max_chars)
         if s.error is not None:
             tail = "ERROR: " + clip(_one_line(s.error), max_chars)
         elif s.result is None:

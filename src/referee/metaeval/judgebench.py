@@ -39,12 +39,14 @@ def read_outputs(path: str | Path) -> list[PairVerdict]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON ({exc.msg})", file=str(p), line=lineno) from exc
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", file=str(p), line=lineno)
             label = _TO_ORIGINAL.get(str(obj.get("label", "")))
             if label is None:
                 raise InputError(f"{obj.get('label')!r} is not A>B or B>A", file=str(p), line=lineno,
                                  field="label")
             js = obj.get("judgments") or []
-            if len(js) != 2:
+            if not isinstance(js, list) or len(js) != 2 or not all(isinstance(j, dict) for j in js):
                 raise InputError("expected two judgments (original and swapped order)", file=str(p),
                                  line=lineno, field="judgments")
             out.append(PairVerdict(

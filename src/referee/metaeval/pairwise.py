@@ -92,6 +92,11 @@ def bias(items: Sequence[PairVerdict], *, length_margin: int = LENGTH_MARGIN, n_
     if n == 0:
         rep.notes.append("no pairs: no bias statistic can be computed")
         return rep
+    if rep.unparsed:
+        # Count-free text so that many groups share one note line; the count is in ``unparsed``.
+        rep.notes.append("pairs with an order that has no usable verdict (unparsed, unscored, or not recorded "
+                         "per order) count in the denominator of the consistent / first-shown / second-shown "
+                         "shares and in none of them")
     with_len = [v for v in items if v.len_1 is not None and v.len_2 is not None]
     if not with_len:
         rep.notes.append("output lengths unknown: length bias not computed")

@@ -53,6 +53,8 @@ def read_gold(path: str | Path) -> dict[str, str]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON ({exc.msg})", file=str(p), line=lineno) from exc
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", file=str(p), line=lineno)
             key = next((k for k in ("label", "gold", "winner") if k in obj), "label")
             val = _GOLD.get(str(obj.get(key, "")).strip().lower())
             if obj.get("id") in (None, ""):
@@ -118,6 +120,10 @@ def read_human_ratings(path: str | Path) -> dict[str, dict[str, float]]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON ({exc.msg})", file=str(p), line=lineno) from exc
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", file=str(p), line=lineno)
+            if obj.get("id") in (None, ""):
+                raise InputError("missing", file=str(p), line=lineno, field="id")
             key = "score" if "score" in obj else "label"
             v = obj.get(key)
             if isinstance(v, bool) or not isinstance(v, int | float):
@@ -153,10 +159,18 @@ def absolute_meta(judge: dict[str, float], humans: dict[str, dict[str, float]], 
         rhos = [t for t in rhos if t == t]
         ck = float(np.mean(taus)) if taus else None
         cs = float(np.mean(rhos)) if rhos else None
+        if ck is None:
+            notes.append("no rater shares 3 or more cases with another rater: no leave-one-out ceiling")
     else:
         notes.append("only one human rater: no leave-one-out ceiling")
-    return AbsoluteMeta(n=len(ids), raters=len(raters), spearman=correlation_ci(x, y, "spearman", n_boot=n_boot,
-                        seed=seed), kendall=correlation_ci(x, y, "kendall", n_boot=n_boot, seed=seed),
+    sp = correlation_ci(x, y, "spearman", n_boot=n_boot, seed=seed)
+    kt = correlation_ci(x, y, "kendall", n_boot=n_boot, seed=seed)
+    if sp.estimate is None:
+        notes.append("correlations undefined: fewer than 2 cases in common, or the judge or the human mean is "
+                     "constant (a one-sided sample)")
+    elif len(ids) < 10:
+        notes.append(f"small sample ({len(ids)} cases): the correlations and their intervals are unreliable")
+    return AbsoluteMeta(n=len(ids), raters=len(raters), spearman=sp, kendall=kt,
                         ceiling_kendall=ck, ceiling_spearman=cs, notes=notes)
 
 

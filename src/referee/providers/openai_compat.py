@@ -9,8 +9,8 @@ server rejects it (llama-cpp-python accepts only ``json_object``) then ``json_ob
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from .._redact import redact_url
 from ..errors import ProviderAuthError, ProviderError, UserError

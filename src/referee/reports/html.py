@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from .._version import __version__
 from ..evaluators.evidence import locate
@@ -101,7 +102,7 @@ def _criterion_summary(rows: Sequence[ResultRow]) -> list[dict[str, Any]]:
         s["mean_norm"] = statistics.fmean(s["norm"]) if s["norm"] else None
         s["mean_raw"] = statistics.fmean(s["raw"]) if s["raw"] else None
         scale = s["scale"] or ""
-        if scale in ("1-5", "0-2", "binary") and s["raw"]:
+        if scale in ("1-5", "0-2", "binary"):  # on its own scale even when nothing was scored
             lo, hi = {"1-5": (1, 5), "0-2": (0, 2), "binary": (0, 1)}[scale]
             s["dist"] = _discrete_counts(s["raw"], lo, hi)
         else:
@@ -128,7 +129,8 @@ def _case_view(row: ResultRow, case_text: str | None) -> dict[str, Any]:
         found = {q.get("quote"): q.get("found") for q in checks.get(c.id, []) if isinstance(q, Mapping)}
         evidence = [{"quote": q, "found": found.get(q, c.grounded if c.grounded is not None else None)}
                     for q in c.evidence]
-        quotes += [(c.id, q) for q in c.evidence]
+        # Only verified quotes are highlighted: a quote that was not found must not look like evidence.
+        quotes += [(c.id, str(e["quote"])) for e in evidence if e["found"] is not False]
         crits.append({"c": c, "evidence": evidence})
     segments = highlight_segments(text, quotes) if text else []
     label = _verdict_label(d)
@@ -139,7 +141,8 @@ def _case_view(row: ResultRow, case_text: str | None) -> dict[str, Any]:
         "summary": d.get("summary"), "actions": d.get("required_actions") or [], "task": d.get("task"),
         "self_grading": d.get("self_grading"), "extra": {k: d[k] for k in ("total_score", "max_score",
                                                                            "criteria_passed", "criteria_total",
-                                                                           "critical_failures", "verdict_text")
+                                                                           "critical_failures", "verdict_reason",
+                                                                           "verdict_text")
                                                          if k in d},
     }
 
@@ -165,6 +168,7 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
         "generated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "n": len(rows), "n_scored": len(scored), "n_unscored": sum(r.status == "unscored" for r in rows),
         "n_error": sum(r.status == "error" for r in rows), "n_passed": len(passed), "n_failed": len(failed),
+        "n_unscored_failed": sum(r.status != "scored" and r.passed is False for r in rows),
         "mean": statistics.fmean(scores) if scores else None,
         "median": statistics.median(scores) if scores else None,
         "n_ungrounded": sum("ungrounded" in r.flags or any(c.grounded is False for c in r.criteria) for r in rows),
@@ -186,9 +190,12 @@ def _env() -> jinja2.Environment:
 
 
 def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", source: str = "",
-                case_texts: Mapping[str, str] | None = None, manifest: Any = None) -> str:
-    """The report as one HTML string."""
+                case_texts: Mapping[str, str] | None = None, manifest: Any = None,
+                extra_sections: Sequence[str] = ()) -> str:
+    """The report as one HTML string. ``extra_sections`` are HTML fragments that other renderers already
+    escaped (the pairwise leaderboard), placed after the summary."""
     ctx = build_context(rows, title=title, source=source, case_texts=case_texts, manifest=manifest)
+    ctx["extra_sections"] = [markupsafe.Markup(x) for x in extra_sections]
     return _env().get_template("report.html.j2").render(**ctx)
 
 

@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from ..aggregate.summary import Summary
+from ..aggregate.summary import Group, Summary
 from ..gates import GateResult
 
 JSON_SUMMARY_VERSION = 1
@@ -28,6 +28,9 @@ def summary_dict(s: Summary, gates: list[GateResult], exit_code: int) -> dict[st
     seed's names; the rest is referee's."""
     body = dataclasses.asdict(s)
     o = s.overall
+    comp = s.comparison
+    if comp is not None:
+        del body["comparison"]["regression_scores"]  # written once, as the seed's top-level list below
     data = {
         "summary_version": JSON_SUMMARY_VERSION,
         "results": s.path,
@@ -38,9 +41,34 @@ def summary_dict(s: Summary, gates: list[GateResult], exit_code: int) -> dict[st
         "exit_code": exit_code,
         "verdict": s.comparison.verdict if s.comparison else None,
         "gates": [dataclasses.asdict(g) for g in gates],
+        **_seed_keys(s),
         **body,
     }
     return _clean(data)  # type: ignore[no-any-return]
+
+
+def _seed_keys(s: Summary) -> dict[str, Any]:
+    """The keys of the seed aggregator's ``--json-out``, so scripts that read it keep working. ``total`` and
+    ``count`` are scored cases (unscored rows are in neither); with repeats ``pass_count`` is
+    ``pass_rate x total``, rounded."""
+
+    def _block(g: Group) -> dict[str, Any]:
+        pr = g.pass_rate.estimate
+        out: dict[str, Any] = {"count": g.cases, "mean_score": g.mean.estimate, "pass_rate": pr}
+        if g.mean_cost is not None:
+            out["mean_cost_usd"] = g.mean_cost
+        if g.mean_latency_ms is not None:
+            out["mean_latency_ms"] = g.mean_latency_ms
+        return out
+
+    o = _block(s.overall)
+    pr = s.overall.pass_rate.estimate
+    data: dict[str, Any] = {"total": o.pop("count"), "pass_count": 0 if pr is None else round(pr * s.overall.cases)}
+    data.update(o)
+    data["by_category"] = {g.name: _block(g) for g in s.categories}
+    data["regressions"] = [] if s.comparison is None else [
+        {"id": i, "baseline_score": b, "current_score": c} for i, b, c in s.comparison.regression_scores]
+    return data
 
 
 def write_json(path: str, s: Summary, gates: list[GateResult], exit_code: int) -> None:

@@ -20,8 +20,13 @@ def _suite(root: ET.Element, name: str, cases: Sequence[CaseLine], threshold: fl
             ET.SubElement(tc, "skipped", message=f"{c.status}: {c.rationale or 'no usable judge reply'}")
         elif not c.passed:
             score = "n/a" if c.score is None else f"{c.score:.3f}"
-            el = ET.SubElement(tc, "failure", message=f"score {score} < threshold {threshold:g}",
-                               type="below_threshold")
+            if c.repeats > 1 and c.pass_share is not None:
+                # With repeats a case fails when under half its scored repeats pass; its mean may be above.
+                msg = f"passes in {c.pass_share:.0%} of its repeats (under half) at threshold {threshold:g}; " \
+                      f"mean score {score}"
+            else:
+                msg = f"score {score} < threshold {threshold:g}"
+            el = ET.SubElement(tc, "failure", message=msg, type="below_threshold")
             el.text = c.rationale or "(no rationale)"
         if c.repeats > 1 and c.pass_share is not None:
             props = ET.SubElement(tc, "properties")

@@ -46,15 +46,15 @@ _FRAGMENT = """\
 {% if bias %}
 <h3>Judge bias (both orders)</h3>
 <table>
-<thead><tr><th>results</th><th>pairs</th><th>consistent</th><th>picks first shown</th><th>picks second shown</th>
+<thead><tr><th>results</th><th>pairs</th><th>no verdict</th><th>consistent</th><th>picks first shown</th><th>picks second shown</th>
 <th>prefers longer (pairs)</th></tr></thead><tbody>
 {% for b in bias %}
-<tr><td>{{ b.name }}</td><td>{{ b.n }}</td><td>{{ b.consistent }}</td><td>{{ b.first }}</td><td>{{ b.second }}</td>
+<tr><td>{{ b.name }}</td><td>{{ b.n }}</td><td>{{ b.unparsed }}</td><td>{{ b.consistent }}</td><td>{{ b.first }}</td><td>{{ b.second }}</td>
 <td>{{ b.longer }}</td></tr>
 {% endfor %}
 </tbody></table>
 {% endif %}
-{% for note in lb.notes %}<p class="note">note: {{ note }}</p>{% endfor %}
+{% for note in notes %}<p class="note">note: {{ note }}</p>{% endfor %}
 </section>
 """
 
@@ -86,8 +86,10 @@ def _num(x: float | None, digits: int) -> str:
 
 def _ci(iv: Interval, digits: int) -> str:
     if iv.lo is None or iv.hi is None:
-        return "n/a"
-    return f"[{iv.lo:.{digits}f}, {iv.hi:.{digits}f}]"
+        return "n/a" if iv.estimate is None else f"none (n={iv.n})"
+    text = f"[{iv.lo:.{digits}f}, {iv.hi:.{digits}f}]"
+    # A one-sided sample bootstraps to [1, 1] or [0, 0]: say so rather than imply certainty.
+    return text + (" (zero-width: one-sided sample)" if iv.hi - iv.lo == 0 else "")
 
 
 def _share(iv: Interval | None) -> str:
@@ -98,15 +100,18 @@ def _share(iv: Interval | None) -> str:
 
 def context(lb: Leaderboard, bias: Mapping[str, BiasReport] | None = None) -> dict[str, Any]:
     """Display-ready values (strings) for the templates."""
-    standings = [{"system": s.system, "rating": _num(s.rating.estimate, 0), "rating_ci": _ci(s.rating, 0),
+    standings = [{"system": s.system, "rating": _num(s.rating.estimate, 0) + (f" ({s.one_sided})" if s.one_sided
+                                                                          else ""),
+                  "rating_ci": _ci(s.rating, 0),
                   "win_rate": _num(s.win_rate.estimate, 3), "win_rate_ci": _ci(s.win_rate, 3),
                   "comparisons": s.comparisons} for s in lb.standings]
     pairs = [{"a": p.a, "b": p.b, "wins_a": p.wins_a, "wins_b": p.wins_b, "ties": p.ties,
               "rate": _num(p.win_rate_a.estimate, 3), "ci": _ci(p.win_rate_a, 3)} for p in lb.pairs]
-    brows = [{"name": name, "n": b.n, "consistent": _share(b.consistent), "first": _share(b.first),
+    brows = [{"name": name, "n": b.n, "unparsed": b.unparsed, "consistent": _share(b.consistent), "first": _share(b.first),
               "second": _share(b.second),
               "longer": f"{_share(b.judge_prefers_longer)} ({b.length_pairs})"} for name, b in (bias or {}).items()]
-    return {"lb": lb, "standings": standings, "pairs": pairs, "bias": brows}
+    notes = [*lb.notes, *sorted({f"{name}: {n}" for name, b in (bias or {}).items() for n in b.notes})]
+    return {"lb": lb, "standings": standings, "pairs": pairs, "bias": brows, "notes": notes}
 
 
 def leaderboard_fragment(lb: Leaderboard, *, title: str = "Leaderboard",

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import html
+import re
 
 from ..aggregate.summary import CaseLine, Group, Summary
 from ..gates import GateResult
 
+# Markdown syntax that would turn case text into links, images, emphasis or code in a PR comment.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!~|])")
+
 
 def _cell(text: object, limit: int = 160) -> str:
-    """Case text is data: escape HTML and table syntax, keep one line."""
+    """Case text is data: escape HTML and Markdown syntax (links, images, emphasis, table pipes), defuse
+    @mentions (a PR comment would notify people), keep one line."""
     s = " ".join(str(text).split())
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    return html.escape(s).replace("|", "\\|")
+    s = _MD_SPECIAL.sub(r"\\\1", html.escape(s, quote=False))
+    # An invisible word joiner after @ keeps the text readable but stops GitHub from pinging anyone; bare
+    # URLs would still autolink, so their scheme separator and "www." are broken the same way.
+    return s.replace("@", "@\u2060").replace("://", ":\u2060//").replace("www.", "www\u2060.")
 
 
 def _pct(x: float | None) -> str:
@@ -70,6 +78,9 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
                      f"{_pct(o.pass_rate.estimate)}; {comp.regression_count} regressed, {comp.fixed} fixed. "
                      f"{_cell(comp.verdict_reason, 300)}.")
         lines.append("")
+        if comp.lost_scores:
+            lines += [f"{len(comp.lost_scores)} case(s) passed in the baseline and are unscored now (neither a "
+                      f"pass nor a fail): {_cell(', '.join(comp.lost_scores[:10]), 400)}", ""]
         lines += _cases(f"Regressions ({comp.regression_count})", comp.regressions[:10])
     lines += _cases("Lowest-scoring cases", s.lowest)
     if s.adversarial:
@@ -85,7 +96,10 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
         lines.append("")
     if failed:
         lines.append(f"{len(failed)} gate(s) failed.")
+    # Reviewers need the caveats that change how the numbers read: sample size, look-alike categories, and a
+    # judge prompt or model that differs between the runs.
     warn = [w for w in s.warnings if w.startswith(("small sample", "categories"))]
-    for w in warn[:5]:
+    warn = (comp.warnings if comp else []) + warn
+    for w in warn[:6]:
         lines.append(f"> ⚠ {_cell(w, 300)}")
     return "\n".join(lines).rstrip() + "\n"

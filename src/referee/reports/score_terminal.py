@@ -9,8 +9,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..aggregate.summary import CaseLine, Group, Summary, format_p
+from ..aggregate.summary import CaseLine, Group, Summary, format_p, printable
 from ..gates import GateResult
+
+
+def _safe(text: str) -> str:
+    """Case text for a rich console: no control characters (ANSI escapes), no rich markup."""
+    return escape(printable(text))
 
 
 def _pct(x: float | None) -> str:
@@ -36,7 +41,7 @@ def _groups_table(title: str, first: str, groups: list[Group], total: Group | No
         t.add_column(col, justify="left" if col == first else "right", no_wrap=col != first)
     rows = [*groups, total] if total is not None and len(groups) != 1 else groups
     for g in rows:
-        cells = [escape(g.name), str(g.cases), _num(g.mean.estimate), _pct(g.pass_rate.estimate),
+        cells = [_safe(g.name), str(g.cases), _num(g.mean.estimate), _pct(g.pass_rate.estimate),
                  _ci(g.pass_rate.lo, g.pass_rate.hi), _ci(g.pass_rate_wilson.lo, g.pass_rate_wilson.hi),
                  str(g.unscored + g.errors) if g.unscored + g.errors else "0", _num(g.mean_cost, 5),
                  _num(g.mean_latency_ms, 0)]
@@ -51,10 +56,10 @@ def _case(c: CaseLine, extra: str = "") -> str:
     rep = ""
     if c.repeats > 1 and c.pass_share is not None:
         rep = f" [{c.repeats} repeats, passes {c.pass_share:.0%}, sd {c.sd or 0:.3f}]"
-    why = escape(" ".join((c.rationale or "(no rationale)").split()))
+    why = _safe(" ".join((c.rationale or "(no rationale)").split()))
     if len(why) > 240:
         why = why[:239] + "…"
-    return f"  {escape(c.id)} ({escape(c.category)}) score {score}{extra}{rep}: {why}"
+    return f"  {_safe(c.id)} ({_safe(c.category)}) score {score}{extra}{rep}: {why}"
 
 
 def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
@@ -63,12 +68,13 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
                              width=None if sys.stdout.isatty() else max(shutil.get_terminal_size().columns, 120))
     o = s.overall
     repeats = s.repeats is not None and s.repeats.max_repeats > 1
-    con.print(f"[bold]referee score[/bold] {escape(s.path)}: {o.rows} rows, {o.cases} scored cases, "
+    con.print(f"[bold]referee score[/bold] {_safe(s.path)}: {o.rows} rows, {o.cases} scored cases, "
               f"threshold {s.threshold:g}")
     con.print(f"  pass rate [bold]{_pct(o.pass_rate.estimate)}[/bold] "
               f"(95% CI {_ci(o.pass_rate.lo, o.pass_rate.hi)}, {o.pass_rate.method}; "
               f"Wilson {_ci(o.pass_rate_wilson.lo, o.pass_rate_wilson.hi)})")
-    con.print(f"  mean      [bold]{_num(o.mean.estimate)}[/bold] (95% CI {_ci(o.mean.lo, o.mean.hi, False)})")
+    con.print(f"  mean      [bold]{_num(o.mean.estimate)}[/bold] (95% CI {_ci(o.mean.lo, o.mean.hi, False)}"
+              + ("" if o.mean.method in ("percentile bootstrap", "") else f", {o.mean.method}") + ")")
     if o.unscored or o.errors:
         con.print(f"  [yellow]{o.unscored} unscored and {o.errors} error rows[/yellow] are left out of the rates "
                   "and means (they are neither passes nor fails)")
@@ -103,11 +109,11 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
     if comp is not None:
         b = comp.baseline_overall
         con.print()
-        con.print(f"[bold]Against baseline[/bold] {escape(comp.baseline)}: {comp.shared} shared cases")
+        con.print(f"[bold]Against baseline[/bold] {_safe(comp.baseline)}: {comp.shared} shared cases")
         if comp.missing or comp.added:
             con.print(f"  [yellow]case sets differ (allowed): {len(comp.missing)} missing, {len(comp.added)} "
-                      f"added[/yellow]: missing {escape(', '.join(comp.missing[:10]))}; added "
-                      f"{escape(', '.join(comp.added[:10]))}")
+                      f"added[/yellow]: missing {_safe(', '.join(comp.missing[:10]))}; added "
+                      f"{_safe(', '.join(comp.added[:10]))}")
         con.print(f"  pass rate {_pct(b.pass_rate.estimate)} -> {_pct(o.pass_rate.estimate)}, "
                   f"mean {_num(b.mean.estimate)} -> {_num(o.mean.estimate)}, "
                   f"mean cost {_num(b.mean_cost, 5)} -> {_num(o.mean_cost, 5)}, "
@@ -121,7 +127,7 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
             con.print(f"  ... and {comp.regression_count - 10} more (see --json-out / --junit-xml)")
         if comp.lost_scores:
             con.print(f"  [yellow]{len(comp.lost_scores)} case(s) passed in the baseline and are unscored now"
-                      f"[/yellow]: {escape(', '.join(comp.lost_scores[:10]))}")
+                      f"[/yellow]: {_safe(', '.join(comp.lost_scores[:10]))}")
         if comp.tests:
             t = Table(title="Paired bootstrap on shared cases (Benjamini-Hochberg per direction)",
                       title_justify="left", show_edge=False, pad_edge=False)
@@ -130,18 +136,22 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
             for pt in comp.tests:
                 colour = "red" if pt.direction == "drop" else "green"
                 sig = f"[{colour}]{pt.direction}[/{colour}]" if pt.significant else "no"
-                t.add_row(escape(pt.scope), pt.metric, str(pt.n), f"{pt.diff:+.3f}",
+                t.add_row(_safe(pt.scope), pt.metric, str(pt.n), f"{pt.diff:+.3f}",
                           _ci(pt.lo, pt.hi, False), format_p(pt.p_value, s.n_boot),
                           "n/a" if pt.p_adjusted is None else format_p(pt.p_adjusted, s.n_boot), sig)
             con.print(t)
+            approx = sorted({f"{pt.scope} {pt.metric}" for pt in comp.tests if pt.method.startswith("normal")})
+            if approx:
+                con.print(f"  normal approximation instead of the bootstrap (very many distinct differences): "
+                          f"{_safe(', '.join(approx[:6]))}")
         for sk in comp.skipped:
-            con.print(f"  skipped test: {escape(sk)}")
+            con.print(f"  skipped test: {_safe(sk)}")
         if comp.adversarial_regressions:
             con.print(f"  adversarial regressions: {len(comp.adversarial_regressions)}")
             for c in comp.adversarial_regressions[:5]:
                 con.print(_case(c))
         colour = {"REGRESSED": "red", "INCONCLUSIVE": "yellow", "IMPROVED": "green"}.get(comp.verdict, "green")
-        con.print(f"  verdict: [bold {colour}]{comp.verdict}[/bold {colour}] ({escape(comp.verdict_reason)})")
+        con.print(f"  verdict: [bold {colour}]{comp.verdict}[/bold {colour}] ({_safe(comp.verdict_reason)})")
     if s.power is not None and s.power.min_detectable_drop is not None:
         p = s.power
         need = "n/a" if p.cases_needed is None else str(p.cases_needed)
@@ -154,5 +164,5 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
         for g in gates:
             mark = "[red]FAIL[/red]" if g.failed else ("[green]pass[/green]" if g.evaluated else "[yellow]skip"
                                                                                               "[/yellow]")
-            con.print(f"  {mark} {g.flag}: {escape(g.message)}")
+            con.print(f"  {mark} {g.flag}: {_safe(g.message)}")
     con.print(f"exit {exit_code}: " + {0: "passed", 1: "gate failed"}.get(exit_code, "error"))

@@ -59,7 +59,8 @@ def render_verdict(row: ResultRow, rubric: Rubric, *, evaluated: str = "", evalu
         cs = by_id.get(c.id)
         hi = SCALES[rubric.criterion_scale(c)][1]
         w = rubric.weight_of(c)
-        if cs is None or cs.raw_score is None:
+        if cs is None or cs.raw_score is None or cs.status != "scored":
+            # An unscored criterion may still carry the judge's raw number (ungrounded: unscored): not a score.
             table.append([c.title, "unscored", f"{w * 100:.0f}%", "-"])
             continue
         weighted = w * cs.raw_score / (1.0 if rubric.composite == "weighted_sum" else total_w or 1.0)
@@ -74,7 +75,8 @@ def render_verdict(row: ResultRow, rubric: Rubric, *, evaluated: str = "", evalu
         if cs is None:
             continue
         hi = SCALES[rubric.criterion_scale(c)][1]
-        score = f"{_num(cs.raw_score)}/{_num(hi)}" if cs.raw_score is not None else "unscored"
+        score = f"{_num(cs.raw_score)}/{_num(hi)}" if cs.raw_score is not None and cs.status == "scored" \
+            else "unscored"
         lines += [f"**{c.title} ({score})**:", ""]
         checks = {q["quote"]: q for q in details.get("evidence_checks", {}).get(c.id, [])}
         for quote in cs.evidence or ["(no evidence given)"]:
@@ -85,6 +87,8 @@ def render_verdict(row: ResultRow, rubric: Rubric, *, evaluated: str = "", evalu
             lines += block
         lines += [f"> Rationale: {cs.rationale or '(none given)'}", ""]
     verdict = details.get("verdict") or ("UNSCORED" if row.status != "scored" else "-")
+    if row.status != "scored" and row.passed is False:
+        verdict = f"FAIL (critical failure: {', '.join(details.get('critical_failures') or [])}; no composite)"
     lines += [f"### Verdict: {verdict}", ""]
     summary = details.get("summary") or row.rationale or ""
     if row.status != "scored":

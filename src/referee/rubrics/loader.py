@@ -10,9 +10,12 @@ import yaml
 from pydantic import ValidationError
 
 from ..errors import InputError
-from .model import Rubric
+from .model import SCALES, Rubric
 
 SHIPPED = Path(__file__).parent / "files"
+# Fields only a rubric has: a file with any of them is a rubric whatever command reads it.
+_RUBRIC_ONLY = ("composite", "bands", "scale", "fail_below", "weights_sum_to_one", "actions_from",
+                "evidence_required")
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,9 @@ def _field_name(loc: tuple[Any, ...]) -> str | None:
     return out or None
 
 
-def parse_rubric(text: str, source: str) -> Rubric:
-    """Validate rubric YAML text; ``source`` names the file in errors."""
+def parse_rubric(text: str, source: str, *, kind: str | None = None) -> Rubric:
+    """Validate rubric YAML text; ``source`` names the file in errors. ``kind`` (``gold``) is how a file
+    that does not say what it is gets read (``referee gold`` reads any file it is given as criteria)."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -67,25 +71,48 @@ def parse_rubric(text: str, source: str) -> Rubric:
         raise InputError("expected a mapping with a 'criteria' list", file=source)
     if "criteria" not in data or data["criteria"] is None:
         raise InputError("missing: the rubric has no criteria", file=source, field="criteria")
+    if kind is not None and "kind" not in data and not any(k in data for k in _RUBRIC_ONLY):
+        data["kind"] = kind
     if not data.get("name") and not data.get("skill"):
         data["name"] = Path(source).stem
+    crit = data["criteria"]
+    if isinstance(crit, list):
+        seen: dict[str, int] = {}
+        for i, c in enumerate(crit):
+            cid = c.get("id") if isinstance(c, dict) else None
+            if isinstance(cid, str) and cid in seen:
+                raise InputError(f"duplicate criterion id '{cid}' (also criteria[{seen[cid]}])", file=source,
+                                 line=_node_line(node, ("criteria", i, "id")), field=f"criteria[{i}].id")
+            if isinstance(cid, str):
+                seen[cid] = i
     try:
-        return Rubric.model_validate(data)
+        rubric = Rubric.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err.get("loc", ()))
         msg = str(err.get("msg", exc)).removeprefix("Value error, ")
         fld = _field_name(loc)
         if fld is None and ("weight" in msg or "criteria without" in msg):
-            fld = "criteria[].weight"
+            fld, loc = "criteria[].weight", ("criteria",)
+        elif fld is None and "actions_from" in msg:
+            fld, loc = "actions_from", ("actions_from",)
+        elif fld is None and "band" in msg:
+            fld, loc = "bands", ("bands",)
         line = _node_line(node, loc) if loc else None
         if err.get("type") == "literal_error" and loc and loc[-1] == "scale":
             msg = f"unknown scale {err.get('input')!r}; use one of binary, 0-1, 0-2, 1-5"
         raise InputError(msg, file=source, line=line, field=fld) from exc
+    for i, c in enumerate(rubric.criteria):
+        lo, hi, _ = SCALES[rubric.criterion_scale(c)]
+        if c.pass_at is not None and not lo <= c.pass_at <= hi:
+            raise InputError(f"pass_at {c.pass_at:g} is outside the criterion's {rubric.criterion_scale(c)} scale",
+                             file=source, line=_node_line(node, ("criteria", i, "pass_at")),
+                             field=f"criteria[{i}].pass_at")
+    return rubric
 
 
-def load_rubric(name_or_path: str | Path) -> Rubric:
-    """A shipped rubric by name (``agent-evaluation``) or a YAML file by path."""
+def load_rubric(name_or_path: str | Path, *, kind: str | None = None) -> Rubric:
+    """A shipped rubric by name (``agent-evaluation``) or a YAML file by path (``kind``: see parse_rubric)."""
     p = Path(name_or_path)
     if not p.exists():
         shipped = SHIPPED / f"{name_or_path}.yaml"
@@ -100,7 +127,7 @@ def load_rubric(name_or_path: str | Path) -> Rubric:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InputError("not valid UTF-8", file=str(p)) from exc
-    return parse_rubric(text, str(p))
+    return parse_rubric(text, str(p), kind=kind)
 
 
 def list_rubrics() -> list[RubricInfo]:

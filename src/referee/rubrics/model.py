@@ -75,9 +75,14 @@ class Criterion(_Model):
             word = data["weight"].strip().lower()
             if word in ("critical", "important"):
                 data = {**data, "weight": None, "critical": word == "critical"}
-            else:
-                raise ValueError(f"weight '{data['weight']}' must be a number, 'critical' or 'important'")
         return data
+
+    @field_validator("weight", mode="before")
+    @classmethod
+    def _weight_word_unknown(cls, v: Any) -> Any:
+        if isinstance(v, str):  # critical/important were read above: any other word is a mistake
+            raise ValueError(f"weight '{v}' must be a number, 'critical' or 'important'")
+        return v
 
     @field_validator("weight")
     @classmethod

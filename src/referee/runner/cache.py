@@ -10,10 +10,12 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+from ..errors import UserError
 from ..providers.base import Completion, JudgeRequest
 
 DEFAULT_DIR = ".referee"
@@ -31,37 +33,61 @@ def cache_key(identity: dict[str, Any], request: JudgeRequest) -> str:
 
 
 class ResponseCache:
+    """The cache is an optimisation: once open, a failing read is a miss and a failing write (a full disk, a
+    locked file) turns the cache off with one warning; a judged case is never lost because of it."""
+
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else default_cache_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
-            "input_tokens INTEGER, output_tokens INTEGER, model TEXT, latency_ms REAL, "
-            "created_at REAL DEFAULT (unixepoch()))"
-        )
+        self._broken = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
+                "input_tokens INTEGER, output_tokens INTEGER, model TEXT, latency_ms REAL, "
+                "created_at REAL DEFAULT (unixepoch()))"
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise UserError(f"cannot use the response cache {self.path}: {exc}; delete it, set REFEREE_CACHE_DIR "
+                            "to a writable folder, or pass --no-cache") from exc
+
+    def _disable(self, exc: Exception) -> None:
+        if not self._broken:
+            self._broken = True
+            print(f"referee: warning: response cache {self.path} disabled for this run: {exc}", file=sys.stderr)
 
     def get(self, key: str) -> Completion | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT text, input_tokens, output_tokens, model, latency_ms FROM responses WHERE key = ?",
-                (key,),
-            ).fetchone()
+        if self._broken:
+            return None
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT text, input_tokens, output_tokens, model, latency_ms FROM responses WHERE key = ?",
+                    (key,),
+                ).fetchone()
+        except sqlite3.Error as exc:
+            self._disable(exc)
+            return None
         if row is None:
             return None
         return Completion(text=row[0], input_tokens=row[1], output_tokens=row[2], model=row[3] or "",
                           latency_ms=row[4] or 0.0, cached=True)
 
     def put(self, key: str, c: Completion) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, text, input_tokens, output_tokens, model, latency_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (key, c.text, c.input_tokens, c.output_tokens, c.model, c.latency_ms),
-            )
+        if self._broken:
+            return
+        try:
+            with self._lock:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO responses (key, text, input_tokens, output_tokens, model, latency_ms) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, c.text, c.input_tokens, c.output_tokens, c.model, c.latency_ms),
+                )
+        except sqlite3.Error as exc:
+            self._disable(exc)
 
     def __len__(self) -> int:
         with self._lock:
@@ -69,4 +95,7 @@ class ResponseCache:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass

@@ -111,6 +111,7 @@ async def run_rows(
         stats.wall_s = time.perf_counter() - start
     if fatal:
         exc = fatal[0]
-        written = f"; {len(stats.rows)} rows already written are kept" if stats.rows else ""
+        written = (f"; {len(stats.rows)} rows already written are kept"
+                   if stats.rows and "already written" not in str(exc) else "")
         raise FatalRunError(f"{exc}{written}") from exc
     return stats

@@ -167,6 +167,24 @@ def _vector_boot(kind: str, a: NDArray[np.float64], b: NDArray[np.float64], *, n
     return float(lo), float(hi)
 
 
+def interval_text(iv: Interval | None, digits: int = 3, *, zero_width: str = "one-sided sample") -> str:
+    """``est [lo, hi]`` for terminal tables, saying so when there is no CI or a zero-width one.
+
+    A percentile bootstrap of a mean over a one-sided sample (every comparison won, every flag 0) gives
+    ``[1, 1]`` or ``[0, 0]``: that is no evidence of certainty, so the text names the cause (``zero_width``;
+    for a correlation or kappa it is usually a tiny sample).
+    """
+    if iv is None or iv.estimate is None:
+        return "n/a" if iv is None or iv.n else "n/a (empty sample)"
+    est = f"{iv.estimate:.{digits}f}"
+    if iv.lo is None or iv.hi is None:
+        return f"{est} (n={iv.n}: no CI)"
+    text = f"{est} [{iv.lo:.{digits}f}, {iv.hi:.{digits}f}]"
+    if iv.hi - iv.lo == 0:
+        text += f" ({zero_width}: zero-width CI)"
+    return text
+
+
 def proportion_ci(flags: ArrayLike, *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED) -> Interval:
     """A share (mean of 0/1 flags) with a percentile bootstrap CI."""
     return bootstrap_ci(np.asarray(flags, dtype=np.float64), n_boot=n_boot, seed=seed)
@@ -177,7 +195,8 @@ class Agreement:
     """Every agreement statistic for one pair of raters over the same units."""
 
     n: int
-    exact: Interval
+    exact: Interval | None
+    """None when the labels are not categorical: equal floats are no measure of agreement."""
     mean_abs_diff: Interval
     mean_signed_diff: Interval
     """Mean of ``x - y`` (positive: the first rater scores higher)."""
@@ -228,7 +247,7 @@ def agreement(x: Sequence[float], y: Sequence[float], *, categorical: bool, ordi
         confusion = confusion_matrix(a.tolist(), b.tolist(), labs).tolist()
     return Agreement(
         n=n,
-        exact=bootstrap_ci((np.isclose(a, b)).astype(np.float64), n_boot=n_boot, seed=seed),
+        exact=bootstrap_ci((np.isclose(a, b)).astype(np.float64), n_boot=n_boot, seed=seed) if categorical else None,
         mean_abs_diff=bootstrap_ci(np.abs(diff), n_boot=n_boot, seed=seed),
         mean_signed_diff=bootstrap_ci(diff, n_boot=n_boot, seed=seed),
         spearman=correlation_ci(a, b, "spearman", n_boot=n_boot, seed=seed),

@@ -65,6 +65,8 @@ class Standing:
     win_rate: Interval
     """Share of points against all opponents (ties as half)."""
     comparisons: int
+    one_sided: str | None = None
+    """``"won all"`` / ``"lost all"``: the rating is then held finite only by the prior (see the notes)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ class Leaderboard:
         return {
             "n_comparisons": self.n_comparisons,
             "standings": [{"rank": r + 1, "system": s.system, "rating": iv(s.rating), "win_rate": iv(s.win_rate),
-                           "comparisons": s.comparisons} for r, s in enumerate(self.standings)],
+                           "comparisons": s.comparisons, "one_sided": s.one_sided} for r, s in enumerate(self.standings)],
             "pairs": [{"a": p.a, "b": p.b, "wins_a": p.wins_a, "wins_b": p.wins_b, "ties": p.ties,
                        "win_rate_a": iv(p.win_rate_a)} for p in self.pairs],
             "notes": self.notes,
@@ -107,15 +109,24 @@ def leaderboard(comparisons: Sequence[Comparison], *, n_boot: int = DEFAULT_N_BO
         return lb
     systems = sorted({c[0] for c in comparisons} | {c[1] for c in comparisons})
     index = {s: n for n, s in enumerate(systems)}
+    # Each pair keeps the orientation of its first comparison (``--name-a before --name-b after`` shows
+    # "before" as A), in order of first appearance.
     pair_scores: dict[tuple[str, str], list[float]] = {}
     for a, b, s in comparisons:
         if a == b:
             continue
-        key, val = ((a, b), s) if a < b else ((b, a), 1.0 - s)
+        key, val = ((b, a), 1.0 - s) if (b, a) in pair_scores else ((a, b), s)
         pair_scores.setdefault(key, []).append(val)
-    for (a, b), vals in sorted(pair_scores.items()):
+    for (a, b), vals in pair_scores.items():
         lb.pairs.append(PairRecord(a, b, sum(v == 1.0 for v in vals), sum(v == 0.0 for v in vals),
                                    sum(v == 0.5 for v in vals), win_rate(vals, n_boot=n_boot, seed=seed)))
+        if len(vals) == 1:
+            lb.notes.append(f"{a} vs {b}: a single comparison, so its win rate has no confidence interval")
+        elif len(set(vals)) == 1:
+            how = {1.0: f"all won by {a}", 0.0: f"all won by {b}", 0.5: "all ties"}.get(vals[0], "all alike")
+            lb.notes.append(f"{a} vs {b}: one-sided sample ({len(vals)} comparisons, {how}): the win rate's "
+                            "bootstrap CI has zero width because every resample is the same, not because "
+                            "the result is certain")
     ia = np.array([index[c[0]] for c in comparisons if c[0] != c[1]], dtype=np.int64)
     ja = np.array([index[c[1]] for c in comparisons if c[0] != c[1]], dtype=np.int64)
     sa = np.array([c[2] for c in comparisons if c[0] != c[1]], dtype=np.float64)
@@ -140,8 +151,15 @@ def leaderboard(comparisons: Sequence[Comparison], *, n_boot: int = DEFAULT_N_BO
         lb.notes.append("Bradley-Terry ratings need 3 or more systems; see the pairwise win rate instead")
         ratings = [Interval(None, None, None, len(points[m]), method="not computed") for m in range(k)]
     for m, name in enumerate(systems):
-        lb.standings.append(Standing(name, ratings[m], win_rate(points[m], n_boot=n_boot, seed=seed),
-                                     len(points[m])))
+        pts = points[m]
+        one_sided = ("won all" if pts and min(pts) == 1.0 else "lost all" if pts and max(pts) == 0.0 else None)
+        if one_sided and k >= 3:
+            lb.notes.append(f"{name} {one_sided.replace('all', 'every one')} of its {len(pts)} comparisons: its "
+                            "Bradley-Terry rating has no finite maximum-likelihood value, so it is held finite by "
+                            "the prior (half a virtual tie per pair of systems) and its CI reflects that prior "
+                            "as much as the data")
+        lb.standings.append(Standing(name, ratings[m], win_rate(pts, n_boot=n_boot, seed=seed), len(pts),
+                                     one_sided))
     lb.standings.sort(key=lambda st: (-(st.rating.estimate if st.rating.estimate is not None
                                         else (st.win_rate.estimate or 0.0)), st.system))
     # Systems never compared with each other directly leave the ranking partly unidentified.

@@ -9,6 +9,7 @@ import fnmatch
 import hashlib
 import importlib
 import inspect
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -314,6 +315,9 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
         col.add((), "a suite file is a mapping with at least 'cases' and 'evaluators'")
         return None, col.problems
     base = p.resolve().parent
+    # Plugin modules beside the suite file are importable (appended: installed packages win).
+    if str(base) not in sys.path:
+        sys.path.append(str(base))
     # Plugins first: they register evaluator names the rest of the file may use.
     plugin_list = data.get("plugins")
     for i, mod in enumerate(plugin_list if isinstance(plugin_list, list) else []):

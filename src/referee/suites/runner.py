@@ -31,7 +31,7 @@ def _safe_check(spec: EvalSpec, case: Case, output: Any) -> CheckResult:
     try:
         res = spec.evaluator.evaluate(case, output)
     except Exception as exc:  # noqa: BLE001 - a check that raises is an error row, never a stopped run
-        return CheckResult.error(f"{spec.label} raised {type(exc).__name__}: {exc}")
+        return CheckResult.error(f"raised {type(exc).__name__}: {exc}")
     return _checked(spec, res)
 
 
@@ -90,7 +90,7 @@ class CaseEvaluator:
             try:
                 return _checked(spec, await spec.evaluator.evaluate_async(case, output))
             except Exception as exc:  # noqa: BLE001
-                return CheckResult.error(f"{spec.label} raised {type(exc).__name__}: {exc}")
+                return CheckResult.error(f"raised {type(exc).__name__}: {exc}")
         return _safe_check(spec, case, output)
 
 

@@ -98,7 +98,10 @@ def from_seed(steps: list[Any], *, case_id: str | None = None) -> Trajectory:
             if isinstance(num, bool) or not isinstance(num, int):
                 raise TrajectoryError(f"'step' must be an integer, got {num!r}", case_id=case_id,
                                       step=f"trajectory[{i}]")
-            if last_num is not None and num <= last_num:
+            if last_num is not None and num == last_num:
+                raise TrajectoryError(f"duplicate step number {num} (trajectory[{i - 1}] and trajectory[{i}])",
+                                      case_id=case_id, step=num)
+            if last_num is not None and num < last_num:
                 raise TrajectoryError(f"steps out of order: step {num} comes after step {last_num}",
                                       case_id=case_id, step=num)
             last_num = num
@@ -230,8 +233,8 @@ def from_anthropic(messages: list[Any], *, case_id: str | None = None) -> Trajec
             raise TrajectoryError("a message must be an object", case_id=case_id, step=at)
         role = msg.get("role")
         if role not in ANTHROPIC_ROLES:
-            raise TrajectoryError(f"unknown role {role!r} (expected user or assistant)", case_id=case_id,
-                                  step=at)
+            raise TrajectoryError(f"unknown role {role!r} (expected one of {', '.join(sorted(ANTHROPIC_ROLES))})",
+                                  case_id=case_id, step=at)
         content = msg.get("content")
         blocks = content if isinstance(content, list) else []
         has_tool_use = False

@@ -20,13 +20,14 @@ class TrajectoryError(ValueError):
         self.step = step
         self.reason = message
         where = []
-        if source:
-            where.append(source)
         if case_id is not None:
             where.append(f"case '{case_id}'")
         if step is not None:
             where.append(f"step {step}")
-        super().__init__((", ".join(where) + ": " if where else "") + message)
+        prefix = ", ".join(where)
+        if source:  # file:line first, as in every other referee error
+            prefix = f"{source}: {prefix}" if prefix else source
+        super().__init__((prefix + ": " if prefix else "") + message)
 
 
 @dataclass
@@ -63,6 +64,8 @@ class Step:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        for key, value in self.extra.items():  # e.g. args_recorded: false survives an import round trip
+            out.setdefault(key, value)
         return out
 
 
