@@ -86,3 +86,34 @@ def test_out_on_a_full_device_exits_2_and_leaves_the_device_alone(tmp_path: Path
     assert "disk full" in done.stderr and "Traceback" not in done.stderr
     assert Path("/dev/full").is_char_device()  # never moved aside as "an earlier results file"
     assert not Path("/dev/full.manifest.json").exists() and not Path("/dev/full.prev").exists()
+
+
+def test_fast_benchmark_server_speaks_openai_chat_completions(tmp_path: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    from referee.cli import cli
+
+    proc = subprocess.Popen([sys.executable, "-m", "referee.testing", "--fast", "--latency", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        cases = tmp_path / "cases.jsonl"
+        cases.write_text("".join(json.dumps(c) + "\n" for c in make_cases(3)), encoding="utf-8")
+        tmpl = tmp_path / "t.md"
+        tmpl.write_text("Grade {output}", encoding="utf-8")
+        out = tmp_path / "r.jsonl"
+        code = cli(["judge", str(cases), "-t", str(tmpl), "-o", str(out), "--provider", "openai",
+                    "--base-url", url + "/v1", "--no-cache"])
+        assert code == 0 and [r["score"] for r in read_rows(out)] == [0.8, 0.8, 0.8]
+        bad = urllib.request.Request(url + "/v1/embeddings", data=b"{}", method="POST")
+        try:
+            urllib.request.urlopen(bad, timeout=10)
+            raise AssertionError("expected a 404")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
+    finally:
+        proc.terminate()
+        proc.wait(10)
