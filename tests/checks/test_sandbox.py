@@ -232,3 +232,12 @@ def test_network_true_keeps_the_read_only_file_system(victim: Path) -> None:
     assert res.isolation.get("net") == "host"
     assert res.status == "failed" and "Read-only file system" in res.reason
     assert victim.read_text() == "canary"
+
+
+def test_all_the_code_writes_is_bounded() -> None:
+    """Many files of legal size each: the working directory's own size limit stops them (when it has one)."""
+    res = run_python("i = 0\nwhile True:\n    open(f'f{i}', 'wb').write(b'x' * 10**7)\n    i += 1", None,
+                     SandboxLimits(timeout_s=10, disk_mb=32))
+    if "disk_mb" not in res.isolation:
+        pytest.skip("no mount namespace here: only each file's size is bounded")
+    assert res.status == "failed" and "No space left on device" in res.reason

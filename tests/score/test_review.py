@@ -7,6 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from referee.results import JudgeConfig, ResultRow, ResultWriter, RunManifest, TemplateInfo
@@ -166,6 +167,9 @@ def test_junit_failure_with_repeats_names_the_pass_share(tmp_path: Path,
     assert fail is not None
     msg = fail.get("message") or ""
     assert "33% of its repeats" in msg and "0.730" in msg and "<" not in msg
+    props = {e.get("name"): e.get("value") for e in tc.iter("property")}
+    assert props["repeats"] == "3" and props["mean_score"] == "0.730" and props["min"] == "0.690"
+    assert props["max"] == "0.810" and props["sd"] == f"{np.std([0.69, 0.69, 0.81]):.3f}"
 
 
 def test_unwritable_step_summary_keeps_the_gate_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -181,6 +185,7 @@ def test_adversarial_only_file_says_so(tmp_path: Path, capsys: pytest.CaptureFix
     RunManifest(adversarial=True).write(p)
     code, out, err = score([p], capsys)
     assert code == 0 and "every row is in the adversarial track" in err and "jailbreak" in out
+    assert "(+ 3 adversarial rows, reported apart)" in " ".join(out.split())  # rich wraps long lines
     assert "no scored cases" not in err
 
 
@@ -199,23 +204,8 @@ def test_json_seed_keys_stay_consistent_with_referee_keys(tmp_path: Path,
     assert "mean_cost_usd" not in s  # as the seed: absent when no row has a cost
 
 
-def test_a_different_eval_set_file_is_flagged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from referee.results import EvalSetInfo
-
-    rows = [{"id": f"c{i}", "score": 0.9} for i in range(5)]
-    base, cur = write_rows(tmp_path / "b.jsonl", rows), write_rows(tmp_path / "c.jsonl", rows)
-    RunManifest(eval_set=EvalSetInfo(path="set.jsonl", sha256="a" * 64, n_cases=5, case_ids=[])).write(base)
-    RunManifest(eval_set=EvalSetInfo(path="set.jsonl", sha256="b" * 64, n_cases=5, case_ids=[])).write(cur)
-    code, _, err = score([cur, "--baseline", base], capsys)
-    assert code == 0 and "eval set file differs" in err
-    RunManifest(eval_set=EvalSetInfo(path="set.jsonl", sha256="a" * 64, n_cases=5, case_ids=[])).write(cur)
-    assert "eval set file differs" not in score([cur, "--baseline", base], capsys)[2]
-
-
 def test_the_normal_approximation_is_named_in_the_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    import numpy as np
-
     import referee.stats.counts as counts
 
     # Make the index-bootstrap budget tiny so 5000 all-distinct scores take the normal-approximation path.
@@ -233,3 +223,17 @@ def test_the_normal_approximation_is_named_in_the_output(tmp_path: Path, capsys:
     assert "normal approximation instead of the bootstrap" in out and "overall mean score" in out
     # Pass flags have two distinct values: still the exact count bootstrap.
     assert s["overall"]["pass_rate"]["method"] == "percentile bootstrap"
+
+
+def test_markdown_lists_adversarial_regressions_the_gate_counts(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    base = [{"id": f"c{i}", "score": 0.9, "category": "billing"} for i in range(4)]
+    base += [{"id": f"pi{i}", "score": 1.0, "category": "prompt-injection"} for i in range(3)]
+    cur = [dict(r) for r in base]
+    cur[4]["score"] = 0.0  # one attack now succeeds
+    b, c = write_rows(tmp_path / "b.jsonl", base), write_rows(tmp_path / "c.jsonl", cur)
+    code, _, _ = score([c, "--baseline", b, "--adversarial-categories", "prompt-injection", "--fail-on-regression",
+                        "--markdown", str(tmp_path / "m.md")], capsys)
+    md = (tmp_path / "m.md").read_text(encoding="utf-8")
+    assert code == 1 and "Adversarial regressions (1)" in md and "| pi0 |" in md
+    assert "Regressions (0)" not in md  # the correctness list is empty, so it is not shown

@@ -372,3 +372,28 @@ def test_resume_and_cache_with_a_judge(tmp_path: Path, fake_server, monkeypatch,
     out.unlink()
     assert cli([*args, "--no-cache"]) == 0
     assert len(fake_server.requests) == 6
+
+
+def test_concurrency_flag_then_suite_then_judge_default(tmp_path: Path, fake_server,  # type: ignore[no-untyped-def]
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.suites import runner
+
+    seen: list[int] = []
+    real = runner.execute
+
+    def spy(**kwargs):  # type: ignore[no-untyped-def]
+        seen.append(kwargs["concurrency"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(runner, "execute", spy)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    judged = f"cases: cases.jsonl\nconcurrency: 2\njudge: {{base_url: '{fake_server.url}/v1', provider: openai, " \
+             "model: m}\nevaluators: [is_json, llm_judge]\n"
+    p = write(tmp_path, judged, CASES)
+    out = str(tmp_path / "c.jsonl")
+    assert cli(["run", str(p), "--out", out, "--no-gates"]) == 0
+    assert cli(["run", str(p), "--out", out + "2", "--no-gates", "--concurrency", "5"]) == 0
+    write(tmp_path, "cases: cases.jsonl\nconcurrency: 3\nevaluators: [is_json]\n")
+    assert cli(["run", str(p), "--out", out + "3", "--no-gates"]) == 0
+    assert cli(["run", str(p), "--out", out + "4", "--no-gates", "--concurrency", "1"]) == 0
+    assert seen == [2, 5, 3, 1]

@@ -503,11 +503,6 @@ def _run_differences(table: ResultsTable, baseline: ResultsTable) -> list[str]:
     if a.template and b.template and a.template.sha256 != b.template.sha256:
         out.append("the judge prompt differs between the runs (template sha256 "
                    f"{b.template.sha256[:12]} -> {a.template.sha256[:12]}): differences may be the judge's")
-    if a.eval_set and b.eval_set and a.eval_set.sha256 != b.eval_set.sha256:
-        # Same ids, different file: the seed asks for the same file before a regression is claimed.
-        out.append(f"the eval set file differs between the runs ({b.eval_set.path} sha256 "
-                   f"{b.eval_set.sha256[:12]} -> {a.eval_set.path} sha256 {a.eval_set.sha256[:12]}): cases with "
-                   "the same id may not be the same case; version edited sets (eval_set_v2.jsonl)")
     if a.judge and b.judge and (a.judge.provider, a.judge.model) != (b.judge.provider, b.judge.model):
         out.append(f"the judge differs between the runs ({b.judge.provider}/{b.judge.model} -> "
                    f"{a.judge.provider}/{a.judge.model}): differences may be the judge's")

@@ -106,4 +106,6 @@ def main() -> None:
     # Objects alive now (modules, classes, pydantic schemas) live for the whole process: moving them out of
     # the collector's reach makes every full collection during a long run (and the one at exit) cheaper.
     gc.freeze()
-    sys.exit(cli())
+    code = cli()
+    gc.freeze()  # nothing is needed any more: spare the interpreter's final full collection (~0.1 s per run)
+    sys.exit(code)

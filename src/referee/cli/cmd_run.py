@@ -109,7 +109,11 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             specs.append(s)
         suite = dataclasses.replace(suite, specs=specs)
         judge_config = jo.config(client.provider.model)
-    concurrency = jo.concurrency if suite.llm_specs else (suite.concurrency or jo.concurrency)
+    # --concurrency (or its env var) wins, then the suite's top-level `concurrency:`, then `judge.concurrency`
+    ctx = click.get_current_context(silent=True)
+    from_flag = ctx is not None and ctx.get_parameter_source("concurrency") in (
+        ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    concurrency = jo.concurrency if from_flag else (suite.concurrency or jo.concurrency)
     out_path = Path(out) if out else default_out(suite_file)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,

@@ -5,15 +5,20 @@ Layers (each one alone stops the common hostile outputs; together they are defen
 1. A child process with a wall-clock timeout, its own session (the whole process group is killed on timeout
    and after every run, so stragglers die too), a temporary working directory that is deleted afterwards,
    and a minimal environment (API keys and other secrets are never passed on).
-2. ``unshare --net --pid --fork --kill-child`` when available (plus ``--user --map-root-user`` when not root):
-   no network interfaces but a downed loopback, and every process the code starts dies with it. Without
+2. ``unshare --net --pid --fork --kill-child --mount-proc`` when available (plus ``--user --map-root-user``
+   when not root): no network interfaces but a downed loopback, every process the code starts dies with
+   it, and a ``/proc`` showing only the sandbox's processes (not referee's environment). Without
    ``unshare`` the child tries ``unshare(CLONE_NEWNET)`` itself.
-3. Resource limits set in the child before the code runs: address space (memory), CPU seconds, process
-   count (against fork bombs; the kernel ignores it for root, hence layer 4), file size, core dumps off.
-4. A Python audit hook installed before the code runs: process creation (fork, exec, spawn, subprocess,
-   system), signals to other processes, sockets, ctypes/cffi (which could bypass the hook) and writes outside
-   the working directory raise ``PermissionError``; the first such event is reported even if the code
-   swallows the exception.
+3. In that mount namespace the boot code makes the working directory a small tmpfs (bounding all writes),
+   remounts everything else read-only/nosuid/nodev and drops every capability, before the code runs:
+   writes outside the directory are refused by the kernel, whatever Python tricks the code plays.
+4. Resource limits set in the child before the code runs: address space (memory), CPU seconds, process
+   count (against fork bombs; the kernel ignores it for root, hence layer 5), file size, core dumps off.
+5. A Python audit hook installed before the code runs: process creation (fork, exec, spawn, subprocess,
+   system), signals, raising limits, sockets, ctypes/cffi, writes outside the working directory and reading
+   other processes' ``/proc`` entries raise ``PermissionError``; the first such event is reported even if
+   the code swallows the exception. It is the only file-system guard where layer 3 is unavailable, and is
+   not a boundary against code written to defeat Python introspection.
 
 The evaluated code sees its own stdout/stderr files only; referee reads at most a few KB of each.
 """
@@ -41,6 +46,8 @@ import json, os, sys
 cfg = json.loads(sys.stdin.readline())
 sys.stdin.close()
 iso = {"net": "host" if cfg["network"] else "none", "pid": cfg["pid_ns"], "fs": "audit hook only"}
+# The verdict goes to a file the parent opened on its own mount (so no writer keeps ours from turning read-only)
+RESULT_FILE = os.fdopen(cfg["result_fd"], "w", encoding="utf-8")
 if cfg["mount_ns"]:
     # Kernel-enforced: in our own mount namespace (with a fresh /proc that shows only our pid namespace),
     # every mount but the working directory becomes read-only, nosuid and nodev, then every capability is
@@ -49,7 +56,13 @@ if cfg["mount_ns"]:
     import ctypes, re
     libc = ctypes.CDLL(None, use_errno=True)
     work = os.path.realpath(os.getcwd())
-    ro_ok = libc.mount(work.encode(), work.encode(), None, 4096, None) == 0  # MS_BIND
+    # The working directory becomes a small tmpfs: its size bounds what the code can write in all.
+    opts = "size=" + str(cfg["disk_mb"]) + "m,mode=0700"
+    ro_ok = libc.mount(b"tmpfs", work.encode(), b"tmpfs", 2 | 4, opts.encode()) == 0  # MS_NOSUID | MS_NODEV
+    if ro_ok:
+        iso["disk_mb"] = cfg["disk_mb"]
+    else:
+        ro_ok = libc.mount(work.encode(), work.encode(), None, 4096, None) == 0  # MS_BIND: writable, unbounded
     os.chdir(work)  # the old cwd still points into the parent mount, which is about to turn read-only
     mounts = []
     with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
@@ -110,7 +123,6 @@ _lim(resource.RLIMIT_NPROC, cfg["nproc"])
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with an error instead of a kill
 import traceback, types
 WORK = os.path.realpath(os.getcwd())
-RESULT = os.path.join(WORK, cfg["result"])
 forbidden = []
 PROC = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen",
         "os.kill", "os.killpg", "os.setuid", "os.setgid", "pty.spawn", "os.startfile", "resource.setrlimit",
@@ -181,8 +193,8 @@ def hook(event, args):
 def finish(status, reason, **extra):
     out = {"status": status, "reason": reason, "forbidden": forbidden[0] if forbidden else None, "isolation": iso}
     out.update(extra)
-    with open(RESULT, "w", encoding="utf-8") as f:
-        f.write(json.dumps(out))
+    RESULT_FILE.write(json.dumps(out))
+    RESULT_FILE.close()
     sys.stdout.flush(); sys.stderr.flush()
     os._exit(0)
 SOURCES = {"solution.py": cfg["code"], "tests.py": cfg["tests"] or ""}
@@ -213,6 +225,11 @@ if cfg["audit"]:
                 _deny("import", "importing " + str(spec.name))
             return create(spec, *rest)
         return guarded
+    def _no_node(*args, **kwargs):
+        _deny("os.mkfifo", "creating special files (os.mkfifo/os.mknod)")
+    import posix
+    for _mod in (os, posix):  # no audit event exists for these
+        _mod.mkfifo = _mod.mknod = _no_node
     _imp.create_builtin = _guard(_imp.create_builtin)
     _imp.create_dynamic = _guard(_imp.create_dynamic)
     sys.addaudithook(hook)
@@ -262,6 +279,8 @@ class SandboxLimits:
     max_processes: int = 0
     """Processes the code may start besides itself (the audit hook forbids process creation regardless)."""
     file_mb: int = 16
+    disk_mb: int = 64
+    """All the code may write in its working directory (a tmpfs of this size when mount namespaces work)."""
     network: bool = False
 
 
@@ -368,9 +387,9 @@ def run_python(code: str, tests: str | None = None, limits: SandboxLimits | None
     result_name = f".referee-{nonce}.json"
     cfg: dict[str, Any] = {
         "code": code, "tests": tests, "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_s,
-        "file_mb": limits.file_mb, "nproc": _nproc_limit(limits.max_processes), "network": limits.network,
-        "net_ns": "--net" in prefix, "pid_ns": bool(prefix), "mount_ns": "--mount-proc" in prefix, "audit": _audit,
-        "result": result_name,
+        "file_mb": limits.file_mb, "disk_mb": limits.disk_mb, "nproc": _nproc_limit(limits.max_processes),
+        "network": limits.network, "net_ns": "--net" in prefix, "pid_ns": bool(prefix),
+        "mount_ns": "--mount-proc" in prefix, "audit": _audit,
     }
     boot = work / f".boot-{nonce}.py"
     boot.write_text(_BOOT, encoding="utf-8")
@@ -380,10 +399,11 @@ def run_python(code: str, tests: str | None = None, limits: SandboxLimits | None
     t0 = time.perf_counter()
     out_path, err_path = work / "stdout.txt", work / "stderr.txt"
     try:
-        with open(out_path, "wb") as fo, open(err_path, "wb") as fe:
+        with open(out_path, "wb") as fo, open(err_path, "wb") as fe, open(work / result_name, "wb") as fr:
+            cfg["result_fd"] = fr.fileno()
             try:
                 proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=fo, stderr=fe, cwd=work, env=env,
-                                        start_new_session=True, close_fds=True)
+                                        start_new_session=True, close_fds=True, pass_fds=(fr.fileno(),))
             except OSError as exc:
                 return SandboxResult(status="error", reason=f"could not start Python: {exc}")
             timed_out = False
@@ -406,7 +426,7 @@ def run_python(code: str, tests: str | None = None, limits: SandboxLimits | None
         if res.status == "failed" and res.reason.startswith("the code exited with status 1 before") and \
                 "unshare: sigprocmask" in res.stderr:
             # unshare --fork cannot re-raise SIGKILL on itself and exits 1 instead: the kernel killed the code
-            res.reason = f"killed (CPU time limit of {limits.cpu_s}s with SIGXCPU ignored, or memory)"
+            res.reason = f"killed (CPU time limit of {limits.cpu_s}s with SIGXCPU ignored, or the memory limit)"
         res.exit_code = proc.returncode
         res.duration_s = round(time.perf_counter() - t0, 3)
         res.isolation.setdefault("pid", bool(prefix))
@@ -444,7 +464,7 @@ def _result(path: Path, returncode: int, timed_out: bool, limits: SandboxLimits)
         if sig == signal.SIGXCPU:
             why = f"CPU time limit exceeded ({limits.cpu_s}s)"
         elif sig == signal.SIGKILL:
-            why = "killed (memory or process limit)"
+            why = f"killed (CPU time limit of {limits.cpu_s}s with SIGXCPU ignored, or the memory limit)"
         elif sig == signal.SIGSEGV:
             why = "crashed (segmentation fault; possibly the memory limit)"
         else:

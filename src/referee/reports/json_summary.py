@@ -15,7 +15,7 @@ JSON_SUMMARY_VERSION = 1
 
 def _clean(v: Any) -> Any:
     if isinstance(v, float):
-        return None if math.isnan(v) or math.isinf(v) else v
+        return None if math.isnan(v) or math.isinf(v) else float(v)  # numpy scalars become plain floats
     if isinstance(v, dict):
         return {k: _clean(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
@@ -26,11 +26,13 @@ def _clean(v: Any) -> Any:
 def summary_dict(s: Summary, gates: list[GateResult], exit_code: int) -> dict[str, Any]:
     """Plain data (no NaN: undefined values are null). Top-level ``pass_rate``/``mean``/``n`` keep the
     seed's names; the rest is referee's."""
-    body = dataclasses.asdict(s)
-    o = s.overall
     comp = s.comparison
+    # Every regression is written once, as the seed's top-level list below; asdict would deep-copy it first.
+    body = dataclasses.asdict(s if comp is None else dataclasses.replace(
+        s, comparison=dataclasses.replace(comp, regression_scores=[])))
     if comp is not None:
-        del body["comparison"]["regression_scores"]  # written once, as the seed's top-level list below
+        del body["comparison"]["regression_scores"]
+    o = s.overall
     data = {
         "summary_version": JSON_SUMMARY_VERSION,
         "results": s.path,
@@ -72,6 +74,14 @@ def _seed_keys(s: Summary) -> dict[str, Any]:
 
 
 def write_json(path: str, s: Summary, gates: list[GateResult], exit_code: int) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(summary_dict(s, gates, exit_code), f, indent=2, allow_nan=False)
-        f.write("\n")
+    data = summary_dict(s, gates, exit_code)
+    try:  # json's indenting encoder is pure Python: a million-row run's regression list takes a second
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency; json is the fallback
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, allow_nan=False)
+            f.write("\n")
+        return
+    with open(path, "wb") as fb:
+        fb.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+                                 | orjson.OPT_SERIALIZE_NUMPY))

@@ -32,6 +32,10 @@ def _suite(root: ET.Element, name: str, cases: Sequence[CaseLine], threshold: fl
             props = ET.SubElement(tc, "properties")
             ET.SubElement(props, "property", name="pass_share", value=f"{c.pass_share:.3f}")
             ET.SubElement(props, "property", name="repeats", value=str(c.repeats))
+            # The per-case spread over repeats, so every case's mean and SD is available to CI tooling.
+            for key, val in (("mean_score", c.score), ("sd", c.sd), ("min", c.min), ("max", c.max)):
+                if val is not None:
+                    ET.SubElement(props, "property", name=key, value=f"{val:.3f}")
 
 
 def write_junit(path: str, cases: Sequence[CaseLine], adversarial: Sequence[CaseLine], threshold: float) -> None:

@@ -82,6 +82,8 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
             lines += [f"{len(comp.lost_scores)} case(s) passed in the baseline and are unscored now (neither a "
                       f"pass nor a fail): {_cell(', '.join(comp.lost_scores[:10]), 400)}", ""]
         lines += _cases(f"Regressions ({comp.regression_count})", comp.regressions[:10])
+        lines += _cases(f"Adversarial regressions ({len(comp.adversarial_regressions)})",
+                        comp.adversarial_regressions[:10])
     lines += _cases("Lowest-scoring cases", s.lowest)
     if s.adversarial:
         lines += ["**Adversarial (per attack type; not in the numbers above)**", "",

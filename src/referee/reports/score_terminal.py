@@ -68,8 +68,10 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
                              width=None if sys.stdout.isatty() else max(shutil.get_terminal_size().columns, 120))
     o = s.overall
     repeats = s.repeats is not None and s.repeats.max_repeats > 1
-    con.print(f"[bold]referee score[/bold] {_safe(s.path)}: {o.rows} rows, {o.cases} scored cases, "
-              f"threshold {s.threshold:g}")
+    adv_rows = sum(g.rows for g in s.adversarial)
+    con.print(f"[bold]referee score[/bold] {_safe(s.path)}: {o.rows} rows, {o.cases} scored cases"
+              + (f" (+ {adv_rows} adversarial rows, reported apart)" if adv_rows else "")
+              + f", threshold {s.threshold:g}")
     con.print(f"  pass rate [bold]{_pct(o.pass_rate.estimate)}[/bold] "
               f"(95% CI {_ci(o.pass_rate.lo, o.pass_rate.hi)}, {o.pass_rate.method}; "
               f"Wilson {_ci(o.pass_rate_wilson.lo, o.pass_rate_wilson.hi)})")

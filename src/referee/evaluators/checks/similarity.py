@@ -78,7 +78,7 @@ class Fuzzy(_Similarity):
 
 
 def token_f1(output: str, reference: str) -> float:
-    """SQuAD-style token F1 (bag of words, lower-cased)."""
+    """Token F1 as in SQuAD (bag of lower-cased word tokens), without its article and punctuation removal."""
     out, ref = tokens(output), tokens(reference)
     if not out or not ref:
         return float(out == ref)
