@@ -387,3 +387,17 @@ def test_manifest_records_the_command_it_was_given(tmp_path: Path, fake_server: 
     assert run(args, capsys)[0] == 0
     m = json.loads((tmp_path / "results.manifest.json").read_text())
     assert m["command"] == ["referee", *args]  # not pytest's own sys.argv
+
+
+def test_no_cost_when_the_provider_reports_no_tokens(tmp_path: Path, fake_server: FakeLLMServer,
+                                                     capsys: Cap) -> None:
+    envelope = {"id": "x", "object": "chat.completion", "model": "judge-model",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": verdict(0.5)}}]}
+    fake_server.responder = lambda req: Reply(body=envelope)  # a server that sends no "usage"
+    code, _, _ = run(judge_args(tmp_path, fake_server, "--input-price-per-mtok", "3", "--output-price-per-mtok",
+                                "15", cases=make_cases(2)), capsys)
+    assert code == 0
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert [r["score"] for r in rows] == [0.5, 0.5]
+    assert all("cost_usd" not in r and "input_tokens" not in r.get("usage", {}) for r in rows)  # never estimated
+    assert json.loads((tmp_path / "results.manifest.json").read_text())["totals"]["cost_usd"] is None
