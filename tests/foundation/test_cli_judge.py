@@ -12,7 +12,7 @@ import pytest
 from referee.runner.client import RetryPolicy
 from referee.testing import FakeLLMServer, Reply, WireRequest
 
-from .util import KEY, TEMPLATE, judge_args, make_cases, read_rows, run, verdict
+from .util import KEY, TEMPLATE, judge_args, make_cases, read_rows, run, verdict, write_cases
 
 Cap = pytest.CaptureFixture[str]
 
@@ -401,3 +401,40 @@ def test_no_cost_when_the_provider_reports_no_tokens(tmp_path: Path, fake_server
     assert [r["score"] for r in rows] == [0.5, 0.5]
     assert all("cost_usd" not in r and "input_tokens" not in r.get("usage", {}) for r in rows)  # never estimated
     assert json.loads((tmp_path / "results.manifest.json").read_text())["totals"]["cost_usd"] is None
+
+
+def test_changed_cases_are_judged_again_not_resumed(tmp_path: Path, fake_server: FakeLLMServer,
+                                                    capsys: Cap) -> None:
+    cases = make_cases(3)
+    args = judge_args(tmp_path, fake_server, cases=cases)
+    assert run(args, capsys)[0] == 0 and len(fake_server.requests) == 3
+    cases[1]["output"] = "a new answer after the prompt change"
+    write_cases(tmp_path / "cases.jsonl", cases)
+    fake_server.responder = lambda req: verdict(0.1 if "new answer" in req.last_user_text else 0.8)
+    code, _, err = run(args, capsys)
+    assert code == 0 and "results.prev.jsonl" in err
+    assert len(fake_server.requests) == 4  # only the changed case is sent; the others come from the cache
+    scores = {r["id"]: r["score"] for r in read_rows(tmp_path / "results.jsonl")}
+    assert scores == {"c0": 0.8, "c1": 0.1, "c2": 0.8}
+
+
+def test_retry_after_ms_header(fake_server: FakeLLMServer) -> None:
+    import asyncio
+
+    from referee.errors import ProviderError
+    from referee.providers import JudgeRequest, Message
+    from referee.providers.openai_compat import OpenAICompatProvider
+
+    fake_server.script(Reply(status=429, headers={"retry-after-ms": "1500"}))
+    p = OpenAICompatProvider("m", base_url=fake_server.openai_base_url)
+
+    async def go() -> ProviderError:
+        try:
+            await p.complete(JudgeRequest(messages=(Message("user", "x"),)))
+        except ProviderError as exc:
+            return exc
+        finally:
+            await p.aclose()
+        raise AssertionError("expected a 429")
+
+    assert asyncio.run(go()).retry_after == 1.5

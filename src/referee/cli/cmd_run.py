@@ -120,6 +120,11 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
                         command=["referee", *sys.argv[1:]], judge_config=judge_config)
     if outcome.resume_note:
         echo_err(outcome.resume_note)
+    n_adv = sum(1 for c in suite.cases if c.metadata.get("adversarial") is True)
+    if 0 < n_adv < len(suite.cases):
+        echo_err(f"warning: {n_adv} of {len(suite.cases)} cases are adversarial (red-team); in one results file "
+                 "they would blend into correctness numbers: run them as their own suite, or score with "
+                 "--adversarial-categories")
     echo_failures(outcome.new_rows)
     table = evaluator_table(outcome.rows)
     if table:

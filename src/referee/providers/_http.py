@@ -88,6 +88,9 @@ class HttpClient:
                 body = await resp.text(errors="replace")
                 status = resp.status
                 retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+                if retry_after is None and resp.headers.get("retry-after-ms"):  # OpenAI's finer-grained hint
+                    ms = parse_retry_after(resp.headers.get("retry-after-ms"))
+                    retry_after = None if ms is None else ms / 1000
         except TimeoutError as exc:
             raise ProviderError(f"{self._label}: timed out after {self._timeout:g}s", retryable=True) from exc
         except aiohttp.ClientConnectorError as exc:

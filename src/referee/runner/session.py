@@ -34,8 +34,11 @@ def _same_config(old: RunManifest, new: RunManifest) -> bool:
         j = m.judge
         return (j.provider, j.model, j.base_url, j.temperature, j.max_tokens, j.seed, j.repeat)
 
+    # The eval set too: a case whose text changed must be judged again, not resumed with its old score
+    # (unchanged cases then come from the response cache, at no cost).
     return (old.kind == new.kind and judge_key(old) == judge_key(new)
             and (old.template.sha256 if old.template else None) == (new.template.sha256 if new.template else None)
+            and (old.eval_set.sha256 if old.eval_set else None) == (new.eval_set.sha256 if new.eval_set else None)
             and old.extra.get("config_hash") == new.extra.get("config_hash"))
 
 

@@ -222,6 +222,9 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
                              case_ids=[c.id for c in suite.cases]),
         judge=judge_config,
     )
+    # Red-team cases (generated with metadata.adversarial) must never blend into correctness numbers: a suite of
+    # them is marked adversarial so `referee score` reports it per attack type.
+    m.adversarial = bool(suite.cases) and all(c.metadata.get("adversarial") is True for c in suite.cases)
     # Rows are reused on a rerun only when the suite, its evaluators and the cases' content are the same.
     m.extra["config_hash"] = text_sha256(suite.config_hash() + (m.eval_set.sha256 if m.eval_set else ""))
     m.extra["suite"] = {"path": suite.path, "name": suite.name, "sha256": suite.sha256,
