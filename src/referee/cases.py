@@ -153,19 +153,20 @@ def load_cases(path: str | Path) -> CaseSet:
 
 def _decode(raw: bytes, path: str) -> str:
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); re-save the file as UTF-8",
                          file=path, line=line) from exc
+    return text[1:] if text.startswith("\ufeff") else text  # a BOM (Windows editors) is not content
 
 
 def _load_jsonl(raw: bytes, path: str) -> list[Case]:
     text = _decode(raw, path)
-    if text.startswith("\ufeff"):
-        text = text[1:]
     out: list[Case] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    # Split on newlines only: str.splitlines() also splits on U+2028, U+0085, \f ..., which JSON strings may
+    # contain unescaped (json.dumps(ensure_ascii=False) writes them so).
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

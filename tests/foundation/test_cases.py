@@ -112,3 +112,20 @@ def test_wrong_types_name_the_field(tmp_path: Path, obj: dict[str, object], fiel
     with pytest.raises(InputError) as ei:
         load_cases(p)
     assert ei.value.field == field
+
+
+def test_unicode_line_separators_inside_strings_are_not_line_breaks(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    cases = [{"id": "a", "input": "one\u2028two\x85three\x0cfour"}, {"id": "b", "input": "x"}]
+    p.write_text("".join(json.dumps(c, ensure_ascii=False) + "\r\n" for c in cases), encoding="utf-8")
+    loaded = load_cases(p)
+    assert loaded.ids == ["a", "b"] and loaded.cases[0].input == cases[0]["input"]
+    assert loaded.cases[1].line == 2
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_bom_accepted_in_json_and_yaml(tmp_path: Path, suffix: str) -> None:
+    p = tmp_path / f"c{suffix}"
+    body = json.dumps([{"id": "a"}]) if suffix == ".json" else "- id: a\n"
+    p.write_bytes("\ufeff".encode() + body.encode())
+    assert load_cases(p).ids == ["a"]

@@ -28,6 +28,17 @@ class ExampleContext:
     judge_args: list[str] = field(default_factory=list)
     """Provider flags passed through from ``referee example`` to the judging commands."""
     echo: Callable[[str], None] = click.echo
+    _told_how: bool = False
+
+    def judge_skipped(self, what: str) -> None:
+        """Say that a model-graded part was skipped: how to configure a judge the first time, briefly after."""
+        from ..cli._common import HOW_TO_CONFIGURE
+
+        if self._told_how:
+            self.echo(f"skipped {what}: no judge is configured (see above for how to configure one).")
+        else:
+            self.echo(f"skipped {what}: {HOW_TO_CONFIGURE}")
+            self._told_how = True
 
     def path(self, name: str) -> str:
         return str(self.dir / name)

@@ -9,9 +9,7 @@ TITLE = "LLM judge: grade every answer against the support policy (before and af
 
 def run(ctx: ExampleContext) -> str | None:
     if not ctx.judge:
-        from ..cli._common import HOW_TO_CONFIGURE
-
-        ctx.echo(f"skipped: {HOW_TO_CONFIGURE}")
+        ctx.judge_skipped("the LLM judge")
         return "skipped (no judge configured)"
     for name in ("before", "after"):
         ctx.run("judge", ctx.path(f"{name}.jsonl"), "--template", ctx.path("judge_prompt.md"),

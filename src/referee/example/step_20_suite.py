@@ -11,10 +11,8 @@ def run(ctx: ExampleContext) -> str | None:
     suite = ctx.path("suite.yaml")
     extra: list[str] = [*ctx.judge_args] if ctx.judge else ["--no-judge"]
     if not ctx.judge:
-        from ..cli._common import HOW_TO_CONFIGURE
-
         ctx.echo("the suite's LLM judge is left out (--no-judge); its programmatic checks still run.")
-        ctx.echo(f"skipped: {HOW_TO_CONFIGURE}")
+        ctx.judge_skipped("the suite's LLM judge")
     codes = {}
     for name in ("before", "after"):
         codes[name] = ctx.run("run", suite, "--cases", ctx.path(f"{name}.jsonl"),

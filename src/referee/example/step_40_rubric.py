@@ -20,9 +20,7 @@ def run(ctx: ExampleContext) -> str | None:
         ctx.run("evaluate", "--cases", ctx.path("after.jsonl"), "--out", ctx.path("rubric_after.jsonl"),
                 "--rubric", "agent-evaluation", *ctx.judge_args, expect=(0, 1))
     else:
-        from ..cli._common import HOW_TO_CONFIGURE
-
-        ctx.echo(f"skipped the rubric grading: {HOW_TO_CONFIGURE}")
+        ctx.judge_skipped("the rubric grading")
         notes.append("rubric grading skipped (no judge configured)")
     reports = []
     for results in _results_files(ctx.dir):

@@ -27,10 +27,8 @@ def write_pairs(ctx: ExampleContext) -> str:
 def run(ctx: ExampleContext) -> str | None:
     pairs = write_pairs(ctx)
     if not ctx.judge:
-        from ..cli._common import HOW_TO_CONFIGURE
-
         ctx.echo(f"wrote {pairs} (before = a, after = b)")
-        ctx.echo(f"skipped: {HOW_TO_CONFIGURE}")
+        ctx.judge_skipped("the pairwise judge")
         return "skipped (no judge configured)"
     out = ctx.path("pairwise.jsonl")
     ctx.run("pairwise", pairs, "--template", ctx.path("pairwise_prompt.md"), "--out", out,

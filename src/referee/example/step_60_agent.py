@@ -40,8 +40,6 @@ def run(ctx: ExampleContext) -> str | None:
                 "--out", ctx.path("conversations_judged.jsonl"), *ctx.judge_args, expect=(0, 1))
         parts.append(f"trajectory judge: {_counts(ctx.path('agent_judged.jsonl'))}")
     else:
-        from ..cli._common import HOW_TO_CONFIGURE
-
-        ctx.echo(f"trajectory judge and conversation judge skipped: {HOW_TO_CONFIGURE}")
+        ctx.judge_skipped("the trajectory and conversation judges")
         parts.append("judges skipped (no judge configured)")
     return "; ".join(parts)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._redact import redact_text
 from ..errors import UserError
 from ..results.io import ResultWriter, read_results
 from ..results.manifest import RunManifest, Totals, manifest_path
@@ -111,7 +112,7 @@ def totals(rows: Sequence[ResultRow], client: JudgeClient | None, wall_s: float,
 def error_row(case_id: str, exc: BaseException, *, evaluator: str, category: str | None = None,
               repeat: int | None = None) -> ResultRow:
     return ResultRow(id=case_id, status="error", evaluator=evaluator, category=category, repeat=repeat,
-                     error=f"{type(exc).__name__}: {exc}")
+                     error=redact_text(f"{type(exc).__name__}: {exc}"))
 
 
 @dataclass
