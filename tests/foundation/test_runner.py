@@ -106,7 +106,7 @@ async def test_run_rows_bounds_concurrency_and_writes_as_rows_complete(tmp_path:
         nonlocal in_flight, peak
         in_flight += 1
         peak = max(peak, in_flight)
-        await asyncio.sleep(0.05 if i == 0 else 0.001)
+        await asyncio.sleep(0.3 if i == 0 else 0.001)
         in_flight -= 1
         return ResultRow(id=str(i), score=1.0)
 
@@ -202,3 +202,37 @@ async def test_a_failing_cache_write_never_loses_the_reply(tmp_path: Path, capsy
     c2 = await client.complete(REQ)
     assert '"overall_score": 0.3' in c1.text and not c2.cached
     assert capsys.readouterr().err.count("response cache") == 1  # one warning, then the cache is off
+
+
+async def test_a_server_never_reached_fails_fast_but_a_known_one_gets_every_retry() -> None:
+    from referee.errors import ProviderUnavailable
+
+    down = FakeProvider([ProviderUnavailable("cannot connect (check --base-url)", retryable=True)])
+    with pytest.raises(ProviderUnavailable):
+        await JudgeClient(down, retry=RetryPolicy(max_retries=6, base_delay=0.001)).complete(REQ)
+    assert len(down.requests) == 2  # one retry, then the run is told the server is down
+
+    flaky = FakeProvider([verdict(), *[ProviderUnavailable("restarting", retryable=True)] * 4, verdict(0.2)])
+    client = JudgeClient(flaky, retry=RetryPolicy(max_retries=6, base_delay=0.001))
+    await client.complete(REQ)
+    c = await client.complete(JudgeRequest(messages=(Message("user", "next"),)))
+    assert '"overall_score": 0.2' in c.text and len(flaky.requests) == 6
+
+
+def test_progress_bar_only_on_a_terminal_and_shows_rate_and_cost(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from referee.runner.progress import Progress
+
+    quiet = Progress(total=3, label="judging", delay_s=0.0)
+    quiet.advance()
+    quiet.close()
+    assert capsys.readouterr().err == ""  # not a terminal: nothing
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    bar = Progress(total=3, label="judging", delay_s=0.0, cost=lambda: 0.0123)
+    for _ in range(3):
+        bar.advance()
+    bar.close()
+    err = capsys.readouterr().err
+    assert "judging" in err and "3/3" in err and "$0.0123" in err and "/s" in err

@@ -7,7 +7,7 @@ import os
 import random
 from dataclasses import dataclass, field
 
-from ..errors import ProviderError
+from ..errors import ProviderError, ProviderUnavailable
 from ..providers.base import Completion, JudgeRequest, Provider
 from ..results.schema import JudgeInfo
 from .cache import ResponseCache, cache_key
@@ -54,6 +54,8 @@ class JudgeClient:
         self.input_price = input_price_per_mtok
         self.output_price = output_price_per_mtok
         self.stats = CallStats()
+        self._reached = False
+        """Whether the server has answered at all in this run (a success or any HTTP status)."""
 
     @property
     def prices_given(self) -> bool:
@@ -90,11 +92,18 @@ class JudgeClient:
                 completion = await self.provider.complete(request)
                 break
             except ProviderError as exc:
+                if exc.status is not None:
+                    self._reached = True
                 if not exc.retryable or attempt >= self.retry.max_retries:
+                    raise
+                if isinstance(exc, ProviderUnavailable) and not self._reached and attempt >= 1:
+                    # Never reached since the run started: the server is down or --base-url is wrong. Say so
+                    # now rather than after the whole backoff; once it has answered, outages get every retry.
                     raise
                 await asyncio.sleep(self.retry.delay(attempt, exc.retry_after))
                 attempt += 1
                 self.stats.retries += 1
+        self._reached = True
         self.stats.calls += 1
         if completion.input_tokens:
             self.stats.input_tokens += completion.input_tokens
