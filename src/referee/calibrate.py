@@ -13,7 +13,6 @@ beyond it) are an error, never silently compared.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, UserError
+from .results.io import iter_jsonl_objects
 from .stats.agreement import Agreement, agreement
 from .stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
 
@@ -57,38 +57,27 @@ def read_labels(path: str | Path, *, field_name: str | None = None,
     """Read ``{id, score}`` rows (referee results, seed rows, or human label files; ``label`` or ``human_score``
     also accepted). Rows whose status is not ``scored`` or whose value is null are counted as unscored."""
     p = Path(path)
-    if not p.exists():
-        raise InputError("file not found", file=str(p))
     out = Labels(path=str(p))
     sums: dict[str, list[float]] = {}
-    with open(p, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg})", file=str(p), line=lineno) from exc
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", file=str(p), line=lineno)
-            if obj.get("id") in (None, ""):
-                raise InputError("missing", file=str(p), line=lineno, field="id")
-            cid = str(obj["id"])
-            key = field_name or next((k for k in ("score", "label", "human_score") if k in obj), "score")
-            if obj.get("status", "scored") != "scored" or obj.get(key) is None:
-                out.unscored += 1
-                continue
-            raw = obj[key]
-            if isinstance(raw, bool):
-                v = 1.0 if raw else 0.0
-            elif isinstance(raw, int | float) and math.isfinite(raw):
-                v = float(raw)
-            else:
-                raise InputError(f"{raw!r} is not a number", file=str(p), line=lineno, field=key)
-            if scale is not None and not scale[0] <= v <= scale[1]:
-                raise InputError(f"{v:g} is outside the scale {scale[0]:g}-{scale[1]:g}", file=str(p),
-                                 line=lineno, field=key)
-            sums.setdefault(cid, []).append(v)
+    for lineno, obj in iter_jsonl_objects(p):
+        if obj.get("id") in (None, ""):
+            raise InputError("missing", file=str(p), line=lineno, field="id")
+        cid = str(obj["id"])
+        key = field_name or next((k for k in ("score", "label", "human_score") if k in obj), "score")
+        if obj.get("status", "scored") != "scored" or obj.get(key) is None:
+            out.unscored += 1
+            continue
+        raw = obj[key]
+        if isinstance(raw, bool):
+            v = 1.0 if raw else 0.0
+        elif isinstance(raw, int | float) and math.isfinite(raw):
+            v = float(raw)
+        else:
+            raise InputError(f"{raw!r} is not a number", file=str(p), line=lineno, field=key)
+        if scale is not None and not scale[0] <= v <= scale[1]:
+            raise InputError(f"{v:g} is outside the scale {scale[0]:g}-{scale[1]:g}", file=str(p),
+                             line=lineno, field=key)
+        sums.setdefault(cid, []).append(v)
     for cid, vs in sums.items():
         mean = sum(vs) / len(vs)
         if len(vs) > 1:

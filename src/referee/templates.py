@@ -26,10 +26,18 @@ def placeholders(template: str) -> list[str]:
 
 
 def render_value(value: Any) -> str:
-    """Strings as they are; anything else as indented JSON (the seed's rule)."""
+    """Strings as they are; anything else as indented JSON, non-ASCII kept readable (for display)."""
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _prompt_value(value: Any) -> str:
+    """A value as the seed inserts it into a judge prompt: ``json.dumps(value, indent=2)`` exactly, so a
+    prompt calibrated with the seed's runner reaches the judge byte for byte (non-ASCII escaped as it did)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2)
 
 
 def transcript(turns: list[dict[str, Any]]) -> str:
@@ -57,7 +65,7 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
     def sub(m: re.Match[str]) -> str:
         key = m.group(1)
         if key in values:
-            return render_value(values[key])
+            return _prompt_value(values[key])
         return m.group(0)
 
     return PLACEHOLDER_RE.sub(sub, template)
@@ -79,6 +87,10 @@ class Preflight:
     valid: list[Case] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     skipped: int = 0
+    missing_everywhere: list[str] = field(default_factory=list)
+    """Required fields that no case has: a template typo (``{ouptut}``) rather than bad cases."""
+    case_fields: list[str] = field(default_factory=list)
+    """The fields the cases do have (for the message that names the typo)."""
 
     @property
     def ok(self) -> bool:
@@ -108,4 +120,10 @@ def preflight(cases: list[Case], required: list[str], *, label: str = "template"
             pf.skipped += 1
             continue
         pf.valid.append(case)
+    if seen:
+        have: dict[str, None] = {}
+        for case in seen.values():
+            have.update(dict.fromkeys(case_values(case)))
+        pf.missing_everywhere = [k for k in required if k not in have]
+        pf.case_fields = list(have)
     return pf

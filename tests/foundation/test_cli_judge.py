@@ -438,3 +438,84 @@ def test_retry_after_ms_header(fake_server: FakeLLMServer) -> None:
         raise AssertionError("expected a 429")
 
     assert asyncio.run(go()).retry_after == 1.5
+
+
+SEED_TEMPLATE = """You are grading a support agent.
+Question: {input}
+Answer: {output}
+Conversation:
+{transcript}
+Context: {metadata}
+Respond with JSON only:
+{"accuracy": {"score": 0.0-1.0, "rationale": "..."}, "overall_score": 0.0-1.0}
+"""
+
+
+def test_a_seed_users_template_reaches_the_judge_byte_for_byte(tmp_path: Path, fake_server: FakeLLMServer,
+                                                               capsys: Cap) -> None:
+    """The seed's filling: braces of the JSON example untouched, final_output for {output}, turns as
+    'Role: content', non-strings as json.dumps(value, indent=2); the row's rationale is the lowest criterion's."""
+    fake_server.script(json.dumps({"accuracy": {"score": 0.9, "rationale": "correct"},
+                                   "tone": {"score": 0.3, "rationale": "curt"},
+                                   "clarity": {"score": 0.6, "rationale": "ok"}, "overall_score": 0.6}))
+    case = {"id": "s1", "input": "Refund {order}?", "final_output": "Yes, done.",
+            "turns": [{"role": "user", "content": "Refund?"}, {"role": "assistant", "content": "Yes, done."}],
+            "metadata": {"plan": "pro", "tags": ["café", 2]}}
+    args = judge_args(tmp_path, fake_server, cases=[case])
+    (tmp_path / "judge.md").write_text(SEED_TEMPLATE, encoding="utf-8")
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    expected = (SEED_TEMPLATE.replace("{input}", "Refund {order}?").replace("{output}", "Yes, done.")
+                .replace("{transcript}", "User: Refund?\nAssistant: Yes, done.")
+                .replace("{metadata}", json.dumps(case["metadata"], indent=2)))
+    assert fake_server.requests[0].last_user_text == expected
+    assert '{"accuracy": {"score": 0.0-1.0, "rationale": "..."}, "overall_score": 0.0-1.0}' in expected
+    (row,) = read_rows(tmp_path / "results.jsonl")
+    assert row["score"] == 0.6 and row["rationale"] == "curt"
+    assert [c["id"] for c in row["criteria"]] == ["accuracy", "tone", "clarity"]
+
+
+@pytest.mark.parametrize("provider", ["ollama", "vllm", "lmstudio"])
+def test_a_local_server_that_routes_by_model_needs_model(tmp_path: Path, fake_server: FakeLLMServer, capsys: Cap,
+                                                         monkeypatch: pytest.MonkeyPatch, provider: str) -> None:
+    monkeypatch.delenv("REFEREE_MODEL", raising=False)
+    args = judge_args(tmp_path, fake_server)
+    i = args.index("--model")
+    del args[i : i + 2]
+    args[args.index("--provider") + 1] = provider
+    code, _, err = run(args, capsys)
+    assert code == 2 and f"--provider {provider} needs --model" in err and not fake_server.requests
+    code, _, err = run([*args, "--model", "llama3.1"], capsys)
+    assert code == 0, err
+    assert {r.model for r in fake_server.requests} == {"llama3.1"}
+
+
+def test_pairwise_shares_the_preflight_report_and_runs_it_before_the_key(tmp_path: Path, capsys: Cap,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    cases = write_cases(tmp_path / "pw.jsonl", [{"id": "a", "input": "q", "output_a": "x", "output_b": "y"},
+                                                {"id": "a", "input": "q", "output_a": "x", "output_b": "y"},
+                                                {"id": "b", "input": "q", "output_a": "x"}])
+    tmpl = tmp_path / "pw.md"
+    tmpl.write_text("{input}\n{response_1}\n{response_2}\n", encoding="utf-8")
+    code, _, err = run(["pairwise", str(cases), "-t", str(tmpl), "-o", str(tmp_path / "o.jsonl"),
+                        "--provider", "anthropic"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and "API key" not in err
+    assert lines[0].startswith("invalid: ") and "duplicate id 'a'" in lines[0] and "pw.jsonl:2" in lines[0]
+    assert "missing field(s) output_b" in lines[1]
+    assert "2 invalid case(s)" in lines[2] and "--skip-invalid" in lines[2]
+    code, _, err = run(["pairwise", str(cases), "-t", str(tmpl), "-o", str(tmp_path / "o.jsonl"),
+                        "--provider", "anthropic", "--skip-invalid"], capsys)
+    assert code == 2 and "ANTHROPIC_API_KEY" in err  # only now, with the invalid cases skipped
+
+
+def test_a_placeholder_no_case_has_is_one_line_naming_the_typo(tmp_path: Path, fake_server: FakeLLMServer,
+                                                               capsys: Cap) -> None:
+    args = judge_args(tmp_path, fake_server, "--skip-invalid", cases=make_cases(30))
+    (tmp_path / "judge.md").write_text("Q: {input}\nA: {ouptut}\n", encoding="utf-8")
+    code, _, err = run(args, capsys)
+    assert code == 2 and not fake_server.requests
+    (line,) = err.strip().splitlines()  # not 30 per-case lines: the template is wrong, not the cases
+    assert "{ouptut}" in line and "cases.jsonl" in line and "input, output" in line

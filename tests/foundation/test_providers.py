@@ -126,6 +126,19 @@ async def test_gemini_request_shape_key_in_header_never_in_url(fake_server: Fake
     assert "additionalProperties" not in json.dumps(schema)
 
 
+async def test_gemini_thinking_tokens_are_billed_as_output(fake_server: FakeLLMServer) -> None:
+    body = {"candidates": [{"content": {"role": "model", "parts": [{"text": verdict(0.5)}]}}],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 30, "thoughtsTokenCount": 500,
+                              "totalTokenCount": 630}}
+    fake_server.script(Reply(body=body))
+    p = GeminiProvider("gemini-2.5-flash", base_url=fake_server.url, api_key=KEY)
+    try:
+        c = await p.complete(REQ)
+    finally:
+        await p.aclose()
+    assert (c.input_tokens, c.output_tokens) == (100, 530)
+
+
 def test_anthropic_and_gemini_need_keys() -> None:
     with pytest.raises(ProviderAuthError, match="ANTHROPIC_API_KEY"):
         AnthropicProvider("m")

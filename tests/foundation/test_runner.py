@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import asyncio
 import sqlite3
 from pathlib import Path
@@ -184,6 +186,20 @@ def test_different_configuration_moves_old_results_aside(tmp_path: Path) -> None
     _exec(out, ["a"], seen, other)
     assert seen == ["a", "a"]
     assert (tmp_path / "r.prev.jsonl").exists() and (tmp_path / "r.prev.manifest.json").exists()
+
+
+def test_a_second_configuration_change_never_overwrites_the_first_set_aside_file(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    seen: list[str] = []
+    _exec(out, ["first"], seen)
+    for ident, sha in (("second", "t2"), ("third", "t3")):
+        m = _manifest()
+        m.template = TemplateInfo(sha256=sha)
+        _exec(out, [ident], seen, m)
+    ids = {p.name: [json.loads(line)["id"] for line in p.read_text().splitlines()]
+           for p in tmp_path.glob("r*.jsonl")}
+    assert ids == {"r.prev.jsonl": ["first"], "r.prev2.jsonl": ["second"], "r.jsonl": ["third"]}
+    assert (tmp_path / "r.prev2.manifest.json").exists()
 
 
 def test_a_corrupt_cache_file_is_a_user_error(tmp_path: Path) -> None:

@@ -24,10 +24,13 @@ def test_braces_of_json_in_the_template_are_left_alone() -> None:
     assert placeholders(tmpl) == ["input", "unknown"]
 
 
-def test_non_strings_are_indented_json() -> None:
-    value = {"a": [1, 2], "é": True}
-    assert fill("{x}", {"x": value}) == json.dumps(value, indent=2, ensure_ascii=False)
+def test_non_strings_are_inserted_exactly_as_the_seeds_json_dumps_indent_2() -> None:
+    value = {"a": [1, 2], "é": True, "none": None}
+    assert fill("{x}", {"x": value}) == json.dumps(value, indent=2)
+    assert '"\\u00e9": true' in fill("{x}", {"x": value})  # escaped as the seed's runner sent it
     assert fill("{n}", {"n": 3}) == "3"
+    assert fill("{b}", {"b": False}) == "false"
+    assert fill("{s}", {"s": "é"}) == "é"  # strings are inserted as they are
 
 
 def test_output_falls_back_to_final_output_and_transcript_from_turns() -> None:

@@ -14,10 +14,13 @@ from ..errors import UserError
 from ..providers import LOCAL_SERVERS, get_provider
 from ..results.manifest import JudgeConfig
 from ..runner import JudgeClient, ResponseCache, RetryPolicy
+from ..templates import Preflight
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 PROVIDER_CHOICES = ["anthropic", "openai", "gemini", *LOCAL_SERVERS]
+# Local servers that route by model name (llama.cpp serves its one loaded model whatever the name).
+_SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
 
 
 @dataclass
@@ -110,6 +113,10 @@ def build_client(jo: JudgeOptions, *, model: str | None = None) -> JudgeClient:
     """Provider + cache + retries from the options. Raises UserError when the key is missing."""
     from ..errors import ProviderAuthError
 
+    if jo.provider in _SERVERS_NEEDING_A_MODEL and not (model or jo.model):
+        # The OpenAI default model name means nothing to these servers: say so before the first call 404s.
+        raise UserError(f"--provider {jo.provider} needs --model (or REFEREE_MODEL): the name of a model the "
+                        f"server serves, e.g. --model llama3.1")
     try:
         provider = get_provider(jo.provider, model or jo.model, base_url=jo.base_url, timeout=jo.timeout)
     except ProviderAuthError as exc:
@@ -145,6 +152,24 @@ HOW_TO_CONFIGURE = (
 
 def echo_err(msg: str) -> None:
     click.echo(msg, err=True)
+
+
+def report_preflight(pf: Preflight, cases_path: str, *, skip_invalid: bool, verb: str = "judge") -> None:
+    """The seed's preflight outcome: every problem on stderr, then exit 2 unless ``--skip-invalid``.
+
+    Called before any API key is looked at, so a missing key is never reported before invalid cases.
+    A field that no case has is a template typo, not bad cases: one line naming it, whatever the flags.
+    """
+    if pf.missing_everywhere:
+        names = ", ".join("{" + k + "}" for k in pf.missing_everywhere)
+        raise UserError(f"no case in {cases_path} has {names}; fix the template or the cases "
+                        f"(the cases have: {', '.join(pf.case_fields)})")
+    for problem in pf.problems:
+        echo_err(f"invalid: {problem}")
+    if not pf.ok and not skip_invalid:
+        raise UserError(f"{len(pf.problems)} invalid case(s) in {cases_path}; fix them or pass --skip-invalid")
+    if not pf.valid:
+        raise UserError(f"no valid cases to {verb} in {cases_path}")
 
 
 def require(cond: bool, msg: str) -> None:

@@ -14,7 +14,7 @@ from ..results.schema import ResultRow
 from ..runner.session import error_row, execute
 from ..templates import placeholders, preflight
 from . import invoked_argv
-from ._common import JudgeOptions, build_client, echo_err, judge_options
+from ._common import JudgeOptions, build_client, echo_err, judge_options, report_preflight
 
 
 def read_template(path: str) -> str:
@@ -57,12 +57,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
     tmpl = read_template(template)
     case_set = load_cases(cases)
     pf = preflight(case_set.cases, placeholders(tmpl))
-    for problem in pf.problems:
-        echo_err(f"invalid: {problem}")
-    if not pf.ok and not skip_invalid:
-        raise UserError(f"{len(pf.problems)} invalid case(s) in {cases}; fix them or pass --skip-invalid")
-    if not pf.valid:
-        raise UserError(f"no valid cases to judge in {cases}")
+    report_preflight(pf, cases, skip_invalid=skip_invalid)
 
     client = build_client(judge)
     model = client.provider.model

@@ -13,7 +13,7 @@ from ..evaluators.pairwise import PairwiseJudge
 from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
 from ..runner.session import error_row, execute
 from ..templates import placeholders, preflight
-from ._common import JudgeOptions, build_client, echo_err, judge_options
+from ._common import JudgeOptions, build_client, echo_err, judge_options, report_preflight
 from .cmd_judge import read_template, report_failures
 
 # Filled by the runner for each order, so they are not case fields.
@@ -46,12 +46,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
     case_set = load_cases(cases)
     required = ["output_a", "output_b", *[k for k in keys if k not in _RUNNER_FIELDS]]
     pf = preflight(case_set.cases, list(dict.fromkeys(required)), label="pairwise template")
-    for problem in pf.problems:
-        echo_err(f"invalid: {problem}")
-    if not pf.ok and not skip_invalid:
-        raise UserError(f"{len(pf.problems)} invalid case(s) in {cases}; fix them or pass --skip-invalid")
-    if not pf.valid:
-        raise UserError(f"no valid cases to judge in {cases}")
+    report_preflight(pf, cases, skip_invalid=skip_invalid)
 
     client = build_client(judge)
     tmpl_hash = text_sha256(tmpl)

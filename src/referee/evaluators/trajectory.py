@@ -27,6 +27,7 @@ import jsonschema
 from ..cases import Case
 from ..results.schema import CriterionScore, ResultRow
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
+from ..trajectories.importers import float_or_none
 from .base import CheckResult, Evaluator, register
 
 
@@ -361,9 +362,10 @@ class TrajectoryBudget(_TrajectoryEvaluator):
         # complete only when every step recorded it. A partial sum can prove a budget was exceeded, never met.
         figures: dict[str, tuple[Any, bool]] = {
             "steps": (len(traj.steps), True),
-            "cost_usd": _figure(_float(case.get("cost_usd")), traj.cost_usd, [s.cost_usd for s in traj.steps]),
+            "cost_usd": _figure(float_or_none(case.get("cost_usd")), traj.cost_usd,
+                                [s.cost_usd for s in traj.steps]),
             "tokens": _figure(case_tokens, run_tokens, step_tokens),
-            "latency_ms": _figure(_float(case.get("latency_ms")), traj.latency_ms,
+            "latency_ms": _figure(float_or_none(case.get("latency_ms")), traj.latency_ms,
                                   [s.latency_ms for s in traj.steps]),
         }
         actual = {k: v for k, (v, _) in figures.items()}
@@ -385,15 +387,6 @@ class TrajectoryBudget(_TrajectoryEvaluator):
             return CheckResult(score=None, status="unscored", details=details,
                                reason=f"not recorded, cannot check the budget: {', '.join(unknown)}")
         return CheckResult.from_bool(True, "within budget", **details)
-
-
-def _float(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def _figure(case_value: Any, run_value: Any, step_values: list[Any]) -> tuple[Any, bool]:

@@ -7,10 +7,10 @@ back here).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import InputError
+from ..results.io import iter_jsonl_objects
 from .pairwise import PairVerdict
 
 _TO_ORIGINAL = {"A>B": "1", "B>A": "2", "A=B": "tie"}
@@ -28,31 +28,20 @@ def _decision(value: object, flip: bool) -> str | None:
 
 def read_outputs(path: str | Path) -> list[PairVerdict]:
     p = Path(path)
-    if not p.exists():
-        raise InputError("file not found", file=str(p))
     out: list[PairVerdict] = []
-    with open(p, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg})", file=str(p), line=lineno) from exc
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", file=str(p), line=lineno)
-            label = _TO_ORIGINAL.get(str(obj.get("label", "")))
-            if label is None:
-                raise InputError(f"{obj.get('label')!r} is not A>B or B>A", file=str(p), line=lineno,
-                                 field="label")
-            js = obj.get("judgments") or []
-            if not isinstance(js, list) or len(js) != 2 or not all(isinstance(j, dict) for j in js):
-                raise InputError("expected two judgments (original and swapped order)", file=str(p),
-                                 line=lineno, field="judgments")
-            out.append(PairVerdict(
-                id=str(obj.get("pair_id", lineno)), label=label,
-                noswap=_decision(js[0].get("decision"), False), swap=_decision(js[1].get("decision"), True),
-                group=str(obj.get("source", ""))))
+    for lineno, obj in iter_jsonl_objects(p):
+        label = _TO_ORIGINAL.get(str(obj.get("label", "")))
+        if label is None:
+            raise InputError(f"{obj.get('label')!r} is not A>B or B>A", file=str(p), line=lineno,
+                             field="label")
+        js = obj.get("judgments") or []
+        if not isinstance(js, list) or len(js) != 2 or not all(isinstance(j, dict) for j in js):
+            raise InputError("expected two judgments (original and swapped order)", file=str(p),
+                             line=lineno, field="judgments")
+        out.append(PairVerdict(
+            id=str(obj.get("pair_id", lineno)), label=label,
+            noswap=_decision(js[0].get("decision"), False), swap=_decision(js[1].get("decision"), True),
+            group=str(obj.get("source", ""))))
     return out
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..results.io import iter_jsonl_objects
 from .pairwise import PairVerdict
 
 VERDICT_COLUMNS = ("subset", "evaluator", "strategy", "idx", "label", "winner_noswap", "winner_swap")
@@ -102,33 +103,24 @@ def read_raw_results(path: str | Path) -> list[RawVerdict]:
     """
     out: list[RawVerdict] = []
     p = Path(path)
-    if not p.is_file():
-        raise InputError("file not found", file=str(p))
-    with open(p, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
+    for lineno, row in iter_jsonl_objects(p):
+        results = row.get("results")
+        if not isinstance(results, list) or not results or not isinstance(results[-1], dict):
+            raise InputError("expected a non-empty list of result objects", file=str(p), line=lineno,
+                             field="results")
+        if not isinstance(row.get("idx"), int):
+            raise InputError(f"{row.get('idx')!r} is not an integer index", file=str(p), line=lineno,
+                             field="idx")
+        last = results[-1]
+        for swap in (False, True):
+            entry = last.get(f"swap = {swap}")
+            if not isinstance(entry, dict) or "completion" not in entry:
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg})", file=str(p), line=lineno) from exc
-            results = row.get("results") if isinstance(row, dict) else None
-            if not isinstance(results, list) or not results or not isinstance(results[-1], dict):
-                raise InputError("expected a non-empty list of result objects", file=str(p), line=lineno,
-                                 field="results")
-            if not isinstance(row.get("idx"), int):
-                raise InputError(f"{row.get('idx')!r} is not an integer index", file=str(p), line=lineno,
-                                 field="idx")
-            last = results[-1]
-            for swap in (False, True):
-                entry = last.get(f"swap = {swap}")
-                if not isinstance(entry, dict) or "completion" not in entry:
-                    continue
-                comp = entry["completion"]
-                text = comp[0] if isinstance(comp, list) and comp else (comp if isinstance(comp, str) else "")
-                win = entry.get("winner")
-                out.append(RawVerdict(f"{p}:{lineno}", int(row["idx"]), swap, text or "",
-                                      None if win in (None, "") else str(win)))
+            comp = entry["completion"]
+            text = comp[0] if isinstance(comp, list) and comp else (comp if isinstance(comp, str) else "")
+            win = entry.get("winner")
+            out.append(RawVerdict(f"{p}:{lineno}", int(row["idx"]), swap, text or "",
+                                  None if win in (None, "") else str(win)))
     return out
 
 

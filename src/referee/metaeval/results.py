@@ -4,7 +4,6 @@ against gold labels, and absolute scores against several human raters (human mea
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, UserError
-from ..results.io import read_results
+from ..results.io import iter_jsonl_objects, read_results
 from ..results.schema import ResultRow
 from ..stats.agreement import correlation, correlation_ci
 from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
@@ -42,27 +41,16 @@ def order_verdicts(row: ResultRow) -> tuple[str | None, str | None]:
 def read_gold(path: str | Path) -> dict[str, str]:
     """Gold labels ``{id, label}`` (or ``winner``/``gold``): a, b, tie, 1 or 2."""
     p = Path(path)
-    if not p.exists():
-        raise InputError("file not found", file=str(p))
     gold: dict[str, str] = {}
-    with open(p, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg})", file=str(p), line=lineno) from exc
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", file=str(p), line=lineno)
-            key = next((k for k in ("label", "gold", "winner") if k in obj), "label")
-            val = _GOLD.get(str(obj.get(key, "")).strip().lower())
-            if obj.get("id") in (None, ""):
-                raise InputError("missing", file=str(p), line=lineno, field="id")
-            if val is None:
-                raise InputError(f"{obj.get(key)!r} is not a, b, tie, 1 or 2", file=str(p), line=lineno,
-                                 field=key)
-            gold[str(obj["id"])] = val
+    for lineno, obj in iter_jsonl_objects(p):
+        key = next((k for k in ("label", "gold", "winner") if k in obj), "label")
+        val = _GOLD.get(str(obj.get(key, "")).strip().lower())
+        if obj.get("id") in (None, ""):
+            raise InputError("missing", file=str(p), line=lineno, field="id")
+        if val is None:
+            raise InputError(f"{obj.get(key)!r} is not a, b, tie, 1 or 2", file=str(p), line=lineno,
+                             field=key)
+        gold[str(obj["id"])] = val
     return gold
 
 
@@ -109,27 +97,16 @@ class AbsoluteMeta:
 def read_human_ratings(path: str | Path) -> dict[str, dict[str, float]]:
     """Human ratings ``{id, rater, score}`` (one row per rater and case) -> id -> rater -> score."""
     p = Path(path)
-    if not p.exists():
-        raise InputError("file not found", file=str(p))
     out: dict[str, dict[str, float]] = {}
-    with open(p, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg})", file=str(p), line=lineno) from exc
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", file=str(p), line=lineno)
-            if obj.get("id") in (None, ""):
-                raise InputError("missing", file=str(p), line=lineno, field="id")
-            key = "score" if "score" in obj else "label"
-            v = obj.get(key)
-            if isinstance(v, bool) or not isinstance(v, int | float):
-                raise InputError(f"{v!r} is not a number", file=str(p), line=lineno, field=key)
-            rater = str(obj.get("rater", f"rater{len(out.get(str(obj.get('id')), {})) + 1}"))
-            out.setdefault(str(obj.get("id")), {})[rater] = float(v)
+    for lineno, obj in iter_jsonl_objects(p):
+        if obj.get("id") in (None, ""):
+            raise InputError("missing", file=str(p), line=lineno, field="id")
+        key = "score" if "score" in obj else "label"
+        v = obj.get(key)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise InputError(f"{v!r} is not a number", file=str(p), line=lineno, field=key)
+        rater = str(obj.get("rater", f"rater{len(out.get(str(obj.get('id')), {})) + 1}"))
+        out.setdefault(str(obj.get("id")), {})[rater] = float(v)
     return out
 
 

@@ -91,8 +91,12 @@ class GeminiProvider(Provider):
             raise ProviderError(f"Gemini API: reply has no candidates{f' ({feedback})' if feedback else ''}",
                                 retryable=False) from exc
         usage = data.get("usageMetadata") or {}
+        out_tokens = usage.get("candidatesTokenCount")
+        if out_tokens is not None and isinstance(usage.get("thoughtsTokenCount"), int):
+            # Thinking models (2.5) count thoughts apart from the answer but bill them as output tokens.
+            out_tokens += usage["thoughtsTokenCount"]
         return Completion(text=text, input_tokens=usage.get("promptTokenCount"),
-                          output_tokens=usage.get("candidatesTokenCount"),
+                          output_tokens=out_tokens,
                           model=data.get("modelVersion") or self.model, latency_ms=latency, raw=data)
 
     async def aclose(self) -> None:

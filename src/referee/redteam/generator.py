@@ -69,11 +69,17 @@ def _read_yaml(path: Path | None, package_file: str) -> tuple[Any, str]:
                          line=(mark.line + 1) if mark else None) from exc
 
 
-def load_seeds(path: str | Path | None = None) -> list[Seed]:
-    data, where = _read_yaml(Path(path) if path else None, "seeds.yaml")
-    items = data.get("seeds") if isinstance(data, dict) else data
+def _read_list(path: str | Path | None, key: str) -> tuple[list[Any], str]:
+    """The ``key`` list of ``<key>.yaml`` (the user's file, else the packaged one; a bare list is accepted)."""
+    data, where = _read_yaml(Path(path) if path else None, f"{key}.yaml")
+    items = data.get(key) if isinstance(data, dict) else data
     if not isinstance(items, list):
-        raise InputError("expected a 'seeds' list", file=where)
+        raise InputError(f"expected a '{key}' list", file=where)
+    return items, where
+
+
+def load_seeds(path: str | Path | None = None) -> list[Seed]:
+    items, where = _read_list(path, "seeds")
     out = []
     for i, s in enumerate(items):
         fld = f"seeds[{i}]"
@@ -106,10 +112,7 @@ def load_seeds(path: str | Path | None = None) -> list[Seed]:
 
 
 def load_templates(path: str | Path | None = None) -> list[Template]:
-    data, where = _read_yaml(Path(path) if path else None, "templates.yaml")
-    items = data.get("templates") if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise InputError("expected a 'templates' list", file=where)
+    items, where = _read_list(path, "templates")
     out = []
     for i, t in enumerate(items):
         fld = f"templates[{i}]"

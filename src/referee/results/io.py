@@ -170,3 +170,19 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=str(p),
                                  line=lineno) from exc
+
+
+def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`iter_jsonl` for files of JSON objects (labels, ratings, benchmark dumps): a missing file or a
+    line that is not an object raises InputError naming the file (and line). Checks the file at once."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("file not found", file=str(p))
+    return _objects(p)
+
+
+def _objects(p: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for lineno, value in iter_jsonl(p):
+        if not isinstance(value, dict):
+            raise InputError("expected a JSON object", file=str(p), line=lineno)
+        yield lineno, value

@@ -43,6 +43,17 @@ def _same_config(old: RunManifest, new: RunManifest) -> bool:
             and old.extra.get("config_hash") == new.extra.get("config_hash"))
 
 
+def _free_prev_name(out: Path) -> Path:
+    """``x.prev.jsonl``, or ``x.prev2.jsonl``, ... when that is taken: an earlier set-aside run holds paid rows
+    and must never be overwritten."""
+    n = 1
+    while True:
+        prev = out.with_name(f"{out.stem}.prev{n if n > 1 else ''}{out.suffix}")
+        if not prev.exists() and not manifest_path(prev).exists():
+            return prev
+        n += 1
+
+
 @dataclass
 class Resume:
     kept: list[ResultRow] = field(default_factory=list)
@@ -68,7 +79,7 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
     except (ValueError, OSError):
         old = None
     if old is None or not _same_config(old, manifest):
-        prev = out.with_name(out.stem + ".prev" + out.suffix)
+        prev = _free_prev_name(out)
         os.replace(out, prev)
         mp = manifest_path(out)
         if mp.exists():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from ..cases import Case
 from .model import Step, Trajectory, TrajectoryError
@@ -20,6 +20,7 @@ from .model import Step, Trajectory, TrajectoryError
 FORMATS = ("seed", "openai", "anthropic", "otel")
 OPENAI_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 ANTHROPIC_ROLES = {"user", "assistant", "system"}
+_N = TypeVar("_N", int, float)
 
 
 # -- shared helpers -------------------------------------------------------------------------------------
@@ -63,22 +64,35 @@ def result_error(result: Any) -> str | None:
     return None
 
 
-def _int_or_none(v: Any) -> int | None:
+def _number_or_none(v: Any, kind: type[_N]) -> _N | None:
+    # Recorders write counts and costs as numbers or numeric text; anything else is "not recorded".
     if v is None or isinstance(v, bool):
         return None
     try:
-        return int(v)
+        return kind(v)
     except (TypeError, ValueError):
         return None
 
 
-def _float_or_none(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
+def int_or_none(v: Any) -> int | None:
+    """``int(v)``; None when absent, a boolean, or not a number."""
+    return _number_or_none(v, int)
+
+
+def float_or_none(v: Any) -> float | None:
+    """``float(v)``; None when absent, a boolean, or not a number."""
+    return _number_or_none(v, float)
+
+
+def _role(msg: Any, roles: set[str], *, case_id: str | None, at: str) -> str:
+    """The role of a chat message, which must be an object with one of ``roles``."""
+    if not isinstance(msg, dict):
+        raise TrajectoryError("a message must be an object", case_id=case_id, step=at)
+    role = msg.get("role")
+    if not isinstance(role, str) or role not in roles:  # a list or dict role would not even hash
+        raise TrajectoryError(f"unknown role {role!r} (expected one of {', '.join(sorted(roles))})",
+                              case_id=case_id, step=at)
+    return role
 
 
 # -- the seed shape -------------------------------------------------------------------------------------
@@ -115,21 +129,21 @@ def from_seed(steps: list[Any], *, case_id: str | None = None) -> Trajectory:
         if error in (None, "", False):
             error = result_error(result)
         tokens = raw.get("tokens")
-        in_tok = _int_or_none(raw.get("input_tokens"))
-        out_tok = _int_or_none(raw.get("output_tokens"))
+        in_tok = int_or_none(raw.get("input_tokens"))
+        out_tok = int_or_none(raw.get("output_tokens"))
         if isinstance(tokens, dict):
-            in_tok = in_tok if in_tok is not None else _int_or_none(tokens.get("input") or tokens.get("input_tokens"))
-            out_tok = out_tok if out_tok is not None else _int_or_none(tokens.get("output")
-                                                                       or tokens.get("output_tokens"))
+            in_tok = in_tok if in_tok is not None else int_or_none(tokens.get("input") or tokens.get("input_tokens"))
+            out_tok = out_tok if out_tok is not None else int_or_none(tokens.get("output")
+                                                                      or tokens.get("output_tokens"))
         elif tokens is not None and in_tok is None:
-            in_tok = _int_or_none(tokens)
+            in_tok = int_or_none(tokens)
         known = {"step", "tool", "args", "arguments", "result", "output", "observation", "error", "tokens",
                  "input_tokens", "output_tokens", "cost_usd", "latency_ms", "call_id"}
         out.append(Step(
             index=len(out) + 1, tool=tool.strip(), args=args, result=result,
             error=None if error in (None, "", False) else str(error), call_id=raw.get("call_id"),
-            input_tokens=in_tok, output_tokens=out_tok, cost_usd=_float_or_none(raw.get("cost_usd")),
-            latency_ms=_float_or_none(raw.get("latency_ms")),
+            input_tokens=in_tok, output_tokens=out_tok, cost_usd=float_or_none(raw.get("cost_usd")),
+            latency_ms=float_or_none(raw.get("latency_ms")),
             extra={k: v for k, v in raw.items() if k not in known},
         ))
     return Trajectory(steps=out, source_format="seed")
@@ -156,12 +170,7 @@ def from_openai(messages: list[Any], *, case_id: str | None = None) -> Trajector
     pending_function: Step | None = None
     for m_i, msg in enumerate(messages):
         at = f"messages[{m_i}]"
-        if not isinstance(msg, dict):
-            raise TrajectoryError("a message must be an object", case_id=case_id, step=at)
-        role = msg.get("role")
-        if role not in OPENAI_ROLES:
-            raise TrajectoryError(f"unknown role {role!r} (expected one of {', '.join(sorted(OPENAI_ROLES))})",
-                                  case_id=case_id, step=at)
+        role = _role(msg, OPENAI_ROLES, case_id=case_id, at=at)
         if role == "assistant":
             calls = msg.get("tool_calls") or []
             if not isinstance(calls, list):
@@ -229,12 +238,7 @@ def from_anthropic(messages: list[Any], *, case_id: str | None = None) -> Trajec
     final: str | None = None
     for m_i, msg in enumerate(messages):
         at = f"messages[{m_i}]"
-        if not isinstance(msg, dict):
-            raise TrajectoryError("a message must be an object", case_id=case_id, step=at)
-        role = msg.get("role")
-        if role not in ANTHROPIC_ROLES:
-            raise TrajectoryError(f"unknown role {role!r} (expected one of {', '.join(sorted(ANTHROPIC_ROLES))})",
-                                  case_id=case_id, step=at)
+        role = _role(msg, ANTHROPIC_ROLES, case_id=case_id, at=at)
         content = msg.get("content")
         blocks = content if isinstance(content, list) else []
         has_tool_use = False
@@ -278,7 +282,7 @@ def _any_value(v: Any) -> Any:
         if key in v:
             return v[key]
     if "intValue" in v:
-        return _int_or_none(v["intValue"])
+        return int_or_none(v["intValue"])
     if "arrayValue" in v:
         return [_any_value(x) for x in (v["arrayValue"] or {}).get("values", [])]
     if "kvlistValue" in v:
@@ -316,7 +320,7 @@ def _span_list(data: Any) -> list[Any]:
 
 def _time_ns(span: dict[str, Any], nano_key: str, iso_key: str) -> int | None:
     if span.get(nano_key) is not None:
-        return _int_or_none(span[nano_key])
+        return int_or_none(span[nano_key])
     iso = span.get(iso_key)
     if isinstance(iso, str):
         try:
@@ -400,8 +404,8 @@ def from_otel(data: Any, *, case_id: str | None = None) -> Trajectory:
                 extra={} if raw_args is not None else {"args_recorded": False},
             ))
             continue
-        it = _int_or_none(attrs.get("gen_ai.usage.input_tokens"))
-        ot = _int_or_none(attrs.get("gen_ai.usage.output_tokens"))
+        it = int_or_none(attrs.get("gen_ai.usage.input_tokens"))
+        ot = int_or_none(attrs.get("gen_ai.usage.output_tokens"))
         if it is not None or ot is not None:
             have_tokens = True
             in_tok += it or 0
