@@ -255,3 +255,10 @@ def test_a_case_that_is_an_otlp_export_itself() -> None:
     case = _case(input="Is INV-1 paid?", final_output="yes", **data)
     t = trajectory_of(case)
     assert t.tools == ["lookup_invoice"] and t.source_format == "otel" and t.final_output == "yes"
+
+
+@pytest.mark.parametrize("importer", [from_openai, from_anthropic])
+def test_a_role_that_is_not_a_string_is_an_unknown_role_not_a_crash(importer: Any) -> None:
+    messages = [{"role": "user", "content": "hi"}, {"role": ["assistant"], "content": "hello"}]
+    with pytest.raises(TrajectoryError, match="unknown role"):
+        importer(messages, case_id="c1")
