@@ -519,3 +519,12 @@ def test_a_placeholder_no_case_has_is_one_line_naming_the_typo(tmp_path: Path, f
     assert code == 2 and not fake_server.requests
     (line,) = err.strip().splitlines()  # not 30 per-case lines: the template is wrong, not the cases
     assert "{ouptut}" in line and "cases.jsonl" in line and "input, output" in line
+
+
+def test_a_byte_order_mark_in_the_template_never_reaches_the_judge(tmp_path: Path, fake_server: FakeLLMServer,
+                                                                   capsys: Cap) -> None:
+    args = judge_args(tmp_path, fake_server, cases=make_cases(1))
+    (tmp_path / "judge.md").write_bytes(b"\xef\xbb\xbfQ: {input}\r\nA: {output}\r\n")
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    assert fake_server.requests[0].last_user_text == "Q: question 0\nA: answer 0\n"

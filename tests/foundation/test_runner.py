@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import asyncio
+import json
 import sqlite3
 from pathlib import Path
 

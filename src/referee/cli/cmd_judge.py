@@ -22,7 +22,7 @@ def read_template(path: str) -> str:
     if not p.exists():
         raise InputError("template file not found", file=path)
     try:
-        return p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8-sig")  # a BOM from a Windows editor is not prompt text
     except UnicodeDecodeError as exc:
         raise InputError("template is not valid UTF-8", file=path) from exc
 
