@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from ..cases import Case, load_cases
 from ..errors import InputError, UserError
 from ..results.manifest import EvalSetInfo, RunManifest, file_sha256
 from ..results.schema import ResultRow
+from . import invoked_argv
 from ._common import echo_err
 
 
@@ -66,7 +66,7 @@ def ensure_parent(out: str) -> Path:
 
 
 def new_manifest(kind: str, cases_path: str, cases: Sequence[Case], **kwargs: object) -> RunManifest:
-    return RunManifest(kind=kind, command=["referee", *sys.argv[1:]],
+    return RunManifest(kind=kind, command=invoked_argv(),
                        eval_set=EvalSetInfo(path=cases_path, sha256=file_sha256(cases_path), n_cases=len(cases),
                                             case_ids=[c.id for c in cases]), **kwargs)  # type: ignore[arg-type]
 

@@ -25,6 +25,7 @@ from ..results.schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..runner.session import error_row, execute
 from ..templates import preflight
+from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 
 
@@ -156,7 +157,7 @@ def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str
                      temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache, contexts=ctx,
                      system_under_test=system_model, fail_below=threshold)
     manifest = RunManifest(
-        kind="rubric", command=["referee", *sys.argv[1:]],
+        kind="rubric", command=invoked_argv(),
         eval_set=EvalSetInfo(path=cases_path, sha256=file_sha256(cases_path), n_cases=len(pf.valid),
                              case_ids=[c.id for c in pf.valid]),
         template=TemplateInfo(path=rubric_arg, sha256=h), judge=judge.config(client.provider.model),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, text_sha2
 from ..results.schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..runner.session import error_row, execute
+from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 from .cmd_evaluate import read_text_file, rubric_hash
 
@@ -209,7 +209,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
                    temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache,
                    system_under_test=system_model)
     manifest = RunManifest(
-        kind="gold", command=["referee", *sys.argv[1:]],
+        kind="gold", command=invoked_argv(),
         eval_set=EvalSetInfo(path=dataset or str(generated), sha256=text_sha256(
             json.dumps([[c.id, text_sha256(c.generated), text_sha256(c.gold)] for c in cases])),
             n_cases=len(cases), case_ids=[c.id for c in cases]),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -13,6 +12,7 @@ from ..evaluators.pairwise import PairwiseJudge
 from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
 from ..runner.session import error_row, execute
 from ..templates import placeholders, preflight
+from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options, report_preflight
 from .cmd_judge import read_template, report_failures
 
@@ -54,7 +54,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
                        max_tokens=judge.max_tokens, temperature=judge.temperature, seed=judge.seed,
                        use_cache=not judge.no_cache)
     manifest = RunManifest(
-        kind="pairwise", command=["referee", *sys.argv[1:]],
+        kind="pairwise", command=invoked_argv(),
         eval_set=EvalSetInfo(path=cases, sha256=file_sha256(cases), n_cases=len(pf.valid),
                              case_ids=[c.id for c in pf.valid]),
         template=TemplateInfo(path=template, sha256=tmpl_hash),

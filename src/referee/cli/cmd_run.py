@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 
 import click
 from click.core import ParameterSource
 
 from ..errors import UserError
+from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 
 # JudgeOptions field -> (click parameter name, suite judge default name)
@@ -117,7 +117,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     out_path = Path(out) if out else default_out(suite_file)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
-                        command=["referee", *sys.argv[1:]], judge_config=judge_config)
+                        command=invoked_argv(), judge_config=judge_config)
     if outcome.resume_note:
         echo_err(outcome.resume_note)
     n_adv = sum(1 for c in suite.cases if c.metadata.get("adversarial") is True)
