@@ -34,6 +34,18 @@ TEMPLATE_REPLY_SCHEMA: dict[str, Any] = {
 }
 
 
+def template_reply_schema(criteria: list[str] | None = None) -> dict[str, Any]:
+    """The reply schema, with each criterion the reply must contain as a required property: Gemini's
+    responseSchema drops ``additionalProperties`` and strict structured output forbids unknown keys, so a
+    schema that only allowed them would make every reply miss its criteria (and go unscored)."""
+    if not criteria:
+        return TEMPLATE_REPLY_SCHEMA
+    item = TEMPLATE_REPLY_SCHEMA["additionalProperties"]
+    return {**TEMPLATE_REPLY_SCHEMA,
+            "properties": {**{c: item for c in criteria}, **TEMPLATE_REPLY_SCHEMA["properties"]},
+            "required": [*criteria, "overall_score"]}
+
+
 @dataclass(frozen=True)
 class TemplateVerdict:
     overall: float
@@ -120,7 +132,7 @@ class TemplateJudge:
             seed = (seed or 0) + repeat  # distinct seeds so repeats are independent samples
         return JudgeRequest(
             messages=(Message("system", JUDGE_SYSTEM), Message("user", fill_case(self.template, case))),
-            response_schema=TEMPLATE_REPLY_SCHEMA, max_tokens=self.max_tokens,
+            response_schema=template_reply_schema(self.expected), max_tokens=self.max_tokens,
             temperature=self.temperature, seed=seed,
         )
 

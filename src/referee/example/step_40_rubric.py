@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from . import ExampleContext
@@ -10,8 +11,10 @@ TITLE = "Rubric verdicts: the 5-dimension agent evaluation with verified evidenc
 
 
 def _results_files(folder: Path) -> list[Path]:
-    """Results files referee wrote in the example folder (each has a manifest beside it)."""
-    return sorted(p for p in folder.glob("*.jsonl") if p.with_name(p.stem + ".manifest.json").exists())
+    """Results files referee wrote in the example folder (each has a manifest beside it). Runs set aside by a
+    rerun with another configuration (``x.prev.jsonl``, ``x.prev2.jsonl``) are stale: no report for them."""
+    return sorted(p for p in folder.glob("*.jsonl") if p.with_name(p.stem + ".manifest.json").exists()
+                  and not re.search(r"\.prev\d*$", p.stem))
 
 
 def run(ctx: ExampleContext) -> str | None:

@@ -20,6 +20,11 @@ def to_gemini_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     """Convert a JSON Schema to Gemini's subset; None when it cannot be expressed (open-ended maps)."""
     if schema.get("type") == "object" and not schema.get("properties"):
         return None
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict) and extra:
+        # Gemini's subset has no open-ended maps: sending only the fixed properties would forbid the rest
+        # (the template judge's criteria), so fall back to plain JSON mode.
+        return None
     out: dict[str, Any] = {}
     for k, v in schema.items():
         if k not in _SCHEMA_KEYS:

@@ -13,7 +13,7 @@ from ...providers.base import JudgeRequest, Message
 from ...results.manifest import text_sha256
 from ...templates import fill_case
 from ..base import CheckResult, Evaluator, register
-from ..judge import JUDGE_SYSTEM, TEMPLATE_REPLY_SCHEMA, parse_template_reply
+from ..judge import JUDGE_SYSTEM, parse_template_reply, template_reply_schema
 from ..reply import ask_judge
 from ._common import OptionError
 
@@ -116,7 +116,7 @@ class LLMJudge(Evaluator):
         s = self._settings
         return JudgeRequest(
             messages=(Message("system", JUDGE_SYSTEM), Message("user", self.prompt(case, output))),
-            response_schema=TEMPLATE_REPLY_SCHEMA,
+            response_schema=template_reply_schema(self.criteria),
             max_tokens=self.max_tokens or (s.max_tokens if s else 1024),
             temperature=s.temperature if s else None, seed=s.seed if s else None,
         )
