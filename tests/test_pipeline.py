@@ -276,9 +276,8 @@ def test_judge(capsys: pytest.CaptureFixture[str], tmp_path: Path, srv: FakeLLMS
 
 
 def test_judge_schema_names_the_required_criteria() -> None:
-    """Regression: the schema only allowed criteria as additionalProperties, which Gemini's responseSchema
-    drops (and strict structured output forbids), so with --criteria every schema-following reply lacked
-    them and the whole run was unscored."""
+    """Regression: the schema only allowed criteria as additionalProperties, so with --criteria a reply that
+    follows the schema (here the fake server's schema_responder) lacked them and the whole run was unscored."""
     from referee.evaluators.judge import TEMPLATE_REPLY_SCHEMA, parse_template_reply, template_reply_schema
     from referee.providers.gemini import to_gemini_schema
     from referee.testing import instance_for_schema
@@ -286,8 +285,9 @@ def test_judge_schema_names_the_required_criteria() -> None:
     assert template_reply_schema(None) is TEMPLATE_REPLY_SCHEMA
     schema = template_reply_schema(["correctness", "helpfulness"])
     assert schema["required"] == ["correctness", "helpfulness", "overall_score"]
+    # Gemini either gets the named criteria or falls back to JSON mode: never a schema that forbids them.
     gemini = to_gemini_schema(schema)
-    assert gemini is not None and set(gemini["properties"]) == {"correctness", "helpfulness", "overall_score"}
+    assert gemini is None or set(gemini["properties"]) >= {"correctness", "helpfulness", "overall_score"}
     reply = json.dumps(instance_for_schema(schema, "prompt"))
     verdict = parse_template_reply(reply, ["correctness", "helpfulness"])
     assert {c.id for c in verdict.criteria} >= {"correctness", "helpfulness"}

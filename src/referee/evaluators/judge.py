@@ -35,9 +35,9 @@ TEMPLATE_REPLY_SCHEMA: dict[str, Any] = {
 
 
 def template_reply_schema(criteria: list[str] | None = None) -> dict[str, Any]:
-    """The reply schema, with each criterion the reply must contain as a required property: Gemini's
-    responseSchema drops ``additionalProperties`` and strict structured output forbids unknown keys, so a
-    schema that only allowed them would make every reply miss its criteria (and go unscored)."""
+    """The reply schema, with each criterion the reply must contain as a required property: a judge that
+    follows the schema to the letter (constrained decoding, strict structured output) returns only the
+    properties it names, so a schema that merely allowed the criteria made every reply miss them (unscored)."""
     if not criteria:
         return TEMPLATE_REPLY_SCHEMA
     item = TEMPLATE_REPLY_SCHEMA["additionalProperties"]
