@@ -27,7 +27,9 @@ from referee.testing import FakeLLMServer, Reply, schema_responder
 
 BOLD = "<b>x</b>"
 THRESHOLD = 0.7
-_BENIGN_WARNINGS = ("small sample:", "every row is in the adversarial track")
+_BENIGN_WARNINGS = ("small sample:", "every row is in the adversarial track",
+                    # rubric/gold rows carry their own verdict; score's default rule is the threshold
+                    "the rows' own 'passed' disagrees with score >=")
 
 
 # -- helpers --------------------------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ other text fields of the few rows a report shows are read back. It accepts refer
 (without ``schema_version``) and reports problems as ``read_results`` does: a warning naming file, line and
 field, or an ``InputError`` with ``strict``. It reads only the fields aggregation needs, so it is stricter
 than ``read_results`` on those (a negative cost or latency, a repeat given as a string) and lenient on the
-others (unknown keys, a non-string category).
+others (unknown keys, a non-string category). ``passed`` (the evaluator's own verdict) is read as -1/0/1; a
+value other than true, false or null is ignored with one warning rather than dropping the row, since the
+default pass rule (``score >= threshold``) does not use it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ except ImportError:  # pragma: no cover - exercised only without orjson
 STATUS_CODES = {"scored": 0, "unscored": 1, "error": 2}
 SCORED, UNSCORED, ERROR = 0, 1, 2
 UNCATEGORIZED = "(uncategorized)"
+PASS_RULES = ("threshold", "evaluator")
+"""``threshold``: a scored row passes when ``score >= threshold`` (the seed's rule). ``evaluator``: its own
+``passed`` verdict where it has one, else ``score >= threshold``."""
 
 
 @dataclass
@@ -57,6 +62,9 @@ class ResultsTable:
     latency: NDArray[np.float64]
     line: NDArray[np.int64]
     offset: NDArray[np.int64]
+    passed: NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    """The row's own ``passed``: 1 true, 0 false, -1 absent (or not a boolean). Empty means absent everywhere
+    (tables built by hand)."""
     warnings: list[str] = field(default_factory=list)
     adversarial: bool = False
     """The run manifest marks the whole file as adversarial (red-team) results."""
@@ -68,6 +76,36 @@ class ResultsTable:
     @property
     def has_repeats(self) -> bool:
         return bool((self.repeat >= 0).any())
+
+    def _passed(self, rows: NDArray[np.int64]) -> NDArray[np.int8]:
+        if len(self.passed) != len(self.ids):
+            return np.full(len(rows), -1, dtype=np.int8)
+        return self.passed[rows]
+
+    def row_passes(self, rows: NDArray[np.int64], threshold: float, rule: str = "threshold") -> NDArray[np.bool_]:
+        """Whether each of ``rows`` passes under ``rule`` (meaningful for scored rows only: the callers
+        keep unscored rows out, whatever their ``passed`` says)."""
+        by_score: NDArray[np.bool_] = self.score[rows] >= threshold
+        if rule == "threshold":
+            return by_score
+        if rule != "evaluator":
+            raise ValueError(f"unknown pass rule {rule!r}")
+        p = self._passed(rows)
+        return np.where(p >= 0, p == 1, by_score)
+
+    def has_verdict(self, rows: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Whether each of ``rows`` carries its own boolean ``passed``."""
+        return self._passed(rows) >= 0
+
+    def disagreements(self, threshold: float) -> tuple[int, int]:
+        """(scored rows whose ``passed`` disagrees with ``score >= threshold``, scored rows with a ``passed``)."""
+        if len(self.passed) != len(self.ids):
+            return 0, 0
+        has = (self.passed >= 0) & (self.status == SCORED)
+        if not bool(has.any()):
+            return 0, 0
+        by_score = self.score[has] >= threshold
+        return int(((self.passed[has] == 1) != by_score).sum()), int(has.sum())
 
     def read_rows(self, rows: list[int]) -> dict[int, dict[str, Any]]:
         """The decoded JSON objects of the given rows (for rationales and errors in reports)."""
@@ -126,6 +164,9 @@ _NUMS_OR_NONE = {float, int, type(None)}
 _INTS_OR_NONE = {int, type(None)}
 _STATUS_OF: dict[str | None, int] = {None: SCORED, "scored": SCORED, "unscored": UNSCORED, "error": ERROR}
 _STATUS_KEYS = set(_STATUS_OF)
+_BOOLS_OR_NONE = {bool, type(None)}
+_PASSED_OF: dict[bool | None, int] = {None: -1, True: 1, False: 0}
+_COLUMNS = ("repeat", "turn", "status", "score", "category", "cost", "latency", "line", "offset", "passed")
 
 
 class _Columns:
@@ -133,8 +174,7 @@ class _Columns:
 
     def __init__(self) -> None:
         self.ids: list[str] = []
-        self.parts: dict[str, list[NDArray[Any]]] = {k: [] for k in (
-            "repeat", "turn", "status", "score", "category", "cost", "latency", "line", "offset")}
+        self.parts: dict[str, list[NDArray[Any]]] = {k: [] for k in _COLUMNS}
 
     def add(self, ids: list[str], **cols: NDArray[Any]) -> None:
         self.ids.extend(ids)
@@ -156,6 +196,8 @@ class _Reader:
         self.names: list[str] = []
         self.cat_code: dict[str, int] = {}
         self.raw_code: dict[Any, int] = {}
+        self.bad_passed = 0
+        self.first_bad_passed: tuple[int, Any] | None = None
 
     def problem(self, lineno: int, fld: str | None, msg: str) -> None:
         err = InputError(msg, file=str(self.path), line=lineno, field=fld)
@@ -203,6 +245,7 @@ class _Reader:
             costs = list(map(get, ds, repeat("cost_usd")))
             lats = list(map(get, ds, repeat("latency_ms")))
             cats = list(map(get, ds, repeat("category")))
+            passed = list(map(get, ds, repeat("passed")))
         except (ValueError, TypeError):
             return False
         if set(map(type, ids)) != {str} or "" in ids:
@@ -242,6 +285,13 @@ class _Reader:
             out[name] = arr
         if not set(map(type, cats)) <= {str, type(None)}:
             return False
+        passed_types = set(map(type, passed))
+        if passed_types == {type(None)}:
+            out["passed"] = np.full(len(passed), -1, dtype=np.int8)
+        elif passed_types <= _BOOLS_OR_NONE:
+            out["passed"] = np.fromiter(map(_PASSED_OF.__getitem__, passed), dtype=np.int8, count=len(passed))
+        else:
+            return False
         for c in dict.fromkeys(cats):  # first-appearance order: the first spelling seen names the category
             self.code_of(c)
         codes = np.fromiter(map(self.raw_code.__getitem__, cats), dtype=np.int32, count=len(cats))
@@ -252,8 +302,7 @@ class _Reader:
 
     def _slow(self, lines: list[bytes], first_line: int, offsets: NDArray[np.int64]) -> None:
         ids: list[str] = []
-        cols: dict[str, list[Any]] = {k: [] for k in (
-            "repeat", "turn", "status", "score", "category", "cost", "latency", "line", "offset")}
+        cols: dict[str, list[Any]] = {k: [] for k in _COLUMNS}
         for k, raw in enumerate(lines):
             lineno = first_line + k
             try:
@@ -263,15 +312,17 @@ class _Reader:
                 continue
             if row is None:
                 continue
-            rid, rep, trn, code, sc, cat, cost, lat = row
+            rid, rep, trn, code, sc, cat, cost, lat, psd = row
             ids.append(rid)
             for key, v in (("repeat", rep), ("turn", trn), ("status", code), ("score", sc), ("category", cat),
-                           ("cost", cost), ("latency", lat), ("line", lineno), ("offset", int(offsets[k]))):
+                           ("cost", cost), ("latency", lat), ("line", lineno), ("offset", int(offsets[k])),
+                           ("passed", psd)):
                 cols[key].append(v)
         self.cols.add(ids, **{k: np.asarray(v, dtype=np.float64 if k in ("score", "cost", "latency")
-                                             else np.int64) for k, v in cols.items()})
+                                             else np.int8 if k == "passed" else np.int64)
+                              for k, v in cols.items()})
 
-    def _row(self, raw: bytes, lineno: int) -> tuple[str, int, int, int, float, int, float, float] | None:
+    def _row(self, raw: bytes, lineno: int) -> tuple[str, int, int, int, float, int, float, float, int] | None:
         try:
             d = _fast_loads(raw)
         except ValueError:
@@ -337,8 +388,14 @@ class _Reader:
             if num is None or math.isnan(num) or num < 0:
                 raise _Problem(fld, f"{fld} must be a number >= 0, not {v!r}")
             vals.append(num)
+        psd = d.get("passed")
+        if not isinstance(psd, bool | None):
+            self.bad_passed += 1
+            if self.first_bad_passed is None:
+                self.first_bad_passed = (lineno, psd)
+            psd = None
         return (rid, -1 if rep is None else rep, -1 if trn is None else trn, code, sc,
-                self.code_of(d.get("category")), vals[0], vals[1])
+                self.code_of(d.get("category")), vals[0], vals[1], _PASSED_OF[psd])
 
 
 def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
@@ -381,6 +438,10 @@ def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
         w = rd.warnings
         skipped = f" ({len(w)} line(s) skipped; first: {w[0]})" if w else ""
         raise InputError(f"no result rows{skipped}", file=str(p))
+    if rd.first_bad_passed is not None:
+        ln, v = rd.first_bad_passed
+        rd.warnings.append(f"{rd.bad_passed} row(s) have a 'passed' that is not true, false or null (first: "
+                           f"{p}:{ln} passed={json.dumps(v)[:40]}); it is ignored for them")
     adversarial = False
     man: RunManifest | None = None
     try:
@@ -393,7 +454,7 @@ def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
         score=c.column("score", np.float64), category=c.column("category", np.int32),
         categories=rd.categories, category_names=rd.names, cost=c.column("cost", np.float64),
         latency=c.column("latency", np.float64), line=lines_col, offset=c.column("offset", np.int64),
-        warnings=rd.warnings, adversarial=adversarial, manifest=man,
+        passed=c.column("passed", np.int8), warnings=rd.warnings, adversarial=adversarial, manifest=man,
     )
     return table if keep is None else _subset(table, keep)
 
@@ -404,5 +465,6 @@ def _subset(t: ResultsTable, keep: NDArray[np.bool_]) -> ResultsTable:
         path=t.path, ids=[t.ids[i] for i in idx.tolist()], repeat=t.repeat[idx], turn=t.turn[idx],
         status=t.status[idx], score=t.score[idx], category=t.category[idx], categories=t.categories,
         category_names=t.category_names, cost=t.cost[idx], latency=t.latency[idx], line=t.line[idx],
-        offset=t.offset[idx], warnings=t.warnings, adversarial=t.adversarial, manifest=t.manifest,
+        offset=t.offset[idx], passed=t.passed[idx] if len(t.passed) == len(t.ids) else t.passed,
+        warnings=t.warnings, adversarial=t.adversarial, manifest=t.manifest,
     )

@@ -30,6 +30,7 @@ from .units import Units, build_units
 SMALL_SAMPLE = 20
 NEAR_DUPLICATE_RATIO = 0.82
 LOWEST_SHOWN = 3
+PASS_RULE_WARNING = "the rows' own 'passed' disagrees with score >="
 
 
 @dataclass
@@ -42,6 +43,9 @@ class ScoreOptions:
     """Normalised category names reported as attack types, apart from correctness."""
     target_drop: float = 0.05
     allow_case_set_change: bool = False
+    pass_rule: str = "threshold"
+    """``threshold`` (the seed's ``score >= threshold``) or ``evaluator`` (the row's own ``passed`` where it
+    has one): applied to every pass statistic, both tracks and the baseline alike."""
 
 
 @dataclass
@@ -88,6 +92,8 @@ class CaseLine:
     max: float | None = None
     baseline_score: float | None = None
     status: str = "scored"
+    verdict_source: str = "threshold"
+    """``evaluator`` when the pass verdict came from the rows' own ``passed`` (``--pass-rule evaluator``)."""
 
 
 @dataclass
@@ -176,6 +182,7 @@ class Summary:
     repeats: RepeatInfo | None = None
     comparison: Comparison | None = None
     small_sample: bool = False
+    pass_rule: str = "threshold"
 
 
 def _mean_or_none(x: NDArray[np.float64]) -> float | None:
@@ -219,20 +226,26 @@ def _case_line(table: ResultsTable, units: Units, i: int, threshold: float, *, w
         line=int(table.line[row]), repeats=int(units.n_rows[i]), pass_share=share,
         sd=None if mean is None else float(units.sd[i]), min=None if mean is None else float(units.lo[i]),
         max=None if mean is None else float(units.hi[i]), status=status,
+        verdict_source="evaluator" if units.n_verdicts[i] else "threshold",
     )
 
 
 def _worst_rows(table: ResultsTable, units: Units, picks: list[int]) -> dict[int, int]:
-    """For each picked unit, its lowest-scoring scored row (the rationale shown is that repeat's)."""
+    """For each picked unit, its lowest-scoring failing scored row, else its lowest-scoring scored row (the
+    rationale shown is that repeat's). Under the threshold rule the lowest score is always a failing one."""
     if not picks:
         return {}
     want = np.isin(units.unit_of_row, np.asarray(picks))
     out: dict[int, int] = {}
-    for r, u in zip(units.rows[want].tolist(), units.unit_of_row[want].tolist(), strict=True):
+    rank: dict[int, tuple[bool, float]] = {}
+    for r, u, ok in zip(units.rows[want].tolist(), units.unit_of_row[want].tolist(), units.row_pass[want].tolist(),
+                        strict=True):
         s = table.score[r]
-        best = out.get(u)
-        if best is None or (not math.isnan(s) and (math.isnan(table.score[best]) or s < table.score[best])):
+        key = (ok, s)
+        best = rank.get(u)
+        if best is None or (not math.isnan(s) and (math.isnan(best[1]) or key < best)):
             out[u] = r
+            rank[u] = key
     return out
 
 
@@ -305,12 +318,15 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
     warnings = list(table.warnings)
     repeats = table.has_repeats
     cor_rows, adv_rows = _split(table, opts)
-    units = build_units(table, cor_rows, opts.threshold)
+    units = build_units(table, cor_rows, opts.threshold, opts.pass_rule)
     everything = np.ones(len(units), dtype=bool)
     overall = _group("overall", table, units, everything, np.ones(len(cor_rows), dtype=bool), opts, repeats)
     categories = _groups_by_category(table, units, opts, repeats) if len(units) else []
     scored_idx = np.nonzero(units.scored)[0]
-    order = scored_idx[np.lexsort((scored_idx, units.mean[scored_idx]))][:LOWEST_SHOWN]
+    sort_keys: list[NDArray[np.int64] | NDArray[np.float64]] = [scored_idx, units.mean[scored_idx]]
+    if opts.pass_rule == "evaluator":  # a PASS at 0.5 is not a failure: failing cases come first
+        sort_keys.append(units.pass_share[scored_idx])
+    order = scored_idx[np.lexsort(sort_keys)][:LOWEST_SHOWN]
     lowest = case_lines(table, units, order.tolist(), opts.threshold)
 
     present = sorted({int(c) for c in np.unique(table.category)})
@@ -322,6 +338,7 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
                 cat_keys.append(baseline.categories[c])
                 cat_names.append(baseline.category_names[c])
     warnings += near_duplicate_categories(cat_keys, cat_names)
+    warnings += _pass_rule_warnings(table, baseline, opts)
     for k in sorted(opts.adversarial_categories - set(table.categories)):
         warnings.append(f"adversarial category '{k}' does not occur in {table.path}")
     small = 0 < overall.cases < SMALL_SAMPLE
@@ -333,7 +350,7 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
     elif overall.cases == 0:
         warnings.append("no scored cases: pass rate and mean are undefined")
 
-    adv_units = build_units(table, adv_rows, opts.threshold)
+    adv_units = build_units(table, adv_rows, opts.threshold, opts.pass_rule)
     adversarial = _groups_by_category(table, adv_units, opts, repeats) if len(adv_units) else []
     adv_fail = [i for i in range(len(adv_units)) if adv_units.n_scored[i] and adv_units.pass_share[i] < 0.5]
     adversarial_failures = case_lines(table, adv_units, adv_fail[:20], opts.threshold)
@@ -365,15 +382,34 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
         overall=overall, categories=categories, lowest=lowest, adversarial=adversarial,
         adversarial_failures=adversarial_failures, warnings=warnings,
         power=_power(units, units.scored, paired_pass, opts), repeats=rep_info, comparison=comparison,
-        small_sample=small,
+        small_sample=small, pass_rule=opts.pass_rule,
     )
+
+
+def _pass_rule_warnings(table: ResultsTable, baseline: ResultsTable | None, opts: ScoreOptions) -> list[str]:
+    """One line when the rows' own ``passed`` and the pass rule in force could tell different stories."""
+    counts = [table.disagreements(opts.threshold)]
+    if baseline is not None:
+        counts.append(baseline.disagreements(opts.threshold))
+    if opts.pass_rule == "evaluator":
+        if not any(n for _, n in counts):
+            return ["--pass-rule evaluator: no scored row carries its own 'passed', so score >= "
+                    f"{opts.threshold:g} decides every case"]
+        return []
+    parts = [f"{bad} of {n} scored rows" + ("" if i == 0 else " of the baseline")
+             for i, (bad, n) in enumerate(counts) if bad]
+    if not parts:
+        return []
+    # A stable prefix (PASS_RULE_WARNING) so tools can recognise the line.
+    return [f"{PASS_RULE_WARNING} {opts.threshold:g} in {' and '.join(parts)}; they count by the threshold: pass "
+            "--pass-rule evaluator to count the evaluator's own verdict"]
 
 
 def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: ResultsTable,
              opts: ScoreOptions) -> tuple[Comparison, NDArray[np.float64] | None]:
     b_cor, b_adv = _split(baseline, opts)
-    bunits = build_units(baseline, b_cor, opts.threshold)
-    badv = build_units(baseline, b_adv, opts.threshold)
+    bunits = build_units(baseline, b_cor, opts.threshold, opts.pass_rule)
+    badv = build_units(baseline, b_adv, opts.threshold, opts.pass_rule)
     same_order = units.keys == bunits.keys and adv_units.keys == badv.keys  # the usual case: one C-speed pass
     missing: list[str] = []
     added: list[str] = []
@@ -534,7 +570,7 @@ def all_cases(table: ResultsTable, opts: ScoreOptions) -> tuple[list[CaseLine], 
     for cases that fail or are unscored."""
     out: list[list[CaseLine]] = []
     for rows in _split(table, opts):
-        units = build_units(table, rows, opts.threshold)
+        units = build_units(table, rows, opts.threshold, opts.pass_rule)
         bad = [i for i in range(len(units)) if not units.n_scored[i] or units.pass_share[i] < 0.5]
         worst = _worst_rows(table, units, bad)
         texts = table.read_rows(list(worst.values()))

@@ -34,6 +34,10 @@ class Units:
     lo: NDArray[np.float64]
     hi: NDArray[np.float64]
     first_row: NDArray[np.int64]
+    row_pass: NDArray[np.bool_]
+    """For each row in ``rows``, whether it passes under the pass rule (False for rows not scored)."""
+    n_verdicts: NDArray[np.int64]
+    """Scored repeats whose pass came from the evaluator's own ``passed`` (0 under the threshold rule)."""
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -50,8 +54,10 @@ def unit_key(case_id: str, turn: int) -> str:
     return case_id if turn < 0 else f"{case_id} (turn {turn})"
 
 
-def build_units(table: ResultsTable, rows: NDArray[np.int64], threshold: float) -> Units:
-    """Group ``rows`` of ``table`` into cases and aggregate their repeats."""
+def build_units(table: ResultsTable, rows: NDArray[np.int64], threshold: float,
+                pass_rule: str = "threshold") -> Units:
+    """Group ``rows`` of ``table`` into cases and aggregate their repeats. ``pass_rule`` decides which scored
+    rows pass (``load.PASS_RULES``); every pass statistic downstream is built on ``pass_share``."""
     ids = table.ids
     turn = table.turn[rows]
     rep = table.repeat[rows]
@@ -76,7 +82,12 @@ def build_units(table: ResultsTable, rows: NDArray[np.int64], threshold: float) 
     n_rows = np.bincount(u, minlength=n_units)
     n_scored = np.bincount(us, minlength=n_units)
     total = np.bincount(us, weights=sc, minlength=n_units)
-    passes = np.bincount(us, weights=(sc >= threshold).astype(np.float64), minlength=n_units)
+    row_pass = table.row_passes(rows, threshold, pass_rule) & s
+    passes = np.bincount(us, weights=row_pass[s].astype(np.float64), minlength=n_units)
+    if pass_rule == "evaluator":
+        n_verdicts = np.bincount(us, weights=table.has_verdict(rows)[s], minlength=n_units).astype(np.int64)
+    else:
+        n_verdicts = np.zeros(n_units, dtype=np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / n_scored
         share = passes / n_scored
@@ -102,5 +113,6 @@ def build_units(table: ResultsTable, rows: NDArray[np.int64], threshold: float) 
         n_rows=n_rows, n_scored=n_scored,
         n_unscored=np.bincount(u, weights=(status == UNSCORED), minlength=n_units).astype(np.int64),
         n_error=np.bincount(u, weights=(status == ERROR), minlength=n_units).astype(np.int64),
-        mean=mean, pass_share=share, sd=sd, lo=lo, hi=hi, first_row=first_row,
+        mean=mean, pass_share=share, sd=sd, lo=lo, hi=hi, first_row=first_row, row_pass=row_pass,
+        n_verdicts=n_verdicts,
     )

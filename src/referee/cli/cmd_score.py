@@ -12,6 +12,7 @@ import click
 from click.core import ParameterSource
 
 from ..aggregate import ScoreOptions, load_table, normalise_category, summarize
+from ..aggregate.load import PASS_RULES
 from ..aggregate.summary import all_cases, printable
 from ..errors import UserError
 from ..gates import GateConfig, evaluate_gates
@@ -40,6 +41,10 @@ _RATE = click.FloatRange(0.0, 1.0)
 @click.option("--baseline", "-b", type=click.Path(dir_okay=False), default=None,
               help="Results of the reference run (e.g. main) to compare with.")
 @click.option("--threshold", type=_RATE, default=0.7, show_default=True, help="A case passes when score >= this.")
+@click.option("--pass-rule", type=click.Choice(PASS_RULES), default="threshold", show_default=True,
+              help="threshold: a row passes when score >= --threshold (the seed's rule). evaluator: by the row's "
+                   "own 'passed' verdict (gold, suites, rubric --fail-below, ...), by the threshold where it "
+                   "has none. Applies to every rate, test, gate and report.")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write the JSON summary here.")
 @click.option("--fail-under", type=_RATE, default=None, help="Exit 1 when the pass rate is under this.")
 @click.option("--fail-on-regression", is_flag=True,
@@ -84,7 +89,8 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Do not append the Markdown summary to $GITHUB_STEP_SUMMARY when it is set.")
 @click.option("--strict", is_flag=True, help="Malformed or invalid lines are errors (exit 2), not warnings.")
 @click.pass_context
-def command(ctx: click.Context, results: str, baseline: str | None, threshold: float, json_out: str | None,
+def command(ctx: click.Context, results: str, baseline: str | None, threshold: float, pass_rule: str,
+            json_out: str | None,
             fail_under: float | None, fail_on_regression: bool, fail_on_cost_regression: bool,
             fail_on_latency_regression: bool, cost_tolerance: float, latency_tolerance: float,
             fail_if_mean_cost_above: float | None, fail_if_mean_latency_above: float | None, ci_flag: bool,
@@ -100,7 +106,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
                 raise UserError(f"{flag} needs --baseline")
     adv = frozenset(normalise_category(c) for c in (adversarial_categories or "").split(",") if c.strip())
     opts = ScoreOptions(threshold=threshold, n_boot=n_boot, boot_seed=boot_seed, adversarial_categories=adv,
-                        target_drop=target_drop, allow_case_set_change=allow_case_set_change)
+                        target_drop=target_drop, allow_case_set_change=allow_case_set_change, pass_rule=pass_rule)
     table = load_table(results, strict=strict)
     base_table = load_table(baseline, strict=strict) if baseline else None
     summary = summarize(table, opts, baseline=base_table, min_case_pass_rate=min_case_pass_rate)
@@ -131,7 +137,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         from ..reports.junit import write_junit
 
         cases, adv_cases = all_cases(table, opts)
-        write_junit(junit_xml, cases, adv_cases, threshold)
+        write_junit(junit_xml, cases, adv_cases, threshold, pass_rule=pass_rule)
     step_summary = None if no_step_summary else os.environ.get("GITHUB_STEP_SUMMARY")
     if markdown_out or step_summary:
         from ..reports.markdown_summary import render_markdown

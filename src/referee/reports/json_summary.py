@@ -37,6 +37,7 @@ def summary_dict(s: Summary, gates: list[GateResult], exit_code: int) -> dict[st
         "summary_version": JSON_SUMMARY_VERSION,
         "results": s.path,
         "threshold": s.threshold,
+        "pass_rule": s.pass_rule,
         "n": o.cases,
         "pass_rate": o.pass_rate.estimate,
         "mean": o.mean.estimate,

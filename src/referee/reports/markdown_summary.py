@@ -38,6 +38,12 @@ def _ci(lo: float | None, hi: float | None, pct: bool) -> str:
     return f"{_pct(lo)}–{_pct(hi)}" if pct else f"{lo:.3f}–{hi:.3f}"
 
 
+def _rule(s: Summary) -> str:
+    if s.pass_rule == "evaluator":
+        return f"pass by the evaluator's own verdict (score ≥ {s.threshold:g} where a row has none)"
+    return f"at threshold {s.threshold:g}"
+
+
 def _group_row(g: Group) -> str:
     return (f"| {_cell(g.name)} | {g.cases} | {_pct(g.pass_rate.estimate)} | "
             f"{_ci(g.pass_rate.lo, g.pass_rate.hi, True)} | {_num(g.mean.estimate)} | "
@@ -64,7 +70,7 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
     o = s.overall
     lines.append(f"Pass rate **{_pct(o.pass_rate.estimate)}** "
                  f"(95% CI {_ci(o.pass_rate.lo, o.pass_rate.hi, True)}), "
-                 f"mean **{_num(o.mean.estimate)}** over {o.cases} cases at threshold {s.threshold:g}"
+                 f"mean **{_num(o.mean.estimate)}** over {o.cases} cases, {_rule(s)}"
                  + (f"; {o.unscored + o.errors} rows unscored" if o.unscored + o.errors else "") + ".")
     lines.append("")
     lines += ["| category | cases | pass rate | 95% CI | mean | unscored | mean cost | mean latency ms |",
@@ -100,7 +106,7 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
         lines.append(f"{len(failed)} gate(s) failed.")
     # Reviewers need the caveats that change how the numbers read: sample size, look-alike categories, and a
     # judge prompt or model that differs between the runs.
-    warn = [w for w in s.warnings if w.startswith(("small sample", "categories"))]
+    warn = [w for w in s.warnings if w.startswith(("small sample", "categories")) or "--pass-rule" in w]
     warn = (comp.warnings if comp else []) + warn
     for w in warn[:6]:
         lines.append(f"> ⚠ {_cell(w, 300)}")

@@ -51,6 +51,13 @@ def _groups_table(title: str, first: str, groups: list[Group], total: Group | No
     return t
 
 
+def _rule_text(s: Summary) -> str:
+    """What decides a pass, as the header of every report says it."""
+    if s.pass_rule == "evaluator":
+        return f"pass by the evaluator's own verdict (score >= {s.threshold:g} where a row has none)"
+    return f"threshold {s.threshold:g}"
+
+
 def _case(c: CaseLine, extra: str = "") -> str:
     score = "unscored" if c.score is None else f"{c.score:.3f}"
     rep = ""
@@ -71,7 +78,7 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
     adv_rows = sum(g.rows for g in s.adversarial)
     con.print(f"[bold]referee score[/bold] {_safe(s.path)}: {o.rows} rows, {o.cases} scored cases"
               + (f" (+ {adv_rows} adversarial rows, reported apart)" if adv_rows else "")
-              + f", threshold {s.threshold:g}")
+              + f", {_rule_text(s)}")
     con.print(f"  pass rate [bold]{_pct(o.pass_rate.estimate)}[/bold] "
               f"(95% CI {_ci(o.pass_rate.lo, o.pass_rate.hi)}, {o.pass_rate.method}; "
               f"Wilson {_ci(o.pass_rate_wilson.lo, o.pass_rate_wilson.hi)})")
@@ -92,7 +99,7 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
         con.print("  (no scored cases)")
     if s.repeats is not None and s.repeats.flaky:
         con.print()
-        con.print(f"[bold]Flaky cases[/bold] (repeats on both sides of the threshold): {s.repeats.flaky_count}"
+        con.print(f"[bold]Flaky cases[/bold] (some repeats pass, some fail): {s.repeats.flaky_count}"
                   + (" (the first 10)" if s.repeats.flaky_count > 10 else ""))
         for c in s.repeats.flaky[:10]:
             con.print(_case(c))

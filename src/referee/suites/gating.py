@@ -1,5 +1,10 @@
 """The suite's gates, applied with ``referee score``'s own engine (``referee.aggregate`` + ``referee.gates``)
-so a suite gates exactly as ``referee score RESULTS --<same options>`` would."""
+so a suite gates exactly as ``referee score RESULTS --pass-rule evaluator --<same options>`` would.
+
+The suite defines what a pass is (its scoring mode, critical evaluators, ``scoring.threshold``) and writes
+that verdict as each row's ``passed``, so the gates count that verdict (``--pass-rule evaluator``); rows
+without one (a seed baseline) pass by ``score >= threshold``. ``gates.threshold`` set to a threshold other
+than ``scoring.threshold`` is an explicit request to re-threshold, so it switches to ``score >= threshold``."""
 
 from __future__ import annotations
 
@@ -41,7 +46,8 @@ def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Pa
             raise UserError(f"gates.{asked[0]} needs gates.baseline")
     opts = ScoreOptions(threshold=gates.threshold if gates.threshold is not None else threshold,
                         n_boot=gates.n_boot or DEFAULT_N_BOOT,
-                        boot_seed=gates.boot_seed if gates.boot_seed is not None else DEFAULT_SEED)
+                        boot_seed=gates.boot_seed if gates.boot_seed is not None else DEFAULT_SEED,
+                        pass_rule=suite_pass_rule(gates, threshold))
     table = load_table(str(results))
     base_table = load_table(str(baseline)) if baseline is not None else None
     summary = summarize(table, opts, baseline=base_table, min_case_pass_rate=gates.min_case_pass_rate)
@@ -61,6 +67,13 @@ def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Pa
 
         render_terminal(summary, verdicts, code)
     return code, verdicts
+
+
+def suite_pass_rule(gates: Gates, scoring_threshold: float) -> str:
+    """The pass rule of a suite's gates: the suite's own verdict, unless the gates set another threshold."""
+    if gates.threshold is None or gates.threshold == scoring_threshold:
+        return "evaluator"
+    return "threshold"
 
 
 def evaluator_table(rows: Sequence[ResultRow]) -> str:
