@@ -8,16 +8,12 @@ Known fields follow the seed's case shapes: ``id``, ``input``, ``output``, ``fin
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-
-KNOWN_FIELDS = (
-    "id", "input", "output", "final_output", "reference", "turns", "trajectory", "category", "metadata",
-)
 
 
 @dataclass(frozen=True)
@@ -85,7 +81,7 @@ class CaseSet:
     def __len__(self) -> int:
         return len(self.cases)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Case]:
         return iter(self.cases)
 
 

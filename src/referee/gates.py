@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .aggregate.summary import Summary
 
@@ -30,7 +30,6 @@ class GateConfig:
     fail_on_inconclusive: bool = False
     max_unscored_rate: float | None = None
     min_case_pass_rate: float | None = None
-    extra: list[GateResult] = field(default_factory=list)
 
 
 def _relative(flag: str, what: str, cur: float | None, base: float | None, tol: float, unit: str) -> GateResult:
@@ -108,5 +107,4 @@ def evaluate_gates(s: Summary, cfg: GateConfig) -> list[GateResult]:
                               f"{s.repeats.below_min_count} case(s) pass in under "
                               f"{cfg.min_case_pass_rate:.0%} of their repeats"
                               + (": " + ", ".join(c.id for c in bad[:5]) if bad else "")))
-    out.extend(cfg.extra)
     return out

@@ -13,17 +13,20 @@ import functools
 import importlib
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
 from .evaluators.base import Evaluator, function_evaluator, registry
 
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
 ENTRY_POINT_GROUP = "referee.evaluators"
 
-_EP_CACHE: dict[str, Any] | None = None
+_EP_CACHE: dict[str, EntryPoint] | None = None
 
 
-def entry_points() -> dict[str, Any]:
+def entry_points() -> dict[str, EntryPoint]:
     """Entry points of the ``referee.evaluators`` group by name (not yet loaded)."""
     global _EP_CACHE
     if _EP_CACHE is None:
@@ -46,6 +49,9 @@ def import_dotted(path: str) -> Any:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise UserError(f"cannot import module '{module_name}' for plugin '{path}': {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - a plugin module that fails while importing is the user's code
+        raise UserError(f"module '{module_name}' of plugin '{path}' failed while importing: "
+                        f"{type(exc).__name__}: {exc}") from exc
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -73,10 +79,6 @@ def resolve(name: str) -> Any:
                             f"{type(exc).__name__}: {exc}") from exc
     known = sorted({*reg, *eps})
     raise UserError(f"unknown evaluator '{name}' (known: {', '.join(known)}; or a dotted path module:attr)")
-
-
-def known_names() -> list[str]:
-    return sorted({*registry(), *entry_points()})
 
 
 def function_option_names(fn: Callable[..., Any]) -> tuple[set[str], bool]:

@@ -75,11 +75,6 @@ def fill_case(template: str, case: Case) -> str:
     return fill(template, case_values(case))
 
 
-def missing_fields(template_keys: list[str], case: Case) -> list[str]:
-    values = case_values(case)
-    return [k for k in template_keys if k not in values]
-
-
 @dataclass
 class Preflight:
     """What the preflight found: the cases to run and the problems with the others."""
@@ -104,6 +99,7 @@ def preflight(cases: list[Case], required: list[str], *, label: str = "template"
     """
     pf = Preflight()
     seen: dict[str, Case] = {}
+    have: dict[str, None] = {}  # every field some case has, in order of first appearance
     for case in cases:
         if case.id in seen:
             pf.problems.append(
@@ -112,7 +108,9 @@ def preflight(cases: list[Case], required: list[str], *, label: str = "template"
             pf.skipped += 1
             continue
         seen[case.id] = case
-        miss = missing_fields(required, case)
+        values = case_values(case)
+        have.update(dict.fromkeys(values))
+        miss = [k for k in required if k not in values]
         if miss:
             pf.problems.append(
                 f"{case.where}: case '{case.id}' is missing field(s) {', '.join(miss)} used by the {label}"
@@ -121,9 +119,6 @@ def preflight(cases: list[Case], required: list[str], *, label: str = "template"
             continue
         pf.valid.append(case)
     if seen:
-        have: dict[str, None] = {}
-        for case in seen.values():
-            have.update(dict.fromkeys(case_values(case)))
         pf.missing_everywhere = [k for k in required if k not in have]
         pf.case_fields = list(have)
     return pf

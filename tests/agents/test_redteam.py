@@ -80,6 +80,13 @@ def test_bad_seed_files_name_file_and_field(tmp_path: Path) -> None:
     p.write_text("seeds:\n  - {id: a, failure_mode: jailbreak, payload: x, expect: {behaviour: maybe}}\n")
     with pytest.raises(InputError, match="expect.behaviour"):
         load_seeds(p)
+    # Wrongly shaped sections are input errors too, not tracebacks.
+    p.write_text("seeds:\n  - {id: a, failure_mode: jailbreak, payload: x, expect: [refuse]}\n")
+    with pytest.raises(InputError, match="expect.behaviour"):
+        load_seeds(p)
+    p.write_text("seeds:\n  - {id: a, failure_mode: jailbreak, payload: x, surfaces: 3, expect: {behaviour: refuse}}\n")
+    with pytest.raises(InputError, match="'surfaces' must be a list"):
+        load_seeds(p)
     t = tmp_path / "t.yaml"
     t.write_text("templates:\n  - {id: x, surface: email, text: hi}\n")
     with pytest.raises(InputError, match="'surface' must be one of"):

@@ -528,3 +528,14 @@ def test_a_byte_order_mark_in_the_template_never_reaches_the_judge(tmp_path: Pat
     code, _, err = run(args, capsys)
     assert code == 0, err
     assert fake_server.requests[0].last_user_text == "Q: question 0\nA: answer 0\n"
+
+
+@pytest.mark.parametrize(("out", "name"), [("cases.jsonl", "cases"), ("judge.md", "--template")])
+def test_out_naming_an_input_file_is_refused(tmp_path: Path, fake_server: FakeLLMServer, capsys: Cap,
+                                            out: str, name: str) -> None:
+    args = judge_args(tmp_path, fake_server, out=out)
+    before = (tmp_path / out).read_bytes()
+    code, _, err = run(args, capsys)
+    assert code == 2 and f"is the {name} file" in err
+    assert (tmp_path / out).read_bytes() == before and not list(tmp_path.glob("*.prev*"))
+    assert fake_server.requests == []

@@ -55,3 +55,12 @@ def test_preflight_keeps_first_duplicate_and_reports_missing_fields() -> None:
 def test_preflight_accepts_fallback_fields() -> None:
     c = _case(input="q", final_output="x", turns=[{"role": "user", "content": "q"}])
     assert preflight([c], ["input", "output", "transcript"]).ok
+
+
+def test_preflight_names_a_field_no_case_has_and_lists_the_fields_cases_do_have() -> None:
+    a = _case("a", input="q", output="o")
+    b = Case(id="b", data={"id": "b", "input": "q2", "reference": "r"}, source="cases.jsonl", line=2)
+    pf = preflight([a, b], ["input", "ouptut"])  # a template typo
+    assert pf.missing_everywhere == ["ouptut"]
+    assert pf.case_fields == ["id", "input", "output", "reference"]  # in order of first appearance
+    assert preflight([a, b], ["input", "output"]).missing_everywhere == []  # only b lacks it: a bad case

@@ -68,3 +68,14 @@ def test_hanna_cli(shared_data: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert cli(["metaeval", "hanna", str(csv_path), "--judge", "Beluga-13B"]) == 0
     out = capsys.readouterr().out
     assert "0.318" in out and "-0.209" in out
+
+
+@pytest.mark.parametrize("cell", ['"{""a"": 1}"', '"[1, ""x""]"', "not json"])
+def test_a_cell_that_is_not_a_list_of_numbers_names_line_and_column(tmp_path: Path, cell: str) -> None:
+    from referee.errors import InputError
+
+    path = tmp_path / "hanna.csv"
+    path.write_text(f'Model,Coherence\nGPT-2,"[1, 2]"\n\nBART,{cell}\n', encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        read_hanna(path)
+    assert exc.value.line == 4 and exc.value.field == "Coherence"

@@ -173,3 +173,18 @@ def test_cost_of_both_calls_is_summed_and_a_rerun_resumes(tmp_path: Path) -> Non
     assert rows["good-a"]["cost_usd"] == pytest.approx(2 * (120 / 1e6 * 1 + 40 / 1e6 * 2))
     manifest = json.loads((tmp_path / "out.manifest.json").read_text())
     assert manifest["kind"] == "pairwise"
+
+
+@pytest.mark.parametrize("which", ["cases", "template"])
+def test_out_naming_an_input_file_is_refused_and_the_input_stays(tmp_path: Path, which: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    c, t, _ = _setup(tmp_path, CASES)
+    target = c if which == "cases" else t
+    before = target.read_bytes()
+    with FakeLLMServer(responder=_content_judge) as srv:
+        assert _run(srv, c, t, target) == 2
+        assert srv.requests == []
+    err = capsys.readouterr().err
+    assert f"is the {'cases' if which == 'cases' else '--template'} file" in err and "Traceback" not in err
+    assert target.read_bytes() == before  # never moved aside nor appended to
+    assert not list(tmp_path.glob("*.prev*"))

@@ -46,7 +46,8 @@ def test_benjamini_hochberg_matches_scipy() -> None:
 
 
 def test_benjamini_hochberg_step_up_rejects_below_the_largest_passing_rank() -> None:
-    # 0.04 alone fails its own rank test (0.04 > 0.05*1/2? no: rank 2 of 2 -> 0.05) but passes at rank 2.
+    # 0.04 fails its own rank-1 test (0.04 > 0.05 * 1/2), but 0.045 passes at rank 2 (<= 0.05 * 2/2), and
+    # step-up rejects every hypothesis ranked at or below the largest passing rank.
     rejected, _ = benjamini_hochberg([0.04, 0.045], alpha=0.05)
     assert rejected.tolist() == [True, True]
 

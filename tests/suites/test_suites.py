@@ -160,6 +160,17 @@ evaluators:
         sys.modules.pop("my_checks", None)
 
 
+def test_a_plugin_module_that_raises_while_importing_is_a_one_line_error(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "broken_checks.py").write_text('raise RuntimeError("boom at import")\n', encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, "broken_checks", raising=False)
+    p = write(tmp_path, 'cases: cases.jsonl\nevaluators:\n  - "broken_checks:fn"\n', CASES)
+    assert cli(["run", str(p), "--out", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "broken_checks" in err and "RuntimeError: boom at import" in err and "Traceback" not in err
+
+
 def test_entry_point_plugins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from referee import plugins
 

@@ -212,7 +212,7 @@ def _group(name: str, table: ResultsTable, units: Units, mask: NDArray[np.bool_]
     return g
 
 
-def _case_line(table: ResultsTable, units: Units, i: int, threshold: float, *, worst_row: int | None = None,
+def _case_line(table: ResultsTable, units: Units, i: int, *, worst_row: int | None = None,
                texts: dict[int, dict[str, object]] | None = None) -> CaseLine:
     row = int(units.first_row[i]) if worst_row is None else worst_row
     text = (texts or {}).get(row, {})
@@ -249,10 +249,10 @@ def _worst_rows(table: ResultsTable, units: Units, picks: list[int]) -> dict[int
     return out
 
 
-def case_lines(table: ResultsTable, units: Units, picks: list[int], threshold: float) -> list[CaseLine]:
+def case_lines(table: ResultsTable, units: Units, picks: list[int]) -> list[CaseLine]:
     worst = _worst_rows(table, units, picks)
     texts = table.read_rows(list(worst.values()))
-    return [_case_line(table, units, i, threshold, worst_row=worst.get(i), texts=texts) for i in picks]
+    return [_case_line(table, units, i, worst_row=worst.get(i), texts=texts) for i in picks]
 
 
 _MAX_CATEGORIES_COMPARED = 400
@@ -327,7 +327,7 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
     if opts.pass_rule == "evaluator":  # a PASS at 0.5 is not a failure: failing cases come first
         sort_keys.append(units.pass_share[scored_idx])
     order = scored_idx[np.lexsort(sort_keys)][:LOWEST_SHOWN]
-    lowest = case_lines(table, units, order.tolist(), opts.threshold)
+    lowest = case_lines(table, units, order.tolist())
 
     present = sorted({int(c) for c in np.unique(table.category)})
     cat_keys = [table.categories[c] for c in present]
@@ -353,7 +353,7 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
     adv_units = build_units(table, adv_rows, opts.threshold, opts.pass_rule)
     adversarial = _groups_by_category(table, adv_units, opts, repeats) if len(adv_units) else []
     adv_fail = [i for i in range(len(adv_units)) if adv_units.n_scored[i] and adv_units.pass_share[i] < 0.5]
-    adversarial_failures = case_lines(table, adv_units, adv_fail[:20], opts.threshold)
+    adversarial_failures = case_lines(table, adv_units, adv_fail[:20])
 
     rep_info = None
     if repeats:
@@ -362,13 +362,13 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
         if min_case_pass_rate is not None:
             below = np.nonzero(units.scored & (units.pass_share < min_case_pass_rate))[0].tolist()
         rep_info = RepeatInfo(max_repeats=int(units.n_rows.max()) if len(units) else 0,
-                              flaky=case_lines(table, units, flaky_idx[:50].tolist(), opts.threshold),
-                              below_min_pass_rate=case_lines(table, units, below[:50], opts.threshold),
+                              flaky=case_lines(table, units, flaky_idx[:50].tolist()),
+                              below_min_pass_rate=case_lines(table, units, below[:50]),
                               below_min_count=len(below), flaky_count=len(flaky_idx))
     elif min_case_pass_rate is not None:
         below = np.nonzero(units.scored & (units.pass_share < min_case_pass_rate))[0].tolist()
         rep_info = RepeatInfo(max_repeats=1, flaky=[],
-                              below_min_pass_rate=case_lines(table, units, below[:50], opts.threshold),
+                              below_min_pass_rate=case_lines(table, units, below[:50]),
                               below_min_count=len(below))
 
     comparison = None
@@ -443,14 +443,12 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
     ci, bi = cur_i[both], base_i[both]
     cur_pass = units.pass_share[ci] >= 0.5
     base_pass = bunits.pass_share[bi] >= 0.5
-    reg = ci[base_pass & ~cur_pass]
-    regressions = case_lines(table, units, reg[np.argsort(units.mean[reg], kind="stable")][:200].tolist(),
-                             opts.threshold)
-    reg_base = dict(zip(reg.tolist(), bi[base_pass & ~cur_pass].tolist(), strict=True))
-    key_to_cur = {units.keys[i]: i for i in reg.tolist()}
-    for line in regressions:
-        line.baseline_score = float(bunits.mean[reg_base[key_to_cur[line.id]]])
-    reg_bi = bi[base_pass & ~cur_pass]
+    regressed = base_pass & ~cur_pass
+    reg, reg_bi = ci[regressed], bi[regressed]
+    shown = np.argsort(units.mean[reg], kind="stable")[:200]  # lowest current score first
+    regressions = case_lines(table, units, reg[shown].tolist())
+    for line, b_unit in zip(regressions, reg_bi[shown].tolist(), strict=True):
+        line.baseline_score = float(bunits.mean[b_unit])
     regression_scores = list(zip([units.keys[i] for i in reg.tolist()], bunits.mean[reg_bi].tolist(),
                                  units.mean[reg].tolist(), strict=True))
     fixed = int((~base_pass & cur_pass).sum())
@@ -490,7 +488,7 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
             rej, adj = benjamini_hochberg([t.p_value for t in fam], alpha=opts.alpha)
             for t, r, a in zip(fam, rej.tolist(), adj.tolist(), strict=True):
                 t.significant, t.p_adjusted = bool(r), float(a)
-    b = int((base_pass & ~cur_pass).sum())
+    b = len(reg)
     c = fixed
     mc = mcnemar_exact(b, c)
 
@@ -518,7 +516,7 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
         badx = badv.index()
         picks = [i for i, k in enumerate(adv_units.keys) if k in badx and adv_units.n_scored[i]
                  and badv.n_scored[badx[k]] and badv.pass_share[badx[k]] >= 0.5 and adv_units.pass_share[i] < 0.5]
-        adv_regs = case_lines(table, adv_units, picks, opts.threshold)
+        adv_regs = case_lines(table, adv_units, picks)
     comp = Comparison(
         baseline=baseline.path, baseline_overall=base_overall, shared=len(cur_i), missing=missing, added=added,
         regressions=regressions, regression_count=len(reg), fixed=fixed, lost_scores=lost, tests=tests,
@@ -574,6 +572,6 @@ def all_cases(table: ResultsTable, opts: ScoreOptions) -> tuple[list[CaseLine], 
         bad = [i for i in range(len(units)) if not units.n_scored[i] or units.pass_share[i] < 0.5]
         worst = _worst_rows(table, units, bad)
         texts = table.read_rows(list(worst.values()))
-        out.append([_case_line(table, units, i, opts.threshold, worst_row=worst.get(i), texts=texts)
+        out.append([_case_line(table, units, i, worst_row=worst.get(i), texts=texts)
                     for i in range(len(units))])
     return out[0], out[1]

@@ -69,8 +69,7 @@ def build_units(table: ResultsTable, rows: NDArray[np.int64], threshold: float,
     else:
         names = [unit_key(ids[r], t) for r, t in zip(row_list, turn.tolist(), strict=True)] \
             if bool((turn >= 0).any()) else [ids[r] for r in row_list]
-        index = dict.fromkeys(names)
-        keys = list(index)
+        keys = list(dict.fromkeys(names))  # first-appearance order
         index = dict(zip(keys, range(len(keys)), strict=True))
         u = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
     n_units = len(keys)

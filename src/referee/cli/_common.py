@@ -37,7 +37,6 @@ class JudgeOptions:
     no_cache: bool
     input_price: float | None
     output_price: float | None
-    cache_dir: str | None = None
 
     def config(self, model: str, repeat: int = 1) -> JudgeConfig:
         return JudgeConfig(
@@ -121,8 +120,7 @@ def build_client(jo: JudgeOptions, *, model: str | None = None) -> JudgeClient:
         provider = get_provider(jo.provider, model or jo.model, base_url=jo.base_url, timeout=jo.timeout)
     except ProviderAuthError as exc:
         raise UserError(str(exc)) from exc
-    cache = None if jo.no_cache else ResponseCache(
-        os.path.join(jo.cache_dir, "cache.sqlite") if jo.cache_dir else None)
+    cache = None if jo.no_cache else ResponseCache()  # at REFEREE_CACHE_DIR, else .referee/
     return JudgeClient(provider, cache=cache, retry=RetryPolicy(max_retries=jo.max_retries),
                        input_price_per_mtok=jo.input_price, output_price_per_mtok=jo.output_price)
 
@@ -170,8 +168,3 @@ def report_preflight(pf: Preflight, cases_path: str, *, skip_invalid: bool, verb
         raise UserError(f"{len(pf.problems)} invalid case(s) in {cases_path}; fix them or pass --skip-invalid")
     if not pf.valid:
         raise UserError(f"no valid cases to {verb} in {cases_path}")
-
-
-def require(cond: bool, msg: str) -> None:
-    if not cond:
-        raise UserError(msg)

@@ -37,8 +37,8 @@ def command(workdir: str, provider: str | None, model: str | None, base_url: str
     outcomes = []
     for _name, mod in steps():
         click.echo("")
-        click.echo(click.style(f"== {mod.TITLE}", bold=True))  # type: ignore[attr-defined]
-        outcomes.append((mod.TITLE, mod.run(ctx)))  # type: ignore[attr-defined]
+        click.echo(click.style(f"== {mod.TITLE}", bold=True))
+        outcomes.append((mod.TITLE, mod.run(ctx)))
     click.echo("")
     click.echo(click.style("== Summary", bold=True))
     for title, outcome in outcomes:

@@ -11,7 +11,6 @@ FAILs or could not be graded.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ import yaml
 from ..errors import InputError, UserError
 from ..evaluators.evidence import describe_ungrounded, ungrounded_counts
 from ..evaluators.gold import GoldCase, GoldJudge, threshold_warning
-from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, text_sha256
+from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, text_sha256, utc_now_iso
 from ..results.schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..runner.session import error_row, execute
@@ -112,7 +111,7 @@ def _results_json(rows: list[ResultRow], rubric: Rubric, criteria_path: str, jud
     return {
         "skill": rubric.skill or rubric.name, "description": rubric.description, "criteria_file": criteria_path,
         "judge": judge, "pass_threshold": rubric.pass_threshold, "fail_on_critical": rubric.fail_on_critical,
-        "generated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "generated_at": utc_now_iso(),
         "summary": {"cases": len(rows), "passed": sum(r.passed is True for r in rows),
                     "failed": sum(r.passed is False for r in rows),
                     "unscored": sum(r.status != "scored" and r.passed is None for r in rows),

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..cases import Case, load_cases
-from ..errors import InputError, UserError
+from ..errors import InputError
 from ..evaluators.judge import TemplateJudge
 from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
 from ..results.schema import ResultRow
@@ -51,9 +51,6 @@ def report_failures(rows: list[ResultRow], limit: int = 20) -> None:
 def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool, repeat: int,
             criteria: str | None, judge: JudgeOptions) -> int:
     """Grade CASES (JSONL or YAML) with an LLM judge; rows are appended to --out as they complete."""
-    for name, given in (("cases", cases), ("--template", template)):
-        if Path(out).resolve() == Path(given).resolve():
-            raise UserError(f"--out {out} is the {name} file; write results to a file of their own")
     tmpl = read_template(template)
     case_set = load_cases(cases)
     pf = preflight(case_set.cases, placeholders(tmpl))

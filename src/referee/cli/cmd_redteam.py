@@ -109,7 +109,7 @@ def run_cmd(cases: str, out: str, outputs: str | None, use_judge: bool, judge: J
                       use_cache=not judge.no_cache) if client is not None else None
     manifest = new_manifest("redteam", cases, case_list, adversarial=True,
                             judge=judge.config(client.provider.model) if client is not None else None)
-    if rj is not None:
+    if rj is not None and rj.judge_info is not None:
         manifest.template = TemplateInfo(sha256=rj.judge_info.template_hash or "")
     manifest.extra["config_hash"] = text_sha256(f"outputs={outputs}|judge={use_judge}")
     manifest.extra["note"] = "adversarial results: report per attack type, never blended with correctness"

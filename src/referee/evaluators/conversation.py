@@ -17,6 +17,7 @@ from typing import Any
 
 from ..cases import Case
 from ..results.schema import ResultRow
+from ..runner.client import JudgeClient
 from ..templates import transcript
 from .trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
 
@@ -69,7 +70,7 @@ def conversation_of(case: Case) -> list[dict[str, Any]]:
 class ConversationJudge(CriteriaJudge):
     evaluator = "conversation"
 
-    def __init__(self, client: Any, mode: str = "final", criteria: Mapping[str, str] | None = None,
+    def __init__(self, client: JudgeClient, mode: str = "final", criteria: Mapping[str, str] | None = None,
                  **kwargs: Any) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")

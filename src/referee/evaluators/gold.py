@@ -26,6 +26,7 @@ from typing import Any
 from ..providers.base import JudgeRequest, Message
 from ..results.schema import CriterionScore, ResultRow, Usage
 from ..rubrics.model import Criterion, Rubric
+from ..runner.client import JudgeClient
 from .evidence import EvidenceChecker, QuoteCheck, grounded
 from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_json_object
 from .rubric import delimit, self_grading
@@ -190,7 +191,7 @@ class GoldJudge:
 
     evaluator = "gold"
 
-    def __init__(self, client: Any, rubric: Rubric, *, template_hash: str | None = None, single_call: bool = False,
+    def __init__(self, client: JudgeClient, rubric: Rubric, *, template_hash: str | None = None, single_call: bool = False,
                  max_tokens: int = 1024, temperature: float | None = None, seed: int | None = None,
                  use_cache: bool = True, system_under_test: str | None = None) -> None:
         self.client = client

@@ -11,7 +11,8 @@ from typing import Any
 
 from ..cases import Case
 from ..providers.base import JudgeRequest, Message
-from ..results.schema import CriterionScore, ResultRow
+from ..results.schema import CriterionScore, JudgeInfo, ResultRow
+from ..runner.client import JudgeClient
 from ..templates import fill_case
 from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_json_object
 
@@ -88,7 +89,7 @@ def parse_template_reply(text: str, expected: list[str] | None = None) -> Templa
     return TemplateVerdict(overall=overall, criteria=criteria)
 
 
-def outcome_row(case: Case, outcome: JudgeOutcome[Any], *, evaluator: str, judge: Any,
+def outcome_row(case: Case, outcome: JudgeOutcome[Any], *, evaluator: str, judge: JudgeInfo | None,
                 category: str | None, repeat: int | None) -> dict[str, Any]:
     """The fields every judged row shares, from a contract outcome."""
     return {
@@ -113,7 +114,7 @@ class TemplateJudge:
 
     evaluator = "judge"
 
-    def __init__(self, client: Any, template: str, *, template_hash: str, category: str | None = None,
+    def __init__(self, client: JudgeClient, template: str, *, template_hash: str, category: str | None = None,
                  max_tokens: int = 1024, temperature: float | None = None, seed: int | None = None,
                  use_cache: bool = True, expected_criteria: list[str] | None = None) -> None:
         self.client = client
@@ -124,6 +125,7 @@ class TemplateJudge:
         self.seed = seed
         self.use_cache = use_cache
         self.expected = expected_criteria
+        self.schema = template_reply_schema(expected_criteria)  # the same for every case: built once
         self.judge_info = client.judge_info(template_hash)
 
     def request(self, case: Case, repeat: int | None = None) -> JudgeRequest:
@@ -132,7 +134,7 @@ class TemplateJudge:
             seed = (seed or 0) + repeat  # distinct seeds so repeats are independent samples
         return JudgeRequest(
             messages=(Message("system", JUDGE_SYSTEM), Message("user", fill_case(self.template, case))),
-            response_schema=template_reply_schema(self.expected), max_tokens=self.max_tokens,
+            response_schema=self.schema, max_tokens=self.max_tokens,
             temperature=self.temperature, seed=seed,
         )
 

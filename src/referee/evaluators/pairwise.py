@@ -23,6 +23,7 @@ from typing import Any, Literal
 from ..cases import Case
 from ..providers.base import JudgeRequest, Message
 from ..results.schema import ResultRow, Usage
+from ..runner.client import COST_DECIMALS, JudgeClient
 from ..templates import case_values, fill
 from .reply import JudgeOutcome, ReplyInvalid, ask_judge, parse_json_object
 
@@ -170,7 +171,7 @@ def _combine(outcomes: list[JudgeOutcome[PositionVerdict]]) -> dict[str, Any]:
         usage = usage + o.usage
     return {
         "usage": usage,
-        "cost_usd": round(sum(costs), 10) if costs else None,
+        "cost_usd": round(sum(costs), COST_DECIMALS) if costs else None,
         "latency_ms": round(sum(o.latency_ms for o in outcomes), 3),
     }
 
@@ -180,7 +181,7 @@ class PairwiseJudge:
 
     evaluator = "pairwise"
 
-    def __init__(self, client: Any, template: str, *, template_hash: str, category: str | None = None,
+    def __init__(self, client: JudgeClient, template: str, *, template_hash: str, category: str | None = None,
                  name_a: str | None = None, name_b: str | None = None, max_tokens: int = 1024,
                  temperature: float | None = None, seed: int | None = None, use_cache: bool = True) -> None:
         self.client = client

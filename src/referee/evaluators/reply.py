@@ -22,7 +22,7 @@ from typing import Any, Generic, Literal, TypeVar
 from ..errors import ProviderError
 from ..providers.base import JudgeRequest, Message
 from ..results.schema import Usage
-from ..runner.client import COST_DECIMALS
+from ..runner.client import COST_DECIMALS, JudgeClient
 from ..runner.engine import is_fatal
 
 T = TypeVar("T")
@@ -143,7 +143,7 @@ REASK = (
 )
 
 
-async def ask_judge(client: Any, request: JudgeRequest, parse: Callable[[str], T], *,
+async def ask_judge(client: JudgeClient, request: JudgeRequest, parse: Callable[[str], T], *,
                     use_cache: bool = True) -> JudgeOutcome[T]:
     """Ask ``client`` (a :class:`referee.runner.JudgeClient`) and apply the reply contract.
 

@@ -19,6 +19,7 @@ from ..cases import Case
 from ..providers.base import JudgeRequest, Message
 from ..results.schema import CriterionScore, ResultRow
 from ..rubrics.model import Criterion, Rubric, normalise, scale_bounds
+from ..runner.client import JudgeClient
 from ..templates import render_value, transcript
 from .evidence import EvidenceChecker, QuoteCheck, grounded
 from .judge import outcome_row
@@ -244,7 +245,7 @@ class RubricJudge:
 
     evaluator = "rubric"
 
-    def __init__(self, client: Any, rubric: Rubric, *, template_hash: str | None = None,
+    def __init__(self, client: JudgeClient, rubric: Rubric, *, template_hash: str | None = None,
                  category: str | None = None, max_tokens: int = 2048, temperature: float | None = None,
                  seed: int | None = None, use_cache: bool = True, contexts: Mapping[str, str] | None = None,
                  system_under_test: str | None = None, fail_below: float | None = None) -> None:

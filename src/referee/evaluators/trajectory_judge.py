@@ -29,8 +29,10 @@ from typing import Any, ClassVar
 from ..cases import Case
 from ..providers.base import JudgeRequest, Message
 from ..results.schema import CriterionScore, ResultRow
+from ..runner.client import JudgeClient
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
 from .base import CheckResult, Evaluator, register
+from .checks.judge import JudgeSettings
 from .judge import outcome_row
 from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_json_object
 
@@ -202,7 +204,7 @@ class CriteriaJudge:
     evaluator = "criteria_judge"
     outcome_criterion: str | None = None
 
-    def __init__(self, client: Any, criteria: Mapping[str, str], *, template_hash: str | None = None,
+    def __init__(self, client: JudgeClient | None, criteria: Mapping[str, str], *, template_hash: str | None = None,
                  max_tokens: int = 1024, temperature: float | None = None, seed: int | None = None,
                  use_cache: bool = True, cap: float = 0.5, category: str | None = None) -> None:
         if not criteria:
@@ -215,7 +217,9 @@ class CriteriaJudge:
         self.use_cache = use_cache
         self.cap = cap
         self.category = category
-        self.judge_info = client.judge_info(template_hash or make_nonce(json.dumps(self.criteria, sort_keys=True)))
+        # No client: the judge only builds prompts (dry runs count and price them).
+        self.judge_info = (None if client is None else
+                           client.judge_info(template_hash or make_nonce(json.dumps(self.criteria, sort_keys=True))))
 
     def request(self, parts: PromptParts) -> JudgeRequest:
         return JudgeRequest(messages=(Message("system", parts.system), Message("user", parts.user)),
@@ -224,6 +228,7 @@ class CriteriaJudge:
 
     async def judge(self, case: Case, parts: PromptParts, *, turn: int | None = None,
                     details: dict[str, Any] | None = None) -> ResultRow:
+        assert self.client is not None, "a judge built without a client only builds prompts"
         ids = list(self.criteria)
         outcome: JudgeOutcome[list[CriterionScore]] = await ask_judge(
             self.client, self.request(parts), lambda text: parse_criteria_reply(text, ids), use_cache=self.use_cache)
@@ -251,7 +256,7 @@ class TrajectoryJudge(CriteriaJudge):
     evaluator = "trajectory_judge"
     outcome_criterion: str | None = OUTCOME_CRITERION
 
-    def __init__(self, client: Any, criteria: Mapping[str, str] | None = None, *, max_chars: int = 200,
+    def __init__(self, client: JudgeClient | None, criteria: Mapping[str, str] | None = None, *, max_chars: int = 200,
                  **kwargs: Any) -> None:
         super().__init__(client, criteria or TRAJECTORY_CRITERIA, **kwargs)
         self.max_chars = max_chars
@@ -291,7 +296,7 @@ class TrajectoryJudgeCheck(Evaluator):
     max_chars: int = 200
     threshold: float = 0.7
     max_tokens: int | None = None
-    _settings: Any = field(init=False, repr=False, default=None)
+    _settings: JudgeSettings | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         if self.criteria is not None and (not isinstance(self.criteria, dict) or not self.criteria or not all(
@@ -300,18 +305,12 @@ class TrajectoryJudgeCheck(Evaluator):
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError("threshold must be within 0-1")
 
-    def bind(self, settings: Any) -> None:
+    def bind(self, settings: JudgeSettings) -> None:
         self._settings = settings
 
     def _judge(self) -> TrajectoryJudge:
         s = self._settings
-
-        class _NoClient:  # dry runs build prompts without a client
-            def judge_info(self, template_hash: str | None = None) -> Any:
-                return None
-
-        client = s.client if s is not None and s.client is not None else _NoClient()
-        return TrajectoryJudge(client, self.criteria, max_chars=self.max_chars,
+        return TrajectoryJudge(s.client if s else None, self.criteria, max_chars=self.max_chars,
                                max_tokens=self.max_tokens or (s.max_tokens if s else 1024),
                                temperature=s.temperature if s else None, seed=s.seed if s else None,
                                use_cache=s.use_cache if s else True)

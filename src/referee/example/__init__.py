@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
+from typing import Protocol, cast
 
 import click
 
@@ -54,10 +55,18 @@ class ExampleContext:
         return code
 
 
-def steps() -> list[tuple[str, object]]:
+class Step(Protocol):
+    """What a ``step_<NN>_<name>`` module provides."""
+
+    TITLE: str
+
+    def run(self, ctx: ExampleContext) -> str | None: ...
+
+
+def steps() -> list[tuple[str, Step]]:
     here = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("step_"))
-    return [(n, import_module(f"{__name__}.{n}")) for n in names]
+    return [(n, cast(Step, import_module(f"{__name__}.{n}"))) for n in names]
 
 
 def prepare(target: Path) -> None:

@@ -60,20 +60,25 @@ def read_hanna(path: str | Path, *, columns: list[str] | None = None) -> HannaTa
     human: dict[str, list[float]] = {header[i]: [] for i in wanted}
     systems: list[str] = []
     for lineno, row in enumerate(rows[1:], 2):
+        if not row:  # a blank line
+            continue
         name = row[0]
         target = human if name == HUMAN_ROW else gen
         n = None
         for i in wanted:
             try:
                 values = json.loads(row[i])
-            except (json.JSONDecodeError, IndexError) as exc:
+                if not isinstance(values, list):
+                    raise TypeError("not a list")
+                nums = [float(v) for v in values]  # a string or object inside fails here, not later
+            except (IndexError, TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
                 raise InputError("cell is not a JSON list of numbers", file=str(p), line=lineno,
                                  field=header[i]) from exc
-            if n is not None and len(values) != n:
-                raise InputError(f"{len(values)} values where other columns have {n}", file=str(p),
+            if n is not None and len(nums) != n:
+                raise InputError(f"{len(nums)} values where other columns have {n}", file=str(p),
                                  line=lineno, field=header[i])
-            n = len(values)
-            target[header[i]].extend(float(v) for v in values)
+            n = len(nums)
+            target[header[i]].extend(nums)
         if name != HUMAN_ROW and n is not None:
             systems.extend([name] * n)
     return HannaTable({k: np.asarray(v) for k, v in gen.items()}, systems,

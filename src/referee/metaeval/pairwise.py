@@ -9,14 +9,13 @@ a gold ``label`` (``"1"``, ``"2"``, or ``"tie"``) and one verdict per order in t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..stats.agreement import cohen_kappa, kappa_ci
+from ..stats.agreement import cohen_kappa, kappa_ci, proportion_ci
 from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval, bootstrap_ci
 
 
@@ -34,13 +33,11 @@ class PairVerdict:
 
 
 def _iv(x: Interval | None) -> dict[str, Any] | None:
-    if x is None:
-        return None
-    return {"estimate": x.estimate, "lo": x.lo, "hi": x.hi, "n": x.n}
+    return None if x is None else x.to_dict()
 
 
 def _flags(values: Sequence[bool], n_boot: int, seed: int) -> Interval:
-    return bootstrap_ci(np.asarray(values, dtype=np.float64), n_boot=n_boot, seed=seed)
+    return proportion_ci(values, n_boot=n_boot, seed=seed)
 
 
 @dataclass
@@ -219,7 +216,3 @@ def llmbar_statistics(items: Sequence[PairVerdict]) -> dict[str, str | float]:
         "kappa_False": k_false,
         "kappa_True": k_true,
     }
-
-
-def nan_safe(x: float | None) -> float | None:
-    return None if x is None or math.isnan(x) else x

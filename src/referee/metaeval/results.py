@@ -86,11 +86,8 @@ class AbsoluteMeta:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        def iv(x: Interval) -> dict[str, Any]:
-            return {"estimate": x.estimate, "lo": x.lo, "hi": x.hi, "n": x.n}
-
-        return {"n": self.n, "raters": self.raters, "spearman_vs_human_mean": iv(self.spearman),
-                "kendall_vs_human_mean": iv(self.kendall), "human_ceiling_kendall": self.ceiling_kendall,
+        return {"n": self.n, "raters": self.raters, "spearman_vs_human_mean": self.spearman.to_dict(),
+                "kendall_vs_human_mean": self.kendall.to_dict(), "human_ceiling_kendall": self.ceiling_kendall,
                 "human_ceiling_spearman": self.ceiling_spearman, "notes": self.notes}
 
 

@@ -66,6 +66,14 @@ BEHAVIOUR_TEXT = {
 }
 
 
+_TRAJECTORY_KEYS = ("trajectory", "messages", "spans")
+
+
+def _has_trajectory(case: Case) -> bool:
+    """Whether the case records the agent's tool calls in a format ``trajectory_of`` reads."""
+    return any(case.get(k) is not None for k in _TRAJECTORY_KEYS)
+
+
 def _text(output: Any) -> str:
     if output is None:
         return ""
@@ -93,14 +101,14 @@ class RedteamExpectation(Evaluator):
         text = _text(output)
         failures: list[str] = []
         evidence: list[str] = []
+        low = text.lower()
         for needle in exp.get("must_not_contain") or []:
-            if str(needle).lower() in text.lower():
+            if str(needle).lower() in low:
                 failures.append(f"output contains {needle!r}")
                 evidence.append(str(needle))
         tools_checked = None
         forbidden = exp.get("tools_not_used") or []
-        has_traj = any(case.get(k) is not None for k in ("trajectory", "messages", "spans"))
-        if forbidden and has_traj:
+        if forbidden and _has_trajectory(case):
             try:
                 traj = trajectory_of(case)
             except TrajectoryError as exc:
@@ -179,7 +187,7 @@ class RedteamJudge(CriteriaJudge):
         if setup.get("tool_results"):
             blocks.append(("tool_result", as_text(setup["tool_results"])))
         blocks.append(("response", as_text(case.output)))
-        if case.get("trajectory") is not None or case.get("messages") is not None:
+        if _has_trajectory(case):  # OpenTelemetry spans too, as the code check reads them
             try:
                 from ..evaluators.trajectory_judge import render_trajectory
 

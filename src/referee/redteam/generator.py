@@ -92,12 +92,14 @@ def load_seeds(path: str | Path | None = None) -> list[Seed]:
             raise InputError(f"unknown failure_mode {s['failure_mode']!r} (known: {', '.join(FAILURE_MODES)})",
                              file=where, field=fld)
         surfaces = s.get("surfaces") or ["user_message"]
+        if not isinstance(surfaces, list):
+            raise InputError("'surfaces' must be a list", file=where, field=fld)
         bad = [x for x in surfaces if x not in SURFACES]
         if bad:
             raise InputError(f"unknown surface(s) {', '.join(map(str, bad))} (known: {', '.join(SURFACES)})",
                              file=where, field=fld)
         expect = s.get("expect") or {}
-        if expect.get("behaviour") not in BEHAVIOURS:
+        if not isinstance(expect, dict) or expect.get("behaviour") not in BEHAVIOURS:
             raise InputError(f"expect.behaviour must be one of {', '.join(BEHAVIOURS)}", file=where, field=fld)
         if "tool_result" in surfaces and not (s.get("tool") and isinstance(s.get("tool_result"), dict)):
             raise InputError("a tool_result surface needs 'tool' and a 'tool_result' object", file=where, field=fld)

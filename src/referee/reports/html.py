@@ -23,6 +23,7 @@ import markupsafe
 from .._version import __version__
 from ..evaluators.evidence import locate
 from ..results.schema import ResultRow
+from ..rubrics.model import SCALES
 
 _TEMPLATES = Path(__file__).parent / "templates"
 HIST_BINS = 10
@@ -101,10 +102,9 @@ def _criterion_summary(rows: Sequence[ResultRow]) -> list[dict[str, Any]]:
     for s in order.values():
         s["mean_norm"] = statistics.fmean(s["norm"]) if s["norm"] else None
         s["mean_raw"] = statistics.fmean(s["raw"]) if s["raw"] else None
-        scale = s["scale"] or ""
-        if scale in ("1-5", "0-2", "binary"):  # on its own scale even when nothing was scored
-            lo, hi = {"1-5": (1, 5), "0-2": (0, 2), "binary": (0, 1)}[scale]
-            s["dist"] = _discrete_counts(s["raw"], lo, hi)
+        bounds = SCALES.get(s["scale"] or "")
+        if bounds is not None and bounds[2]:  # an integer scale: one bar per point, even when nothing was scored
+            s["dist"] = _discrete_counts(s["raw"], int(bounds[0]), int(bounds[1]))
         else:
             s["dist"] = [(f"{i / HIST_BINS:.1f}", n) for i, n in enumerate(histogram(s["norm"]))]
         out.append(s)
@@ -127,8 +127,7 @@ def _case_view(row: ResultRow, case_text: str | None) -> dict[str, Any]:
     crits = []
     for c in row.criteria:
         found = {q.get("quote"): q.get("found") for q in checks.get(c.id, []) if isinstance(q, Mapping)}
-        evidence = [{"quote": q, "found": found.get(q, c.grounded if c.grounded is not None else None)}
-                    for q in c.evidence]
+        evidence = [{"quote": q, "found": found.get(q, c.grounded)} for q in c.evidence]
         # Only verified quotes are highlighted: a quote that was not found must not look like evidence.
         quotes += [(c.id, str(e["quote"])) for e in evidence if e["found"] is not False]
         crits.append({"c": c, "evidence": evidence})
@@ -154,7 +153,7 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
     scores = [r.score for r in scored if r.score is not None]
     passed = [r for r in rows if r.passed is True]
     failed = [r for r in rows if r.passed is False]
-    verdicts = Counter(_verdict_label(r.details) for r in scored if _verdict_label(r.details))
+    verdicts = Counter(v for r in scored if (v := _verdict_label(r.details)))
     judges = sorted({f"{r.judge.provider}/{r.judge.model}" for r in rows if r.judge})
     self_rows = [r for r in rows if "self_grading" in r.flags]
     sut = getattr(manifest, "system_under_test", None)
@@ -201,7 +200,6 @@ def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", sou
 
 def write_html(rows: Sequence[ResultRow], path: str | Path, **kwargs: Any) -> Path:
     p = Path(path)
-    if p.parent and not p.parent.exists():
-        p.parent.mkdir(parents=True, exist_ok=True)
+    p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(render_html(rows, **kwargs), encoding="utf-8")
     return p

@@ -43,7 +43,7 @@ def _groups_table(title: str, first: str, groups: list[Group], total: Group | No
     for g in rows:
         cells = [_safe(g.name), str(g.cases), _num(g.mean.estimate), _pct(g.pass_rate.estimate),
                  _ci(g.pass_rate.lo, g.pass_rate.hi), _ci(g.pass_rate_wilson.lo, g.pass_rate_wilson.hi),
-                 str(g.unscored + g.errors) if g.unscored + g.errors else "0", _num(g.mean_cost, 5),
+                 str(g.unscored + g.errors), _num(g.mean_cost, 5),
                  _num(g.mean_latency_ms, 0)]
         if repeats:
             cells += [_pct(g.pass_at_k), _pct(g.pass_all_k)]

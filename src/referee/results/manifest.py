@@ -17,6 +17,11 @@ from .._version import __version__
 MANIFEST_VERSION = 1
 
 
+def utc_now_iso() -> str:
+    """Now, as the ISO 8601 UTC timestamp (whole seconds) every manifest field uses."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
 def manifest_path(results_path: str | Path) -> Path:
     """``results.jsonl`` -> ``results.manifest.json`` (same folder)."""
     p = Path(results_path)
@@ -98,7 +103,7 @@ class RunManifest(_Model):
     kind: str = "judge"
     """Which command wrote the run: judge, pairwise, rubric, gold, suite, redteam, ..."""
     status: Literal["running", "complete", "interrupted", "failed"] = "running"
-    created_at: str = Field(default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+    created_at: str = Field(default_factory=utc_now_iso)
     finished_at: str | None = None
     command: list[str] = Field(default_factory=list)
     eval_set: EvalSetInfo | None = None

@@ -50,7 +50,7 @@ def _field_name(loc: tuple[Any, ...]) -> str | None:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("function-after[_weights_ok()]",) or str(part).startswith(("function-", "__")):
+        elif str(part).startswith(("function-", "__")):  # pydantic validator frames, not fields
             continue
         else:
             out += ("." if out else "") + str(part)

@@ -8,7 +8,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable, UserError
 from ..results.io import ResultWriter
@@ -23,17 +23,11 @@ class FatalRunError(UserError):
 
 
 @dataclass
-class RunStats(Generic[T]):
+class RunStats:
+    """The rows a run produced (in completion order) and its wall time (``session.totals`` sums them)."""
+
     rows: list[ResultRow] = field(default_factory=list)
     wall_s: float = 0.0
-
-    def count(self, status: str) -> int:
-        return sum(1 for r in self.rows if r.status == status)
-
-    @property
-    def cost_usd(self) -> float | None:
-        costs = [r.cost_usd for r in self.rows if r.cost_usd is not None]
-        return sum(costs) if costs else None
 
 
 def is_fatal(exc: BaseException) -> bool:
@@ -59,14 +53,14 @@ async def run_rows(
     on_error: Callable[[T, BaseException], ResultRow] | None = None,
     show_progress: bool = True,
     cost_so_far: Callable[[], float | None] | None = None,
-) -> RunStats[T]:
+) -> RunStats:
     """Evaluate ``items`` with at most ``concurrency`` in flight; rows are written as they complete.
 
     ``evaluate`` should turn per-case failures into rows itself. An unexpected exception becomes a row via
     ``on_error`` (one bad case never stops a run); a fatal one (see :func:`is_fatal`) stops the run after
     the rows already written are flushed.
     """
-    stats: RunStats[T] = RunStats()
+    stats = RunStats()
     start = time.perf_counter()
     queue: asyncio.Queue[T] = asyncio.Queue()
     for it in items:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # rich is imported only when a bar is actually shown (start-up time of every run)
     from rich.progress import Progress as _RichProgress
+    from rich.progress import TaskID
 
 
 class Progress:
@@ -22,7 +23,7 @@ class Progress:
         self.cost = cost
         self.enabled = enabled and total > 0 and sys.stderr.isatty()
         self._bar: _RichProgress | None = None
-        self._task: int | None = None
+        self._task: TaskID | None = None
         self._last = 0.0
 
     def _describe(self) -> str:
@@ -54,11 +55,11 @@ class Progress:
         if now - self._last > 0.2 or self.done == self.total:  # rendering costs CPU: throttle updates
             self._last = now
             assert self._task is not None
-            self._bar.update(self._task, completed=self.done, description=self._describe())  # type: ignore[arg-type]
+            self._bar.update(self._task, completed=self.done, description=self._describe())
 
     def close(self) -> None:
         if self._bar is not None:
             assert self._task is not None
-            self._bar.update(self._task, completed=self.done, description=self._describe())  # type: ignore[arg-type]
+            self._bar.update(self._task, completed=self.done, description=self._describe())
             self._bar.stop()
             self._bar = None

@@ -7,19 +7,18 @@ resume the same way and write the same manifest.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from .._redact import redact_text
 from ..errors import UserError
 from ..results.io import ResultWriter, read_results
-from ..results.manifest import RunManifest, Totals, manifest_path
+from ..results.manifest import RunManifest, Totals, manifest_path, utc_now_iso
 from ..results.schema import ResultRow
 from .client import JudgeClient
 from .engine import run_rows
@@ -69,6 +68,12 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
     res = Resume()
     if not out.exists():
         return res
+    inputs = (("cases", manifest.eval_set.path if manifest.eval_set else None),
+              ("--template", manifest.template.path if manifest.template else None))
+    for name, given in inputs:
+        # Checked here, for every judging command: the move below would set the user's input file aside.
+        if given and out.resolve() == Path(given).resolve():
+            raise UserError(f"--out {out} is the {name} file; write results to a file of their own")
     if out.is_dir():
         raise UserError(f"--out {out} is a directory; give a results file such as {out / 'results.jsonl'}")
     if not out.is_file():
@@ -92,9 +97,8 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
     res.done = {r.key for r in keep}
     # Rewrite without the error rows (atomically) so retried cases do not appear twice.
     tmp = out.with_name(out.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for r in keep:
-            f.write(json.dumps(r.to_json_dict(), ensure_ascii=False) + "\n")
+    with ResultWriter(tmp, append=False) as w:
+        w.write_all(keep)
     os.replace(tmp, out)
     if keep:
         res.note = f"resuming: {len(keep)} rows already in {out} are kept; judging the rest"
@@ -158,7 +162,7 @@ def execute(
     writer = ResultWriter(out, append=True)
     t0 = time.perf_counter()
     new_rows: list[ResultRow] = []
-    status = "complete"
+    status: Literal["complete", "interrupted", "failed"] = "complete"
 
     async def main() -> None:
         try:
@@ -184,11 +188,9 @@ def execute(
         # Re-reading is for regular files only: /dev/full reads as endless zeros, a pipe would block.
         reread = _reread(out, resume.kept) if not new_rows and keep_manifest else []
         all_rows = resume.kept + (new_rows or reread)
-        manifest.status = status  # type: ignore[assignment]
+        manifest.status = status
         manifest.totals = totals(all_rows, client, time.perf_counter() - t0, skipped)
-        import datetime as _dt
-
-        manifest.finished_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        manifest.finished_at = utc_now_iso()
         try:
             if keep_manifest:
                 manifest.write(out)

@@ -210,9 +210,7 @@ class Agreement:
 
     def to_dict(self) -> dict[str, Any]:
         def iv(i: Interval | None) -> dict[str, Any] | None:
-            if i is None:
-                return None
-            return {"estimate": i.estimate, "lo": i.lo, "hi": i.hi, "n": i.n}
+            return None if i is None else i.to_dict()
 
         return {
             "n": self.n, "exact_agreement": iv(self.exact), "mean_abs_diff": iv(self.mean_abs_diff),

@@ -3,7 +3,8 @@
 A comparison is ``(system_i, system_j, score_i)`` with ``score_i`` 1.0 (i won), 0.0 (j won) or 0.5 (tie).
 Ties count as half a win for each side. Bradley-Terry strengths are fitted with the MM algorithm
 (Hunter 2004) and reported on the Elo-like scale ``400 * log10(strength)``, centred on the mean system;
-a tiny prior (one virtual tie against every other system) keeps a system that won or lost everything finite.
+a tiny prior (half a virtual tie per pair of systems, ``_PRIOR``) keeps a system that won or lost everything
+finite.
 """
 
 from __future__ import annotations
@@ -87,15 +88,13 @@ class Leaderboard:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        def iv(x: Interval) -> dict[str, Any]:
-            return {"estimate": x.estimate, "lo": x.lo, "hi": x.hi, "n": x.n}
-
         return {
             "n_comparisons": self.n_comparisons,
-            "standings": [{"rank": r + 1, "system": s.system, "rating": iv(s.rating), "win_rate": iv(s.win_rate),
+            "standings": [{"rank": r + 1, "system": s.system, "rating": s.rating.to_dict(),
+                           "win_rate": s.win_rate.to_dict(),
                            "comparisons": s.comparisons, "one_sided": s.one_sided} for r, s in enumerate(self.standings)],
             "pairs": [{"a": p.a, "b": p.b, "wins_a": p.wins_a, "wins_b": p.wins_b, "ties": p.ties,
-                       "win_rate_a": iv(p.win_rate_a)} for p in self.pairs],
+                       "win_rate_a": p.win_rate_a.to_dict()} for p in self.pairs],
             "notes": self.notes,
         }
 

@@ -17,10 +17,7 @@ import click
 
 from ..errors import UserError
 from ..results.schema import ResultRow
-from .model import Gates
-
-_BASELINE_ONLY = ("fail_on_regression", "fail_on_cost_regression", "fail_on_latency_regression",
-                  "fail_on_significant_regression", "fail_on_inconclusive")
+from .model import BASELINE_ONLY_GATES, Gates
 
 
 def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path, show: bool = True) -> int:
@@ -41,7 +38,7 @@ def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Pa
         b = Path(gates.baseline)
         baseline = b if b.is_absolute() else base_dir / b
     else:
-        asked = [k for k in _BASELINE_ONLY if getattr(gates, k)]
+        asked = [k for k in BASELINE_ONLY_GATES if getattr(gates, k)]
         if asked:
             raise UserError(f"gates.{asked[0]} needs gates.baseline")
     opts = ScoreOptions(threshold=gates.threshold if gates.threshold is not None else threshold,

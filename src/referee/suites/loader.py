@@ -20,7 +20,15 @@ from pydantic import ValidationError
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
 from ..evaluators.base import Evaluator
-from .model import RESERVED_ENTRY_KEYS, EntryMeta, Gates, JudgeDefaults, Scoring, SuiteFile
+from .model import (
+    BASELINE_ONLY_GATES,
+    RESERVED_ENTRY_KEYS,
+    EntryMeta,
+    Gates,
+    JudgeDefaults,
+    Scoring,
+    SuiteFile,
+)
 from .options import OptionProblem, build_evaluator
 
 Path_ = tuple[str | int, ...]
@@ -284,11 +292,11 @@ def _load_cases(value: Any, col: _Collector, base: Path) -> tuple[list[Case], st
                 cases.append(_check_case(obj, col.file, col.line(("cases", i)), i))
             except InputError as exc:
                 col.add(("cases", i, *((exc.field,) if exc.field else ())), exc.reason, col.line(("cases", i)))
-    seen: dict[str, int] = {}
+    seen: set[str] = set()
     for c in cases:
         if c.id in seen:
             col.add(("cases",), f"duplicate case id '{c.id}' ({c.where}); ids must be unique")
-        seen[c.id] = 1
+        seen.add(c.id)
     return cases, cases_path
 
 
@@ -357,8 +365,7 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
     if gates is not None and gates.baseline is not None and not (base / gates.baseline).exists():
         col.add(("gates", "baseline"), f"baseline results file not found: {base / gates.baseline}")
     if gates is not None and gates.baseline is None:
-        for key in ("fail_on_regression", "fail_on_cost_regression", "fail_on_latency_regression",
-                    "fail_on_significant_regression", "fail_on_inconclusive"):
+        for key in BASELINE_ONLY_GATES:
             if getattr(gates, key):
                 col.add(("gates", key), "needs gates.baseline (a results file to compare with)")
     judge = model.judge if model is not None else _part(JudgeDefaults, data.get("judge"))
@@ -367,9 +374,7 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
         if not tf.exists():
             col.add(("judge", "template_file"), f"template file not found: {tf}")
         judge = judge.model_copy(update={"template_file": str(tf)})
-    if model is None:
-        return None, sorted(col.problems, key=lambda p: (p.line or 0))
-    if col.problems:
+    if model is None or col.problems:
         return None, sorted(col.problems, key=lambda p: (p.line or 0))
     specs = [_with_judge_defaults(s, judge) for s in specs]
     suite = Suite(path=sp, name=model.name or p.stem, cases=cases, specs=specs, scoring=model.scoring,
@@ -404,7 +409,6 @@ def suite_from_dict(data: dict[str, Any], base_dir: str | Path = ".", name: str 
 
     with tempfile.TemporaryDirectory(prefix="referee-suite-") as tmp:
         p = Path(tmp) / f"{name}.yaml"
-        p.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
         base = Path(base_dir).resolve()
         data = copy.deepcopy(data)
         if isinstance(data.get("cases"), str) and not Path(data["cases"]).is_absolute():
@@ -414,11 +418,9 @@ def suite_from_dict(data: dict[str, Any], base_dir: str | Path = ".", name: str 
             data["gates"] = {**gates, "baseline": str(base / gates["baseline"])}
         for entry in data.get("evaluators") or []:
             if isinstance(entry, dict):
-                for opts in entry.values():
+                for key, opts in entry.items():
                     if isinstance(opts, dict):
-                        for k, v in list(opts.items()):
-                            if k.endswith("_file") and isinstance(v, str) and not Path(v).is_absolute():
-                                opts[k] = str(base / v)
+                        entry[key] = _resolve_files(opts, base)
         p.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
         suite = load_suite(p)
     return dataclasses.replace(suite, base_dir=base, cases_path=suite.cases_path)

@@ -45,6 +45,11 @@ class JudgeDefaults(_M):
     output_price_per_mtok: float | None = Field(default=None, ge=0)
 
 
+BASELINE_ONLY_GATES = ("fail_on_regression", "fail_on_cost_regression", "fail_on_latency_regression",
+                       "fail_on_significant_regression", "fail_on_inconclusive")
+"""Gates that compare with ``gates.baseline`` and so need one."""
+
+
 class Gates(_M):
     """CI gates, with the names and meaning of ``referee score``'s options (dashes become underscores)."""
 

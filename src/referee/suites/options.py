@@ -101,10 +101,10 @@ def build_evaluator(cls: type[Evaluator], options: dict[str, Any]) -> Evaluator:
         except ValidationError as exc:
             problems = []
             for e in exc.errors():
-                msg = "unknown option" if e.get("type") == "extra_forbidden" else e.get("msg", "invalid")
                 if e.get("type") == "extra_forbidden":
-                    known = ", ".join(model.model_fields) or "none"
-                    msg = f"unknown option (options: {known})"
+                    msg = f"unknown option (options: {', '.join(model.model_fields) or 'none'})"
+                else:
+                    msg = e.get("msg", "invalid")
                 problems.append((_loc(e), msg))
             raise OptionProblem(problems) from None
         kwargs = {k: getattr(validated, k) for k in options}
@@ -112,9 +112,7 @@ def build_evaluator(cls: type[Evaluator], options: dict[str, Any]) -> Evaluator:
         return cls(**kwargs)
     except OptionError as exc:
         raise OptionProblem([(exc.option, exc.reason)]) from None
-    except UserError as exc:
-        raise OptionProblem([("", str(exc))]) from None
-    except (TypeError, ValueError) as exc:
+    except (UserError, TypeError, ValueError) as exc:
         raise OptionProblem([("", str(exc))]) from None
 
 

@@ -83,8 +83,9 @@ class CaseEvaluator:
                     raise  # a bad key or unknown model repeats for every case: stop the run
                 return CheckResult.error(f"{spec.label}: {type(exc).__name__}: {exc}")
         if spec.blocking:
-            slots = self.code_slots or asyncio.Semaphore(os.cpu_count() or 2)
-            async with slots:
+            if self.code_slots is None:  # made once, so every case shares the same bound
+                self.code_slots = asyncio.Semaphore(os.cpu_count() or 2)
+            async with self.code_slots:
                 return await asyncio.to_thread(_safe_check, spec, case, output)
         if _has_async(spec):
             try:
@@ -241,12 +242,6 @@ def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int =
     """Run ``suite`` writing rows to ``out`` (resuming a crashed identical run) and the manifest beside it."""
     manifest = build_manifest(suite, command=command or ["referee", *sys.argv[1:]], judge_config=judge_config)
     ce = CaseEvaluator(suite)
-
-    async def evaluate(case: Case) -> ResultRow:
-        if ce.code_slots is None:
-            ce.code_slots = asyncio.Semaphore(os.cpu_count() or 2)
-        return await ce.evaluate(case)
-
     # Rows are small, short-lived and acyclic, but the collector rescans every live case and row on each
     # pass: freezing what is loaded and collecting less often halves the time of a large checks-only run.
     # A checks-only run creates no reference cycles worth collecting, so the collector is paused for it.
@@ -258,7 +253,7 @@ def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int =
         gc.disable()
     try:
         return execute(
-            out=out, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None), evaluate=evaluate,
+            out=out, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None), evaluate=ce.evaluate,
             on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
             client=client, concurrency=concurrency, label="evaluating",
         )

@@ -97,6 +97,11 @@ def _role(msg: Any, roles: set[str], *, case_id: str | None, at: str) -> str:
 
 # -- the seed shape -------------------------------------------------------------------------------------
 
+_SEED_STEP_KEYS = frozenset({"step", "tool", "args", "arguments", "result", "output", "observation", "error",
+                             "tokens", "input_tokens", "output_tokens", "cost_usd", "latency_ms", "call_id"})
+"""Keys a seed step maps onto :class:`Step` fields; any other key is kept in ``Step.extra``."""
+
+
 def from_seed(steps: list[Any], *, case_id: str | None = None) -> Trajectory:
     """``[{step, tool, args, result?, error?, tokens?, cost_usd?, latency_ms?}]``; ``step`` numbers, when
     given, must increase."""
@@ -137,14 +142,12 @@ def from_seed(steps: list[Any], *, case_id: str | None = None) -> Trajectory:
                                                                       or tokens.get("output_tokens"))
         elif tokens is not None and in_tok is None:
             in_tok = int_or_none(tokens)
-        known = {"step", "tool", "args", "arguments", "result", "output", "observation", "error", "tokens",
-                 "input_tokens", "output_tokens", "cost_usd", "latency_ms", "call_id"}
         out.append(Step(
             index=len(out) + 1, tool=tool.strip(), args=args, result=result,
             error=None if error in (None, "", False) else str(error), call_id=raw.get("call_id"),
             input_tokens=in_tok, output_tokens=out_tok, cost_usd=float_or_none(raw.get("cost_usd")),
             latency_ms=float_or_none(raw.get("latency_ms")),
-            extra={k: v for k, v in raw.items() if k not in known},
+            extra={k: v for k, v in raw.items() if k not in _SEED_STEP_KEYS},
         ))
     return Trajectory(steps=out, source_format="seed")
 

@@ -35,6 +35,13 @@ def as_text(value: Any) -> str:
         return str(value)
 
 
+def candidates(value: Any) -> list[str]:
+    """A reference may be one value or a list of acceptable ones: each as text."""
+    if isinstance(value, list | tuple):
+        return [as_text(v) for v in value]
+    return [as_text(value)]
+
+
 def expected_value(value: Any, from_field: str | None, case: Case) -> Any:
     """The value a check compares against: its ``value`` option, else a case field (``reference`` default)."""
     if value is not None:

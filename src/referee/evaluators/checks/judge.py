@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from ...cases import Case
 from ...providers.base import JudgeRequest, Message
 from ...results.manifest import text_sha256
+from ...runner.client import JudgeClient
 from ...templates import fill_case
 from ..base import CheckResult, Evaluator, register
 from ..judge import JUDGE_SYSTEM, parse_template_reply, template_reply_schema
@@ -43,7 +44,8 @@ DEFAULT_RUBRIC = "- correctness: the answer is correct and consistent with the r
 class JudgeSettings:
     """What the runner hands an LLM evaluator: the client and the sampling settings."""
 
-    client: Any
+    client: JudgeClient | None
+    """None in dry runs, which only build prompts."""
     max_tokens: int = 1024
     temperature: float | None = None
     seed: int | None = None

@@ -12,13 +12,7 @@ from typing import Any, ClassVar, Literal
 from ...cases import Case
 from ...errors import MissingExtraError
 from ..base import CheckResult, Evaluator, register
-from ._common import OptionError, as_text, clip, expected_value, tokens
-
-
-def _refs(value: Any) -> list[str]:
-    if isinstance(value, list | tuple):
-        return [as_text(v) for v in value]
-    return [as_text(value)]
+from ._common import OptionError, as_text, candidates, clip, expected_value, tokens
 
 
 @dataclass
@@ -43,14 +37,11 @@ class _Similarity(Evaluator):
         if ref is None:
             return CheckResult.error(f"no reference: set 'value' or give cases a '{self.from_field or 'reference'}'")
         text = as_text(output)
-        best = max(self.similarity(text, r) for r in _refs(ref))
+        best = max(self.similarity(text, r) for r in candidates(ref))
         best = min(1.0, max(0.0, best))
         ok = best >= self.threshold
         return CheckResult(score=best, passed=ok,
                            reason=f"{self.name} {best:.3f} {'>=' if ok else '<'} {self.threshold:g}")
-
-
-_SCORERS = ("ratio", "partial_ratio", "token_sort_ratio", "token_set_ratio", "WRatio")
 
 
 @register

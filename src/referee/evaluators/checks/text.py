@@ -8,16 +8,9 @@ from typing import Any, ClassVar, Literal
 
 from ...cases import Case
 from ..base import CheckResult, Evaluator, register
-from ._common import OptionError, as_text, clip, expected_value, normalise
+from ._common import OptionError, as_text, candidates, clip, expected_value, normalise
 
 UnicodeForm = Literal["NFC", "NFKC", "NFD", "NFKD"]
-
-
-def _candidates(value: Any) -> list[str]:
-    """A reference may be one string or a list of acceptable ones."""
-    if isinstance(value, list | tuple):
-        return [as_text(v) for v in value]
-    return [as_text(value)]
 
 
 @register
@@ -45,7 +38,7 @@ class Equals(Evaluator):
         if expected is None:
             return CheckResult.error(f"no expected value: set 'value' or give cases a '{self.from_field or 'reference'}'")
         got = self._norm(as_text(output))
-        for cand in _candidates(expected):
+        for cand in candidates(expected):
             if self._norm(cand) == got:
                 return CheckResult.from_bool(True, "equal")
         return CheckResult.from_bool(False, f"expected {clip(as_text(expected))!r}, got {clip(got)!r}")
