@@ -192,14 +192,10 @@ def _load_json_list(raw: bytes, path: str) -> list[Case]:
 def _load_yaml(raw: bytes, path: str) -> list[Case]:
     import yaml  # imported here: JSONL runs (the common case) do not pay for it at start-up
 
+    from ._yaml import parse_nodes
+
     text = _decode(raw, path)
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"malformed YAML ({getattr(exc, 'problem', exc)})", file=path,
-                         line=(mark.line + 1) if mark else None) from exc
+    node, data = parse_nodes(text, path)
     if data is None:
         return []
     items_nodes: Sequence[Any] = []

@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .._yaml import parse as parse_yaml
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
 from ..results.manifest import EvalSetInfo, RunManifest, file_sha256
@@ -38,12 +37,7 @@ def read_yaml(path: str) -> Any:
     if not p.exists():
         raise InputError("file not found", file=path)
     try:
-        return yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"malformed YAML ({problem})", file=path,
-                         line=(mark.line + 1) if mark is not None else None) from None
+        return parse_yaml(p.read_text(encoding="utf-8"), path)
     except UnicodeDecodeError:
         raise InputError("not valid UTF-8", file=path) from None
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from .._yaml import parse as parse_yaml
 from ..errors import InputError
 
 FAILURE_MODES = ("prompt-injection", "jailbreak", "data-exfiltration", "tool-misuse", "over-refusal")
@@ -61,12 +62,7 @@ def _read_yaml(path: Path | None, package_file: str) -> tuple[Any, str]:
         return yaml.safe_load(text), f"referee/redteam/data/{package_file}"
     if not path.exists():
         raise InputError("file not found", file=str(path))
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")), str(path)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"malformed YAML ({getattr(exc, 'problem', exc)})", file=str(path),
-                         line=(mark.line + 1) if mark else None) from exc
+    return parse_yaml(path.read_text(encoding="utf-8"), str(path)), str(path)
 
 
 def _read_list(path: str | Path | None, key: str) -> tuple[list[Any], str]:

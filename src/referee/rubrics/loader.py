@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from .._yaml import parse_nodes
 from ..errors import InputError
 from .model import SCALES, Rubric
 
@@ -60,13 +61,7 @@ def _field_name(loc: tuple[Any, ...]) -> str | None:
 def parse_rubric(text: str, source: str, *, kind: str | None = None) -> Rubric:
     """Validate rubric YAML text; ``source`` names the file in errors. ``kind`` (``gold``) is how a file
     that does not say what it is gets read (``referee gold`` reads any file it is given as criteria)."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"malformed YAML ({getattr(exc, 'problem', exc)})", file=source,
-                         line=(mark.line + 1) if mark else None) from exc
+    node, data = parse_nodes(text, source)
     if not isinstance(data, dict):
         raise InputError("expected a mapping with a 'criteria' list", file=source)
     if "criteria" not in data or data["criteria"] is None:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from .._yaml import parse_nodes
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
 from ..evaluators.base import Evaluator
@@ -312,12 +313,9 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
     except (OSError, UnicodeDecodeError) as exc:
         return None, [Problem(sp, None, "", f"cannot read the suite as UTF-8: {exc}")]
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return None, [Problem(sp, mark.line + 1 if mark else None, "",
-                              f"malformed YAML ({getattr(exc, 'problem', None) or exc})")]
+        node, data = parse_nodes(text, sp)
+    except InputError as exc:
+        return None, [Problem(sp, exc.line, "", exc.reason)]
     col = _Collector(sp, _line_map(node))
     if not isinstance(data, dict):
         col.add((), "a suite file is a mapping with at least 'cases' and 'evaluators'")
