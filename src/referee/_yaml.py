@@ -33,3 +33,19 @@ def parse_nodes(text: str, source: str) -> tuple[yaml.Node | None, Any]:
         return yaml.compose(text, Loader=yaml.SafeLoader), yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise yaml_error(exc, source) from None
+
+
+def read_text(path: str) -> str:
+    """A YAML file's text; bytes that are not UTF-8 are an InputError naming the line."""
+    raw = open(path, "rb").read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); re-save the file as UTF-8",
+                         file=path, line=line) from None
+
+
+def load(path: str) -> Any:
+    """The data of a YAML file, with file-and-line errors for bad bytes and bad YAML."""
+    return parse(read_text(path), path)

@@ -201,3 +201,14 @@ def test_refusal_detection_on_realistic_replies(behaviour: str, output: str, sta
 def test_the_refusal_phrase_is_the_evidence_of_an_over_refusal() -> None:
     r = check(rt_case("comply", "I\u2019m sorry, but that is against our security policy."))
     assert r.passed is False and r.details["refusal_phrase"] in r.reason
+
+
+def test_seeds_file_that_is_not_utf8_is_a_one_line_error(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    seeds = tmp_path / "seeds.yaml"
+    seeds.write_bytes(b"seeds:\n  - id: x\n    input: \xad\xff\n")
+    from referee.cli import cli
+
+    assert cli(["redteam", "generate", "--seeds", str(seeds), "-o", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert f"{seeds}:3: not valid UTF-8" in err and "Traceback" not in err

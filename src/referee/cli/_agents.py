@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._yaml import parse as parse_yaml
+from .._yaml import load as load_yaml
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
 from ..results.manifest import EvalSetInfo, RunManifest, file_sha256
@@ -36,10 +36,7 @@ def read_yaml(path: str) -> Any:
     p = Path(path)
     if not p.exists():
         raise InputError("file not found", file=path)
-    try:
-        return parse_yaml(p.read_text(encoding="utf-8"), path)
-    except UnicodeDecodeError:
-        raise InputError("not valid UTF-8", file=path) from None
+    return load_yaml(path)
 
 
 def read_criteria(path: str | None) -> dict[str, str] | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from .._yaml import parse as parse_yaml
+from .._yaml import load as load_yaml
 from ..errors import InputError
 
 FAILURE_MODES = ("prompt-injection", "jailbreak", "data-exfiltration", "tool-misuse", "over-refusal")
@@ -62,7 +62,7 @@ def _read_yaml(path: Path | None, package_file: str) -> tuple[Any, str]:
         return yaml.safe_load(text), f"referee/redteam/data/{package_file}"
     if not path.exists():
         raise InputError("file not found", file=str(path))
-    return parse_yaml(path.read_text(encoding="utf-8"), str(path)), str(path)
+    return load_yaml(str(path)), str(path)
 
 
 def _read_list(path: str | Path | None, key: str) -> tuple[list[Any], str]:
