@@ -9,7 +9,7 @@ import pytest
 
 from referee.errors import ProviderAuthError, ProviderError, ProviderUnavailable, UserError
 from referee.evaluators.judge import TEMPLATE_REPLY_SCHEMA
-from referee.providers import JudgeRequest, Message, get_provider
+from referee.providers import Completion, JudgeRequest, Message, Provider, get_provider
 from referee.providers.anthropic import AnthropicProvider
 from referee.providers.gemini import GeminiProvider
 from referee.providers.openai_compat import OpenAICompatProvider
@@ -20,14 +20,19 @@ from .util import KEY, verdict
 REQ = JudgeRequest(messages=(Message("system", "SYS"), Message("user", "grade this")),
                    response_schema=TEMPLATE_REPLY_SCHEMA, max_tokens=300, temperature=0.0, seed=7)
 
+async def complete_once(p: Provider, request: JudgeRequest) -> Completion:
+    """One call through a real provider, closing its connections afterwards."""
+    try:
+        return await p.complete(request)
+    finally:
+        await p.aclose()
+
+
 
 async def test_openai_request_shape_and_reply(fake_server: FakeLLMServer) -> None:
     fake_server.script(Reply(text=verdict(0.9), input_tokens=11, output_tokens=4))
     p = OpenAICompatProvider("m1", base_url=fake_server.openai_base_url, api_key=KEY)
-    try:
-        c = await p.complete(REQ)
-    finally:
-        await p.aclose()
+    c = await complete_once(p, REQ)
     assert json.loads(c.text)["overall_score"] == 0.9
     assert (c.input_tokens, c.output_tokens, c.model) == (11, 4, "m1") and c.latency_ms > 0
     (req,) = fake_server.requests
@@ -58,10 +63,7 @@ async def test_openai_degrades_json_schema_to_json_object_like_llama_cpp_python(
 async def test_openai_degrades_to_no_response_format() -> None:
     with FakeLLMServer(openai_formats=("none",)) as srv:
         p = OpenAICompatProvider("m", base_url=srv.openai_base_url)
-        try:
-            c = await p.complete(REQ)
-        finally:
-            await p.aclose()
+        c = await complete_once(p, REQ)
         kinds = [(r.body.get("response_format") or {}).get("type", "none") for r in srv.requests]
         assert "Authorization" not in srv.requests[0].headers  # no key configured: no header at all
     assert kinds == ["json_schema", "json_object", "none"] and json.loads(c.text)["overall_score"] == 0.8
@@ -77,10 +79,7 @@ def test_official_openai_needs_a_key_but_local_servers_do_not() -> None:
 async def test_anthropic_request_shape_and_tool_use(fake_server: FakeLLMServer) -> None:
     fake_server.script(Reply(text=verdict(0.3), input_tokens=21, output_tokens=9))
     p = AnthropicProvider("claude-x", base_url=fake_server.url, api_key=KEY)
-    try:
-        c = await p.complete(REQ)
-    finally:
-        await p.aclose()
+    c = await complete_once(p, REQ)
     assert json.loads(c.text)["overall_score"] == 0.3 and (c.input_tokens, c.output_tokens) == (21, 9)
     (req,) = fake_server.requests
     assert req.path == "/v1/messages"
@@ -96,20 +95,14 @@ async def test_anthropic_request_shape_and_tool_use(fake_server: FakeLLMServer) 
 async def test_anthropic_text_reply_without_tool_use(fake_server: FakeLLMServer) -> None:
     fake_server.script("plain words, no JSON")  # the fake only wraps JSON objects in tool_use
     p = AnthropicProvider("claude-x", base_url=fake_server.url, api_key=KEY)
-    try:
-        c = await p.complete(REQ)
-    finally:
-        await p.aclose()
+    c = await complete_once(p, REQ)
     assert c.text == "plain words, no JSON"
 
 
 async def test_gemini_request_shape_key_in_header_never_in_url(fake_server: FakeLLMServer) -> None:
     fake_server.script(Reply(text=verdict(0.6), input_tokens=5, output_tokens=3))
     p = GeminiProvider("gemini-x", base_url=fake_server.url, api_key=KEY)
-    try:
-        c = await p.complete(REQ)
-    finally:
-        await p.aclose()
+    c = await complete_once(p, REQ)
     assert json.loads(c.text)["overall_score"] == 0.6 and (c.input_tokens, c.output_tokens) == (5, 3)
     (req,) = fake_server.requests
     assert req.path == "/v1beta/models/gemini-x:generateContent"
@@ -132,10 +125,7 @@ async def test_gemini_sends_a_response_schema_when_every_field_is_known(fake_ser
                             "quotes": {"type": "array", "items": {"type": "string"}}}}
     fake_server.script(Reply(text='{"winner": "tie"}'))
     p = GeminiProvider("gemini-x", base_url=fake_server.url, api_key=KEY)
-    try:
-        await p.complete(JudgeRequest(messages=(Message("user", "pick"),), response_schema=fixed))
-    finally:
-        await p.aclose()
+    await complete_once(p, JudgeRequest(messages=(Message("user", "pick"),), response_schema=fixed))
     schema = fake_server.requests[0].body["generationConfig"]["responseSchema"]
     assert schema["type"] == "OBJECT" and schema["required"] == ["winner"]
     assert schema["properties"]["winner"] == {"type": "STRING", "enum": ["response_1", "response_2", "tie"]}
@@ -148,10 +138,7 @@ async def test_gemini_thinking_tokens_are_billed_as_output(fake_server: FakeLLMS
                               "totalTokenCount": 630}}
     fake_server.script(Reply(body=body))
     p = GeminiProvider("gemini-2.5-flash", base_url=fake_server.url, api_key=KEY)
-    try:
-        c = await p.complete(REQ)
-    finally:
-        await p.aclose()
+    c = await complete_once(p, REQ)
     assert (c.input_tokens, c.output_tokens) == (100, 530)
 
 
