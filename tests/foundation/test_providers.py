@@ -20,13 +20,13 @@ from .util import KEY, verdict
 REQ = JudgeRequest(messages=(Message("system", "SYS"), Message("user", "grade this")),
                    response_schema=TEMPLATE_REPLY_SCHEMA, max_tokens=300, temperature=0.0, seed=7)
 
+
 async def complete_once(p: Provider, request: JudgeRequest) -> Completion:
     """One call through a real provider, closing its connections afterwards."""
     try:
         return await p.complete(request)
     finally:
         await p.aclose()
-
 
 
 async def test_openai_request_shape_and_reply(fake_server: FakeLLMServer) -> None:
