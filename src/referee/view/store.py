@@ -205,6 +205,10 @@ class Run:
         paths = list(self.cases_paths)
         warns: list[str] = []
         man = self.table.manifest
+        name = self.path.name
+        outputs = self.path.with_name((name[:-len(".jsonl")] if name.endswith(".jsonl") else name) + ".outputs.jsonl")
+        if not paths and outputs.is_file():  # a target's generated outputs beside its results (referee run)
+            paths.append(outputs)
         if not paths and man is not None and man.eval_set is not None:
             recorded = Path(man.eval_set.path)
             for cand in (recorded, self.path.parent / recorded, self.path.parent / recorded.name):
