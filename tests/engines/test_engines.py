@@ -23,7 +23,7 @@ def test_engine_specs() -> None:
     ray = get_engine("ray=10.1.2.3:6379", rpm=30)  # building the engine imports no Ray and connects nowhere
     assert (ray.name, ray.describe(), getattr(ray, "rpm", None)) == ("ray", "ray=10.1.2.3:6379", 30)
     assert get_engine("ray").describe() == "ray"
-    for bad in ("spark", "ray=", "local=x"):
+    for bad in ("spark", "ray=", "local=x", "ray=ray://head:10001"):
         with pytest.raises(UserError):
             get_engine(bad)
     with pytest.raises(UserError, match="--rpm"):

@@ -63,7 +63,7 @@ def code_cases(tmp: Path, n: int = 8) -> None:
         body = "return x * 2" if i % 3 else "return x + 2"  # a third fail their tests
         if i == 5:
             body = "raise ValueError('nope')"
-        rows.append({"id": f"c{i}", "input": "write double(x)", "output": f"def double(x):\n    {body}\n",
+        rows.append({"id": f"c{i}", "input": f"write double(x), take {i}", "output": f"def double(x):\n    {body}\n",
                      "category": "even" if i % 2 == 0 else "odd"})
     (tmp / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 

@@ -56,11 +56,10 @@ def check_reachable(address: str) -> None:
     """A TCP connect to the head's port, so a wrong or down address fails in seconds with one line."""
     if address in ("auto", "local"):
         return
-    client = address.startswith("ray://")
-    target = address.removeprefix("ray://").rstrip("/")
+    target = address.rstrip("/")
     host, sep, port_text = target.rpartition(":")
     if not sep or "]" in port_text:
-        host, port_text = target, "10001" if client else "6379"
+        host, port_text = target, "6379"
     host = host.strip("[]")
     try:
         port = int(port_text)
@@ -230,6 +229,9 @@ class RayEngine(Engine):
     def __init__(self, address: str | None = None, *, rpm: float | None = None, num_cpus: int | None = None,
                  workers: int | None = None) -> None:
         _check_rpm(rpm)
+        if address and address.startswith("ray://"):
+            raise UserError(f"--engine ray={address}: Ray client addresses (ray://) are not supported; run referee "
+                            "on a node of the cluster with ray=auto or ray=HOST:PORT")
         if workers is not None and workers < 1:
             raise UserError(f"workers must be >= 1, not {workers}")
         self.address = address
