@@ -73,10 +73,15 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
                  f"mean **{_num(o.mean.estimate)}** over {o.cases} cases, {_rule(s)}"
                  + (f"; {o.unscored + o.errors} rows unscored" if o.unscored + o.errors else "") + ".")
     lines.append("")
+    if s.self_grading:
+        lines += [f"> ⚠️ **Self-grading caveat:** {_cell(s.self_grading, 300)}.", ""]
     lines += ["| category | cases | pass rate | 95% CI | mean | unscored | mean cost | mean latency ms |",
               "|---|---|---|---|---|---|---|---|"]
     lines += [_group_row(g) for g in [*s.categories, o]]
     lines.append("")
+    if o.mean_cost is not None or o.mean_latency_ms is not None:
+        lines += [("Mean cost and latency are over every row, unscored and error rows included."
+                   if s.cost_rows == "all" else "Mean cost and latency are over scored rows only."), ""]
     if comp:
         b = comp.baseline_overall
         lines.append(f"Against the baseline ({comp.shared} shared cases): "
