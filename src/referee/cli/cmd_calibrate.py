@@ -15,7 +15,6 @@ from ..stats.agreement import interval_text
 from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 from ._common import echo_err
 
-
 _MAX_WARNINGS = 20
 
 
