@@ -52,7 +52,7 @@ def test_update_log_recognises_a_padded_aligned_table(tmp_path: Path) -> None:
     text = log.read_text()
     assert "not yet calibrated" not in text
     assert text.count("Mean delta vs human") == 1  # no second table appended
-    rows = [ln for ln in text.splitlines() if ln.startswith("| 2") or ln.startswith("| 1")]
+    rows = [ln for ln in text.splitlines() if ln.startswith(("| 2", "| 1"))]
     assert len(rows) == 1 and rows[0].endswith("| 1 | 0.200 | tightened rubric |")
     assert cli(["calibrate", str(judge), str(human), "--threshold", "1", "--update-log", str(log)]) == 0
     text = log.read_text()
