@@ -151,8 +151,11 @@ def execute(
     concurrency: int,
     label: str,
     skipped: int = 0,
+    cleanup: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
-    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current."""
+    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current.
+
+    ``cleanup`` runs inside the run's event loop at its end (connections opened in that loop close there)."""
     resume = prepare_output(out, manifest)
     todo = [it for it in items if key(it) not in resume.done]
     # No manifest beside a device or pipe (it would land in /dev).
@@ -172,6 +175,8 @@ def execute(
                                                 else None))
             new_rows.extend(stats.rows)
         finally:
+            if cleanup is not None:
+                await cleanup()
             if client is not None:
                 await client.aclose()
 
