@@ -153,6 +153,8 @@ def execute(
     skipped: int = 0,
 ) -> Outcome:
     """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current."""
+    if client is not None and manifest.judge is not None:
+        manifest.judge.price_source = client.price_source
     resume = prepare_output(out, manifest)
     todo = [it for it in items if key(it) not in resume.done]
     # No manifest beside a device or pipe (it would land in /dev).
@@ -168,7 +170,7 @@ def execute(
         try:
             stats = await run_rows(todo, evaluate, writer=writer, concurrency=concurrency, label=label,
                                    on_error=on_error,
-                                   cost_so_far=(lambda: client.stats.cost_usd if client and client.prices_given
+                                   cost_so_far=(lambda: client.stats.cost_usd if client and client.price_source
                                                 else None))
             new_rows.extend(stats.rows)
         finally:
