@@ -71,6 +71,27 @@ class CriterionReply:
     reasoning: str
     quotes: list[str]
     checks: list[QuoteCheck] = field(default_factory=list)
+    judge_pass: bool | None = None
+    """The judge's own ``pass`` flag; ``passed`` is the decision (it differs when the score is 0)."""
+
+    @property
+    def mismatch(self) -> str | None:
+        """How the judge's ``pass`` contradicts its own 0-2 score, or None."""
+        jp = self.passed if self.judge_pass is None else self.judge_pass
+        if jp and self.score == 0:
+            return "pass: true with score 0"
+        if not jp and self.score == 2:
+            return "pass: false with score 2"
+        return None
+
+
+def apply_zero_rule(r: CriterionReply, *, judge_pass_only: bool = False) -> CriterionReply:
+    """A score of 0 fails the criterion whatever the judge's ``pass`` says (``judge_pass_only``: the
+    original, where ``pass`` alone decides)."""
+    if r.judge_pass is None:
+        r.judge_pass = r.passed
+    r.passed = r.judge_pass and (judge_pass_only or r.score > 0)
+    return r
 
 
 def _documents(case: GoldCase) -> str:
@@ -122,7 +143,7 @@ def parse_item(item: Any, what: str) -> CriterionReply:
     if not isinstance(quotes, list):
         raise ReplyInvalid(f"{what}.quotes is not a list")
     return CriterionReply(passed=p, score=int(s), reasoning=str(item.get("reasoning") or "").strip(),
-                          quotes=[str(q) for q in quotes if str(q).strip()][:MAX_QUOTES])
+                          quotes=[str(q) for q in quotes if str(q).strip()][:MAX_QUOTES], judge_pass=p)
 
 
 @dataclass
@@ -193,8 +214,10 @@ class GoldJudge:
 
     def __init__(self, client: JudgeClient, rubric: Rubric, *, template_hash: str | None = None, single_call: bool = False,
                  max_tokens: int = 1024, temperature: float | None = None, seed: int | None = None,
-                 use_cache: bool = True, system_under_test: str | None = None) -> None:
+                 use_cache: bool = True, system_under_test: str | None = None,
+                 judge_pass_only: bool = False) -> None:
         self.client = client
+        self.judge_pass_only = judge_pass_only
         self.rubric = rubric
         self.single_call = single_call
         self.max_tokens = max_tokens
@@ -237,6 +260,7 @@ class GoldJudge:
                     raise ReplyInvalid(f"criteria missing from the reply: {', '.join(missing)}")
                 replies = {i: parse_item(crit[i], i) for i in ids}
             for r in replies.values():
+                apply_zero_rule(r, judge_pass_only=self.judge_pass_only)
                 self._ground(checker, r)
             bad = [k for k, r in replies.items() if grounded(r.checks) is False]
             if bad and mode == "reask" and attempts[0] == 1:
@@ -317,6 +341,11 @@ class GoldJudge:
         flags: list[str] = []
         if usage.cached_calls and not usage.calls:
             flags.append("cached")
+        mismatch = {cid: m for cid, r in replies.items() if (m := r.mismatch)}
+        if mismatch:
+            # The judge's pass flag and its score disagree: the score 0 decides (unless --judge-pass-only).
+            flags.append("pass_score_mismatch")
+            details["pass_score_mismatch"] = mismatch
         if ungrounded:
             flags.append("ungrounded")
             details["ungrounded"] = ungrounded
