@@ -151,8 +151,11 @@ def execute(
     concurrency: int,
     label: str,
     skipped: int = 0,
+    cleanup: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
-    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current."""
+    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current.
+
+    ``cleanup`` runs inside the run's event loop at its end (connections opened in that loop close there)."""
     if client is not None and manifest.judge is not None:
         manifest.judge.price_source = client.price_source
     resume = prepare_output(out, manifest)
@@ -174,6 +177,8 @@ def execute(
                                                 else None))
             new_rows.extend(stats.rows)
         finally:
+            if cleanup is not None:
+                await cleanup()
             if client is not None:
                 await client.aclose()
 
