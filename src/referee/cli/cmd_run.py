@@ -64,8 +64,8 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     (exit 0 pass, 1 a gate failed, 2 an invalid suite or usage error)."""
     from ..suites import load_suite
     from ..suites.gating import apply_gates, echo_failures, evaluator_table
+    from ..suites.runner import bind_judge, run_suite
     from ..suites.runner import dry_run as estimate
-    from ..suites.runner import run_suite
 
     suite = load_suite(suite_file)
     if cases_file:
@@ -100,14 +100,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
                             "run only the checks with --no-judge)") from exc
         settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
                                  seed=jo.seed, use_cache=not jo.no_cache)
-        specs = []
-        for s in suite.specs:
-            if s.is_llm and hasattr(s.evaluator, "bind"):
-                ev = dataclasses.replace(s.evaluator)  # a private copy per run: binding must not leak
-                ev.bind(settings)
-                s = dataclasses.replace(s, evaluator=ev)
-            specs.append(s)
-        suite = dataclasses.replace(suite, specs=specs)
+        suite = bind_judge(suite, settings)
         judge_config = jo.config(client.provider.model)
     # --concurrency (or its env var) wins, then the suite's top-level `concurrency:`, then `judge.concurrency`
     ctx = click.get_current_context(silent=True)
