@@ -333,7 +333,7 @@ async def evaluate_async(
     """:func:`evaluate` for async code (``await referee.evaluate_async(...)``)."""
     from .runner.session import error_row, execute_async
     from .suites.loader import suite_from_dict
-    from .suites.runner import EVALUATOR_LABEL, CaseEvaluator, bind_judge, build_manifest
+    from .suites.runner import EVALUATOR_LABEL, CaseEvaluator, bind_settings, build_manifest
 
     case_set: CaseSet = cases_from(cases)
     if isinstance(evaluators, str | dict) or callable(evaluators):
@@ -353,7 +353,7 @@ async def evaluate_async(
 
         j = as_judge(judge)
         client = j.client()
-        suite = bind_judge(suite, JudgeSettings(client=client, max_tokens=j.max_tokens, temperature=j.temperature,
+        suite = bind_settings(suite, JudgeSettings(client=client, max_tokens=j.max_tokens, temperature=j.temperature,
                                                 seed=j.seed, use_cache=j.cache))
         judge_config = j.config(client.provider.model)
     manifest = build_manifest(suite, command=["referee.evaluate", name], judge_config=judge_config)

@@ -10,10 +10,10 @@ import pytest
 
 from referee.cases import Case
 from referee.evaluators.conversation import ConversationJudge, conversation_of
+from referee.evaluators.prompt_guard import neutralise
 from referee.evaluators.trajectory_judge import (
     TRAJECTORY_CRITERIA,
     TrajectoryJudge,
-    neutralise,
     render_trajectory,
 )
 from referee.providers.base import JudgeRequest

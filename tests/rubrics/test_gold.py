@@ -104,7 +104,7 @@ def test_one_call_per_criterion_outputs_and_exit(fake_server: FakeLLMServer, fil
     assert "misses logout" in html and "<img src=x" not in html and "&lt;img src=x onerror" in html
     # The judge sees the criterion, the generated document and the gold document, delimited.
     prompt = fake_server.requests[0].last_user_text
-    assert "In scope: login, logout" in prompt and "<generated_" in prompt and "<gold_" in prompt
+    assert "In scope: login, logout" in prompt and "<generated-" in prompt and "<gold-" in prompt
 
 
 def test_single_call_and_pass(fake_server: FakeLLMServer, files: dict[str, Path]) -> None:

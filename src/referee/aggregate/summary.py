@@ -27,7 +27,7 @@ from ..stats import (
     paired_bootstrap,
     wilson_interval,
 )
-from .load import ResultsTable, load_table, table_from_rows
+from .load import SCORED, ResultsTable, load_table, table_from_rows
 from .units import Units, build_units
 
 SMALL_SAMPLE = 20
@@ -49,6 +49,9 @@ class ScoreOptions:
     pass_rule: str = "threshold"
     """``threshold`` (the seed's ``score >= threshold``) or ``evaluator`` (the row's own ``passed`` where it
     has one): applied to every pass statistic, both tracks and the baseline alike."""
+    cost_rows: str = "scored"
+    """Rows whose cost and latency enter the means (and their gates): ``scored`` (the seed's meaning: its
+    runners write no row for a case they could not grade) or ``all`` (unscored and error rows too)."""
 
 
 @dataclass
@@ -126,6 +129,8 @@ class Power:
     min_detectable_drop: float | None
     target_drop: float
     cases_needed: int | None
+    detectable: bool = True
+    """False when the minimum detectable drop exceeds 100 points: no drop in pass rate can be detected."""
 
 
 @dataclass
@@ -186,6 +191,8 @@ class Summary:
     comparison: Comparison | None = None
     small_sample: bool = False
     pass_rule: str = "threshold"
+    cost_rows: str = "scored"
+    """Which rows the mean cost and latency are over (see ``ScoreOptions.cost_rows``)."""
 
 
 def _mean_or_none(x: NDArray[np.float64]) -> float | None:
@@ -200,6 +207,7 @@ def _group(name: str, table: ResultsTable, units: Units, mask: NDArray[np.bool_]
     means = units.mean[scored]
     n = int(scored.sum())
     rows = units.rows[row_mask]
+    cost_rows = rows if opts.cost_rows == "all" else rows[table.status[rows] == SCORED]
     pass_rate = mean_interval(share, n_boot=opts.n_boot, seed=opts.boot_seed, alpha=opts.alpha)
     g = Group(
         name=name, rows=int(row_mask.sum()), cases=n,
@@ -207,7 +215,7 @@ def _group(name: str, table: ResultsTable, units: Units, mask: NDArray[np.bool_]
         pass_rate=pass_rate,
         pass_rate_wilson=wilson_interval(float(share.sum()), n, alpha=opts.alpha),
         mean=mean_interval(means, n_boot=opts.n_boot, seed=opts.boot_seed, alpha=opts.alpha),
-        mean_cost=_mean_or_none(table.cost[rows]), mean_latency_ms=_mean_or_none(table.latency[rows]),
+        mean_cost=_mean_or_none(table.cost[cost_rows]), mean_latency_ms=_mean_or_none(table.latency[cost_rows]),
     )
     if repeats and n:
         g.pass_at_k = float((share > 0).mean())
@@ -288,8 +296,10 @@ def _power(units: Units, scored: NDArray[np.bool_], paired: NDArray[np.float64] 
     else:
         p = float(np.clip(units.pass_share[scored].mean(), 0.05, 0.95))
         sd, basis = math.sqrt(2 * p * (1 - p)), "two independent runs at the current pass rate"
-    return Power(n=n, sd=sd, basis=basis, min_detectable_drop=min_detectable_drop(sd, n, alpha=opts.alpha),
-                 target_drop=opts.target_drop, cases_needed=cases_needed(sd, opts.target_drop, alpha=opts.alpha))
+    mdd = min_detectable_drop(sd, n, alpha=opts.alpha)
+    return Power(n=n, sd=sd, basis=basis, min_detectable_drop=mdd, target_drop=opts.target_drop,
+                 cases_needed=cases_needed(sd, opts.target_drop, alpha=opts.alpha),
+                 detectable=mdd is not None and mdd <= 1.0)
 
 
 def _split(table: ResultsTable, opts: ScoreOptions) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -402,7 +412,7 @@ def summarize(table: Rows, opts: ScoreOptions | None = None, *, baseline: Rows |
         overall=overall, categories=categories, lowest=lowest, adversarial=adversarial,
         adversarial_failures=adversarial_failures, warnings=warnings,
         power=_power(units, units.scored, paired_pass, opts), repeats=rep_info, comparison=comparison,
-        small_sample=small, pass_rule=opts.pass_rule,
+        small_sample=small, pass_rule=opts.pass_rule, cost_rows=opts.cost_rows,
     )
 
 

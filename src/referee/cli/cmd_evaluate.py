@@ -76,10 +76,17 @@ def _row_json(row: ResultRow, rubric: Rubric) -> dict[str, Any]:
               help="Model that produced the output(s), for the self-grading caveat (else case metadata "
                    "system_model).")
 @click.option("--category", default=None, help="Category for every row (batch mode).")
+@click.option("--output-evaluated", "evaluated", default=None,
+              help="The verdict's 'Output Evaluated' line: a brief description of what was evaluated "
+                   "(default: the file name).")
+@click.option("--evaluator", "evaluator_name", default=None,
+              help="The verdict's 'Evaluator' line: agent name or task id (default: referee, the rubric and the "
+                   "judge model).")
 @judge_options(default_concurrency=4)
 def command(output: str | None, task: str | None, contexts: tuple[str, ...], rubric: str,
             json_out: str | None, fail_below: float | None, cases_path: str | None, out: str | None,
-            html_out: str | None, system_model: str | None, category: str | None, judge: JudgeOptions) -> int:
+            html_out: str | None, system_model: str | None, category: str | None, evaluated: str | None,
+            evaluator_name: str | None, judge: JudgeOptions) -> int:
     """Grade OUTPUT (a file, or - for stdin) against a rubric (default: the 5-dimension agent-evaluation)."""
     rb = load_rubric(rubric)
     if rb.kind == "gold":
@@ -91,6 +98,9 @@ def command(output: str | None, task: str | None, contexts: tuple[str, ...], rub
             raise UserError("give either OUTPUT or --cases, not both")
         if out is None:
             raise UserError("--cases needs --out RESULTS.jsonl")
+        if evaluated or evaluator_name:
+            raise UserError("--output-evaluated and --evaluator set the single verdict's header; batch mode "
+                            "(--cases) writes no verdict markdown")
         return _batch(cases_path, out, rb, rubric, ctx, threshold, html_out, system_model, category, judge)
     if output is None:
         raise UserError("give the OUTPUT to evaluate (a file, or - for stdin), or --cases for batch mode")
@@ -119,7 +129,7 @@ def command(output: str | None, task: str | None, contexts: tuple[str, ...], rub
         raise UserError(f"the judge could not be called: {exc}") from exc
     from ..reports.verdict_md import render_verdict
 
-    click.echo(render_verdict(row, rb, evaluated=case.id))
+    click.echo(render_verdict(row, rb, evaluated=evaluated or case.id, evaluator=evaluator_name or ""))
     if json_out:
         Path(json_out).write_text(json.dumps(_row_json(row, rb), indent=2, ensure_ascii=False) + "\n",
                                   encoding="utf-8")

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
+from .._yaml import load as load_yaml
 from ..errors import InputError, UserError
 from ..evaluators.evidence import describe_ungrounded, ungrounded_counts
 from ..evaluators.gold import GoldCase, GoldJudge, threshold_warning
@@ -40,6 +40,14 @@ def _find_generated(results_dir: Path, case: str, patterns: list[str]) -> Path |
         if hits:
             return hits[0]
     return None
+
+
+def _undecodable(p: Path) -> bool:
+    try:
+        p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def discover(dataset: str, results_dir: str, rubric: Rubric, criteria_path: str) -> tuple[list[GoldCase], list[str]]:
@@ -72,11 +80,22 @@ def discover(dataset: str, results_dir: str, rubric: Rubric, criteria_path: str)
                            f"under {rd / d.name}")
             continue
         try:
-            meta = yaml.safe_load(inp.read_text(encoding="utf-8"))
+            meta = load_yaml(str(inp))  # file-and-line errors, as every YAML file of referee
+        except InputError as exc:
+            skipped.append(f"skipping {d.name}: {exc}")
+            continue
+        except OSError as exc:
+            skipped.append(f"skipping {d.name}: {inp}: {exc.strerror or exc}")
+            continue
+        try:
             gen_text = gen.read_text(encoding="utf-8")
             gold_text = gold.read_text(encoding="utf-8")
-        except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
-            skipped.append(f"skipping {d.name}: {type(exc).__name__}: {exc}")
+        except UnicodeDecodeError as exc:
+            bad = gen if _undecodable(gen) else gold
+            skipped.append(f"skipping {d.name}: {bad}: not valid UTF-8 ({exc.reason})")
+            continue
+        except OSError as exc:
+            skipped.append(f"skipping {d.name}: {exc.filename or d}: {exc.strerror or exc}")
             continue
         md: dict[str, Any] = {"input": meta} if meta is not None else {}
         if isinstance(meta, dict):
@@ -101,6 +120,7 @@ def _results_json(rows: list[ResultRow], rubric: Rubric, criteria_path: str, jud
             "criteria_passed": d.get("criteria_passed"), "criteria_total": d.get("criteria_total"),
             "critical_failures": d.get("critical_failures"), "generated_file": d.get("generated_file"),
             "gold_file": d.get("gold_file"), "flags": r.flags, "error": r.error,
+            "pass_score_mismatch": d.get("pass_score_mismatch") or {},
             "criteria": [{
                 "id": c.id, "name": c.name,
                 "weight": "critical" if by_id.get(c.id) and by_id[c.id].critical else "important",
@@ -143,6 +163,8 @@ def _terminal(row: ResultRow, rubric: Rubric) -> None:
         score = f"{int(c.raw_score)}/2" if c.raw_score is not None else c.status
         ok = "PASS" if c.passed else ("FAIL" if c.passed is False else "-")
         g = "" if c.grounded is not False else " (quote not found)"
+        m = (d.get("pass_score_mismatch") or {}).get(c.id)
+        g += f" (judge said {m})" if m else ""
         click.echo(f"  {mark} {(c.name or c.id).ljust(width)} {score:>9}  {ok:<4}  {(c.rationale or c.error or '')[:90]}{g}")
     click.echo("  (* = critical)")
 
@@ -161,10 +183,13 @@ def _terminal(row: ResultRow, rubric: Rubric) -> None:
 @click.option("--mlflow", "mlflow_uri", default=None, help="MLflow tracking URI: log one run per case.")
 @click.option("--mlflow-experiment", default="forge-skill-eval", show_default=True)
 @click.option("--system-model", default=None, help="Model that generated the artifacts (self-grading caveat).")
+@click.option("--judge-pass-only", is_flag=True,
+              help="Decide each criterion by the judge's own pass flag alone, as the original evaluator did "
+                   "(by default a score of 0 fails the criterion whatever pass says).")
 @judge_options(default_concurrency=4)
 def command(criteria: str, generated: str | None, gold: str | None, dataset: str | None, results_dir: str | None,
             output: str, single_call: bool, mlflow_uri: str | None, mlflow_experiment: str,
-            system_model: str | None, judge: JudgeOptions) -> int:
+            system_model: str | None, judge_pass_only: bool, judge: JudgeOptions) -> int:
     """Grade generated documents against gold standards, one judge call per criterion."""
     rubric = load_rubric(criteria, kind="gold")
     if rubric.kind != "gold":
@@ -206,7 +231,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     h = rubric_hash(rubric)
     gj = GoldJudge(client, rubric, template_hash=h, single_call=single_call, max_tokens=judge.max_tokens,
                    temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache,
-                   system_under_test=system_model)
+                   system_under_test=system_model, judge_pass_only=judge_pass_only)
     manifest = RunManifest(
         kind="gold", command=invoked_argv(),
         eval_set=EvalSetInfo(path=dataset or str(generated), sha256=text_sha256(
@@ -218,8 +243,8 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     # The documents are part of the configuration: rows graded on an earlier version of a generated or gold
     # file must not be resumed (the case id stays the same when the file is regenerated).
     manifest.extra["config_hash"] = text_sha256(json.dumps(
-        {"single_call": single_call, "documents": sorted([c.id, text_sha256(c.generated), text_sha256(c.gold)]
-                                                         for c in cases)}))
+        {"single_call": single_call, **({"judge_pass_only": True} if judge_pass_only else {}),
+         "documents": sorted([c.id, text_sha256(c.generated), text_sha256(c.gold)] for c in cases)}))
     results_path = out_dir / "results.jsonl"
     outcome = execute(
         out=results_path, manifest=manifest, items=cases, key=lambda c: (c.id, None, None), evaluate=gj.evaluate,
@@ -266,6 +291,12 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     note = describe_ungrounded(rows)
     if note:
         echo_err(f"{note} (quotes not found in either document)")
+    n_mis = sum("pass_score_mismatch" in r.flags for r in rows)
+    if n_mis:
+        echo_err(f"note: in {n_mis} case(s) the judge's pass flag contradicts its score (flag "
+                 "'pass_score_mismatch'); a score of 0 fails the criterion"
+                 + (" (ignored: --judge-pass-only)" if judge_pass_only else
+                    " (--judge-pass-only lets pass decide, as the original)"))
     n_self = sum("self_grading" in r.flags for r in rows)
     if n_self:
         echo_err(f"caveat: {n_self} case(s) were graded by the model that generated them (self-grading)")

@@ -61,6 +61,11 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Absolute ceiling on mean cost per row (USD).")
 @click.option("--fail-if-mean-latency-above", type=click.FloatRange(min=0), default=None,
               help="Absolute ceiling on mean latency per row (ms).")
+@click.option("--cost-latency-rows", "cost_rows", type=click.Choice(["scored", "all"]), default="scored",
+              show_default=True,
+              help="Rows whose cost_usd and latency_ms enter the means and their gates: scored (the seed's "
+                   "meaning: its runners write no row for a case they could not grade) or all (unscored and "
+                   "error rows too: retries of a failed call then move the means).")
 @click.option("--ci", "ci_flag", is_flag=True,
               help="Seed flag (confidence intervals): referee always computes and shows them.")
 @click.option("--fail-on-significant-regression", is_flag=True,
@@ -93,7 +98,8 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
             json_out: str | None,
             fail_under: float | None, fail_on_regression: bool, fail_on_cost_regression: bool,
             fail_on_latency_regression: bool, cost_tolerance: float, latency_tolerance: float,
-            fail_if_mean_cost_above: float | None, fail_if_mean_latency_above: float | None, ci_flag: bool,
+            fail_if_mean_cost_above: float | None, fail_if_mean_latency_above: float | None, cost_rows: str,
+            ci_flag: bool,
             fail_on_significant_regression: bool, fail_on_inconclusive: bool, n_boot: int, boot_seed: int,
             fail_if_unscored_above: float | None, min_case_pass_rate: float | None, target_drop: float,
             allow_case_set_change: bool, adversarial_categories: str | None, junit_xml: str | None,
@@ -106,7 +112,8 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
                 raise UserError(f"{flag} needs --baseline")
     adv = frozenset(normalise_category(c) for c in (adversarial_categories or "").split(",") if c.strip())
     opts = ScoreOptions(threshold=threshold, n_boot=n_boot, boot_seed=boot_seed, adversarial_categories=adv,
-                        target_drop=target_drop, allow_case_set_change=allow_case_set_change, pass_rule=pass_rule)
+                        target_drop=target_drop, allow_case_set_change=allow_case_set_change, pass_rule=pass_rule,
+                        cost_rows=cost_rows)
     table = load_table(results, strict=strict)
     base_table = load_table(baseline, strict=strict) if baseline else None
     summary = summarize(table, opts, baseline=base_table, min_case_pass_rate=min_case_pass_rate)

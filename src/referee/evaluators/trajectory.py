@@ -456,8 +456,15 @@ class NoRepeatedCalls(_TrajectoryEvaluator):
 
 
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
-DEFAULT_ACK = (r"(?i)\b(error|fail(ed|ure)?|unable|could ?n[o']t|cannot|can't|unavailable|not available|"
-               r"try again|went wrong)\b")
+# Phrases that tell the user something failed. A bare "error" or "failure" is not one: "the error rate should
+# drop" talks about errors without acknowledging that a tool call failed.
+DEFAULT_ACK = (r"(?i)\b(?:"
+               r"(?:an?|the|this|that|some) (?:\w+ )?error (?:occurred|happened|came up|was returned)|"
+               r"(?:hit|got|encountered|ran into|received|returned|threw|raised|gave|giving) (?:me )?(?:an?|the|some) "
+               r"(?:\w+ )?error|error (?:occurred|while|when)|"
+               r"failed|fails to|(?:a|the) failure (?:of|in|to|while|when)|unable to|could ?n[o']t|cannot|can't|"
+               r"(?:is|was|are|were|seems|currently) (?:temporarily )?(?:unavailable|down|not available)|"
+               r"unavailable|try again|went wrong|timed out)\b")
 
 
 @register

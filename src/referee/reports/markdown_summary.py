@@ -77,6 +77,9 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
               "|---|---|---|---|---|---|---|---|"]
     lines += [_group_row(g) for g in [*s.categories, o]]
     lines.append("")
+    if o.mean_cost is not None or o.mean_latency_ms is not None:
+        lines += [("Mean cost and latency are over every row, unscored and error rows included."
+                   if s.cost_rows == "all" else "Mean cost and latency are over scored rows only."), ""]
     if comp:
         b = comp.baseline_overall
         lines.append(f"Against the baseline ({comp.shared} shared cases): "

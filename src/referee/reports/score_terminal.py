@@ -35,6 +35,7 @@ def _ci(lo: float | None, hi: float | None, pct: bool = True) -> str:
 def _groups_table(title: str, first: str, groups: list[Group], total: Group | None, repeats: bool) -> Table:
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     cols = [first, "cases", "mean", "pass rate", "95% CI", "Wilson 95%", "unscored", "cost $/row", "latency ms"]
+    # Which rows the cost and latency means are over is said once, under the table (see render_terminal).
     if repeats:
         cols += ["pass@k", "pass^k"]
     for col in cols:
@@ -56,6 +57,14 @@ def _rule_text(s: Summary) -> str:
     if s.pass_rule == "evaluator":
         return f"pass by the evaluator's own verdict (score >= {s.threshold:g} where a row has none)"
     return f"threshold {s.threshold:g}"
+
+
+def _cost_rows_text(s: Summary) -> str:
+    """Which rows the cost and latency means (and their gates) are over."""
+    if s.cost_rows == "all":
+        return "cost and latency: means over every row, unscored and error rows included (--cost-latency-rows all)"
+    return ("cost and latency: means over scored rows only, as the seed's; --cost-latency-rows all includes "
+            "unscored and error rows")
 
 
 def _case(c: CaseLine, extra: str = "") -> str:
@@ -91,6 +100,8 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
         con.print(f"  [yellow]small sample: {o.cases} cases; treat the rates as rough[/yellow]")
     con.print()
     con.print(_groups_table("Per category", "category", s.categories, o, repeats))
+    if o.mean_cost is not None or o.mean_latency_ms is not None:
+        con.print(f"  {_cost_rows_text(s)}")
     con.print()
     con.print("[bold]Lowest-scoring cases[/bold] (the failures behind the numbers):")
     for c in s.lowest:
@@ -164,9 +175,13 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
     if s.power is not None and s.power.min_detectable_drop is not None:
         p = s.power
         need = "n/a" if p.cases_needed is None else str(p.cases_needed)
-        con.print(f"  power: with {p.n} cases a drop of {p.min_detectable_drop:.1%} in pass rate is the smallest "
-                  f"detected 80% of the time (alpha 0.05; {p.basis}); detecting a {p.target_drop:.1%} drop "
-                  f"needs about {need} cases")
+        if p.detectable:
+            found = (f"a drop of {p.min_detectable_drop:.1%} in pass rate is the smallest detected 80% of the "
+                     f"time (alpha 0.05; {p.basis})")
+        else:  # a pass rate cannot drop by more than 100 points
+            found = f"no drop in pass rate is detectable 80% of the time (alpha 0.05; {p.basis})"
+        con.print(f"  power: with {p.n} cases {found}; detecting a {p.target_drop:.1%} drop needs about {need} "
+                  "cases")
     if gates:
         con.print()
         con.print("[bold]Gates[/bold]")

@@ -151,11 +151,14 @@ def execute(
     concurrency: int,
     label: str,
     skipped: int = 0,
+    cleanup: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
-    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current."""
+    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current.
+
+    ``cleanup`` runs inside the run's event loop at its end (connections opened in that loop close there)."""
     return run_sync(execute_async(out=out, manifest=manifest, items=items, key=key, evaluate=evaluate,
                                   on_error=on_error, client=client, concurrency=concurrency, label=label,
-                                  skipped=skipped))
+                                  skipped=skipped, cleanup=cleanup))
 
 
 async def execute_async(
@@ -171,6 +174,7 @@ async def execute_async(
     label: str,
     skipped: int = 0,
     show_progress: bool | None = None,
+    cleanup: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
     """:func:`execute` for async code: the one runner of every evaluation (resume, rows written as they
     complete, manifest totals). With ``out=None`` rows stay in memory (nothing to resume, no file).
@@ -194,6 +198,8 @@ async def execute_async(
                                                 else None))
             new_rows.extend(stats.rows)
         finally:
+            if cleanup is not None:
+                await cleanup()
             if client is not None:
                 await client.aclose()
     except (KeyboardInterrupt, asyncio.CancelledError):

@@ -21,6 +21,8 @@ from .._yaml import parse_nodes
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
 from ..evaluators.base import Evaluator
+from ..targets.loader import TARGET_KEYS, parse_targets
+from ..targets.model import TargetSpec
 from .model import (
     BASELINE_ONLY_GATES,
     RESERVED_ENTRY_KEYS,
@@ -90,6 +92,9 @@ class Suite:
     sha256: str = ""
     cases_path: str | None = None
     base_dir: Path = field(default_factory=Path)
+    targets: list[TargetSpec] = field(default_factory=list)
+    """Systems under test (``targets:`` and the ``prompts:`` x ``models:`` matrix); empty: the cases hold the
+    outputs."""
 
     @property
     def llm_specs(self) -> list[EvalSpec]:
@@ -353,6 +358,8 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
             loc = tuple(e["loc"])
             if loc and loc[0] == "evaluators" and len(loc) >= 3:
                 continue  # entries are checked one by one below, with better messages
+            if loc and loc[0] in TARGET_KEYS:
+                continue  # the targets are checked below, with their files
             col.add(loc, e["msg"])
     raw_entries = data.get("evaluators")
     entries: list[Any] = raw_entries if isinstance(raw_entries, list) else []
@@ -370,8 +377,17 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
     # The parts that validated on their own are checked further even when another part did not, so one
     # validate run reports every problem.
     cases, cases_path = _load_cases(data.get("cases"), col, base)
+    targets, target_problems = parse_targets(data, base)
+    for loc, msg in target_problems:
+        col.add(loc, msg)
+    target_ids = {t.id for t in targets}
     gates = model.gates if model is not None else _part(Gates, data.get("gates"))
-    if gates is not None and gates.baseline is not None and not (base / gates.baseline).exists():
+    if gates is not None and gates.candidate is not None and gates.candidate not in target_ids:
+        col.add(("gates", "candidate"), f"no target with id '{gates.candidate}' (targets: "
+                                        f"{', '.join(sorted(target_ids)) or 'none'})")
+    if gates is not None and gates.baseline in target_ids:
+        pass  # a target of this suite, not a file
+    elif gates is not None and gates.baseline is not None and not (base / gates.baseline).exists():
         col.add(("gates", "baseline"), f"baseline results file not found: {base / gates.baseline}")
     if gates is not None and gates.baseline is None:
         for key in BASELINE_ONLY_GATES:
@@ -388,7 +404,7 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
     specs = [_with_judge_defaults(s, judge) for s in specs]
     suite = Suite(path=sp, name=model.name or default_name, cases=cases, specs=specs, scoring=model.scoring,
                   judge=judge, gates=model.gates, concurrency=model.concurrency,
-                  sha256=sha256, cases_path=cases_path, base_dir=base)
+                  sha256=sha256, cases_path=cases_path, base_dir=base, targets=targets)
     return suite, []
 
 

@@ -215,7 +215,7 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
                                      "rationale": rationale[:1000]})
 
 
-def bind_judge(suite: Suite, settings: Any) -> Suite:
+def bind_settings(suite: Suite, settings: Any) -> Suite:
     """A copy of ``suite`` whose LLM evaluators are bound to ``settings`` (a ``JudgeSettings``): the judge
     settings are passed explicitly, and each evaluator is copied so binding never leaks between runs."""
     specs = []

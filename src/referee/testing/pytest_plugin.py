@@ -69,11 +69,11 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
     from ..evaluators.checks.judge import JudgeSettings
     from ..results.io import ResultWriter
     from ..suites.gating import gate_verdicts
-    from ..suites.runner import CaseEvaluator, bind_judge
+    from ..suites.runner import CaseEvaluator, bind_settings
 
     s = _as_suite(suite, cases, evaluators, Path(base_dir) if base_dir else None)
     if judge is not None:
-        s = bind_judge(s, JudgeSettings(client=judge))
+        s = bind_settings(s, JudgeSettings(client=judge))
     if threshold is not None:
         s = dataclasses.replace(s, scoring=s.scoring.model_copy(update={"threshold": threshold}))
     updates = dict(gates)

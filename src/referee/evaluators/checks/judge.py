@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...cases import Case
-from ...providers.base import JudgeRequest, Message
+from ...providers.base import JudgeRequest
 from ...results.manifest import text_sha256
 from ...runner.client import JudgeClient
-from ...templates import fill_case
+from ...templates import case_values
 from ..base import CheckResult, Evaluator, register
 from ..judge import JUDGE_SYSTEM, parse_template_reply, template_reply_schema
+from ..prompt_guard import fill_template, judge_request
 from ..reply import ask_judge
 from ._common import OptionError
 
@@ -107,18 +108,22 @@ class LLMJudge(Evaluator):
         self._settings = settings
 
     def prompt(self, case: Case, output: Any) -> str:
+        return self.prompt_parts(case, output)[0]
+
+    def prompt_parts(self, case: Case, output: Any) -> tuple[str, tuple[str, ...]]:
+        """The user message and the case text it embeds (delimited by :mod:`..prompt_guard`)."""
         if output is not case.output:
             case = Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
         text = self._template
         if "{reference_block}" in text:
             text = text.replace("{reference_block}", _REFERENCE_BLOCK if case.reference is not None else "")
-        return fill_case(text, case)
+        return fill_template(text, case_values(case))
 
     def request(self, case: Case, output: Any) -> JudgeRequest:
         s = self._settings
-        return JudgeRequest(
-            messages=(Message("system", JUDGE_SYSTEM), Message("user", self.prompt(case, output))),
-            response_schema=template_reply_schema(self.criteria),
+        user, case_text = self.prompt_parts(case, output)
+        return judge_request(
+            JUDGE_SYSTEM, user, case_text, response_schema=template_reply_schema(self.criteria),
             max_tokens=self.max_tokens or (s.max_tokens if s else 1024),
             temperature=s.temperature if s else None, seed=s.seed if s else None,
         )

@@ -88,7 +88,8 @@ class JsonSchema(Evaluator):
                            evidence=msgs[:5])
 
 
-_NUM_RE = re.compile(r"[-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# A sign counts only when it does not join two words: "brulee-10-tips" holds 10, not -10; "x = -3" holds -3.
+_NUM_RE = re.compile(r"(?:(?<!\w)[-+])?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 def _numbers(text: str) -> list[float]:
