@@ -73,6 +73,8 @@ class ResultsTable:
     manifest: RunManifest | None = None
     memory: list[bytes] | None = None
     """The encoded rows of a table built in memory (:func:`table_from_rows`), indexed by ``line - 1``."""
+    self_graded_rows: int = 0
+    """Rows flagged ``self_grading`` (their judge graded its own model's output)."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -206,6 +208,7 @@ class _Reader:
         self.raw_code: dict[Any, int] = {}
         self.bad_passed = 0
         self.first_bad_passed: tuple[int, Any] | None = None
+        self.self_graded = 0
 
     def problem(self, lineno: int, fld: str | None, msg: str) -> None:
         err = InputError(msg, file=str(self.path), line=lineno, field=fld)
@@ -237,6 +240,14 @@ class _Reader:
         offsets = first_offset + np.concatenate(([0], np.cumsum(lens)[:-1]))
         if not self._fast(lines, first_line, offsets):
             self._slow(lines, first_line, offsets)
+        if b"self_grading" in b"".join(lines):  # one C-speed scan; rows are parsed again only on a hit
+            for raw in lines:
+                if b"self_grading" in raw:
+                    try:
+                        flags = _fast_loads(raw).get("flags")
+                    except (ValueError, AttributeError):
+                        continue
+                    self.self_graded += isinstance(flags, list) and "self_grading" in flags
 
     def _fast(self, lines: list[bytes], first_line: int, offsets: NDArray[np.int64]) -> bool:
         """The common case, column by column at C speed: every line a well-formed row (scored, unscored or
@@ -486,6 +497,7 @@ def _table(rd: _Reader, name: str, *, strict: bool, adversarial: bool,
         categories=rd.categories, category_names=rd.names, cost=c.column("cost", np.float64),
         latency=c.column("latency", np.float64), line=lines_col, offset=c.column("offset", np.int64),
         passed=c.column("passed", np.int8), warnings=rd.warnings, adversarial=adversarial, manifest=manifest,
+        self_graded_rows=rd.self_graded,
     )
     return table if keep is None else _subset(table, keep)
 
@@ -498,4 +510,5 @@ def _subset(t: ResultsTable, keep: NDArray[np.bool_]) -> ResultsTable:
         category_names=t.category_names, cost=t.cost[idx], latency=t.latency[idx], line=t.line[idx],
         offset=t.offset[idx], passed=t.passed[idx] if len(t.passed) == len(t.ids) else t.passed,
         warnings=t.warnings, adversarial=t.adversarial, manifest=t.manifest, memory=t.memory,
+        self_graded_rows=t.self_graded_rows,
     )
