@@ -180,6 +180,8 @@ async def execute_async(
     """:func:`execute` for async code: the one runner of every evaluation (resume, rows written as they
     complete, manifest totals). With ``out=None`` rows stay in memory (nothing to resume, no file).
     ``client`` is closed at the end."""
+    if client is not None and manifest.judge is not None:
+        manifest.judge.price_source = client.price_source
     resume = prepare_output(out, manifest) if out is not None else Resume()
     todo = [it for it in items if key(it) not in resume.done]
     judge_model = manifest.judge.model if manifest.judge is not None else None
@@ -206,7 +208,7 @@ async def execute_async(
         try:
             stats = await run_rows(todo, evaluate_flagged, writer=writer, concurrency=concurrency, label=label,
                                    on_error=on_error, show_progress=show_progress,
-                                   cost_so_far=(lambda: client.stats.cost_usd if client and client.prices_given
+                                   cost_so_far=(lambda: client.stats.cost_usd if client and client.price_source
                                                 else None))
             new_rows.extend(stats.rows)
         finally:
