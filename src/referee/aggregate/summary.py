@@ -337,9 +337,11 @@ def _split(table: ResultsTable, opts: ScoreOptions) -> tuple[NDArray[np.int64], 
 def by_code(codes: NDArray[np.int32]) -> dict[int, NDArray[np.int64]]:
     """Each code present (ascending) -> the positions holding it, in order: one stable sort rather than a
     comparison over every position per code (a million cases in 20 categories)."""
+    if not codes.size:
+        return {}
     order = np.argsort(codes, kind="stable")
     ordered = codes[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if ordered.size else np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     ends = np.r_[starts[1:], ordered.size]
     return {int(ordered[a]): order[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)}
 
