@@ -189,9 +189,10 @@ class TargetRun:
     stats: GenerationStats = field(default_factory=GenerationStats)
 
     @classmethod
-    def open(cls, target: Target, out_dir: Path, concurrency: int) -> TargetRun:
+    def open(cls, target: Target, out_dir: Path, concurrency: int, *, outputs: Path | None = None) -> TargetRun:
         out_dir.mkdir(parents=True, exist_ok=True)
-        return cls(target, OutputStore(outputs_path(out_dir, target.id), config_sha256(target)), concurrency)
+        path = outputs if outputs is not None else outputs_path(out_dir, target.id)
+        return cls(target, OutputStore(path, config_sha256(target)), concurrency)
 
     async def produce(self, case: Case) -> tuple[Case, Generation]:
         if self.target.pacer is None:
