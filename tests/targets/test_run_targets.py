@@ -185,3 +185,15 @@ judge: {{input_price_per_mtok: 10.0, output_price_per_mtok: 10.0}}
     assert cli(["run", str(p), "--out", str(out), "--provider", "openai", "--base-url", fake_server.openai_base_url,
                 "--model", "judge-model"]) == 0
     assert len(fake_server.requests) == n  # an unchanged rerun calls nothing
+
+
+def test_the_examples_target_step_generates_the_after_answers_and_the_gate_catches_the_regression(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.example import prepare
+
+    prepare(tmp_path)
+    code = cli(["run", str(tmp_path / "targets.yaml"), "--out", str(tmp_path / "o"), "--no-judge"])
+    assert code == 1 and "FAIL --fail-on-regression" in capsys.readouterr().out
+    after = {c["id"]: c["output"] for c in map(json.loads, (tmp_path / "after.jsonl").read_text().splitlines())}
+    generated = [json.loads(line) for line in (tmp_path / "o" / "v2.outputs.jsonl").read_text().splitlines()]
+    assert len(generated) == 12 and all(g["output"] == after[g["id"]] for g in generated)
