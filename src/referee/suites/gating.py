@@ -29,6 +29,13 @@ def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path
 def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Path,
                   show: bool = False) -> tuple[int, list[Any]]:
     """(exit code, ``referee.gates.GateResult`` list) for ``results`` under ``gates``."""
+    code, verdicts, _ = gate_summary(results, gates, threshold=threshold, base_dir=base_dir, show=show)
+    return code, verdicts
+
+
+def gate_summary(results: Path, gates: Gates, *, threshold: float, base_dir: Path,
+                 show: bool = False) -> tuple[int, list[Any], Any]:
+    """(exit code, gate results, the ``referee.aggregate.Summary`` they were decided on)."""
     from ..aggregate import ScoreOptions, load_table, summarize
     from ..gates import GateConfig, evaluate_gates
     from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
@@ -63,7 +70,7 @@ def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Pa
         from ..reports.score_terminal import render_terminal
 
         render_terminal(summary, verdicts, code)
-    return code, verdicts
+    return code, verdicts, summary
 
 
 def suite_pass_rule(gates: Gates, scoring_threshold: float) -> str:

@@ -138,3 +138,26 @@ def render_comparison(c: TargetComparison) -> str:
         out.append(f"best target: {ld.best}, pass rate {ld.diff:+.1%} vs {ld.runner_up} on {ld.n} shared cases "
                    f"({p}{ci}, paired bootstrap): the lead is {verdict}")
     return "\n".join(out)
+
+
+def render_comparison_markdown(c: TargetComparison, title: str) -> str:
+    """The same table for a pull-request comment or the step summary (labels escaped: they come from files)."""
+    from ..reports.markdown_summary import _cell
+
+    lines = [f"### referee: {_cell(title)}", "",
+             "| target | pass rate [95% CI] | mean score | cases | unscored | error | cost/case | latency | "
+             + " | ".join(_cell(e) for e in c.evaluators) + " |",
+             "|---" * (8 + len(c.evaluators)) + "|"]
+    for ln in c.lines:
+        mean = f"{ln.mean.estimate:.3f}" if ln.mean.estimate is not None else "-"
+        cost = f"${ln.mean_cost:.5f}" if ln.mean_cost is not None else "-"
+        lat = f"{ln.mean_latency_ms:.0f} ms" if ln.mean_latency_ms is not None else "-"
+        best = " **(best)**" if ln.id == c.best else ""
+        cells = [f"`{_cell(ln.id)}`{best}", _pct(ln.pass_rate), mean, str(ln.cases), str(ln.unscored),
+                 str(ln.errors), cost, lat, *(_pct(ln.evaluators[e]) if e in ln.evaluators else "-"
+                                              for e in c.evaluators)]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    verdict = render_comparison(c).splitlines()[-1]
+    lines.append(_cell(verdict, limit=400))
+    return "\n".join(lines) + "\n"
