@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +64,8 @@ def default_out(suite_path: str) -> Path:
 @click.option("--targets", "target_ids", default=None, metavar="ID,ID",
               help="Run only these targets of the suite (comma-separated ids).")
 @click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), default=None,
-              help="With targets: write the targets table and the gated target's summary as Markdown (a pull-request "
-                   "comment); it is also appended to $GITHUB_STEP_SUMMARY when that is set.")
+              help="Write the summary and gate verdicts as Markdown (a pull-request comment; with targets, the targets "
+                   "table too); it is also appended to $GITHUB_STEP_SUMMARY when that is set.")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None,
@@ -120,8 +121,6 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             await_close(client)
         return run_with_targets(suite, suite_file, out, jo, concurrency=concurrency, no_gates=no_gates,
                                 judge_config=judge_config, markdown_out=markdown_out)
-    if markdown_out:
-        raise UserError("--markdown is for suites with targets (for one results file: referee score --markdown)")
     out_path = Path(out) if out else default_out(suite_file)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
@@ -143,7 +142,15 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     echo_err(f"{t.scored} scored, {t.unscored} unscored, {t.error} error -> {out_path}{calls}, {t.wall_s:.1f}s")
     if no_gates:
         return 0
-    return apply_gates(out_path, suite.gates, threshold=suite.scoring.threshold, base_dir=suite.base_dir)
+    if not markdown_out and not os.environ.get("GITHUB_STEP_SUMMARY"):
+        return apply_gates(out_path, suite.gates, threshold=suite.scoring.threshold, base_dir=suite.base_dir)
+    from ..reports.markdown_summary import render_markdown
+    from ..suites.gating import gate_summary
+
+    code, verdicts, summary = gate_summary(out_path, suite.gates, threshold=suite.scoring.threshold,
+                                           base_dir=suite.base_dir, show=True)
+    write_markdown(render_markdown(summary, verdicts, code), markdown_out)
+    return code
 
 
 def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
@@ -242,8 +249,6 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
 
 def write_markdown(md: str, path: str | None) -> None:
     """``--markdown`` and, when set, ``$GITHUB_STEP_SUMMARY`` (appended: other steps write there too)."""
-    import os
-
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(md, encoding="utf-8")
