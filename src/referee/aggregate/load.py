@@ -69,6 +69,8 @@ class ResultsTable:
     adversarial: bool = False
     """The run manifest marks the whole file as adversarial (red-team) results."""
     manifest: RunManifest | None = None
+    self_graded_rows: int = 0
+    """Rows flagged ``self_grading`` (their judge graded its own model's output)."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -198,6 +200,7 @@ class _Reader:
         self.raw_code: dict[Any, int] = {}
         self.bad_passed = 0
         self.first_bad_passed: tuple[int, Any] | None = None
+        self.self_graded = 0
 
     def problem(self, lineno: int, fld: str | None, msg: str) -> None:
         err = InputError(msg, file=str(self.path), line=lineno, field=fld)
@@ -229,6 +232,14 @@ class _Reader:
         offsets = first_offset + np.concatenate(([0], np.cumsum(lens)[:-1]))
         if not self._fast(lines, first_line, offsets):
             self._slow(lines, first_line, offsets)
+        if b"self_grading" in b"".join(lines):  # one C-speed scan; rows are parsed again only on a hit
+            for raw in lines:
+                if b"self_grading" in raw:
+                    try:
+                        flags = _fast_loads(raw).get("flags")
+                    except (ValueError, AttributeError):
+                        continue
+                    self.self_graded += isinstance(flags, list) and "self_grading" in flags
 
     def _fast(self, lines: list[bytes], first_line: int, offsets: NDArray[np.int64]) -> bool:
         """The common case, column by column at C speed: every line a well-formed row (scored, unscored or
@@ -455,6 +466,7 @@ def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
         categories=rd.categories, category_names=rd.names, cost=c.column("cost", np.float64),
         latency=c.column("latency", np.float64), line=lines_col, offset=c.column("offset", np.int64),
         passed=c.column("passed", np.int8), warnings=rd.warnings, adversarial=adversarial, manifest=man,
+        self_graded_rows=rd.self_graded,
     )
     return table if keep is None else _subset(table, keep)
 
@@ -466,5 +478,5 @@ def _subset(t: ResultsTable, keep: NDArray[np.bool_]) -> ResultsTable:
         status=t.status[idx], score=t.score[idx], category=t.category[idx], categories=t.categories,
         category_names=t.category_names, cost=t.cost[idx], latency=t.latency[idx], line=t.line[idx],
         offset=t.offset[idx], passed=t.passed[idx] if len(t.passed) == len(t.ids) else t.passed,
-        warnings=t.warnings, adversarial=t.adversarial, manifest=t.manifest,
+        warnings=t.warnings, adversarial=t.adversarial, manifest=t.manifest, self_graded_rows=t.self_graded_rows,
     )

@@ -124,7 +124,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     out_path = Path(out) if out else default_out(suite_file)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
-                        command=invoked_argv(), judge_config=judge_config)
+                        command=invoked_argv(), judge_config=judge_config, system_model=jo.system_model)
     if outcome.resume_note:
         echo_err(outcome.resume_note)
     n_adv = sum(1 for c in suite.cases if c.metadata.get("adversarial") is True)

@@ -96,6 +96,9 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
     if o.unscored or o.errors:
         con.print(f"  [yellow]{o.unscored} unscored and {o.errors} error rows[/yellow] are left out of the rates "
                   "and means (they are neither passes nor fails)")
+    if s.self_grading:
+        con.print(f"  [bold yellow]caveat: {_safe(s.self_grading)}[/bold yellow] (flag 'self_grading'; judge with "
+                  "a different model)")
     if s.small_sample:
         con.print(f"  [yellow]small sample: {o.cases} cases; treat the rates as rough[/yellow]")
     con.print()
