@@ -163,6 +163,8 @@ class _Problem(Exception):
 _CHUNK_BYTES = 1 << 22
 _NUMS = {float, int}
 _NUMS_OR_NONE = {float, int, type(None)}
+_SCORES = {float, int, bool, type(None)}
+"""A boolean score is the seed's pass/fail form (true = 1.0, false = 0.0); numpy converts it so."""
 _INTS_OR_NONE = {int, type(None)}
 _STATUS_OF: dict[str | None, int] = {None: SCORED, "scored": SCORED, "unscored": UNSCORED, "error": ERROR}
 _STATUS_KEYS = set(_STATUS_OF)
@@ -243,7 +245,7 @@ class _Reader:
 
     def _fast(self, lines: list[bytes], first_line: int, offsets: NDArray[np.int64]) -> bool:
         """The common case, column by column at C speed: every line a well-formed row (scored, unscored or
-        error). Anything unusual (a bad line, a boolean score, a blank line) returns False and the chunk is
+        error). Anything unusual (a bad line, a score given as a string, a blank line) returns False and the chunk is
         read row by row instead, which says exactly what is wrong."""
         try:
             ds = list(map(_fast_loads, lines))
@@ -262,7 +264,7 @@ class _Reader:
         if set(map(type, ids)) != {str} or "" in ids:
             return False
         score_types = set(map(type, scores))
-        if not score_types <= _NUMS_OR_NONE or not set(status) <= _STATUS_KEYS:
+        if not score_types <= _SCORES or not set(status) <= _STATUS_KEYS:
             return False
         codes_st = np.fromiter(map(_STATUS_OF.__getitem__, status), dtype=np.int8, count=len(status))
         if type(None) in score_types:

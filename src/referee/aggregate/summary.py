@@ -116,7 +116,8 @@ class PairedTest:
     """``drop``, ``improvement`` or ``none``; drops are one Benjamini-Hochberg family, the rest the other."""
     significant: bool = False
     method: str = "paired percentile bootstrap"
-    """Or ``normal approximation`` for very many all-distinct differences (see ``stats.counts``)."""
+    """With ``(Cornish-Fisher expansion, n large)`` where resampling would be slow and the expansion is as
+    accurate (see ``stats.counts``)."""
 
 
 @dataclass

@@ -157,6 +157,8 @@ def execute(
     """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current.
 
     ``cleanup`` runs inside the run's event loop at its end (connections opened in that loop close there)."""
+    if client is not None and manifest.judge is not None:
+        manifest.judge.price_source = client.price_source
     resume = prepare_output(out, manifest)
     todo = [it for it in items if key(it) not in resume.done]
     judge_model = manifest.judge.model if manifest.judge is not None else None
@@ -183,7 +185,7 @@ def execute(
         try:
             stats = await run_rows(todo, evaluate_flagged, writer=writer, concurrency=concurrency, label=label,
                                    on_error=on_error,
-                                   cost_so_far=(lambda: client.stats.cost_usd if client and client.prices_given
+                                   cost_so_far=(lambda: client.stats.cost_usd if client and client.price_source
                                                 else None))
             new_rows.extend(stats.rows)
         finally:
