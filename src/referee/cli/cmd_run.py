@@ -145,10 +145,9 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     if not markdown_out and not os.environ.get("GITHUB_STEP_SUMMARY"):
         return apply_gates(out_path, suite.gates, threshold=suite.scoring.threshold, base_dir=suite.base_dir)
     from ..reports.markdown_summary import render_markdown
-    from ..suites.gating import gate_summary
 
-    code, verdicts, summary = gate_summary(out_path, suite.gates, threshold=suite.scoring.threshold,
-                                           base_dir=suite.base_dir, show=True)
+    code, verdicts, summary = gate_and_show(out_path, suite.gates, threshold=suite.scoring.threshold,
+                                            base_dir=suite.base_dir)
     write_markdown(render_markdown(summary, verdicts, code), markdown_out)
     return code
 
@@ -167,14 +166,9 @@ def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
                         "run only the checks with --no-judge)") from exc
     settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
                              seed=jo.seed, use_cache=not jo.no_cache)
-    specs = []
-    for s in suite.specs:
-        if s.is_llm and hasattr(s.evaluator, "bind"):
-            ev = dataclasses.replace(s.evaluator)  # a private copy per run: binding must not leak
-            ev.bind(settings)
-            s = dataclasses.replace(s, evaluator=ev)
-        specs.append(s)
-    return dataclasses.replace(suite, specs=specs), client, jo.config(client.provider.model)
+    from ..suites.runner import bind_settings
+
+    return bind_settings(suite, settings), client, jo.config(client.provider.model)
 
 
 def await_close(client: Any) -> None:
@@ -230,16 +224,15 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
         md.append(f"\n{failed} generation(s) failed: they are error rows, never judged.\n")
     if not no_gates:
         from ..reports.markdown_summary import render_markdown
-        from ..suites.gating import gate_summary
 
         gated = [candidate] if candidate is not None else ids
         for tid in gated:
             g = gates.model_copy(update={"baseline": str(out_dir / f"{baseline}.jsonl") if baseline else None,
                                          "candidate": None})
             echo_err(f"gates on target {tid}" + (f" against baseline target {baseline}:" if baseline else ":"))
-            gate_code, verdicts, summary = gate_summary(out_dir / f"{tid}.jsonl", g,
-                                                        threshold=suite.scoring.threshold,
-                                                        base_dir=suite.base_dir, show=True)
+            gate_code, verdicts, summary = gate_and_show(out_dir / f"{tid}.jsonl", g,
+                                                         threshold=suite.scoring.threshold,
+                                                         base_dir=suite.base_dir)
             code = max(code, gate_code)
             md.append(f"\n#### target `{tid}`" + (f" against baseline `{baseline}`" if baseline else "") + "\n\n"
                       + render_markdown(summary, verdicts, gate_code))
@@ -281,3 +274,14 @@ def gate_targets(gates: Any, ids: list[str], out_dir: Path) -> tuple[str | None,
     if baseline is None and any(getattr(gates, k) for k in BASELINE_ONLY_GATES):
         raise UserError("the suite's gates compare with a baseline: set gates.baseline to a target id")
     return candidate, baseline
+
+
+def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:
+    """(exit code, gate results, summary) of ``results`` under ``gates``, printed as ``referee score`` does."""
+    from ..reports.score_terminal import render_terminal
+    from ..suites.gating import gate_summary
+
+    summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
+    code = 1 if any(g.failed for g in verdicts) else 0
+    render_terminal(summary, verdicts, code)
+    return code, verdicts, summary
