@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _data
 from .errors import InputError
 
 
@@ -166,10 +167,12 @@ def _load_jsonl(raw: bytes, path: str) -> list[Case]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _data.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=path,
                              line=lineno) from exc
+        except _data.UnsafeData as exc:
+            raise InputError(f"refused JSON: {exc}", file=path, line=lineno) from None
         out.append(_check_case(obj, path, lineno, len(out)))
     return out
 
@@ -179,9 +182,11 @@ def _load_json_list(raw: bytes, path: str) -> list[Case]:
     if not text.strip():
         return []
     try:
-        data = json.loads(text)
+        data = _data.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON ({exc.msg})", file=path, line=exc.lineno) from exc
+    except _data.UnsafeData as exc:
+        raise InputError(f"refused JSON: {exc}", file=path) from None
     if isinstance(data, dict) and isinstance(data.get("cases"), list):
         data = data["cases"]
     if not isinstance(data, list):
