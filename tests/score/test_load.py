@@ -101,6 +101,9 @@ def test_fast_and_row_by_row_paths_agree(tmp_path: Path, monkeypatch: pytest.Mon
              "cost_usd": None if i % 7 == 0 else 0.001 * i, "latency_ms": 10 * i} for i in range(500)]
     for i in range(0, 500, 9):  # unscored and error rows stay on the fast path
         rows[i] = {"id": f"c{i}", "status": "unscored" if i % 2 else "error", "error": "no reply"}
+    for i in range(5, 500, 11):  # the seed's boolean pass/fail scores stay on the fast path too
+        if "score" in rows[i]:
+            rows[i]["score"] = bool(i % 2)
     with monkeypatch.context() as m:
         m.setattr(_Reader, "_slow", lambda *a: pytest.fail("the row-by-row reader was used"))
         fast = load_table(write_rows(tmp_path / "fast.jsonl", rows))
@@ -111,6 +114,7 @@ def test_fast_and_row_by_row_paths_agree(tmp_path: Path, monkeypatch: pytest.Mon
         np.testing.assert_array_equal(getattr(fast, col), getattr(slow, col))
     assert not slow.warnings
     assert int((fast.status != 0).sum()) == len(range(0, 500, 9))
+    assert fast.score[5] == 1.0 and fast.score[16] == 0.0
 
 
 def test_offsets_point_at_each_row(tmp_path: Path) -> None:

@@ -204,24 +204,24 @@ def test_json_seed_keys_stay_consistent_with_referee_keys(tmp_path: Path,
     assert "mean_cost_usd" not in s  # as the seed: absent when no row has a cost
 
 
-def test_the_normal_approximation_is_named_in_the_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_expansion_is_named_in_the_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import referee.stats.counts as counts
 
-    # Make the index-bootstrap budget tiny so 5000 all-distinct scores take the normal-approximation path.
-    monkeypatch.setattr(counts, "_MAX_GATHER", 1000)
+    # A tiny resampling budget: 5000 all-distinct scores, too costly to resample, take the expansion.
+    monkeypatch.setattr(counts, "BUDGET_S", 1e-6)
     rng = np.random.default_rng(3)
     rows = [{"id": f"c{i}", "score": float(s)} for i, s in enumerate(rng.random(5000))]
     base = write_rows(tmp_path / "b.jsonl", rows)
     cur = write_rows(tmp_path / "c.jsonl", [{**r, "score": r["score"] * 0.999} for r in rows])
     code, out, _ = score([cur, "--baseline", base, "--json-out", str(tmp_path / "s.json")], capsys)
     s = summary(tmp_path / "s.json")
-    assert code == 0 and s["overall"]["mean"]["method"].startswith("normal approximation")
-    assert "normal approximation (n large" in out
+    assert code == 0 and "Cornish-Fisher expansion" in s["overall"]["mean"]["method"]
+    assert "Cornish-Fisher expansion, n large" in out
     mean_test = next(t for t in s["comparison"]["tests"] if t["metric"] == "mean score")
-    assert mean_test["method"] == "normal approximation"
-    assert "normal approximation instead of the bootstrap" in out and "overall mean score" in out
-    # Pass flags have two distinct values: still the exact count bootstrap.
+    assert "Cornish-Fisher" in mean_test["method"]
+    assert "from the Cornish-Fisher expansion" in out and "overall mean score" in out
+    # Pass flags have two distinct values: still the exact count bootstrap, cheap at any n.
     assert s["overall"]["pass_rate"]["method"] == "percentile bootstrap"
 
 

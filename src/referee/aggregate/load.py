@@ -70,6 +70,8 @@ class ResultsTable:
     adversarial: bool = False
     """The run manifest marks the whole file as adversarial (red-team) results."""
     manifest: RunManifest | None = None
+    self_graded_rows: int = 0
+    """Rows flagged ``self_grading`` (their judge graded its own model's output)."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -166,6 +168,8 @@ class _Problem(Exception):
 _CHUNK_BYTES = 1 << 22
 _NUMS = {float, int}
 _NUMS_OR_NONE = {float, int, type(None)}
+_SCORES = {float, int, bool, type(None)}
+"""A boolean score is the seed's pass/fail form (true = 1.0, false = 0.0); numpy converts it so."""
 _INTS_OR_NONE = {int, type(None)}
 _STATUS_OF: dict[str | None, int] = {None: SCORED, "scored": SCORED, "unscored": UNSCORED, "error": ERROR}
 _STATUS_KEYS = set(_STATUS_OF)
@@ -203,6 +207,7 @@ class _Reader:
         self.raw_code: dict[Any, int] = {}
         self.bad_passed = 0
         self.first_bad_passed: tuple[int, Any] | None = None
+        self.self_graded = 0
 
     def problem(self, lineno: int, fld: str | None, msg: str) -> None:
         err = InputError(msg, file=str(self.path), line=lineno, field=fld)
@@ -234,10 +239,18 @@ class _Reader:
         offsets = first_offset + np.concatenate(([0], np.cumsum(lens)[:-1]))
         if not self._fast(lines, first_line, offsets):
             self._slow(lines, first_line, offsets)
+        if b"self_grading" in b"".join(lines):  # one C-speed scan; rows are parsed again only on a hit
+            for raw in lines:
+                if b"self_grading" in raw:
+                    try:
+                        flags = _fast_loads(raw).get("flags")
+                    except (ValueError, AttributeError):
+                        continue
+                    self.self_graded += isinstance(flags, list) and "self_grading" in flags
 
     def _fast(self, lines: list[bytes], first_line: int, offsets: NDArray[np.int64]) -> bool:
         """The common case, column by column at C speed: every line a well-formed row (scored, unscored or
-        error). Anything unusual (a bad line, a boolean score, a blank line) returns False and the chunk is
+        error). Anything unusual (a bad line, a score given as a string, a blank line) returns False and the chunk is
         read row by row instead, which says exactly what is wrong."""
         try:
             ds = list(map(_fast_loads, lines))
@@ -256,7 +269,7 @@ class _Reader:
         if set(map(type, ids)) != {str} or "" in ids:
             return False
         score_types = set(map(type, scores))
-        if not score_types <= _NUMS_OR_NONE or not set(status) <= _STATUS_KEYS:
+        if not score_types <= _SCORES or not set(status) <= _STATUS_KEYS:
             return False
         codes_st = np.fromiter(map(_STATUS_OF.__getitem__, status), dtype=np.int8, count=len(status))
         if type(None) in score_types:
@@ -460,6 +473,7 @@ def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
         categories=rd.categories, category_names=rd.names, cost=c.column("cost", np.float64),
         latency=c.column("latency", np.float64), line=lines_col, offset=c.column("offset", np.int64),
         passed=c.column("passed", np.int8), warnings=rd.warnings, adversarial=adversarial, manifest=man,
+        self_graded_rows=rd.self_graded,
     )
     return table if keep is None else _subset(table, keep)
 
@@ -471,5 +485,5 @@ def _subset(t: ResultsTable, keep: NDArray[np.bool_]) -> ResultsTable:
         status=t.status[idx], score=t.score[idx], category=t.category[idx], categories=t.categories,
         category_names=t.category_names, cost=t.cost[idx], latency=t.latency[idx], line=t.line[idx],
         offset=t.offset[idx], passed=t.passed[idx] if len(t.passed) == len(t.ids) else t.passed,
-        warnings=t.warnings, adversarial=t.adversarial, manifest=t.manifest,
+        warnings=t.warnings, adversarial=t.adversarial, manifest=t.manifest, self_graded_rows=t.self_graded_rows,
     )

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import UserError
+from ..results.self_grading import same_model
 from ..stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
@@ -115,7 +116,8 @@ class PairedTest:
     """``drop``, ``improvement`` or ``none``; drops are one Benjamini-Hochberg family, the rest the other."""
     significant: bool = False
     method: str = "paired percentile bootstrap"
-    """Or ``normal approximation`` for very many all-distinct differences (see ``stats.counts``)."""
+    """With ``(Cornish-Fisher expansion, n large)`` where resampling would be slow and the expansion is as
+    accurate (see ``stats.counts``)."""
 
 
 @dataclass
@@ -190,6 +192,9 @@ class Summary:
     pass_rule: str = "threshold"
     cost_rows: str = "scored"
     """Which rows the mean cost and latency are over (see ``ScoreOptions.cost_rows``)."""
+    self_grading: str | None = None
+    """The self-grading caveat (rows whose judge graded its own model's output), or None."""
+    self_grading_rows: int = 0
 
 
 def _mean_or_none(x: NDArray[np.float64]) -> float | None:
@@ -281,6 +286,20 @@ def near_duplicate_categories(keys: list[str], names: list[str]) -> list[str]:
                 out.append(f"categories '{names[i]}' and '{names[j]}' look alike (similarity {r:.2f}); "
                            "they are kept apart: fix the spelling if they are the same")
     return out
+
+
+def self_grading_note(table: ResultsTable) -> str | None:
+    """The seed's rule: never let a judge grade its own output unflagged. From the rows' flags, else from the
+    run manifest (judge model = system under test)."""
+    man = table.manifest
+    judge = man.judge.model if man is not None and man.judge is not None else None
+    sut = man.system_under_test if man is not None else None
+    if table.self_graded_rows:
+        return (f"{table.self_graded_rows} of {len(table)} rows were graded by the model that produced them"
+                + (f" (judge {judge})" if judge else "") + ": self-grading inflates scores")
+    if sut and any(same_model(judge, m) for m in sut.split(",")):
+        return f"the judge model ({judge}) is the system under test ({sut}): self-grading inflates scores"
+    return None
 
 
 def _power(units: Units, scored: NDArray[np.bool_], paired: NDArray[np.float64] | None,
@@ -393,6 +412,7 @@ def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable
         adversarial_failures=adversarial_failures, warnings=warnings,
         power=_power(units, units.scored, paired_pass, opts), repeats=rep_info, comparison=comparison,
         small_sample=small, pass_rule=opts.pass_rule, cost_rows=opts.cost_rows,
+        self_grading=self_grading_note(table), self_grading_rows=table.self_graded_rows,
     )
 
 

@@ -37,6 +37,8 @@ class JudgeOptions:
     no_cache: bool
     input_price: float | None
     output_price: float | None
+    system_model: str | None = None
+    """``--system-model``: the model that produced the judged outputs (cases' ``metadata.system_model`` wins)."""
 
     def config(self, model: str, repeat: int = 1) -> JudgeConfig:
         return JudgeConfig(
@@ -88,6 +90,9 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
                          help="USD per million input tokens (cost is reported only with both prices)."),
             click.option("--output-price-per-mtok", "output_price", type=float, default=None,
                          help="USD per million output tokens."),
+            click.option("--system-model", default=None,
+                         help="Model that produced the judged outputs (else each case's metadata.system_model): "
+                              "rows it judges itself are flagged self_grading, and every report says so."),
         ]
         for o in reversed(opts):
             f = o(f)
@@ -100,6 +105,7 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
                 seed=kwargs.pop("seed"), timeout=kwargs.pop("timeout"), max_retries=kwargs.pop("max_retries"),
                 concurrency=kwargs.pop("concurrency"), no_cache=kwargs.pop("no_cache"),
                 input_price=kwargs.pop("input_price"), output_price=kwargs.pop("output_price"),
+                system_model=kwargs.pop("system_model") or None,
             )
             return f(*args, judge=jo, **kwargs)
 

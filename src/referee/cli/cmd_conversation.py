@@ -36,6 +36,7 @@ def command(cases: str, out: str, mode: str, criteria_file: str | None, category
     rubric_hash = text_sha256(mode_id + repr(sorted(cj.criteria.items())))
     cj.judge_info = client.judge_info(rubric_hash)
     manifest = new_manifest("conversation", cases, case_list, judge=judge.config(client.provider.model),
+                            system_under_test=judge.system_model,
                             template=TemplateInfo(path=criteria_file, sha256=rubric_hash))
     manifest.extra["mode"] = mode_id
 

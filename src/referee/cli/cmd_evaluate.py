@@ -72,9 +72,6 @@ def _row_json(row: ResultRow, rubric: Rubric) -> dict[str, Any]:
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Batch mode: results JSONL.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Also write the self-contained HTML report.")
-@click.option("--system-model", default=None,
-              help="Model that produced the output(s), for the self-grading caveat (else case metadata "
-                   "system_model).")
 @click.option("--category", default=None, help="Category for every row (batch mode).")
 @click.option("--output-evaluated", "evaluated", default=None,
               help="The verdict's 'Output Evaluated' line: a brief description of what was evaluated "
@@ -85,9 +82,10 @@ def _row_json(row: ResultRow, rubric: Rubric) -> dict[str, Any]:
 @judge_options(default_concurrency=4)
 def command(output: str | None, task: str | None, contexts: tuple[str, ...], rubric: str,
             json_out: str | None, fail_below: float | None, cases_path: str | None, out: str | None,
-            html_out: str | None, system_model: str | None, category: str | None, evaluated: str | None,
+            html_out: str | None, category: str | None, evaluated: str | None,
             evaluator_name: str | None, judge: JudgeOptions) -> int:
     """Grade OUTPUT (a file, or - for stdin) against a rubric (default: the 5-dimension agent-evaluation)."""
+    system_model = judge.system_model
     rb = load_rubric(rubric)
     if rb.kind == "gold":
         raise UserError(f"{rubric} is a gold-standard criteria file: use `referee gold --criteria {rubric}`")
@@ -195,15 +193,12 @@ def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str
              and (r.details.get("composite") is not None and r.details["composite"] < threshold)]
     critical = [r for r in rows if r.passed is False and r.details.get("critical_failures") and r not in below]
     ungrounded = sum("ungrounded" in r.flags for r in rows)
-    selfg = sum("self_grading" in r.flags for r in rows)
     echo_err(f"{t.scored} scored, {t.unscored} unscored, {t.error} error -> {out} "
              f"({t.provider_calls} judge calls, {t.cached_calls} from cache"
              + (f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else "") + ")")
     if ungrounded:
         echo_err(f"{ungrounded} case(s) cite evidence not found in the judged text (flag 'ungrounded'); "
                  f"{describe_ungrounded(rows)}")
-    if selfg:
-        echo_err(f"caveat: {selfg} case(s) were graded by the model that produced them (flag 'self_grading')")
     if critical:
         echo_err(f"{len(critical)} case(s) FAIL on a critical criterion: "
                  + ", ".join(r.id for r in critical[:10]) + (" ..." if len(critical) > 10 else ""))

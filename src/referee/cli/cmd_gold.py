@@ -182,15 +182,15 @@ def _terminal(row: ResultRow, rubric: Rubric) -> None:
 @click.option("--single-call", is_flag=True, help="Grade all criteria in one judge call per case (cheaper).")
 @click.option("--mlflow", "mlflow_uri", default=None, help="MLflow tracking URI: log one run per case.")
 @click.option("--mlflow-experiment", default="forge-skill-eval", show_default=True)
-@click.option("--system-model", default=None, help="Model that generated the artifacts (self-grading caveat).")
 @click.option("--judge-pass-only", is_flag=True,
               help="Decide each criterion by the judge's own pass flag alone, as the original evaluator did "
                    "(by default a score of 0 fails the criterion whatever pass says).")
 @judge_options(default_concurrency=4)
 def command(criteria: str, generated: str | None, gold: str | None, dataset: str | None, results_dir: str | None,
             output: str, single_call: bool, mlflow_uri: str | None, mlflow_experiment: str,
-            system_model: str | None, judge_pass_only: bool, judge: JudgeOptions) -> int:
+            judge_pass_only: bool, judge: JudgeOptions) -> int:
     """Grade generated documents against gold standards, one judge call per criterion."""
+    system_model = judge.system_model
     rubric = load_rubric(criteria, kind="gold")
     if rubric.kind != "gold":
         raise UserError(f"{criteria} is a rubric, not a gold criteria file: use `referee evaluate --rubric`")
@@ -297,7 +297,4 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
                  "'pass_score_mismatch'); a score of 0 fails the criterion"
                  + (" (ignored: --judge-pass-only)" if judge_pass_only else
                     " (--judge-pass-only lets pass decide, as the original)"))
-    n_self = sum("self_grading" in r.flags for r in rows)
-    if n_self:
-        echo_err(f"caveat: {n_self} case(s) were graded by the model that generated them (self-grading)")
     return 1 if (n_fail or n_bad) else 0

@@ -68,7 +68,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
         eval_set=EvalSetInfo(path=cases, sha256=file_sha256(cases), n_cases=len(pf.valid),
                              case_ids=[c.id for c in pf.valid]),
         template=TemplateInfo(path=template, sha256=tmpl_hash),
-        judge=judge.config(model, repeat),
+        judge=judge.config(model, repeat), system_under_test=judge.system_model,
     )
     if expected:
         manifest.extra["config_hash"] = text_sha256(",".join(expected))

@@ -58,7 +58,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
         eval_set=EvalSetInfo(path=cases, sha256=file_sha256(cases), n_cases=len(pf.valid),
                              case_ids=[c.id for c in pf.valid]),
         template=TemplateInfo(path=template, sha256=tmpl_hash),
-        judge=judge.config(client.provider.model),
+        judge=judge.config(client.provider.model), system_under_test=judge.system_model,
     )
     if name_a or name_b:
         manifest.extra["config_hash"] = text_sha256(f"{name_a}\x00{name_b}")

@@ -108,7 +108,8 @@ def run_cmd(cases: str, out: str, outputs: str | None, use_judge: bool, judge: J
     rj = RedteamJudge(client, max_tokens=judge.max_tokens, temperature=judge.temperature, seed=judge.seed,
                       use_cache=not judge.no_cache) if client is not None else None
     manifest = new_manifest("redteam", cases, case_list, adversarial=True,
-                            judge=judge.config(client.provider.model) if client is not None else None)
+                            judge=judge.config(client.provider.model) if client is not None else None,
+                            system_under_test=judge.system_model)
     if rj is not None and rj.judge_info is not None:
         manifest.template = TemplateInfo(sha256=rj.judge_info.template_hash or "")
     manifest.extra["config_hash"] = text_sha256(f"outputs={outputs}|judge={use_judge}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -46,8 +47,9 @@ def default_out(suite_path: str) -> Path:
 
 @click.command("run")
 @click.argument("suite_file", metavar="SUITE", type=click.Path(dir_okay=False))
-@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
-              help="Results JSONL (default: <suite>_results.jsonl beside the suite); the manifest goes beside it.")
+@click.option("--out", "-o", type=click.Path(), default=None,
+              help="Results JSONL (default: <suite>_results.jsonl beside the suite); the manifest goes beside it. "
+                   "With targets: a folder (default: <suite>_results/) with one results file per target.")
 @click.option("--filter", "filters", multiple=True, metavar="PATTERN",
               help="Run a subset: id:GLOB, category:GLOB (or a bare GLOB for either) and/or evaluator:GLOB. "
                    "Repeatable.")
@@ -56,10 +58,13 @@ def default_out(suite_path: str) -> Path:
 @click.option("--dry-run", is_flag=True,
               help="Show the number of judge calls and the estimated cost; call nothing, write nothing.")
 @click.option("--no-judge", is_flag=True, help="Leave out the LLM evaluators (run the programmatic checks only).")
-@click.option("--no-gates", is_flag=True, help="Report only: do not apply the suite's gates (exit 0).")
+@click.option("--no-gates", is_flag=True, help="Report only: do not apply the suite's gates (exit 0; with targets, "
+                                               "1 when a generation failed).")
+@click.option("--targets", "target_ids", default=None, metavar="ID,ID",
+              help="Run only these targets of the suite (comma-separated ids).")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
-            no_judge: bool, no_gates: bool, judge: JudgeOptions) -> int:
+            no_judge: bool, no_gates: bool, target_ids: str | None, judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed, 2 an invalid suite or usage error)."""
     from ..suites import load_suite
@@ -81,43 +86,40 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         suite = dataclasses.replace(suite, specs=kept)
     jo = merge_judge_options(judge, suite.judge)
 
+    if target_ids is not None:
+        from ..targets.loader import select
+
+        if not suite.targets:
+            raise UserError(f"--targets: {suite_file} has no targets")
+        suite = dataclasses.replace(suite, targets=select(suite.targets, [t.strip() for t in target_ids.split(",")
+                                                                          if t.strip()]))
     if dry_run:
+        if suite.targets:
+            click.echo(f"generation: {len(suite.cases)} case(s) x {len(suite.targets)} target(s) "
+                       f"({', '.join(t.id for t in suite.targets)}) = {len(suite.cases) * len(suite.targets)} "
+                       "generation(s), before the cache and earlier outputs; tool loops make more model calls")
+            suite = dataclasses.replace(suite, cases=suite.cases * len(suite.targets))
         est = estimate(suite, max_tokens=jo.max_tokens, input_price=jo.input_price, output_price=jo.output_price)
         click.echo(f"{suite.name}: {len(suite.cases)} case(s), {len(suite.specs)} evaluator(s): "
                    f"{', '.join(s.label for s in suite.specs)}")
         click.echo(est.describe(jo.input_price is not None and jo.output_price is not None))
         return 0
 
-    client = None
-    judge_config = None
-    if suite.llm_specs:
-        from ..evaluators.checks.judge import JudgeSettings
-
-        try:
-            client = build_client(jo)
-        except UserError as exc:
-            raise UserError(f"{exc} (the suite has LLM evaluators: {', '.join(s.label for s in suite.llm_specs)}; "
-                            "run only the checks with --no-judge)") from exc
-        settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
-                                 seed=jo.seed, use_cache=not jo.no_cache)
-        specs = []
-        for s in suite.specs:
-            if s.is_llm and hasattr(s.evaluator, "bind"):
-                ev = dataclasses.replace(s.evaluator)  # a private copy per run: binding must not leak
-                ev.bind(settings)
-                s = dataclasses.replace(s, evaluator=ev)
-            specs.append(s)
-        suite = dataclasses.replace(suite, specs=specs)
-        judge_config = jo.config(client.provider.model)
+    suite, client, judge_config = bind_judge(suite, jo)
     # --concurrency (or its env var) wins, then the suite's top-level `concurrency:`, then `judge.concurrency`
     ctx = click.get_current_context(silent=True)
     from_flag = ctx is not None and ctx.get_parameter_source("concurrency") in (
         ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
     concurrency = jo.concurrency if from_flag else (suite.concurrency or jo.concurrency)
+    if suite.targets:
+        if client is not None:  # the key is checked; each target's run builds (and closes) its own client
+            await_close(client)
+        return run_with_targets(suite, suite_file, out, jo, concurrency=concurrency, no_gates=no_gates,
+                                judge_config=judge_config)
     out_path = Path(out) if out else default_out(suite_file)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
-                        command=invoked_argv(), judge_config=judge_config)
+                        command=invoked_argv(), judge_config=judge_config, system_model=jo.system_model)
     if outcome.resume_note:
         echo_err(outcome.resume_note)
     n_adv = sum(1 for c in suite.cases if c.metadata.get("adversarial") is True)
@@ -136,3 +138,111 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     if no_gates:
         return 0
     return apply_gates(out_path, suite.gates, threshold=suite.scoring.threshold, base_dir=suite.base_dir)
+
+
+def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
+    """(suite with its LLM evaluators bound to a new judge client, the client, the judge config); the client is
+    None when the suite has no LLM evaluator."""
+    if not suite.llm_specs:
+        return suite, None, None
+    from ..evaluators.checks.judge import JudgeSettings
+
+    try:
+        client = build_client(jo)
+    except UserError as exc:
+        raise UserError(f"{exc} (the suite has LLM evaluators: {', '.join(s.label for s in suite.llm_specs)}; "
+                        "run only the checks with --no-judge)") from exc
+    settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
+                             seed=jo.seed, use_cache=not jo.no_cache)
+    specs = []
+    for s in suite.specs:
+        if s.is_llm and hasattr(s.evaluator, "bind"):
+            ev = dataclasses.replace(s.evaluator)  # a private copy per run: binding must not leak
+            ev.bind(settings)
+            s = dataclasses.replace(s, evaluator=ev)
+        specs.append(s)
+    return dataclasses.replace(suite, specs=specs), client, jo.config(client.provider.model)
+
+
+def await_close(client: Any) -> None:
+    import asyncio
+
+    asyncio.run(client.aclose())
+
+
+def default_out_dir(suite_path: str) -> Path:
+    p = Path(suite_path)
+    return p.with_name(p.stem + "_results")
+
+
+def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOptions, *, concurrency: int,
+                     no_gates: bool, judge_config: Any = None) -> int:
+    """Generate with every target, evaluate, one results file per target, the comparison table, the gates."""
+    from ..suites.gating import echo_failures
+    from ..targets.compare import compare_targets, render_comparison
+    from ..targets.suite import build_targets, run_suite_targets
+
+    out_dir = Path(out) if out else default_out_dir(suite_file)
+    if out_dir.suffix in (".jsonl", ".json", ".ndjson") or out_dir.is_file():
+        raise UserError(f"--out {out_dir}: with targets, --out is a folder (one results file per target goes in it)")
+    gates = suite.gates
+    ids = [t.id for t in suite.targets]
+    candidate, baseline = gate_targets(gates, ids, out_dir)
+    targets = build_targets(suite.targets, suite.base_dir, use_cache=not jo.no_cache)  # exit 2 before any call
+    outcomes = run_suite_targets(suite, targets, out_dir, bind=lambda s: bind_judge(s, jo)[:2],
+                                 concurrency=concurrency, command=invoked_argv(), judge_config=judge_config)
+    for o in outcomes:
+        for note in o.notes:
+            echo_err(note)
+        echo_failures(o.outcome.new_rows)
+        t = o.outcome.manifest.totals
+        g = o.generation
+        gen_cost = f", generation cost ${g.cost_usd:.4f}" if g.cost_usd is not None else ""
+        echo_err(f"{o.target.id}: generated {g.generated} ({g.reused} reused from {o.outputs.name}, "
+                 f"{g.failed} failed{gen_cost}); {t.scored} scored, {t.unscored} unscored, {t.error} error "
+                 f"-> {o.results}")
+    results = [(o.target.id, o.results) for o in outcomes]
+    if baseline is not None and baseline not in ids:
+        results.append((baseline, out_dir / f"{baseline}.jsonl"))  # from an earlier run of that target
+    comparison = compare_targets(results, threshold=gates.threshold if gates.threshold is not None
+                                 else suite.scoring.threshold, n_boot=gates.n_boot, boot_seed=gates.boot_seed)
+    click.echo(render_comparison(comparison))
+    failed = sum(o.generation.failed for o in outcomes)
+    code = 0
+    if failed:
+        echo_err(f"{failed} generation(s) failed (error rows, reasons above): exit 1")
+        code = 1
+    if no_gates:
+        return code
+    from ..suites.gating import apply_gates
+
+    gated = [candidate] if candidate is not None else ids
+    for tid in gated:
+        g = gates.model_copy(update={"baseline": str(out_dir / f"{baseline}.jsonl") if baseline else None,
+                                     "candidate": None})
+        echo_err(f"gates on target {tid}" + (f" against baseline target {baseline}:" if baseline else ":"))
+        code = max(code, apply_gates(out_dir / f"{tid}.jsonl", g, threshold=suite.scoring.threshold,
+                                     base_dir=suite.base_dir))
+    return code
+
+
+def gate_targets(gates: Any, ids: list[str], out_dir: Path) -> tuple[str | None, str | None]:
+    """(candidate, baseline) target ids of the gates; errors (exit 2) before anything runs."""
+    from ..suites.model import BASELINE_ONLY_GATES
+
+    baseline = gates.baseline
+    candidate = gates.candidate
+    if baseline is not None and baseline not in ids and not (out_dir / f"{baseline}.jsonl").exists():
+        raise UserError(f"gates.baseline '{baseline}' is not among the targets run (--targets "
+                        f"{','.join(ids)}) and {out_dir / (baseline + '.jsonl')} does not exist: run it too")
+    if candidate is not None and candidate not in ids:
+        raise UserError(f"gates.candidate '{candidate}' is not among the targets run ({', '.join(ids)})")
+    if baseline is not None and candidate is None:
+        others = [i for i in ids if i != baseline]
+        if len(others) != 1:
+            raise UserError(f"gates.baseline is target '{baseline}': name the gated target with gates.candidate "
+                            f"(one of {', '.join(others) or 'none'})")
+        candidate = others[0]
+    if baseline is None and any(getattr(gates, k) for k in BASELINE_ONLY_GATES):
+        raise UserError("the suite's gates compare with a baseline: set gates.baseline to a target id")
+    return candidate, baseline

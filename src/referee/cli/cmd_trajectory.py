@@ -94,6 +94,7 @@ def _run_judge(cases: str, case_list: list[Case], skipped: int, out: str, criter
                          max_tokens=judge.max_tokens, temperature=judge.temperature, seed=judge.seed,
                          use_cache=not judge.no_cache, category=category)
     manifest = new_manifest("trajectory-judge", cases, case_list, judge=judge.config(client.provider.model),
+                            system_under_test=judge.system_model,
                             template=TemplateInfo(path=criteria_file, sha256=rubric_hash))
     outcome = execute(out=ensure_parent(out), manifest=manifest, items=case_list, key=lambda c: (c.id, None, None),
                       evaluate=tj.evaluate,

@@ -17,6 +17,7 @@ from typing import Any
 from ..cases import Case
 from ..providers.base import JudgeRequest
 from ..results.schema import CriterionScore, ResultRow
+from ..results.self_grading import same_model
 from ..rubrics.model import Criterion, Rubric, normalise, scale_bounds
 from ..runner.client import JudgeClient
 from ..templates import render_value, transcript
@@ -33,13 +34,7 @@ RUBRIC_SYSTEM = system_prompt(
 
 def self_grading(judge_model: str | None, system_model: str | None) -> bool:
     """Whether the judge is the model that produced the output (a known source of inflated scores)."""
-    if not judge_model or not system_model:
-        return False
-
-    def norm(m: str) -> str:
-        return m.strip().lower().rsplit("/", 1)[-1]
-
-    return norm(judge_model) == norm(str(system_model))
+    return same_model(judge_model, system_model)
 
 
 def system_model_of(case: Case, default: str | None = None) -> str | None:

@@ -158,9 +158,9 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
     self_rows = [r for r in rows if "self_grading" in r.flags]
     sut = getattr(manifest, "system_under_test", None)
     judge_model = getattr(getattr(manifest, "judge", None), "model", None)
-    from ..evaluators.rubric import self_grading
+    from ..results.self_grading import same_model
 
-    manifest_self = self_grading(judge_model, sut)
+    manifest_self = bool(sut) and any(same_model(judge_model, m) for m in str(sut).split(","))
     lowest = sorted(scored, key=lambda r: r.score if r.score is not None else 0.0)[:3]
     return {
         "title": title, "source": source, "version": __version__,

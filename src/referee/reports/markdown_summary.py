@@ -73,6 +73,8 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
                  f"mean **{_num(o.mean.estimate)}** over {o.cases} cases, {_rule(s)}"
                  + (f"; {o.unscored + o.errors} rows unscored" if o.unscored + o.errors else "") + ".")
     lines.append("")
+    if s.self_grading:
+        lines += [f"> ⚠️ **Self-grading caveat:** {_cell(s.self_grading, 300)}.", ""]
     lines += ["| category | cases | pass rate | 95% CI | mean | unscored | mean cost | mean latency ms |",
               "|---|---|---|---|---|---|---|---|"]
     lines += [_group_row(g) for g in [*s.categories, o]]

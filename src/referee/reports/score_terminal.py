@@ -96,6 +96,9 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
     if o.unscored or o.errors:
         con.print(f"  [yellow]{o.unscored} unscored and {o.errors} error rows[/yellow] are left out of the rates "
                   "and means (they are neither passes nor fails)")
+    if s.self_grading:
+        con.print(f"  [bold yellow]caveat: {_safe(s.self_grading)}[/bold yellow] (flag 'self_grading'; judge with "
+                  "a different model)")
     if s.small_sample:
         con.print(f"  [yellow]small sample: {o.cases} cases; treat the rates as rough[/yellow]")
     con.print()
@@ -160,9 +163,10 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
                           _ci(pt.lo, pt.hi, False), format_p(pt.p_value, s.n_boot),
                           "n/a" if pt.p_adjusted is None else format_p(pt.p_adjusted, s.n_boot), sig)
             con.print(t)
-            approx = sorted({f"{pt.scope} {pt.metric}" for pt in comp.tests if pt.method.startswith("normal")})
+            approx = sorted({f"{pt.scope} {pt.metric}" for pt in comp.tests if "Cornish-Fisher" in pt.method})
             if approx:
-                con.print(f"  normal approximation instead of the bootstrap (very many distinct differences): "
+                con.print(f"  bootstrap percentiles and p from the Cornish-Fisher expansion (n large, many distinct "
+                          f"differences; within Monte Carlo error of resampling): "
                           f"{_safe(', '.join(approx[:6]))}")
         for sk in comp.skipped:
             con.print(f"  skipped test: {_safe(sk)}")

@@ -11,7 +11,7 @@ from .manifest import (
     manifest_path,
     text_sha256,
 )
-from .schema import SCHEMA_VERSION, CriterionScore, JudgeInfo, ResultRow, Status, Usage
+from .schema import SCHEMA_VERSION, CriterionScore, JudgeInfo, ResultRow, Status, TargetInfo, Usage
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -24,6 +24,7 @@ __all__ = [
     "ResultWriter",
     "RunManifest",
     "Status",
+    "TargetInfo",
     "TemplateInfo",
     "Totals",
     "Usage",

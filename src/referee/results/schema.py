@@ -57,6 +57,24 @@ class JudgeInfo(_Model):
     unknowingly."""
 
 
+class TargetInfo(_Model):
+    """The system under test that produced the judged output (runs with ``targets:``), and what producing it
+    cost: the row's own ``cost_usd``/``latency_ms`` are these (the output's), never the judge's."""
+
+    id: str
+    kind: str
+    """model, http, python or exec."""
+    provider: str | None = None
+    model: str | None = None
+    """The model name; for other kinds what was run (the callable, the command, the URL)."""
+    prompt: str | None = None
+    """The prompt template file of a model target."""
+    usage: Usage | None = None
+    """Tokens of the generation (the judge's are in the row's ``usage``)."""
+    reused: bool | None = None
+    """True when the output came from an earlier run's outputs file (nothing was generated)."""
+
+
 class CriterionScore(_Model):
     """One criterion (rubric dimension, gold criterion, check) of a row."""
 
@@ -111,6 +129,8 @@ class ResultRow(_Model):
     """Copied from the case (and, for seed rows, any key referee does not know)."""
     details: dict[str, Any] = Field(default_factory=dict)
     """Evaluator-specific structured data (pairwise rationales, trajectory findings, ...)."""
+    target: TargetInfo | None = None
+    """Which target produced the output (runs with ``targets:``)."""
 
     @field_validator("score")
     @classmethod

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from .._redact import redact_text
 from ..errors import UserError
+from ..results import self_grading
 from ..results.io import ResultWriter, read_results
 from ..results.manifest import RunManifest, Totals, manifest_path, utc_now_iso
 from ..results.schema import ResultRow
@@ -151,10 +152,24 @@ def execute(
     concurrency: int,
     label: str,
     skipped: int = 0,
+    cleanup: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
-    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current."""
+    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current.
+
+    ``cleanup`` runs inside the run's event loop at its end (connections opened in that loop close there)."""
     resume = prepare_output(out, manifest)
     todo = [it for it in items if key(it) not in resume.done]
+    judge_model = manifest.judge.model if manifest.judge is not None else None
+    sut = manifest.system_under_test
+
+    def flagged(row: ResultRow) -> ResultRow:
+        return self_grading.mark(row, default_system_model=sut, judge_model=judge_model)
+
+    async def evaluate_flagged(it: T) -> ResultRow | list[ResultRow]:
+        # Every judging command goes through here, so every judged row is checked for self-grading once.
+        res = await evaluate(it)
+        return [flagged(r) for r in res] if isinstance(res, list) else flagged(res)
+
     # No manifest beside a device or pipe (it would land in /dev).
     keep_manifest = not out.exists() or out.is_file()
     if keep_manifest:
@@ -166,12 +181,14 @@ def execute(
 
     async def main() -> None:
         try:
-            stats = await run_rows(todo, evaluate, writer=writer, concurrency=concurrency, label=label,
+            stats = await run_rows(todo, evaluate_flagged, writer=writer, concurrency=concurrency, label=label,
                                    on_error=on_error,
                                    cost_so_far=(lambda: client.stats.cost_usd if client and client.prices_given
                                                 else None))
             new_rows.extend(stats.rows)
         finally:
+            if cleanup is not None:
+                await cleanup()
             if client is not None:
                 await client.aclose()
 
@@ -188,6 +205,7 @@ def execute(
         # Re-reading is for regular files only: /dev/full reads as endless zeros, a pipe would block.
         reread = _reread(out, resume.kept) if not new_rows and keep_manifest else []
         all_rows = resume.kept + (new_rows or reread)
+        _record_self_grading(manifest, all_rows)
         manifest.status = status
         manifest.totals = totals(all_rows, client, time.perf_counter() - t0, skipped)
         manifest.finished_at = utc_now_iso()
@@ -196,7 +214,25 @@ def execute(
                 manifest.write(out)
         except OSError as exc:  # a full disk must not hide the original error
             print(f"referee: warning: could not update the manifest: {exc}", file=sys.stderr)
+    n_self = self_grading.count(resume.kept + new_rows)
+    if n_self:
+        print(f"referee: {self_grading.caveat(n_self, len(resume.kept) + len(new_rows), judge_model)}",
+              file=sys.stderr)
     return Outcome(rows=resume.kept + new_rows, new_rows=new_rows, manifest=manifest, resume_note=resume.note)
+
+
+def _record_self_grading(manifest: RunManifest, rows: Sequence[ResultRow]) -> None:
+    """The manifest names the system under test (the flag's, else the cases' ``metadata.system_model``) and
+    counts the self-graded rows, so a results file carries its caveat wherever it goes."""
+    if manifest.system_under_test is None:
+        models = sorted({m for r in rows for m in self_grading.system_models(r.metadata)})
+        if models:
+            manifest.system_under_test = ", ".join(models[:10]) + (" ..." if len(models) > 10 else "")
+    n = self_grading.count(rows)
+    if n:
+        manifest.extra["self_grading_rows"] = n
+    else:
+        manifest.extra.pop("self_grading_rows", None)
 
 
 def _reread(out: Path, kept: list[ResultRow]) -> list[ResultRow]:

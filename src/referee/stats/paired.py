@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
-from .counts import bootstrap_means
+from .counts import mean_bootstrap
 
 
 @dataclass(frozen=True)
@@ -25,29 +24,20 @@ class PairedResult:
 
 
 def paired_bootstrap(diffs: ArrayLike, *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED,
-                     alpha: float = 0.05) -> PairedResult:
+                     alpha: float = 0.05, method: str = "auto") -> PairedResult:
     """Resample the shared cases (pairs) and read ``p = min(1, 2 * min(P(d <= 0), P(d >= 0)))`` off the
-    bootstrap distribution of the mean difference ``d``, as the seed aggregator does."""
+    bootstrap distribution of the mean difference ``d``, as the seed aggregator does. The distribution comes
+    from the cheapest accurate method (``stats.counts``; ``method`` forces one, for tests)."""
     d = np.asarray(diffs, dtype=np.float64)
     n = int(d.size)
     if n == 0:
         return PairedResult(0, float("nan"), None, None, 1.0)
     obs = float(d.mean())
-    dist, method = bootstrap_means(d, n_boot=n_boot, seed=seed)
-    if dist is None:
-        if n < 2:
-            return PairedResult(n, obs, None, None, 1.0)
-        se = float(d.std(ddof=1)) / np.sqrt(n)
-        if se == 0:
-            return PairedResult(n, obs, obs, obs, 1.0 if obs == 0 else 0.0, "normal approximation")
-        z = NormalDist().inv_cdf(1 - alpha / 2)
-        p_le = NormalDist().cdf(-obs / se)  # P(d* <= 0) with d* ~ N(obs, se)
-        p = min(1.0, 2 * min(p_le, 1 - p_le))
-        return PairedResult(n, obs, obs - z * se, obs + z * se, p, "normal approximation")
-    p = min(1.0, 2 * min(float(np.mean(dist <= 0)), float(np.mean(dist >= 0))))
-    lo, hi = np.quantile(dist, [alpha / 2, 1 - alpha / 2])
-    return PairedResult(n, obs, float(lo), float(hi), p, "paired percentile bootstrap" if method.startswith(
-        "percentile") else method)
+    b = mean_bootstrap(d, n_boot=n_boot, seed=seed, alpha=alpha, method=method)
+    if b is None:
+        return PairedResult(n, obs, None, None, 1.0)
+    lo, hi = b.quantiles([alpha / 2, 1 - alpha / 2])
+    return PairedResult(n, obs, lo, hi, b.p_two_sided(), f"paired {b.label}")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from .._yaml import parse_nodes
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
 from ..evaluators.base import Evaluator
+from ..targets.loader import TARGET_KEYS, parse_targets
+from ..targets.model import TargetSpec
 from .model import (
     BASELINE_ONLY_GATES,
     RESERVED_ENTRY_KEYS,
@@ -90,6 +92,9 @@ class Suite:
     sha256: str = ""
     cases_path: str | None = None
     base_dir: Path = field(default_factory=Path)
+    targets: list[TargetSpec] = field(default_factory=list)
+    """Systems under test (``targets:`` and the ``prompts:`` x ``models:`` matrix); empty: the cases hold the
+    outputs."""
 
     @property
     def llm_specs(self) -> list[EvalSpec]:
@@ -342,6 +347,8 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
             loc = tuple(e["loc"])
             if loc and loc[0] == "evaluators" and len(loc) >= 3:
                 continue  # entries are checked one by one below, with better messages
+            if loc and loc[0] in TARGET_KEYS:
+                continue  # the targets are checked below, with their files
             col.add(loc, e["msg"])
     raw_entries = data.get("evaluators")
     entries: list[Any] = raw_entries if isinstance(raw_entries, list) else []
@@ -359,8 +366,17 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
     # The parts that validated on their own are checked further even when another part did not, so one
     # validate run reports every problem.
     cases, cases_path = _load_cases(data.get("cases"), col, base)
+    targets, target_problems = parse_targets(data, base)
+    for loc, msg in target_problems:
+        col.add(loc, msg)
+    target_ids = {t.id for t in targets}
     gates = model.gates if model is not None else _part(Gates, data.get("gates"))
-    if gates is not None and gates.baseline is not None and not (base / gates.baseline).exists():
+    if gates is not None and gates.candidate is not None and gates.candidate not in target_ids:
+        col.add(("gates", "candidate"), f"no target with id '{gates.candidate}' (targets: "
+                                        f"{', '.join(sorted(target_ids)) or 'none'})")
+    if gates is not None and gates.baseline in target_ids:
+        pass  # a target of this suite, not a file
+    elif gates is not None and gates.baseline is not None and not (base / gates.baseline).exists():
         col.add(("gates", "baseline"), f"baseline results file not found: {base / gates.baseline}")
     if gates is not None and gates.baseline is None:
         for key in BASELINE_ONLY_GATES:
@@ -377,7 +393,7 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
     specs = [_with_judge_defaults(s, judge) for s in specs]
     suite = Suite(path=sp, name=model.name or p.stem, cases=cases, specs=specs, scoring=model.scoring,
                   judge=judge, gates=model.gates, concurrency=model.concurrency,
-                  sha256=hashlib.sha256(raw).hexdigest(), cases_path=cases_path, base_dir=base)
+                  sha256=hashlib.sha256(raw).hexdigest(), cases_path=cases_path, base_dir=base, targets=targets)
     return suite, []
 
 
@@ -411,8 +427,10 @@ def suite_from_dict(data: dict[str, Any], base_dir: str | Path = ".", name: str 
         data = copy.deepcopy(data)
         if isinstance(data.get("cases"), str) and not Path(data["cases"]).is_absolute():
             data["cases"] = str(base / data["cases"])
+        _absolute_target_files(data, base)
+        ids = {t.get("id") for t in data.get("targets") or [] if isinstance(t, dict)}
         gates = data.get("gates")
-        if isinstance(gates, dict) and isinstance(gates.get("baseline"), str):
+        if isinstance(gates, dict) and isinstance(gates.get("baseline"), str) and gates["baseline"] not in ids:
             data["gates"] = {**gates, "baseline": str(base / gates["baseline"])}
         for entry in data.get("evaluators") or []:
             if isinstance(entry, dict):
@@ -422,6 +440,18 @@ def suite_from_dict(data: dict[str, Any], base_dir: str | Path = ".", name: str 
         p.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
         suite = load_suite(p)
     return dataclasses.replace(suite, base_dir=base, cases_path=suite.cases_path)
+
+
+def _absolute_target_files(data: dict[str, Any], base: Path) -> None:
+    """Target files named relative to ``base`` (a suite built in memory is checked from a temporary folder)."""
+    entries = [t for key in ("targets", "prompts") for t in data.get(key) or [] if isinstance(t, dict)]
+    for entry in entries:
+        for key in ("prompt", "system_file"):
+            if isinstance(entry.get(key), str) and not Path(entry[key]).is_absolute():
+                entry[key] = str(base / entry[key])
+    if isinstance(data.get("prompts"), list):
+        data["prompts"] = [{"prompt": str(base / p)} if isinstance(p, str) and
+                           not Path(p).is_absolute() else p for p in data["prompts"]]
 
 
 def load_suite(path: str | Path) -> Suite:

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..targets.model import ModelEntry, PromptEntry, TargetSpec
+
 RESERVED_ENTRY_KEYS = ("id", "weight", "threshold", "critical", "field", "description")
 """Keys of an evaluator entry that configure how the suite uses it; the one other key is its name."""
 
@@ -56,7 +58,10 @@ class Gates(_M):
     threshold: float | None = Field(default=None, ge=0, le=1, description="Pass threshold for the gates (default: "
                                     "scoring.threshold).")
     fail_under: float | None = Field(default=None, ge=0, le=1, description="Fail when the pass rate is below this.")
-    baseline: str | None = Field(default=None, description="Baseline results file, relative to the suite file.")
+    baseline: str | None = Field(default=None, description="Baseline results file, relative to the suite file; in a "
+                                 "suite with targets, a target id (the gates compare the candidate with it).")
+    candidate: str | None = Field(default=None, description="With targets: the target the gates apply to (default: "
+                                  "the other target when there are two and baseline names one, else every target).")
     fail_on_regression: bool = False
     fail_on_significant_regression: bool = False
     fail_on_cost_regression: bool = False
@@ -94,6 +99,13 @@ class SuiteFile(_M):
     judge: JudgeDefaults | None = None
     gates: Gates = Field(default_factory=lambda: Gates())
     concurrency: int | None = Field(default=None, ge=1, description="Cases evaluated at once (default 8).")
+    targets: list[TargetSpec] | None = Field(
+        default=None, description="Systems under test: referee generates each case's output with every target, then "
+                                  "evaluates; one results file per target.")
+    prompts: list[PromptEntry | str] | None = Field(
+        default=None, description="With models: every prompt x model pair is a target (id <prompt>@<model>).")
+    models: list[ModelEntry] | None = Field(default=None, description="With prompts: the models of the matrix "
+                                                                      "(provider:model strings work too).")
 
 
 class EntryMeta(_M):

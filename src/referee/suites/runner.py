@@ -214,14 +214,15 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
                                      "rationale": rationale[:1000]})
 
 
-def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None) -> RunManifest:
+def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None,
+                   system_model: str | None = None) -> RunManifest:
     src = suite.cases_path or suite.path
     m = RunManifest(
         kind="suite", command=command,
         eval_set=EvalSetInfo(path=src, sha256=file_sha256(src) if Path(src).is_file() else suite.sha256,
                              n_cases=len(suite.cases),
                              case_ids=[c.id for c in suite.cases]),
-        judge=judge_config,
+        judge=judge_config, system_under_test=system_model,
     )
     # Red-team cases (generated with metadata.adversarial) must never blend into correctness numbers: a suite of
     # them is marked adversarial so `referee score` reports it per attack type.
@@ -238,9 +239,11 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
 
 
 def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int = 8,
-              command: list[str] | None = None, judge_config: Any = None) -> Outcome:
+              command: list[str] | None = None, judge_config: Any = None,
+              system_model: str | None = None) -> Outcome:
     """Run ``suite`` writing rows to ``out`` (resuming a crashed identical run) and the manifest beside it."""
-    manifest = build_manifest(suite, command=command or ["referee", *sys.argv[1:]], judge_config=judge_config)
+    manifest = build_manifest(suite, command=command or ["referee", *sys.argv[1:]], judge_config=judge_config,
+                              system_model=system_model)
     ce = CaseEvaluator(suite)
     # Rows are small, short-lived and acyclic, but the collector rescans every live case and row on each
     # pass: freezing what is loaded and collecting less often halves the time of a large checks-only run.

@@ -45,6 +45,13 @@ class Reply:
     """Send half of the body, then close."""
     input_tokens: int = 120
     output_tokens: int = 40
+    tool_calls: list[dict[str, Any]] | None = None
+    """Tool calls the model makes, ``[{"name": ..., "arguments": {...}, "id"?: ...}]``, in the wire format's own
+    shape (OpenAI ``message.tool_calls``, Anthropic ``tool_use`` blocks); ``text`` may accompany them."""
+
+
+def _call_id(call: dict[str, Any], i: int, prefix: str) -> str:
+    return str(call.get("id") or f"{prefix}_{i}")
 
 
 @dataclass
@@ -254,11 +261,18 @@ class FakeLLMServer:
             return web.json_response({"error": {"message": f"response_format type '{rf}' is not supported",
                                                 "type": "invalid_request_error"}}, status=400)
         reply = self._next(req)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or ""}
+        if reply.tool_calls:
+            message["content"] = reply.text
+            message["tool_calls"] = [
+                {"id": _call_id(c, i, "call"), "type": "function",
+                 "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments") or {})}}
+                for i, c in enumerate(reply.tool_calls)]
         env = {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
             "model": req.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text or ""},
-                         "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
             "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens,
                       "total_tokens": reply.input_tokens + reply.output_tokens},
         }
@@ -270,7 +284,12 @@ class FakeLLMServer:
         text = reply.text or ""
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         tools = req.body.get("tools") or []
-        if tools:
+        if reply.tool_calls:
+            content = ([{"type": "text", "text": text}] if text else []) + [
+                {"type": "tool_use", "id": _call_id(c, i, "toolu"), "name": c["name"],
+                 "input": c.get("arguments") or {}}
+                for i, c in enumerate(reply.tool_calls)]
+        elif tools and "tool_choice" in req.body:
             try:
                 obj = json.loads(text)
             except ValueError:
@@ -279,7 +298,7 @@ class FakeLLMServer:
                 content = [{"type": "tool_use", "id": "toolu_fake", "name": tools[0].get("name"), "input": obj}]
         env = {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": req.model, "content": content,
-            "stop_reason": "tool_use" if content[0]["type"] == "tool_use" else "end_turn",
+            "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn",
             "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
         }
         return await self._respond(request, reply, env)

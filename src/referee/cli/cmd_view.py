@@ -1,0 +1,90 @@
+"""``referee view RESULTS...``: browse runs, compare two, and label cases for ``referee calibrate`` in a browser."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Any
+
+import click
+
+from ..aggregate.load import PASS_RULES
+from ..errors import UserError
+from ._common import echo_err
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@click.command("view")
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--cases", "cases", multiple=True, type=click.Path(dir_okay=False),
+              help="Cases file(s) the runs were judged on, to show inputs and outputs (default: the file named "
+                   "in each run's manifest, when it is found).")
+@click.option("--labels", default=None, type=click.Path(dir_okay=False),
+              help="Where human labels go (one results file only; default: RESULTS.labels.jsonl beside it).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port to listen on; 0 picks a free one (the URL is printed).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on. Anything but loopback shows your results to the network.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the viewer in the default browser.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.7, show_default=True,
+              help="A case passes when score >= this (as referee score).")
+@click.option("--pass-rule", type=click.Choice(PASS_RULES), default="threshold", show_default=True,
+              help="As referee score --pass-rule.")
+@click.option("--n-boot", type=click.IntRange(100), default=2000, show_default=True,
+              help="Bootstrap resamples for the summary's intervals.")
+def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None, port: int, host: str,
+            open_browser: bool, threshold: float, pass_rule: str, n_boot: int) -> int:
+    """Open a local web app over RESULTS: the summary of referee score, a filterable table of cases, one case in
+    full, two runs compared, and human review whose labels `referee calibrate` reads unchanged.
+
+    Serves on 127.0.0.1 only unless --host says otherwise. Stop with Ctrl-C.
+    """
+    from ..view import ViewOptions, ViewServer, build_app, close_app
+
+    t0 = time.perf_counter()
+    app = build_app(list(results), cases=list(cases), labels=labels,
+                    opts=ViewOptions(threshold=threshold, pass_rule=pass_rule, n_boot=n_boot))
+    try:
+        try:
+            server = ViewServer(app, host, port)
+        except OSError as exc:
+            raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        if host not in _LOOPBACK:
+            echo_err(f"warning: listening on {host}: anyone who can reach this machine on port {server.port} "
+                     "can read these results and post labels (there is no login)")
+        rows = sum(len(r.table) for r in app.runs.values())
+        for r in app.runs.values():
+            for w in r.table.warnings[:5]:
+                echo_err(f"warning: {w}")
+        click.echo(f"referee view: {len(app.runs)} run(s), {rows} rows, ready in {time.perf_counter() - t0:.2f} s")
+        for k in app.order:
+            click.echo(f"  labels of {app.runs[k].path.name} go to {app.labels[k].path}")
+        click.echo(f"serving on {server.url} (127.0.0.1 only)" if host in _LOOPBACK else f"serving on {server.url}")
+        click.echo("press Ctrl-C to stop", err=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(server.url)
+        _stop_on_sigterm()
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            click.echo("stopped", err=True)
+        finally:
+            server.server_close()
+    finally:
+        close_app(app)
+    return 0
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops the viewer as Ctrl-C does, so the labels lock is released and its file removed."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _raise)

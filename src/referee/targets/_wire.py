@@ -1,0 +1,139 @@
+"""Tool calling on the OpenAI and Anthropic wire formats, for model targets with ``tools:``.
+
+A tool-loop request is a :class:`ToolRequest`: the judge request's shape plus the conversation so far (with tool
+calls and results) and the tools, in one neutral form. The providers here translate it to each wire format and
+return the assistant turn as JSON text (``{"content": ..., "tool_calls": [...]}``), so the shared client's
+retries, prices and response cache work on it unchanged (an unchanged rerun replays the whole loop from cache).
+
+Neutral messages: ``{"role": "user"|"assistant"|"tool", "content": str|None, "tool_calls": [{"id", "name",
+"arguments"}], "tool_call_id": str, "is_error": bool}``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ProviderError
+from ..providers.anthropic import AnthropicProvider
+from ..providers.base import Completion, JudgeRequest
+from ..providers.openai_compat import OpenAICompatProvider
+
+
+@dataclass(frozen=True)
+class ToolRequest(JudgeRequest):
+    """``messages`` hold the system prompt only; ``conversation`` and ``tools`` are JSON text (hashable, and the
+    exact material of the cache key)."""
+
+    conversation: str = "[]"
+    tools: str = "[]"
+
+    def cache_material(self) -> dict[str, Any]:
+        return {**super().cache_material(), "conversation": self.conversation, "tools": self.tools}
+
+
+def assistant_turn(content: str | None, calls: list[dict[str, Any]]) -> str:
+    return json.dumps({"content": content, "tool_calls": calls}, ensure_ascii=False)
+
+
+def _args(raw: Any) -> Any:
+    """Arguments as an object when they parse; the raw text otherwise (the loop reports it to the model)."""
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+class OpenAIToolProvider(OpenAICompatProvider):
+    async def complete(self, request: JudgeRequest) -> Completion:
+        if not isinstance(request, ToolRequest):
+            return await super().complete(request)
+        messages: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in request.messages]
+        for m in json.loads(request.conversation):
+            if m["role"] == "tool":
+                messages.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": _text(m["content"])})
+            elif m["role"] == "assistant" and m.get("tool_calls"):
+                messages.append({"role": "assistant", "content": m.get("content"), "tool_calls": [
+                    {"id": c["id"], "type": "function",
+                     "function": {"name": c["name"], "arguments": _text(c["arguments"])}}
+                    for c in m["tool_calls"]]})
+            else:
+                messages.append({"role": m["role"], "content": m.get("content") or ""})
+        payload: dict[str, Any] = {"model": self.model, "messages": messages}
+        tools = json.loads(request.tools)
+        if tools:
+            payload["tools"] = [{"type": "function", "function": t} for t in tools]
+        payload["max_completion_tokens" if self._official else "max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            payload["temperature"] = request.temperature
+        if request.seed is not None:
+            payload["seed"] = request.seed
+        data, latency = await self._http.post_json(f"{self.base_url}/chat/completions", payload)
+        try:
+            msg = data["choices"][0]["message"]
+            content = msg.get("content")
+            calls = [{"id": str(c.get("id") or f"call_{i}"), "name": str(c["function"]["name"]),
+                      "arguments": _args(c["function"].get("arguments"))}
+                     for i, c in enumerate(msg.get("tool_calls") or [])]
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ProviderError("openai-compatible server: reply has no choices[0].message with usable "
+                                "tool_calls", retryable=True) from exc
+        usage = data.get("usage") or {}
+        return Completion(text=assistant_turn(content, calls), input_tokens=usage.get("prompt_tokens"),
+                          output_tokens=usage.get("completion_tokens"), model=data.get("model") or self.model,
+                          latency_ms=latency, raw=data)
+
+
+class AnthropicToolProvider(AnthropicProvider):
+    async def complete(self, request: JudgeRequest) -> Completion:
+        if not isinstance(request, ToolRequest):
+            return await super().complete(request)
+        messages: list[dict[str, Any]] = []
+        for m in json.loads(request.conversation):
+            if m["role"] == "tool":
+                block = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": _text(m["content"])}
+                if m.get("is_error"):
+                    block["is_error"] = True
+                # Results of one assistant turn's calls go back together, in one user message.
+                if messages and messages[-1]["role"] == "user" and isinstance(messages[-1]["content"], list):
+                    messages[-1]["content"].append(block)
+                else:
+                    messages.append({"role": "user", "content": [block]})
+            elif m["role"] == "assistant":
+                blocks: list[dict[str, Any]] = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+                blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"],
+                            "input": c["arguments"] if isinstance(c["arguments"], dict) else {}}
+                           for c in m.get("tool_calls") or []]
+                messages.append({"role": "assistant", "content": blocks or ""})
+            else:
+                messages.append({"role": "user", "content": m.get("content") or ""})
+        payload: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "messages": messages}
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        if system:
+            payload["system"] = system
+        tools = json.loads(request.tools)
+        if tools:
+            payload["tools"] = [{"name": t["name"], "description": t.get("description", ""),
+                                 "input_schema": t["parameters"]} for t in tools]
+        if request.temperature is not None:
+            payload["temperature"] = request.temperature
+        data, latency = await self._http.post_json(f"{self.base_url}/v1/messages", payload)
+        reply = data.get("content")
+        if not isinstance(reply, list):
+            raise ProviderError("Anthropic API: reply has no content list", retryable=True)
+        text = "".join(b.get("text", "") for b in reply if isinstance(b, dict) and b.get("type") == "text")
+        calls = [{"id": str(b.get("id")), "name": str(b.get("name")), "arguments": b.get("input") or {}}
+                 for b in reply if isinstance(b, dict) and b.get("type") == "tool_use"]
+        usage = data.get("usage") or {}
+        return Completion(text=assistant_turn(text or None, calls), input_tokens=usage.get("input_tokens"),
+                          output_tokens=usage.get("output_tokens"), model=data.get("model") or self.model,
+                          latency_ms=latency, raw=data)

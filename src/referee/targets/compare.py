@@ -1,0 +1,137 @@
+"""Comparing targets: a targets x evaluators table with intervals, the best target and whether its lead over the
+runner-up is significant (a paired test on the shared cases), all through ``referee score``'s own aggregator."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..stats.bootstrap import Interval
+
+
+@dataclass
+class TargetLine:
+    id: str
+    path: Path
+    pass_rate: Interval
+    mean: Interval
+    cases: int
+    unscored: int
+    errors: int
+    mean_cost: float | None
+    mean_latency_ms: float | None
+    evaluators: dict[str, Interval] = field(default_factory=dict)
+    """Pass rate of each evaluator (Wilson interval) over the cases it scored."""
+
+
+@dataclass
+class Lead:
+    best: str
+    runner_up: str
+    diff: float
+    lo: float | None
+    hi: float | None
+    p_value: float
+    significant: bool
+    n: int
+
+
+@dataclass
+class TargetComparison:
+    lines: list[TargetLine]
+    evaluators: list[str]
+    best: str | None
+    lead: Lead | None
+    note: str | None = None
+
+
+def compare_targets(results: Sequence[tuple[str, Path]], *, threshold: float, pass_rule: str = "evaluator",
+                    n_boot: int | None = None, boot_seed: int | None = None) -> TargetComparison:
+    from ..aggregate import ScoreOptions, load_table, summarize
+    from ..results.io import read_results
+    from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
+    from ..stats.intervals import wilson_interval
+
+    opts = ScoreOptions(threshold=threshold, n_boot=n_boot or DEFAULT_N_BOOT,
+                        boot_seed=boot_seed if boot_seed is not None else DEFAULT_SEED, pass_rule=pass_rule)
+    lines: list[TargetLine] = []
+    tables: dict[str, Any] = {}
+    order: dict[str, None] = {}
+    for tid, path in results:
+        table = load_table(str(path))
+        tables[tid] = table
+        s = summarize(table, opts).overall
+        counts: dict[str, list[int]] = {}
+        for row in read_results(path).rows:
+            for c in row.criteria:
+                order.setdefault(c.id, None)
+                if c.status == "scored" and c.passed is not None:
+                    k = counts.setdefault(c.id, [0, 0])
+                    k[0] += int(c.passed)
+                    k[1] += 1
+        lines.append(TargetLine(
+            id=tid, path=path, pass_rate=s.pass_rate, mean=s.mean, cases=s.cases, unscored=s.unscored,
+            errors=s.errors, mean_cost=s.mean_cost, mean_latency_ms=s.mean_latency_ms,
+            evaluators={k: wilson_interval(float(v[0]), v[1]) for k, v in counts.items()}))
+    ranked = sorted((ln for ln in lines if ln.pass_rate.estimate is not None),
+                    key=lambda ln: (ln.pass_rate.estimate or 0.0, ln.mean.estimate or 0.0), reverse=True)
+    best = ranked[0].id if ranked else None
+    lead = None
+    note = None
+    if len(ranked) >= 2:
+        a, b = ranked[0], ranked[1]
+        try:
+            comp = summarize(tables[a.id], dataclasses.replace(opts, allow_case_set_change=True),
+                             baseline=tables[b.id]).comparison
+        except Exception as exc:  # noqa: BLE001 - the table is still worth showing
+            comp = None
+            note = f"no paired test of {a.id} against {b.id}: {exc}"
+        tests = [t for t in (comp.tests if comp else []) if t.scope == "overall" and t.metric == "pass rate"]
+        if tests:
+            t = tests[0]
+            lead = Lead(best=a.id, runner_up=b.id, diff=t.diff, lo=t.lo, hi=t.hi,
+                        p_value=t.p_adjusted if t.p_adjusted is not None else t.p_value,
+                        significant=t.significant, n=t.n)
+        elif note is None:
+            note = f"no paired test of {a.id} against {b.id}: too few shared scored cases"
+    return TargetComparison(lines=lines, evaluators=list(order), best=best, lead=lead, note=note)
+
+
+def _pct(iv: Interval) -> str:
+    if iv.estimate is None:
+        return "-"
+    if iv.lo is None or iv.hi is None:
+        return f"{iv.estimate:.0%}"
+    return f"{iv.estimate:.0%} [{iv.lo:.0%}, {iv.hi:.0%}]"
+
+
+def render_comparison(c: TargetComparison) -> str:
+    """Plain text: one line per target, then the verdict on the best one."""
+    head = ["target", "pass rate [95% CI]", "mean score", "cases", "unscored", "error", "cost/case", "latency",
+            *c.evaluators]
+    rows = []
+    for ln in c.lines:
+        mean = f"{ln.mean.estimate:.3f}" if ln.mean.estimate is not None else "-"
+        cost = f"${ln.mean_cost:.5f}" if ln.mean_cost is not None else "-"
+        lat = f"{ln.mean_latency_ms:.0f} ms" if ln.mean_latency_ms is not None else "-"
+        rows.append([ln.id, _pct(ln.pass_rate), mean, str(ln.cases), str(ln.unscored), str(ln.errors), cost, lat,
+                     *(_pct(ln.evaluators[e]) if e in ln.evaluators else "-" for e in c.evaluators)])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    out += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+    out.append("(evaluator columns: pass rate with a Wilson 95% interval over the cases each scored)")
+    if c.best is None:
+        out.append("best target: none (no target has scored cases)")
+    elif c.lead is None:
+        out.append(f"best target: {c.best}" + (f" ({c.note})" if c.note else ""))
+    else:
+        ld = c.lead
+        ci = f", 95% CI [{ld.lo:+.1%}, {ld.hi:+.1%}]" if ld.lo is not None and ld.hi is not None else ""
+        verdict = "significant" if ld.significant else "not significant"
+        p = "p < 0.001" if ld.p_value < 0.001 else f"p = {ld.p_value:.3g}"
+        out.append(f"best target: {ld.best}, pass rate {ld.diff:+.1%} vs {ld.runner_up} on {ld.n} shared cases "
+                   f"({p}{ci}, paired bootstrap): the lead is {verdict}")
+    return "\n".join(out)

@@ -1,0 +1,189 @@
+"""Reading ``targets:`` (and ``prompts:`` x ``models:``) and building runnable targets.
+
+Everything that can be wrong before any call is found here, with the YAML path of the problem: an unknown key,
+two kinds in one target, a duplicate id, a prompt file that does not exist, a Python target that does not
+import, a missing key. The run stops with exit 2 before anything is generated.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import InputError, UserError
+from ._kinds import ExecTarget, HttpTarget, ModelTarget, PythonTarget, Target, env_headers, import_attr
+from .model import ModelEntry, PromptEntry, TargetSpec, matrix
+
+Loc = tuple[str | int, ...]
+TARGET_KEYS = ("targets", "prompts", "models")
+
+
+def parse_targets(data: dict[str, Any], base: Path) -> tuple[list[TargetSpec], list[tuple[Loc, str]]]:
+    """The targets of a suite mapping (``targets:`` plus the ``prompts:`` x ``models:`` matrix), and every problem
+    as (YAML path, message). Files named by targets must exist (relative to ``base``)."""
+    problems: list[tuple[Loc, str]] = []
+    specs: list[TargetSpec] = []
+    raw = data.get("targets")
+    if raw is not None and not isinstance(raw, list):
+        problems.append((("targets",), "expected a list of targets"))
+        raw = []
+    for i, entry in enumerate(raw or []):
+        spec = _validate(TargetSpec, entry, ("targets", i), problems)
+        if spec is not None:
+            specs.append(spec)
+    prompts_raw, models_raw = data.get("prompts"), data.get("models")
+    if (prompts_raw is None) != (models_raw is None):
+        have, need = ("prompts", "models") if prompts_raw is not None else ("models", "prompts")
+        problems.append(((have,), f"'{have}:' needs '{need}:' too (referee runs every prompt with every model)"))
+    elif prompts_raw is not None:
+        prompts: list[PromptEntry] = []
+        models: list[ModelEntry] = []
+        for key, raw_list, model, into in (("prompts", prompts_raw, PromptEntry, prompts),
+                                           ("models", models_raw, ModelEntry, models)):
+            if not isinstance(raw_list, list) or not raw_list:
+                problems.append(((key,), "expected a non-empty list"))
+                continue
+            for i, entry in enumerate(raw_list):
+                if key == "prompts" and isinstance(entry, str):
+                    entry = {"prompt": entry}
+                v = _validate(model, entry, (key, i), problems)
+                if v is not None:
+                    into.append(v)
+        for t in matrix(prompts, models):
+            spec = _validate(TargetSpec, t, ("prompts",), problems)
+            if spec is not None:
+                specs.append(spec)
+    seen: dict[str, int] = {}
+    for i, s in enumerate(specs):
+        if s.id in seen:
+            problems.append((("targets", i), f"duplicate target id '{s.id}'"))
+        seen[s.id] = i
+        for key in ("prompt", "system_file"):
+            name = getattr(s, key)
+            if name is not None and not _path(base, name).is_file():
+                problems.append((("targets", i, key), f"target '{s.id}': {key} file not found: {_path(base, name)}"))
+        if s.tools and s.provider == "gemini":
+            problems.append((("targets", i, "tools"), f"target '{s.id}': tools need the openai or anthropic wire "
+                                                      "format (gemini targets run without tools)"))
+    return specs, problems
+
+
+def _validate(model: Any, entry: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> Any:
+    try:
+        return model.model_validate(entry)
+    except ValidationError as exc:
+        for e in exc.errors():
+            msg = e["msg"].removeprefix("Value error, ")
+            if e.get("type") == "extra_forbidden":
+                msg = "unknown key"
+            problems.append(((*loc, *e["loc"]), msg))
+        return None
+
+
+def _path(base: Path, name: str) -> Path:
+    p = Path(name)
+    return p if p.is_absolute() else base / p
+
+
+def select(specs: Sequence[TargetSpec], ids: Sequence[str] | None) -> list[TargetSpec]:
+    """``--targets v1,v2``: these targets, in the order given; an unknown id is a usage error (exit 2)."""
+    if not ids:
+        return list(specs)
+    by_id = {s.id: s for s in specs}
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        raise UserError(f"--targets: unknown target id(s) {', '.join(unknown)} (the suite has: "
+                        f"{', '.join(by_id) or 'no targets'})")
+    return [by_id[i] for i in dict.fromkeys(ids)]
+
+
+def build_target(spec: TargetSpec, base: Path, *, use_cache: bool = True) -> Target:
+    """A runnable target. Raises UserError (exit 2) for what can be known before any call: a module that does not
+    import, a missing API key, an unset header variable."""
+    if str(base) not in sys.path:
+        sys.path.append(str(base))  # target modules beside the suite import as plugins do
+    if spec.kind == "python":
+        assert spec.python is not None
+        return PythonTarget(spec, base, fn=import_attr(spec.python, f"target '{spec.id}': python:"))
+    if spec.kind == "exec":
+        argv = shlex.split(spec.exec) if isinstance(spec.exec, str) else list(spec.exec or [])
+        if argv and argv[0] in ("python", "python3"):
+            argv[0] = sys.executable  # the interpreter referee runs under, as a user's `python` would be
+        return ExecTarget(spec, base, argv=argv)
+    if spec.kind == "http":
+        assert spec.http is not None
+        try:
+            headers = env_headers(spec.http.headers)
+        except UserError as exc:
+            raise UserError(f"target '{spec.id}': {exc}") from exc
+        return HttpTarget(spec, base, headers=headers)
+    template = _read(base, spec.prompt, spec) if spec.prompt is not None else (spec.template or "")
+    system = _read(base, spec.system_file, spec) if spec.system_file is not None else spec.system
+    tool_fn = import_attr(spec.tool_results, f"target '{spec.id}': tool_results:") if spec.tool_results else None
+    return ModelTarget(spec, base, client=_client(spec), template=template, system=system,
+                       prompt_path=spec.prompt, tool_fn=tool_fn, use_cache=use_cache)
+
+
+def _read(base: Path, name: str, spec: TargetSpec) -> str:
+    p = _path(base, name)
+    try:
+        return p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"target '{spec.id}': cannot read: {exc}", file=str(p)) from exc
+
+
+def _client(spec: TargetSpec) -> Any:
+    """The shared client (retries, the response cache, prices) around the target's provider."""
+    from ..errors import ProviderAuthError
+    from ..providers import LOCAL_SERVERS, api_key_for, provider_class
+    from ..runner import JudgeClient, ResponseCache, RetryPolicy
+
+    name = spec.provider or "openai"
+    try:
+        cls: Any = provider_class(name)
+        if spec.tools:
+            from ._wire import AnthropicToolProvider, OpenAIToolProvider
+
+            cls = AnthropicToolProvider if name == "anthropic" else OpenAIToolProvider
+        base_url = spec.base_url or LOCAL_SERVERS.get(name)
+        provider = cls(spec.model, base_url=base_url, api_key=api_key_for(name), timeout=spec.timeout)
+    except ProviderAuthError as exc:
+        raise UserError(f"target '{spec.id}': {exc}") from exc
+    except UserError as exc:
+        raise UserError(f"target '{spec.id}': {exc}") from exc
+    return JudgeClient(provider, cache=ResponseCache(), retry=RetryPolicy(max_retries=spec.max_retries),
+                       input_price_per_mtok=spec.input_price_per_mtok,
+                       output_price_per_mtok=spec.output_price_per_mtok)
+
+
+def load_target_file(path: str | Path) -> tuple[list[TargetSpec], Path]:
+    """Targets of a file holding ``targets:`` (a suite works too) or a single target mapping."""
+    from .._yaml import load as load_yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("file not found", file=str(p))
+    data = load_yaml(str(p))
+    if isinstance(data, dict) and not any(k in data for k in TARGET_KEYS) and "id" in data:
+        data = {"targets": [data]}
+    if not isinstance(data, dict) or not any(k in data for k in TARGET_KEYS):
+        raise InputError("expected 'targets:' (a list of targets) or 'prompts:' and 'models:'", file=str(p))
+    base = p.resolve().parent
+    specs, problems = parse_targets(data, base)
+    if problems:
+        raise UserError("\n".join(f"{p}: {_fmt(loc)}: {msg}" for loc, msg in problems))
+    if not specs:
+        raise InputError("no targets", file=str(p))
+    return specs, base
+
+
+def _fmt(loc: Loc) -> str:
+    s = ""
+    for part in loc:
+        s += f"[{part}]" if isinstance(part, int) else (f".{part}" if s else str(part))
+    return s

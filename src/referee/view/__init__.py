@@ -1,0 +1,49 @@
+"""``referee view``: a local web app over results files, and the human review that calibrates the judge.
+
+:func:`build_app` loads the runs and their label files; :class:`ViewServer` serves the page and the JSON API
+(docs/view.md) on 127.0.0.1. Everything the page needs ships in ``static/``: no network, no CDN.
+"""
+
+from __future__ import annotations
+
+from ..errors import UserError
+from .app import API_VERSION, ApiError, ViewApp, ViewOptions, labels_for
+from .labels import LabelStore, default_labels_path
+from .server import CSP, ViewServer
+from .store import Run, resolve_inputs, same_file
+
+
+def build_app(results: list[str], *, cases: list[str] | None = None, labels: str | None = None,
+              opts: ViewOptions | None = None, lock: bool = True) -> ViewApp:
+    """Load ``results`` (one run each) and open each run's labels file (taking its one-writer lock)."""
+    paths = resolve_inputs(results)
+    case_paths = resolve_inputs(cases or [])
+    for i, a in enumerate(paths):
+        for b in paths[i + 1:]:
+            if same_file(a, b):
+                raise UserError(f"{a} is given twice")
+    inputs = paths + case_paths
+    runs = [Run(str(i), p, case_paths) for i, p in enumerate(paths)]
+    stores = [LabelStore(lp, inputs) for lp in labels_for(paths, labels)]
+    if lock:
+        taken: list[LabelStore] = []
+        try:
+            for s in stores:
+                s.acquire()
+                taken.append(s)
+        except UserError:
+            for s in taken:
+                s.release()
+            raise
+    for r in runs:
+        r.start_indexing()
+    return ViewApp(runs, stores, opts or ViewOptions())
+
+
+def close_app(app: ViewApp) -> None:
+    for s in app.labels.values():
+        s.release()
+
+
+__all__ = ["API_VERSION", "CSP", "ApiError", "LabelStore", "Run", "ViewApp", "ViewOptions", "ViewServer",
+           "build_app", "close_app", "default_labels_path"]

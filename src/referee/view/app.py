@@ -1,0 +1,475 @@
+"""The viewer's JSON API, independent of the HTTP server: each endpoint is a method returning plain data.
+
+Statistics are never recomputed here: the summary is ``referee score``'s (``aggregate.summarize`` rendered by
+``reports.json_summary.summary_dict``), a comparison is ``summarize(candidate, baseline=...)``, and the
+judge-human agreement is ``referee calibrate``'s (``calibrate.calibrate`` over ``read_labels``).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from ..aggregate import ScoreOptions, summarize
+from ..aggregate.load import PASS_RULES
+from ..aggregate.units import build_units
+from ..cases import Case
+from ..errors import UserError
+from ..evaluators.evidence import locate
+from ..reports.html import highlight_segments
+from ..rubrics.model import SCALES
+from .labels import LabelError, LabelStore, build_label, default_labels_path
+from .store import (
+    FLAG_NAMES,
+    MAX_LIMIT,
+    SORT_KEYS,
+    STATUS_NAMES,
+    Query,
+    Run,
+    clean,
+    passes,
+    review_queue,
+    row_flags,
+    select,
+)
+
+API_VERSION = 1
+_EXCERPT = 300
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, msg: str) -> None:
+        super().__init__(msg)
+        self.status = status
+        self.msg = msg
+
+
+@dataclass
+class ViewOptions:
+    threshold: float = 0.7
+    pass_rule: str = "threshold"
+    n_boot: int = 2000
+    """Resamples for the summary's intervals (``referee score`` defaults to more; the viewer answers fast and
+    says how many it used)."""
+
+
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    # Raw HTML in case text is escaped, never passed through; markdown-it's own link check refuses
+    # javascript:, vbscript:, file: and data: (except images) URLs.
+    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
+        ["table", "strikethrough"])
+
+
+class ViewApp:
+    def __init__(self, runs: list[Run], labels: list[LabelStore], opts: ViewOptions) -> None:
+        self.runs = {r.key: r for r in runs}
+        self.order = [r.key for r in runs]
+        self.labels = {r.key: lab for r, lab in zip(runs, labels, strict=True)}
+        self.opts = opts
+        self._md = _markdown()
+
+    # -- helpers -----------------------------------------------------------------------------------------
+
+    def run(self, key: str) -> Run:
+        r = self.runs.get(key)
+        if r is None:
+            raise ApiError(404, f"no run {key!r} (runs: {', '.join(self.order)})")
+        r.refresh()
+        return r
+
+    def _query(self, params: dict[str, str]) -> Query:
+        def _bool(name: str) -> bool | None:
+            v = params.get(name)
+            if v in (None, ""):
+                return None
+            if v in ("true", "1", "yes"):
+                return True
+            if v in ("false", "0", "no"):
+                return False
+            raise ApiError(400, f"{name} must be true or false")
+
+        def _int(name: str, default: int, lo: int, hi: int) -> int:
+            v = params.get(name)
+            if v in (None, ""):
+                return default
+            try:
+                n = int(v)
+            except ValueError:
+                raise ApiError(400, f"{name} must be a whole number") from None
+            if not lo <= n <= hi:
+                raise ApiError(400, f"{name} must be between {lo} and {hi}")
+            return n
+
+        sort = params.get("sort") or "row"
+        if sort not in SORT_KEYS:
+            raise ApiError(400, f"sort must be one of {', '.join(SORT_KEYS)}")
+        status = params.get("status") or None
+        if status is not None and status not in STATUS_NAMES.values():
+            raise ApiError(400, f"status must be one of {', '.join(STATUS_NAMES.values())}")
+        return Query(
+            status=status, passed=_bool("passed"), category=params.get("category") or None,
+            evaluator=params.get("evaluator") or None, flag=params.get("flag") or None,
+            q=(params.get("q") or "").strip() or None, labelled=_bool("labelled"), sort=sort,
+            desc=params.get("order") == "desc", offset=_int("offset", 0, 0, 10**9),
+            limit=_int("limit", 50, 1, MAX_LIMIT), threshold=self._threshold(params),
+            pass_rule=self._pass_rule(params),
+        )
+
+    def _threshold(self, params: dict[str, str]) -> float:
+        v = params.get("threshold")
+        if v in (None, ""):
+            return self.opts.threshold
+        try:
+            t = float(v)
+        except ValueError:
+            raise ApiError(400, "threshold must be a number from 0 to 1") from None
+        if not 0.0 <= t <= 1.0:
+            raise ApiError(400, "threshold must be a number from 0 to 1")
+        return t
+
+    def _pass_rule(self, params: dict[str, str]) -> str:
+        v = params.get("pass_rule") or self.opts.pass_rule
+        if v not in PASS_RULES:
+            raise ApiError(400, f"pass_rule must be one of {', '.join(PASS_RULES)}")
+        return v
+
+    def _score_opts(self, params: dict[str, str], **kw: Any) -> ScoreOptions:
+        return ScoreOptions(threshold=self._threshold(params), pass_rule=self._pass_rule(params),
+                            n_boot=self.opts.n_boot, **kw)
+
+    # -- endpoints ---------------------------------------------------------------------------------------
+
+    def api_index(self) -> dict[str, Any]:
+        return {"api_version": API_VERSION, "threshold": self.opts.threshold, "pass_rule": self.opts.pass_rule,
+                "runs": [self.run(k).info() | {"labels": str(self.labels[k].path)} for k in self.order],
+                "flags": list(FLAG_NAMES), "sort_keys": list(SORT_KEYS), "scales": list(SCALES)}
+
+    def api_summary(self, key: str, params: dict[str, str]) -> dict[str, Any]:
+        from ..reports.json_summary import summary_dict
+
+        run = self.run(key)
+        opts = self._score_opts(params)
+        ck = ("summary", opts.threshold, opts.pass_rule, run.generation)
+        hit = run.cached_summary(ck)
+        if hit is not None:
+            return hit
+        s = summarize(run.table, opts)
+        data = summary_dict(s, [], 0)
+        out = {"run": key, "n_boot": opts.n_boot, "summary": data}
+        run.store_summary(ck, out)
+        return out
+
+    def api_cases(self, key: str, params: dict[str, str]) -> dict[str, Any]:
+        run = self.run(key)
+        qy = self._query(params)
+        labels = self.labels[key]
+        try:
+            rows, total = select(run, qy, labels.ids())
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
+        except UserError as exc:
+            raise ApiError(500, str(exc)) from None
+        return {"run": key, "total": total, "offset": qy.offset, "limit": qy.limit,
+                "rows": self._row_lines(run, rows.tolist(), qy.threshold, qy.pass_rule)}
+
+    def _row_lines(self, run: Run, rows: list[int], threshold: float, rule: str) -> list[dict[str, Any]]:
+        t = run.table
+        texts = t.read_rows(rows)
+        arr = np.asarray(rows, dtype=np.int64)
+        ok = passes(t, arr, threshold, rule).tolist() if rows else []
+        lab = self.labels[run.key].by_id()
+        out = []
+        for k, i in enumerate(rows):
+            d = texts.get(i, {})
+            ev = d.get("evaluator")
+            rat = d.get("rationale") or d.get("error") or ""
+            out.append(clean({
+                "row": i, "id": t.ids[i], "repeat": int(t.repeat[i]) if t.repeat[i] >= 0 else None,
+                "turn": int(t.turn[i]) if t.turn[i] >= 0 else None,
+                "status": STATUS_NAMES[int(t.status[i])], "score": float(t.score[i]),
+                "passed": None if ok[k] < 0 else bool(ok[k]),
+                "category": t.category_names[int(t.category[i])],
+                "evaluator": ev if isinstance(ev, str) else "judge" if "schema_version" in d else "seed",
+                "flags": row_flags(d) if isinstance(d, dict) else [],
+                "cost_usd": float(t.cost[i]), "latency_ms": float(t.latency[i]),
+                "rationale": str(rat)[:_EXCERPT],
+                "labels": [_label_short(x) for x in lab.get(t.ids[i], [])],
+            }))
+        return out
+
+    def api_case(self, key: str, row: int, params: dict[str, str]) -> dict[str, Any]:
+        run = self.run(key)
+        t = run.table
+        if not 0 <= row < len(t):
+            raise ApiError(404, f"no row {row} in run {key} ({len(t)} rows)")
+        d = run.read_row(row)
+        try:
+            case = run.index().cases.get(t.ids[row])
+        except UserError:
+            case = None
+        thr = self._threshold(params)
+        ok = passes(t, np.asarray([row]), thr, self._pass_rule(params))[0]
+        crits = [c for c in d.get("criteria") or [] if isinstance(c, dict)]
+        raw_details = d.get("details")
+        details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
+        judged = self._judged_text(case, details)
+        quotes: list[tuple[str, str]] = []
+        crit_out = []
+        for c in crits:
+            ev = [str(e) for e in c.get("evidence") or [] if e is not None] if isinstance(
+                c.get("evidence"), list) else []
+            found = [bool(judged and locate(q, judged)) for q in ev]
+            quotes += [(str(c.get("id")), q) for q in ev]
+            crit_out.append({**{k: c.get(k) for k in ("id", "name", "status", "score", "raw_score", "scale",
+                                                     "passed", "weight", "critical", "rationale", "grounded",
+                                                     "error")},
+                             "evidence": [{"quote": q, "found": f} for q, f in zip(ev, found, strict=True)]})
+        ungrounded_crit = {str(c.get("id")) for c in crits if c.get("grounded") is False}
+        segments = []
+        if judged:
+            for s in highlight_segments(judged, quotes):
+                segments.append({"text": s.text, "labels": s.labels,
+                                 "ungrounded": bool(set(s.labels) & ungrounded_crit)})
+        out = {
+            "run": key, "row": row, "id": t.ids[row], "status": STATUS_NAMES[int(t.status[row])],
+            "score": float(t.score[row]), "passed": None if ok < 0 else bool(ok),
+            "threshold": thr, "category": t.category_names[int(t.category[row])],
+            "evaluator": d.get("evaluator") or ("judge" if "schema_version" in d else "seed"),
+            "flags": row_flags(d), "line": int(t.line[row]),
+            "repeat": d.get("repeat"), "turn": d.get("turn"),
+            **{k: d.get(k) for k in ("rationale", "error", "raw_reply", "judge", "usage", "cost_usd", "latency_ms",
+                                     "winner", "position_bias_detected", "metadata")},
+            "criteria": crit_out, "details": details, "judged_text": segments,
+            "case": self._case(case), "labels": self.labels[key].for_id(t.ids[row]),
+            "label_scale": _label_scale(crits, details), "pairwise": _is_pairwise(d),
+            "row_json": d,
+        }
+        return cast(dict[str, Any], clean(out))
+
+    @staticmethod
+    def _judged_text(case: Case | None, details: dict[str, Any]) -> str:
+        for v in (details.get("text"), None if case is None else case.output):
+            if isinstance(v, str) and v:
+                return v
+        return ""
+
+    def _case(self, case: Case | None) -> dict[str, Any] | None:
+        if case is None:
+            return None
+        out: dict[str, Any] = {"source": case.where}
+        for k in ("input", "reference", "output_a", "output_b", "system_a", "system_b"):
+            if case.get(k) is not None:
+                out[k] = case.get(k)
+        if case.output is not None:
+            out["output"] = case.output
+            if isinstance(case.output, str):
+                out["output_html"] = self._md.render(case.output)
+        if case.turns:
+            out["turns"] = [{"role": str(t.get("role", "?")), "content": t.get("content")}
+                            if isinstance(t, dict) else {"role": "?", "content": t} for t in case.turns]
+        if any(case.get(k) is not None for k in ("trajectory", "messages", "spans", "resourceSpans")):
+            from ..trajectories.importers import trajectory_of
+            from ..trajectories.model import TrajectoryError
+
+            try:
+                traj = trajectory_of(case)
+                out["trajectory"] = [{"index": s.index, "tool": s.tool, "args": s.args, "result": s.result,
+                                      "error": s.error} for s in traj.steps]
+            except TrajectoryError as exc:
+                out["trajectory_error"] = str(exc)
+        return out
+
+    def api_queue(self, key: str, params: dict[str, str]) -> dict[str, Any]:
+        run = self.run(key)
+        kind = params.get("kind") or "uncertain"
+        try:
+            n = int(params.get("n") or 20)
+            seed = int(params["seed"]) if params.get("seed") else random.randrange(1 << 30)
+        except ValueError:
+            raise ApiError(400, "n and seed must be whole numbers") from None
+        if not 1 <= n <= MAX_LIMIT:
+            raise ApiError(400, f"n must be between 1 and {MAX_LIMIT}")
+        try:
+            rows = review_queue(run, kind, n, self._threshold(params), self.labels[key].ids(), seed)
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
+        return {"run": key, "kind": kind, "seed": seed if kind == "random" else None, "rows": rows,
+                "cases": self._row_lines(run, rows, self._threshold(params), self._pass_rule(params))}
+
+    def api_review(self, key: str, row: int) -> dict[str, Any]:
+        """A pairwise case for blind review: the two outputs in a random order, without the judge's verdict."""
+        run = self.run(key)
+        t = run.table
+        if not 0 <= row < len(t):
+            raise ApiError(404, f"no row {row} in run {key}")
+        try:
+            case = run.index().cases.get(t.ids[row])
+        except UserError:
+            case = None
+        if case is None or case.get("output_a") is None or case.get("output_b") is None:
+            raise ApiError(404, f"case {t.ids[row]!r} has no output_a/output_b to compare (pass --cases)")
+        order = ["a", "b"]
+        random.SystemRandom().shuffle(order)
+        return cast(dict[str, Any], clean({"run": key, "row": row, "id": t.ids[row], "input": case.input,
+                                           "sides": [{"side": s, "text": case.get(f"output_{s}")} for s in order]}))
+
+    def api_labels(self, key: str) -> dict[str, Any]:
+        store = self.labels[key]
+        return {"run": key, "path": str(store.path), "labels": store.lines}
+
+    def api_post_label(self, body: Any) -> tuple[int, dict[str, Any]]:
+        if not isinstance(body, dict):
+            raise ApiError(400, "expected a JSON object")
+        key = body.get("run", self.order[0] if len(self.order) == 1 else None)
+        if not isinstance(key, str) or key not in self.runs:
+            raise ApiError(400 if key is None else 404, "'run' must name one of the runs: " + ", ".join(self.order))
+        run = self.run(key)
+        cid = body.get("id")
+        known = isinstance(cid, str) and cid in set(run.table.ids)
+        pairwise = False
+        if known:
+            i = run.table.ids.index(str(cid))
+            pairwise = _is_pairwise(run.read_row(i))
+        try:
+            label = build_label(body, known=known, results_name=run.path.name, pairwise=pairwise)
+        except LabelError as exc:
+            raise ApiError(exc.status, str(exc)) from None
+        replaced = self.labels[key].put(label)
+        return (200 if replaced else 201), {"run": key, "label": label, "replaced": replaced,
+                                            "path": str(self.labels[key].path)}
+
+    def api_agreement(self, key: str) -> dict[str, Any]:
+        from ..calibrate import calibrate, read_labels
+
+        run = self.run(key)
+        store = self.labels[key]
+        if not store.lines:
+            return {"run": key, "n": 0, "message": "no labels yet"}
+        try:
+            cal = calibrate(read_labels(run.path), read_labels(store.path), n_boot=self.opts.n_boot)
+        except UserError as exc:
+            return {"run": key, "n": 0, "message": str(exc)}
+        return cast(dict[str, Any], clean({"run": key, **cal.to_dict(),
+                                           "command": f"referee calibrate {run.path} {store.path}"}))
+
+    def api_compare(self, base: str, cand: str, params: dict[str, str]) -> dict[str, Any]:
+        from ..reports.json_summary import summary_dict
+
+        rb, rc = self.run(base), self.run(cand)
+        opts = self._score_opts(params, allow_case_set_change=True)
+        ck = ("compare", base, rb.generation, opts.threshold, opts.pass_rule)
+        hit = rc.cached_summary(ck)
+        if hit is None:
+            try:
+                s = summarize(rc.table, opts, baseline=rb.table)
+            except UserError as exc:
+                raise ApiError(400, str(exc)) from None
+            data = summary_dict(s, [], 0)
+            hit = {"summary": data, "cases": self._paired_cases(rb, rc, opts)}
+            rc.store_summary(ck, hit)
+        which = params.get("filter") or "changed"
+        kinds = {"regressions": {"regression"}, "improvements": {"improvement"},
+                 "changed": {"regression", "improvement", "lost", "gained"}, "all": None}
+        if which not in kinds:
+            raise ApiError(400, f"filter must be one of {', '.join(kinds)}")
+        want = kinds[which]
+        cases = [c for c in hit["cases"] if want is None or c["change"] in want]
+        try:
+            offset = max(0, int(params.get("offset") or 0))
+            limit = min(MAX_LIMIT, max(1, int(params.get("limit") or 50)))
+        except ValueError:
+            raise ApiError(400, "offset and limit must be whole numbers") from None
+        counts: dict[str, int] = {}
+        for c in hit["cases"]:
+            counts[c["change"]] = counts.get(c["change"], 0) + 1
+        return {"baseline": base, "candidate": cand, "summary": hit["summary"], "counts": counts,
+                "filter": which, "total": len(cases), "offset": offset, "cases": cases[offset:offset + limit]}
+
+    @staticmethod
+    def _paired_cases(rb: Run, rc: Run, opts: ScoreOptions) -> list[dict[str, Any]]:
+        """Every case of either run side by side (per-case verdicts by ``aggregate.units``, as ``score``)."""
+        def units(run: Run) -> Any:
+            return build_units(run.table, np.arange(len(run.table), dtype=np.int64), opts.threshold,
+                               opts.pass_rule)
+
+        ub, uc = units(rb), units(rc)
+        bi = ub.index()
+        out = []
+        seen = set()
+
+        def side(u: Any, i: int | None) -> dict[str, Any] | None:
+            if i is None:
+                return None
+            scored = bool(u.n_scored[i])
+            return cast(dict[str, Any], clean({"row": int(u.first_row[i]), "score": float(u.mean[i]) if scored else None,
+                          "passed": bool(u.pass_share[i] >= 0.5) if scored else None,
+                          "status": "scored" if scored else "unscored"}))
+
+        for i, k in enumerate(uc.keys):
+            j = bi.get(k)
+            seen.add(k)
+            b, c = side(ub, j), side(uc, i)
+            out.append({"id": k, "baseline": b, "candidate": c, "change": _change(b, c)})
+        for k, j in bi.items():
+            if k not in seen:
+                out.append({"id": k, "baseline": side(ub, j), "candidate": None, "change": "missing"})
+        rank = {"regression": 0, "lost": 1, "improvement": 2, "gained": 3, "missing": 4, "added": 4,
+                "same": 5}
+        out.sort(key=lambda c: rank[c["change"]])
+        return out
+
+
+def _change(b: dict[str, Any] | None, c: dict[str, Any] | None) -> str:
+    if b is None:
+        return "added"
+    if c is None:
+        return "missing"
+    if b["passed"] is True and c["passed"] is False:
+        return "regression"
+    if b["passed"] is False and c["passed"] is True:
+        return "improvement"
+    if b["passed"] is not None and c["passed"] is None:
+        return "lost"
+    if b["passed"] is None and c["passed"] is not None:
+        return "gained"
+    return "same"
+
+
+def _label_short(x: dict[str, Any]) -> dict[str, Any]:
+    return {k: x.get(k) for k in ("score", "passed", "raw_score", "scale", "winner", "reviewer") if k in x}
+
+
+def _label_scale(crits: list[dict[str, Any]], details: dict[str, Any]) -> str | None:
+    """The rubric scale a human may score this row on (the composite's, else the criteria's common one)."""
+    s = details.get("composite_scale")
+    if isinstance(s, str) and s in SCALES and s != "binary":
+        return s
+    scales = {c.get("scale") for c in crits}
+    if len(scales) == 1:
+        only = scales.pop()
+        if isinstance(only, str) and only in SCALES and only not in ("binary", "0-1"):
+            return only
+    return None
+
+
+def _is_pairwise(d: dict[str, Any]) -> bool:
+    return d.get("evaluator") == "pairwise" or d.get("winner") is not None
+
+
+def labels_for(paths: list[Path], labels: str | None) -> list[Path]:
+    """Where each run's labels go: ``--labels`` for a single run, else ``<results>.labels.jsonl`` beside it."""
+    if labels is not None:
+        if len(paths) != 1:
+            raise UserError("--labels names one file: with several results files each run's labels go beside it "
+                            "(<results>.labels.jsonl)")
+        return [Path(labels)]
+    return [default_labels_path(p) for p in paths]
+
+
+__all__ = ["API_VERSION", "ApiError", "ViewApp", "ViewOptions", "labels_for"]

@@ -1,0 +1,209 @@
+"""Human labels given in the viewer, saved as they are given to a JSONL file that ``referee calibrate`` reads.
+
+One line per (case id, reviewer): ``{"id", "score", "reviewer", ...}`` with ``score`` on 0-1 like the judge's
+rows (pass 1.0 / fail 0.0; a rubric-scale score mapped from its scale, kept as ``raw_score`` + ``scale``; a
+pairwise preference as the pairwise rows score it: a 1.0, tie 0.5, b 0.0), so
+``referee calibrate results.jsonl labels.jsonl`` compares them unchanged. A new label is appended and flushed
+to disk before the request returns; a reviewer changing their own label rewrites the file through a temporary
+file and an atomic rename (``calibrate`` averages repeated ids, so a superseded label must not stay). Lines the
+viewer did not write (other tools, other raters) are kept as they are. One writer: a lock beside the file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, UserError
+from ..evaluators.pairwise import SCORES as PAIRWISE_SCORES
+from ..results.io import iter_jsonl
+from ..rubrics.model import SCALES, normalise
+
+MAX_COMMENT = 5000
+MAX_REVIEWER = 100
+DEFAULT_REVIEWER = "anonymous"
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory lock, one writer is then the user's care
+    fcntl = None  # type: ignore[assignment]
+
+
+class LabelError(ValueError):
+    """A label that cannot be stored (answered with 400/404 and this message)."""
+
+    def __init__(self, msg: str, status: int = 400) -> None:
+        super().__init__(msg)
+        self.status = status
+
+
+def default_labels_path(results: Path) -> Path:
+    name = results.name
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else results.stem
+    return results.with_name(f"{stem}.labels.jsonl")
+
+
+def _reviewer_of(obj: dict[str, Any]) -> str:
+    r = obj.get("reviewer", obj.get("rater"))
+    return str(r) if r not in (None, "") else DEFAULT_REVIEWER
+
+
+class LabelStore:
+    """The labels of one run: read at start, appended to as labels are given."""
+
+    def __init__(self, path: Path, inputs: list[Path]) -> None:
+        self.path = path
+        for inp in inputs:
+            if path.exists() and os.path.samefile(path, inp) or path.resolve() == inp.resolve():
+                raise UserError(f"the labels file {path} is an input of this view: labels are never written over "
+                                "an input (name another file with --labels)")
+        self._mutex = threading.Lock()
+        self._lock_f: Any = None
+        self.lines: list[dict[str, Any]] = []
+        if path.exists():
+            if path.is_dir():
+                raise InputError("is a directory, expected a labels JSONL file", file=str(path))
+            for lineno, obj in iter_jsonl(path):
+                if not isinstance(obj, dict) or obj.get("id") in (None, ""):
+                    raise InputError("expected a JSON object with an 'id' (the viewer keeps every line of a "
+                                     "labels file, so it will not start on one it cannot read)",
+                                     file=str(path), line=lineno)
+                self.lines.append(obj)
+
+    def acquire(self) -> None:
+        """Take the one-writer lock (a second viewer on the same labels file is refused)."""
+        if fcntl is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        f = open(lock_path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            f.close()
+            raise UserError(f"the labels file {self.path} is in use by {holder}: one writer at a time") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"referee view (pid {os.getpid()})")
+        f.flush()
+        self._lock_f = f
+
+    def release(self) -> None:
+        if self._lock_f is not None:
+            lock_path = Path(self._lock_f.name)
+            self._lock_f.close()
+            self._lock_f = None
+            try:
+                lock_path.unlink()
+            except OSError:
+                pass
+
+    # -- queries -----------------------------------------------------------------------------------------
+
+    def ids(self) -> set[str]:
+        return {str(o["id"]) for o in self.lines}
+
+    def for_id(self, case_id: str) -> list[dict[str, Any]]:
+        return [o for o in self.lines if str(o["id"]) == case_id]
+
+    def by_id(self) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for o in self.lines:
+            out.setdefault(str(o["id"]), []).append(o)
+        return out
+
+    # -- writing -----------------------------------------------------------------------------------------
+
+    def put(self, label: dict[str, Any]) -> bool:
+        """Store ``label`` (already validated). Returns True when it replaced this reviewer's earlier label."""
+        key = (str(label["id"]), _reviewer_of(label))
+        with self._mutex:
+            old = [i for i, o in enumerate(self.lines) if (str(o["id"]), _reviewer_of(o)) == key]
+            if not old:
+                line = json.dumps(label, ensure_ascii=False, allow_nan=False) + "\n"
+                with open(self.path, "a", encoding="utf-8") as f:
+                    f.write(line)
+                    f.flush()
+                    os.fsync(f.fileno())
+                self.lines.append(label)
+                return False
+            lines = [o for i, o in enumerate(self.lines) if i not in set(old[1:])]
+            lines[old[0]] = label
+            self._rewrite(lines)
+            self.lines = lines
+            return True
+
+    def _rewrite(self, lines: list[dict[str, Any]]) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            for o in lines:
+                f.write(json.dumps(o, ensure_ascii=False, allow_nan=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+def build_label(body: Any, *, known: bool, results_name: str, pairwise: bool) -> dict[str, Any]:
+    """Validate a POSTed label and turn it into the line to store. Raises :class:`LabelError`."""
+    if not isinstance(body, dict):
+        raise LabelError("expected a JSON object")
+    allowed = {"run", "id", "passed", "score", "scale", "winner", "comment", "reviewer"}
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise LabelError(f"unknown field(s): {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
+    cid = body.get("id")
+    if not isinstance(cid, str) or not cid:
+        raise LabelError("'id' must be a non-empty string")
+    if not known:
+        raise LabelError(f"no case with id {cid!r} in this run", status=404)
+    given = [k for k in ("passed", "score", "winner") if body.get(k) is not None]
+    if len(given) != 1:
+        raise LabelError("give exactly one of 'passed' (true/false), 'score' (with 'scale') or 'winner' (a/b/tie)")
+    out: dict[str, Any] = {"id": cid}
+    kind = given[0]
+    if kind == "passed":
+        if not isinstance(body["passed"], bool):
+            raise LabelError("'passed' must be true or false")
+        out["score"] = 1.0 if body["passed"] else 0.0
+        out["passed"] = body["passed"]
+    elif kind == "score":
+        v = body["score"]
+        scale = body.get("scale", "0-1")
+        if scale not in SCALES:
+            raise LabelError(f"'scale' must be one of {', '.join(SCALES)}")
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise LabelError("'score' must be a number")
+        lo, hi, integer = SCALES[scale]
+        if not lo <= v <= hi or (integer and not float(v).is_integer()):
+            what = "a whole number" if integer else "a number"
+            raise LabelError(f"score {v!r} is outside the scale {scale}: give {what} from {lo:g} to {hi:g}")
+        out["score"] = round(normalise(float(v), scale), 6)
+        out["raw_score"] = v
+        out["scale"] = scale
+    else:
+        if not pairwise:
+            raise LabelError("'winner' is for pairwise rows; this row is not one")
+        w = body["winner"]
+        if w not in PAIRWISE_SCORES:
+            raise LabelError("'winner' must be 'a', 'b' or 'tie'")
+        out["score"] = PAIRWISE_SCORES[w]
+        out["winner"] = w
+    reviewer = body.get("reviewer") or DEFAULT_REVIEWER
+    if not isinstance(reviewer, str) or len(reviewer) > MAX_REVIEWER or not reviewer.strip():
+        raise LabelError(f"'reviewer' must be a name of at most {MAX_REVIEWER} characters")
+    out["reviewer"] = reviewer.strip()
+    comment = body.get("comment")
+    if comment not in (None, ""):
+        if not isinstance(comment, str) or len(comment) > MAX_COMMENT:
+            raise LabelError(f"'comment' must be text of at most {MAX_COMMENT} characters")
+        out["comment"] = comment
+    out["results"] = results_name
+    out["labelled_at"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    return out

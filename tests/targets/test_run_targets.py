@@ -1,0 +1,187 @@
+"""``referee run`` with ``targets:``: generate, evaluate, one results file per target, the comparison, the gates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee.cli import cli
+from referee.results.io import read_results
+from referee.results.manifest import RunManifest
+from referee.testing import FakeLLMServer, Reply
+
+CASES = [{"id": f"q{i}", "input": f"question {i}", "category": "billing" if i % 2 else "account"}
+         for i in range(30)]
+
+AGENT = """\
+import os
+CALLS = os.path.join(os.path.dirname(__file__), "calls.txt")
+
+def _count():
+    with open(CALLS, "a") as f:
+        f.write("x")
+
+def good(text):
+    _count()
+    return "Refunds take 5 business days: " + text
+
+def worse(text):
+    _count()
+    n = int(text.split()[-1])
+    if n == 7:
+        raise RuntimeError("agent crashed")
+    return "Refunds take 5 business days." if n % 3 else "no idea"
+"""
+
+
+def _suite(tmp_path: Path, mod: str, extra: str = "") -> Path:
+    (tmp_path / f"{mod}.py").write_text(AGENT, encoding="utf-8")
+    with open(tmp_path / "cases.jsonl", "w", encoding="utf-8") as f:
+        for c in CASES:
+            f.write(json.dumps(c) + "\n")
+    p = tmp_path / "suite.yaml"
+    p.write_text(f"""\
+cases: cases.jsonl
+targets:
+  - id: v1
+    python: {mod}:good
+  - id: v2
+    python: {mod}:worse
+evaluators:
+  - contains: {{value: "5 business days"}}
+  - length: {{min: 10}}
+scoring: {{mode: all_pass}}
+{extra}""", encoding="utf-8")
+    return p
+
+
+def _calls(tmp_path: Path) -> int:
+    f = tmp_path / "calls.txt"
+    return len(f.read_text()) if f.exists() else 0
+
+
+def test_run_generates_evaluates_compares_and_gates_the_candidate(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                                  ) -> None:
+    p = _suite(tmp_path, "agent_gates", "gates:\n  baseline: v1\n  candidate: v2\n  fail_on_regression: true\n")
+    out = tmp_path / "out"
+    code = cli(["run", str(p), "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 1  # v2 regresses against v1 (and one generation failed)
+    v1, v2 = read_results(out / "v1.jsonl").rows, read_results(out / "v2.jsonl").rows
+    assert len(v1) == len(v2) == 30
+    assert all(r.target is not None and r.target.id == "v1" and r.target.kind == "python" for r in v1)
+    assert all(r.status == "scored" and r.passed for r in v1)
+    crashed = next(r for r in v2 if r.id == "q7")
+    assert crashed.status == "error" and crashed.error == "generation failed (target v2): RuntimeError: agent crashed"
+    assert crashed.criteria == []  # never judged
+    assert sum(1 for r in v2 if r.status == "scored" and not r.passed) == 10  # q0, q3, ..., q27
+    m = RunManifest.read(out / "v2.jsonl")
+    assert m is not None and m.extra["target"]["id"] == "v2" and m.extra["generation"]["failed"] == 1
+    assert m.system_under_test == "agent_gates:worse"
+    # outputs file: a cases file with the generated outputs, other commands read it
+    outs = [json.loads(line) for line in (out / "v1.outputs.jsonl").read_text().splitlines()]
+    assert outs[0]["output"].startswith("Refunds take 5 business days") and outs[0]["_generation"]["target"] == "v1"
+    # the comparison table: both targets, intervals, the best named with the significance of its lead
+    assert "v1" in captured.out and "v2" in captured.out and "[" in captured.out
+    assert "best target: v1" in captured.out and "the lead is significant" in captured.out
+    assert "gates on target v2 against baseline target v1" in captured.err
+    assert "1 generation(s) failed" in captured.err
+    # the existing score command compares the two files unchanged
+    assert cli(["score", str(out / "v2.jsonl"), "--baseline", str(out / "v1.jsonl")]) == 0
+    assert cli(["score", str(out / "v2.jsonl"), "--baseline", str(out / "v1.jsonl"), "--fail-on-regression"]) == 1
+
+
+def test_an_unchanged_rerun_generates_nothing_and_a_crash_resumes(tmp_path: Path) -> None:
+    p = _suite(tmp_path, "agent_rerun")
+    out = tmp_path / "out"
+    cli(["run", str(p), "--out", str(out), "--no-gates"])
+    assert _calls(tmp_path) == 60
+    cli(["run", str(p), "--out", str(out), "--no-gates"])
+    assert _calls(tmp_path) == 60 + 1  # only the failed generation (q7 of v2) is tried again
+    # A crash that lost the results file: the outputs already generated are reused, nothing is generated again.
+    (out / "v1.jsonl").unlink()
+    (out / "v1.manifest.json").unlink()
+    cli(["run", str(p), "--out", str(out), "--no-gates", "--targets", "v1"])
+    assert _calls(tmp_path) == 61
+    rows = read_results(out / "v1.jsonl").rows
+    assert len(rows) == 30 and all(r.target and r.target.reused for r in rows)
+
+
+def test_changed_target_code_is_generated_again(tmp_path: Path) -> None:
+    p = _suite(tmp_path, "agent_changed")
+    out = tmp_path / "out"
+    cli(["run", str(p), "--out", str(out), "--no-gates", "--targets", "v1"])
+    (tmp_path / "agent_changed.py").write_text(AGENT + "\n# changed\n", encoding="utf-8")
+    cli(["run", str(p), "--out", str(out), "--no-gates", "--targets", "v1"])
+    assert _calls(tmp_path) == 60
+    assert list(out.glob("v1.outputs.prev*.jsonl"))  # the other configuration's outputs are set aside, not lost
+
+
+def test_targets_flag_and_bad_input_exit_2_before_any_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = _suite(tmp_path, "agent_bad")
+    assert cli(["run", str(p), "--out", str(tmp_path / "o"), "--targets", "v1,nope"]) == 2
+    assert "unknown target id(s) nope" in capsys.readouterr().err
+    assert cli(["run", str(p), "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert "--out is a folder" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cases: cases.jsonl\ntargets:\n  - id: v1\n    provider: openai\n    prompt: prompts/v9.md\n"
+                   "evaluators: [is_json]\n", encoding="utf-8")
+    assert cli(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.yaml:5 targets[0].prompt: target 'v1': prompt file not found" in err
+    assert cli(["run", str(bad), "--out", str(tmp_path / "o2")]) == 2
+    assert _calls(tmp_path) == 0 and not (tmp_path / "o2").exists()
+    gated = _suite(tmp_path, "agent_bad2", "gates:\n  baseline: v1\n  fail_on_regression: true\n")
+    assert cli(["run", str(gated), "--out", str(tmp_path / "o3"), "--targets", "v2"]) == 2
+    assert "gates.baseline 'v1' is not among the targets run" in capsys.readouterr().err
+    assert _calls(tmp_path) == 0
+
+
+def test_model_targets_and_judge_costs_are_kept_apart(tmp_path: Path, fake_server: FakeLLMServer,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    def responder(req: Any) -> Reply:
+        if req.schema is not None:  # the judge
+            return Reply(text=json.dumps({"quality": {"score": 0.9, "rationale": "ok"}, "overall_score": 0.9}),
+                         input_tokens=1000, output_tokens=100)
+        return Reply(text=f"answer from {req.model}", input_tokens=10, output_tokens=5)
+
+    fake_server.responder = responder  # type: ignore[assignment]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "v1.md").write_text("Answer: {input}", encoding="utf-8")
+    (tmp_path / "prompts" / "v2.md").write_text("Answer briefly: {input}", encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CASES[:4]), encoding="utf-8")
+    p = tmp_path / "suite.yaml"
+    p.write_text(f"""\
+cases: cases.jsonl
+prompts: [prompts/v1.md, prompts/v2.md]
+models:
+  - {{provider: openai, model: small, base_url: "{fake_server.openai_base_url}",
+      input_price_per_mtok: 1.0, output_price_per_mtok: 1.0}}
+evaluators:
+  - contains: {{value: answer}}
+  - llm_judge: {{rubric: "- quality: answers the question"}}
+judge: {{input_price_per_mtok: 10.0, output_price_per_mtok: 10.0}}
+""", encoding="utf-8")
+    out = tmp_path / "out"
+    code = cli(["run", str(p), "--out", str(out), "--provider", "openai", "--base-url", fake_server.openai_base_url,
+                "--model", "judge-model"])
+    assert code == 0
+    rows = read_results(out / "v1@small.jsonl").rows
+    assert len(rows) == 4 and {r.target.prompt for r in rows if r.target} == {"prompts/v1.md"}
+    r = rows[0]
+    assert r.target is not None and r.target.model == "small" and r.target.provider == "openai"
+    assert r.cost_usd == pytest.approx(15 / 1e6)  # the output's own cost
+    assert r.details["judge_cost_usd"] == pytest.approx(1100 * 10 / 1e6)  # the judge's, apart
+    gen_prompts = [q.last_user_text for q in fake_server.requests if q.schema is None]
+    assert sorted(set(gen_prompts))[:1] == ["Answer briefly: question 0"]
+    m = RunManifest.read(out / "v2@small.jsonl")
+    assert m is not None and m.extra["generation"]["cost_usd"] == pytest.approx(4 * 15 / 1e6)
+    assert m.system_under_test == "small"
+    n = len(fake_server.requests)
+    assert cli(["run", str(p), "--out", str(out), "--provider", "openai", "--base-url", fake_server.openai_base_url,
+                "--model", "judge-model"]) == 0
+    assert len(fake_server.requests) == n  # an unchanged rerun calls nothing

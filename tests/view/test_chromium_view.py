@@ -1,0 +1,171 @@
+"""`referee view` in a real headless Chromium: browse, filter, open a case, label three cases, reload and see
+them, `referee calibrate` reads the labels; hostile text in every field stays text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from referee.cli import cli
+
+from . import browser
+from .conftest import PAYLOAD, XSS, Data, Served
+
+pytestmark = [pytest.mark.chromium]
+
+WHY = browser.missing()
+if WHY is not None:
+    pytestmark.append(pytest.mark.skip(reason=f"browser test skipped: {WHY}"))
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    d = browser.start()
+    yield d
+    d.quit()
+
+
+def wait_for(d: Any, css: str, timeout: float = 15) -> Any:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(d, timeout).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def wait_until(d: Any, fn: Any, timeout: float = 15) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(d, timeout).until(lambda _: fn())
+
+
+def rows(d: Any) -> list[str]:
+    return [str(x) for x in d.execute_script(
+        "return [...document.querySelectorAll('#case-table tbody tr.case-row')].map(r => r.dataset.id)")]
+
+
+def test_browse_filter_open_label_reload_and_calibrate(driver: Any, served: Served, data: Data) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    d = driver
+    d.get(served.url + "#/run/1")
+    wait_until(d, lambda: len(rows(d)) == 13)
+    assert d.find_element(By.ID, "total").text == "13 matching"
+    wait_for(d, "#stat-pass-rate")  # the summary of referee score
+    assert d.find_element(By.ID, "stat-cases").text.endswith("12")
+
+    Select(d.find_element(By.ID, "filter-status")).select_by_value("unscored")
+    wait_until(d, lambda: rows(d) == ["case-03"])
+    d.get(served.url + "#/run/1")
+    wait_until(d, lambda: len(rows(d)) == 13)
+    box = d.find_element(By.ID, "search")
+    box.send_keys("Answer number 7\n")
+    wait_until(d, lambda: rows(d) == ["case-07"])
+
+    # Open the case: its input, the rendered Markdown output and the evidence highlight.
+    d.find_element(By.CSS_SELECTOR, "tr.case-row").click()
+    wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-07")
+    assert d.find_element(By.CSS_SELECTOR, ".md strong").text == "Refunds take 5 days."
+    assert d.find_element(By.CSS_SELECTOR, "#judged-text mark").text == "Refunds take 5 days"
+
+    # Label three cases: a click, a key, and a score on the rubric's 1-5 scale.
+    reviewer = d.find_element(By.ID, "reviewer")
+    reviewer.send_keys("ann")
+    reviewer.send_keys("\t")
+    d.find_element(By.ID, "label-pass").click()
+    wait_until(d, lambda: "your label: pass" in d.find_element(By.ID, "label-status").text)
+    d.get(served.url + "#/run/1/case/1")
+    wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-01")
+    d.find_element(By.TAG_NAME, "body").send_keys("f")
+    wait_until(d, lambda: "your label: fail" in d.find_element(By.ID, "label-status").text)
+    d.get(served.url + "#/run/1/case/2")
+    wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-02")
+    d.find_element(By.TAG_NAME, "body").send_keys("4")
+    wait_until(d, lambda: "4 (1-5)" in d.find_element(By.ID, "label-status").text)
+
+    labels = data.dir / "results.labels.jsonl"
+    saved = [json.loads(x) for x in labels.read_text().splitlines()]
+    assert [(x["id"], x["score"], x["reviewer"]) for x in saved] == [
+        ("case-07", 1.0, "ann"), ("case-01", 0.0, "ann"), ("case-02", 0.75, "ann")]
+
+    # Reload: the labels come back from the server (nothing lived only in the tab).
+    d.get(served.url + "#/run/1?labelled=true")
+    d.refresh()
+    wait_until(d, lambda: sorted(rows(d)) == ["case-01", "case-02", "case-07"])
+    chips = d.execute_script("return [...document.querySelectorAll('#case-table .label-chip')].map(e => e.textContent)")
+    assert sorted(chips) == ["human: 4 (1-5)", "human: fail", "human: pass"]
+    wait_for(d, "#agreement-card")
+    assert "on 3 case(s)" in d.find_element(By.ID, "agreement-card").text
+    assert cli(["calibrate", str(data.results), str(labels), "--threshold", "1"]) == 0
+
+
+def test_review_queue_is_driven_by_the_keyboard(driver: Any, served: Served, data: Data) -> None:
+    from selenium.webdriver.common.by import By
+
+    d = driver
+    d.get(served.url + "#/run/1/review?kind=uncertain&n=3")
+    wait_until(d, lambda: d.find_element(By.ID, "review-pos").text == "1 of 3")
+    first = d.find_element(By.ID, "case-title").text
+    assert first == "case-03"  # the unscored case first
+    body = d.find_element(By.TAG_NAME, "body")
+    body.send_keys("f")
+    wait_until(d, lambda: d.find_element(By.ID, "review-pos").text == "2 of 3")  # on to the next case
+    body = d.find_element(By.TAG_NAME, "body")
+    body.send_keys("k")
+    wait_until(d, lambda: d.find_element(By.ID, "review-pos").text == "1 of 3")
+    line = json.loads((data.dir / "results.labels.jsonl").read_text().splitlines()[0])
+    assert (line["id"], line["passed"]) == ("case-03", False)
+
+    # Pairwise: blind review shows the two outputs without the verdict, and the pick maps back to a/b.
+    d.get(served.url + "#/run/2/review?kind=random&n=1&seed=3")
+    wait_for(d, "#pick-left")
+    text = d.find_element(By.ID, "main").text
+    assert "winner" not in text.lower() and "position bias" not in text.lower()
+    left = d.execute_script("return document.querySelectorAll('.cols .text')[0].textContent")
+    d.find_element(By.TAG_NAME, "body").send_keys("1")
+    wait_until(d, lambda: (data.dir / "pairwise.labels.jsonl").exists())
+    saved = json.loads((data.dir / "pairwise.labels.jsonl").read_text())
+    assert saved["winner"] == ("a" if left.startswith("Answer A") else "b")
+
+
+PAGES = [("#/run/1", "#stat-pass-rate"), ("#/run/1/case/12", "#review-panel"), ("#/run/0/case/12", "#review-panel"),
+         ("#/compare/0/1?filter=all", "#compare-table tbody tr"), ("#/run/2/case/0", "#review-panel"),
+         ("#/run/2/review?kind=random&n=3&seed=1", "#pick-left"), ("#/run/1?q=svg", "#case-table tr.case-row"),
+         ("#/run/1/review?kind=uncertain", "#review-panel")]
+
+
+@pytest.mark.parametrize(("page", "ready"), PAGES)
+def test_hostile_text_in_every_field_never_runs(driver: Any, served: Served, page: str, ready: str) -> None:
+    d = driver
+    d.get(served.url + "#/")
+    d.get(served.url + page)
+    wait_for(d, ready)
+    wait_for(d, "#case-table tr.case-row, #review-panel, #compare-table")
+    assert d.execute_script("return window.__xss") is None
+    assert d.execute_script("return document.querySelectorAll('#main script, #main img, #main svg, #main iframe, "
+                            "#main [onerror], #main [onload]').length") == 0
+    hrefs = d.execute_script("return [...document.querySelectorAll('#main a')].map(a => a.getAttribute('href'))")
+    assert not [h for h in hrefs if h and h.strip().lower().startswith("javascript")]
+    assert d.title == "referee view"
+
+
+def test_the_hostile_case_shows_its_payload_as_text(driver: Any, served: Served) -> None:
+    from selenium.webdriver.common.by import By
+
+    d = driver
+    d.get(served.url + "#/run/1/case/12")
+    wait_until(d, lambda: d.find_element(By.ID, "case-title").text.startswith("case-xss-"))
+    text = d.find_element(By.ID, "main").text
+    for x in XSS[:3]:
+        assert x in text  # shown as the characters it is made of
+    assert d.find_element(By.ID, "case-title").text == "case-xss-" + XSS[1]
+    assert text.count(XSS[2]) >= 3  # rationale, raw reply, criterion name ...
+    steps = d.execute_script("return [...document.querySelectorAll('.step b')].map(e => e.textContent)")
+    assert steps[0] == "step 1: lookup" + XSS[1]
+    turns = d.execute_script("return [...document.querySelectorAll('.turn .text')].map(e => e.textContent)")
+    assert turns == [PAYLOAD, PAYLOAD]
+    assert d.execute_script("return window.__xss") is None
