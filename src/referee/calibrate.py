@@ -13,14 +13,15 @@ beyond it) are an error, never silently compared.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError, UserError
-from .results.io import iter_jsonl_objects
 from .stats.agreement import Agreement, agreement
 from .stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
 
@@ -39,6 +40,8 @@ class Labels:
     """Every raw value was an integer (or boolean): a categorical scale."""
     repeats: int = 0
     unscored: int = 0
+    warnings: list[str] = field(default_factory=list)
+    """Malformed lines that were skipped, each naming file and line (as ``referee score`` and the seed do)."""
 
     @property
     def levels(self) -> list[float]:
@@ -52,16 +55,50 @@ def parse_scale(text: str) -> tuple[float, float]:
     return float(m.group(1)), float(m.group(2))
 
 
+def _lines(p: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded value or the InputError saying why the line is unusable), blank lines skipped."""
+    if not p.is_file():
+        raise InputError("file not found", file=str(p))
+    with open(p, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a BOM from a Windows editor is not part of row 1
+            if not raw.strip():
+                continue
+            try:
+                yield lineno, json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                yield lineno, InputError(f"not UTF-8 ({exc.reason} at byte {exc.start})", file=str(p), line=lineno)
+            except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+                why = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)[:80]
+                yield lineno, InputError(f"malformed JSON ({why})", file=str(p), line=lineno)
+
+
 def read_labels(path: str | Path, *, field_name: str | None = None,
-                scale: tuple[float, float] | None = None) -> Labels:
+                scale: tuple[float, float] | None = None, strict: bool = False) -> Labels:
     """Read ``{id, score}`` rows (referee results, seed rows, or human label files; ``label`` or ``human_score``
-    also accepted). Rows whose status is not ``scored`` or whose value is null are counted as unscored."""
+    also accepted). Rows whose status is not ``scored`` or whose value is null are counted as unscored.
+
+    A malformed line (not JSON, not an object, no id, a value that is not a number) is skipped with a warning naming file and line, as the seed's scripts do; ``strict`` makes it an InputError."""
     p = Path(path)
     out = Labels(path=str(p))
     sums: dict[str, list[float]] = {}
-    for lineno, obj in iter_jsonl_objects(p):
-        if obj.get("id") in (None, ""):
-            raise InputError("missing", file=str(p), line=lineno, field="id")
+
+    def bad(err: InputError) -> None:
+        if strict:
+            raise err
+        out.warnings.append(f"skipped {err}")
+
+    for lineno, obj in _lines(p):
+        if isinstance(obj, InputError):
+            bad(obj)
+            continue
+        if not isinstance(obj, dict):
+            bad(InputError("expected a JSON object", file=str(p), line=lineno))
+            continue
+        if obj.get("id") in (None, "") or isinstance(obj.get("id"), dict | list | bool):
+            bad(InputError("missing or not an id", file=str(p), line=lineno, field="id"))
+            continue
         cid = str(obj["id"])
         key = field_name or next((k for k in ("score", "label", "human_score") if k in obj), "score")
         if obj.get("status", "scored") != "scored" or obj.get(key) is None:
@@ -73,8 +110,10 @@ def read_labels(path: str | Path, *, field_name: str | None = None,
         elif isinstance(raw, int | float) and math.isfinite(raw):
             v = float(raw)
         else:
-            raise InputError(f"{raw!r} is not a number", file=str(p), line=lineno, field=key)
+            bad(InputError(f"{str(raw)[:40]!r} is not a number", file=str(p), line=lineno, field=key))
+            continue
         if scale is not None and not scale[0] <= v <= scale[1]:
+            # Not a malformed line: the scale given on the command line does not fit the file.
             raise InputError(f"{v:g} is outside the scale {scale[0]:g}-{scale[1]:g}", file=str(p),
                              line=lineno, field=key)
         sums.setdefault(cid, []).append(v)
@@ -177,6 +216,22 @@ def calibrate(judge: Labels, human: Labels, *, n_boot: int = DEFAULT_N_BOOT,
     )
 
 
+def _cells(line: str) -> list[str] | None:
+    t = line.strip()
+    if not t.startswith("|"):
+        return None
+    return [" ".join(c.split()).lower() for c in t.strip("|").split("|")]
+
+
+_HEADER_CELLS = _cells(LOG_HEADER)
+
+
+def is_log_header(line: str) -> bool:
+    """The calibration table's header, whatever its column padding or alignment (the seed's tables are often
+    padded to line up: ``| Date       | Cases checked | ...``)."""
+    return _cells(line) == _HEADER_CELLS
+
+
 def update_log(path: str | Path, *, cases: int, mean_delta: float, action: str,
                date: str | None = None) -> str:
     """Record a calibration in the judge prompt's table ``| Date | Cases checked | Mean delta vs human |
@@ -190,7 +245,7 @@ def update_log(path: str | Path, *, cases: int, mean_delta: float, action: str,
     safe_action = action.replace("|", "\\|").replace("\n", " ").strip() or "none"
     row = f"| {day} | {cases} | {mean_delta:.3f} | {safe_action} |"
     lines = text.split("\n")
-    head = next((i for i, ln in enumerate(lines) if ln.strip() == LOG_HEADER), None)
+    head = next((i for i, ln in enumerate(lines) if is_log_header(ln)), None)
     if head is None:
         sep = "" if text.endswith("\n") or not text else "\n"
         p.write_text(f"{text}{sep}\n## Calibration log\n\n{LOG_HEADER}\n|---|---|---|---|\n{row}\n",

@@ -122,7 +122,9 @@ def test_one_sided_sample_is_reported(tmp_path: Path) -> None:
 def test_bad_value_names_file_line_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     judge = _jsonl(tmp_path / "j.jsonl", [{"id": "a", "score": 1}, {"id": "b", "score": "high"}])
     human = _jsonl(tmp_path / "h.jsonl", [{"id": "a", "score": 1}])
-    assert cli(["calibrate", judge, human]) == 2
+    assert cli(["calibrate", judge, human]) == 0  # skipped with a warning, as the seed does
+    assert "warning: skipped " in (err := capsys.readouterr().err) and "j.jsonl:2: field 'score'" in err
+    assert cli(["calibrate", judge, human, "--strict"]) == 2
     assert "j.jsonl:2: field 'score'" in capsys.readouterr().err
 
 

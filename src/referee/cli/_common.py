@@ -11,14 +11,14 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import UserError
-from ..providers import LOCAL_SERVERS, get_provider
+from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS, get_provider
 from ..results.manifest import JudgeConfig
 from ..runner import JudgeClient, ResponseCache, RetryPolicy
 from ..templates import Preflight
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-PROVIDER_CHOICES = ["anthropic", "openai", "gemini", *LOCAL_SERVERS]
+PROVIDER_CHOICES = ["anthropic", "openai", "gemini", *CLOUD_PROVIDERS, *LOCAL_SERVERS]
 # Local servers that route by model name (llama.cpp serves its one loaded model whatever the name).
 _SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
 
@@ -69,7 +69,8 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
         opts = [
             click.option("--provider", type=click.Choice(PROVIDER_CHOICES), envvar="REFEREE_PROVIDER",
                          default=default_provider, show_default=True,
-                         help="Judge API. ollama/vllm/lmstudio/llamacpp = OpenAI-compatible server at its "
+                         help="Judge API. azure/bedrock/vertex = the clouds (docs/scale.md); "
+                              "ollama/vllm/lmstudio/llamacpp = OpenAI-compatible server at its "
                               "default local URL. Env: REFEREE_PROVIDER."),
             click.option("--model", envvar="REFEREE_MODEL", default=None,
                          help="Judge model (default: the provider's default). Env: REFEREE_MODEL."),
@@ -139,7 +140,8 @@ def judge_configured(provider_flag: str | None = None) -> bool:
         return True
     name = provider_flag or os.environ.get("REFEREE_PROVIDER")
     if name:
-        return name in LOCAL_SERVERS or api_key_for(name) is not None
+        # The clouds sign in through their own chains; a missing credential is reported when the judge is built.
+        return name in LOCAL_SERVERS or name in CLOUD_PROVIDERS or api_key_for(name) is not None
     return any(api_key_for(p) for p in ("anthropic", "openai", "gemini"))
 
 

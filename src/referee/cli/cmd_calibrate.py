@@ -15,6 +15,8 @@ from ..stats.agreement import interval_text
 from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 from ._common import echo_err
 
+_MAX_WARNINGS = 20
+
 
 def _fmt(iv: Interval | None, digits: int = 3, zero_width: str = "one-sided sample") -> str:
     if iv is None:
@@ -91,11 +93,13 @@ def _above(delta: float, threshold: float) -> bool:
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write every figure as JSON.")
 @click.option("--n-boot", type=click.IntRange(100), default=DEFAULT_N_BOOT, show_default=True)
 @click.option("--boot-seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option("--strict", is_flag=True,
+              help="A malformed line is an error (exit 2) instead of a warning naming file and line.")
 def command(judge_file: str, human_file: str, threshold: float, log_file: str | None, action: str,
             min_kappa: float | None, min_agreement: float | None, min_spearman: float | None,
             min_kendall: float | None, judge_field: str | None, human_field: str | None,
             judge_scale: str | None, human_scale: str | None, show: int | None, json_out: str | None,
-            n_boot: int, boot_seed: int) -> int:
+            n_boot: int, boot_seed: int, strict: bool) -> int:
     """Compare JUDGE scores with HUMAN labels on the ids present in both files.
 
     Exit 1 when the mean absolute delta is above --threshold or a --min-* gate fails; 2 on bad input.
@@ -105,8 +109,13 @@ def command(judge_file: str, human_file: str, threshold: float, log_file: str | 
         raise InputError("calibration log file not found (--update-log)", file=log_file)
     js = parse_scale(judge_scale) if judge_scale else None
     hs = parse_scale(human_scale) if human_scale else None
-    judge = read_labels(judge_file, field_name=judge_field, scale=js)
-    human = read_labels(human_file, field_name=human_field, scale=hs)
+    judge = read_labels(judge_file, field_name=judge_field, scale=js, strict=strict)
+    human = read_labels(human_file, field_name=human_field, scale=hs, strict=strict)
+    for w in [*judge.warnings, *human.warnings][:_MAX_WARNINGS]:
+        echo_err(f"warning: {w}")
+    n_warn = len(judge.warnings) + len(human.warnings)
+    if n_warn > _MAX_WARNINGS:
+        echo_err(f"warning: ... and {n_warn - _MAX_WARNINGS} more malformed lines skipped")
     cal = calibrate(judge, human, n_boot=n_boot, seed=boot_seed, judge_scaled=js is not None,
                     human_scaled=hs is not None)
     _print(cal, threshold, show)

@@ -8,7 +8,7 @@ import click
 
 from ..cases import load_cases
 from ..errors import UserError
-from ..evaluators.pairwise import PairwiseJudge
+from ..evaluators.pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
 from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
 from ..runner.session import error_row, execute
 from ..templates import placeholders, preflight
@@ -30,12 +30,17 @@ _RUNNER_FIELDS = ("response_1", "response_2")
 @click.option("--name-a", default=None, help="Name of system A (stored in each row's details; default: the "
                                               "case's system_a field).")
 @click.option("--name-b", default=None, help="Name of system B (default: the case's system_b field).")
+@click.option("--reconcile", type=click.Choice(RECONCILE_MODES), default="strict", show_default=True,
+              help="How the two orders make one verdict. strict (the seed's run_pairwise.py): orders that "
+                   "disagree, a tie against a win included, are a tie (0.5). average (the seed's 'run both "
+                   "orderings and average'): the mean of the two orders, so a win and a tie is 0.75.")
 @judge_options(default_concurrency=5)
 def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool,
-            name_a: str | None, name_b: str | None, judge: JudgeOptions) -> int:
+            name_a: str | None, name_b: str | None, reconcile: Reconcile, judge: JudgeOptions) -> int:
     """Judge output_a against output_b for every case of CASES, in both orders.
 
-    A disagreement between the orders is a tie with position_bias_detected. Score: a 1.0, b 0.0, tie 0.5.
+    A disagreement between the orders is a tie with position_bias_detected (--reconcile average: the mean of
+    the two orders). Score: a 1.0, b 0.0, tie 0.5.
     """
     tmpl = read_template(template)
     keys = placeholders(tmpl)
@@ -52,7 +57,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
     tmpl_hash = text_sha256(tmpl)
     pj = PairwiseJudge(client, tmpl, template_hash=tmpl_hash, category=category, name_a=name_a, name_b=name_b,
                        max_tokens=judge.max_tokens, temperature=judge.temperature, seed=judge.seed,
-                       use_cache=not judge.no_cache)
+                       use_cache=not judge.no_cache, reconcile=reconcile)
     manifest = RunManifest(
         kind="pairwise", command=invoked_argv(),
         eval_set=EvalSetInfo(path=cases, sha256=file_sha256(cases), n_cases=len(pf.valid),
@@ -60,8 +65,11 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
         template=TemplateInfo(path=template, sha256=tmpl_hash),
         judge=judge.config(client.provider.model), system_under_test=judge.system_model,
     )
-    if name_a or name_b:
-        manifest.extra["config_hash"] = text_sha256(f"{name_a}\x00{name_b}")
+    if name_a or name_b or reconcile != "strict":
+        # strict keeps the hash of runs made before --reconcile existed, so they still resume.
+        manifest.extra["config_hash"] = text_sha256(f"{name_a}\x00{name_b}"
+                                                    + ("" if reconcile == "strict" else f"\x00{reconcile}"))
+    manifest.extra["reconcile"] = reconcile
     outcome = execute(
         out=Path(out), manifest=manifest, items=pf.valid,
         key=lambda c: (c.id, None, None),
@@ -78,7 +86,11 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
     t = outcome.manifest.totals
     cost = f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
     echo_err(
-        f"A wins {wins['a']}, B wins {wins['b']}, ties {wins['tie']} ({biased} of them position bias); "
+        f"A wins {wins['a']}, B wins {wins['b']}, ties {wins['tie']} "
+        + (f"({biased} of them position bias); " if reconcile == "strict" else
+           f"({biased} rows with position bias, averaged over both orders); ")
+        + f"mean score of A {sum(r.score or 0.0 for r in rows) / len(rows) if rows else 0.0:.3f} "
+        f"(--reconcile {reconcile}); "
         f"{t.unscored} unscored, {t.error} error, {t.skipped_invalid} skipped as invalid -> {out} "
         f"({t.provider_calls} judge calls, {t.cached_calls} from cache{cost}, {t.wall_s:.1f}s)"
     )

@@ -10,10 +10,12 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import UserError
+from ..evaluators.pairwise import RECONCILE_MODES, SCORES, Reconcile, reconciled_score
 from ..metaeval.pairwise import BiasReport, bias
 from ..metaeval.results import pairwise_from_results
 from ..reports.leaderboard import leaderboard_page
 from ..results.io import read_results
+from ..results.schema import ResultRow
 from ..stats.agreement import interval_text
 from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 from ..stats.ranking import Comparison, Leaderboard, leaderboard
@@ -24,13 +26,34 @@ def _s(iv: Interval | None, digits: int = 3) -> str:
     return interval_text(iv, digits)
 
 
-def comparisons_from(path: str) -> tuple[list[Comparison], int]:
-    """Scored pairwise rows of one file as (system_a, system_b, score_a); unscored rows are counted."""
+def _row_score(r: ResultRow, mode: Reconcile) -> float:
+    """Score of A under ``mode``: the row's recorded score for that rule, else recomputed from both orders'
+    winners, else (rows of older runs or other tools) the row's own winner."""
+    scores = r.details.get("scores")
+    if isinstance(scores, dict) and isinstance(scores.get(mode), int | float) and not isinstance(
+            scores.get(mode), bool):
+        return float(scores[mode])
+    orders = r.details.get("orders")
+    if isinstance(orders, list) and len(orders) == 2 and all(isinstance(o, dict) for o in orders):
+        w = [o.get("winner") for o in orders]
+        if w[0] in SCORES and w[1] in SCORES:
+            return reconciled_score(w[0], w[1], mode)[0]
+    assert r.winner is not None
+    return SCORES[r.winner]
+
+
+def comparisons_from(path: str, mode: Reconcile = "strict") -> tuple[list[Comparison], int]:
+    """Scored pairwise rows of one file as (system_a, system_b, score_a) under ``mode``; unscored rows are
+    counted."""
+    return _comparisons(path, [mode])[mode]
+
+
+def _comparisons(path: str, modes: list[Reconcile]) -> dict[Reconcile, tuple[list[Comparison], int]]:
     loaded = read_results(path)
     for w in loaded.warnings:
         echo_err(f"warning: {w}")
     stem = Path(path).stem
-    comps: list[Comparison] = []
+    comps: dict[Reconcile, list[Comparison]] = {m: [] for m in modes}
     skipped = 0
     pairwise_rows = [r for r in loaded.rows if r.evaluator == "pairwise" or r.winner is not None]
     if not pairwise_rows:
@@ -41,8 +64,9 @@ def comparisons_from(path: str) -> tuple[list[Comparison], int]:
             continue
         a = str(r.details.get("system_a") or r.metadata.get("system_a") or f"{stem}:a")
         b = str(r.details.get("system_b") or r.metadata.get("system_b") or f"{stem}:b")
-        comps.append((a, b, {"a": 1.0, "b": 0.0, "tie": 0.5}[r.winner]))
-    return comps, skipped
+        for m in modes:
+            comps[m].append((a, b, _row_score(r, m)))
+    return {m: (comps[m], skipped) for m in modes}
 
 
 def print_leaderboard(lb: Leaderboard, biases: dict[str, BiasReport]) -> None:
@@ -77,6 +101,20 @@ def print_leaderboard(lb: Leaderboard, biases: dict[str, BiasReport]) -> None:
         con.print(f"note: {note}")
 
 
+def print_reconcile_table(boards: dict[Reconcile, Leaderboard]) -> None:
+    """Each pair's win rate under both rules: where they differ, wins in one order met ties in the other."""
+    con = Console(highlight=False, soft_wrap=True)
+    t = Table(title="Win rate of A under both reconciliation rules (strict: disagreeing orders are a tie; "
+                    "average: the mean of both orders)", title_justify="left")
+    for c in ("A", "B", "strict", "average"):
+        t.add_column(c, justify="left" if c in ("A", "B") else "right")
+    avg = {(p.a, p.b): p for p in boards["average"].pairs}
+    for p in boards["strict"].pairs:
+        q = avg.get((p.a, p.b))
+        t.add_row(p.a, p.b, _s(p.win_rate_a), _s(q.win_rate_a) if q else "n/a")
+    con.print(t)
+
+
 @click.command("rank")
 @click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON.")
@@ -86,27 +124,39 @@ def print_leaderboard(lb: Leaderboard, biases: dict[str, BiasReport]) -> None:
               help="Exit 1 when the judge's order consistency in any file is below this.")
 @click.option("--n-boot", type=click.IntRange(100), default=1000, show_default=True)
 @click.option("--boot-seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option("--reconcile", type=click.Choice(RECONCILE_MODES), default="strict", show_default=True,
+              help="Rule of the leaderboard: strict (orders that disagree are a tie) or average (the mean of "
+                   "both orders). The head-to-head win rates are always shown under both.")
 def command(results: tuple[str, ...], json_out: str | None, html_out: str | None,
-            min_consistency: float | None, n_boot: int, boot_seed: int) -> int:
+            min_consistency: float | None, n_boot: int, boot_seed: int, reconcile: Reconcile) -> int:
     """Rank systems from pairwise RESULTS files (referee pairwise rows).
 
     System names come from --name-a/--name-b of `referee pairwise` (or the cases' system_a/system_b);
     unnamed files contribute '<file>:a' and '<file>:b'. With 3+ systems a Bradley-Terry leaderboard is shown.
     """
-    comps: list[Comparison] = []
+    by_mode: dict[Reconcile, list[Comparison]] = {m: [] for m in RECONCILE_MODES}
     biases: dict[str, BiasReport] = {}
     for path in results:
-        c, skipped = comparisons_from(path)
+        got = _comparisons(path, list(RECONCILE_MODES))
+        skipped = got[reconcile][1]
         if skipped:
             echo_err(f"note: {path}: {skipped} unscored/error row(s) left out (never counted as a win or a loss)")
-        comps.extend(c)
+        for m in RECONCILE_MODES:
+            by_mode[m].extend(got[m][0])
         biases[path] = bias(pairwise_from_results(path), n_boot=min(n_boot, DEFAULT_N_BOOT), seed=boot_seed)
+    comps = by_mode[reconcile]
     if not comps:
         raise UserError("no scored pairwise comparisons in the given files: nothing to rank")
-    lb = leaderboard(comps, n_boot=n_boot, seed=boot_seed)
+    boards = {m: leaderboard(by_mode[m], n_boot=n_boot, seed=boot_seed) for m in RECONCILE_MODES}
+    lb = boards[reconcile]
+    click.echo(f"Reconciliation of the two orders: {reconcile} (--reconcile "
+               f"{'average' if reconcile == 'strict' else 'strict'} for the other rule)")
     print_leaderboard(lb, biases)
+    print_reconcile_table(boards)
     if json_out:
         data = lb.to_dict()
+        data["reconcile"] = reconcile
+        data["by_reconcile"] = {m: b.to_dict() for m, b in boards.items()}
         data["bias"] = {k: v.to_dict() for k, v in biases.items()}
         Path(json_out).write_text(json.dumps(data, indent=2, allow_nan=False), encoding="utf-8")
     if html_out:

@@ -154,14 +154,9 @@ def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
                         "run only the checks with --no-judge)") from exc
     settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
                              seed=jo.seed, use_cache=not jo.no_cache)
-    specs = []
-    for s in suite.specs:
-        if s.is_llm and hasattr(s.evaluator, "bind"):
-            ev = dataclasses.replace(s.evaluator)  # a private copy per run: binding must not leak
-            ev.bind(settings)
-            s = dataclasses.replace(s, evaluator=ev)
-        specs.append(s)
-    return dataclasses.replace(suite, specs=specs), client, jo.config(client.provider.model)
+    from ..suites.runner import bind_settings
+
+    return bind_settings(suite, settings), client, jo.config(client.provider.model)
 
 
 def await_close(client: Any) -> None:

@@ -9,6 +9,10 @@ tie 0.5. Usage and cost of both calls are summed.
 If either order is unscored or failed, the row is unscored (or error): a winner is never taken from half the
 evidence.
 
+``reconcile="average"`` (``--reconcile average``) scores the mean of the two orders instead: a win in one order
+and a tie in the other is 0.75 (the seed's SKILL.md: "run both orderings and average"). The default, ``strict``,
+is the seed runner's. Both scores are kept in ``details.scores``.
+
 The reply parser also reads the plain-text verdicts of published judge prompts ("Output (a)" / "Output (b)",
 "Therefore, Output (b) is better."), so recorded judge text can be replayed (see ``referee metaeval``).
 """
@@ -161,11 +165,29 @@ def to_winner(pick: Pick, shown_first: Literal["a", "b"]) -> Winner:
     return "b" if pick == "1" else "a"
 
 
+Reconcile = Literal["strict", "average"]
+RECONCILE_MODES: tuple[Reconcile, ...] = ("strict", "average")
+
+
 def reconcile(first: Winner, second: Winner) -> tuple[Winner, bool]:
-    """The row's winner from the two orders' winners, and whether position bias was detected."""
+    """The row's winner from the two orders' winners, and whether position bias was detected (strict rule:
+    any disagreement, a tie against a win included, is a tie)."""
     if first == second:
         return first, False
     return "tie", True
+
+
+def reconciled_score(first: Winner, second: Winner, mode: Reconcile = "strict") -> tuple[float, Winner, bool]:
+    """(score of A, winner, position bias) under ``mode``.
+
+    ``strict`` (the seed's ``run_pairwise.py``): orders that disagree make a tie, 0.5. ``average`` (the seed's
+    SKILL.md: "always run both orderings and average"): the mean of the two orders' scores, so a win in one
+    order and a tie in the other is 0.75 and its winner is the side it leans to; opposite wins are 0.5."""
+    winner, bias = reconcile(first, second)
+    if mode == "strict":
+        return SCORES[winner], winner, bias
+    score = (SCORES[first] + SCORES[second]) / 2
+    return score, ("a" if score > 0.5 else "b" if score < 0.5 else "tie"), bias
 
 
 def _combine(outcomes: list[JudgeOutcome[PositionVerdict]]) -> dict[str, Any]:
@@ -187,7 +209,11 @@ class PairwiseJudge:
 
     def __init__(self, client: JudgeClient, template: str, *, template_hash: str, category: str | None = None,
                  name_a: str | None = None, name_b: str | None = None, max_tokens: int = 1024,
-                 temperature: float | None = None, seed: int | None = None, use_cache: bool = True) -> None:
+                 temperature: float | None = None, seed: int | None = None, use_cache: bool = True,
+                 reconcile: Reconcile = "strict") -> None:
+        if reconcile not in RECONCILE_MODES:
+            raise ValueError(f"reconcile must be one of {', '.join(RECONCILE_MODES)}, not {reconcile!r}")
+        self.reconcile = reconcile
         self.client = client
         self.template = template
         self.category = category
@@ -252,9 +278,12 @@ class PairwiseJudge:
             return ResultRow(**fields)
         w1 = orders[0]["winner"]
         w2 = orders[1]["winner"]
-        winner, bias = reconcile(w1, w2)
+        score, winner, bias = reconciled_score(w1, w2, self.reconcile)
+        # Both rules' scores are kept, so `referee rank` can report either from the same file.
+        details["reconcile"] = self.reconcile
+        details["scores"] = {m: reconciled_score(w1, w2, m)[0] for m in RECONCILE_MODES}
         r1, r2 = orders[0].get("rationale"), orders[1].get("rationale")
         rationale = r1 if not bias else f"[A shown first: {w1}] {r1 or ''} | [B shown first: {w2}] {r2 or ''}"
-        fields.update(status="scored", score=SCORES[winner], winner=winner, position_bias_detected=bias,
+        fields.update(status="scored", score=score, winner=winner, position_bias_detected=bias,
                       rationale=rationale)
         return ResultRow(**fields)

@@ -308,7 +308,7 @@ async def ask_judge(client: JudgeClient, request: JudgeRequest, parse: Callable[
         model = completion.model or model
         usage = usage + Usage(input_tokens=completion.input_tokens, output_tokens=completion.output_tokens,
                               calls=0 if completion.cached else 1, cached_calls=1 if completion.cached else 0)
-        c = client.cost(completion.input_tokens, completion.output_tokens)
+        c = client.cost_of(completion)
         if c is not None:
             cost = round((cost or 0.0) + c, COST_DECIMALS)
         last_text = completion.text

@@ -1,8 +1,10 @@
 """Judge providers: one module per wire format.
 
 ``openai`` (chat completions) serves OpenAI and any compatible server by ``base_url`` (vLLM, Ollama,
-LM Studio, llama.cpp); ``anthropic`` (Messages) and ``gemini`` (generateContent) have their own. All speak
-HTTP through aiohttp; no SDK is required.
+LM Studio, llama.cpp); ``anthropic`` (Messages) and ``gemini`` (generateContent) have their own. The clouds reuse
+them at other endpoints: ``azure`` (OpenAI wire format at a deployment), ``vertex`` (Gemini wire format, Google
+Cloud credentials); ``bedrock`` speaks AWS's Converse API. All speak HTTP through aiohttp; no SDK is required
+(the clouds' sign-in libraries are extras: ``azure``, ``vertex``, ``bedrock``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from .base import Completion, JudgeRequest, Message, Provider
 from .fake import FakeProvider
 
 PROVIDERS = ("anthropic", "openai", "gemini")
+CLOUD_PROVIDERS = ("azure", "bedrock", "vertex")
 
 # Local servers that speak the OpenAI wire format: name -> default base URL.
 LOCAL_SERVERS = {
@@ -37,7 +40,19 @@ def provider_class(name: str) -> type[Provider]:
         from .gemini import GeminiProvider
 
         return GeminiProvider
-    raise UserError(f"unknown provider '{name}': use one of anthropic, openai, gemini "
+    if name == "azure":
+        from .azure import AzureOpenAIProvider
+
+        return AzureOpenAIProvider
+    if name == "bedrock":
+        from .bedrock import BedrockProvider
+
+        return BedrockProvider
+    if name == "vertex":
+        from .vertex import VertexProvider
+
+        return VertexProvider
+    raise UserError(f"unknown provider '{name}': use one of anthropic, openai, gemini, azure, bedrock, vertex "
                     f"(or {', '.join(LOCAL_SERVERS)} for a local OpenAI-compatible server)")
 
 
@@ -61,6 +76,7 @@ def get_provider(name: str, model: str | None = None, *, base_url: str | None = 
 
 
 __all__ = [
+    "CLOUD_PROVIDERS",
     "LOCAL_SERVERS",
     "PROVIDERS",
     "Completion",

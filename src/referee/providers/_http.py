@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from .._redact import redact_text
 from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable
@@ -34,6 +35,11 @@ def parse_retry_after(value: str | None) -> float | None:
         return None
 
 
+def _is_secret_header(name: str) -> bool:
+    n = name.lower()
+    return "key" in n or "token" in n or n == "authorization"
+
+
 def _error_message(body: str) -> str:
     try:
         data = json.loads(body)
@@ -52,8 +58,7 @@ class HttpClient:
         self._timeout = timeout
         self._headers = headers
         # Header values are credentials (keys, bearer tokens): masked in every message this client builds.
-        self._secrets = [v.removeprefix("Bearer ") for k, v in headers.items()
-                         if "key" in k.lower() or k.lower() == "authorization"]
+        self._secrets = [v.removeprefix("Bearer ") for k, v in headers.items() if _is_secret_header(k)]
         self._label = redact_text(label)
         self._limit = limit
         self._session: aiohttp.ClientSession | None = None
@@ -68,23 +73,52 @@ class HttpClient:
             )
         return self._session
 
-    async def post_json(self, url: str, payload: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    async def post_json(self, url: str, payload: dict[str, Any], *,
+                        headers: dict[str, str] | None = None) -> tuple[dict[str, Any], float]:
         """POST and return (decoded JSON body, latency ms); raises ProviderError subclasses (messages are
-        redacted: no key or URL credentials)."""
+        redacted: no key or URL credentials). ``headers`` are per-request (signatures, refreshed tokens)."""
+        body, latency, status = await self._request(
+            "POST", url, data=json.dumps(payload), headers={"Content-Type": "application/json", **(headers or {})})
+        return self.decode(body, status), latency
+
+    async def request(self, method: str, url: str | URL, *, data: str | bytes | aiohttp.FormData | None = None,
+                      headers: dict[str, str] | None = None) -> tuple[str, float]:
+        """Any method; returns (body text, latency ms). Errors as in :meth:`post_json`."""
+        body, latency, _ = await self._request(method, url, data=data, headers=headers)
+        return body, latency
+
+    async def _request(self, method: str, url: str | URL, *, data: str | bytes | aiohttp.FormData | None,
+                       headers: dict[str, str] | None) -> tuple[str, float, int]:
         try:
-            return await self._post_json(url, payload)
+            return await self._send(method, url, data, headers or {})
         except ProviderError as exc:
-            msg = redact_text(str(exc), secrets=self._secrets)
+            extra = [v.removeprefix("Bearer ") for k, v in (headers or {}).items() if _is_secret_header(k)]
+            msg = redact_text(str(exc), secrets=[*self._secrets, *extra])
             if msg != str(exc):
                 exc.args = (msg,)
             raise
 
-    async def _post_json(self, url: str, payload: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    async def get_json(self, url: str, *, headers: dict[str, str] | None = None) -> dict[str, Any]:
+        body, _, status = await self._request("GET", url, data=None, headers=headers)
+        return self.decode(body, status)
+
+    def decode(self, body: str, status: int | None = None) -> dict[str, Any]:
+        """A JSON object body, or a retryable ProviderError (a proxy's HTML page, a truncated reply)."""
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            raise ProviderError(f"{self._label}: the server sent a body that is not JSON: {body[:120]!r}",
+                                status=status, retryable=True) from exc
+        if not isinstance(data, dict):
+            raise ProviderError(f"{self._label}: unexpected response body", status=status, retryable=True)
+        return data
+
+    async def _send(self, method: str, url: str | URL, data: str | bytes | aiohttp.FormData | None,
+                    headers: dict[str, str]) -> tuple[str, float, int]:
         session = self._get_session()
         t0 = time.perf_counter()
         try:
-            async with session.post(url, data=json.dumps(payload),
-                                    headers={"Content-Type": "application/json"}) as resp:
+            async with session.request(method, url, data=data, headers=headers) as resp:
                 body = await resp.text(errors="replace")
                 status = resp.status
                 retry_after = parse_retry_after(resp.headers.get("Retry-After"))
@@ -113,14 +147,7 @@ class HttpClient:
                 raise ProviderError(msg + " (unknown model or wrong --base-url?)", status=status)
             raise ProviderError(msg, status=status, retryable=status in _RETRYABLE_STATUS,
                                 retry_after=retry_after)
-        try:
-            data = json.loads(body)
-        except ValueError as exc:
-            raise ProviderError(f"{self._label}: the server sent a body that is not JSON: {body[:120]!r}",
-                                status=status, retryable=True) from exc
-        if not isinstance(data, dict):
-            raise ProviderError(f"{self._label}: unexpected response body", status=status, retryable=True)
-        return data, latency
+        return body, latency, status
 
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:

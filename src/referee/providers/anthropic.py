@@ -20,6 +20,7 @@ class AnthropicProvider(Provider):
     name: ClassVar[str] = "anthropic"
     default_model: ClassVar[str] = "claude-sonnet-4-6"
     key_env_vars: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
+    price_provider: ClassVar[str | None] = "anthropic"
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0) -> None:
@@ -30,7 +31,7 @@ class AnthropicProvider(Provider):
         self._http = HttpClient(timeout=timeout, label=f"Anthropic API {base}", headers={
             "x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION})
 
-    async def complete(self, request: JudgeRequest) -> Completion:
+    def _payload(self, request: JudgeRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         payload: dict[str, Any] = {
             "model": self.model,
@@ -48,8 +49,14 @@ class AnthropicProvider(Provider):
                 "input_schema": request.response_schema,
             }]
             payload["tool_choice"] = {"type": "tool", "name": request.schema_name}
-        url = f"{self.base_url}/v1/messages"
-        data, latency = await self._http.post_json(url, payload)
+        return payload
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        data, latency = await self._http.post_json(f"{self.base_url}/v1/messages", self._payload(request))
+        return self.parse_reply(data, latency)
+
+    def parse_reply(self, data: dict[str, Any], latency: float = 0.0, *, batch: bool = False) -> Completion:
+        """A Messages API message (live, or the ``result.message`` of a batch) -> Completion."""
         blocks = data.get("content")
         if not isinstance(blocks, list):
             raise ProviderError(f"Anthropic API {redact_url(self.base_url or '')}: reply has no content list",
@@ -62,9 +69,14 @@ class AnthropicProvider(Provider):
         else:
             text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
         usage = data.get("usage") or {}
-        return Completion(text=text, input_tokens=usage.get("input_tokens"),
+        # Anthropic's input_tokens excludes cache reads and writes: the total is their sum.
+        parts = [usage.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+        total_in = sum(p for p in parts if isinstance(p, int)) if isinstance(parts[0], int) else None
+        cached = usage.get("cache_read_input_tokens")
+        return Completion(text=text, input_tokens=total_in,
                           output_tokens=usage.get("output_tokens"), model=data.get("model") or self.model,
-                          latency_ms=latency, raw=data)
+                          latency_ms=latency, raw=data, cache_read_tokens=cached if isinstance(cached, int) else None,
+                          batch=batch)
 
     async def aclose(self) -> None:
         await self._http.aclose()

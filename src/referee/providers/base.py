@@ -56,6 +56,10 @@ class Completion:
     model: str = ""
     latency_ms: float = 0.0
     cached: bool = False
+    cache_read_tokens: int | None = None
+    """Input tokens the provider served from its prompt cache (a part of ``input_tokens``), when reported."""
+    batch: bool = False
+    """Answered through a batch API (billed at the batch price)."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -65,6 +69,8 @@ class Provider(abc.ABC):
     name: ClassVar[str]
     default_model: ClassVar[str] = ""
     key_env_vars: ClassVar[tuple[str, ...]] = ()
+    price_provider: ClassVar[str | None] = None
+    """The provider's id in the price database (genai-prices); None: no public price (local servers)."""
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0) -> None:
@@ -79,6 +85,10 @@ class Provider(abc.ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - a hook with a safe default
         """Release connections."""
+
+    def price_id(self) -> str | None:
+        """The id to price this endpoint's calls under, or None when it has no public price."""
+        return self.price_provider
 
     def describe(self) -> dict[str, Any]:
         """Identity used for caching and manifests. Never includes the key."""

@@ -57,6 +57,8 @@ class GeminiProvider(Provider):
     name: ClassVar[str] = "gemini"
     default_model: ClassVar[str] = "gemini-2.5-flash"
     key_env_vars: ClassVar[tuple[str, ...]] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    price_provider: ClassVar[str | None] = "google"
+    label: str = "Gemini API"
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0) -> None:
@@ -66,7 +68,7 @@ class GeminiProvider(Provider):
             raise ProviderAuthError("no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY)")
         self._http = HttpClient(timeout=timeout, label=f"Gemini API {base}", headers={"x-goog-api-key": api_key})
 
-    async def complete(self, request: JudgeRequest) -> Completion:
+    def _payload(self, request: JudgeRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         contents = [
             {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
@@ -85,24 +87,40 @@ class GeminiProvider(Provider):
         payload: dict[str, Any] = {"contents": contents, "generationConfig": config}
         if system:
             payload["systemInstruction"] = {"parts": [{"text": system}]}
-        url = f"{self.base_url}/v1beta/models/{self.model}:generateContent"
-        data, latency = await self._http.post_json(url, payload)
+        return payload
+
+    def _model_url(self, action: str) -> str:
+        return f"{self.base_url}/v1beta/models/{self.model}:{action}"
+
+    async def _auth_headers(self) -> dict[str, str] | None:
+        """Per-request credentials (Vertex's refreshed tokens); the API key is a session header."""
+        return None
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        data, latency = await self._http.post_json(self._model_url("generateContent"), self._payload(request),
+                                                   headers=await self._auth_headers())
+        return self.parse_reply(data, latency)
+
+    def parse_reply(self, data: dict[str, Any], latency: float = 0.0, *, batch: bool = False) -> Completion:
+        """A GenerateContentResponse (live, or one inlined response of a batch) -> Completion."""
         try:
             cand = data["candidates"][0]
             parts = cand.get("content", {}).get("parts", [])
             text = "".join(p.get("text", "") for p in parts if isinstance(p, dict))
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             feedback = data.get("promptFeedback")
-            raise ProviderError(f"Gemini API: reply has no candidates{f' ({feedback})' if feedback else ''}",
+            raise ProviderError(f"{self.label}: reply has no candidates{f' ({feedback})' if feedback else ''}",
                                 retryable=False) from exc
         usage = data.get("usageMetadata") or {}
         out_tokens = usage.get("candidatesTokenCount")
         if out_tokens is not None and isinstance(usage.get("thoughtsTokenCount"), int):
             # Thinking models (2.5) count thoughts apart from the answer but bill them as output tokens.
             out_tokens += usage["thoughtsTokenCount"]
+        cached = usage.get("cachedContentTokenCount")
         return Completion(text=text, input_tokens=usage.get("promptTokenCount"),
                           output_tokens=out_tokens,
-                          model=data.get("modelVersion") or self.model, latency_ms=latency, raw=data)
+                          model=data.get("modelVersion") or self.model, latency_ms=latency, raw=data,
+                          cache_read_tokens=cached if isinstance(cached, int) else None, batch=batch)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -25,6 +25,7 @@ class OpenAICompatProvider(Provider):
     name: ClassVar[str] = "openai"
     default_model: ClassVar[str] = "gpt-4o-mini"
     key_env_vars: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    price_provider: ClassVar[str | None] = "openai"
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0) -> None:
@@ -41,6 +42,18 @@ class OpenAICompatProvider(Provider):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = HttpClient(timeout=timeout, headers=headers, label=f"openai-compatible server {base}")
         self._level = 0
+        self._max_tokens_field = "max_completion_tokens" if self._official else "max_tokens"
+
+    def price_id(self) -> str | None:
+        # A compatible server at another URL (vLLM, Ollama, a gateway) is not billed at OpenAI's prices.
+        return self.price_provider if self._official else None
+
+    def _chat_url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    async def _auth_headers(self) -> dict[str, str] | None:
+        """Per-request credentials (refreshed tokens); the key of a static setup is a session header."""
+        return None
 
     def _payload(self, request: JudgeRequest, level: str) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -48,7 +61,7 @@ class OpenAICompatProvider(Provider):
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         }
         # The official API deprecates max_tokens for max_completion_tokens; compatible servers know max_tokens.
-        payload["max_completion_tokens" if self._official else "max_tokens"] = request.max_tokens
+        payload[self._max_tokens_field] = request.max_tokens
         if request.temperature is not None:
             payload["temperature"] = request.temperature
         if request.seed is not None:
@@ -65,11 +78,12 @@ class OpenAICompatProvider(Provider):
         return payload
 
     async def complete(self, request: JudgeRequest) -> Completion:
-        url = f"{self.base_url}/chat/completions"
+        url = self._chat_url()
         while True:
             level = _LEVELS[self._level]
             try:
-                data, latency = await self._http.post_json(url, self._payload(request, level))
+                data, latency = await self._http.post_json(url, self._payload(request, level),
+                                                           headers=await self._auth_headers())
                 break
             except ProviderError as exc:
                 if (exc.status in (400, 422, 500) and request.response_schema is not None
@@ -77,6 +91,10 @@ class OpenAICompatProvider(Provider):
                     self._level += 1
                     continue
                 raise
+        return self.parse_reply(data, latency)
+
+    def parse_reply(self, data: dict[str, Any], latency: float = 0.0, *, batch: bool = False) -> Completion:
+        """A chat.completion body (a live reply or one line of a batch's output file) -> Completion."""
         try:
             choice = data["choices"][0]
             text = choice["message"].get("content") or ""
@@ -85,9 +103,12 @@ class OpenAICompatProvider(Provider):
                                 "choices[0].message",
                                 retryable=True) from exc
         usage = data.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
         return Completion(text=text, input_tokens=usage.get("prompt_tokens"),
                           output_tokens=usage.get("completion_tokens"), model=data.get("model") or self.model,
-                          latency_ms=latency, raw=data)
+                          latency_ms=latency, raw=data,
+                          cache_read_tokens=cached if isinstance(cached, int) else None, batch=batch)
 
     async def aclose(self) -> None:
         await self._http.aclose()

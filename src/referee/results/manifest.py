@@ -76,6 +76,10 @@ class JudgeConfig(_Model):
     max_retries: int | None = None
     input_price_per_mtok: float | None = None
     output_price_per_mtok: float | None = None
+    price_source: str | None = None
+    """What priced the run: ``user`` (the two price flags), ``genai-prices <version>``, or None (no cost)."""
+    batch: bool = False
+    """Judged through the provider's batch API (``--batch``); the jobs are in ``extra["batch_jobs"]``."""
 
     @field_validator("base_url")
     @classmethod

@@ -32,6 +32,25 @@ def cache_key(identity: dict[str, Any], request: JudgeRequest) -> str:
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
+def _dump_extra(c: Completion) -> str | None:
+    extra: dict[str, Any] = {}
+    if c.cache_read_tokens is not None:
+        extra["cache_read_tokens"] = c.cache_read_tokens
+    if c.batch:
+        extra["batch"] = True
+    return json.dumps(extra) if extra else None
+
+
+def _extra(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 class ResponseCache:
     """The cache is an optimisation: once open, a failing read is a miss and a failing write (a full disk, a
     locked file) turns the cache off with one warning; a judged case is never lost because of it."""
@@ -50,6 +69,9 @@ class ResponseCache:
                 "input_tokens INTEGER, output_tokens INTEGER, model TEXT, latency_ms REAL, "
                 "created_at REAL DEFAULT (unixepoch()))"
             )
+            columns = {r[1] for r in self._db.execute("PRAGMA table_info(responses)")}
+            if "extra" not in columns:  # caches written before batch mode: the prices' details, as JSON
+                self._db.execute("ALTER TABLE responses ADD COLUMN extra TEXT")
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"cannot use the response cache {self.path}: {exc}; delete it, set REFEREE_CACHE_DIR "
                             "to a writable folder, or pass --no-cache") from exc
@@ -65,7 +87,7 @@ class ResponseCache:
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT text, input_tokens, output_tokens, model, latency_ms FROM responses WHERE key = ?",
+                    "SELECT text, input_tokens, output_tokens, model, latency_ms, extra FROM responses WHERE key = ?",
                     (key,),
                 ).fetchone()
         except sqlite3.Error as exc:
@@ -73,8 +95,12 @@ class ResponseCache:
             return None
         if row is None:
             return None
+        extra = _extra(row[5])
+        cache_read = extra.get("cache_read_tokens")
         return Completion(text=row[0], input_tokens=row[1], output_tokens=row[2], model=row[3] or "",
-                          latency_ms=row[4] or 0.0, cached=True)
+                          latency_ms=row[4] or 0.0, cached=True,
+                          cache_read_tokens=cache_read if isinstance(cache_read, int) else None,
+                          batch=extra.get("batch") is True)
 
     def put(self, key: str, c: Completion) -> None:
         if self._broken:
@@ -82,9 +108,9 @@ class ResponseCache:
         try:
             with self._lock:
                 self._db.execute(
-                    "INSERT OR REPLACE INTO responses (key, text, input_tokens, output_tokens, model, latency_ms) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (key, c.text, c.input_tokens, c.output_tokens, c.model, c.latency_ms),
+                    "INSERT OR REPLACE INTO responses (key, text, input_tokens, output_tokens, model, latency_ms, "
+                    "extra) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key, c.text, c.input_tokens, c.output_tokens, c.model, c.latency_ms, _dump_extra(c)),
                 )
         except sqlite3.Error as exc:
             self._disable(exc)

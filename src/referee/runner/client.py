@@ -1,4 +1,4 @@
-"""The judge client: a provider plus retries with backoff, the response cache and prices."""
+"""The judge client: a provider plus retries with backoff, the response cache, prices and batch mode."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from ..errors import ProviderError, ProviderUnavailable
 from ..providers.base import Completion, JudgeRequest, Provider
 from ..results.schema import JudgeInfo
 from .cache import ResponseCache, cache_key
-
-COST_DECIMALS = 10
+from .prices import COST_DECIMALS, Pricer
 
 
 @dataclass
@@ -53,23 +52,31 @@ class JudgeClient:
         self.retry = retry or RetryPolicy()
         self.input_price = input_price_per_mtok
         self.output_price = output_price_per_mtok
+        self.pricer = Pricer(provider.price_id(), input_per_mtok=input_price_per_mtok,
+                             output_per_mtok=output_price_per_mtok)
         self.stats = CallStats()
         self._reached = False
         """Whether the server has answered at all in this run (a success or any HTTP status)."""
 
     @property
     def prices_given(self) -> bool:
-        return self.input_price is not None and self.output_price is not None
+        """Whether the user gave both prices (they win over the price database)."""
+        return self.pricer.user_prices
+
+    @property
+    def price_source(self) -> str | None:
+        """``user``, ``genai-prices <version>``, or None when no cost can be reported (local servers)."""
+        return self.pricer.source
 
     def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
-        """Cost from the provider's own token counts, only when both prices are given (the seed's rule)."""
-        if not self.prices_given or input_tokens is None or output_tokens is None:
-            return None
-        assert self.input_price is not None and self.output_price is not None
-        # Rounded: float noise (0.0009600000000000001) must not reach result files; 1e-10 USD is far below
-        # the cost of one token at any real price.
-        return round(input_tokens / 1e6 * self.input_price + output_tokens / 1e6 * self.output_price,
-                     COST_DECIMALS)
+        """Cost from the provider's own token counts at the run's prices, or None when unknown."""
+        return self.pricer.cost(self.provider.model, input_tokens, output_tokens)
+
+    def cost_of(self, completion: Completion) -> float | None:
+        """The cost of one reply: cached input tokens and the batch rate priced where the provider reports them."""
+        return self.pricer.cost(completion.model or self.provider.model, completion.input_tokens,
+                                completion.output_tokens, cache_read_tokens=completion.cache_read_tokens,
+                                batch=completion.batch, fallback_model=self.provider.model)
 
     def judge_info(self, template_hash: str | None = None) -> JudgeInfo:
         return JudgeInfo(provider=self.provider.name, model=self.provider.model, template_hash=template_hash)
@@ -109,7 +116,7 @@ class JudgeClient:
             self.stats.input_tokens += completion.input_tokens
         if completion.output_tokens:
             self.stats.output_tokens += completion.output_tokens
-        c = self.cost(completion.input_tokens, completion.output_tokens)
+        c = self.cost_of(completion)
         if c is not None:
             self.stats.cost_usd = round(self.stats.cost_usd + c, COST_DECIMALS)
         if self.cache is not None and key is not None:

@@ -117,7 +117,9 @@ def leaderboard(comparisons: Sequence[Comparison], *, n_boot: int = DEFAULT_N_BO
         key, val = ((b, a), 1.0 - s) if (b, a) in pair_scores else ((a, b), s)
         pair_scores.setdefault(key, []).append(val)
     for (a, b), vals in pair_scores.items():
-        lb.pairs.append(PairRecord(a, b, sum(v == 1.0 for v in vals), sum(v == 0.0 for v in vals),
+        # An averaged comparison (0.75: a win in one order, a tie in the other) counts as a win for the side
+        # it leans to; the win rate uses the values themselves.
+        lb.pairs.append(PairRecord(a, b, sum(v > 0.5 for v in vals), sum(v < 0.5 for v in vals),
                                    sum(v == 0.5 for v in vals), win_rate(vals, n_boot=n_boot, seed=seed)))
         if len(vals) == 1:
             lb.notes.append(f"{a} vs {b}: a single comparison, so its win rate has no confidence interval")

@@ -8,6 +8,7 @@ results become the row's ``criteria``; the case score combines them as the suite
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import os
 import sys
@@ -212,6 +213,19 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
         common["flags"] = flags
     return ResultRow.model_validate({**common, "status": "scored", "score": round(score, 6), "passed": ok,
                                      "rationale": rationale[:1000]})
+
+
+def bind_settings(suite: Suite, settings: Any) -> Suite:
+    """A copy of ``suite`` whose LLM evaluators are bound to ``settings`` (a ``JudgeSettings``): the judge
+    settings are passed explicitly, and each evaluator is copied so binding never leaks between runs."""
+    specs = []
+    for s in suite.specs:
+        if s.is_llm and hasattr(s.evaluator, "bind"):
+            ev = dataclasses.replace(s.evaluator)
+            ev.bind(settings)
+            s = dataclasses.replace(s, evaluator=ev)
+        specs.append(s)
+    return dataclasses.replace(suite, specs=specs)
 
 
 def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None,

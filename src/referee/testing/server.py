@@ -1,6 +1,7 @@
 """A local LLM server for tests and benchmarks: speaks the OpenAI chat-completions, Anthropic Messages and
-Gemini generateContent wire formats on 127.0.0.1, with scriptable latency, status codes, Retry-After,
-bodies, dropped connections and truncated replies.
+Gemini generateContent wire formats on 127.0.0.1 (and the clouds' routes to them: Azure OpenAI deployments, Vertex
+AI publisher models with an OAuth token endpoint, AWS Bedrock Converse), with scriptable latency, status codes,
+Retry-After, bodies, dropped connections and truncated replies.
 
 Shipped in the package so users can test their own judge setups without a network.
 
@@ -63,6 +64,10 @@ class WireRequest:
     headers: dict[str, str]
     query: dict[str, str]
     body: dict[str, Any]
+    method: str = "POST"
+    raw_path: str = ""
+    """The path exactly as sent (percent-encoding kept), with the query string."""
+    raw_body: bytes = b""
 
     @property
     def prompt_text(self) -> str:
@@ -75,6 +80,10 @@ class WireRequest:
             if b.get("system"):
                 parts.append(str(b["system"]))
             parts += [str(m.get("content", "")) for m in b.get("messages", [])]
+        elif self.format == "bedrock":
+            parts += [str(p.get("text", "")) for p in b.get("system", [])]
+            for m in b.get("messages", []):
+                parts += [str(p.get("text", "")) for p in m.get("content", [])]
         else:
             si = b.get("systemInstruction", {})
             parts += [p.get("text", "") for p in si.get("parts", [])]
@@ -89,12 +98,18 @@ class WireRequest:
             users = [c for c in b.get("contents", []) if c.get("role") == "user"]
             return "".join(p.get("text", "") for p in users[-1].get("parts", [])) if users else ""
         users = [m for m in b.get("messages", []) if m.get("role") == "user"]
+        if self.format == "bedrock":
+            return "".join(str(p.get("text", "")) for p in users[-1].get("content", [])) if users else ""
         return str(users[-1].get("content", "")) if users else ""
 
     @property
     def model(self) -> str:
         if self.format == "gemini":
             return self.path.rsplit("/", 1)[-1].split(":", 1)[0]
+        if self.format == "bedrock":
+            return self.path.split("/")[2]
+        if "/openai/deployments/" in self.path:
+            return self.path.split("/")[3]
         return str(self.body.get("model", ""))
 
     @property
@@ -106,6 +121,9 @@ class WireRequest:
         if self.format == "anthropic":
             tools = b.get("tools") or []
             return tools[0].get("input_schema") if tools else None
+        if self.format == "bedrock":
+            tools = (b.get("toolConfig") or {}).get("tools") or []
+            return tools[0].get("toolSpec", {}).get("inputSchema", {}).get("json") if tools else None
         return (b.get("generationConfig") or {}).get("responseSchema")
 
 
@@ -130,6 +148,9 @@ class FakeLLMServer:
         self.openai_formats = openai_formats
         self.record = record
         self.requests: list[WireRequest] = []
+        self.token_requests: list[dict[str, str]] = []
+        """Form bodies POSTed to the OAuth token endpoint (``/token``), for the Vertex AI sign-in tests."""
+        self.access_token = "ya29.fake-access-token-for-tests"
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -160,6 +181,11 @@ class FakeLLMServer:
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1beta/models/{model_action}", self._gemini)
         app.router.add_post("/v1/models/{model_action}", self._gemini)
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._openai)  # Azure OpenAI
+        app.router.add_post("/v1/projects/{project}/locations/{location}/publishers/google/models/{model_action}",
+                            self._gemini)  # Vertex AI
+        app.router.add_post("/model/{model_id}/converse", self._bedrock)  # AWS Bedrock
+        app.router.add_post("/token", self._oauth_token)  # Google OAuth2 (Application Default Credentials)
         return app
 
     async def _start(self) -> None:
@@ -215,12 +241,14 @@ class FakeLLMServer:
         return Reply(text=r) if isinstance(r, str) else r
 
     async def _receive(self, request: web.Request, fmt: str) -> WireRequest:
+        raw = await request.read()
         try:
-            body = await request.json()
+            body = json.loads(raw)
         except ValueError:
             body = {}
         return WireRequest(format=fmt, path=request.path, headers=dict(request.headers),
-                           query=dict(request.query), body=body if isinstance(body, dict) else {})
+                           query=dict(request.query), body=body if isinstance(body, dict) else {},
+                           method=request.method, raw_path=request.raw_path, raw_body=raw)
 
     async def _respond(self, request: web.Request, reply: Reply, envelope: dict[str, Any]) -> web.StreamResponse:
         delay = reply.delay if reply.delay is not None else self.latency
@@ -315,6 +343,36 @@ class FakeLLMServer:
             "modelVersion": req.model,
         }
         return await self._respond(request, reply, env)
+
+
+    async def _bedrock(self, request: web.Request) -> web.StreamResponse:
+        req = await self._receive(request, "bedrock")
+        reply = self._next(req)
+        text = reply.text or ""
+        content: list[dict[str, Any]] = [{"text": text}]
+        tools = (req.body.get("toolConfig") or {}).get("tools") or []
+        if tools:
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict):
+                content = [{"toolUse": {"toolUseId": "tooluse_fake", "name": tools[0]["toolSpec"]["name"],
+                                        "input": obj}}]
+        env = {
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": "tool_use" if "toolUse" in content[0] else "end_turn",
+            "usage": {"inputTokens": reply.input_tokens, "outputTokens": reply.output_tokens,
+                      "totalTokens": reply.input_tokens + reply.output_tokens},
+            "metrics": {"latencyMs": 1},
+        }
+        return await self._respond(request, reply, env)
+
+    async def _oauth_token(self, request: web.Request) -> web.StreamResponse:
+        form = await request.post()
+        with self._lock:
+            self.token_requests.append({k: str(v) for k, v in form.items()})
+        return web.json_response({"access_token": self.access_token, "expires_in": 3600, "token_type": "Bearer"})
 
 
 def main(argv: list[str] | None = None) -> None:
