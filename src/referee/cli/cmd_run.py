@@ -62,11 +62,20 @@ def default_out(suite_path: str) -> Path:
                                                "1 when a generation failed).")
 @click.option("--targets", "target_ids", default=None, metavar="ID,ID",
               help="Run only these targets of the suite (comma-separated ids).")
+@click.option("--engine", default="local", show_default=True, envvar="REFEREE_ENGINE",
+              metavar="local|ray[=ADDRESS]",
+              help="Where cases are evaluated: this process, or sharded over a Ray cluster (extra 'ray'): a "
+                   "local one, or ray=HOST:PORT / ray=auto for a running one. Env: REFEREE_ENGINE.")
+@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="At most this many judge calls started per minute per provider (with --engine ray: across "
+                   "every worker, as --concurrency is).")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
-            no_judge: bool, no_gates: bool, target_ids: str | None, judge: JudgeOptions) -> int:
+            no_judge: bool, no_gates: bool, target_ids: str | None, engine: str, rpm: float | None,
+            judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed, 2 an invalid suite or usage error)."""
+    from ..engines import get_engine
     from ..suites import load_suite
     from ..suites.gating import apply_gates, echo_failures, evaluator_table
     from ..suites.runner import dry_run as estimate
@@ -85,6 +94,9 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             raise UserError(f"--no-judge leaves no evaluator in {suite_file}")
         suite = dataclasses.replace(suite, specs=kept)
     jo = merge_judge_options(judge, suite.judge)
+    chosen = get_engine(engine, rpm=rpm)  # a bad --engine is a usage error before anything runs
+    if suite.targets and chosen.name != "local":
+        raise UserError(f"--engine {engine}: suites with targets run on the local engine only (for now)")
 
     if target_ids is not None:
         from ..targets.loader import select
@@ -119,7 +131,8 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     out_path = Path(out) if out else default_out(suite_file)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
-                        command=invoked_argv(), judge_config=judge_config, system_model=jo.system_model)
+                        command=invoked_argv(), judge_config=judge_config, system_model=jo.system_model,
+                        engine=chosen)
     if outcome.resume_note:
         echo_err(outcome.resume_note)
     n_adv = sum(1 for c in suite.cases if c.metadata.get("adversarial") is True)
