@@ -329,6 +329,7 @@ async def evaluate_async(
     progress: bool | None = None,
     name: str = "evaluate",
     base_dir: str | Path = ".",
+    target: Any = None,
 ) -> EvalResult:
     """:func:`evaluate` for async code (``await referee.evaluate_async(...)``)."""
     from .runner.session import error_row, execute_async
@@ -361,15 +362,33 @@ async def evaluate_async(
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
     ce = CaseEvaluator(suite)
+    run_concurrency = concurrency or (j.concurrency if j else 8)
+    evaluate_case: Callable[[Case], Any] = ce.evaluate
+    run = None
+    if target is not None:
+        # The system under test generates each case's output first (targets: docs/targets.md); its outputs are
+        # kept beside ``out`` (``x.outputs.jsonl``) so a rerun generates nothing again.
+        from .targets import as_target
+        from .targets._run import TargetRun, config_sha256, target_info
+
+        t = as_target(target, base_dir=base_dir)
+        outputs = out_path.with_name(out_path.name.removesuffix(".jsonl") + ".outputs.jsonl") if out_path else None
+        run = TargetRun.open(t, None, run_concurrency, outputs=outputs)
+        evaluate_case = run.evaluator(ce.evaluate, EVALUATOR_LABEL)
+        info = target_info(t)
+        manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": config_sha256(t)}
+        manifest.extra["config_hash"] = f"{manifest.extra.get('config_hash', '')}+{config_sha256(t)}"
+        manifest.system_under_test = info.model
     outcome = await execute_async(
-        out=out_path, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None), evaluate=ce.evaluate,
+        out=out_path, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None), evaluate=evaluate_case,
         on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
-        client=client, concurrency=concurrency or (j.concurrency if j else 8), label="evaluating",
-        show_progress=progress,
+        client=client, concurrency=run_concurrency, label="evaluating",
+        show_progress=progress, cleanup=run.aclose if run is not None else None,
     )
     order = {c.id: i for i, c in enumerate(suite.cases)}
     rows = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
-    return EvalResult(rows=rows, manifest=outcome.manifest, cases=list(suite.cases), path=out_path, _suite=suite)
+    cases_out = [run.generated.get(c.id, c) for c in suite.cases] if run is not None else list(suite.cases)
+    return EvalResult(rows=rows, manifest=outcome.manifest, cases=cases_out, path=out_path, _suite=suite)
 
 
 def evaluate(
@@ -385,6 +404,7 @@ def evaluate(
     progress: bool | None = None,
     name: str = "evaluate",
     base_dir: str | Path = ".",
+    target: Any = None,
 ) -> EvalResult:
     """Run ``evaluators`` on ``cases`` and return an :class:`EvalResult`.
 
@@ -403,6 +423,10 @@ def evaluate(
         out: also write the rows and manifest here as they complete; rerunning with the same ``out`` resumes.
         concurrency: cases in flight at once (default: the judge's, 8).
         progress: None/True show progress (terminal or notebook) for runs over a second; False hides it.
+        target: the system under test, run on each case before the evaluators (its output replaces the case's):
+            a function ``(input) -> str | dict`` (or ``(case)``, ``(input, case)``), sync or async, or a target
+            mapping as in a suite's ``targets:`` (a model and a prompt, ``http``, ``python``, ``exec``). A failed
+            generation is an ``error`` row; rows carry ``target`` and the output's own ``cost_usd``/``latency_ms``.
 
     Works in a script and inside a running event loop (Jupyter, an async web handler): there the run goes on
     a loop of its own in a worker thread. Use :func:`evaluate_async` from async code to stay on your loop.
@@ -411,4 +435,4 @@ def evaluate(
 
     return run_sync(evaluate_async(cases, evaluators, judge, threshold=threshold, scoring=scoring, gates=gates,
                                    out=out, concurrency=concurrency, progress=progress, name=name,
-                                   base_dir=base_dir))
+                                   base_dir=base_dir, target=target))
