@@ -12,9 +12,9 @@ from ..providers.fake import FakeProvider
 
 if TYPE_CHECKING:
     from .responders import instance_for_schema, schema_responder
-    from .server import FakeLLMServer, Reply, WireRequest, default_responder
+    from .server import BatchPlan, FakeLLMServer, Reply, WireRequest, default_responder
 
-_SERVER_NAMES = ("FakeLLMServer", "Reply", "WireRequest", "default_responder")
+_SERVER_NAMES = ("BatchPlan", "FakeLLMServer", "Reply", "WireRequest", "default_responder")
 _RESPONDER_NAMES = ("instance_for_schema", "schema_responder")
 
 
@@ -31,6 +31,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BatchPlan",
     "FakeLLMServer",
     "FakeProvider",
     "Reply",
