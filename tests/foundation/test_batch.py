@@ -189,10 +189,111 @@ def test_a_killed_run_finds_its_job_again_instead_of_paying_twice(fake_server: F
     assert rec["ended"] is True and rec["state"] == "completed"
 
 
-@pytest.mark.parametrize("provider", ["ollama"])
 def test_batch_needs_a_provider_with_a_batch_api(fake_server: FakeLLMServer, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str], provider: str,
+                                                 capsys: pytest.CaptureFixture[str],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
     code, _, err = run(_args(tmp_path, fake_server, "azure"), capsys)
     assert code == 2 and "--batch" in err and "azure" in err and len(err.strip().splitlines()) == 1
+
+
+def test_hostile_results_cannot_answer_other_requests_or_pull_the_key_elsewhere(
+        fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A results_url on another host is not followed with the key; lines for unknown custom_ids are ignored."""
+    from aiohttp import web
+
+    from referee.testing import batch_api
+
+    real = batch_api.BatchRoutes._anthropic_batch_object
+
+    def hostile(self: Any, job: Any, origin: str) -> dict[str, Any]:
+        obj = real(self, job, origin)
+        if obj["results_url"]:
+            obj["results_url"] = "http://127.0.0.2:9/steal"
+        return obj
+
+    real_results = batch_api.BatchRoutes._anthropic_batch_results
+
+    async def extra_line(self: Any, request: web.Request) -> web.StreamResponse:
+        resp = await real_results(self, request)
+        assert isinstance(resp, web.Response) and resp.text is not None
+        forged = json.dumps({"custom_id": "0" * 64, "result": {"type": "succeeded", "message": {
+            "content": [{"type": "text", "text": verdict(0.01)}], "usage": {}}}})
+        return web.Response(text=resp.text + forged + "\n", content_type="application/binary")
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(batch_api.BatchRoutes, "_anthropic_batch_object", hostile)
+    mp.setattr(batch_api.BatchRoutes, "_anthropic_batch_results", extra_line)
+    try:
+        with FakeLLMServer() as srv:  # routes are bound when the server starts
+            srv.responder = lambda req: verdict(0.8)
+            code, _, err = run(_args(tmp_path, srv, "anthropic"), capsys)
+    finally:
+        mp.undo()
+    assert code == 0, err
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert {_status(r) for r in rows} == {"scored"} and {r["score"] for r in rows} == {0.8}
+
+
+def test_suite_run_with_batch(fake_server: FakeLLMServer, tmp_path: Path) -> None:
+    from referee.cli import cli
+    from referee.results import read_results
+
+    cases = [{"id": f"s{i}", "output": f"Refunds take {i} days."} for i in range(4)]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"""\
+cases: cases.jsonl
+judge:
+  provider: openai
+  base_url: {fake_server.openai_base_url}
+  model: suite-model
+  rubric: "- accuracy: states the refund window"
+evaluators:
+  - contains: {{value: days}}
+  - llm_judge
+""")
+    fake_server.responder = lambda req: '{"accuracy": {"score": 0.9, "rationale": "ok"}, "overall_score": 0.9}'
+    out = tmp_path / "suite.jsonl"
+    assert cli(["run", str(suite), "--out", str(out), "--batch", "--no-gates"]) == 0
+    rows = read_results(out).rows
+    assert len(rows) == 4 and {r.status for r in rows} == {"scored"}
+    (job,) = fake_server.batch_jobs.values()
+    assert len(job.requests) == 4 and all(w.model == "suite-model" for _, w in job.requests)
+    assert json.loads((tmp_path / "suite.manifest.json").read_text())["extra"]["batch_jobs"][0]["id"] == job.id
+
+
+def test_model_targets_generate_through_batch_too(fake_server: FakeLLMServer, tmp_path: Path) -> None:
+    """``referee run --batch`` with a model target: generation and judging each go out as batch jobs."""
+    from referee.cli import cli
+    from referee.results import read_results
+
+    def responder(req: Any) -> Reply:
+        if req.schema is not None:  # the judge
+            return Reply(text='{"quality": {"score": 0.9, "rationale": "ok"}, "overall_score": 0.9}')
+        return Reply(text=f"answer from {req.model}", input_tokens=10, output_tokens=5)
+
+    fake_server.responder = responder
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "input": f"question {i}"}) + "\n"
+                                                  for i in range(5)))
+    (tmp_path / "v1.md").write_text("Answer: {input}")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"""\
+cases: cases.jsonl
+targets:
+  - {{id: v1, provider: openai, model: small, base_url: "{fake_server.openai_base_url}", prompt: v1.md,
+      input_price_per_mtok: 1.0, output_price_per_mtok: 1.0}}
+evaluators:
+  - contains: {{value: answer}}
+  - llm_judge: {{rubric: "- quality: answers the question"}}
+""")
+    out = tmp_path / "out"
+    assert cli(["run", str(suite), "--out", str(out), "--provider", "openai", "--base-url",
+                fake_server.openai_base_url, "--model", "judge-model", "--batch", "--no-gates"]) == 0
+    rows = read_results(out / "v1.jsonl").rows
+    assert len(rows) == 5 and {r.status for r in rows} == {"scored"}
+    jobs = list(fake_server.batch_jobs.values())
+    # One generation job (the target's 5 prompts), then one judging job (5 verdicts).
+    assert sorted(len(j.requests) for j in jobs) == [5, 5]
+    assert {w.model for j in jobs for _, w in j.requests} == {"small", "judge-model"}
+    assert all(r.cost_usd == pytest.approx(15 / 1e6 / 2) for r in rows)  # generation at the batch price

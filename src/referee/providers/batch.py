@@ -61,6 +61,13 @@ class BatchAdapter(abc.ABC):
         """What an ended job produced; ``keys`` are its custom ids in submission order."""
 
 
+def _origin(url: str) -> tuple[str, str]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower()
+
+
 def _lines(text: str) -> list[dict[str, Any]]:
     out = []
     for line in text.splitlines():
@@ -172,8 +179,11 @@ class AnthropicBatch(BatchAdapter):
                          total=total, raw=data)
 
     async def results(self, job_id: str, status: JobStatus, keys: list[str]) -> dict[str, Outcome]:
-        url = (status.raw or {}).get("results_url") or f"{self.p.base_url}/v1/messages/batches/{job_id}/results"
-        text, _ = await self.p._http.request("GET", str(url))
+        own = f"{self.p.base_url}/v1/messages/batches/{job_id}/results"
+        url = str((status.raw or {}).get("results_url") or own)
+        if _origin(url) != _origin(own):
+            url = own  # the key goes with the download: never to a host the reply named
+        text, _ = await self.p._http.request("GET", url)
         out: dict[str, Outcome] = {}
         for line in _lines(text):
             cid, result = line.get("custom_id"), line.get("result") or {}

@@ -164,6 +164,11 @@ class Target(ABC):
 
     def start(self, concurrency: int) -> None:
         """Called inside the run's event loop, before the first case."""
+        client = getattr(self, "client", None)
+        if client is not None and getattr(client, "batch", None) is not None:
+            concurrency = 1 << 20  # batch mode: every case's request must reach the job; the provider paces
+            self.pacer = Pacer(concurrency, self.spec.rate_limit)
+            return
         self.pacer = Pacer(self.spec.concurrency or concurrency, self.spec.rate_limit)
 
     async def generate(self, case: Case) -> Generation:
@@ -358,7 +363,7 @@ class _Acc:
         else:
             self.calls += 1
         self.lat += c.latency_ms or 0.0
-        cost = self.client.cost(c.input_tokens, c.output_tokens)
+        cost = self.client.cost_of(c)  # cached input and batch rates where reported
         if cost is not None:
             self.cost = round((self.cost or 0.0) + cost, COST_DECIMALS)
 
