@@ -3,8 +3,11 @@
 The public API is what ``__all__`` lists; everything else is implementation and may change.
 """
 
+from . import judges
+from ._api import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
 from ._version import __version__
-from .cases import Case, CaseSet, load_cases
+from .aggregate import Summary, summarize
+from .cases import Case, CaseSet, cases_from, load_cases
 from .errors import (
     InputError,
     MissingExtraError,
@@ -26,9 +29,11 @@ __all__ = [
     "CheckResult",
     "Completion",
     "CriterionScore",
+    "EvalResult",
     "Evaluator",
     "FakeProvider",
     "InputError",
+    "Judge",
     "JudgeClient",
     "JudgeInfo",
     "JudgeOutcome",
@@ -46,12 +51,19 @@ __all__ = [
     "ResultWriter",
     "RetryPolicy",
     "RunManifest",
+    "Summary",
     "Usage",
     "UserError",
     "__version__",
+    "as_evaluator",
     "ask_judge",
+    "cases_from",
+    "evaluate",
+    "evaluate_async",
     "get_provider",
+    "judges",
     "load_cases",
     "read_results",
     "register",
+    "summarize",
 ]

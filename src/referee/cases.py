@@ -1,8 +1,10 @@
-"""Cases: what is evaluated. Loaded from JSONL (one object per line) or a YAML/JSON list.
+"""Cases: what is evaluated. Loaded from JSONL (one object per line), a YAML/JSON list, CSV or Parquet, or
+built in memory from a list of dicts or a pandas/polars DataFrame (:func:`cases_from`).
 
 Known fields follow the seed's case shapes: ``id``, ``input``, ``output``, ``final_output``, ``reference``,
 ``turns`` (``[{role, content}]``), ``trajectory`` (``[{step, tool, args, ...}]``), ``category``,
-``metadata``. Any other key is kept and can be used by a template placeholder.
+``metadata``. Any other key is kept and can be used by a template placeholder. In tables (CSV, Parquet,
+DataFrames) each column is a field; the nested fields (:data:`NESTED_FIELDS`) may be JSON strings.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, MissingExtraError, UserError
+
+NESTED_FIELDS = ("turns", "trajectory", "metadata", "expect", "messages")
+"""Fields holding lists or objects: in a table (CSV, Parquet, DataFrame) a string there is parsed as JSON."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,8 @@ def _check_types(data: dict[str, Any], path: str, line: int | None) -> None:
 
 
 def load_cases(path: str | Path) -> CaseSet:
-    """Load cases from ``.jsonl`` (or ``.ndjson``), ``.yaml``/``.yml`` or ``.json`` (a list).
+    """Load cases from ``.jsonl`` (or ``.ndjson``), ``.yaml``/``.yml``, ``.json`` (a list), ``.csv`` or
+    ``.parquet`` (the extra ``parquet``).
 
     Raises :class:`InputError` naming the file, line and field of the first problem.
     """
@@ -138,6 +144,10 @@ def load_cases(path: str | Path) -> CaseSet:
     suffix = p.suffix.lower()
     if suffix in (".yaml", ".yml"):
         cases = _load_yaml(raw, sp)
+    elif suffix in (".csv", ".tsv"):
+        cases = _load_csv(raw, sp, delimiter="\t" if suffix == ".tsv" else ",")
+    elif suffix in (".parquet", ".pq"):
+        cases = _load_parquet(p, sp)
     elif suffix == ".json":
         cases = _load_json_list(raw, sp)
     else:
@@ -214,3 +224,132 @@ def _load_yaml(raw: bytes, path: str) -> list[Case]:
         line = items_nodes[i].start_mark.line + 1 if i < len(items_nodes) else None
         out.append(_check_case(obj, path, line, i))
     return out
+
+
+def _table_record(record: dict[str, Any], path: str, line: int | None) -> dict[str, Any]:
+    """A table row as a case object: empty cells dropped, nested fields given as JSON strings decoded."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        key = str(key)
+        value = _plain(value)
+        if value is None or value == "":
+            continue
+        if key in NESTED_FIELDS and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"expected JSON ({exc.msg} at column {exc.colno})", file=path, line=line,
+                                 field=key) from exc
+        out[key] = value
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """numpy/pandas scalars and arrays as plain Python values; NaN/NaT (a missing cell) as None."""
+    if value is None or isinstance(value, str | bool | int | dict):
+        return value
+    if isinstance(value, float):
+        return None if value != value else value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays (pyarrow lists arrive as arrays)
+    if callable(tolist):
+        return _plain(tolist())
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    return value
+
+
+def _load_csv(raw: bytes, path: str, *, delimiter: str = ",") -> list[Case]:
+    import csv
+    import io
+
+    text = _decode(raw, path)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    if reader.fieldnames is None:
+        return []
+    dupes = sorted({f for f in reader.fieldnames if reader.fieldnames.count(f) > 1})
+    if dupes:
+        raise InputError(f"duplicate column(s) {', '.join(dupes)}", file=path, line=1)
+    out: list[Case] = []
+    try:
+        for row in reader:
+            line = reader.line_num
+            if None in row:
+                raise InputError(f"more cells than the {len(reader.fieldnames)} columns of the header",
+                                 file=path, line=line)
+            if not any(v for v in row.values()):
+                continue
+            out.append(_check_case(_table_record(row, path, line), path, line, len(out)))
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV ({exc})", file=path, line=reader.line_num) from exc
+    return out
+
+
+def _load_parquet(p: Path, path: str) -> list[Case]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingExtraError("parquet", "pyarrow", "reading cases from Parquet") from None
+    try:
+        records = pq.read_table(p).to_pylist()
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
+        raise InputError(f"not a readable Parquet file ({type(exc).__name__}: {exc})", file=path) from exc
+    return [_check_case(_table_record(r, path, i + 1), path, i + 1, i) for i, r in enumerate(records)]
+
+
+CasesLike = Any
+"""What :func:`cases_from` accepts (see there)."""
+
+
+def cases_from(source: CasesLike, *, name: str = "<cases>") -> CaseSet:
+    """Cases from what a Python user has at hand.
+
+    * a path (``str`` or ``Path``) to a cases file (see :func:`load_cases`);
+    * a list of dicts (``id`` optional: missing ids are the 1-based position), of :class:`Case` objects, or of
+      strings (each an ``output``);
+    * a pandas or polars DataFrame (one case per row; columns are fields; nested fields may be JSON strings).
+
+    Errors name the item (``<cases>:3``) and the field, as for files.
+    """
+    if isinstance(source, CaseSet):
+        return source
+    if isinstance(source, str | Path):
+        return load_cases(source)
+    module = type(source).__module__.split(".")[0]
+    if module == "pandas" and hasattr(source, "to_dict"):
+        records = source.to_dict(orient="records")
+        return _from_records([_table_record(r, name, i + 1) for i, r in enumerate(records)], name)
+    if module == "polars" and hasattr(source, "to_dicts"):
+        rows = source.to_dicts()
+        return _from_records([_table_record(r, name, i + 1) for i, r in enumerate(rows)], name)
+    if isinstance(source, dict):
+        raise UserError("cases: give a list of dicts (one per case), not a single dict")
+    try:
+        items = list(source)
+    except TypeError:
+        raise UserError(f"cases: expected a list of dicts, a file path or a DataFrame, got "
+                        f"{type(source).__name__}") from None
+    return _from_records(items, name)
+
+
+def _from_records(items: Sequence[Any], name: str) -> CaseSet:
+    cases: list[Case] = []
+    for i, obj in enumerate(items):
+        if isinstance(obj, Case):
+            cases.append(obj)
+            continue
+        if isinstance(obj, str):
+            obj = {"output": obj}
+        if isinstance(obj, dict) and obj.get("id") in (None, ""):
+            obj = {"id": str(i + 1), **{k: v for k, v in obj.items() if k != "id"}}
+        cases.append(_check_case(obj, name, i + 1, i))
+    if not cases:
+        raise InputError("no cases", file=name)
+    seen: dict[str, int] = {}
+    for i, c in enumerate(cases):
+        first = seen.setdefault(c.id, i + 1)
+        if first != i + 1:
+            raise InputError(f"duplicate case id '{c.id}' (first at item {first}); ids must be unique", file=name,
+                             line=i + 1, field="id")
+    return CaseSet(path=name, cases=cases)

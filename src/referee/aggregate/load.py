@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -26,6 +27,7 @@ from numpy.typing import NDArray
 
 from ..errors import InputError
 from ..results.manifest import RunManifest
+from ..results.schema import ResultRow
 
 try:  # 3x faster than json on result lines; optional so a bare install still works.
     import orjson
@@ -69,6 +71,8 @@ class ResultsTable:
     adversarial: bool = False
     """The run manifest marks the whole file as adversarial (red-team) results."""
     manifest: RunManifest | None = None
+    memory: list[bytes] | None = None
+    """The encoded rows of a table built in memory (:func:`table_from_rows`), indexed by ``line - 1``."""
     self_graded_rows: int = 0
     """Rows flagged ``self_grading`` (their judge graded its own model's output)."""
 
@@ -112,6 +116,10 @@ class ResultsTable:
     def read_rows(self, rows: list[int]) -> dict[int, dict[str, Any]]:
         """The decoded JSON objects of the given rows (for rationales and errors in reports)."""
         out: dict[int, dict[str, Any]] = {}
+        if self.memory is not None:
+            for i in sorted(set(rows)):
+                out[i] = json.loads(self.memory[int(self.line[i]) - 1])
+            return out
         with open(self.path, "rb") as f:
             for i in sorted(set(rows)):
                 f.seek(int(self.offset[i]))
@@ -429,6 +437,36 @@ def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
             rd.chunk(lines, line, off)
             line += len(lines)
             off += sum(map(len, lines))
+    adversarial = False
+    man: RunManifest | None = None
+    try:
+        man = RunManifest.read(p)
+        adversarial = bool(man and man.adversarial)
+    except ValueError as exc:
+        rd.warnings.append(f"ignored the run manifest beside {p}: {str(exc).splitlines()[0]}")
+    return _table(rd, str(p), strict=strict, adversarial=adversarial, manifest=man)
+
+
+def table_from_rows(rows: Sequence[ResultRow], *, name: str = "<memory>", adversarial: bool | None = None,
+                    manifest: RunManifest | None = None) -> ResultsTable:
+    """Rows held in memory (``referee.evaluate``'s) as a table, read by the same rules as a results file.
+
+    ``adversarial`` defaults to the manifest's flag. Raises ``InputError`` when there is no row.
+    """
+    encoded = [json.dumps(r.to_json_dict(), ensure_ascii=False, allow_nan=False).encode("utf-8") for r in rows]
+    rd = _Reader(Path(name), strict=False)
+    if encoded:
+        rd.chunk(encoded, 1, 0)
+    adv = bool(manifest and manifest.adversarial) if adversarial is None else adversarial
+    table = _table(rd, name, strict=False, adversarial=adv, manifest=manifest)
+    table.memory = encoded
+    return table
+
+
+def _table(rd: _Reader, name: str, *, strict: bool, adversarial: bool,
+           manifest: RunManifest | None) -> ResultsTable:
+    """Columns of ``rd`` as a table; duplicate rows (same id, repeat and turn) keep the first."""
+    p = name
     c = rd.cols
     ids = c.ids
     rep = c.column("repeat", np.int64)
@@ -455,19 +493,12 @@ def load_table(path: str | Path, *, strict: bool = False) -> ResultsTable:
         ln, v = rd.first_bad_passed
         rd.warnings.append(f"{rd.bad_passed} row(s) have a 'passed' that is not true, false or null (first: "
                            f"{p}:{ln} passed={json.dumps(v)[:40]}); it is ignored for them")
-    adversarial = False
-    man: RunManifest | None = None
-    try:
-        man = RunManifest.read(p)
-        adversarial = bool(man and man.adversarial)
-    except ValueError as exc:
-        rd.warnings.append(f"ignored the run manifest beside {p}: {str(exc).splitlines()[0]}")
     table = ResultsTable(
         path=str(p), ids=ids, repeat=rep, turn=turn, status=c.column("status", np.int8),
         score=c.column("score", np.float64), category=c.column("category", np.int32),
         categories=rd.categories, category_names=rd.names, cost=c.column("cost", np.float64),
         latency=c.column("latency", np.float64), line=lines_col, offset=c.column("offset", np.int64),
-        passed=c.column("passed", np.int8), warnings=rd.warnings, adversarial=adversarial, manifest=man,
+        passed=c.column("passed", np.int8), warnings=rd.warnings, adversarial=adversarial, manifest=manifest,
         self_graded_rows=rd.self_graded,
     )
     return table if keep is None else _subset(table, keep)
@@ -480,5 +511,6 @@ def _subset(t: ResultsTable, keep: NDArray[np.bool_]) -> ResultsTable:
         status=t.status[idx], score=t.score[idx], category=t.category[idx], categories=t.categories,
         category_names=t.category_names, cost=t.cost[idx], latency=t.latency[idx], line=t.line[idx],
         offset=t.offset[idx], passed=t.passed[idx] if len(t.passed) == len(t.ids) else t.passed,
-        warnings=t.warnings, adversarial=t.adversarial, manifest=t.manifest, self_graded_rows=t.self_graded_rows,
+        warnings=t.warnings, adversarial=t.adversarial, manifest=t.manifest, memory=t.memory,
+        self_graded_rows=t.self_graded_rows,
     )

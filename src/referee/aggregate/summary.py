@@ -5,13 +5,16 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import UserError
+from ..results.schema import ResultRow
 from ..results.self_grading import same_model
 from ..stats import (
     DEFAULT_N_BOOT,
@@ -25,7 +28,7 @@ from ..stats import (
     paired_bootstrap,
     wilson_interval,
 )
-from .load import SCORED, ResultsTable
+from .load import SCORED, ResultsTable, load_table, table_from_rows
 from .units import Units, build_units
 
 SMALL_SAMPLE = 20
@@ -340,10 +343,27 @@ def _groups_by_category(table: ResultsTable, units: Units, opts: ScoreOptions, r
     return out
 
 
-def summarize(table: ResultsTable, opts: ScoreOptions, *, baseline: ResultsTable | None = None,
+Rows = ResultsTable | Sequence[ResultRow] | str | Path
+"""What :func:`summarize` aggregates: a results file, rows in memory, or a table already loaded."""
+
+
+def as_table(source: Rows) -> ResultsTable:
+    """A results file, rows in memory or a table, as a table (the one reader's rules for each)."""
+    if isinstance(source, ResultsTable):
+        return source
+    if isinstance(source, str | Path):
+        return load_table(source)
+    return table_from_rows(list(source))
+
+
+def summarize(table: Rows, opts: ScoreOptions | None = None, *, baseline: Rows | None = None,
               min_case_pass_rate: float | None = None) -> Summary:
-    """Aggregate ``table`` (and compare it with ``baseline``). Raises ``UserError`` when the case sets differ
-    and ``opts.allow_case_set_change`` is not set."""
+    """Aggregate ``table`` (a results file, rows in memory, or a loaded table) and compare it with
+    ``baseline``: the numbers ``referee score`` prints. Raises ``UserError`` when the case sets differ and
+    ``opts.allow_case_set_change`` is not set."""
+    table = as_table(table)
+    baseline = None if baseline is None else as_table(baseline)
+    opts = opts or ScoreOptions()
     warnings = list(table.warnings)
     repeats = table.has_repeats
     cor_rows, adv_rows = _split(table, opts)

@@ -51,7 +51,7 @@ async def run_rows(
     concurrency: int = 8,
     label: str = "judging",
     on_error: Callable[[T, BaseException], ResultRow] | None = None,
-    show_progress: bool = True,
+    show_progress: bool | None = True,
     cost_so_far: Callable[[], float | None] | None = None,
 ) -> RunStats:
     """Evaluate ``items`` with at most ``concurrency`` in flight; rows are written as they complete.
@@ -65,7 +65,7 @@ async def run_rows(
     queue: asyncio.Queue[T] = asyncio.Queue()
     for it in items:
         queue.put_nowait(it)
-    progress = Progress(total=len(items), label=label, enabled=show_progress, cost=cost_so_far)
+    progress = Progress(total=len(items), label=label, enabled=show_progress is not False, cost=cost_so_far)
     fatal: list[BaseException] = []
 
     def emit(rows: ResultRow | list[ResultRow]) -> None:

@@ -1,4 +1,5 @@
-"""A progress bar on stderr (cases done, rate, cost so far), shown only for runs longer than a second."""
+"""A progress bar on stderr (cases done, rate, cost so far), shown only for runs longer than a second: a rich bar
+in a terminal, a one-line counter rewritten in place in a notebook (Jupyter shows stderr, not a terminal)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ class Progress:
         self.start = time.perf_counter()
         self.delay_s = delay_s
         self.cost = cost
-        self.enabled = enabled and total > 0 and sys.stderr.isatty()
+        self.notebook = enabled and total > 0 and not _isatty() and in_notebook()
+        self.enabled = enabled and total > 0 and (_isatty() or self.notebook)
         self._bar: _RichProgress | None = None
         self._task: TaskID | None = None
         self._last = 0.0
@@ -39,6 +41,11 @@ class Progress:
         if not self.enabled:
             return
         now = time.perf_counter()
+        if self.notebook:
+            if now - self.start >= self.delay_s and (now - self._last > 0.5 or self.done == self.total):
+                self._last = now
+                self._line()
+            return
         if self._bar is None:
             if now - self.start < self.delay_s:
                 return
@@ -57,9 +64,31 @@ class Progress:
             assert self._task is not None
             self._bar.update(self._task, completed=self.done, description=self._describe())
 
+    def _line(self) -> None:
+        sys.stderr.write(f"\r{self._describe()} {self.done}/{self.total}")
+        sys.stderr.flush()
+
     def close(self) -> None:
+        if self.notebook and self._last:
+            self._line()
+            sys.stderr.write("\n")
         if self._bar is not None:
             assert self._task is not None
             self._bar.update(self._task, completed=self.done, description=self._describe())
             self._bar.stop()
             self._bar = None
+
+
+def _isatty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+
+
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (IPython's ZMQ shell): progress then goes to the cell."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if callable(get) else None
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"

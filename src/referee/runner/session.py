@@ -10,7 +10,7 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -161,9 +161,32 @@ def execute(
     """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current.
 
     ``cleanup`` runs inside the run's event loop at its end (connections opened in that loop close there)."""
+    return run_sync(execute_async(out=out, manifest=manifest, items=items, key=key, evaluate=evaluate,
+                                  on_error=on_error, client=client, concurrency=concurrency, label=label,
+                                  skipped=skipped, cleanup=cleanup))
+
+
+async def execute_async(
+    *,
+    out: Path | None,
+    manifest: RunManifest,
+    items: Sequence[T],
+    key: Callable[[T], tuple[str, int | None, int | None]],
+    evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
+    on_error: Callable[[T, BaseException], ResultRow],
+    client: JudgeClient | None,
+    concurrency: int,
+    label: str,
+    skipped: int = 0,
+    show_progress: bool | None = None,
+    cleanup: Callable[[], Awaitable[None]] | None = None,
+) -> Outcome:
+    """:func:`execute` for async code: the one runner of every evaluation (resume, rows written as they
+    complete, manifest totals). With ``out=None`` rows stay in memory (nothing to resume, no file).
+    ``client`` is closed at the end."""
     if client is not None and manifest.judge is not None:
         manifest.judge.price_source = client.price_source
-    resume = prepare_output(out, manifest)
+    resume = prepare_output(out, manifest) if out is not None else Resume()
     todo = [it for it in items if key(it) not in resume.done]
     judge_model = manifest.judge.model if manifest.judge is not None else None
     sut = manifest.system_under_test
@@ -177,26 +200,26 @@ def execute(
         return [flagged(r) for r in res] if isinstance(res, list) else flagged(res)
 
     # No manifest beside a device or pipe (it would land in /dev).
-    keep_manifest = not out.exists() or out.is_file()
+    keep_manifest = out is not None and (not out.exists() or out.is_file())
     if client is not None and client.batch is not None:
         # Every case starts at once so that their requests go into one job; the manifest is saved as jobs change.
         def save_manifest() -> None:
-            if keep_manifest:
+            if keep_manifest and out is not None:
                 manifest.write(out)
 
         client.batch.attach(manifest.extra.setdefault("batch_jobs", []), save=save_manifest)
         concurrency = max(concurrency, len(todo))
     if keep_manifest:
+        assert out is not None
         manifest.write(out)
-    writer = ResultWriter(out, append=True)
+    writer = ResultWriter(out, append=True) if out is not None else None
     t0 = time.perf_counter()
     new_rows: list[ResultRow] = []
     status: Literal["complete", "interrupted", "failed"] = "complete"
-
-    async def main() -> None:
+    try:
         try:
             stats = await run_rows(todo, evaluate_flagged, writer=writer, concurrency=concurrency, label=label,
-                                   on_error=on_error,
+                                   on_error=on_error, show_progress=show_progress,
                                    cost_so_far=(lambda: client.stats.cost_usd if client and client.price_source
                                                 else None))
             new_rows.extend(stats.rows)
@@ -205,19 +228,17 @@ def execute(
                 await cleanup()
             if client is not None:
                 await client.aclose()
-
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         status = "interrupted"
         raise
     except BaseException:
         status = "failed"
         raise
     finally:
-        writer.close()
+        if writer is not None:
+            writer.close()
         # Re-reading is for regular files only: /dev/full reads as endless zeros, a pipe would block.
-        reread = _reread(out, resume.kept) if not new_rows and keep_manifest else []
+        reread = _reread(out, resume.kept) if out is not None and not new_rows and keep_manifest else []
         all_rows = resume.kept + (new_rows or reread)
         _record_self_grading(manifest, all_rows)
         manifest.status = status
@@ -225,6 +246,7 @@ def execute(
         manifest.finished_at = utc_now_iso()
         try:
             if keep_manifest:
+                assert out is not None
                 manifest.write(out)
         except OSError as exc:  # a full disk must not hide the original error
             print(f"referee: warning: could not update the manifest: {exc}", file=sys.stderr)
@@ -233,6 +255,22 @@ def execute(
         print(f"referee: {self_grading.caveat(n_self, len(resume.kept) + len(new_rows), judge_model)}",
               file=sys.stderr)
     return Outcome(rows=resume.kept + new_rows, new_rows=new_rows, manifest=manifest, resume_note=resume.note)
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from synchronous code, also when an event loop is already running in this
+    thread (Jupyter, an async web handler): then on a loop of its own in a worker thread, which this call
+    waits for. Ctrl-C still stops a plain script's run (``asyncio.run`` turns it into cancellation)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+    import contextvars
+
+    ctx = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="referee") as pool:
+        return pool.submit(ctx.run, asyncio.run, coro).result()
 
 
 def _record_self_grading(manifest: RunManifest, rows: Sequence[ResultRow]) -> None:

@@ -11,13 +11,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import UserError
 from ..results.schema import ResultRow
 from .model import BASELINE_ONLY_GATES, Gates
+
+if TYPE_CHECKING:
+    from ..aggregate import Summary
+    from ..gates import GateConfig, GateResult
 
 
 def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path, show: bool = True) -> int:
@@ -29,8 +33,21 @@ def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path
 def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Path,
                   show: bool = False) -> tuple[int, list[Any]]:
     """(exit code, ``referee.gates.GateResult`` list) for ``results`` under ``gates``."""
-    from ..aggregate import ScoreOptions, load_table, summarize
-    from ..gates import GateConfig, evaluate_gates
+    summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
+    code = 1 if any(g.failed for g in verdicts) else 0
+    if show:
+        from ..reports.score_terminal import render_terminal
+
+        render_terminal(summary, verdicts, code)
+    return code, verdicts
+
+
+def gate_summary(results: Any, gates: Gates, *, threshold: float,
+                 base_dir: Path) -> tuple[Summary, list[GateResult]]:
+    """The summary of ``results`` (a results file or rows in memory) and the verdict of each of ``gates``
+    (the one gate model of suites, ``assert_eval`` and ``referee.evaluate``)."""
+    from ..aggregate import ScoreOptions, summarize
+    from ..gates import evaluate_gates
     from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 
     baseline = None
@@ -45,10 +62,16 @@ def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Pa
                         n_boot=gates.n_boot or DEFAULT_N_BOOT,
                         boot_seed=gates.boot_seed if gates.boot_seed is not None else DEFAULT_SEED,
                         pass_rule=suite_pass_rule(gates, threshold))
-    table = load_table(str(results))
-    base_table = load_table(str(baseline)) if baseline is not None else None
-    summary = summarize(table, opts, baseline=base_table, min_case_pass_rate=gates.min_case_pass_rate)
-    verdicts = evaluate_gates(summary, GateConfig(
+    summary = summarize(results if not isinstance(results, Path) else str(results), opts, baseline=baseline,
+                        min_case_pass_rate=gates.min_case_pass_rate)
+    return summary, evaluate_gates(summary, gate_config(gates))
+
+
+def gate_config(gates: Gates) -> GateConfig:
+    """The gates of a suite (``referee score``'s option names) as the gate engine's configuration."""
+    from ..gates import GateConfig
+
+    return GateConfig(
         fail_under=gates.fail_under, fail_on_regression=gates.fail_on_regression,
         fail_on_cost_regression=gates.fail_on_cost_regression,
         fail_on_latency_regression=gates.fail_on_latency_regression,
@@ -57,13 +80,7 @@ def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Pa
         fail_on_significant_regression=gates.fail_on_significant_regression,
         fail_on_inconclusive=gates.fail_on_inconclusive, max_unscored_rate=gates.fail_if_unscored_above,
         min_case_pass_rate=gates.min_case_pass_rate,
-    ))
-    code = 1 if any(g.failed for g in verdicts) else 0
-    if show:
-        from ..reports.score_terminal import render_terminal
-
-        render_terminal(summary, verdicts, code)
-    return code, verdicts
+    )
 
 
 def suite_pass_rule(gates: Gates, scoring_threshold: float) -> str:

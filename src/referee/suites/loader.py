@@ -202,6 +202,9 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path) -> EvalSpec 
     from .. import plugins
 
     here: Path_ = ("evaluators", idx)
+    if isinstance(entry, Evaluator):  # a suite built in Python
+        label = entry.name or type(entry).__name__
+        return EvalSpec(label=label, name=label, evaluator=entry, line=None)
     if isinstance(entry, str):
         name, raw_opts, meta_raw = entry, {}, {}
     elif isinstance(entry, dict):
@@ -321,11 +324,16 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
         node, data = parse_nodes(text, sp)
     except InputError as exc:
         return None, [Problem(sp, exc.line, "", exc.reason)]
-    col = _Collector(sp, _line_map(node))
+    return _check_mapping(data, sp, _line_map(node), p.resolve().parent, hashlib.sha256(raw).hexdigest(),
+                          p.stem)
+
+
+def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha256: str,
+                   default_name: str) -> tuple[Suite | None, list[Problem]]:
+    col = _Collector(sp, lines)
     if not isinstance(data, dict):
         col.add((), "a suite file is a mapping with at least 'cases' and 'evaluators'")
         return None, col.problems
-    base = p.resolve().parent
     # Plugin modules beside the suite file are importable (appended: installed packages win).
     if str(base) not in sys.path:
         sys.path.append(str(base))
@@ -340,7 +348,10 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
             col.add(("plugins", i), f"cannot import plugin module '{mod}': {type(exc).__name__}: {exc}")
     model: SuiteFile | None
     try:
-        model = SuiteFile.model_validate(data)
+        # Evaluator instances and functions (a suite built in Python) are checked one by one below.
+        model = SuiteFile.model_validate({**data, "evaluators": [
+            e if isinstance(e, str | dict) else "<object>" for e in data.get("evaluators") or []]}
+            if isinstance(data.get("evaluators"), list) else data)
     except ValidationError as exc:
         model = None
         for e in exc.errors():
@@ -391,9 +402,9 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
     if model is None or col.problems:
         return None, sorted(col.problems, key=lambda p: (p.line or 0))
     specs = [_with_judge_defaults(s, judge) for s in specs]
-    suite = Suite(path=sp, name=model.name or p.stem, cases=cases, specs=specs, scoring=model.scoring,
+    suite = Suite(path=sp, name=model.name or default_name, cases=cases, specs=specs, scoring=model.scoring,
                   judge=judge, gates=model.gates, concurrency=model.concurrency,
-                  sha256=hashlib.sha256(raw).hexdigest(), cases_path=cases_path, base_dir=base, targets=targets)
+                  sha256=sha256, cases_path=cases_path, base_dir=base, targets=targets)
     return suite, []
 
 
@@ -417,41 +428,19 @@ def _with_judge_defaults(spec: EvalSpec, judge: JudgeDefaults | None) -> EvalSpe
 
 
 def suite_from_dict(data: dict[str, Any], base_dir: str | Path = ".", name: str = "suite") -> Suite:
-    """A suite from a mapping (as a suite file would hold), e.g. built in a test; relative paths are
-    resolved against ``base_dir``."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="referee-suite-") as tmp:
-        p = Path(tmp) / f"{name}.yaml"
-        base = Path(base_dir).resolve()
-        data = copy.deepcopy(data)
-        if isinstance(data.get("cases"), str) and not Path(data["cases"]).is_absolute():
-            data["cases"] = str(base / data["cases"])
-        _absolute_target_files(data, base)
-        ids = {t.get("id") for t in data.get("targets") or [] if isinstance(t, dict)}
-        gates = data.get("gates")
-        if isinstance(gates, dict) and isinstance(gates.get("baseline"), str) and gates["baseline"] not in ids:
-            data["gates"] = {**gates, "baseline": str(base / gates["baseline"])}
-        for entry in data.get("evaluators") or []:
-            if isinstance(entry, dict):
-                for key, opts in entry.items():
-                    if isinstance(opts, dict):
-                        entry[key] = _resolve_files(opts, base)
-        p.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        suite = load_suite(p)
-    return dataclasses.replace(suite, base_dir=base, cases_path=suite.cases_path)
-
-
-def _absolute_target_files(data: dict[str, Any], base: Path) -> None:
-    """Target files named relative to ``base`` (a suite built in memory is checked from a temporary folder)."""
-    entries = [t for key in ("targets", "prompts") for t in data.get(key) or [] if isinstance(t, dict)]
-    for entry in entries:
-        for key in ("prompt", "system_file"):
-            if isinstance(entry.get(key), str) and not Path(entry[key]).is_absolute():
-                entry[key] = str(base / entry[key])
-    if isinstance(data.get("prompts"), list):
-        data["prompts"] = [{"prompt": str(base / p)} if isinstance(p, str) and
-                           not Path(p).is_absolute() else p for p in data["prompts"]]
+    """A suite from a mapping (as a suite file would hold), built in memory; relative paths are resolved
+    against ``base_dir``. Evaluator entries may also be :class:`Evaluator` instances. Raises
+    :class:`SuiteInvalid` listing every problem."""
+    base = Path(base_dir).resolve()
+    data = dict(data)
+    data["evaluators"] = [copy.deepcopy(e) if isinstance(e, str | dict) else e
+                          for e in data.get("evaluators") or []] if isinstance(data.get("evaluators"), list) \
+        else data.get("evaluators")
+    identity = hashlib.sha256(repr(sorted(data.items(), key=lambda kv: str(kv[0]))).encode()).hexdigest()
+    suite, problems = _check_mapping(data, f"<{name}>", {}, base, identity, name)
+    if problems or suite is None:
+        raise SuiteInvalid(problems or [Problem(f"<{name}>", None, "", "invalid suite")])
+    return suite
 
 
 def load_suite(path: str | Path) -> Suite:

@@ -8,6 +8,7 @@ results become the row's ``criteria``; the case score combines them as the suite
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import os
 import sys
@@ -15,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..cases import Case
 from ..evaluators.base import CheckResult, Evaluator
@@ -23,6 +24,9 @@ from ..results.manifest import EvalSetInfo, RunManifest, file_sha256, text_sha25
 from ..results.schema import JudgeInfo, ResultRow, Usage
 from ..runner.session import Outcome, error_row, execute
 from .loader import EvalSpec, Suite
+
+if TYPE_CHECKING:
+    from ..engines import Engine
 
 EVALUATOR_LABEL = "suite"
 
@@ -214,6 +218,19 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
                                      "rationale": rationale[:1000]})
 
 
+def bind_settings(suite: Suite, settings: Any) -> Suite:
+    """A copy of ``suite`` whose LLM evaluators are bound to ``settings`` (a ``JudgeSettings``): the judge
+    settings are passed explicitly, and each evaluator is copied so binding never leaks between runs."""
+    specs = []
+    for s in suite.specs:
+        if s.is_llm and hasattr(s.evaluator, "bind"):
+            ev = dataclasses.replace(s.evaluator)
+            ev.bind(settings)
+            s = dataclasses.replace(s, evaluator=ev)
+        specs.append(s)
+    return dataclasses.replace(suite, specs=specs)
+
+
 def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None,
                    system_model: str | None = None) -> RunManifest:
     src = suite.cases_path or suite.path
@@ -240,11 +257,17 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
 
 def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int = 8,
               command: list[str] | None = None, judge_config: Any = None,
-              system_model: str | None = None) -> Outcome:
-    """Run ``suite`` writing rows to ``out`` (resuming a crashed identical run) and the manifest beside it."""
+              system_model: str | None = None, engine: Engine | str | None = None) -> Outcome:
+    """Run ``suite`` writing rows to ``out`` (resuming a crashed identical run) and the manifest beside it.
+
+    ``engine`` says where cases are evaluated (``local``, the default, or ``ray[=ADDRESS]``; see
+    :mod:`referee.engines`); rows come back here to the one writer either way.
+    """
+    from ..engines import get_engine
+
     manifest = build_manifest(suite, command=command or ["referee", *sys.argv[1:]], judge_config=judge_config,
                               system_model=system_model)
-    ce = CaseEvaluator(suite)
+    eng = get_engine(engine)
     # Rows are small, short-lived and acyclic, but the collector rescans every live case and row on each
     # pass: freezing what is loaded and collecting less often halves the time of a large checks-only run.
     # A checks-only run creates no reference cycles worth collecting, so the collector is paused for it.
@@ -255,11 +278,13 @@ def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int =
     if not any(s.is_llm or s.blocking for s in suite.specs):
         gc.disable()
     try:
-        return execute(
-            out=out, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None), evaluate=ce.evaluate,
-            on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
-            client=client, concurrency=concurrency, label="evaluating",
-        )
+        with eng.start(suite, client=client, concurrency=concurrency) as run:
+            return execute(
+                out=out, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None),
+                evaluate=run.evaluate,
+                on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
+                client=client, concurrency=run.concurrency, label="evaluating",
+            )
     finally:
         gc.set_threshold(*old)
         gc.unfreeze()

@@ -363,7 +363,7 @@ class _Acc:
         else:
             self.calls += 1
         self.lat += c.latency_ms or 0.0
-        cost = self.client.cost_of(c)  # cached input and batch rates where reported
+        cost = self.client.cost_of(c)
         if cost is not None:
             self.cost = round((self.cost or 0.0) + cost, COST_DECIMALS)
 

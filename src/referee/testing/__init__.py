@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..providers.fake import FakeProvider
+from .compare import rows_without_timings
 
 if TYPE_CHECKING:
     from .responders import instance_for_schema, schema_responder
@@ -38,5 +39,6 @@ __all__ = [
     "WireRequest",
     "default_responder",
     "instance_for_schema",
+    "rows_without_timings",
     "schema_responder",
 ]

@@ -69,18 +69,11 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
     from ..evaluators.checks.judge import JudgeSettings
     from ..results.io import ResultWriter
     from ..suites.gating import gate_verdicts
-    from ..suites.runner import CaseEvaluator
+    from ..suites.runner import CaseEvaluator, bind_settings
 
     s = _as_suite(suite, cases, evaluators, Path(base_dir) if base_dir else None)
     if judge is not None:
-        specs = []
-        for spec in s.specs:
-            if spec.is_llm and hasattr(spec.evaluator, "bind"):
-                ev = dataclasses.replace(spec.evaluator)
-                ev.bind(JudgeSettings(client=judge))
-                spec = dataclasses.replace(spec, evaluator=ev)
-            specs.append(spec)
-        s = dataclasses.replace(s, specs=specs)
+        s = bind_settings(s, JudgeSettings(client=judge))
     if threshold is not None:
         s = dataclasses.replace(s, scoring=s.scoring.model_copy(update={"threshold": threshold}))
     updates = dict(gates)

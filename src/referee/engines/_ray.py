@@ -1,0 +1,374 @@
+"""The Ray engine: cases sharded over the CPUs of a Ray cluster, rows streamed back to the one writer.
+
+Layout of one run:
+
+- one ``_CaseWorker`` actor per CPU of the cluster (``num_cpus=1``): it holds the suite and evaluates
+  whole cases, so CPU-heavy checks (the ``python`` sandbox, embeddings, trajectory replays) run there, one
+  sandbox at a time per CPU;
+- one ``_Hub`` actor pinned to this machine's node: the provider call permits of the whole run (at most
+  ``concurrency`` calls in flight and ``rpm`` starts per minute per provider, across every worker) and the
+  response cache (this machine's ``.referee/cache.sqlite``, so a rerun hits the same cache as a local run);
+- this process keeps the results file, the manifest and the totals: a worker returns each row (and its
+  judge client's call counters), and the runner writes it as it would a local row.
+
+Judge clients cannot travel (a SQLite connection, an HTTP session): while the suite is sent, each one is
+replaced by its recipe (provider, retry policy, prices) and rebuilt on the worker around the hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..errors import MissingExtraError, UserError
+from ..providers.base import Completion, JudgeRequest, Provider
+from ..runner.cache import ResponseCache, cache_key
+from ..runner.client import COST_DECIMALS, CallStats, JudgeClient, RetryPolicy
+from . import Engine, EngineRun, _check_rpm
+from ._limiter import Limiter, limit_provider, snapshot
+
+CONNECT_TIMEOUT_S = 3.0
+"""An address that does not answer within this is unreachable: exit 2 at once, not after Ray's retries."""
+START_TIMEOUT_S = 180.0
+
+
+def import_ray() -> Any:
+    # Ray reports usage statistics to the internet unless told not to; referee never lets it.
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        import ray
+    except ImportError as exc:
+        raise MissingExtraError("ray", "ray", "--engine ray") from exc
+    return ray
+
+
+def check_reachable(address: str) -> None:
+    """A TCP connect to the head's port, so a wrong or down address fails in seconds with one line."""
+    if address in ("auto", "local"):
+        return
+    target = address.rstrip("/")
+    host, sep, port_text = target.rpartition(":")
+    if not sep or "]" in port_text:
+        host, port_text = target, "6379"
+    host = host.strip("[]")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise UserError(f"--engine ray={address}: the port {port_text!r} is not a number "
+                        "(give HOST:PORT of the cluster's head, e.g. ray=10.0.0.5:6379)") from None
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise UserError(f"cannot reach the Ray cluster at {address}: {why} (start one with `ray start --head`, "
+                        "or check the address and port)") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+# -- on the workers ---------------------------------------------------------------------------------------
+
+class _HubPermits:
+    """Permits from the hub actor (see ``_limiter.Permits``)."""
+
+    def __init__(self, hub: Any) -> None:
+        self._hub = hub
+
+    async def acquire(self, key: str) -> None:
+        await self._hub.acquire.remote(key)
+
+    def release(self, key: str) -> None:
+        self._hub.release.remote(key)
+
+
+class _HubClient(JudgeClient):
+    """A judge client whose cache is the hub's (this machine's cache file) instead of a local file."""
+
+    def __init__(self, provider: Provider, *, hub: Any, hub_cache: bool, retry: RetryPolicy,
+                 input_price_per_mtok: float | None, output_price_per_mtok: float | None) -> None:
+        super().__init__(provider, cache=None, retry=retry, input_price_per_mtok=input_price_per_mtok,
+                         output_price_per_mtok=output_price_per_mtok)
+        self._hub = hub
+        self._hub_cache = hub_cache
+
+    async def complete(self, request: JudgeRequest, *, use_cache: bool = True) -> Completion:
+        if not (use_cache and self._hub_cache):
+            return await super().complete(request, use_cache=False)
+        key = cache_key(self.provider.describe(), request)
+        hit = await self._hub.cache_get.remote(key)
+        if hit is not None:
+            self.stats.cached += 1
+            return hit  # type: ignore[no-any-return]
+        completion = await super().complete(request, use_cache=False)
+        await self._hub.cache_put.remote(key, completion)
+        return completion
+
+
+_WORKER_CLIENTS: dict[str, JudgeClient] = {}
+"""In a worker process: the client rebuilt for each driver client (by token), shared by its evaluators."""
+
+
+def _rebuild_client(state: dict[str, Any]) -> JudgeClient:
+    token = state["token"]
+    client = _WORKER_CLIENTS.get(token)
+    if client is None:
+        provider: Provider = state["provider"]
+        limit_provider(provider, _HubPermits(state["hub"]))
+        client = _WORKER_CLIENTS[token] = _HubClient(
+            provider, hub=state["hub"], hub_cache=state["cache"], retry=state["retry"],
+            input_price_per_mtok=state["input_price"], output_price_per_mtok=state["output_price"])
+    return client
+
+
+def _stats_of(run_id: str) -> dict[str, dict[str, Any]]:
+    return {t: dataclasses.asdict(c.stats) for t, c in _WORKER_CLIENTS.items() if t.startswith(run_id)}
+
+
+class _CaseWorker:
+    """Evaluates whole cases on one CPU of the cluster."""
+
+    def __init__(self, suite: Any, run_id: str) -> None:
+        from ..suites.runner import CaseEvaluator
+
+        self._run_id = run_id
+        # One sandboxed check at a time: this actor holds one CPU of the cluster.
+        self._ce = CaseEvaluator(suite, code_slots=asyncio.Semaphore(1))
+        self._seq = 0
+
+    async def ready(self) -> str:
+        return socket.gethostname()
+
+    async def evaluate(self, case: Any) -> tuple[Any, int, dict[str, dict[str, Any]]]:
+        row = await self._ce.evaluate(case)
+        self._seq += 1
+        return row, self._seq, _stats_of(self._run_id)
+
+    async def close(self) -> None:
+        for token, client in list(_WORKER_CLIENTS.items()):
+            if token.startswith(self._run_id):
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+                _WORKER_CLIENTS.pop(token, None)
+
+
+class _Hub:
+    """The run's provider permits and response cache, on the driver's node."""
+
+    def __init__(self, cache_path: str | None, concurrency: int, rpm: float | None) -> None:
+        self._limiter = Limiter(concurrency=concurrency, rpm=rpm)
+        self._cache = ResponseCache(cache_path) if cache_path else None
+
+    async def acquire(self, key: str) -> None:
+        await self._limiter.acquire(key)
+
+    async def release(self, key: str) -> None:
+        self._limiter.release(key)
+
+    async def cache_get(self, key: str) -> Completion | None:
+        return self._cache.get(key) if self._cache is not None else None
+
+    async def cache_put(self, key: str, completion: Completion) -> None:
+        if self._cache is not None:
+            self._cache.put(key, completion)
+
+    async def limits(self) -> dict[str, Any]:
+        return snapshot(self._limiter)
+
+    async def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+
+
+def _modules_under(folder: Path) -> list[ModuleType]:
+    """Imported modules whose file is in ``folder`` (a suite's own plugins), never referee or installed ones."""
+    try:
+        root = folder.resolve()
+    except OSError:
+        return []
+    found = []
+    for name, mod in list(sys.modules.items()):
+        file = getattr(mod, "__file__", None)
+        if not file or name.split(".")[0] == "referee" or "-packages" in file:
+            continue
+        try:
+            if Path(file).resolve().is_relative_to(root):
+                found.append(mod)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+# -- on the driver ----------------------------------------------------------------------------------------
+
+class RayEngine(Engine):
+    """Shard cases over a Ray cluster.
+
+    ``address``: ``None`` starts a local cluster (or joins the one ``RAY_ADDRESS`` names), ``"auto"`` joins
+    the cluster ``ray start`` runs on this machine, ``"HOST:PORT"`` a head's address. A Ray already
+    initialised in this process (``ray.init`` by the caller) is used as it is. ``num_cpus`` sizes a local
+    cluster; ``workers`` caps the worker actors (default: one per CPU). ``rpm``: provider call starts
+    per minute per provider, across the cluster; ``concurrency`` (the run's) bounds provider calls in flight.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, *, rpm: float | None = None, num_cpus: int | None = None,
+                 workers: int | None = None) -> None:
+        _check_rpm(rpm)
+        if address and address.startswith("ray://"):
+            raise UserError(f"--engine ray={address}: Ray client addresses (ray://) are not supported; run referee "
+                            "on a node of the cluster with ray=auto or ray=HOST:PORT")
+        if workers is not None and workers < 1:
+            raise UserError(f"workers must be >= 1, not {workers}")
+        self.address = address
+        self.rpm = rpm
+        self.num_cpus = num_cpus
+        self.workers = workers
+        self.hub: Any = None
+        """The running hub actor (tests read its permit counters)."""
+
+    def describe(self) -> str:
+        return f"ray={self.address}" if self.address else "ray"
+
+    def _connect(self, ray: Any) -> bool:
+        """Connect (or start a local cluster); True when this engine owns the connection."""
+        address = self.address or os.environ.get("RAY_ADDRESS") or None
+        if address:
+            check_reachable(address)
+        if ray.is_initialized():
+            return False
+        kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
+        if address is None:
+            kwargs.update(num_cpus=self.num_cpus, include_dashboard=False)
+        try:
+            ray.init(address=address, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - whatever Ray raises, the user sees one line
+            where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+            raise UserError(f"cannot connect to {where}: {_first_line(exc)}") from None
+        return True
+
+    @contextlib.contextmanager
+    def start(self, suite: Any, *, client: JudgeClient | None, concurrency: int) -> Iterator[EngineRun]:
+        ray = import_ray()
+        owned = self._connect(ray)
+        actors: list[Any] = []
+        hub = None
+        try:
+            cpus = int(ray.cluster_resources().get("CPU", 0))
+            if cpus < 1:
+                raise UserError("the Ray cluster has no CPU for referee's workers")
+            # One worker per CPU of the cluster (the CPUs an earlier run's workers held free up as they exit).
+            n = max(1, min(self.workers or cpus, cpus, len(suite.cases) or 1))
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+            cache_path = (str(Path(client.cache.path).resolve())
+                          if client is not None and client.cache is not None else None)
+            hub = ray.remote(_Hub).options(num_cpus=0, max_concurrency=100_000, scheduling_strategy=here).remote(
+                cache_path, concurrency, self.rpm)
+            self.hub = hub
+            run_id = uuid.uuid4().hex
+            clients: dict[str, JudgeClient] = {}
+
+            def recipe(c: JudgeClient) -> dict[str, Any]:
+                token = f"{run_id}:{id(c)}"
+                clients[token] = c
+                return {"token": token, "provider": c.provider, "retry": c.retry, "cache": c.cache is not None,
+                        "input_price": c.input_price, "output_price": c.output_price, "hub": hub}
+
+            ray.util.register_serializer(JudgeClient, serializer=recipe, deserializer=_rebuild_client)
+            # Plugin modules beside the suite file travel with it (workers elsewhere do not have that folder).
+            beside = _modules_under(Path(suite.base_dir))
+            for mod in beside:
+                ray.cloudpickle.register_pickle_by_value(mod)
+            try:
+                suite_ref = ray.put(dataclasses.replace(suite, cases=[]))
+            except Exception as exc:  # noqa: BLE001
+                raise UserError(f"the suite cannot be sent to the Ray workers: {_first_line(exc)}") from None
+            finally:
+                ray.util.deregister_serializer(JudgeClient)
+                for mod in beside:
+                    with contextlib.suppress(Exception):
+                        ray.cloudpickle.unregister_pickle_by_value(mod)
+            worker = ray.remote(_CaseWorker).options(num_cpus=1)
+            actors = [worker.remote(suite_ref, run_id) for _ in range(n)]
+            try:
+                ray.get([a.ready.remote() for a in actors], timeout=START_TIMEOUT_S)
+            except ray.exceptions.GetTimeoutError:
+                raise UserError(f"the Ray workers did not start within {START_TIMEOUT_S:.0f}s "
+                                "(is the cluster busy?)") from None
+            except ray.exceptions.RayError as exc:
+                cause = getattr(exc, "cause", None) or exc
+                raise UserError(f"the Ray workers could not load the suite: {_first_line(cause)} (plugins and "
+                                "files the suite uses must be importable/readable on every node)") from None
+            yield EngineRun(evaluate=self._evaluator(ray, actors, clients), concurrency=max(concurrency, 2 * n))
+        finally:
+            self._stop(ray, actors, hub, owned)
+
+    @staticmethod
+    def _evaluator(ray: Any, actors: list[Any], clients: dict[str, JudgeClient]) -> Any:
+        inflight = [0] * len(actors)
+        latest: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {}
+        base = {t: dataclasses.replace(c.stats) for t, c in clients.items()}
+
+        def add_stats() -> None:
+            # Each worker's counters are cumulative: the driver's client shows its own plus every worker's.
+            for token, client in clients.items():
+                total = dataclasses.replace(base[token])
+                for _, snap in latest.values():
+                    s = snap.get(token)
+                    if s is None:
+                        continue
+                    for f in dataclasses.fields(CallStats):
+                        setattr(total, f.name, getattr(total, f.name) + s[f.name])
+                total.cost_usd = round(total.cost_usd, COST_DECIMALS)
+                client.stats = total
+
+        async def evaluate(case: Any) -> Any:
+            i = min(range(len(actors)), key=inflight.__getitem__)
+            inflight[i] += 1
+            try:
+                row, seq, stats = await actors[i].evaluate.remote(case)
+            except ray.exceptions.RayTaskError as exc:
+                cause = getattr(exc, "cause", None)
+                # The worker's own exception, so a fatal provider error stops the run as it does locally.
+                raise (cause if isinstance(cause, BaseException) else RuntimeError(_first_line(exc))) from None
+            except ray.exceptions.RayActorError as exc:
+                raise RuntimeError(f"the Ray worker evaluating this case was lost: {_first_line(exc)}") from None
+            finally:
+                inflight[i] -= 1
+            if seq > latest.get(i, (0, {}))[0]:
+                latest[i] = (seq, stats)
+                add_stats()
+            return row
+
+        return evaluate
+
+    def _stop(self, ray: Any, actors: list[Any], hub: Any, owned: bool) -> None:
+        with contextlib.suppress(Exception):
+            ray.get([a.close.remote() for a in actors], timeout=10)
+        for a in actors:
+            with contextlib.suppress(Exception):
+                ray.kill(a)
+        if hub is not None:
+            with contextlib.suppress(Exception):
+                ray.get(hub.close.remote(), timeout=10)
+            with contextlib.suppress(Exception):
+                ray.kill(hub)
+        if owned:
+            with contextlib.suppress(Exception):
+                ray.shutdown()

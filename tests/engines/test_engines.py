@@ -1,0 +1,104 @@
+"""Engine selection and the provider-call limiter (no Ray needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from referee.cli import cli
+from referee.engines import Limiter, LocalEngine, get_engine
+from referee.errors import UserError
+from referee.testing import schema_responder
+
+from ._servers import CountingServer
+
+
+def test_engine_specs() -> None:
+    assert isinstance(get_engine(None), LocalEngine)
+    assert isinstance(get_engine("local"), LocalEngine)
+    ray = get_engine("ray=10.1.2.3:6379", rpm=30)  # building the engine imports no Ray and connects nowhere
+    assert (ray.name, ray.describe(), getattr(ray, "rpm", None)) == ("ray", "ray=10.1.2.3:6379", 30)
+    assert get_engine("ray").describe() == "ray"
+    for bad in ("spark", "ray=", "local=x", "ray=ray://head:10001"):
+        with pytest.raises(UserError):
+            get_engine(bad)
+    with pytest.raises(UserError, match="--rpm"):
+        LocalEngine(rpm=0)
+
+
+async def test_limiter_bounds_concurrency_per_key() -> None:
+    lim = Limiter(concurrency=2)
+    running = {"a": 0, "b": 0}
+    peak = {"a": 0, "b": 0}
+
+    async def call(key: str) -> None:
+        await lim.acquire(key)
+        try:
+            running[key] += 1
+            peak[key] = max(peak[key], running[key])
+            await asyncio.sleep(0.01)
+            running[key] -= 1
+        finally:
+            lim.release(key)
+
+    await asyncio.gather(*(call(k) for k in "ab" * 10))
+    assert peak == {"a": 2, "b": 2}  # two keys (providers) never share permits
+    assert lim.max_in_flight == {"a": 2, "b": 2} and lim.granted == {"a": 10, "b": 10}
+
+
+async def test_limiter_spaces_starts_by_rpm() -> None:
+    lim = Limiter(rpm=1200)  # one start every 50 ms
+    starts: list[float] = []
+
+    async def call() -> None:
+        await lim.acquire("p")
+        starts.append(time.monotonic())
+        lim.release("p")
+
+    await asyncio.gather(*(call() for _ in range(5)))
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert len(gaps) == 4 and min(gaps) >= 0.04
+
+
+SUITE = """\
+name: judged
+cases: cases.jsonl
+evaluators:
+  - contains: "answer"
+  - id: j1
+    llm_judge: {rubric: "- correct: the answer is right"}
+  - id: j2
+    llm_judge: {rubric: "- clear: the answer is clear"}
+"""
+
+
+def judged_suite(tmp: Path, n: int = 6) -> Path:
+    (tmp / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"c{i}", "input": f"q{i}", "output": f"answer {i}"}) + "\n" for i in range(n)),
+        encoding="utf-8")
+    p = tmp / "suite.yaml"
+    p.write_text(SUITE, encoding="utf-8")
+    return p
+
+
+def test_local_engine_rpm_spaces_provider_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    suite = judged_suite(tmp_path, n=3)
+    with CountingServer(responder=schema_responder) as srv:
+        code = cli(["run", str(suite), "--provider", "openai", "--model", "m", "--base-url", srv.openai_base_url,
+                    "--rpm", "600", "--concurrency", "8", "--no-gates", "--out", str(tmp_path / "r.jsonl")])
+    assert code == 0
+    assert len(srv.arrivals) == 6  # 3 cases x 2 judges
+    gaps = [b - a for a, b in zip(srv.arrivals, srv.arrivals[1:], strict=False)]
+    assert min(gaps) >= 0.05  # 600/min = one call every 0.1 s; unlimited, 8 cases in flight would all start at once
+
+
+def test_unknown_engine_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = judged_suite(tmp_path)
+    assert cli(["run", str(suite), "--no-judge", "--engine", "spark"]) == 2
+    assert "--engine 'spark'" in capsys.readouterr().err
+    assert not (tmp_path / "suite_results.jsonl").exists()

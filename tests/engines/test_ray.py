@@ -1,0 +1,183 @@
+"""``--engine ray`` on one small local Ray cluster (2 CPUs) shared by this module's tests.
+
+Ray starts in a few seconds, so these tests are few and each checks a lot: same rows as a local run, the
+shared limiter across workers, resume and the cache across engines, fatal errors, bad addresses.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from referee.cli import cli
+from referee.results.io import read_results
+from referee.results.manifest import RunManifest
+from referee.testing import Reply, rows_without_timings, schema_responder
+
+from ._servers import CountingServer
+from .test_engines import judged_suite
+
+ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed (scripts/test installs it)")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"  # never report to the internet
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    yield
+    ray.shutdown()
+
+
+PIDS_PLUGIN = '''\
+import os
+from referee.evaluators.base import CheckResult
+
+
+def where(case, output):
+    """Which process evaluated the case."""
+    return CheckResult(score=1.0, passed=True, details={"pid": os.getpid()})
+'''
+
+CODE_SUITE = """\
+name: code
+cases: cases.jsonl
+evaluators:
+  - python: {tests: "assert double(2) == 4\\nassert double(-1) == -2"}
+  - contains: "return"
+  - llm_judge: {rubric: "- idiomatic: the code is idiomatic"}
+"""
+
+
+def code_cases(tmp: Path, n: int = 8) -> None:
+    rows = []
+    for i in range(n):
+        body = "return x * 2" if i % 3 else "return x + 2"  # a third fail their tests
+        if i == 5:
+            body = "raise ValueError('nope')"
+        rows.append({"id": f"c{i}", "input": f"write double(x), take {i}", "output": f"def double(x):\n    {body}\n",
+                     "category": "even" if i % 2 == 0 else "odd"})
+    (tmp / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def manifest_core(path: Path) -> dict[str, object]:
+    m = json.loads(RunManifest.read(path).model_dump_json())
+    for key in ("created_at", "finished_at", "command", "run_id"):
+        m.pop(key, None)
+    m["totals"].pop("wall_s")
+    return m
+
+
+def run(suite: Path, out: Path, base_url: str, *extra: str) -> int:
+    return cli(["run", str(suite), "--provider", "openai", "--model", "m", "--base-url", base_url,
+                "--no-gates", "--out", str(out), *extra])
+
+
+def test_ray_rows_manifest_and_cache_match_a_local_run(ray_cluster: None, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    code_cases(tmp_path)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(CODE_SUITE, encoding="utf-8")
+    cache_a, cache_b = tmp_path / "cache-a", tmp_path / "cache-b"
+    with CountingServer(responder=schema_responder) as srv:
+        monkeypatch.setenv("REFEREE_CACHE_DIR", str(cache_a))
+        assert run(suite, tmp_path / "ray.jsonl", srv.openai_base_url, "--engine", "ray") == 0
+        assert len(srv.arrivals) == 8
+        monkeypatch.setenv("REFEREE_CACHE_DIR", str(cache_b))
+        assert run(suite, tmp_path / "local.jsonl", srv.openai_base_url) == 0
+        assert len(srv.arrivals) == 16
+        # The workers filled this machine's response cache: the same suite run again calls nothing.
+        monkeypatch.setenv("REFEREE_CACHE_DIR", str(cache_a))
+        assert run(suite, tmp_path / "again.jsonl", srv.openai_base_url) == 0
+        assert len(srv.arrivals) == 16
+        assert RunManifest.read(tmp_path / "again.jsonl").totals.cached_calls == 8  # type: ignore[union-attr]
+
+        ray_rows = rows_without_timings(tmp_path / "ray.jsonl")
+        assert ray_rows == rows_without_timings(tmp_path / "local.jsonl")
+        passed = [json.loads(r)["criteria"][0].get("passed") for r in ray_rows]
+        assert passed.count(True) == 4 and passed.count(False) == 4  # the sandbox really ran the tests
+        c5 = next(json.loads(r) for r in ray_rows if json.loads(r)["id"] == "c5")
+        assert "ValueError: nope" in c5["criteria"][0]["rationale"]
+        assert manifest_core(tmp_path / "ray.jsonl") == manifest_core(tmp_path / "local.jsonl")
+
+        # Resume across engines: a local run cut short is finished by Ray, which evaluates only what is missing.
+        lines = (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        (tmp_path / "local.jsonl").write_text("".join(lines[:3]), encoding="utf-8")
+        assert run(suite, tmp_path / "local.jsonl", srv.openai_base_url, "--engine", "ray", "--no-cache") == 0
+        assert len(srv.arrivals) == 16 + 5
+    assert rows_without_timings(tmp_path / "local.jsonl") == ray_rows
+    assert (tmp_path / "local.jsonl").read_text(encoding="utf-8").startswith("".join(lines[:3]))
+
+
+def test_one_limit_across_workers_and_cpu_work_on_workers(ray_cluster: None, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    suite = judged_suite(tmp_path, n=10)
+    (tmp_path / "where_plugin.py").write_text(PIDS_PLUGIN, encoding="utf-8")
+    suite.write_text(suite.read_text(encoding="utf-8") + '  - "where_plugin:where"\n', encoding="utf-8")
+    # 10 cases x 2 judges; 4 cases in flight on 2 workers could make 8 calls at once: the limit is 2.
+    with CountingServer(responder=schema_responder, latency=0.15) as srv:
+        assert run(suite, tmp_path / "r.jsonl", srv.openai_base_url, "--engine", "ray", "--concurrency", "2",
+                   "--no-cache") == 0
+    assert len(srv.arrivals) == 20
+    assert srv.max_in_flight == 2
+    rows = read_results(tmp_path / "r.jsonl").rows
+    pids = {r.details["checks"]["where_plugin:where"]["pid"] for r in rows}
+    assert len(pids) == 2 and os.getpid() not in pids  # both workers evaluated cases; this process none
+
+    # The rate limit holds across workers too: 600 calls a minute is one start every 0.1 s.
+    with CountingServer(responder=schema_responder) as srv:
+        assert run(suite, tmp_path / "r2.jsonl", srv.openai_base_url, "--engine", "ray", "--concurrency", "8",
+                   "--rpm", "600", "--no-cache", "--filter", "id:c[0-4]") == 0
+    gaps = [b - a for a, b in zip(srv.arrivals, srv.arrivals[1:], strict=False)]
+    assert len(srv.arrivals) == 10 and min(gaps) >= 0.05
+
+
+def test_a_fatal_provider_error_on_a_worker_stops_the_run(ray_cluster: None, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-abcdef123456")
+    suite = judged_suite(tmp_path, n=4)
+    with CountingServer(responder=lambda req: Reply(status=401)) as srv:
+        code = run(suite, tmp_path / "r.jsonl", srv.openai_base_url, "--engine", "ray")
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "401" in err and "sk-secret-abcdef123456" not in err
+    assert RunManifest.read(tmp_path / "r.jsonl").status == "failed"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:{port}", "127.0.0.1:notaport"])
+def test_unreachable_cluster_exits_2_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              address: str) -> None:
+    suite = judged_suite(tmp_path)
+    address = address.format(port=free_port())  # nothing listens there
+    t0 = time.monotonic()
+    assert cli(["run", str(suite), "--no-judge", "--engine", f"ray={address}"]) == 2
+    # Functional, not a speed test: Ray's own connection retries would take minutes.
+    assert time.monotonic() - t0 < 30
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and address in err
+    assert not (tmp_path / "suite_results.jsonl").exists()
+
+
+def test_missing_extra_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    suite = judged_suite(tmp_path)
+    assert cli(["run", str(suite), "--no-judge", "--engine", "ray"]) == 2
+    assert "pip install 'referee[ray]'" in capsys.readouterr().err
