@@ -28,7 +28,7 @@ def driver() -> Iterator[Any]:
     d.quit()
 
 
-def wait_for(d: Any, css: str, timeout: float = 15) -> Any:
+def wait_for(d: Any, css: str, timeout: float = 20) -> Any:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
@@ -36,10 +36,13 @@ def wait_for(d: Any, css: str, timeout: float = 15) -> Any:
     return WebDriverWait(d, timeout).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
 
 
-def wait_until(d: Any, fn: Any, timeout: float = 15) -> Any:
+def wait_until(d: Any, fn: Any, timeout: float = 20) -> Any:
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(d, timeout).until(lambda _: fn())
+    # The page replaces its content as it navigates: an element found a moment ago may be gone.
+    return WebDriverWait(d, timeout, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+                         ).until(lambda _: fn())
 
 
 def rows(d: Any) -> list[str]:

@@ -4,8 +4,9 @@
 // raw HTML disabled. The Content-Security-Policy allows no inline script and nothing from elsewhere.
 "use strict";
 
-const main = document.getElementById("main");
-const state = { index: null, reviewer: localStorage.getItem("referee.reviewer") || "" };
+// Each navigation renders into a fresh <main>, swapped in only if it is still the latest one, so a slow answer
+// for a page the user already left can never replace the page they are on (nor its keyboard shortcuts).
+const state = { index: null, reviewer: localStorage.getItem("referee.reviewer") || "", ctx: null };
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -88,10 +89,12 @@ function go(parts, params) {
 }
 
 async function route() {
-  document.onkeydown = null;
+  const ctx = { box: el("main", { id: "main" }, el("p", { class: "muted" }, "loading...")), keys: null };
+  state.ctx = ctx;
   if (!state.index) state.index = await api("/api/runs");
   renderNav();
   const { parts, params } = parseHash();
+  const main = ctx.box;
   try {
     if (parts[0] === "run" && parts[2] === "case") await viewCase(parts[1], Number(parts[3]), params);
     else if (parts[0] === "run" && parts[2] === "review") await viewReview(parts[1], params);
@@ -101,6 +104,10 @@ async function route() {
     else await viewRun(state.index.runs[0].run, params);
   } catch (e) {
     clear(main, el("div", { class: "card" }, el("b", {}, "Error: "), e.message));
+  }
+  if (state.ctx === ctx) {
+    document.getElementById("main").replaceWith(ctx.box);
+    document.onkeydown = ctx.keys;
   }
 }
 
@@ -126,6 +133,8 @@ function runInfo(key) {
 // ---- one run: summary, filters, table --------------------------------------------------------------
 
 async function viewRun(key, params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
   const info = runInfo(key);
   const summaryBox = el("div", { id: "summary" }, el("p", { class: "muted" }, "computing the summary..."));
   const agreementBox = el("div", { id: "agreement" });
@@ -307,6 +316,8 @@ function renderCaseBody(c) {
 }
 
 async function viewCase(key, row, params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
   const c = await api("/api/runs/" + key + "/cases/" + row);
   const back = el("a", { href: "#/run/" + key + (params.toString() ? "?" + params.toString() : "") }, "\u2190 all cases");
   const panel = reviewPanel(key, c, null);
@@ -317,7 +328,7 @@ async function viewCase(key, row, params) {
       c.latency_ms !== null && c.latency_ms !== undefined ? " - " + fmt.ms(c.latency_ms) : "",
       c.judge ? " - judge " + c.judge.provider + "/" + c.judge.model : ""),
     renderCaseBody(c), panel.node);
-  document.onkeydown = panel.keys;
+  ctx.keys = panel.keys;
 }
 
 // ---- human review ---------------------------------------------------------------------------------
@@ -390,6 +401,8 @@ function reviewPanel(key, c, onDone, blind) {
 }
 
 async function viewReview(key, params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
   const kind = params.get("kind") || "uncertain";
   const pos = Number(params.get("i") || 0);
   let seed = params.get("seed");
@@ -431,12 +444,14 @@ async function viewReview(key, params) {
       c.pairwise ? "" : [" - ", c.status, c.score !== null ? " score " + fmt.num(c.score) : "", " ", flagsOf(c.flags)],
       " ", el("button", { onclick: () => move(i - 1) }, "previous"), el("button", { onclick: () => move(i + 1) }, "next")),
     body, panel.node);
-  document.onkeydown = panel.keys;
+  ctx.keys = panel.keys;
 }
 
 // ---- compare two runs ---------------------------------------------------------------------------------
 
 async function viewCompare(base, cand, params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
   const filter = params.get("filter") || "changed";
   const runs = state.index.runs;
   const pick = (name, cur) => el("select", { id: "compare-" + name, onchange: (e) => { const b = name === "base" ? e.target.value : base; const c = name === "cand" ? e.target.value : cand; go(["compare", b, c], params); } },
@@ -477,6 +492,8 @@ async function viewCompare(base, cand, params) {
 }
 
 async function viewSideBySide(base, cand, rowB, rowC, params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
   const [b, c] = await Promise.all([api("/api/runs/" + base + "/cases/" + rowB), api("/api/runs/" + cand + "/cases/" + rowC)]);
   const column = (run, x) => {
     const info = runInfo(run);
