@@ -34,6 +34,7 @@ from .runner.client import JudgeClient
 
 if TYPE_CHECKING:
     from .aggregate import Summary
+    from .engines import Engine
     from .gates import GateResult
     from .suites import Gates, Suite
 
@@ -329,11 +330,13 @@ async def evaluate_async(
     progress: bool | None = None,
     name: str = "evaluate",
     base_dir: str | Path = ".",
+    engine: Engine | str | None = None,
 ) -> EvalResult:
     """:func:`evaluate` for async code (``await referee.evaluate_async(...)``)."""
+    from .engines import get_engine
     from .runner.session import error_row, execute_async
     from .suites.loader import suite_from_dict
-    from .suites.runner import EVALUATOR_LABEL, CaseEvaluator, bind_settings, build_manifest
+    from .suites.runner import EVALUATOR_LABEL, bind_settings, build_manifest
 
     case_set: CaseSet = cases_from(cases)
     if isinstance(evaluators, str | dict) or callable(evaluators):
@@ -360,13 +363,15 @@ async def evaluate_async(
     out_path = Path(out) if out is not None else None
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
-    ce = CaseEvaluator(suite)
-    outcome = await execute_async(
-        out=out_path, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None), evaluate=ce.evaluate,
-        on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
-        client=client, concurrency=concurrency or (j.concurrency if j else 8), label="evaluating",
-        show_progress=progress,
-    )
+    # Where the cases are evaluated (this process, or a Ray cluster); rows come back to this one writer.
+    with get_engine(engine).start(suite, client=client,
+                                  concurrency=concurrency or (j.concurrency if j else 8)) as run:
+        outcome = await execute_async(
+            out=out_path, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None),
+            evaluate=run.evaluate,
+            on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
+            client=client, concurrency=run.concurrency, label="evaluating", show_progress=progress,
+        )
     order = {c.id: i for i, c in enumerate(suite.cases)}
     rows = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
     return EvalResult(rows=rows, manifest=outcome.manifest, cases=list(suite.cases), path=out_path, _suite=suite)
@@ -385,6 +390,7 @@ def evaluate(
     progress: bool | None = None,
     name: str = "evaluate",
     base_dir: str | Path = ".",
+    engine: Engine | str | None = None,
 ) -> EvalResult:
     """Run ``evaluators`` on ``cases`` and return an :class:`EvalResult`.
 
@@ -403,6 +409,9 @@ def evaluate(
         out: also write the rows and manifest here as they complete; rerunning with the same ``out`` resumes.
         concurrency: cases in flight at once (default: the judge's, 8).
         progress: None/True show progress (terminal or notebook) for runs over a second; False hides it.
+        engine: where the cases are evaluated: ``"local"`` (default, this process), ``"ray"`` (a local Ray
+            cluster, or the Ray this program already initialised), ``"ray=HOST:PORT"``, or an engine such as
+            ``referee.engines.RayEngine(rpm=600)`` (extra ``ray``; see docs/scale.md).
 
     Works in a script and inside a running event loop (Jupyter, an async web handler): there the run goes on
     a loop of its own in a worker thread. Use :func:`evaluate_async` from async code to stay on your loop.
@@ -411,4 +420,4 @@ def evaluate(
 
     return run_sync(evaluate_async(cases, evaluators, judge, threshold=threshold, scoring=scoring, gates=gates,
                                    out=out, concurrency=concurrency, progress=progress, name=name,
-                                   base_dir=base_dir))
+                                   base_dir=base_dir, engine=engine))
