@@ -330,6 +330,7 @@ async def evaluate_async(
     progress: bool | None = None,
     name: str = "evaluate",
     base_dir: str | Path = ".",
+    target: Any = None,
     engine: Engine | str | None = None,
 ) -> EvalResult:
     """:func:`evaluate` for async code (``await referee.evaluate_async(...)``)."""
@@ -363,18 +364,38 @@ async def evaluate_async(
     out_path = Path(out) if out is not None else None
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
-    # Where the cases are evaluated (this process, or a Ray cluster); rows come back to this one writer.
-    with get_engine(engine).start(suite, client=client,
-                                  concurrency=concurrency or (j.concurrency if j else 8)) as run:
+    run_concurrency = concurrency or (j.concurrency if j else 8)
+    run = None
+    if target is not None:
+        # The system under test generates each case's output first (targets: docs/targets.md); its outputs are
+        # kept beside ``out`` (``x.outputs.jsonl``) so a rerun generates nothing again.
+        from .targets import as_target
+        from .targets._run import TargetRun, config_sha256, target_info
+
+        t = as_target(target, base_dir=base_dir)
+        outputs = out_path.with_name(out_path.name.removesuffix(".jsonl") + ".outputs.jsonl") if out_path else None
+        run = TargetRun.open(t, None, run_concurrency, outputs=outputs)
+        info = target_info(t)
+        manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": config_sha256(t)}
+        manifest.extra["config_hash"] = f"{manifest.extra.get('config_hash', '')}+{config_sha256(t)}"
+        manifest.system_under_test = info.model
+    # Where the cases are evaluated (this process, or a Ray cluster; generation stays here); rows come back to
+    # this one writer.
+    with get_engine(engine).start(suite, client=client, concurrency=run_concurrency) as where:
+        evaluate_case: Callable[[Case], Any] = where.evaluate
+        if run is not None:
+            evaluate_case = run.evaluator(where.evaluate, EVALUATOR_LABEL)
         outcome = await execute_async(
             out=out_path, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None),
-            evaluate=run.evaluate,
+            evaluate=evaluate_case,
             on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
-            client=client, concurrency=run.concurrency, label="evaluating", show_progress=progress,
+            client=client, concurrency=max(run_concurrency, where.concurrency), label="evaluating",
+            show_progress=progress, cleanup=run.aclose if run is not None else None,
         )
     order = {c.id: i for i, c in enumerate(suite.cases)}
     rows = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
-    return EvalResult(rows=rows, manifest=outcome.manifest, cases=list(suite.cases), path=out_path, _suite=suite)
+    cases_out = [run.generated.get(c.id, c) for c in suite.cases] if run is not None else list(suite.cases)
+    return EvalResult(rows=rows, manifest=outcome.manifest, cases=cases_out, path=out_path, _suite=suite)
 
 
 def evaluate(
@@ -390,6 +411,7 @@ def evaluate(
     progress: bool | None = None,
     name: str = "evaluate",
     base_dir: str | Path = ".",
+    target: Any = None,
     engine: Engine | str | None = None,
 ) -> EvalResult:
     """Run ``evaluators`` on ``cases`` and return an :class:`EvalResult`.
@@ -409,6 +431,10 @@ def evaluate(
         out: also write the rows and manifest here as they complete; rerunning with the same ``out`` resumes.
         concurrency: cases in flight at once (default: the judge's, 8).
         progress: None/True show progress (terminal or notebook) for runs over a second; False hides it.
+        target: the system under test, run on each case before the evaluators (its output replaces the case's):
+            a function ``(input) -> str | dict`` (or ``(case)``, ``(input, case)``), sync or async, or a target
+            mapping as in a suite's ``targets:`` (a model and a prompt, ``http``, ``python``, ``exec``). A failed
+            generation is an ``error`` row; rows carry ``target`` and the output's own ``cost_usd``/``latency_ms``.
         engine: where the cases are evaluated: ``"local"`` (default, this process), ``"ray"`` (a local Ray
             cluster, or the Ray this program already initialised), ``"ray=HOST:PORT"``, or an engine such as
             ``referee.engines.RayEngine(rpm=600)`` (extra ``ray``; see docs/scale.md).
@@ -420,4 +446,4 @@ def evaluate(
 
     return run_sync(evaluate_async(cases, evaluators, judge, threshold=threshold, scoring=scoring, gates=gates,
                                    out=out, concurrency=concurrency, progress=progress, name=name,
-                                   base_dir=base_dir, engine=engine))
+                                   base_dir=base_dir, target=target, engine=engine))

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import referee.aggregate.load as load_mod
 from referee.aggregate import load_table
-from referee.aggregate.load import SCORED, UNSCORED, _Reader
+from referee.aggregate.load import SCORED, UNSCORED, _Reader, load_tables
 from referee.errors import InputError
 from referee.results import ResultRow, ResultWriter, read_results
 
@@ -141,3 +142,53 @@ def test_a_byte_order_mark_does_not_cost_the_first_row(tmp_path: Path) -> None:
     t = load_table(p)
     assert t.ids == ["a", "b"] and not t.warnings
     assert t.read_rows([0])[0]["rationale"] == "first"  # offsets still point at the rows
+
+
+def _same_tables(a: object, b: object) -> None:
+    for name, va in vars(a).items():
+        vb = getattr(b, name)
+        if isinstance(va, np.ndarray):
+            np.testing.assert_array_equal(va, vb, err_msg=name)
+        else:
+            assert va == vb, name
+
+
+@pytest.mark.skipif(not load_mod._parallel_ok(), reason="the forked reader runs on Linux with 2+ CPUs only")
+@pytest.mark.parametrize("newline_in_id", [False, True])
+def test_forked_reading_gives_the_same_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              newline_in_id: bool) -> None:
+    rows = [{"id": f"c{i}", "score": round(i / 300, 3), "category": "AB"[i % 2], "cost_usd": 0.001}
+            for i in range(300)]
+    if newline_in_id:  # ids travel back joined by newlines unless one holds a newline
+        rows[4]["id"] = "two\nlines"
+    cur = write_rows(tmp_path / "c.jsonl", rows, ["{not json"])
+    base = write_rows(tmp_path / "b.jsonl", rows[::-1] + [{"id": "c1", "score": 0.5}])
+    sequential = [load_table(cur), load_table(base)]
+    monkeypatch.setattr(load_mod, "_PARALLEL_MIN_BYTES", 0)
+    spawned = []
+    real = load_mod.multiprocessing.get_context
+
+    def spy(method: str) -> object:
+        spawned.append(method)
+        return real(method)
+
+    monkeypatch.setattr(load_mod.multiprocessing, "get_context", spy)
+    parallel = load_tables([cur, base])
+    assert spawned == ["fork"]
+    for a, b in zip(sequential, parallel, strict=True):
+        _same_tables(a, b)
+    assert parallel[1].ids[0] == "c299" and any("duplicate" in w for w in parallel[1].warnings)
+    assert any("c.jsonl:301" in w for w in parallel[0].warnings)
+
+
+@pytest.mark.skipif(not load_mod._parallel_ok(), reason="the forked reader runs on Linux with 2+ CPUs only")
+def test_forked_reading_raises_the_baselines_own_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cur = write_rows(tmp_path / "c.jsonl", [{"id": "a", "score": 0.5}])
+    base = write_rows(tmp_path / "b.jsonl", [{"id": "a", "score": 0.5}], ["{broken"])
+    monkeypatch.setattr(load_mod, "_PARALLEL_MIN_BYTES", 0)
+    with pytest.raises(InputError) as err:
+        load_tables([cur, base], strict=True)
+    assert err.value.file == base and err.value.line == 2
+    missing = str(tmp_path / "nope.jsonl")
+    with pytest.raises(InputError, match="file not found"):
+        load_tables([cur, missing])

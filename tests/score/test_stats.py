@@ -99,3 +99,13 @@ def test_power_figures_are_inverse_of_each_other() -> None:
     n = cases_needed(sd, mdd)
     assert n is not None and abs(n - 400) <= 1
     assert cases_needed(sd, 0.0) is None
+
+
+def test_by_code_groups_positions_in_order() -> None:
+    from referee.aggregate.summary import by_code
+
+    codes = np.array([3, 1, 3, 0, 1, 3], dtype=np.int32)
+    groups = by_code(codes)
+    assert list(groups) == [0, 1, 3]
+    assert {k: v.tolist() for k, v in groups.items()} == {0: [3], 1: [1, 4], 3: [0, 2, 5]}
+    assert by_code(np.zeros(0, dtype=np.int32)) == {}

@@ -15,6 +15,12 @@ import pytest
 from aiohttp import web
 
 
+@pytest.fixture(autouse=True)
+def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests run inside GitHub Actions must not write into the job's own step summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 @pytest.fixture
 def user_module(tmp_path: Path) -> Callable[[str], str]:
     """Write ``source`` as a module in tmp_path; returns its (unique) name."""

@@ -273,3 +273,17 @@ def test_sys_path_gets_the_base_dir(tmp_path: Path, user_module: Any) -> None:
     mod = user_module("def f(x):\n    return 'ok'\n")
     generate_outputs({"id": "x", "python": f"{mod}:f"}, [CASE], base_dir=tmp_path)
     assert str(tmp_path.resolve()) in sys.path
+
+
+def test_tool_calling_follows_the_wire_format_of_every_provider() -> None:
+    from referee.errors import UserError
+    from referee.providers import provider_class
+    from referee.targets._wire import AnthropicToolProvider, OpenAIToolProvider, with_tools
+
+    azure = with_tools(provider_class("azure"))
+    assert issubclass(azure, OpenAIToolProvider) and issubclass(azure, provider_class("azure"))
+    assert azure.name == "azure"  # Azure's own endpoint and credentials, the OpenAI tool payload
+    assert issubclass(with_tools(provider_class("ollama")), OpenAIToolProvider)
+    assert issubclass(with_tools(provider_class("anthropic")), AnthropicToolProvider)
+    with pytest.raises(UserError, match="tools need the OpenAI or Anthropic wire format"):
+        with_tools(provider_class("gemini"))

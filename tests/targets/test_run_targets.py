@@ -185,3 +185,31 @@ judge: {{input_price_per_mtok: 10.0, output_price_per_mtok: 10.0}}
     assert cli(["run", str(p), "--out", str(out), "--provider", "openai", "--base-url", fake_server.openai_base_url,
                 "--model", "judge-model"]) == 0
     assert len(fake_server.requests) == n  # an unchanged rerun calls nothing
+
+
+def test_the_examples_target_step_generates_the_after_answers_and_the_gate_catches_the_regression(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.example import prepare
+
+    prepare(tmp_path)
+    code = cli(["run", str(tmp_path / "targets.yaml"), "--out", str(tmp_path / "o"), "--no-judge"])
+    assert code == 1 and "FAIL --fail-on-regression" in capsys.readouterr().out
+    after = {c["id"]: c["output"] for c in map(json.loads, (tmp_path / "after.jsonl").read_text().splitlines())}
+    generated = [json.loads(line) for line in (tmp_path / "o" / "v2.outputs.jsonl").read_text().splitlines()]
+    assert len(generated) == 12 and all(g["output"] == after[g["id"]] for g in generated)
+
+
+def test_markdown_summary_for_a_pull_request_escapes_labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = _suite(tmp_path, "agent_md", "gates:\n  baseline: v1\n  fail_on_regression: true\n")
+    text = p.read_text().replace("  - length: {min: 10}", "  - id: '[click](https://evil.example) @team'\n"
+                                                          "    length: {min: 10}")
+    p.write_text(text, encoding="utf-8")
+    step = tmp_path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    md = tmp_path / "summary.md"
+    assert cli(["run", str(p), "--out", str(tmp_path / "out"), "--markdown", str(md)]) == 1
+    body = md.read_text()
+    assert "| `v1` **(best)** | 100% [100%, 100%] | 1.000 | 30 |" in body
+    assert "#### target `v2` against baseline `v1`" in body and "gate failed" in body
+    assert "[click](" not in body and "@team" not in body  # a label is data: no link, no mention
+    assert step.read_text().strip() == body.strip()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import click
@@ -93,14 +94,24 @@ def _merge_outputs(cases: list[Case], outputs: str | None) -> list[Case]:
               help="Results JSONL (its manifest says adversarial: true).")
 @click.option("--outputs", type=click.Path(dir_okay=False), default=None,
               help="JSONL of the agent's replies {id, output, trajectory?|messages?} to merge into CASES.")
+@click.option("--target", "target_file", type=click.Path(dir_okay=False), default=None,
+              help="Run the agent: a targets file (or a suite with targets:) whose target answers every case "
+                   "(its setup applied: system_prompt text, canned tool_results), instead of --outputs.")
+@click.option("--target-id", default=None, help="Which target of --target's file (when it has several).")
 @click.option("--judge", "use_judge", is_flag=True,
               help="Also ask the red-team judge (needed where code cannot tell a refusal from compliance).")
 @judge_options(default_concurrency=8)
-def run_cmd(cases: str, out: str, outputs: str | None, use_judge: bool, judge: JudgeOptions) -> int:
+def run_cmd(cases: str, out: str, outputs: str | None, target_file: str | None, target_id: str | None,
+            use_judge: bool, judge: JudgeOptions) -> int:
     """Check the agent's replies to adversarial CASES; results are reported per attack type."""
     case_list, skipped = unique_cases(cases)
+    target = None
+    if target_file is not None:
+        if outputs is not None:
+            raise UserError("give --target (referee runs the agent) or --outputs (its recorded replies), not both")
+        target = _target(target_file, target_id)
     case_list = _merge_outputs(case_list, outputs)
-    if not any(c.output is not None for c in case_list):
+    if target is None and not any(c.output is not None for c in case_list):
         raise UserError(f"no case in {cases} has an output (the agent's reply): record them in the cases or pass "
                         "--outputs replies.jsonl")
     check = RedteamExpectation()
@@ -114,6 +125,19 @@ def run_cmd(cases: str, out: str, outputs: str | None, use_judge: bool, judge: J
         manifest.template = TemplateInfo(sha256=rj.judge_info.template_hash or "")
     manifest.extra["config_hash"] = text_sha256(f"outputs={outputs}|judge={use_judge}")
     manifest.extra["note"] = "adversarial results: report per attack type, never blended with correctness"
+    run = None
+    if target is not None:
+        from ..targets._run import TargetRun, config_sha256, target_info
+
+        out_p = Path(out)
+        run = TargetRun.open(target, out_p.parent, judge.concurrency,
+                             outputs=out_p.with_name(out_p.name.removesuffix(".jsonl") + ".outputs.jsonl"))
+        info = target_info(target)
+        manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": config_sha256(target)}
+        manifest.extra["config_hash"] = text_sha256(manifest.extra["config_hash"] + config_sha256(target))
+        manifest.system_under_test = info.model
+        if run.store.note:
+            echo_err(run.store.note)
 
     async def evaluate(case: Case) -> ResultRow:
         res = check.evaluate(case, case.output)
@@ -124,11 +148,29 @@ def run_cmd(cases: str, out: str, outputs: str | None, use_judge: bool, judge: J
         return combine_redteam(case, res, judged)
 
     outcome = execute(out=ensure_parent(out), manifest=manifest, items=case_list, key=lambda c: (c.id, None, None),
-                      evaluate=evaluate,
+                      evaluate=run.evaluator(evaluate, "redteam") if run is not None else evaluate,
                       on_error=lambda c, exc: error_row(c.id, exc, evaluator="redteam", category=c.category),
-                      client=client, concurrency=judge.concurrency, label="red team", skipped=skipped)
+                      client=client, concurrency=judge.concurrency, label="red team", skipped=skipped,
+                      cleanup=run.aclose if run is not None else None)
     if outcome.resume_note:
         echo_err(outcome.resume_note)
     echo_err("adversarial results, per attack type (kept apart from correctness):")
     summarise(outcome.rows, out, by_category=True)
+    if run is not None and run.stats.failed:
+        echo_err(f"{run.stats.failed} generation(s) by target {target.id if target else ''} failed (error rows): "
+                 "exit 1")
+        return 1
     return 0 if any(r.status == "scored" for r in outcome.rows) else 1
+
+
+def _target(path: str, target_id: str | None) -> Any:
+    """The one target of ``path`` (``--target-id`` picks among several), built before any call."""
+    from ..targets.loader import build_target, load_target_file, select
+
+    specs, base = load_target_file(path)
+    if target_id is not None:
+        specs = select(specs, [target_id])
+    elif len(specs) > 1:
+        raise UserError(f"{path} has {len(specs)} targets ({', '.join(s.id for s in specs)}): pick one with "
+                        "--target-id")
+    return build_target(specs[0], base)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,9 @@ def default_out(suite_path: str) -> Path:
                                                "1 when a generation failed).")
 @click.option("--targets", "target_ids", default=None, metavar="ID,ID",
               help="Run only these targets of the suite (comma-separated ids).")
+@click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), default=None,
+              help="Write the summary and gate verdicts as Markdown (a pull-request comment; with targets, the targets "
+                   "table too); it is also appended to $GITHUB_STEP_SUMMARY when that is set.")
 @click.option("--engine", default="local", show_default=True, envvar="REFEREE_ENGINE",
               metavar="local|ray[=ADDRESS]",
               help="Where cases are evaluated: this process, or sharded over a Ray cluster (extra 'ray'): a "
@@ -71,7 +75,8 @@ def default_out(suite_path: str) -> Path:
                    "every worker, as --concurrency is).")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
-            no_judge: bool, no_gates: bool, target_ids: str | None, engine: str, rpm: float | None,
+            no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
+            rpm: float | None,
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed, 2 an invalid suite or usage error)."""
@@ -125,7 +130,8 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         if client is not None:  # the key is checked; each target's run builds (and closes) its own client
             await_close(client)
         return run_with_targets(suite, suite_file, out, jo, concurrency=concurrency, no_gates=no_gates,
-                                judge_config=judge_config, engine=chosen)
+                                judge_config=judge_config, markdown_out=markdown_out,
+                                engine=chosen)
     out_path = Path(out) if out else default_out(suite_file)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
@@ -148,7 +154,14 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     echo_err(f"{t.scored} scored, {t.unscored} unscored, {t.error} error -> {out_path}{calls}, {t.wall_s:.1f}s")
     if no_gates:
         return 0
-    return apply_gates(out_path, suite.gates, threshold=suite.scoring.threshold, base_dir=suite.base_dir)
+    if not markdown_out and not os.environ.get("GITHUB_STEP_SUMMARY"):
+        return apply_gates(out_path, suite.gates, threshold=suite.scoring.threshold, base_dir=suite.base_dir)
+    from ..reports.markdown_summary import render_markdown
+
+    code, verdicts, summary = gate_and_show(out_path, suite.gates, threshold=suite.scoring.threshold,
+                                            base_dir=suite.base_dir)
+    write_markdown(render_markdown(summary, verdicts, code), markdown_out)
+    return code
 
 
 def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
@@ -182,10 +195,11 @@ def default_out_dir(suite_path: str) -> Path:
 
 
 def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOptions, *, concurrency: int,
-                     no_gates: bool, judge_config: Any = None, engine: Any = None) -> int:
+                     no_gates: bool, judge_config: Any = None, markdown_out: str | None = None,
+                     engine: Any = None) -> int:
     """Generate with every target, evaluate, one results file per target, the comparison table, the gates."""
     from ..suites.gating import echo_failures
-    from ..targets.compare import compare_targets, render_comparison
+    from ..targets.compare import compare_targets, render_comparison, render_comparison_markdown
     from ..targets.suite import build_targets, run_suite_targets
 
     out_dir = Path(out) if out else default_out_dir(suite_file)
@@ -219,18 +233,39 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
     if failed:
         echo_err(f"{failed} generation(s) failed (error rows, reasons above): exit 1")
         code = 1
-    if no_gates:
-        return code
-    from ..suites.gating import apply_gates
+    md = [render_comparison_markdown(comparison, suite.name)]
+    if failed:
+        md.append(f"\n{failed} generation(s) failed: they are error rows, never judged.\n")
+    if not no_gates:
+        from ..reports.markdown_summary import render_markdown
 
-    gated = [candidate] if candidate is not None else ids
-    for tid in gated:
-        g = gates.model_copy(update={"baseline": str(out_dir / f"{baseline}.jsonl") if baseline else None,
-                                     "candidate": None})
-        echo_err(f"gates on target {tid}" + (f" against baseline target {baseline}:" if baseline else ":"))
-        code = max(code, apply_gates(out_dir / f"{tid}.jsonl", g, threshold=suite.scoring.threshold,
-                                     base_dir=suite.base_dir))
+        gated = [candidate] if candidate is not None else ids
+        for tid in gated:
+            g = gates.model_copy(update={"baseline": str(out_dir / f"{baseline}.jsonl") if baseline else None,
+                                         "candidate": None})
+            echo_err(f"gates on target {tid}" + (f" against baseline target {baseline}:" if baseline else ":"))
+            gate_code, verdicts, summary = gate_and_show(out_dir / f"{tid}.jsonl", g,
+                                                         threshold=suite.scoring.threshold,
+                                                         base_dir=suite.base_dir)
+            code = max(code, gate_code)
+            md.append(f"\n#### target `{tid}`" + (f" against baseline `{baseline}`" if baseline else "") + "\n\n"
+                      + render_markdown(summary, verdicts, gate_code))
+    write_markdown("".join(md), markdown_out)
     return code
+
+
+def write_markdown(md: str, path: str | None) -> None:
+    """``--markdown`` and, when set, ``$GITHUB_STEP_SUMMARY`` (appended: other steps write there too)."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(md, encoding="utf-8")
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step:
+        try:
+            with open(step, "a", encoding="utf-8") as f:
+                f.write(md + "\n")
+        except OSError as exc:
+            echo_err(f"warning: could not append to $GITHUB_STEP_SUMMARY ({step}): {exc}")
 
 
 def gate_targets(gates: Any, ids: list[str], out_dir: Path) -> tuple[str | None, str | None]:
@@ -253,3 +288,14 @@ def gate_targets(gates: Any, ids: list[str], out_dir: Path) -> tuple[str | None,
     if baseline is None and any(getattr(gates, k) for k in BASELINE_ONLY_GATES):
         raise UserError("the suite's gates compare with a baseline: set gates.baseline to a target id")
     return candidate, baseline
+
+
+def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:
+    """(exit code, gate results, summary) of ``results`` under ``gates``, printed as ``referee score`` does."""
+    from ..reports.score_terminal import render_terminal
+    from ..suites.gating import gate_summary
+
+    summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
+    code = 1 if any(g.failed for g in verdicts) else 0
+    render_terminal(summary, verdicts, code)
+    return code, verdicts, summary

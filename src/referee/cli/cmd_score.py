@@ -12,7 +12,7 @@ import click
 from click.core import ParameterSource
 
 from ..aggregate import ScoreOptions, load_table, normalise_category, summarize
-from ..aggregate.load import PASS_RULES
+from ..aggregate.load import PASS_RULES, load_tables
 from ..aggregate.summary import all_cases, printable
 from ..errors import UserError
 from ..gates import GateConfig, evaluate_gates
@@ -114,8 +114,10 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
     opts = ScoreOptions(threshold=threshold, n_boot=n_boot, boot_seed=boot_seed, adversarial_categories=adv,
                         target_drop=target_drop, allow_case_set_change=allow_case_set_change, pass_rule=pass_rule,
                         cost_rows=cost_rows)
-    table = load_table(results, strict=strict)
-    base_table = load_table(baseline, strict=strict) if baseline else None
+    if baseline:
+        table, base_table = load_tables([results, baseline], strict=strict)
+    else:
+        table, base_table = load_table(results, strict=strict), None
     summary = summarize(table, opts, baseline=base_table, min_case_pass_rate=min_case_pass_rate)
 
     for w in summary.warnings[:_MAX_WARNINGS]:

@@ -22,17 +22,37 @@ def as_spec(target: TargetSpec | dict[str, Any]) -> TargetSpec:
     return target if isinstance(target, TargetSpec) else TargetSpec.model_validate(target)
 
 
-async def generate_outputs_async(target: TargetSpec | dict[str, Any], cases: Iterable[Case | dict[str, Any]], *,
+def as_target(target: Any, *, base_dir: str | Path = ".", use_cache: bool = True) -> Target:
+    """A runnable target from a :class:`TargetSpec`, its mapping (as in a suite's ``targets:``), a built
+    :class:`Target`, or a plain Python function ``(input) | (case) | (input, case) -> str | dict``, sync or async."""
+    import re
+
+    from ..errors import UserError
+    from ._kinds import PythonTarget
+
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, TargetSpec | dict):
+        return build_target(as_spec(target), Path(base_dir).resolve(), use_cache=use_cache)
+    if callable(target):
+        name = str(getattr(target, "__name__", "") or type(target).__name__)
+        module = str(getattr(target, "__module__", "") or "callable")
+        ref = f"{module}:{name}" if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", f"{module}:{name}") \
+            else "callable:target"
+        tid = re.sub(r"[^A-Za-z0-9._+-]+", "-", name).strip("-.") or "target"
+        return PythonTarget(TargetSpec(id=tid, python=ref), Path(base_dir).resolve(), fn=target)
+    raise UserError(f"target: expected a target mapping, a TargetSpec or a function, got {type(target).__name__}")
+
+
+async def generate_outputs_async(target: Any, cases: Iterable[Case | dict[str, Any]], *,
                                  base_dir: str | Path = ".", concurrency: int = 8,
                                  use_cache: bool = True) -> list[tuple[Case, Generation]]:
-    """Run ``target`` on ``cases``: each case with the target's output filled in (``case.output``), and the
+    """Run ``target`` (see :func:`as_target`) on ``cases``: each case with the target's output filled in (``case.output``), and the
     :class:`Generation` (cost, latency, trajectory, error). A failed generation keeps the case unchanged and sets
     ``Generation.error``."""
     import asyncio
 
-    spec = as_spec(target)
-    base = Path(base_dir).resolve()
-    t = build_target(spec, base, use_cache=use_cache)
+    t = as_target(target, base_dir=base_dir, use_cache=use_cache)
     t.start(concurrency)
     items = [c if isinstance(c, Case) else Case(id=str(c["id"]), data={**c, "id": str(c["id"])}) for c in cases]
     try:
@@ -45,7 +65,7 @@ async def generate_outputs_async(target: TargetSpec | dict[str, Any], cases: Ite
     return [(merged_case(c, g) if g.error is None else c, g) for c, g in zip(items, gens, strict=True)]
 
 
-def generate_outputs(target: TargetSpec | dict[str, Any], cases: Iterable[Case | dict[str, Any]], *,
+def generate_outputs(target: Any, cases: Iterable[Case | dict[str, Any]], *,
                      base_dir: str | Path = ".", concurrency: int = 8,
                      use_cache: bool = True) -> list[tuple[Case, Generation]]:
     """:func:`generate_outputs_async` from synchronous code."""
@@ -56,6 +76,6 @@ def generate_outputs(target: TargetSpec | dict[str, Any], cases: Iterable[Case |
 
 
 __all__ = [
-    "Generation", "HttpSpec", "ModelEntry", "PromptEntry", "Target", "TargetSpec", "ToolSpec", "as_spec",
+    "Generation", "HttpSpec", "ModelEntry", "PromptEntry", "Target", "TargetSpec", "ToolSpec", "as_spec", "as_target",
     "build_target", "generate_outputs", "generate_outputs_async", "load_target_file", "parse_targets", "select",
 ]

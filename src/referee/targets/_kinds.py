@@ -358,7 +358,7 @@ class _Acc:
         else:
             self.calls += 1
         self.lat += c.latency_ms or 0.0
-        cost = self.client.cost(c.input_tokens, c.output_tokens)
+        cost = self.client.cost_of(c)
         if cost is not None:
             self.cost = round((self.cost or 0.0) + cost, COST_DECIMALS)
 

@@ -41,20 +41,23 @@ class OutputStore:
     """``<id>.outputs.jsonl``: the cases with the target's outputs filled in (a cases file other commands read),
     each line carrying ``_generation`` (target configuration, case hash, cost, latency, error)."""
 
-    def __init__(self, path: Path, config: str) -> None:
+    def __init__(self, path: Path | None, config: str) -> None:
         self.path = path
+        """None: kept in memory only (a Python run without ``out=``)."""
         self.config = config
         self.reusable: dict[str, tuple[str, dict[str, Any]]] = {}
         self.note: str | None = None
-        self._open()
-        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self._f = None
+        if path is not None:
+            self._open(path)
+            self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
-    def _open(self) -> None:
-        if not self.path.exists():
+    def _open(self, path: Path) -> None:
+        if not path.exists():
             return
         keep: list[str] = []
         foreign = 0
-        with open(self.path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 try:
                     obj = json.loads(line)
@@ -71,12 +74,12 @@ class OutputStore:
             # Outputs of another configuration (the prompt changed): set aside, never overwritten.
             from ..runner.session import _free_prev_name
 
-            prev = _free_prev_name(self.path)
-            os.replace(self.path, prev)
-            self.note = f"{self.path} held outputs of another target configuration; moved to {prev}"
-        tmp = self.path.with_name(self.path.name + ".tmp")
+            prev = _free_prev_name(path)
+            os.replace(path, prev)
+            self.note = f"{path} held outputs of another target configuration; moved to {prev}"
+        tmp = path.with_name(path.name + ".tmp")
         tmp.write_text("".join(keep), encoding="utf-8")
-        os.replace(tmp, self.path)
+        os.replace(tmp, path)
 
     def get(self, case: Case, sha: str) -> Generation | None:
         hit = self.reusable.get(case.id)
@@ -101,11 +104,13 @@ class OutputStore:
         meta["trajectory"] = gen.trajectory is not None
         meta["turns"] = gen.turns is not None
         data["_generation"] = meta
-        self._f.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
-        self._f.flush()
+        if self._f is not None:
+            self._f.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+            self._f.flush()
 
     def close(self) -> None:
-        self._f.close()
+        if self._f is not None:
+            self._f.close()
 
 
 def merged_case(case: Case, gen: Generation) -> Case:
@@ -187,11 +192,19 @@ class TargetRun:
     store: OutputStore
     concurrency: int
     stats: GenerationStats = field(default_factory=GenerationStats)
+    generated: dict[str, Case] = field(default_factory=dict)
+    """Each case as evaluated (with the target's output), by id."""
 
     @classmethod
-    def open(cls, target: Target, out_dir: Path, concurrency: int) -> TargetRun:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        return cls(target, OutputStore(outputs_path(out_dir, target.id), config_sha256(target)), concurrency)
+    def open(cls, target: Target, out_dir: Path | None, concurrency: int, *,
+             outputs: Path | None = None) -> TargetRun:
+        """``out_dir`` None (and no ``outputs``): outputs are kept in memory only."""
+        path = outputs
+        if path is None and out_dir is not None:
+            path = outputs_path(out_dir, target.id)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        return cls(target, OutputStore(path, config_sha256(target)), concurrency)
 
     async def produce(self, case: Case) -> tuple[Case, Generation]:
         if self.target.pacer is None:
@@ -202,7 +215,9 @@ class TargetRun:
             gen = await self.target.generate(case)
             self.store.put(case, sha, gen, self.target.id)
         self.stats.add(gen)
-        return (merged_case(case, gen) if gen.error is None else case), gen
+        merged = merged_case(case, gen) if gen.error is None else case
+        self.generated[case.id] = merged
+        return merged, gen
 
     def evaluator(self, judge: Callable[[Case], Awaitable[ResultRow]], label: str
                   ) -> Callable[[Case], Awaitable[ResultRow]]:

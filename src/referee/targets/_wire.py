@@ -11,13 +11,14 @@ Neutral messages: ``{"role": "user"|"assistant"|"tool", "content": str|None, "to
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ProviderError
+from ..errors import ProviderError, UserError
 from ..providers.anthropic import AnthropicProvider
-from ..providers.base import Completion, JudgeRequest
+from ..providers.base import Completion, JudgeRequest, Provider
 from ..providers.openai_compat import OpenAICompatProvider
 
 
@@ -54,6 +55,8 @@ def _text(value: Any) -> str:
 
 
 class OpenAIToolProvider(OpenAICompatProvider):
+    """Tool calling on any OpenAI-wire-format provider (OpenAI, compatible servers, Azure: see :func:`with_tools`)."""
+
     async def complete(self, request: JudgeRequest) -> Completion:
         if not isinstance(request, ToolRequest):
             return await super().complete(request)
@@ -72,12 +75,12 @@ class OpenAIToolProvider(OpenAICompatProvider):
         tools = json.loads(request.tools)
         if tools:
             payload["tools"] = [{"type": "function", "function": t} for t in tools]
-        payload["max_completion_tokens" if self._official else "max_tokens"] = request.max_tokens
+        payload[self._max_tokens_field] = request.max_tokens
         if request.temperature is not None:
             payload["temperature"] = request.temperature
         if request.seed is not None:
             payload["seed"] = request.seed
-        data, latency = await self._http.post_json(f"{self.base_url}/chat/completions", payload)
+        data, latency = await self._http.post_json(self._chat_url(), payload, headers=await self._auth_headers())
         try:
             msg = data["choices"][0]["message"]
             content = msg.get("content")
@@ -87,10 +90,9 @@ class OpenAIToolProvider(OpenAICompatProvider):
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ProviderError("openai-compatible server: reply has no choices[0].message with usable "
                                 "tool_calls", retryable=True) from exc
-        usage = data.get("usage") or {}
-        return Completion(text=assistant_turn(content, calls), input_tokens=usage.get("prompt_tokens"),
-                          output_tokens=usage.get("completion_tokens"), model=data.get("model") or self.model,
-                          latency_ms=latency, raw=data)
+        # Tokens, prompt-cache reads and the model as the provider's own reply parser reads them (prices).
+        base = self.parse_reply({**data, "choices": [{"message": {"content": ""}}]}, latency)
+        return dataclasses.replace(base, text=assistant_turn(content, calls))
 
 
 class AnthropicToolProvider(AnthropicProvider):
@@ -133,7 +135,18 @@ class AnthropicToolProvider(AnthropicProvider):
         text = "".join(b.get("text", "") for b in reply if isinstance(b, dict) and b.get("type") == "text")
         calls = [{"id": str(b.get("id")), "name": str(b.get("name")), "arguments": b.get("input") or {}}
                  for b in reply if isinstance(b, dict) and b.get("type") == "tool_use"]
-        usage = data.get("usage") or {}
-        return Completion(text=assistant_turn(text or None, calls), input_tokens=usage.get("input_tokens"),
-                          output_tokens=usage.get("output_tokens"), model=data.get("model") or self.model,
-                          latency_ms=latency, raw=data)
+        base = self.parse_reply({**data, "content": []}, latency)
+        return dataclasses.replace(base, text=assistant_turn(text or None, calls))
+
+
+def with_tools(cls: type[Provider]) -> type[Provider]:
+    """``cls`` able to run a tool loop: its wire format's tool calling added (OpenAI format: OpenAI, compatible
+    servers, Azure; Anthropic). Raises UserError for a wire format without it here."""
+    for wire, tool in ((AnthropicProvider, AnthropicToolProvider), (OpenAICompatProvider, OpenAIToolProvider)):
+        if issubclass(cls, wire):
+            if issubclass(cls, tool):
+                return cls
+            # The tool methods first, then the provider's own endpoint and credentials (Azure's deployment URL).
+            return type(f"{cls.__name__}WithTools", (tool, cls), {})
+    raise UserError(f"provider '{cls.name}' runs targets without tools: tools need the OpenAI or Anthropic wire "
+                    "format")

@@ -37,6 +37,8 @@ class Lead:
     p_value: float
     significant: bool
     n: int
+    adjusted: bool = False
+    """Whether ``p_value`` is Benjamini-Hochberg adjusted (as ``referee score`` decides significance)."""
 
 
 @dataclass
@@ -94,7 +96,7 @@ def compare_targets(results: Sequence[tuple[str, Path]], *, threshold: float, pa
             t = tests[0]
             lead = Lead(best=a.id, runner_up=b.id, diff=t.diff, lo=t.lo, hi=t.hi,
                         p_value=t.p_adjusted if t.p_adjusted is not None else t.p_value,
-                        significant=t.significant, n=t.n)
+                        significant=t.significant, n=t.n, adjusted=t.p_adjusted is not None)
         elif note is None:
             note = f"no paired test of {a.id} against {b.id}: too few shared scored cases"
     return TargetComparison(lines=lines, evaluators=list(order), best=best, lead=lead, note=note)
@@ -131,7 +133,31 @@ def render_comparison(c: TargetComparison) -> str:
         ld = c.lead
         ci = f", 95% CI [{ld.lo:+.1%}, {ld.hi:+.1%}]" if ld.lo is not None and ld.hi is not None else ""
         verdict = "significant" if ld.significant else "not significant"
-        p = "p < 0.001" if ld.p_value < 0.001 else f"p = {ld.p_value:.3g}"
+        name = "adjusted p" if ld.adjusted else "p"
+        p = f"{name} < 0.001" if ld.p_value < 0.001 else f"{name} = {ld.p_value:.3g}"
         out.append(f"best target: {ld.best}, pass rate {ld.diff:+.1%} vs {ld.runner_up} on {ld.n} shared cases "
                    f"({p}{ci}, paired bootstrap): the lead is {verdict}")
     return "\n".join(out)
+
+
+def render_comparison_markdown(c: TargetComparison, title: str) -> str:
+    """The same table for a pull-request comment or the step summary (labels escaped: they come from files)."""
+    from ..reports.markdown_summary import _cell
+
+    lines = [f"### referee: {_cell(title)}", "",
+             "| target | pass rate [95% CI] | mean score | cases | unscored | error | cost/case | latency | "
+             + " | ".join(_cell(e) for e in c.evaluators) + " |",
+             "|---" * (8 + len(c.evaluators)) + "|"]
+    for ln in c.lines:
+        mean = f"{ln.mean.estimate:.3f}" if ln.mean.estimate is not None else "-"
+        cost = f"${ln.mean_cost:.5f}" if ln.mean_cost is not None else "-"
+        lat = f"{ln.mean_latency_ms:.0f} ms" if ln.mean_latency_ms is not None else "-"
+        best = " **(best)**" if ln.id == c.best else ""
+        cells = [f"`{_cell(ln.id)}`{best}", _pct(ln.pass_rate), mean, str(ln.cases), str(ln.unscored),
+                 str(ln.errors), cost, lat, *(_pct(ln.evaluators[e]) if e in ln.evaluators else "-"
+                                              for e in c.evaluators)]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    verdict = render_comparison(c).splitlines()[-1]
+    lines.append(_cell(verdict, limit=400))
+    return "\n".join(lines) + "\n"

@@ -67,9 +67,9 @@ def parse_targets(data: dict[str, Any], base: Path) -> tuple[list[TargetSpec], l
             name = getattr(s, key)
             if name is not None and not _path(base, name).is_file():
                 problems.append((("targets", i, key), f"target '{s.id}': {key} file not found: {_path(base, name)}"))
-        if s.tools and s.provider == "gemini":
-            problems.append((("targets", i, "tools"), f"target '{s.id}': tools need the openai or anthropic wire "
-                                                      "format (gemini targets run without tools)"))
+        if s.tools and s.provider in ("gemini", "vertex", "bedrock"):
+            problems.append((("targets", i, "tools"), f"target '{s.id}': tools need the OpenAI or Anthropic wire "
+                                                      f"format ({s.provider} targets run without tools)"))
     return specs, problems
 
 
@@ -147,9 +147,9 @@ def _client(spec: TargetSpec) -> Any:
     try:
         cls: Any = provider_class(name)
         if spec.tools:
-            from ._wire import AnthropicToolProvider, OpenAIToolProvider
+            from ._wire import with_tools
 
-            cls = AnthropicToolProvider if name == "anthropic" else OpenAIToolProvider
+            cls = with_tools(cls)
         base_url = spec.base_url or LOCAL_SERVERS.get(name)
         provider = cls(spec.model, base_url=base_url, api_key=api_key_for(name), timeout=spec.timeout)
     except ProviderAuthError as exc:

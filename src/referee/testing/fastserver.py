@@ -15,6 +15,9 @@ import time
 from typing import Any
 
 _VERDICT = json.dumps({"quality": {"score": 0.8, "rationale": "clear and correct"}, "overall_score": 0.8})
+_ANSWER = "Go to Settings > Security > Reset password and follow the link we email you."
+"""What a system under test says: a request without ``response_format`` is a generation, not a judge call
+(``bench/bench_targets.py``)."""
 _PATHS = (b"/v1/chat/completions", b"/chat/completions")
 
 
@@ -25,10 +28,10 @@ def _response(status: int, body: bytes) -> bytes:
     return head.encode("ascii") + body
 
 
-def _completion(model: str) -> bytes:
+def _completion(model: str, text: str = _VERDICT) -> bytes:
     return json.dumps({
         "id": "chatcmpl-fast", "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": _VERDICT}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 120, "completion_tokens": 40, "total_tokens": 160},
     }).encode()
 
@@ -76,7 +79,7 @@ class _Protocol(asyncio.Protocol):
         except (ValueError, KeyError, TypeError):
             self._send(_response(400, b'{"error": {"message": "expected a chat.completions request"}}'))
             return
-        data = _response(200, _completion(model))
+        data = _response(200, _completion(model, _VERDICT if "response_format" in payload else _ANSWER))
         if self.latency > 0:
             self.loop.call_later(self.latency, self._send, data)
         else:
