@@ -219,3 +219,13 @@ def test_targets_generate_here_and_evaluate_on_ray(ray_cluster: None, tmp_path: 
     rows = read_results(tmp_path / "ray" / "v1.jsonl").rows
     assert sorted((r.id, r.passed) for r in rows) == [(f"t{i}", i % 2 == 1) for i in range(6)]
     assert rows_without_timings(tmp_path / "ray" / "v1.jsonl") == rows_without_timings(tmp_path / "local" / "v1.jsonl")
+
+
+def test_batch_mode_stays_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    suite = judged_suite(tmp_path)
+    assert cli(["run", str(suite), "--provider", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                "--batch", "--engine", "ray"]) == 2
+    assert "--batch runs on the local engine" in capsys.readouterr().err
+    assert not (tmp_path / "suite_results.jsonl").exists()
