@@ -48,8 +48,8 @@ class Judge:
 
     ``Judge("openai", model="gpt-4o-mini")``, ``Judge("openai:gpt-4o-mini")`` or, anywhere a judge is
     accepted, the string ``"openai:gpt-4o-mini"``. ``provider`` is a provider name (``anthropic``,
-    ``openai``, ``gemini``, or a local OpenAI-compatible server: ``ollama``, ``vllm``, ``lmstudio``,
-    ``llamacpp``) or a :class:`~referee.Provider` instance such as ``FakeProvider([...])`` for tests. Keys come
+    ``openai``, ``gemini``, a cloud: ``azure``, ``bedrock``, ``vertex``, or a local OpenAI-compatible server:
+    ``ollama``, ``vllm``, ``lmstudio``, ``llamacpp``) or a :class:`~referee.Provider` instance such as ``FakeProvider([...])`` for tests. Keys come
     from the provider's usual environment variables, never from arguments that could be logged.
     """
 
@@ -67,6 +67,9 @@ class Judge:
     """Read and write the response cache (``.referee/cache.sqlite``, or ``REFEREE_CACHE_DIR``)."""
     input_price_per_mtok: float | None = None
     output_price_per_mtok: float | None = None
+    batch: bool = False
+    """Judge through the provider's batch API (OpenAI, Anthropic, Gemini): half price, answers within 24 h
+    (docs/scale.md)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.provider, str):
@@ -124,7 +127,7 @@ class Judge:
         return JudgeClient(provider, cache=ResponseCache() if self.cache else None,
                            retry=RetryPolicy(max_retries=self.max_retries),
                            input_price_per_mtok=self.input_price_per_mtok,
-                           output_price_per_mtok=self.output_price_per_mtok)
+                           output_price_per_mtok=self.output_price_per_mtok, batch=self.batch)
 
     def config(self, model: str) -> JudgeConfig:
         """What the manifest records of this judge (never a key)."""
@@ -132,7 +135,7 @@ class Judge:
                            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
                            concurrency=self.concurrency, timeout_s=self.timeout, max_retries=self.max_retries,
                            input_price_per_mtok=self.input_price_per_mtok,
-                           output_price_per_mtok=self.output_price_per_mtok)
+                           output_price_per_mtok=self.output_price_per_mtok, batch=self.batch)
 
 
 def as_judge(judge: Judge | str | Provider | None) -> Judge:
