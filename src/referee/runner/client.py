@@ -41,6 +41,18 @@ class CallStats:
     cost_usd: float = 0.0
 
 
+MAX_TOKENS_PER_CALL = 10_000_000
+"""Token counts a provider reports above this (or below 0) are absurd: the row is an error, never a negative or
+billion-dollar cost (no model's context window comes near it)."""
+
+
+def _check_tokens(completion: Completion) -> None:
+    for what, n in (("input", completion.input_tokens), ("output", completion.output_tokens)):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int | float) or not 0 <= n <= MAX_TOKENS_PER_CALL):
+            raise ProviderError(f"the provider reported {n!r} {what} tokens for one call (expected 0 to "
+                                f"{MAX_TOKENS_PER_CALL:,}); the reply is not used", retryable=False)
+
+
 class JudgeClient:
     """What evaluators talk to. Thread-unsafe but coroutine-safe (one event loop)."""
 
@@ -95,6 +107,7 @@ class JudgeClient:
                 return hit
         attempt = 0
         while True:
+            self.stats.calls += 1  # every request sent counts, failed ones too (they may be billed)
             try:
                 completion = await self.provider.complete(request)
                 break
@@ -111,7 +124,7 @@ class JudgeClient:
                 attempt += 1
                 self.stats.retries += 1
         self._reached = True
-        self.stats.calls += 1
+        _check_tokens(completion)
         if completion.input_tokens:
             self.stats.input_tokens += completion.input_tokens
         if completion.output_tokens:
