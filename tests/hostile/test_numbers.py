@@ -41,7 +41,7 @@ OPTIONS = list(_float_options())
 
 def test_every_float_option_of_every_command_refuses_nan_inf_and_negatives() -> None:
     assert len(OPTIONS) > 30  # thresholds, gates, prices, temperatures, timeouts of every command
-    for name, cmd, p in OPTIONS:
+    for _name, cmd, p in OPTIONS:
         assert p.name is not None
         for bad in (math.nan, math.inf, -math.inf):
             with pytest.raises(UserError, match="not a finite number"):
