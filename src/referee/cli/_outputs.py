@@ -62,7 +62,7 @@ def check_outputs(command: click.Command, params: dict[str, Any]) -> None:
     for p in command.params:
         if p.name is None or p.name not in params:
             continue
-        label = p.opts[0] if isinstance(p, click.Option) else p.human_readable_name
+        label = p.opts[0] if isinstance(p, click.Option) else p.name.replace("_", " ")
         is_output = isinstance(p, click.Option) and p.name in OUTPUT_PARAMS
         if not is_output and not isinstance(p.type, click.Path) and not isinstance(p, click.Argument):
             continue
@@ -71,7 +71,7 @@ def check_outputs(command: click.Command, params: dict[str, Any]) -> None:
     for i, (olabel, opath) in enumerate(outputs):
         for ilabel, ipath in inputs:
             if _same(opath, ipath):
-                raise UserError(f"{olabel} {opath} is the input {ilabel}: writing it would destroy the input; "
+                raise UserError(f"{olabel} {opath} is the {ilabel} file: writing it would destroy the input; "
                                 "choose another output path")
         for olabel2, opath2 in outputs[i + 1:]:
             if _same(opath, opath2):
