@@ -350,7 +350,7 @@ async def evaluate_async(
     judge_config = None
     j: Judge | None = None
     if suite.llm_specs:
-        from .evaluators.checks.judge import JudgeSettings
+        from .evaluators.base import JudgeSettings
 
         j = as_judge(judge)
         client = j.client()

@@ -1,11 +1,158 @@
-"""LLM judges usable as evaluators in :func:`referee.evaluate` (and in suites): each receives the judge
-settings from the run (``judge=``) and returns a typed result.
+"""LLM judges as evaluators, for :func:`referee.evaluate` (and suites): each implements the one evaluator
+contract (:class:`~referee.evaluators.base.LLMEvaluator`): the run passes the judge settings explicitly,
+and the result carries usage, cost and judge info as typed fields.
+
+* :class:`LLMJudge` (``llm_judge`` in suites): a prompt template, or referee's with a ``rubric`` text;
+* :class:`Rubric`: a rubric file (criteria, scales, evidence quotes verified against the judged text);
+* :class:`Pairwise`: ``output_a`` against ``output_b`` in both orders (score 1 = a better, 0 = b, 0.5 tie);
+* :class:`Trajectory` (``trajectory_judge`` in suites): an agent's tool-use trajectory.
 
 **Usage**::
 
-    referee.evaluate(cases, [referee.judges.LLMJudge(rubric="- polite: the reply is polite")], judge="openai:gpt-4o-mini")
+    referee.evaluate(cases, [referee.judges.Rubric("agent-evaluation")], judge="openai:gpt-4o-mini")
 """
 
-from .evaluators.checks.judge import LLMJudge
+from __future__ import annotations
 
-__all__ = ["LLMJudge"]
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .cases import Case
+from .errors import UserError
+from .evaluators.base import CheckResult, JudgeSettings, LLMEvaluator
+from .evaluators.checks.judge import LLMJudge
+from .evaluators.trajectory_judge import TrajectoryJudgeCheck as Trajectory
+
+if TYPE_CHECKING:
+    from .evaluators.pairwise import PairwiseJudge, Reconcile
+    from .evaluators.rubric import RubricJudge
+    from .providers.base import JudgeRequest
+    from .rubrics import Rubric as RubricModel
+
+__all__ = ["LLMJudge", "Pairwise", "Rubric", "Trajectory"]
+
+
+def _with_output(case: Case, output: Any) -> Case:
+    if output is case.output:
+        return case
+    return Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
+
+
+def _client(settings: JudgeSettings | None) -> Any:
+    if settings is None or settings.client is None:
+        raise NotImplementedError("no judge client: the request is built when the run has one")
+    return settings.client
+
+
+@dataclass
+class Rubric(LLMEvaluator):
+    """A rubric judge (``referee evaluate``'s): ``rubric`` is a shipped rubric's name (``agent-evaluation``) or
+    a rubric YAML file. The case's score is the rubric's composite; it passes by the rubric's own rules
+    (``fail_below`` overrides the rubric's). Quotes the judge gives as evidence are checked against the
+    judged text; an ungrounded verdict is handled as the rubric says."""
+
+    name: ClassVar[str] = "rubric"
+    rubric: str = "agent-evaluation"
+    fail_below: float | None = None
+    max_tokens: int = 2048
+    _model: RubricModel | None = field(init=False, repr=False, default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        from .rubrics import load_rubric
+
+        self._model = load_rubric(self.rubric)
+
+    def _judge(self) -> RubricJudge:
+        from .evaluators.rubric import RubricJudge
+        from .results.manifest import text_sha256
+
+        s = self._settings
+        assert self._model is not None
+        return RubricJudge(_client(s), self._model, template_hash=text_sha256(self._model.model_dump_json()),
+                           max_tokens=max(self.max_tokens, s.max_tokens if s else 0),
+                           temperature=s.temperature if s else None, seed=s.seed if s else None,
+                           use_cache=s.use_cache if s else True, fail_below=self.fail_below)
+
+    def request(self, case: Case, output: Any) -> JudgeRequest:
+        return self._judge().request(_with_output(case, output))
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        if (none := self.unbound()) is not None:
+            return none
+        row = await self._judge().evaluate(_with_output(case, output))
+        extra = {k: row.details[k] for k in ("summary", "required_actions", "ungrounded") if row.details.get(k)}
+        return CheckResult.from_row(row, **extra)
+
+
+def _default_pairwise_template() -> str:
+    return """Compare two responses to the same request.
+
+<question>
+{input}
+</question>
+
+<response_1>
+{response_1}
+</response_1>
+
+<response_2>
+{response_2}
+</response_2>
+
+Which response is better? Prefer the one that is correct and invents nothing, then the one that is more
+helpful. The order of the responses means nothing. If they are equally good, answer "tie".
+
+Reply with JSON only:
+{"winner": "response_1" | "response_2" | "tie", "rationale": "one sentence"}
+"""
+
+
+@dataclass
+class Pairwise(LLMEvaluator):
+    """``output_a`` against ``output_b`` of each case, judged in both orders (position bias detected and
+    reconciled: ``strict`` makes disagreeing orders a tie, ``average`` takes their mean). Score 1.0 when a is
+    better, 0.0 when b is, 0.5 for a tie; ``details["winner"]`` says which. ``template`` (text with
+    ``{response_1}`` and ``{response_2}`` plus any case field) replaces referee's."""
+
+    name: ClassVar[str] = "pairwise"
+    template: str | None = None
+    reconcile: str = "strict"
+    max_tokens: int | None = None
+    _template: str = field(init=False, repr=False, default="", compare=False)
+
+    def __post_init__(self) -> None:
+        from .evaluators.pairwise import RECONCILE_MODES
+
+        self._template = self.template if self.template is not None else _default_pairwise_template()
+        missing = [k for k in ("{response_1}", "{response_2}") if k not in self._template]
+        if missing:
+            raise UserError(f"Pairwise(template=...): the template must use {' and '.join(missing)}")
+        if self.reconcile not in RECONCILE_MODES:
+            raise UserError(f"Pairwise(reconcile=...): one of {', '.join(RECONCILE_MODES)}")
+
+    def _judge(self) -> PairwiseJudge:
+        from .evaluators.pairwise import PairwiseJudge
+        from .results.manifest import text_sha256
+
+        s = self._settings
+        mode: Reconcile = "average" if self.reconcile == "average" else "strict"
+        return PairwiseJudge(_client(s), self._template, template_hash=text_sha256(self._template),
+                             max_tokens=self.max_tokens or (s.max_tokens if s else 1024),
+                             temperature=s.temperature if s else None, seed=s.seed if s else None,
+                             use_cache=s.use_cache if s else True, reconcile=mode)
+
+    def request(self, case: Case, output: Any) -> JudgeRequest:
+        return self._judge().request(case, "a")
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        if (none := self.unbound()) is not None:
+            return none
+        missing = [k for k in ("output_a", "output_b") if case.get(k) is None]
+        if missing:
+            return CheckResult.error(f"pairwise needs the case fields {' and '.join(missing)}")
+        row = await self._judge().evaluate(case)
+        res = CheckResult.from_row(row, winner=row.winner, position_bias_detected=row.position_bias_detected)
+        if res.status == "scored":
+            res.passed = None  # a comparison, not a pass/fail verdict: the run's threshold decides
+        return res
+

@@ -68,8 +68,11 @@ INVENTED = {"helpfulness": "We will refund you twice the amount immediately"}
 
 
 async def test_ungrounded_reask_then_keep_with_flag() -> None:
-    # agent-evaluation says `ungrounded: reask`: re-asked once, and kept with the flag if still unfound.
-    row, provider = await _judge([rubric_reply(quotes=INVENTED)] * 2)
+    # `ungrounded: reask`: re-asked once, and kept with the flag if still unfound (agent-evaluation's own rule,
+    # `invalid`, makes it unscored instead: see tests/fidelity/test_ungrounded_invalid.py).
+    reask = load_rubric("agent-evaluation").model_copy(update={"ungrounded": "reask"})
+    client, provider = fake_client([rubric_reply(quotes=INVENTED)] * 2)
+    row = await RubricJudge(client, reask).evaluate(CASE)
     assert len(provider.requests) == 2
     assert "not found" in provider.requests[1].messages[-1].content
     assert row.status == "scored" and "ungrounded" in row.flags

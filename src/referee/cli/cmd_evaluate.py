@@ -23,6 +23,7 @@ from ..evaluators.rubric import RubricJudge
 from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
 from ..results.schema import ResultRow
 from ..rubrics import Rubric, load_rubric
+from ..rubrics.model import UNGROUNDED_MODES
 from ..runner.session import error_row, execute
 from ..templates import preflight
 from . import invoked_argv
@@ -73,6 +74,10 @@ def _row_json(row: ResultRow, rubric: Rubric) -> dict[str, Any]:
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Also write the self-contained HTML report.")
 @click.option("--category", default=None, help="Category for every row (batch mode).")
+@click.option("--ungrounded", "ungrounded_mode", type=click.Choice(UNGROUNDED_MODES), default=None,
+              help="What an evidence quote not found in the judged text costs (default: the rubric's; invalid for "
+                   "agent-evaluation: re-asked once, then that dimension and the composite are unscored). "
+                   "reask: re-ask once, then keep the score flagged 'ungrounded'; keep: flag only.")
 @click.option("--output-evaluated", "evaluated", default=None,
               help="The verdict's 'Output Evaluated' line: a brief description of what was evaluated "
                    "(default: the file name).")
@@ -82,13 +87,15 @@ def _row_json(row: ResultRow, rubric: Rubric) -> dict[str, Any]:
 @judge_options(default_concurrency=4)
 def command(output: str | None, task: str | None, contexts: tuple[str, ...], rubric: str,
             json_out: str | None, fail_below: float | None, cases_path: str | None, out: str | None,
-            html_out: str | None, category: str | None, evaluated: str | None,
+            html_out: str | None, category: str | None, ungrounded_mode: str | None, evaluated: str | None,
             evaluator_name: str | None, judge: JudgeOptions) -> int:
     """Grade OUTPUT (a file, or - for stdin) against a rubric (default: the 5-dimension agent-evaluation)."""
     system_model = judge.system_model
     rb = load_rubric(rubric)
     if rb.kind == "gold":
         raise UserError(f"{rubric} is a gold-standard criteria file: use `referee gold --criteria {rubric}`")
+    if ungrounded_mode is not None:
+        rb = rb.model_copy(update={"ungrounded": ungrounded_mode})  # part of rubric_hash: no stale resume
     ctx = _read_contexts(contexts)
     threshold = fail_below if fail_below is not None else rb.fail_below
     if cases_path is not None:

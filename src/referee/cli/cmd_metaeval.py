@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..errors import InputError, UserError
 from ..metaeval import hanna as _hanna
-from ..metaeval.judgebench import judgebench_accuracy, read_outputs
+from ..metaeval.judgebench import judgebench_accuracy, judgebench_by_category, read_outputs
 from ..metaeval.llmbar import (
     dataset_path,
     parse_raw,
@@ -178,16 +178,30 @@ def judgebench_cmd(outputs: tuple[str, ...], json_out: str | None, n_boot: int, 
     """JudgeBench judge outputs (outputs/<model>__<judge>__<judge_model>.jsonl), with JudgeBench's accuracy."""
     out: dict[str, PairwiseMeta] = {}
     acc: dict[str, float] = {}
+    by_cat: dict[str, dict[str, tuple[int, float]]] = {}
     for path in outputs:
         items = read_outputs(path)
         name = Path(path).stem
         out[name] = pairwise_meta(items, n_boot=n_boot, seed=boot_seed)
         acc[name] = judgebench_accuracy(items)
+        by_cat[name] = judgebench_by_category(items)
     _print_pairwise(out)
+    cats = list(dict.fromkeys(c for per in by_cat.values() for c in per))
+    t = Table(title="JudgeBench accuracy per category (%, pairs in brackets; a pair is correct when the two "
+                    "orders' +1/-1/0 sum is > 0)", title_justify="left")
+    for c in ("judge", *cats, "overall"):
+        t.add_column(c, justify="left" if c == "judge" else "right")
+    for name, per in by_cat.items():
+        cells = [f"{per[c][1] * 100:.2f} ({per[c][0]})" if c in per else "-" for c in cats]
+        t.add_row(name, *cells, f"{acc[name] * 100:.2f} ({sum(n for n, _ in per.values())})")
+    _console().print(t)
     for name, a in acc.items():
         click.echo(f"JudgeBench accuracy (pair correct when the two orders' +1/-1/0 sum is > 0): {name}: "
                    f"{a * 100:.2f}%")
-    _write_json(json_out, {k: {**v.to_dict(), "judgebench_accuracy": acc[k]} for k, v in out.items()})
+    _write_json(json_out, {k: {**v.to_dict(), "judgebench_accuracy": acc[k],
+                               "judgebench_by_category": {c: {"pairs": n, "accuracy": a}
+                                                          for c, (n, a) in by_cat[k].items()}}
+                           for k, v in out.items()})
     return 0
 
 

@@ -1,8 +1,16 @@
-"""The evaluator contract shared by checks, trajectory checks and plugins.
+"""The one evaluator contract: checks, LLM judges and plugins all implement it, and one runner runs them.
 
 An evaluator is a dataclass whose fields are its configuration (so ``{name: {option: value}}`` in a suite
-file maps onto it), with one method, ``evaluate``, returning a :class:`CheckResult`. LLM-judged evaluators
-implement ``evaluate_async`` instead. A check that raises becomes an ``error`` result: it never stops a run.
+file, or ``Regex(pattern=...)`` in Python, maps onto it), with one method returning a :class:`CheckResult`:
+
+* a check implements ``evaluate(case, output)`` (pure, microseconds; ``evaluate_async`` defaults to it);
+* an LLM judge subclasses :class:`LLMEvaluator`: the runner passes the judge settings explicitly with
+  ``bind(JudgeSettings(client, max_tokens, temperature, seed, use_cache))`` on a private copy, then awaits
+  ``evaluate_async(case, output)``; ``request(case, output)`` builds the prompt without calling anyone (dry runs).
+
+A result carries what the judge cost as typed fields (``usage``, ``cost_usd``, ``judge``, ``raw_reply``,
+``latency_ms``), never hidden in ``details``. A check that raises becomes an ``error`` result and an unscorable
+judge reply an ``unscored`` one: neither stops a run, and neither is ever turned into a score.
 """
 
 from __future__ import annotations
@@ -11,10 +19,15 @@ import dataclasses
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..cases import Case
 from ..errors import UserError
+from ..results.schema import JudgeInfo, ResultRow, Usage
+
+if TYPE_CHECKING:
+    from ..providers.base import JudgeRequest
+    from ..runner.client import JudgeClient
 
 
 @dataclass
@@ -28,6 +41,32 @@ class CheckResult:
     status: Literal["scored", "unscored", "error"] = "scored"
     evidence: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    """Evaluator-specific data (kept under the evaluator's label in the row's ``details``)."""
+    usage: Usage | None = None
+    """Tokens the judge used (LLM evaluators)."""
+    cost_usd: float | None = None
+    judge: JudgeInfo | None = None
+    """Which judge gave the verdict (provider, model, template hash)."""
+    raw_reply: str | None = None
+    """An excerpt of an unusable judge reply, for the record."""
+    latency_ms: float | None = None
+
+    @classmethod
+    def from_row(cls, row: ResultRow, *, threshold: float | None = None, **details: Any) -> CheckResult:
+        """A judge's result row as one evaluator's result: score, verdict and the typed judge fields.
+
+        ``passed`` is ``score >= threshold`` when a threshold is given, else the row's own verdict."""
+        typed: dict[str, Any] = {"usage": row.usage, "cost_usd": row.cost_usd, "judge": row.judge,
+                                 "raw_reply": row.raw_reply,
+                                 "latency_ms": row.latency_ms}
+        if row.status != "scored" or row.score is None:
+            return cls(score=None, status=row.status, reason=row.error or row.rationale or row.status,
+                       details=details, **typed)
+        if row.criteria:
+            details = {"criteria": [c.model_dump(mode="json", exclude_defaults=True) for c in row.criteria],
+                       **details}
+        passed = row.score >= threshold if threshold is not None else row.passed
+        return cls(score=row.score, passed=passed, reason=row.rationale or "", details=details, **typed)
 
     @classmethod
     def from_bool(cls, ok: bool, reason: str = "", **details: Any) -> CheckResult:
@@ -52,6 +91,55 @@ class Evaluator:
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         return self.evaluate(case, output)
+
+
+@dataclass
+class JudgeSettings:
+    """What the runner hands an LLM evaluator: the client and the sampling settings."""
+
+    client: JudgeClient | None
+    """None in dry runs, which only build prompts."""
+    max_tokens: int = 1024
+    temperature: float | None = None
+    seed: int | None = None
+    use_cache: bool = True
+
+
+@dataclass
+class LLMEvaluator(Evaluator):
+    """Base of every LLM-judged evaluator (see the module docstring for the contract)."""
+
+    is_llm: ClassVar[bool] = True
+    _settings: JudgeSettings | None = field(init=False, repr=False, default=None, compare=False)
+
+    def bind(self, settings: JudgeSettings) -> None:
+        """Receive the run's judge settings (the runner calls this on a private copy of the evaluator)."""
+        self._settings = settings
+
+    @property
+    def settings(self) -> JudgeSettings | None:
+        return self._settings
+
+    def request(self, case: Case, output: Any) -> JudgeRequest:
+        """The judge request for ``case`` (for dry runs: counted, never sent)."""
+        raise NotImplementedError(f"{type(self).__name__} does not build its request ahead of the call")
+
+    def with_defaults(self, **defaults: Any) -> LLMEvaluator:
+        """A copy taking the suite's ``judge:`` defaults (template, rubric, max_tokens) it leaves unset."""
+        return self
+
+    def evaluate(self, case: Case, output: Any) -> CheckResult:
+        raise RuntimeError(f"{self.name or type(self).__name__} is an LLM judge: run it with referee.evaluate, a "
+                           "suite (referee run) or await evaluate_async")
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        raise NotImplementedError(f"{type(self).__name__} must implement evaluate_async()")
+
+    def unbound(self) -> CheckResult | None:
+        """The result when no judge is configured (unscored, never a score), else None."""
+        if self._settings is None or self._settings.client is None:
+            return CheckResult(score=None, status="unscored", reason="no judge configured")
+        return None
 
 
 _REGISTRY: dict[str, type[Evaluator]] = {}

@@ -266,7 +266,7 @@ class GoldJudge:
                 apply_zero_rule(r, judge_pass_only=self.judge_pass_only)
                 self._ground(checker, r)
             bad = [k for k, r in replies.items() if grounded(r.checks) is False]
-            if bad and mode == "reask" and attempts[0] == 1:
+            if bad and mode in ("reask", "invalid") and attempts[0] == 1:
                 lost = [q.quote for k in bad for q in replies[k].checks if not q.found]
                 raise ReplyInvalid("these quotes were not found in either document (copy quotes exactly): "
                                    + "; ".join(repr(q) for q in lost[:6]))
@@ -306,7 +306,7 @@ class GoldJudge:
                 else:
                     errors[c.id] = o.error or o.status
         wall_ms = (time.perf_counter() - t0) * 1000
-        if rubric.ungrounded == "unscored":
+        if rubric.ungrounded in ("unscored", "invalid"):
             for cid, r in list(replies.items()):
                 if grounded(r.checks) is False:
                     del replies[cid]

@@ -279,7 +279,7 @@ class RubricJudge:
         def parse(text: str) -> RubricVerdict:
             attempts[0] += 1
             v = parse_rubric_reply(text, rubric, checker)
-            if v.ungrounded and rubric.ungrounded == "reask" and attempts[0] == 1:
+            if v.ungrounded and rubric.ungrounded in ("reask", "invalid") and attempts[0] == 1:
                 raise ReplyInvalid(_ungrounded_reason(v))
             return v
 
@@ -304,7 +304,7 @@ class RubricJudge:
     def _scored_fields(self, v: RubricVerdict, details: dict[str, Any], flags: list[str]) -> dict[str, Any]:
         rubric = self.rubric
         criteria: list[CriterionScore] = []
-        unscored_ids = v.ungrounded if rubric.ungrounded == "unscored" else []
+        unscored_ids = v.ungrounded if rubric.ungrounded in ("unscored", "invalid") else []
         for c in rubric.criteria:
             cv = v.criteria[c.id]
             scale = rubric.criterion_scale(c)
@@ -327,9 +327,10 @@ class RubricJudge:
             details["ungrounded"] = v.ungrounded
         out: dict[str, Any] = {"criteria": criteria, "rationale": v.summary or None}
         if unscored_ids:
-            out.update(status="unscored",
-                       error=f"ungrounded evidence for {', '.join(unscored_ids)} (the rubric makes such scores "
-                             "unscored)")
+            why = ("the judge was asked again and its quotes are still not in the judged text: assertions "
+                   "without grounding are invalid; --ungrounded reask keeps such scores, flagged"
+                   if rubric.ungrounded == "invalid" else "the rubric makes such scores unscored")
+            out.update(status="unscored", error=f"ungrounded evidence for {', '.join(unscored_ids)} ({why})")
             settled = [c.id for c in criteria if c.critical and c.passed is False]
             if settled and rubric.fail_on_critical:
                 # A graded critical criterion failed: FAIL stands whatever the unscored ones would be (no

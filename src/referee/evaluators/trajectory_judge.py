@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..cases import Case
@@ -23,8 +23,7 @@ from ..providers.base import JudgeRequest
 from ..results.schema import CriterionScore, ResultRow
 from ..runner.client import JudgeClient
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
-from .base import CheckResult, Evaluator, register
-from .checks.judge import JudgeSettings
+from .base import CheckResult, LLMEvaluator, register
 from .judge import outcome_row
 from .prompt_guard import data_block, judge_request, make_nonce, system_prompt
 from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
@@ -244,17 +243,15 @@ class TrajectoryJudge(CriteriaJudge):
 
 @register
 @dataclass
-class TrajectoryJudgeCheck(Evaluator):
+class TrajectoryJudgeCheck(LLMEvaluator):
     """``trajectory_judge`` in suite files: the trajectory judge bound by the suite runner to its judge client.
     ``criteria``: ``{id: description}`` replacing the default rubric."""
 
     name: ClassVar[str] = "trajectory_judge"
-    is_llm: ClassVar[bool] = True
     criteria: dict[str, str] | None = None
     max_chars: int = 200
     threshold: float = 0.7
     max_tokens: int | None = None
-    _settings: JudgeSettings | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         if self.criteria is not None and (not isinstance(self.criteria, dict) or not self.criteria or not all(
@@ -262,9 +259,6 @@ class TrajectoryJudgeCheck(Evaluator):
             raise ValueError("criteria must map criterion ids to descriptions")
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError("threshold must be within 0-1")
-
-    def bind(self, settings: JudgeSettings) -> None:
-        self._settings = settings
 
     def _judge(self) -> TrajectoryJudge:
         s = self._settings
@@ -287,21 +281,11 @@ class TrajectoryJudgeCheck(Evaluator):
             traj = Trajectory(final_output=output)
         return tj.request(tj.prompt(case, traj))
 
-    def evaluate(self, case: Case, output: Any) -> CheckResult:
-        raise RuntimeError("trajectory_judge is asynchronous: run it through a suite (referee run)")
-
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         s = self._settings
         if s is None or s.client is None:
             return CheckResult(score=None, status="unscored", reason="no judge configured")
         row = await self._judge().evaluate(self._case(case, output))
-        meta: dict[str, Any] = {"_usage": row.usage, "_cost_usd": row.cost_usd, "_latency_ms": row.latency_ms,
-                                "_judge": row.judge, "_raw_reply": row.raw_reply}
         if row.status != "scored" or row.score is None:
-            if row.usage is None:  # nothing was asked (an unreadable trajectory)
-                meta = {}
-            return CheckResult(score=None, status=row.status, reason=row.error or "unscored", details=meta)
-        meta["criteria"] = [c.model_dump(mode="json", exclude_defaults=True) for c in row.criteria]
-        meta["rule"] = row.details.get("rule")
-        return CheckResult(score=row.score, passed=row.score >= self.threshold, reason=row.rationale or "",
-                           details=meta)
+            return CheckResult.from_row(row)
+        return CheckResult.from_row(row, threshold=self.threshold, rule=row.details.get("rule"))

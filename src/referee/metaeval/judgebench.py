@@ -3,6 +3,9 @@
 Each line has ``pair_id``, ``label`` (``A>B``/``B>A``, objective correctness) and ``judgments[2]``: the original
 order, then the run with the responses swapped (its ``decision`` refers to swapped positions and is flipped
 back here).
+
+Categories as in the JudgeBench paper, from ``source``: ``mmlu-pro-*`` knowledge, ``livebench-reasoning``
+reasoning, ``livebench-math`` math, ``livecodebench`` coding.
 """
 
 from __future__ import annotations
@@ -59,3 +62,30 @@ def judgebench_accuracy(items: list[PairVerdict]) -> float:
         return 0
 
     return sum(s(v.noswap, v.label) + s(v.swap, v.label) > 0 for v in items) / len(items)
+
+
+CATEGORIES = ("knowledge", "reasoning", "math", "coding")
+
+
+def category_of(source: str | None) -> str:
+    """The JudgeBench category of a pair's ``source`` (unknown sources keep their own name)."""
+    src = (source or "").strip().lower()
+    if src.startswith("mmlu-pro"):
+        return "knowledge"
+    if src == "livebench-reasoning":
+        return "reasoning"
+    if src == "livebench-math":
+        return "math"
+    if src.startswith("livecodebench"):
+        return "coding"
+    return src or "(no source)"
+
+
+def judgebench_by_category(items: list[PairVerdict]) -> dict[str, tuple[int, float]]:
+    """JudgeBench accuracy per category: ``{category: (pairs, accuracy)}``, in the paper's order (knowledge,
+    reasoning, math, coding), then any other source."""
+    groups: dict[str, list[PairVerdict]] = {}
+    for v in items:
+        groups.setdefault(category_of(v.group), []).append(v)
+    order = [c for c in CATEGORIES if c in groups] + sorted(c for c in groups if c not in CATEGORIES)
+    return {c: (len(groups[c]), judgebench_accuracy(groups[c])) for c in order}

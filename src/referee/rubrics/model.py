@@ -22,7 +22,8 @@ SCALES: dict[str, tuple[float, float, bool]] = {
 }
 
 Composite = Literal["weighted_sum", "weighted_mean", "mean", "sum"]
-Ungrounded = Literal["keep", "reask", "unscored"]
+Ungrounded = Literal["keep", "reask", "invalid", "unscored"]
+UNGROUNDED_MODES: tuple[str, ...] = ("keep", "reask", "invalid", "unscored")
 DEFAULT_GOLD_JUDGE_MODEL = "claude-sonnet-4-6"
 WEIGHT_TOLERANCE = 1e-6
 
@@ -124,8 +125,9 @@ class Rubric(_Model):
     evidence_required: bool = True
     """Every score needs at least one evidence quote; a reply without one is invalid."""
     ungrounded: Ungrounded = "keep"
-    """What to do when a quoted piece of evidence cannot be found: keep the score with the flag, re-ask the
-    judge once (then keep with the flag), or make the criterion (and so the case) unscored."""
+    """What to do when a quoted piece of evidence cannot be found: ``keep`` the score with the flag, ``reask``
+    the judge once (then keep with the flag), ``invalid`` (re-ask once, then the criterion, and so the case,
+    is unscored: "assertions without grounding are invalid"), or make it ``unscored`` at once."""
     bands: list[Band] = Field(default_factory=list)
     fail_below: float | None = None
     """Composite (on the rubric's scale) below which the case fails (the agent-evaluation rework rule)."""

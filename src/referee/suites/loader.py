@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from .._yaml import parse_nodes
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
-from ..evaluators.base import Evaluator
+from ..evaluators.base import Evaluator, LLMEvaluator
 from ..targets.loader import TARGET_KEYS, parse_targets
 from ..targets.model import TargetSpec
 from .model import (
@@ -420,7 +420,7 @@ def _part(model: Any, value: Any) -> Any:
 
 def _with_judge_defaults(spec: EvalSpec, judge: JudgeDefaults | None) -> EvalSpec:
     ev = spec.evaluator
-    if judge is None or not hasattr(ev, "with_defaults"):
+    if judge is None or not isinstance(ev, LLMEvaluator):
         return spec
     new = ev.with_defaults(template=judge.template, template_file=judge.template_file, rubric=judge.rubric,
                            max_tokens=judge.max_tokens)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..cases import Case
-from ..evaluators.base import CheckResult, Evaluator
+from ..evaluators.base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
 from ..results.manifest import EvalSetInfo, RunManifest, file_sha256, text_sha256
 from ..results.schema import JudgeInfo, ResultRow, Usage
 from ..runner.session import Outcome, error_row, execute
@@ -128,21 +128,14 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
     for spec, r in zip(suite.specs, results, strict=True):
         statuses.add(r.status)
         passed = _passed(spec, r, sc.threshold)
-        d = r.details
-        if d:
-            d = dict(d)
-            if "_usage" in d:
-                u = d.pop("_usage")
-                if u is not None:
-                    usage = u if usage is None else usage + u
-                c = d.pop("_cost_usd", None)
-                if c is not None:
-                    cost = (cost or 0.0) + c
-                judge = d.pop("_judge", None) or judge
-                raw_reply = d.pop("_raw_reply", None) or raw_reply
-                d.pop("_latency_ms", None)
-            if d:
-                details[spec.label] = d
+        if r.usage is not None:
+            usage = r.usage if usage is None else usage + r.usage
+        if r.cost_usd is not None:
+            cost = (cost or 0.0) + r.cost_usd
+        judge = r.judge or judge
+        raw_reply = r.raw_reply or raw_reply
+        if r.details:
+            details[spec.label] = r.details
         # Plain dicts with only the keys that differ from the defaults: validating the whole row once is
         # twice as fast as building each CriterionScore (this loop runs 500,000 times in the benchmark).
         crit: dict[str, Any] = {"id": spec.label}
@@ -223,7 +216,7 @@ def bind_settings(suite: Suite, settings: Any) -> Suite:
     settings are passed explicitly, and each evaluator is copied so binding never leaks between runs."""
     specs = []
     for s in suite.specs:
-        if s.is_llm and hasattr(s.evaluator, "bind"):
+        if isinstance(s.evaluator, LLMEvaluator):
             ev = dataclasses.replace(s.evaluator)
             ev.bind(settings)
             s = dataclasses.replace(s, evaluator=ev)
@@ -317,22 +310,24 @@ class DryRun:
 
 def dry_run(suite: Suite, *, max_tokens: int, input_price: float | None, output_price: float | None) -> DryRun:
     """Count judge calls and estimate tokens/cost from the filled prompts, without any provider."""
-    from ..evaluators.checks.judge import JudgeSettings
-
     specs = suite.llm_specs
     chars = 0
     out_tokens = 0
     for s in specs:
-        ev: Any = s.evaluator
-        if hasattr(ev, "bind") and getattr(ev, "_settings", None) is None:
+        ev = s.evaluator
+        if isinstance(ev, LLMEvaluator) and ev.settings is None:
+            ev = dataclasses.replace(ev)
             ev.bind(JudgeSettings(client=None, max_tokens=max_tokens))
         for c in suite.cases:
-            if hasattr(ev, "request"):
-                req = ev.request(c, _output_of(c, s))
-                chars += sum(len(m.content) for m in req.messages)
-                out_tokens += req.max_tokens
-            else:
+            try:
+                req = ev.request(c, _output_of(c, s)) if isinstance(ev, LLMEvaluator) else None
+            except NotImplementedError:
+                req = None
+            if req is None:
                 out_tokens += max_tokens
+                continue
+            chars += sum(len(m.content) for m in req.messages)
+            out_tokens += req.max_tokens
     in_tokens = chars // 4
     cost = None
     if input_price is not None and output_price is not None:

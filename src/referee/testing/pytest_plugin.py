@@ -66,7 +66,7 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
     import dataclasses
     import tempfile
 
-    from ..evaluators.checks.judge import JudgeSettings
+    from ..evaluators.base import JudgeSettings
     from ..results.io import ResultWriter
     from ..suites.gating import gate_verdicts
     from ..suites.runner import CaseEvaluator, bind_settings

@@ -57,11 +57,28 @@ def instance_for_schema(schema: dict[str, Any], prompt: str, path: str = "") -> 
     if t == "boolean":
         return bool(_h(prompt, path) % 2)
     if any(w in path.lower() for w in ("quote", "evidence")):
-        words = re.findall(r"\S+", prompt)
+        # Evidence is quoted from the judged text (the delimited output block) as a real judge must: rubrics
+        # treat a quote that is not in it as ungrounded.
+        words = re.findall(r"\S+", _judged_text(prompt))
         if len(words) > 6:
             start = _h(prompt, path) % (len(words) - 6)
             return " ".join(words[start : start + 6])
+        if words:
+            return " ".join(words)
     return f"generated {path.strip('.') or 'text'}"
+
+
+_BLOCK = re.compile(r"<([A-Za-z][\w-]*)>\n(.*?)\n</\1>", re.DOTALL)
+_JUDGED = ("output", "generated", "answer", "response", "final")
+
+
+def _judged_text(prompt: str) -> str:
+    """The text under evaluation in a judge prompt: its output block when it has one, else the whole prompt."""
+    blocks = [(name.lower(), body) for name, body in _BLOCK.findall(prompt) if body.strip()]
+    for name, body in blocks:
+        if name.startswith(_JUDGED):
+            return str(body)
+    return str(blocks[-1][1]) if blocks else prompt
 
 
 def schema_responder(req: WireRequest) -> str:

@@ -7,9 +7,10 @@ Structure: ``is_json``, ``json_schema``, ``numeric``. Similarity: ``fuzzy``, ``t
 
 from __future__ import annotations
 
+from ..base import JudgeSettings
 from ._common import OptionError
 from .code import PythonCode, extract_code
-from .judge import JudgeSettings, LLMJudge
+from .judge import LLMJudge
 from .similarity import Embedding, Fuzzy, RougeL, TokenF1, embedding_available, rouge_l, token_f1
 from .structured import IsJson, JsonSchema, Numeric
 from .text import Contains, EndsWith, Equals, Length, NotContains, Regex, StartsWith

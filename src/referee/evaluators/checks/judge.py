@@ -1,5 +1,5 @@
 """``llm_judge``: the template judge as a suite evaluator (through the foundation's pipeline: cache, retries,
-the judge-reply contract). The suite runner binds it to a :class:`~referee.runner.JudgeClient`."""
+the judge-reply contract). The runner binds it to the run's judge settings (:class:`..base.JudgeSettings`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from typing import Any, ClassVar
 from ...cases import Case
 from ...providers.base import JudgeRequest
 from ...results.manifest import text_sha256
-from ...runner.client import JudgeClient
 from ...templates import case_values
-from ..base import CheckResult, Evaluator, register
+from ..base import CheckResult, LLMEvaluator, register
 from ..judge import JUDGE_SYSTEM, parse_template_reply, template_reply_schema
 from ..prompt_guard import fill_template, judge_request
 from ..reply import ask_judge
@@ -41,26 +40,13 @@ _REFERENCE_BLOCK = "\n<reference>\n{reference}\n</reference>\n"
 DEFAULT_RUBRIC = "- correctness: the answer is correct and consistent with the reference, inventing nothing."
 
 
-@dataclass
-class JudgeSettings:
-    """What the runner hands an LLM evaluator: the client and the sampling settings."""
-
-    client: JudgeClient | None
-    """None in dry runs, which only build prompts."""
-    max_tokens: int = 1024
-    temperature: float | None = None
-    seed: int | None = None
-    use_cache: bool = True
-
-
 @register
 @dataclass
-class LLMJudge(Evaluator):
+class LLMJudge(LLMEvaluator):
     """An LLM judge with a prompt template (``template``/``template_file``, ``{placeholders}`` filled from the
     case) or, by default, referee's built-in template with a ``rubric``. Unscored replies stay unscored."""
 
     name: ClassVar[str] = "llm_judge"
-    is_llm: ClassVar[bool] = True
     primary: ClassVar[str] = "rubric"
     template: str | None = None
     template_file: str | None = None
@@ -70,7 +56,6 @@ class LLMJudge(Evaluator):
     threshold: float = 0.7
     max_tokens: int | None = None
     _template: str = field(init=False, repr=False, default="")
-    _settings: JudgeSettings | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         if self.template is not None and self.template_file is not None:
@@ -104,9 +89,6 @@ class LLMJudge(Evaluator):
             changes.pop("template_file", None)
         return dataclasses.replace(self, **changes)
 
-    def bind(self, settings: JudgeSettings) -> None:
-        self._settings = settings
-
     def prompt(self, case: Case, output: Any) -> str:
         return self.prompt_parts(case, output)[0]
 
@@ -128,22 +110,19 @@ class LLMJudge(Evaluator):
             temperature=s.temperature if s else None, seed=s.seed if s else None,
         )
 
-    def evaluate(self, case: Case, output: Any) -> CheckResult:
-        raise RuntimeError("llm_judge is asynchronous: run it through a suite (referee run)")
-
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         s = self._settings
         if s is None or s.client is None:
             return CheckResult(score=None, status="unscored", reason="no judge configured")
         outcome = await ask_judge(s.client, self.request(case, output),
                                   lambda text: parse_template_reply(text, self.criteria), use_cache=s.use_cache)
-        meta: dict[str, Any] = {
-            "_usage": outcome.usage, "_cost_usd": outcome.cost_usd, "_latency_ms": outcome.latency_ms,
-            "_judge": s.client.judge_info(self.template_hash), "_raw_reply": outcome.raw_excerpt,
+        typed: dict[str, Any] = {
+            "usage": outcome.usage, "cost_usd": outcome.cost_usd, "latency_ms": outcome.latency_ms,
+            "judge": s.client.judge_info(self.template_hash), "raw_reply": outcome.raw_excerpt,
         }
         if outcome.status != "scored" or outcome.value is None:
-            return CheckResult(score=None, status=outcome.status, reason=outcome.error or "unscored", details=meta)
+            return CheckResult(score=None, status=outcome.status, reason=outcome.error or "unscored", **typed)
         v = outcome.value
-        meta["criteria"] = [c.model_dump(mode="json", exclude_defaults=True) for c in v.criteria]
-        return CheckResult(score=v.overall, passed=v.overall >= self.threshold,
-                           reason=v.lowest_rationale or "", details=meta)
+        return CheckResult(score=v.overall, passed=v.overall >= self.threshold, reason=v.lowest_rationale or "",
+                           details={"criteria": [c.model_dump(mode="json", exclude_defaults=True)
+                                                 for c in v.criteria]}, **typed)
