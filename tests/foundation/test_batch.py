@@ -376,3 +376,29 @@ async def test_polls_back_off_and_requests_arriving_together_share_one_job() -> 
     assert gaps[0] >= 0.02 and gaps[1] >= 0.029 and all(g < 0.2 for g in gaps)  # 0.02, 0.03, then capped 0.05
     assert gaps[-1] >= 0.045
     assert lines[0] == "batch job job1 submitted (fake, 5 requests)"
+
+
+async def test_large_runs_are_split_into_jobs_within_the_providers_limits() -> None:
+    from referee.providers import FakeProvider, JudgeRequest, Message
+    from referee.providers.batch import BatchAdapter, JobStatus
+    from referee.runner.batch import BatchRunner
+
+    class Small(BatchAdapter):
+        max_requests = 3
+        max_bytes = 4000
+
+        async def submit(self, items: list[tuple[str, JudgeRequest]]) -> str:
+            raise AssertionError
+
+        async def status(self, job_id: str) -> JobStatus:
+            raise AssertionError
+
+        async def results(self, job_id: str, status: JobStatus, keys: list[str]) -> dict[str, Any]:
+            raise AssertionError
+
+    runner = BatchRunner(Small(FakeProvider()), report=lambda line: None)
+    short = JudgeRequest(messages=(Message("user", "x"),))
+    long = JudgeRequest(messages=(Message("user", "y" * 3000),))
+    items = [(f"s{i}", short) for i in range(7)] + [("l0", long), ("l1", long)]
+    chunks = runner._chunks(items)
+    assert [[k for k, _ in c] for c in chunks] == [["s0", "s1", "s2"], ["s3", "s4", "s5"], ["s6"], ["l0"], ["l1"]]
