@@ -251,3 +251,24 @@ def test_progress_bar_only_on_a_terminal_and_shows_rate_and_cost(monkeypatch: py
     bar.close()
     err = capsys.readouterr().err
     assert "judging" in err and "3/3" in err and "$0.0123" in err and "/s" in err
+
+
+def test_run_sync_never_formats_the_result() -> None:
+    """asyncio.run formats its main task's repr when it restores the SIGINT handler (Python 3.11): a result
+    holding thousands of rows cost a judging run most of its last second. The result stays out of the task."""
+    from referee.runner.session import run_sync
+
+    formatted: list[int] = []
+
+    class Rows:
+        def __repr__(self) -> str:
+            formatted.append(1)
+            return "Rows()"
+
+    rows = Rows()
+
+    async def run() -> Rows:
+        return rows
+
+    assert run_sync(run()) is rows
+    assert formatted == []
