@@ -39,5 +39,7 @@ def command(suites: tuple[str, ...], print_schema: bool) -> int:
                    f"({', '.join(s.label for s in suite.specs)})"
                    + (f"; {llm} LLM evaluator(s): {llm * len(suite.cases)} judge call(s) per run" if llm else "")
                    + (f"; {n_plugins} plugin evaluator(s) not imported (validate runs no user code)"
-                      if (n_plugins := sum(isinstance(s.evaluator, NotImported) for s in suite.specs)) else ""))
+                      if (n_plugins := sum(isinstance(s.evaluator, NotImported) for s in suite.specs)) else "")
+                   + (f"; {len(suite.targets)} target(s): {', '.join(t.id for t in suite.targets)}"
+                      if suite.targets else ""))
     return 2 if bad else 0
