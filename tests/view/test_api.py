@@ -263,7 +263,7 @@ def test_labels_never_overwrite_an_input_and_one_writer_at_a_time(data: Data) ->
         build_app([str(data.results), str(data.baseline)], labels=str(data.dir / "l.jsonl"))
     app = build_app([str(data.results)], labels=str(data.dir / "l.jsonl"))
     try:
-        with pytest.raises(UserError, match="in use by referee view"):
+        with pytest.raises(UserError, match="already open in this process"):
             build_app([str(data.results)], labels=str(data.dir / "l.jsonl"))
     finally:
         close_app(app)
