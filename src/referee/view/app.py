@@ -18,7 +18,7 @@ from ..aggregate import ScoreOptions, summarize
 from ..aggregate.load import PASS_RULES
 from ..aggregate.units import build_units
 from ..cases import Case
-from ..errors import UserError
+from ..errors import RefereeError, UserError
 from ..evaluators.evidence import locate
 from ..reports.html import highlight_segments
 from ..rubrics.model import SCALES
@@ -41,7 +41,7 @@ API_VERSION = 1
 _EXCERPT = 300
 
 
-class ApiError(Exception):
+class ApiError(RefereeError):
     def __init__(self, status: int, msg: str) -> None:
         super().__init__(msg)
         self.status = status
