@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -18,7 +18,31 @@ from ..templates import Preflight
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-PROVIDER_CHOICES = ["anthropic", "openai", "gemini", *CLOUD_PROVIDERS, *LOCAL_SERVERS]
+
+
+class _ProviderChoices(Sequence[str]):
+    """``--provider`` choices: the built-ins, then installed provider plugins, listed on first use only (reading
+    the installed packages' entry points costs start-up time that most commands never need)."""
+
+    def _names(self) -> list[str]:
+        from ..providers import provider_names
+
+        return provider_names()
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._names()[i]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in ("anthropic", "openai", "gemini", *CLOUD_PROVIDERS, *LOCAL_SERVERS) or name in self._names()
+
+
+PROVIDER_CHOICES: Sequence[str] = _ProviderChoices()
 # Local servers that route by model name (llama.cpp serves its one loaded model whatever the name).
 _SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
 
