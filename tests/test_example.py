@@ -9,6 +9,7 @@ import pytest
 from referee.cli import cli
 from referee.results import read_results
 from referee.testing import FakeLLMServer, schema_responder
+from referee.view import build_app
 
 
 def test_example_without_a_judge_skips_only_model_graded_steps(tmp_path: Path,
@@ -21,6 +22,15 @@ def test_example_without_a_judge_skips_only_model_graded_steps(tmp_path: Path,
     assert "ANTHROPIC_API_KEY" in text and "REFEREE_BASE_URL" in text
     assert not (tmp_path / "ex" / "judged_after.jsonl").exists()
     assert (tmp_path / "ex" / "before.jsonl").exists()
+    # It ends with the command that opens its runs in the viewer, and that command works on them.
+    last = out.out.strip().splitlines()[-1].split()
+    assert last[:2] == ["referee", "view"] and last[-1] == "--open"
+    files = last[2:-1]
+    assert [Path(f).name for f in files[:2]] == ["suite_before.jsonl", "suite_after.jsonl"]
+    app = build_app(files, lock=False)
+    suite_after = app.runs["1"]
+    assert len(suite_after.table) == 12
+    assert suite_after.index().cases["refund-01"].output  # the cases file found through the run manifest
 
 
 def test_example_with_a_local_judge_grades_every_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

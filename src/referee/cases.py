@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _data
 from .errors import InputError, MissingExtraError, UserError
 
 NESTED_FIELDS = ("turns", "trajectory", "metadata", "expect", "messages")
@@ -176,10 +177,12 @@ def _load_jsonl(raw: bytes, path: str) -> list[Case]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _data.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=path,
                              line=lineno) from exc
+        except _data.UnsafeData as exc:
+            raise InputError(f"refused JSON: {exc}", file=path, line=lineno) from None
         out.append(_check_case(obj, path, lineno, len(out)))
     return out
 
@@ -189,9 +192,11 @@ def _load_json_list(raw: bytes, path: str) -> list[Case]:
     if not text.strip():
         return []
     try:
-        data = json.loads(text)
+        data = _data.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON ({exc.msg})", file=path, line=exc.lineno) from exc
+    except _data.UnsafeData as exc:
+        raise InputError(f"refused JSON: {exc}", file=path) from None
     if isinstance(data, dict) and isinstance(data.get("cases"), list):
         data = data["cases"]
     if not isinstance(data, list):
@@ -236,10 +241,12 @@ def _table_record(record: dict[str, Any], path: str, line: int | None) -> dict[s
             continue
         if key in NESTED_FIELDS and isinstance(value, str):
             try:
-                value = json.loads(value)
+                value = _data.loads(value)
             except json.JSONDecodeError as exc:
                 raise InputError(f"expected JSON ({exc.msg} at column {exc.colno})", file=path, line=line,
                                  field=key) from exc
+            except _data.UnsafeData as exc:
+                raise InputError(f"refused JSON: {exc}", file=path, line=line, field=key) from None
         out[key] = value
     return out
 

@@ -29,6 +29,7 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import _data
 from ..errors import InputError
 from ..results.manifest import RunManifest
 from ..results.schema import ResultRow
@@ -146,9 +147,13 @@ def _precise_error(raw: bytes) -> str:
     except UnicodeDecodeError as exc:
         return f"not UTF-8 ({exc.reason} at byte {exc.start})"
     try:
-        json.loads(text)
+        _data.loads(text)
     except json.JSONDecodeError as exc:
         return f"malformed JSON ({exc.msg} at column {exc.colno})"
+    except _data.UnsafeData as exc:
+        return f"refused JSON: {exc}"
+    except ValueError:
+        return ""
     return ""
 
 

@@ -61,6 +61,7 @@ class JudgeOptions:
     no_cache: bool
     input_price: float | None
     output_price: float | None
+    batch: bool = False
     system_model: str | None = None
     """``--system-model``: the model that produced the judged outputs (cases' ``metadata.system_model`` wins)."""
 
@@ -69,7 +70,7 @@ class JudgeOptions:
             provider=self.provider, model=model, base_url=_safe_url(self.base_url),
             temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed, repeat=repeat,
             concurrency=self.concurrency, timeout_s=self.timeout, max_retries=self.max_retries,
-            input_price_per_mtok=self.input_price, output_price_per_mtok=self.output_price,
+            input_price_per_mtok=self.input_price, output_price_per_mtok=self.output_price, batch=self.batch,
         )
 
 
@@ -115,6 +116,9 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
                          help="USD per million input tokens (cost is reported only with both prices)."),
             click.option("--output-price-per-mtok", "output_price", type=float, default=None,
                          help="USD per million output tokens."),
+            click.option("--batch", is_flag=True,
+                         help="Judge through the provider's batch API (OpenAI, Anthropic, Gemini): half price, "
+                              "answers within 24 h; jobs are kept in the manifest and a rerun resumes them."),
             click.option("--system-model", default=None,
                          help="Model that produced the judged outputs (else each case's metadata.system_model): "
                               "rows it judges itself are flagged self_grading, and every report says so."),
@@ -130,7 +134,7 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
                 seed=kwargs.pop("seed"), timeout=kwargs.pop("timeout"), max_retries=kwargs.pop("max_retries"),
                 concurrency=kwargs.pop("concurrency"), no_cache=kwargs.pop("no_cache"),
                 input_price=kwargs.pop("input_price"), output_price=kwargs.pop("output_price"),
-                system_model=kwargs.pop("system_model") or None,
+                system_model=kwargs.pop("system_model") or None, batch=kwargs.pop("batch"),
             )
             return f(*args, judge=jo, **kwargs)
 
@@ -153,7 +157,8 @@ def build_client(jo: JudgeOptions, *, model: str | None = None) -> JudgeClient:
         raise UserError(str(exc)) from exc
     cache = None if jo.no_cache else ResponseCache()  # at REFEREE_CACHE_DIR, else .referee/
     return JudgeClient(provider, cache=cache, retry=RetryPolicy(max_retries=jo.max_retries),
-                       input_price_per_mtok=jo.input_price, output_price_per_mtok=jo.output_price)
+                       input_price_per_mtok=jo.input_price, output_price_per_mtok=jo.output_price,
+                       batch=jo.batch)
 
 
 def judge_configured(provider_flag: str | None = None) -> bool:

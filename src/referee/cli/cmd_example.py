@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -43,4 +44,11 @@ def command(workdir: str, provider: str | None, model: str | None, base_url: str
     click.echo(click.style("== Summary", bold=True))
     for title, outcome in outcomes:
         click.echo(f"- {title}: {outcome or 'done'}")
+    from ..example.step_90_view import command_for
+
+    view = command_for(target)
+    if view is not None:  # the last thing printed: where to look next
+        click.echo("")
+        click.echo("Look at the runs and label cases in your browser:")
+        click.echo(click.style("  " + shlex.join(view), fg="cyan"))
     return 0

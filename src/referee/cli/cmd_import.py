@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from .. import _data
 from ..errors import InputError, UserError
 from ..trajectories import FORMATS, TrajectoryError, detect_format, import_trajectory
 from ._agents import ensure_parent
@@ -70,14 +71,18 @@ def _records(path: Path) -> list[tuple[str, int | None, Any]]:
             if not line.strip():
                 continue
             try:
-                out.append((f"{path.stem}-{n}", n, json.loads(line)))
+                out.append((f"{path.stem}-{n}", n, _data.loads(line)))
             except json.JSONDecodeError as exc:
                 out.append((f"malformed JSON ({exc.msg} at column {exc.colno})", n, _BAD))
+            except _data.UnsafeData as exc:
+                out.append((f"refused JSON: {exc}", n, _BAD))
         return out
     try:
-        return [(path.stem, None, json.loads(text))]
+        return [(path.stem, None, _data.loads(text))]
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON ({exc.msg})", file=str(path), line=exc.lineno) from exc
+    except _data.UnsafeData as exc:
+        raise InputError(f"refused JSON: {exc}", file=str(path)) from None
 
 
 @click.command("import")

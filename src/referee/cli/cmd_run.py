@@ -206,7 +206,10 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
     gates = suite.gates
     ids = [t.id for t in suite.targets]
     candidate, baseline = gate_targets(gates, ids, out_dir)
-    targets = build_targets(suite.targets, suite.base_dir, use_cache=not jo.no_cache)  # exit 2 before any call
+    targets = build_targets(suite.targets, suite.base_dir, use_cache=not jo.no_cache,
+                            batch=jo.batch)  # exit 2 before any call
+    if jo.batch:  # every case starts at once so that the requests go into one job
+        concurrency = max(concurrency, len(suite.cases))
     outcomes = run_suite_targets(suite, targets, out_dir, bind=lambda s: bind_judge(s, jo)[:2],
                                  concurrency=concurrency, command=invoked_argv(), judge_config=judge_config)
     for o in outcomes:

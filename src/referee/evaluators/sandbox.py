@@ -444,7 +444,9 @@ def _result(path: Path, returncode: int, timed_out: bool, limits: SandboxLimits)
         except (OSError, ValueError):
             data = None
     if timed_out:
-        return SandboxResult(status="timeout", reason=f"timed out after {limits.timeout_s:g}s (killed)")
+        # A busy machine can reach the wall-clock limit before the CPU time limit: say which one fired.
+        return SandboxResult(status="timeout", reason=f"timed out after {limits.timeout_s:g}s (killed; wall-clock "
+                                                      f"limit reached before the {limits.cpu_s}s CPU time limit)")
     if data is not None:
         status = data.get("status")
         res = SandboxResult(

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import jsonschema
 
+from .. import _regex
 from ..cases import Case
 from ..results.schema import CriterionScore, ResultRow
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
@@ -228,7 +229,7 @@ def _args_match(mode: str, expected: Any, actual: Any) -> tuple[bool, str]:
             if not found:
                 return False, f"argument '{path}' missing"
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            if re.fullmatch(str(pattern), text) is None:
+            if _regex.search(str(pattern), text, full=True) is None:
                 return False, f"argument '{path}'={text!r} does not match /{pattern}/"
         return True, "arguments match the patterns"
     if mode == "schema":
@@ -482,7 +483,7 @@ class ToolErrorsHandled(_TrajectoryEvaluator):
             return CheckResult.from_bool(True, "no tool errors")
         text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
         text = text.translate(_APOSTROPHES)  # "couldn’t" as models write it
-        acknowledged = re.search(self.acknowledge_pattern, text) is not None
+        acknowledged = _regex.search(self.acknowledge_pattern, text) is not None
         unhandled = []
         for s in failed:
             recovered = any(t.index > s.index and t.tool == s.tool and not t.failed for t in traj.steps)
@@ -545,7 +546,7 @@ class GoalReached(_TrajectoryEvaluator):
                 passes += 1
         if goal.get("regex") is not None:
             flags = 0 if self.case_sensitive else re.IGNORECASE
-            if re.search(str(goal["regex"]), text, flags):
+            if _regex.search(str(goal["regex"]), text, flags):
                 passes += 1
             else:
                 failures.append(f"output does not match /{goal['regex']}/")

@@ -6,6 +6,7 @@ import errno
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from .. import _data
 from ..errors import InputError, UserError
 from .schema import ResultRow
 
@@ -77,8 +79,8 @@ def read_results(path: str | Path, *, strict: bool = False) -> LoadedResults:
                 _problem(out, strict, p, lineno, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
                 continue
             try:
-                data = json.loads(text, parse_constant=_reject_constant)
-            except (json.JSONDecodeError, ValueError) as exc:
+                data = _data.loads(text, parse_constant=_reject_constant)
+            except ValueError as exc:  # malformed, or refused (deep nesting, huge numbers, lone surrogates)
                 _problem(out, strict, p, lineno, None, f"malformed JSON ({exc})")
                 continue
             if not isinstance(data, dict):
@@ -106,6 +108,9 @@ def _problem(out: LoadedResults, strict: bool, path: Path, line: int, fld: str |
     out.warnings.append(f"skipped {err}")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class ResultWriter:
     """Appends rows as they complete, flushing each, so a crash or Ctrl-C keeps every row already paid for."""
 
@@ -118,6 +123,8 @@ class ResultWriter:
 
     def write(self, row: ResultRow) -> None:
         line = json.dumps(row.to_json_dict(), ensure_ascii=False, allow_nan=False) + "\n"
+        if _SURROGATE.search(line):  # a lone surrogate from a provider's reply is not UTF-8: U+FFFD, not a crash
+            line = _SURROGATE.sub("\ufffd", line)
         try:
             self._f.write(line)
             self._f.flush()
@@ -164,7 +171,9 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
             if not raw.strip():
                 continue
             try:
-                yield lineno, json.loads(raw.decode("utf-8"))
+                yield lineno, _data.loads(raw.decode("utf-8"))
+            except _data.UnsafeData as exc:
+                raise InputError(f"refused JSON: {exc}", file=str(p), line=lineno) from None
             except UnicodeDecodeError as exc:
                 raise InputError(f"not UTF-8 ({exc.reason} at byte {exc.start})", file=str(p), line=lineno) from exc
             except json.JSONDecodeError as exc:

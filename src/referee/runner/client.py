@@ -6,12 +6,16 @@ import asyncio
 import os
 import random
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import ProviderError, ProviderUnavailable
 from ..providers.base import Completion, JudgeRequest, Provider
 from ..results.schema import JudgeInfo
 from .cache import ResponseCache, cache_key
 from .prices import COST_DECIMALS, Pricer
+
+if TYPE_CHECKING:
+    from .batch import BatchRunner
 
 
 @dataclass
@@ -46,7 +50,7 @@ class JudgeClient:
 
     def __init__(self, provider: Provider, *, cache: ResponseCache | None = None,
                  retry: RetryPolicy | None = None, input_price_per_mtok: float | None = None,
-                 output_price_per_mtok: float | None = None) -> None:
+                 output_price_per_mtok: float | None = None, batch: bool = False) -> None:
         self.provider = provider
         self.cache = cache
         self.retry = retry or RetryPolicy()
@@ -55,6 +59,14 @@ class JudgeClient:
         self.pricer = Pricer(provider.price_id(), input_per_mtok=input_price_per_mtok,
                              output_per_mtok=output_price_per_mtok)
         self.stats = CallStats()
+        self.batch: BatchRunner | None = None
+        """Batch mode: calls go to the provider's batch API (:mod:`referee.runner.batch`)."""
+        if batch:
+            from ..providers.batch import batch_adapter
+            from .batch import BatchRunner
+
+            self.batch = BatchRunner(batch_adapter(provider))
+            self.batch.on_result = self._cache_batch_result
         self._reached = False
         """Whether the server has answered at all in this run (a success or any HTTP status)."""
 
@@ -93,23 +105,12 @@ class JudgeClient:
             if hit is not None:
                 self.stats.cached += 1
                 return hit
-        attempt = 0
-        while True:
-            try:
-                completion = await self.provider.complete(request)
-                break
-            except ProviderError as exc:
-                if exc.status is not None:
-                    self._reached = True
-                if not exc.retryable or attempt >= self.retry.max_retries:
-                    raise
-                if isinstance(exc, ProviderUnavailable) and not self._reached and attempt >= 1:
-                    # Never reached since the run started: the server is down or --base-url is wrong. Say so
-                    # now rather than after the whole backoff; once it has answered, outages get every retry.
-                    raise
-                await asyncio.sleep(self.retry.delay(attempt, exc.retry_after))
-                attempt += 1
-                self.stats.retries += 1
+        if self.batch is not None:
+            # Batch errors are final for this run (the job answered, or it did not): no client-level retry.
+            completion = await self.batch.complete(key or cache_key(self.provider.describe(), request), request)
+            key = None  # the batch runner filled the cache already
+        else:
+            completion = await self._call(request)
         self._reached = True
         self.stats.calls += 1
         if completion.input_tokens:
@@ -123,7 +124,32 @@ class JudgeClient:
             self.cache.put(key, completion)
         return completion
 
+    def _cache_batch_result(self, key: str, completion: Completion) -> None:
+        if self.cache is not None:
+            self.cache.put(key, completion)
+
+    async def _call(self, request: JudgeRequest) -> Completion:
+        """One live call with retries."""
+        attempt = 0
+        while True:
+            try:
+                return await self.provider.complete(request)
+            except ProviderError as exc:
+                if exc.status is not None:
+                    self._reached = True
+                if not exc.retryable or attempt >= self.retry.max_retries:
+                    raise
+                if isinstance(exc, ProviderUnavailable) and not self._reached and attempt >= 1:
+                    # Never reached since the run started: the server is down or --base-url is wrong. Say so
+                    # now rather than after the whole backoff; once it has answered, outages get every retry.
+                    raise
+                await asyncio.sleep(self.retry.delay(attempt, exc.retry_after))
+                attempt += 1
+                self.stats.retries += 1
+
     async def aclose(self) -> None:
+        if self.batch is not None:
+            await self.batch.aclose()
         await self.provider.aclose()
         if self.cache is not None:
             self.cache.close()

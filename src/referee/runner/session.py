@@ -92,6 +92,10 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
             os.replace(mp, manifest_path(prev))
         res.note = f"{out} held results of a different configuration; moved to {prev}"
         return res
+    # Batch jobs an earlier (killed or interrupted) run submitted: polled again rather than paid twice.
+    jobs = old.extra.get("batch_jobs")
+    if isinstance(jobs, list) and jobs:
+        manifest.extra["batch_jobs"] = [j for j in jobs if isinstance(j, dict)]
     loaded = read_results(out)
     keep = [r for r in loaded.rows if r.status != "error"]
     res.kept = keep
@@ -211,6 +215,14 @@ async def execute_async(
 
     # No manifest beside a device or pipe (it would land in /dev).
     keep_manifest = out is not None and (not out.exists() or out.is_file())
+    if client is not None and client.batch is not None:
+        # Every case starts at once so that their requests go into one job; the manifest is saved as jobs change.
+        def save_manifest() -> None:
+            if keep_manifest and out is not None:
+                manifest.write(out)
+
+        client.batch.attach(manifest.extra.setdefault("batch_jobs", []), save=save_manifest)
+        concurrency = max(concurrency, len(todo))
     if keep_manifest:
         assert out is not None
         manifest.write(out)

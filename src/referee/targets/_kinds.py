@@ -164,6 +164,11 @@ class Target(ABC):
 
     def start(self, concurrency: int) -> None:
         """Called inside the run's event loop, before the first case."""
+        client = getattr(self, "client", None)
+        if client is not None and getattr(client, "batch", None) is not None:
+            concurrency = 1 << 20  # batch mode: every case's request must reach the job; the provider paces
+            self.pacer = Pacer(concurrency, self.spec.rate_limit)
+            return
         self.pacer = Pacer(self.spec.concurrency or concurrency, self.spec.rate_limit)
 
     async def generate(self, case: Case) -> Generation:

@@ -102,7 +102,7 @@ def select(specs: Sequence[TargetSpec], ids: Sequence[str] | None) -> list[Targe
     return [by_id[i] for i in dict.fromkeys(ids)]
 
 
-def build_target(spec: TargetSpec, base: Path, *, use_cache: bool = True) -> Target:
+def build_target(spec: TargetSpec, base: Path, *, use_cache: bool = True, batch: bool = False) -> Target:
     """A runnable target. Raises UserError (exit 2) for what can be known before any call: a module that does not
     import, a missing API key, an unset header variable."""
     if str(base) not in sys.path:
@@ -125,7 +125,9 @@ def build_target(spec: TargetSpec, base: Path, *, use_cache: bool = True) -> Tar
     template = _read(base, spec.prompt, spec) if spec.prompt is not None else (spec.template or "")
     system = _read(base, spec.system_file, spec) if spec.system_file is not None else spec.system
     tool_fn = import_attr(spec.tool_results, f"target '{spec.id}': tool_results:") if spec.tool_results else None
-    return ModelTarget(spec, base, client=_client(spec), template=template, system=system,
+    # A tool loop needs each answer before the next turn: it stays live under --batch.
+    return ModelTarget(spec, base, client=_client(spec, batch=batch and not spec.tools), template=template,
+                       system=system,
                        prompt_path=spec.prompt, tool_fn=tool_fn, use_cache=use_cache)
 
 
@@ -137,7 +139,7 @@ def _read(base: Path, name: str, spec: TargetSpec) -> str:
         raise InputError(f"target '{spec.id}': cannot read: {exc}", file=str(p)) from exc
 
 
-def _client(spec: TargetSpec) -> Any:
+def _client(spec: TargetSpec, *, batch: bool = False) -> Any:
     """The shared client (retries, the response cache, prices) around the target's provider."""
     from ..errors import ProviderAuthError
     from ..providers import LOCAL_SERVERS, api_key_for, provider_class
@@ -158,7 +160,7 @@ def _client(spec: TargetSpec) -> Any:
         raise UserError(f"target '{spec.id}': {exc}") from exc
     return JudgeClient(provider, cache=ResponseCache(), retry=RetryPolicy(max_retries=spec.max_retries),
                        input_price_per_mtok=spec.input_price_per_mtok,
-                       output_price_per_mtok=spec.output_price_per_mtok)
+                       output_price_per_mtok=spec.output_price_per_mtok, batch=batch)
 
 
 def load_target_file(path: str | Path) -> tuple[list[TargetSpec], Path]:

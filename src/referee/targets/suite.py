@@ -31,9 +31,11 @@ class TargetOutcome:
     notes: list[str]
 
 
-def build_targets(specs: Sequence[TargetSpec], base: Path, *, use_cache: bool = True) -> list[Target]:
-    """Every target built before any call: a module that does not import or a missing key stops the run here."""
-    return [build_target(s, base, use_cache=use_cache) for s in specs]
+def build_targets(specs: Sequence[TargetSpec], base: Path, *, use_cache: bool = True,
+                  batch: bool = False) -> list[Target]:
+    """Every target built before any call: a module that does not import or a missing key stops the run here.
+    ``batch``: model targets generate through their provider's batch API (``--batch``)."""
+    return [build_target(s, base, use_cache=use_cache, batch=batch) for s in specs]
 
 
 def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,

@@ -13,9 +13,9 @@ from .compare import rows_without_timings
 
 if TYPE_CHECKING:
     from .responders import instance_for_schema, schema_responder
-    from .server import FakeLLMServer, Reply, WireRequest, default_responder
+    from .server import BatchPlan, FakeLLMServer, Reply, WireRequest, default_responder
 
-_SERVER_NAMES = ("FakeLLMServer", "Reply", "WireRequest", "default_responder")
+_SERVER_NAMES = ("BatchPlan", "FakeLLMServer", "Reply", "WireRequest", "default_responder")
 _RESPONDER_NAMES = ("instance_for_schema", "schema_responder")
 
 
@@ -32,6 +32,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BatchPlan",
     "FakeLLMServer",
     "FakeProvider",
     "Reply",

@@ -28,6 +28,8 @@ from typing import Any
 
 from aiohttp import web
 
+from .batch_api import BatchPlan, BatchRoutes  # noqa: F401 - BatchPlan is re-exported
+
 
 @dataclass
 class Reply:
@@ -135,7 +137,7 @@ def default_responder(req: WireRequest) -> str:
     return json.dumps({"quality": {"score": 0.8, "rationale": "clear and correct"}, "overall_score": 0.8})
 
 
-class FakeLLMServer:
+class FakeLLMServer(BatchRoutes):
     """The server runs in a background thread with its own event loop, so sync and async tests can use it."""
 
     def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, host: str = "127.0.0.1",
@@ -151,6 +153,7 @@ class FakeLLMServer:
         self.token_requests: list[dict[str, str]] = []
         """Form bodies POSTed to the OAuth token endpoint (``/token``), for the Vertex AI sign-in tests."""
         self.access_token = "ya29.fake-access-token-for-tests"
+        self._batch_init()
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -186,6 +189,7 @@ class FakeLLMServer:
                             self._gemini)  # Vertex AI
         app.router.add_post("/model/{model_id}/converse", self._bedrock)  # AWS Bedrock
         app.router.add_post("/token", self._oauth_token)  # Google OAuth2 (Application Default Credentials)
+        self._add_batch_routes(app)  # OpenAI Batch API, Anthropic Message Batches, Gemini batch mode
         return app
 
     async def _start(self) -> None:
@@ -289,6 +293,9 @@ class FakeLLMServer:
             return web.json_response({"error": {"message": f"response_format type '{rf}' is not supported",
                                                 "type": "invalid_request_error"}}, status=400)
         reply = self._next(req)
+        return await self._respond(request, reply, self.openai_envelope(req, reply))
+
+    def openai_envelope(self, req: WireRequest, reply: Reply) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or ""}
         if reply.tool_calls:
             message["content"] = reply.text
@@ -304,11 +311,14 @@ class FakeLLMServer:
             "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens,
                       "total_tokens": reply.input_tokens + reply.output_tokens},
         }
-        return await self._respond(request, reply, env)
+        return env
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         req = await self._receive(request, "anthropic")
         reply = self._next(req)
+        return await self._respond(request, reply, self.anthropic_envelope(req, reply))
+
+    def anthropic_envelope(self, req: WireRequest, reply: Reply) -> dict[str, Any]:
         text = reply.text or ""
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         tools = req.body.get("tools") or []
@@ -329,11 +339,17 @@ class FakeLLMServer:
             "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn",
             "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
         }
-        return await self._respond(request, reply, env)
+        return env
 
     async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        model, _, action = request.match_info["model_action"].partition(":")
+        if action == "batchGenerateContent":
+            return await self.gemini_batch_create(request, model)
         req = await self._receive(request, "gemini")
         reply = self._next(req)
+        return await self._respond(request, reply, self.gemini_envelope(req, reply))
+
+    def gemini_envelope(self, req: WireRequest, reply: Reply) -> dict[str, Any]:
         env = {
             "candidates": [{"content": {"role": "model", "parts": [{"text": reply.text or ""}]},
                             "finishReason": "STOP", "index": 0}],
@@ -342,7 +358,7 @@ class FakeLLMServer:
                               "totalTokenCount": reply.input_tokens + reply.output_tokens},
             "modelVersion": req.model,
         }
-        return await self._respond(request, reply, env)
+        return env
 
 
     async def _bedrock(self, request: web.Request) -> web.StreamResponse:

@@ -14,6 +14,7 @@ import datetime as _dt
 import json
 from typing import Any, TypeVar
 
+from .. import _data
 from ..cases import Case
 from .model import Step, Trajectory, TrajectoryError
 
@@ -32,7 +33,9 @@ def parse_args(raw: Any, *, case_id: str | None, at: int | str) -> Any:
     value = raw
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
+            value = _data.loads(raw)
+        except _data.UnsafeData as exc:
+            raise TrajectoryError(f"arguments refused: {exc}", case_id=case_id, step=at) from None
         except json.JSONDecodeError as exc:
             shown = raw if len(raw) <= 60 else raw[:60] + "..."
             raise TrajectoryError(f"arguments are not JSON ({exc.msg} at column {exc.colno}): {shown!r}",
@@ -48,8 +51,8 @@ def _maybe_json(value: Any) -> Any:
         s = value.strip()
         if s[:1] in ("{", "["):
             try:
-                return json.loads(s)
-            except json.JSONDecodeError:
+                return _data.loads(s)
+            except ValueError:  # not JSON, or refused (too deep, huge numbers): kept as the text it is
                 return value
     return value
 

@@ -19,9 +19,6 @@ from ..aggregate.load import PASS_RULES
 from ..aggregate.units import build_units
 from ..cases import Case
 from ..errors import RefereeError, UserError
-from ..evaluators.evidence import locate
-from ..reports.html import highlight_segments
-from ..rubrics.model import SCALES
 from .labels import LabelError, LabelStore, build_label, default_labels_path
 from .store import (
     FLAG_NAMES,
@@ -146,6 +143,8 @@ class ViewApp:
     # -- endpoints ---------------------------------------------------------------------------------------
 
     def api_index(self) -> dict[str, Any]:
+        from ..rubrics.model import SCALES
+
         return {"api_version": API_VERSION, "threshold": self.opts.threshold, "pass_rule": self.opts.pass_rule,
                 "runs": [self.run(k).info() | {"labels": str(self.labels[k].path)} for k in self.order],
                 "flags": list(FLAG_NAMES), "sort_keys": list(SORT_KEYS), "scales": list(SCALES)}
@@ -208,6 +207,10 @@ class ViewApp:
         t = run.table
         if not 0 <= row < len(t):
             raise ApiError(404, f"no row {row} in run {key} ({len(t)} rows)")
+        # Imported here: jinja2, rapidfuzz and the rubric models are not needed to start the viewer.
+        from ..evaluators.evidence import locate
+        from ..reports.html import highlight_segments
+
         d = run.read_row(row)
         try:
             case = run.index().cases.get(t.ids[row])
@@ -447,6 +450,8 @@ def _label_short(x: dict[str, Any]) -> dict[str, Any]:
 
 def _label_scale(crits: list[dict[str, Any]], details: dict[str, Any]) -> str | None:
     """The rubric scale a human may score this row on (the composite's, else the criteria's common one)."""
+    from ..rubrics.model import SCALES
+
     s = details.get("composite_scale")
     if isinstance(s, str) and s in SCALES and s != "binary":
         return s

@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, RefereeError, UserError
-from ..evaluators.pairwise import SCORES as PAIRWISE_SCORES
 from ..results.io import iter_jsonl
-from ..rubrics.model import SCALES, normalise
 
 MAX_COMMENT = 5000
 MAX_REVIEWER = 100
@@ -152,6 +150,9 @@ class LabelStore:
 
 def build_label(body: Any, *, known: bool, results_name: str, pairwise: bool) -> dict[str, Any]:
     """Validate a POSTed label and turn it into the line to store. Raises :class:`LabelError`."""
+    from ..evaluators.pairwise import SCORES as PAIRWISE_SCORES
+    from ..rubrics.model import SCALES, normalise
+
     if not isinstance(body, dict):
         raise LabelError("expected a JSON object")
     allowed = {"run", "id", "passed", "score", "scale", "winner", "comment", "reviewer"}

@@ -202,22 +202,26 @@ class Run:
                         search=search, cases=cases, case_warnings=warns)
 
     def _load_cases(self) -> tuple[dict[str, Case], list[str]]:
-        paths = list(self.cases_paths)
+        """This run's own cases first (a target's outputs beside the results, the file its manifest names),
+        then the ``--cases`` files: runs of different case sets may share ids."""
+        paths: list[Path] = []
         warns: list[str] = []
         man = self.table.manifest
         name = self.path.name
         outputs = self.path.with_name((name[:-len(".jsonl")] if name.endswith(".jsonl") else name) + ".outputs.jsonl")
-        if not paths and outputs.is_file():  # a target's generated outputs beside its results (referee run)
+        if outputs.is_file():  # a target's generated outputs beside its results (referee run)
             paths.append(outputs)
-        if not paths and man is not None and man.eval_set is not None:
+        if man is not None and man.eval_set is not None:
             recorded = Path(man.eval_set.path)
             for cand in (recorded, self.path.parent / recorded, self.path.parent / recorded.name):
                 if cand.is_file():
                     paths.append(cand)
                     break
             else:
-                warns.append(f"the cases file named in the run manifest ({recorded}) was not found: "
-                             "pass --cases to show inputs and outputs")
+                if not self.cases_paths:
+                    warns.append(f"the cases file named in the run manifest ({recorded}) was not found: "
+                                 "pass --cases to show inputs and outputs")
+        paths += [p for p in self.cases_paths if not any(same_file(p, q) for q in paths)]
         out: dict[str, Case] = {}
         for p in paths:
             try:

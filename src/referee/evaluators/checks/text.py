@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from ... import _regex
 from ...cases import Case
 from ..base import CheckResult, Evaluator, register
 from ._common import OptionError, as_text, candidates, clip, expected_value, normalise
@@ -121,7 +122,7 @@ class Regex(Evaluator):
     full_match: bool = False
     negate: bool = False
     """Pass when the pattern does NOT match (forbidden patterns)."""
-    _re: re.Pattern[str] | None = field(init=False, repr=False, default=None)
+    _re: Any = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         if not self.pattern:
@@ -129,14 +130,17 @@ class Regex(Evaluator):
         flags = ((re.IGNORECASE if self.ignore_case else 0) | (re.MULTILINE if self.multiline else 0)
                  | (re.DOTALL if self.dotall else 0))
         try:
-            self._re = re.compile(self.pattern, flags)
+            self._re = _regex.compile(self.pattern, flags)
         except re.error as exc:
             raise OptionError("pattern", f"invalid regex {self.pattern!r}: {exc}") from None
 
     def evaluate(self, case: Case, output: Any) -> CheckResult:
         assert self._re is not None
         text = as_text(output)
-        m = self._re.fullmatch(text) if self.full_match else self._re.search(text)
+        try:  # bounded in time: a 50 MB output or a backtracking pattern is an error row, not a hung run
+            m = _regex.search(self._re, text, full=self.full_match)
+        except _regex.RegexTimeout as exc:
+            return CheckResult.error(str(exc))
         if self.negate:
             if m:
                 return CheckResult(score=0.0, passed=False, reason=f"forbidden pattern matched {clip(m.group(0))!r}",

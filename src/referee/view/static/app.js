@@ -67,7 +67,7 @@ function labelChips(labels) {
 }
 
 function labelText(l) {
-  if (l.winner) return "winner " + l.winner;
+  if (l.winner) return l.winner === "tie" ? "tie" : l.winner.toUpperCase() + " is better";
   if (l.passed === true) return "pass";
   if (l.passed === false) return "fail";
   if (l.raw_score !== undefined && l.scale) return l.raw_score + " (" + l.scale + ")";
@@ -159,7 +159,7 @@ function renderSummary(box, s, nBoot) {
       stat("unscored + error rows", String(o.unscored + o.errors), "stat-unscored"),
       stat("mean cost", o.mean_cost === null ? "n/a" : fmt.cost(o.mean_cost)),
       stat("mean latency", o.mean_latency_ms === null ? "n/a" : fmt.ms(o.mean_latency_ms))),
-    cats.length ? el("table", { class: "card" }, el("thead", {}, el("tr", {}, ["category", "cases", "pass rate", "mean", "unscored"].map((h) => el("th", { class: "nosort" }, h)))), el("tbody", {}, cats)) : null,
+    cats.length ? el("table", { class: "card" }, el("thead", {}, el("tr", {}, ["category", "cases", "pass rate", "mean", "unscored"].map((h, i) => el("th", { class: "nosort" + (i ? " num" : "") }, h)))), el("tbody", {}, cats)) : null,
     lowest.length ? el("div", { class: "card" }, el("b", {}, "Lowest cases"), el("ul", {}, lowest)) : null,
     (s.warnings || []).length ? el("ul", { class: "warn-list" }, s.warnings.slice(0, 10).map((w) => el("li", {}, w))) : null,
     el("p", { class: "muted" }, "threshold " + s.threshold + ", pass rule " + s.pass_rule + ", " + nBoot + " bootstrap resamples"));
@@ -348,9 +348,11 @@ function reviewPanel(key, c, onDone, blind) {
   }
   const buttons = [];
   const keys = {};
+  if (!blind && c.pairwise && c.case && c.case.output_a !== undefined) blind = ["a", "b"];
+  const names = blind && blind.shown ? ["left", "right"] : ["A", "B"];
   if (blind) {
-    buttons.push(el("button", { id: "pick-left", onclick: () => send({ winner: blind[0] }) }, "left is better ", el("kbd", {}, "1")),
-      el("button", { id: "pick-right", onclick: () => send({ winner: blind[1] }) }, "right is better ", el("kbd", {}, "2")),
+    buttons.push(el("button", { id: "pick-left", onclick: () => send({ winner: blind[0] }) }, names[0] + " is better ", el("kbd", {}, "1")),
+      el("button", { id: "pick-right", onclick: () => send({ winner: blind[1] }) }, names[1] + " is better ", el("kbd", {}, "2")),
       el("button", { id: "pick-tie", onclick: () => send({ winner: "tie" }) }, "tie ", el("kbd", {}, "t")));
     keys["1"] = () => send({ winner: blind[0] }); keys["2"] = () => send({ winner: blind[1] }); keys["t"] = () => send({ winner: "tie" });
   } else {
@@ -370,7 +372,7 @@ function reviewPanel(key, c, onDone, blind) {
   const node = el("div", { class: "review-panel", id: "review-panel" },
     el("div", {}, el("b", {}, "Your label: "), buttons, " ", status),
     comment,
-    el("div", { class: "muted" }, "keys: ", blind ? [el("kbd", {}, "1"), " left, ", el("kbd", {}, "2"), " right, ", el("kbd", {}, "t"), " tie"] : [el("kbd", {}, "p"), " pass, ", el("kbd", {}, "f"), " fail"],
+    el("div", { class: "muted" }, "keys: ", blind ? [el("kbd", {}, "1"), " " + names[0] + ", ", el("kbd", {}, "2"), " " + names[1] + ", ", el("kbd", {}, "t"), " tie"] : [el("kbd", {}, "p"), " pass, ", el("kbd", {}, "f"), " fail"],
       ", ", el("kbd", {}, "j"), " next, ", el("kbd", {}, "k"), " previous, ", el("kbd", {}, "c"), " comment, ", el("kbd", {}, "Esc"), " leave the comment box"));
   function onKey(e) {
     if (e.target && (e.target.tagName === "TEXTAREA" || e.target.tagName === "INPUT" || e.target.tagName === "SELECT")) {
@@ -413,6 +415,7 @@ async function viewReview(key, params) {
   if (c.pairwise && c.case && c.case.output_a !== undefined) {
     const rv = await api("/api/runs/" + key + "/review/" + rows[i]);
     const order = rv.sides.map((s) => s.side);
+    order.shown = true;  // left/right on screen, mapped back to a/b when posted
     body = [section("Input", textBlock(rv.input)), el("p", { class: "muted" }, "Blind review: the two outputs in a random order, without the judge's verdict."),
       el("div", { class: "cols" }, section("Left", textBlock(rv.sides[0].text)), section("Right", textBlock(rv.sides[1].text)))];
     panel = reviewPanel(key, c, next, order);

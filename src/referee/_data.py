@@ -1,0 +1,62 @@
+"""Limits every reader of users' JSON and YAML applies, so hostile input is a one-line error, not a hang.
+
+- Nesting deeper than :data:`MAX_DEPTH` (JSON nested 100,000 deep overflows the stack).
+- Integers longer than Python's 4,300-digit limit (a ``ValueError`` deep inside ``json``).
+- Lone surrogates (``"\\ud800"``): valid JSON escapes but not Unicode, so writing them to a results file
+  would fail after calls were paid for, and again on every resume.
+- YAML whose aliases expand to more than :data:`MAX_YAML_NODES` values (a 500-byte "billion laughs").
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_DEPTH = 128
+MAX_YAML_NODES = 1_000_000
+
+
+class UnsafeData(ValueError):
+    """Input that parses but cannot be used safely; the message says why, in one line."""
+
+
+def check_data(value: Any) -> Any:
+    """``value`` unchanged, or :class:`UnsafeData` for nesting beyond :data:`MAX_DEPTH` or a lone surrogate."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, str):
+            _check_str(v)
+        elif isinstance(v, dict | list):
+            if depth > MAX_DEPTH:
+                raise UnsafeData(f"nested deeper than {MAX_DEPTH} levels")
+            items = v.items() if isinstance(v, dict) else enumerate(v)
+            for k, item in items:
+                if isinstance(k, str):
+                    _check_str(k)
+                if isinstance(item, str | dict | list):
+                    stack.append((item, depth + 1))
+    return value
+
+
+def _check_str(s: str) -> None:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UnsafeData(f"a string holds a lone surrogate (U+{ord(s[exc.start]):04X}), which is not valid "
+                         "Unicode") from None
+
+
+def loads(text: str | bytes, **kwargs: Any) -> Any:
+    """``json.loads`` with the limits above; JSON syntax errors stay ``json.JSONDecodeError``."""
+    try:
+        value = json.loads(text, **kwargs)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise UnsafeData(f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        if "digits" in str(exc):
+            raise UnsafeData("a number has more than 4,300 digits") from None
+        raise
+    return check_data(value)

@@ -1,0 +1,299 @@
+"""Batch mode (``--batch``) through the real HTTP client against the local server's three batch wire formats:
+submit, poll, download, map back by custom_id; job ids in the manifest; resume after a kill; expired, cancelled and
+partly failed jobs; batch prices; the cache filled from batch results."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee.testing import BatchPlan, FakeLLMServer, Reply
+
+from .util import KEY, judge_args, make_cases, read_rows, run, verdict
+
+
+@pytest.fixture(autouse=True)
+def _fast_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REFEREE_BATCH_POLL_S", "0.01")
+    monkeypatch.setenv("REFEREE_BATCH_WINDOW_S", "0.05")
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(var, KEY)
+
+
+def _args(tmp: Path, srv: FakeLLMServer, provider: str, *extra: str, n: int = 3,
+          out: str = "results.jsonl") -> list[str]:
+    cases = make_cases(n) if not (tmp / "cases.jsonl").exists() else None
+    return judge_args(tmp, srv, "--batch", *extra, provider=provider, cases=cases, out=out)
+
+
+def _manifest(tmp: Path, name: str = "results") -> dict[str, Any]:
+    return json.loads((tmp / f"{name}.manifest.json").read_text())
+
+
+def _status(row: dict[str, Any]) -> str:
+    return str(row.get("status", "scored"))
+
+
+def test_openai_batch_end_to_end_at_the_batch_price_then_a_rerun_makes_no_call(
+        fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.responder = lambda req: Reply(text=verdict(0.9), input_tokens=1000, output_tokens=100)
+    code, _, err = run(_args(tmp_path, fake_server, "openai", "--input-price-per-mtok", "10",
+                             "--output-price-per-mtok", "20"), capsys)
+    assert code == 0, err
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert sorted(r["id"] for r in rows) == ["c0", "c1", "c2"] and {_status(r) for r in rows} == {"scored"}
+    assert all(r["score"] == 0.9 for r in rows)
+    # Half of 1000 x $10/M + 100 x $20/M.
+    assert all(r["cost_usd"] == pytest.approx(0.006) for r in rows)
+    (job,) = fake_server.batch_jobs.values()
+    assert len(job.requests) == 3 and all(len(cid) == 64 for cid, _ in job.requests)
+    # Each case's prompt went out under its own custom_id and came back to that case.
+    by_case = {w.last_user_text: cid for cid, w in job.requests}
+    assert len(by_case) == 3 and all(f"answer {i}" in "".join(by_case) for i in range(3))
+    paths = [p for _, p in fake_server.batch_calls]
+    assert paths[:2] == ["/v1/files", "/v1/batches"] and f"/v1/batches/{job.id}" in paths
+    assert any(p.endswith("/content") for p in paths)
+    m = _manifest(tmp_path)
+    assert m["judge"]["batch"] is True and m["totals"]["provider_calls"] == 3
+    (rec,) = m["extra"]["batch_jobs"]
+    assert rec["id"] == job.id and rec["state"] == "completed" and rec["ended"] is True and rec["answered"] == 3
+    assert "keys" not in rec  # ended jobs keep no per-request list
+    assert f"batch job {job.id} submitted (openai, 3 requests)" in err and f"batch job {job.id}: completed" in err
+    assert KEY not in (tmp_path / "results.manifest.json").read_text()
+
+    # Unchanged rerun into a new file: every reply comes from the cache filled by the batch results.
+    calls_before = len(fake_server.batch_calls)
+    code, _, err = run(_args(tmp_path, fake_server, "openai", "--input-price-per-mtok", "10",
+                             "--output-price-per-mtok", "20", out="again.jsonl"), capsys)
+    assert code == 0, err
+    assert len(fake_server.batch_calls) == calls_before and len(fake_server.batch_jobs) == 1
+    again = read_rows(tmp_path / "again.jsonl")
+    assert {_status(r) for r in again} == {"scored"}
+    assert all(r["cost_usd"] == pytest.approx(0.006) for r in again)  # still priced as a batch reply
+    assert _manifest(tmp_path, "again")["totals"]["cached_calls"] == 3
+
+
+def test_anthropic_expired_job_errors_the_missing_cases_and_a_rerun_resubmits_only_them(
+        fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.batch_plan(BatchPlan(outcome="expired", succeed=2, polls=2))
+    code, _, err = run(_args(tmp_path, fake_server, "anthropic", n=4), capsys)
+    assert code == 0, err
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert sorted(_status(r) for r in rows) == ["error", "error", "scored", "scored"]
+    errors = [r for r in rows if _status(r) == "error"]
+    assert all("expired" in r["error"] and "rerun resubmits" in r["error"] and "score" not in r for r in errors)
+    first = next(iter(fake_server.batch_jobs.values()))
+    assert [p for _, p in fake_server.batch_calls].count(f"/v1/messages/batches/{first.id}/results") == 1
+    assert "in_progress" in err and "ended" in err and "2/4 answered" in err
+    (rec,) = _manifest(tmp_path)["extra"]["batch_jobs"]
+    assert rec["state"] == "ended" and rec["answered"] == 2
+
+    code, _, err = run(_args(tmp_path, fake_server, "anthropic", n=4), capsys)
+    assert code == 0, err
+    jobs = list(fake_server.batch_jobs.values())
+    assert len(jobs) == 2 and len(jobs[1].requests) == 2  # only the two missing cases
+    assert {cid for cid, _ in jobs[1].requests} == {cid for cid, _ in first.requests[2:]}
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert sorted(r["id"] for r in rows) == ["c0", "c1", "c2", "c3"] and {_status(r) for r in rows} == {"scored"}
+    assert len(_manifest(tmp_path)["extra"]["batch_jobs"]) == 2
+
+
+def test_gemini_partly_failed_job_and_the_rerun(fake_server: FakeLLMServer, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    def responder(req: Any) -> Reply:
+        failing = "answer 1" in req.prompt_text and len(fake_server.batch_jobs) == 1
+        return Reply(status=500) if failing else Reply(text=verdict(0.7))
+
+    fake_server.responder = responder
+    code, _, err = run(_args(tmp_path, fake_server, "gemini"), capsys)
+    assert code == 0, err
+    rows = {r["id"]: r for r in read_rows(tmp_path / "results.jsonl")}
+    assert _status(rows["c1"]) == "error" and "Gemini batch" in rows["c1"]["error"]
+    assert _status(rows["c0"]) == _status(rows["c2"]) == "scored"
+    (job,) = fake_server.batch_jobs.values()
+    assert ("POST", "/v1beta/models/judge-model:batchGenerateContent") in fake_server.batch_calls
+    assert ("GET", f"/v1beta/batches/{job.id}") in fake_server.batch_calls
+    assert "BATCH_STATE_SUCCEEDED" in err
+
+    assert run(_args(tmp_path, fake_server, "gemini"), capsys)[0] == 0
+    assert [len(j.requests) for j in fake_server.batch_jobs.values()] == [3, 1]
+    assert {_status(r) for r in read_rows(tmp_path / "results.jsonl")} == {"scored"}
+
+
+def test_openai_cancelled_and_failed_jobs(fake_server: FakeLLMServer, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.batch_plan(BatchPlan(outcome="cancelled", succeed=1), BatchPlan(outcome="failed"))
+    assert run(_args(tmp_path, fake_server, "openai"), capsys)[0] == 0
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert sorted(_status(r) for r in rows) == ["error", "error", "scored"]
+    assert all("batch_cancelled" in r["error"] for r in rows if _status(r) == "error")
+    assert run(_args(tmp_path, fake_server, "openai"), capsys)[0] == 0
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert sorted(_status(r) for r in rows) == ["error", "error", "scored"]
+    assert all("failed" in r["error"] for r in rows if _status(r) == "error")
+    assert [len(j.requests) for j in fake_server.batch_jobs.values()] == [3, 2]
+
+
+def test_an_invalid_reply_is_reasked_in_the_next_job(fake_server: FakeLLMServer, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.script("this is not JSON at all", verdict(0.6))
+    assert run(_args(tmp_path, fake_server, "anthropic", n=1), capsys)[0] == 0
+    (row,) = read_rows(tmp_path / "results.jsonl")
+    assert _status(row) == "scored" and row["score"] == 0.6
+    jobs = list(fake_server.batch_jobs.values())
+    assert [len(j.requests) for j in jobs] == [1, 1]
+    assert "could not be used" in jobs[1].requests[0][1].last_user_text
+
+
+def test_a_killed_run_finds_its_job_again_instead_of_paying_twice(fake_server: FakeLLMServer, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.batch_plan(BatchPlan(polls=10**9))  # the job runs until the test lets it end
+    args = _args(tmp_path, fake_server, "openai")
+    env = {**os.environ, "REFEREE_BATCH_POLL_S": "0.05"}
+    proc = subprocess.Popen([sys.executable, "-m", "referee", *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    manifest = tmp_path / "results.manifest.json"
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if fake_server.batch_jobs and manifest.exists() and '"batch_jobs"' in manifest.read_text():
+                jobs = json.loads(manifest.read_text())["extra"].get("batch_jobs")
+                if jobs:
+                    break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the batch job was never recorded in the manifest")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    (job,) = fake_server.batch_jobs.values()
+    (rec,) = json.loads(manifest.read_text())["extra"]["batch_jobs"]
+    assert rec["id"] == job.id and rec["ended"] is False and len(rec["keys"]) == 3
+    job.plan.polls = 0  # the provider finishes the job while referee is down
+
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    assert len(fake_server.batch_jobs) == 1  # nothing submitted twice
+    assert f"batch job {job.id} resumed from the manifest" in err
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert sorted(r["id"] for r in rows) == ["c0", "c1", "c2"] and {_status(r) for r in rows} == {"scored"}
+    (rec,) = _manifest(tmp_path)["extra"]["batch_jobs"]
+    assert rec["ended"] is True and rec["state"] == "completed"
+
+
+def test_batch_needs_a_provider_with_a_batch_api(fake_server: FakeLLMServer, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    code, _, err = run(_args(tmp_path, fake_server, "azure"), capsys)
+    assert code == 2 and "--batch" in err and "azure" in err and len(err.strip().splitlines()) == 1
+
+
+def test_hostile_results_cannot_answer_other_requests_or_pull_the_key_elsewhere(
+        fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A results_url on another host is not followed with the key; lines for unknown custom_ids are ignored."""
+    from aiohttp import web
+
+    from referee.testing import batch_api
+
+    real = batch_api.BatchRoutes._anthropic_batch_object
+
+    def hostile(self: Any, job: Any, origin: str) -> dict[str, Any]:
+        obj = real(self, job, origin)
+        if obj["results_url"]:
+            obj["results_url"] = "http://127.0.0.2:9/steal"
+        return obj
+
+    real_results = batch_api.BatchRoutes._anthropic_batch_results
+
+    async def extra_line(self: Any, request: web.Request) -> web.StreamResponse:
+        resp = await real_results(self, request)
+        assert isinstance(resp, web.Response) and resp.text is not None
+        forged = json.dumps({"custom_id": "0" * 64, "result": {"type": "succeeded", "message": {
+            "content": [{"type": "text", "text": verdict(0.01)}], "usage": {}}}})
+        return web.Response(text=resp.text + forged + "\n", content_type="application/binary")
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(batch_api.BatchRoutes, "_anthropic_batch_object", hostile)
+    mp.setattr(batch_api.BatchRoutes, "_anthropic_batch_results", extra_line)
+    try:
+        with FakeLLMServer() as srv:  # routes are bound when the server starts
+            srv.responder = lambda req: verdict(0.8)
+            code, _, err = run(_args(tmp_path, srv, "anthropic"), capsys)
+    finally:
+        mp.undo()
+    assert code == 0, err
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert {_status(r) for r in rows} == {"scored"} and {r["score"] for r in rows} == {0.8}
+
+
+def test_suite_run_with_batch(fake_server: FakeLLMServer, tmp_path: Path) -> None:
+    from referee.cli import cli
+    from referee.results import read_results
+
+    cases = [{"id": f"s{i}", "output": f"Refunds take {i} days."} for i in range(4)]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"""\
+cases: cases.jsonl
+judge:
+  provider: openai
+  base_url: {fake_server.openai_base_url}
+  model: suite-model
+  rubric: "- accuracy: states the refund window"
+evaluators:
+  - contains: {{value: days}}
+  - llm_judge
+""")
+    fake_server.responder = lambda req: '{"accuracy": {"score": 0.9, "rationale": "ok"}, "overall_score": 0.9}'
+    out = tmp_path / "suite.jsonl"
+    assert cli(["run", str(suite), "--out", str(out), "--batch", "--no-gates"]) == 0
+    rows = read_results(out).rows
+    assert len(rows) == 4 and {r.status for r in rows} == {"scored"}
+    (job,) = fake_server.batch_jobs.values()
+    assert len(job.requests) == 4 and all(w.model == "suite-model" for _, w in job.requests)
+    assert json.loads((tmp_path / "suite.manifest.json").read_text())["extra"]["batch_jobs"][0]["id"] == job.id
+
+
+def test_model_targets_generate_through_batch_too(fake_server: FakeLLMServer, tmp_path: Path) -> None:
+    """``referee run --batch`` with a model target: generation and judging each go out as batch jobs."""
+    from referee.cli import cli
+    from referee.results import read_results
+
+    def responder(req: Any) -> Reply:
+        if req.schema is not None:  # the judge
+            return Reply(text='{"quality": {"score": 0.9, "rationale": "ok"}, "overall_score": 0.9}')
+        return Reply(text=f"answer from {req.model}", input_tokens=10, output_tokens=5)
+
+    fake_server.responder = responder
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "input": f"question {i}"}) + "\n"
+                                                  for i in range(5)))
+    (tmp_path / "v1.md").write_text("Answer: {input}")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"""\
+cases: cases.jsonl
+targets:
+  - {{id: v1, provider: openai, model: small, base_url: "{fake_server.openai_base_url}", prompt: v1.md,
+      input_price_per_mtok: 1.0, output_price_per_mtok: 1.0}}
+evaluators:
+  - contains: {{value: answer}}
+  - llm_judge: {{rubric: "- quality: answers the question"}}
+""")
+    out = tmp_path / "out"
+    assert cli(["run", str(suite), "--out", str(out), "--provider", "openai", "--base-url",
+                fake_server.openai_base_url, "--model", "judge-model", "--batch", "--no-gates"]) == 0
+    rows = read_results(out / "v1.jsonl").rows
+    assert len(rows) == 5 and {r.status for r in rows} == {"scored"}
+    jobs = list(fake_server.batch_jobs.values())
+    # One generation job (the target's 5 prompts), then one judging job (5 verdicts).
+    assert sorted(len(j.requests) for j in jobs) == [5, 5]
+    assert {w.model for j in jobs for _, w in j.requests} == {"small", "judge-model"}
+    assert all(r.cost_usd == pytest.approx(15 / 1e6 / 2) for r in rows)  # generation at the batch price
