@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -20,29 +20,27 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 
-class _ProviderChoices(Sequence[str]):
-    """``--provider`` choices: the built-ins, then installed provider plugins, listed on first use only (reading
-    the installed packages' entry points costs start-up time that most commands never need)."""
+class ProviderChoice(click.Choice):
+    """``--provider``: the built-ins, then installed provider plugins, read when first needed (click would
+    freeze a plain list when the command is defined, before a test or a plugin installs anything, and reading
+    the installed packages' entry points costs start-up time most commands never need)."""
 
-    def _names(self) -> list[str]:
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
         from ..providers import provider_names
 
-        return provider_names()
+        return tuple(provider_names())
 
-    def __getitem__(self, i: Any) -> Any:
-        return self._names()[i]
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __contains__(self, name: object) -> bool:
-        return name in ("anthropic", "openai", "gemini", *CLOUD_PROVIDERS, *LOCAL_SERVERS) or name in self._names()
+    @choices.setter
+    def choices(self, value: Any) -> None:
+        pass  # computed, see above
 
 
-PROVIDER_CHOICES: Sequence[str] = _ProviderChoices()
+PROVIDER_CHOICES = ("anthropic", "openai", "gemini", *CLOUD_PROVIDERS, *LOCAL_SERVERS)
+"""The built-in providers (``ProviderChoice`` adds installed plugins)."""
 # Local servers that route by model name (llama.cpp serves its one loaded model whatever the name).
 _SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
 
@@ -92,7 +90,7 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
 
     def deco(f: F) -> F:
         opts = [
-            click.option("--provider", type=click.Choice(PROVIDER_CHOICES), envvar="REFEREE_PROVIDER",
+            click.option("--provider", type=ProviderChoice(), envvar="REFEREE_PROVIDER",
                          default=default_provider, show_default=True,
                          help="Judge API. azure/bedrock/vertex = the clouds (docs/scale.md); "
                               "ollama/vllm/lmstudio/llamacpp = OpenAI-compatible server at its "
