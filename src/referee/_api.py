@@ -34,6 +34,7 @@ from .runner.client import JudgeClient
 
 if TYPE_CHECKING:
     from .aggregate import Summary
+    from .engines import Engine
     from .gates import GateResult
     from .suites import Gates, Suite
 
@@ -47,8 +48,8 @@ class Judge:
 
     ``Judge("openai", model="gpt-4o-mini")``, ``Judge("openai:gpt-4o-mini")`` or, anywhere a judge is
     accepted, the string ``"openai:gpt-4o-mini"``. ``provider`` is a provider name (``anthropic``,
-    ``openai``, ``gemini``, or a local OpenAI-compatible server: ``ollama``, ``vllm``, ``lmstudio``,
-    ``llamacpp``) or a :class:`~referee.Provider` instance such as ``FakeProvider([...])`` for tests. Keys come
+    ``openai``, ``gemini``, a cloud: ``azure``, ``bedrock``, ``vertex``, or a local OpenAI-compatible server:
+    ``ollama``, ``vllm``, ``lmstudio``, ``llamacpp``) or a :class:`~referee.Provider` instance such as ``FakeProvider([...])`` for tests. Keys come
     from the provider's usual environment variables, never from arguments that could be logged.
     """
 
@@ -66,6 +67,9 @@ class Judge:
     """Read and write the response cache (``.referee/cache.sqlite``, or ``REFEREE_CACHE_DIR``)."""
     input_price_per_mtok: float | None = None
     output_price_per_mtok: float | None = None
+    batch: bool = False
+    """Judge through the provider's batch API (OpenAI, Anthropic, Gemini): half price, answers within 24 h
+    (docs/scale.md)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.provider, str):
@@ -123,7 +127,7 @@ class Judge:
         return JudgeClient(provider, cache=ResponseCache() if self.cache else None,
                            retry=RetryPolicy(max_retries=self.max_retries),
                            input_price_per_mtok=self.input_price_per_mtok,
-                           output_price_per_mtok=self.output_price_per_mtok)
+                           output_price_per_mtok=self.output_price_per_mtok, batch=self.batch)
 
     def config(self, model: str) -> JudgeConfig:
         """What the manifest records of this judge (never a key)."""
@@ -131,7 +135,7 @@ class Judge:
                            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
                            concurrency=self.concurrency, timeout_s=self.timeout, max_retries=self.max_retries,
                            input_price_per_mtok=self.input_price_per_mtok,
-                           output_price_per_mtok=self.output_price_per_mtok)
+                           output_price_per_mtok=self.output_price_per_mtok, batch=self.batch)
 
 
 def as_judge(judge: Judge | str | Provider | None) -> Judge:
@@ -330,11 +334,13 @@ async def evaluate_async(
     name: str = "evaluate",
     base_dir: str | Path = ".",
     target: Any = None,
+    engine: Engine | str | None = None,
 ) -> EvalResult:
     """:func:`evaluate` for async code (``await referee.evaluate_async(...)``)."""
+    from .engines import get_engine
     from .runner.session import error_row, execute_async
     from .suites.loader import suite_from_dict
-    from .suites.runner import EVALUATOR_LABEL, CaseEvaluator, bind_settings, build_manifest
+    from .suites.runner import EVALUATOR_LABEL, bind_settings, build_manifest
 
     case_set: CaseSet = cases_from(cases)
     if isinstance(evaluators, str | dict) or callable(evaluators):
@@ -361,9 +367,7 @@ async def evaluate_async(
     out_path = Path(out) if out is not None else None
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
-    ce = CaseEvaluator(suite)
     run_concurrency = concurrency or (j.concurrency if j else 8)
-    evaluate_case: Callable[[Case], Any] = ce.evaluate
     run = None
     if target is not None:
         # The system under test generates each case's output first (targets: docs/targets.md); its outputs are
@@ -374,17 +378,23 @@ async def evaluate_async(
         t = as_target(target, base_dir=base_dir)
         outputs = out_path.with_name(out_path.name.removesuffix(".jsonl") + ".outputs.jsonl") if out_path else None
         run = TargetRun.open(t, None, run_concurrency, outputs=outputs)
-        evaluate_case = run.evaluator(ce.evaluate, EVALUATOR_LABEL)
         info = target_info(t)
         manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": config_sha256(t)}
         manifest.extra["config_hash"] = f"{manifest.extra.get('config_hash', '')}+{config_sha256(t)}"
         manifest.system_under_test = info.model
-    outcome = await execute_async(
-        out=out_path, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None), evaluate=evaluate_case,
-        on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
-        client=client, concurrency=run_concurrency, label="evaluating",
-        show_progress=progress, cleanup=run.aclose if run is not None else None,
-    )
+    # Where the cases are evaluated (this process, or a Ray cluster; generation stays here); rows come back to
+    # this one writer.
+    with get_engine(engine).start(suite, client=client, concurrency=run_concurrency) as where:
+        evaluate_case: Callable[[Case], Any] = where.evaluate
+        if run is not None:
+            evaluate_case = run.evaluator(where.evaluate, EVALUATOR_LABEL)
+        outcome = await execute_async(
+            out=out_path, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None),
+            evaluate=evaluate_case,
+            on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
+            client=client, concurrency=max(run_concurrency, where.concurrency), label="evaluating",
+            show_progress=progress, cleanup=run.aclose if run is not None else None,
+        )
     order = {c.id: i for i, c in enumerate(suite.cases)}
     rows = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
     cases_out = [run.generated.get(c.id, c) for c in suite.cases] if run is not None else list(suite.cases)
@@ -405,6 +415,7 @@ def evaluate(
     name: str = "evaluate",
     base_dir: str | Path = ".",
     target: Any = None,
+    engine: Engine | str | None = None,
 ) -> EvalResult:
     """Run ``evaluators`` on ``cases`` and return an :class:`EvalResult`.
 
@@ -427,6 +438,9 @@ def evaluate(
             a function ``(input) -> str | dict`` (or ``(case)``, ``(input, case)``), sync or async, or a target
             mapping as in a suite's ``targets:`` (a model and a prompt, ``http``, ``python``, ``exec``). A failed
             generation is an ``error`` row; rows carry ``target`` and the output's own ``cost_usd``/``latency_ms``.
+        engine: where the cases are evaluated: ``"local"`` (default, this process), ``"ray"`` (a local Ray
+            cluster, or the Ray this program already initialised), ``"ray=HOST:PORT"``, or an engine such as
+            ``referee.engines.RayEngine(rpm=600)`` (extra ``ray``; see docs/scale.md).
 
     Works in a script and inside a running event loop (Jupyter, an async web handler): there the run goes on
     a loop of its own in a worker thread. Use :func:`evaluate_async` from async code to stay on your loop.
@@ -435,4 +449,4 @@ def evaluate(
 
     return run_sync(evaluate_async(cases, evaluators, judge, threshold=threshold, scoring=scoring, gates=gates,
                                    out=out, concurrency=concurrency, progress=progress, name=name,
-                                   base_dir=base_dir, target=target))
+                                   base_dir=base_dir, target=target, engine=engine))

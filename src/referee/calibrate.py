@@ -13,15 +13,14 @@ beyond it) are an error, never silently compared.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError, UserError
+from .results.io import iter_jsonl_lenient
 from .stats.agreement import Agreement, agreement
 from .stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
 
@@ -55,25 +54,6 @@ def parse_scale(text: str) -> tuple[float, float]:
     return float(m.group(1)), float(m.group(2))
 
 
-def _lines(p: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, decoded value or the InputError saying why the line is unusable), blank lines skipped."""
-    if not p.is_file():
-        raise InputError("file not found", file=str(p))
-    with open(p, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]  # a BOM from a Windows editor is not part of row 1
-            if not raw.strip():
-                continue
-            try:
-                yield lineno, json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                yield lineno, InputError(f"not UTF-8 ({exc.reason} at byte {exc.start})", file=str(p), line=lineno)
-            except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-                why = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)[:80]
-                yield lineno, InputError(f"malformed JSON ({why})", file=str(p), line=lineno)
-
-
 def read_labels(path: str | Path, *, field_name: str | None = None,
                 scale: tuple[float, float] | None = None, strict: bool = False) -> Labels:
     """Read ``{id, score}`` rows (referee results, seed rows, or human label files; ``label`` or ``human_score``
@@ -89,7 +69,9 @@ def read_labels(path: str | Path, *, field_name: str | None = None,
             raise err
         out.warnings.append(f"skipped {err}")
 
-    for lineno, obj in _lines(p):
+    if not p.is_file():
+        raise InputError("file not found", file=str(p))
+    for lineno, obj in iter_jsonl_lenient(p):
         if isinstance(obj, InputError):
             bad(obj)
             continue

@@ -181,3 +181,51 @@ def test_missing_extra_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     suite = judged_suite(tmp_path)
     assert cli(["run", str(suite), "--no-judge", "--engine", "ray"]) == 2
     assert "pip install 'referee[ray]'" in capsys.readouterr().err
+
+
+def test_python_api_engine_ray(ray_cluster: None, tmp_path: Path) -> None:
+    import referee
+
+    cases = [{"id": f"k{i}", "output": f"def sq(x):\n    return x * {'x' if i % 2 else '2'}\n"} for i in range(6)]
+    evaluators = [{"python": {"tests": "assert sq(3) == 9"}}, lambda case, output: "return x" in output]
+    local = referee.evaluate(cases, evaluators, out=tmp_path / "local.jsonl", progress=False)
+    remote = referee.evaluate(cases, evaluators, out=tmp_path / "ray.jsonl", progress=False, engine="ray")
+    assert [r.passed for r in remote.rows] == [False, True] * 3  # the sandbox ran each case's tests
+    assert rows_without_timings(tmp_path / "ray.jsonl") == rows_without_timings(tmp_path / "local.jsonl")
+    assert remote.manifest.totals.scored == local.manifest.totals.scored == 6  # type: ignore[union-attr]
+
+
+TARGET_SUITE = """\
+cases: cases.jsonl
+targets:
+  - id: v1
+    python: ray_agent:answer
+evaluators:
+  - python: {tests: "assert sq(3) == 9"}
+  - contains: "return"
+"""
+
+
+def test_targets_generate_here_and_evaluate_on_ray(ray_cluster: None, tmp_path: Path) -> None:
+    (tmp_path / "ray_agent.py").write_text(
+        "def answer(text):\n    n = int(text.split()[-1])\n"
+        "    return 'def sq(x):\\n    return x * ' + ('x' if n % 2 else '2')\n", encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"t{i}", "input": f"square {i}"}) + "\n" for i in range(6)), encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(TARGET_SUITE, encoding="utf-8")
+    assert cli(["run", str(suite), "--no-gates", "--out", str(tmp_path / "local")]) == 0
+    assert cli(["run", str(suite), "--no-gates", "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
+    rows = read_results(tmp_path / "ray" / "v1.jsonl").rows
+    assert sorted((r.id, r.passed) for r in rows) == [(f"t{i}", i % 2 == 1) for i in range(6)]
+    assert rows_without_timings(tmp_path / "ray" / "v1.jsonl") == rows_without_timings(tmp_path / "local" / "v1.jsonl")
+
+
+def test_batch_mode_stays_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    suite = judged_suite(tmp_path)
+    assert cli(["run", str(suite), "--provider", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                "--batch", "--engine", "ray"]) == 2
+    assert "--batch runs on the local engine" in capsys.readouterr().err
+    assert not (tmp_path / "suite_results.jsonl").exists()

@@ -74,6 +74,10 @@ def test_rank_reports_both_rules(tmp_path: Path, fake_server: FakeLLMServer,
     strict = data["by_reconcile"]["strict"]["pairs"][0]["win_rate_a"]["estimate"]
     average = data["by_reconcile"]["average"]["pairs"][0]["win_rate_a"]["estimate"]
     assert (strict, average) == (pytest.approx(0.75), pytest.approx(0.875))
+    html = tmp_path / "lb.html"
+    assert cli(["rank", str(out), "--html", str(html)]) == 0
+    page = html.read_text()
+    assert "under both reconciliation rules" in page and "0.750" in page and "0.875" in page
     assert cli(["rank", str(out), "--json-out", str(j), "--reconcile", "average"]) == 0
     data = json.loads(j.read_text())
     assert data["reconcile"] == "average" and data["pairs"][0]["win_rate_a"]["estimate"] == pytest.approx(0.875)

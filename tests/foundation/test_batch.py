@@ -297,3 +297,108 @@ evaluators:
     assert sorted(len(j.requests) for j in jobs) == [5, 5]
     assert {w.model for j in jobs for _, w in j.requests} == {"small", "judge-model"}
     assert all(r.cost_usd == pytest.approx(15 / 1e6 / 2) for r in rows)  # generation at the batch price
+
+
+def test_python_api_judge_with_batch(fake_server: FakeLLMServer) -> None:
+    import referee
+    from referee.judges import LLMJudge
+
+    fake_server.responder = lambda req: '{"accuracy": {"score": 0.8, "rationale": "ok"}, "overall_score": 0.8}'
+    judge = referee.Judge("anthropic", model="claude-3-haiku-20240307", base_url=fake_server.url, batch=True)
+    result = referee.evaluate([f"Refunds take {i} days." for i in range(3)],
+                              [LLMJudge(rubric="- accuracy: states the refund window")], judge=judge,
+                              progress=False)
+    assert [r.status for r in result.rows] == ["scored"] * 3
+    (job,) = fake_server.batch_jobs.values()
+    assert len(job.requests) == 3
+    assert result.manifest.judge is not None and result.manifest.judge.batch is True
+    # Claude 3 Haiku's batch rate from genai-prices (120 in / 40 out tokens per call, half of $0.25 / $1.25).
+    assert all(r.cost_usd == pytest.approx((120 * 0.25 + 40 * 1.25) / 1e6 / 2) for r in result.rows)
+
+
+def test_an_outage_while_polling_is_retried_and_a_bad_key_stops_the_run_keeping_the_job(
+        fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.batch_plan(BatchPlan(fail_polls=2), BatchPlan(fail_polls=1, poll_status=401))
+    assert run(_args(tmp_path, fake_server, "gemini"), capsys)[0] == 0
+    assert {_status(r) for r in read_rows(tmp_path / "results.jsonl")} == {"scored"}
+
+    code, _, err = run(_args(tmp_path, fake_server, "gemini", out="second.jsonl", n=3) + ["--no-cache"], capsys)
+    assert code == 2 and "HTTP 401" in err and KEY not in err
+    (rec,) = _manifest(tmp_path, "second")["extra"]["batch_jobs"]
+    assert rec["ended"] is False and len(rec["keys"]) == 3  # the next run polls it again
+    code, _, err = run(_args(tmp_path, fake_server, "gemini", out="second.jsonl", n=3) + ["--no-cache"], capsys)
+    assert code == 0, err
+    assert len(fake_server.batch_jobs) == 2 and "resumed from the manifest" in err
+
+
+async def test_polls_back_off_and_requests_arriving_together_share_one_job() -> None:
+    """The runner's logic with a scripted adapter: one job for a burst, waits growing by half up to the cap."""
+    import asyncio
+
+    from referee.providers import Completion, FakeProvider, JudgeRequest, Message
+    from referee.providers.batch import BatchAdapter, JobStatus
+    from referee.runner.batch import BatchRunner
+
+    class Scripted(BatchAdapter):
+        def __init__(self) -> None:
+            super().__init__(FakeProvider())
+            self.submitted: list[list[str]] = []
+            self.polled_at: list[float] = []
+
+        async def submit(self, items: list[tuple[str, JudgeRequest]]) -> str:
+            self.submitted.append([k for k, _ in items])
+            return f"job{len(self.submitted)}"
+
+        async def status(self, job_id: str) -> JobStatus:
+            self.polled_at.append(asyncio.get_running_loop().time())
+            return JobStatus(state="running", ended=len(self.polled_at) >= 6)
+
+        async def results(self, job_id: str, status: JobStatus, keys: list[str]) -> dict[str, Any]:
+            return {k: Completion(text=k) for k in keys if k != "k3"}
+
+    adapter = Scripted()
+    lines: list[str] = []
+    runner = BatchRunner(adapter, window_s=0.02, poll_s=0.02, max_poll_s=0.05, report=lines.append)
+    req = JudgeRequest(messages=(Message("user", "x"),))
+
+    async def one(k: str) -> str:
+        await asyncio.sleep(0.001 * int(k[1:]))
+        try:
+            return (await runner.complete(k, req)).text
+        except Exception as exc:  # noqa: BLE001
+            return f"error: {exc}"
+
+    out = await asyncio.gather(*(one(f"k{i}") for i in range(5)))
+    assert adapter.submitted == [["k0", "k1", "k2", "k3", "k4"]]
+    assert out[:3] == ["k0", "k1", "k2"] and out[4] == "k4"
+    assert out[3].startswith("error: batch job job1 ended as running without a result")
+    gaps = [b - a for a, b in zip(adapter.polled_at, adapter.polled_at[1:], strict=False)]
+    assert gaps[0] >= 0.02 and gaps[1] >= 0.029 and all(g < 0.2 for g in gaps)  # 0.02, 0.03, then capped 0.05
+    assert gaps[-1] >= 0.045
+    assert lines[0] == "batch job job1 submitted (fake, 5 requests)"
+
+
+async def test_large_runs_are_split_into_jobs_within_the_providers_limits() -> None:
+    from referee.providers import FakeProvider, JudgeRequest, Message
+    from referee.providers.batch import BatchAdapter, JobStatus
+    from referee.runner.batch import BatchRunner
+
+    class Small(BatchAdapter):
+        max_requests = 3
+        max_bytes = 4000
+
+        async def submit(self, items: list[tuple[str, JudgeRequest]]) -> str:
+            raise AssertionError
+
+        async def status(self, job_id: str) -> JobStatus:
+            raise AssertionError
+
+        async def results(self, job_id: str, status: JobStatus, keys: list[str]) -> dict[str, Any]:
+            raise AssertionError
+
+    runner = BatchRunner(Small(FakeProvider()), report=lambda line: None)
+    short = JudgeRequest(messages=(Message("user", "x"),))
+    long = JudgeRequest(messages=(Message("user", "y" * 3000),))
+    items = [(f"s{i}", short) for i in range(7)] + [("l0", long), ("l1", long)]
+    chunks = runner._chunks(items)
+    assert [[k for k, _ in c] for c in chunks] == [["s0", "s1", "s2"], ["s3", "s4", "s5"], ["s6"], ["l0"], ["l1"]]

@@ -287,3 +287,17 @@ def test_tool_calling_follows_the_wire_format_of_every_provider() -> None:
     assert issubclass(with_tools(provider_class("anthropic")), AnthropicToolProvider)
     with pytest.raises(UserError, match="tools need the OpenAI or Anthropic wire format"):
         with_tools(provider_class("gemini"))
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_plain_model_targets_on_other_wire_formats(fake_server: FakeLLMServer, provider: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-test-key")
+    fake_server.script(Reply(text="Refunds take 5 days."))
+    spec = {"id": "t", "provider": provider, "model": "m", "base_url": fake_server.url, "template": "Q: {input}",
+            "system": "Be brief."}
+    [(case, gen)] = generate_outputs(spec, [CASE])
+    assert gen.error is None and case.output == "Refunds take 5 days."
+    req = fake_server.requests[0]
+    assert req.format == provider and req.last_user_text == "Q: Where is my order?" and "Be brief." in req.prompt_text

@@ -213,3 +213,30 @@ def test_markdown_summary_for_a_pull_request_escapes_labels(tmp_path: Path, monk
     assert "#### target `v2` against baseline `v1`" in body and "gate failed" in body
     assert "[click](" not in body and "@team" not in body  # a label is data: no link, no mention
     assert step.read_text().strip() == body.strip()
+
+
+def test_a_replayed_conversation_is_what_the_judge_sees(tmp_path: Path, fake_server: FakeLLMServer,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    def responder(req: Any) -> Reply:
+        if req.schema is not None:
+            return Reply(text=json.dumps({"quality": {"score": 1.0, "rationale": "ok"}, "overall_score": 1.0}))
+        return Reply(text=f"reply to {req.last_user_text}")
+
+    fake_server.responder = responder  # type: ignore[assignment]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    case = {"id": "conv", "input": "second", "turns": [{"role": "user", "content": "first"},
+                                                       {"role": "assistant", "content": "RECORDED OLD REPLY"},
+                                                       {"role": "user", "content": "second"}]}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text(f"""\
+cases: cases.jsonl
+targets:
+  - {{id: bot, provider: openai, model: m, base_url: "{fake_server.openai_base_url}", template: "{{input}}"}}
+evaluators:
+  - llm_judge: {{template: "Grade this conversation: {{transcript}}"}}
+""", encoding="utf-8")
+    assert cli(["run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "out"), "--provider", "openai",
+                "--base-url", fake_server.openai_base_url, "--model", "judge"]) == 0
+    judged = next(q for q in fake_server.requests if q.schema is not None).prompt_text
+    assert "Assistant: reply to first" in judged and "Assistant: reply to second" in judged
+    assert "RECORDED OLD REPLY" not in judged

@@ -160,7 +160,9 @@ def command(results: tuple[str, ...], json_out: str | None, html_out: str | None
         data["bias"] = {k: v.to_dict() for k, v in biases.items()}
         Path(json_out).write_text(json.dumps(data, indent=2, allow_nan=False), encoding="utf-8")
     if html_out:
-        Path(html_out).write_text(leaderboard_page(lb, bias=biases), encoding="utf-8")
+        page = leaderboard_page(lb, bias=biases, by_reconcile={str(k): v for k, v in boards.items()},
+                                reconcile=reconcile)
+        Path(html_out).write_text(page, encoding="utf-8")
         echo_err(f"leaderboard page written to {html_out}")
     if min_consistency is not None:
         low = [(k, b.consistent.estimate) for k, b in biases.items()

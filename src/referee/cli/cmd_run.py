@@ -101,8 +101,6 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         suite = dataclasses.replace(suite, specs=kept)
     jo = merge_judge_options(judge, suite.judge)
     chosen = get_engine(engine, rpm=rpm)  # a bad --engine is a usage error before anything runs
-    if suite.targets and chosen.name != "local":
-        raise UserError(f"--engine {engine}: suites with targets run on the local engine only (for now)")
 
     if target_ids is not None:
         from ..targets.loader import select
@@ -133,7 +131,8 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         if client is not None:  # the key is checked; each target's run builds (and closes) its own client
             await_close(client)
         return run_with_targets(suite, suite_file, out, jo, concurrency=concurrency, no_gates=no_gates,
-                                judge_config=judge_config, markdown_out=markdown_out)
+                                judge_config=judge_config, markdown_out=markdown_out,
+                                engine=chosen)
     out_path = Path(out) if out else default_out(suite_file)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
@@ -194,7 +193,8 @@ def default_out_dir(suite_path: str) -> Path:
 
 
 def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOptions, *, concurrency: int,
-                     no_gates: bool, judge_config: Any = None, markdown_out: str | None = None) -> int:
+                     no_gates: bool, judge_config: Any = None, markdown_out: str | None = None,
+                     engine: Any = None) -> int:
     """Generate with every target, evaluate, one results file per target, the comparison table, the gates."""
     from ..suites.gating import echo_failures
     from ..targets.compare import compare_targets, render_comparison, render_comparison_markdown
@@ -211,7 +211,8 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
     if jo.batch:  # every case starts at once so that the requests go into one job
         concurrency = max(concurrency, len(suite.cases))
     outcomes = run_suite_targets(suite, targets, out_dir, bind=lambda s: bind_judge(s, jo)[:2],
-                                 concurrency=concurrency, command=invoked_argv(), judge_config=judge_config)
+                                 concurrency=concurrency, command=invoked_argv(), judge_config=judge_config,
+                                 engine=engine)
     for o in outcomes:
         for note in o.notes:
             echo_err(note)

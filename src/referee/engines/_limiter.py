@@ -34,6 +34,7 @@ class Limiter:
         self.rpm = rpm
         self._sems: dict[str, asyncio.Semaphore] = {}
         self._next_start: dict[str, float] = {}
+        self._pacing: dict[str, asyncio.Lock] = {}
         self.in_flight: dict[str, int] = {}
         self.max_in_flight: dict[str, int] = {}
         self.granted: dict[str, int] = {}
@@ -47,11 +48,16 @@ class Limiter:
             await sem.acquire()
         try:
             if self.rpm is not None:
-                now = time.monotonic()
-                start = max(now, self._next_start.get(key, now))
-                self._next_start[key] = start + 60.0 / self.rpm
-                if start > now:
-                    await asyncio.sleep(start - now)
+                # One waiter at a time, and the next start counted from the moment this one is really let
+                # through: a late wake-up (a busy machine) can only widen the gap, never bunch two calls.
+                lock = self._pacing.get(key)
+                if lock is None:
+                    lock = self._pacing[key] = asyncio.Lock()
+                async with lock:
+                    wait = self._next_start.get(key, 0.0) - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    self._next_start[key] = time.monotonic() + 60.0 / self.rpm
         except BaseException:
             if sem is not None:
                 sem.release()

@@ -263,6 +263,9 @@ class RayEngine(Engine):
 
     @contextlib.contextmanager
     def start(self, suite: Any, *, client: JudgeClient | None, concurrency: int) -> Iterator[EngineRun]:
+        if client is not None and getattr(client, "batch", None) is not None:
+            # A batch job is submitted and polled from one place, and its cases wait on the provider, not on CPU.
+            raise UserError("--batch runs on the local engine: drop --engine ray (or --batch)")
         ray = import_ray()
         owned = self._connect(ray)
         actors: list[Any] = []

@@ -43,6 +43,17 @@ _FRAGMENT = """\
 {% endfor %}
 </tbody></table>
 {% endif %}
+{% if by_reconcile %}
+<h3>Win rate of A under both reconciliation rules</h3>
+<p>This leaderboard: <b>{{ reconcile }}</b>. strict: orders that disagree (a tie against a win included) are a
+tie; average: the mean of both orders (a win and a tie is 0.75).</p>
+<table>
+<thead><tr><th>A</th><th>B</th><th>strict</th><th>average</th></tr></thead><tbody>
+{% for r in by_reconcile %}
+<tr><td>{{ r.a }}</td><td>{{ r.b }}</td><td>{{ r.strict }}</td><td>{{ r.average }}</td></tr>
+{% endfor %}
+</tbody></table>
+{% endif %}
 {% if bias %}
 <h3>Judge bias (both orders)</h3>
 <table>
@@ -114,15 +125,28 @@ def context(lb: Leaderboard, bias: Mapping[str, BiasReport] | None = None) -> di
     return {"lb": lb, "standings": standings, "pairs": pairs, "bias": brows, "notes": notes}
 
 
+def _reconcile_rows(boards: Mapping[str, Leaderboard] | None) -> list[dict[str, str]]:
+    if not boards or "strict" not in boards or "average" not in boards:
+        return []
+    avg = {(p.a, p.b): p for p in boards["average"].pairs}
+    return [{"a": p.a, "b": p.b, "strict": _share(p.win_rate_a),
+             "average": _share(avg[(p.a, p.b)].win_rate_a) if (p.a, p.b) in avg else "n/a"}
+            for p in boards["strict"].pairs]
+
+
 def leaderboard_fragment(lb: Leaderboard, *, title: str = "Leaderboard",
-                         bias: Mapping[str, BiasReport] | None = None) -> str:
-    """A ``<section>`` to include in another HTML report (already escaped; mark it safe there)."""
-    return _env().from_string(_FRAGMENT).render(title=title, **context(lb, bias))
+                         bias: Mapping[str, BiasReport] | None = None,
+                         by_reconcile: Mapping[str, Leaderboard] | None = None, reconcile: str = "strict") -> str:
+    """A ``<section>`` to include in another HTML report (already escaped; mark it safe there).
+    ``by_reconcile``: the leaderboards under both pairwise reconciliation rules, shown side by side."""
+    return _env().from_string(_FRAGMENT).render(title=title, by_reconcile=_reconcile_rows(by_reconcile),
+                                                reconcile=reconcile, **context(lb, bias))
 
 
 def leaderboard_page(lb: Leaderboard, *, title: str = "referee leaderboard",
-                     bias: Mapping[str, BiasReport] | None = None) -> str:
+                     bias: Mapping[str, BiasReport] | None = None,
+                     by_reconcile: Mapping[str, Leaderboard] | None = None, reconcile: str = "strict") -> str:
     """A standalone, offline HTML page."""
-    frag = leaderboard_fragment(lb, title=title, bias=bias)
+    frag = leaderboard_fragment(lb, title=title, bias=bias, by_reconcile=by_reconcile, reconcile=reconcile)
     return _env().from_string(_PAGE).render(title=title, fragment=jinja2.utils.markupsafe.Markup(frag),
                                             version=__version__)

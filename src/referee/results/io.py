@@ -165,20 +165,31 @@ class ResultWriter:
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """Yield (line number, decoded value) for each non-empty line; raises InputError on bad JSON."""
+    for lineno, value in iter_jsonl_lenient(path):
+        if isinstance(value, InputError):
+            raise value
+        yield lineno, value
+
+
+def iter_jsonl_lenient(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """:func:`iter_jsonl` for readers that skip bad lines with a warning (as the seed's scripts do): a line that
+    cannot be decoded yields its :class:`InputError` (file and line) instead of raising it."""
     p = Path(path)
     with open(p, "rb") as f:
         for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a BOM from a Windows editor is not part of row 1
             if not raw.strip():
                 continue
             try:
                 yield lineno, _data.loads(raw.decode("utf-8"))
             except _data.UnsafeData as exc:
-                raise InputError(f"refused JSON: {exc}", file=str(p), line=lineno) from None
+                yield lineno, InputError(f"refused JSON: {exc}", file=str(p), line=lineno)
             except UnicodeDecodeError as exc:
-                raise InputError(f"not UTF-8 ({exc.reason} at byte {exc.start})", file=str(p), line=lineno) from exc
+                yield lineno, InputError(f"not UTF-8 ({exc.reason} at byte {exc.start})", file=str(p), line=lineno)
             except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=str(p),
-                                 line=lineno) from exc
+                yield lineno, InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=str(p),
+                                         line=lineno)
 
 
 def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -177,14 +177,13 @@ class Target(ABC):
         try:
             async with self.pacer:
                 gen = await self._generate(case)
-        except GenerationFailed as exc:
-            return Generation(error=redact_text(str(exc)), latency_ms=_ms(t0))
-        except ProviderError as exc:
-            return Generation(error=redact_text(str(exc)), latency_ms=_ms(t0))
+        except (GenerationFailed, ProviderError) as exc:
+            return Generation(error=redact_text(str(exc), secrets=self.secrets()), latency_ms=_ms(t0))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - the system under test failing is data, not a crash
-            return Generation(error=redact_text(f"{type(exc).__name__}: {exc}"), latency_ms=_ms(t0))
+            return Generation(error=redact_text(f"{type(exc).__name__}: {exc}", secrets=self.secrets()),
+                              latency_ms=_ms(t0))
         if gen.latency_ms is None:
             gen.latency_ms = _ms(t0)
         if gen.error is None and (gen.output is None or gen.output == ""):
@@ -193,6 +192,10 @@ class Target(ABC):
 
     @abstractmethod
     async def _generate(self, case: Case) -> Generation: ...
+
+    def secrets(self) -> list[str]:
+        """Values masked in every error this target records (credentials it sends)."""
+        return []
 
     async def aclose(self) -> None:  # noqa: B027 - a hook with a safe default
         """Release connections."""
@@ -550,6 +553,14 @@ class HttpTarget(Target):
 
     async def _generate(self, case: Case) -> Generation:
         return await _replay(case, self._call, "the HTTP target")
+
+    def secrets(self) -> list[str]:
+        # A service that echoes the credentials it was sent (a 401 body) must not put them in an error row.
+        out = []
+        for v in self.headers.values():
+            out.append(v)
+            out += [part for part in v.split() if len(part) >= 6]
+        return out
 
     async def _call(self, case_dict: dict[str, Any], _inp: Any) -> Any:
         import aiohttp

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,39 +46,54 @@ class OutputStore:
         self.config = config
         self.reusable: dict[str, tuple[str, dict[str, Any]]] = {}
         self.note: str | None = None
-        self._f = None
+        self._f: Any = None
         if path is not None:
-            self._open(path)
-            self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            self._f = self._open(path)
 
-    def _open(self, path: Path) -> None:
-        if not path.exists():
-            return
+    def _open(self, path: Path) -> Any:
+        """The outputs file, locked for this run (one writer per file), holding only reusable lines."""
+        f = open(path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by close()
+        try:
+            import fcntl
+
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:
+            pass  # no advisory locks on this platform
+        except OSError:
+            f.close()
+            from ..errors import UserError
+
+            raise UserError(f"{path} is in use by another referee run (one writer per file): wait for it, or give "
+                            "another --out") from None
+        f.seek(0)
+        old = f.read()
         keep: list[str] = []
         foreign = 0
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue  # a line torn by a crash
-                gen = obj.get("_generation") if isinstance(obj, dict) else None
-                if not isinstance(gen, dict) or gen.get("config") != self.config:
-                    foreign += 1
-                    continue
-                if gen.get("error") is None and "id" in obj:
-                    self.reusable[str(obj["id"])] = (str(gen.get("case_sha256")), obj)
-                    keep.append(line if line.endswith("\n") else line + "\n")
+        for line in old.splitlines(keepends=True):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue  # a line torn by a crash
+            gen = obj.get("_generation") if isinstance(obj, dict) else None
+            if not isinstance(gen, dict) or gen.get("config") != self.config:
+                foreign += 1
+                continue
+            if gen.get("error") is None and "id" in obj:
+                self.reusable[str(obj["id"])] = (str(gen.get("case_sha256")), obj)
+                keep.append(line if line.endswith("\n") else line + "\n")
         if foreign:
             # Outputs of another configuration (the prompt changed): set aside, never overwritten.
             from ..runner.session import _free_prev_name
 
             prev = _free_prev_name(path)
-            os.replace(path, prev)
+            prev.write_text(old, encoding="utf-8")
             self.note = f"{path} held outputs of another target configuration; moved to {prev}"
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(keep), encoding="utf-8")
-        os.replace(tmp, path)
+        if foreign or len(keep) != len(old.splitlines()):
+            f.seek(0)
+            f.truncate()
+            f.write("".join(keep))
+            f.flush()
+        return f
 
     def get(self, case: Case, sha: str) -> Generation | None:
         hit = self.reusable.get(case.id)

@@ -40,10 +40,14 @@ def build_targets(specs: Sequence[TargetSpec], base: Path, *, use_cache: bool = 
 
 def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
                       bind: Callable[[Any], tuple[Any, Any]], concurrency: int, command: list[str],
-                      judge_config: Any = None) -> list[TargetOutcome]:
+                      judge_config: Any = None, engine: Any = None) -> list[TargetOutcome]:
     """Run ``suite`` once per target. ``bind(suite) -> (suite with its LLM evaluators bound, judge client or
-    None)`` is called per target: each run owns (and closes) its client."""
-    from ..suites.runner import EVALUATOR_LABEL, CaseEvaluator, build_manifest
+    None)`` is called per target: each run owns (and closes) its client. Generation runs here; the generated
+    cases are evaluated where ``engine`` says (``referee.engines``: this process, or a Ray cluster)."""
+    from ..engines import get_engine
+    from ..suites.runner import EVALUATOR_LABEL, build_manifest
+
+    eng = get_engine(engine)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
@@ -56,7 +60,6 @@ def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
         manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": cfg}
         manifest.extra["config_hash"] = text_sha256(str(manifest.extra.get("config_hash", "")) + cfg)
         manifest.system_under_test = info.model
-        evaluate = run.evaluator(CaseEvaluator(bound).evaluate, EVALUATOR_LABEL)
 
         def on_error(c: Any, exc: BaseException, target: Target = target) -> Any:
             row = error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category)
@@ -64,10 +67,13 @@ def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
 
         path = out_dir / f"{target.id}.jsonl"
         notes = [run.store.note] if run.store.note else []
-        outcome = execute(out=path, manifest=manifest, items=bound.cases, key=lambda c: (c.id, None, None),
-                          evaluate=evaluate, on_error=on_error, client=client,
-                          concurrency=max(concurrency, target.spec.concurrency or 0),
-                          label=f"{target.id}: generating + judging", cleanup=run.aclose)
+        in_flight = max(concurrency, target.spec.concurrency or 0)
+        with eng.start(bound, client=client, concurrency=in_flight) as where:
+            evaluate = run.evaluator(where.evaluate, EVALUATOR_LABEL)
+            outcome = execute(out=path, manifest=manifest, items=bound.cases, key=lambda c: (c.id, None, None),
+                              evaluate=evaluate, on_error=on_error, client=client,
+                              concurrency=max(in_flight, where.concurrency),
+                              label=f"{target.id}: generating + judging", cleanup=run.aclose)
         if outcome.resume_note:
             notes.append(outcome.resume_note)
         g = run.stats

@@ -37,6 +37,9 @@ class BatchPlan:
     outcome: Outcome = "completed"
     polls: int = 1
     succeed: int | None = None
+    fail_polls: int = 0
+    """The first retrievals answer with this HTTP status ``poll_status`` (an outage while the job runs)."""
+    poll_status: int = 503
 
 
 @dataclass
@@ -215,9 +218,18 @@ class BatchRoutes:
         obj["request_counts"] = {"total": total, "completed": len(out_lines), "failed": len(err_lines)}
         return obj
 
+    def _outage(self, job: _Job) -> web.Response | None:
+        if job.plan.fail_polls > 0:
+            job.plan.fail_polls -= 1
+            return web.json_response({"error": {"message": "scripted outage", "type": "server_error"}},
+                                     status=job.plan.poll_status)
+        return None
+
     async def _openai_batch_get(self, request: web.Request) -> web.StreamResponse:
         self._call(request)
         job = self._job(request, "openai")
+        if (down := self._outage(job)) is not None:
+            return down
         self._advance(job)
         return web.json_response(self._openai_batch_object(job))
 
@@ -260,6 +272,8 @@ class BatchRoutes:
     async def _anthropic_batch_get(self, request: web.Request) -> web.StreamResponse:
         self._call(request)
         job = self._job(request, "anthropic")
+        if (down := self._outage(job)) is not None:
+            return down
         self._advance(job)
         return web.json_response(self._anthropic_batch_object(job, str(request.url.origin())))
 
@@ -328,5 +342,7 @@ class BatchRoutes:
     async def _gemini_batch_get(self, request: web.Request) -> web.StreamResponse:
         self._call(request)
         job = self._job(request, "gemini")
+        if (down := self._outage(job)) is not None:
+            return down
         self._advance(job)
         return web.json_response(self._gemini_operation(job))

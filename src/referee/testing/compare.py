@@ -7,12 +7,17 @@ from pathlib import Path
 from typing import Any
 
 TIMING_KEYS = frozenset({"latency_ms", "duration_s", "wall_s"})
-"""Fields that measure time (a row's latency, the sandbox's run time): they differ between any two runs."""
+"""Fields that measure time (a row's latency, the sandbox's run time; also any ``*_latency_ms``, such as a
+target's ``judge_latency_ms``): they differ between any two runs."""
+
+
+def _is_timing(key: str) -> bool:
+    return key in TIMING_KEYS or key.endswith("_latency_ms")
 
 
 def _drop_timings(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _drop_timings(v) for k, v in value.items() if k not in TIMING_KEYS}
+        return {k: _drop_timings(v) for k, v in value.items() if not _is_timing(k)}
     if isinstance(value, list):
         return [_drop_timings(v) for v in value]
     return value
