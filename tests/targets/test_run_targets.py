@@ -126,6 +126,8 @@ def test_targets_flag_and_bad_input_exit_2_before_any_call(tmp_path: Path, capsy
     assert "unknown target id(s) nope" in capsys.readouterr().err
     assert cli(["run", str(p), "--out", str(tmp_path / "o.jsonl")]) == 2
     assert "--out is a folder" in capsys.readouterr().err
+    assert cli(["validate", str(p)]) == 0
+    assert "2 target(s): v1, v2" in capsys.readouterr().out
     bad = tmp_path / "bad.yaml"
     bad.write_text("cases: cases.jsonl\ntargets:\n  - id: v1\n    provider: openai\n    prompt: prompts/v9.md\n"
                    "evaluators: [is_json]\n", encoding="utf-8")

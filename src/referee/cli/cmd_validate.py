@@ -36,5 +36,7 @@ def command(suites: tuple[str, ...], print_schema: bool) -> int:
         llm = len(suite.llm_specs)
         click.echo(f"ok: {path}: {len(suite.cases)} case(s), {len(suite.specs)} evaluator(s) "
                    f"({', '.join(s.label for s in suite.specs)})"
-                   + (f"; {llm} LLM evaluator(s): {llm * len(suite.cases)} judge call(s) per run" if llm else ""))
+                   + (f"; {llm} LLM evaluator(s): {llm * len(suite.cases)} judge call(s) per run" if llm else "")
+                   + (f"; {len(suite.targets)} target(s): {', '.join(t.id for t in suite.targets)}"
+                      if suite.targets else ""))
     return 2 if bad else 0

@@ -19,6 +19,7 @@ from ..aggregate.load import PASS_RULES
 from ..aggregate.units import build_units
 from ..cases import Case
 from ..errors import RefereeError, UserError
+from ..stats.bootstrap import DEFAULT_N_BOOT
 from .labels import LabelError, LabelStore, build_label, default_labels_path
 from .store import (
     FLAG_NAMES,
@@ -49,9 +50,8 @@ class ApiError(RefereeError):
 class ViewOptions:
     threshold: float = 0.7
     pass_rule: str = "threshold"
-    n_boot: int = 2000
-    """Resamples for the summary's intervals (``referee score`` defaults to more; the viewer answers fast and
-    says how many it used)."""
+    n_boot: int = DEFAULT_N_BOOT
+    """Resamples for the summary's intervals (the default of ``referee score``, so the figures are its own)."""
 
 
 def _markdown() -> Any:
