@@ -87,7 +87,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     from ..suites.runner import dry_run as estimate
     from ..suites.runner import run_suite
 
-    suite = load_suite(suite_file)
+    suite = load_suite(suite_file, run_user_code=not dry_run)  # a dry run imports no plugin module
     if cases_file:
         from ..cases import load_cases
 
