@@ -37,6 +37,8 @@ from .store import (
 
 API_VERSION = 1
 _EXCERPT = 300
+MARKDOWN_LIMIT = 200_000
+"""Outputs longer than this (characters) are shown as text, not rendered."""
 
 
 class ApiError(RefereeError):
@@ -271,8 +273,8 @@ class ViewApp:
                 out[k] = case.get(k)
         if case.output is not None:
             out["output"] = case.output
-            if isinstance(case.output, str):
-                out["output_html"] = self._md.render(case.output)
+            if isinstance(case.output, str) and len(case.output) <= MARKDOWN_LIMIT:
+                out["output_html"] = self._md.render(case.output)  # a huge output is shown as plain text
         if case.turns:
             out["turns"] = [{"role": str(t.get("role", "?")), "content": t.get("content")}
                             if isinstance(t, dict) else {"role": "?", "content": t} for t in case.turns]
