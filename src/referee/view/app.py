@@ -18,7 +18,7 @@ from ..aggregate import ScoreOptions, summarize
 from ..aggregate.load import PASS_RULES
 from ..aggregate.units import build_units
 from ..cases import Case
-from ..errors import UserError
+from ..errors import RefereeError, UserError
 from ..stats.bootstrap import DEFAULT_N_BOOT
 from .labels import LabelError, LabelStore, build_label, default_labels_path
 from .store import (
@@ -41,7 +41,7 @@ MARKDOWN_LIMIT = 200_000
 """Outputs longer than this (characters) are shown as text, not rendered."""
 
 
-class ApiError(Exception):
+class ApiError(RefereeError):
     def __init__(self, status: int, msg: str) -> None:
         super().__init__(msg)
         self.status = status
