@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from ..errors import UserError
+from ..runner.session import totals_line
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 
@@ -149,10 +150,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     table = evaluator_table(outcome.rows)
     if table:
         click.echo(table)
-    t = outcome.manifest.totals
-    cost = f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
-    calls = f" ({t.provider_calls} judge calls, {t.cached_calls} from cache{cost})" if client is not None else ""
-    echo_err(f"{t.scored} scored, {t.unscored} unscored, {t.error} error -> {out_path}{calls}, {t.wall_s:.1f}s")
+    echo_err(totals_line(outcome.manifest.totals, out_path, judged=client is not None))
     if no_gates:
         return 0
     if not markdown_out and not os.environ.get("GITHUB_STEP_SUMMARY"):

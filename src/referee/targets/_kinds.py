@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 from .._redact import redact_text
 from ..cases import Case
-from ..errors import ProviderError, UserError
+from ..errors import ProviderError, RefereeError, UserError
 from ..providers.base import JudgeRequest, Message
 from ..results.schema import Usage
 from ..runner.client import COST_DECIMALS, JudgeClient
@@ -32,7 +32,7 @@ from ..trajectories.model import Step, Trajectory
 from .model import TargetSpec
 
 
-class GenerationFailed(Exception):
+class GenerationFailed(RefereeError):
     """One case could not be generated; the message is the reason recorded in its error row."""
 
 
