@@ -431,3 +431,12 @@ def test_case_text_cannot_forge_batch_lines(fake_server: FakeLLMServer, tmp_path
     assert len(job.requests) == 2 and "0" * 64 not in [cid for cid, _ in job.requests]
     rows = {r["id"]: r for r in read_rows(tmp_path / "results.jsonl")}
     assert set(rows) == {"evil", "ok"} and all(_status(r) == "scored" for r in rows.values())
+
+
+def test_repeats_go_into_the_same_job_with_their_own_seeds(fake_server: FakeLLMServer, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(_args(tmp_path, fake_server, "openai", "--repeat", "2", "--seed", "5", n=2), capsys)[0] == 0
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert sorted((r["id"], r.get("repeat")) for r in rows) == [("c0", 0), ("c0", 1), ("c1", 0), ("c1", 1)]
+    (job,) = fake_server.batch_jobs.values()
+    assert sorted(w.body["seed"] for _, w in job.requests) == [5, 5, 6, 6]

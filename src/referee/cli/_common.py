@@ -180,6 +180,7 @@ HOW_TO_CONFIGURE = (
     "  export REFEREE_PROVIDER=ollama REFEREE_MODEL=llama3.1          (local Ollama at localhost:11434)\n"
     "  export REFEREE_PROVIDER=openai REFEREE_BASE_URL=http://localhost:8000/v1 REFEREE_MODEL=<m>\n"
     "                                                      (vLLM, LM Studio, llama.cpp server, any gateway)"
+    "\n  export REFEREE_PROVIDER=azure|bedrock|vertex ...     (Azure OpenAI, AWS Bedrock, Vertex AI: docs/scale.md)"
 )
 
 
