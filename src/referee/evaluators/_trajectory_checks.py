@@ -27,7 +27,7 @@ import jsonschema
 from .. import _regex
 from ..cases import Case
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
-from ..trajectories.importers import float_or_none
+from ..trajectories._parse import float_or_none
 from .base import CheckResult, Evaluator, register
 
 
