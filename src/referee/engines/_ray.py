@@ -24,6 +24,7 @@ import logging
 import os
 import socket
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,7 @@ from ._limiter import Limiter, limit_provider, snapshot
 CONNECT_TIMEOUT_S = 3.0
 """An address that does not answer within this is unreachable: exit 2 at once, not after Ray's retries."""
 START_TIMEOUT_S = 180.0
+MAX_RESTARTS = 5
 
 
 def import_ray() -> Any:
@@ -147,15 +149,16 @@ class _CaseWorker:
         self._run_id = run_id
         # One sandboxed check at a time: this actor holds one CPU of the cluster.
         self._ce = CaseEvaluator(suite, code_slots=asyncio.Semaphore(1))
+        self._instance = uuid.uuid4().hex  # a restarted worker counts its calls afresh
         self._seq = 0
 
     async def ready(self) -> str:
         return socket.gethostname()
 
-    async def evaluate(self, case: Any) -> tuple[Any, int, dict[str, dict[str, Any]]]:
+    async def evaluate(self, case: Any) -> tuple[Any, str, int, dict[str, dict[str, Any]]]:
         row = await self._ce.evaluate(case)
         self._seq += 1
-        return row, self._seq, _stats_of(self._run_id)
+        return row, self._instance, self._seq, _stats_of(self._run_id)
 
     async def close(self) -> None:
         for token, client in list(_WORKER_CLIENTS.items()):
@@ -307,7 +310,9 @@ class RayEngine(Engine):
                 for mod in beside:
                     with contextlib.suppress(Exception):
                         ray.cloudpickle.unregister_pickle_by_value(mod)
-            worker = ray.remote(_CaseWorker).options(num_cpus=1)
+            # A worker whose process dies (a plugin that exits, a lost node) is restarted, and only the case
+            # it was evaluating becomes an error row.
+            worker = ray.remote(_CaseWorker).options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=0)
             actors = [worker.remote(suite_ref, run_id) for _ in range(n)]
             try:
                 ray.get([a.ready.remote() for a in actors], timeout=START_TIMEOUT_S)
@@ -325,7 +330,7 @@ class RayEngine(Engine):
     @staticmethod
     def _evaluator(ray: Any, actors: list[Any], clients: dict[str, JudgeClient]) -> Any:
         inflight = [0] * len(actors)
-        latest: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {}
+        latest: dict[str, tuple[int, dict[str, dict[str, Any]]]] = {}
         base = {t: dataclasses.replace(c.stats) for t, c in clients.items()}
 
         def add_stats() -> None:
@@ -341,21 +346,69 @@ class RayEngine(Engine):
                 total.cost_usd = round(total.cost_usd, COST_DECIMALS)
                 client.stats = total
 
+        reserved: set[int] = set()
+        dead: set[int] = set()
+        died = getattr(ray.exceptions, "ActorDiedError", ())  # for good, as opposed to restarting
+
+        async def pick() -> int:
+            while True:
+                free = [k for k in range(len(actors)) if k not in reserved and k not in dead]
+                if free:
+                    return min(free, key=inflight.__getitem__)
+                if len(dead) == len(actors):
+                    raise RuntimeError("every Ray worker of this run has died")
+                await asyncio.sleep(0.05)
+
+        async def idle_and_alive(i: int) -> bool:
+            """Wait until worker ``i`` has nothing in flight and answers (a restart takes a moment)."""
+            while inflight[i]:
+                await asyncio.sleep(0.05)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while True:
+                try:
+                    await actors[i].ready.remote()
+                    return True
+                except died:
+                    dead.add(i)
+                    return False
+                except ray.exceptions.RayActorError:
+                    if time.monotonic() > deadline:
+                        dead.add(i)
+                        return False
+                    await asyncio.sleep(0.2)
+
         async def evaluate(case: Any) -> Any:
-            i = min(range(len(actors)), key=inflight.__getitem__)
-            inflight[i] += 1
-            try:
-                row, seq, stats = await actors[i].evaluate.remote(case)
-            except ray.exceptions.RayTaskError as exc:
-                cause = getattr(exc, "cause", None)
-                # The worker's own exception, so a fatal provider error stops the run as it does locally.
-                raise (cause if isinstance(cause, BaseException) else RuntimeError(_first_line(exc))) from None
-            except ray.exceptions.RayActorError as exc:
-                raise RuntimeError(f"the Ray worker evaluating this case was lost: {_first_line(exc)}") from None
-            finally:
-                inflight[i] -= 1
-            if seq > latest.get(i, (0, {}))[0]:
-                latest[i] = (seq, stats)
+            # A case whose worker died is tried once more, alone on a live worker: if it was the case that
+            # killed its worker, it takes no other case down with it; if it only shared it, it gets its row.
+            alone = False
+            while True:
+                i = await pick()
+                mine = alone  # this attempt holds worker i for itself
+                if mine:
+                    reserved.add(i)
+                try:
+                    if alone and not await idle_and_alive(i):
+                        continue
+                    inflight[i] += 1
+                    try:
+                        row, instance, seq, stats = await actors[i].evaluate.remote(case)
+                        break
+                    finally:
+                        inflight[i] -= 1
+                except ray.exceptions.RayTaskError as exc:
+                    cause = getattr(exc, "cause", None)
+                    # The worker's own exception, so a fatal provider error stops the run as it does locally.
+                    raise (cause if isinstance(cause, BaseException) else RuntimeError(_first_line(exc))) from None
+                except ray.exceptions.RayActorError as exc:
+                    if alone:
+                        raise RuntimeError("the Ray worker evaluating this case died, also with the case alone "
+                                           f"on it: {_first_line(exc)}") from None
+                    alone = True
+                finally:
+                    if mine:
+                        reserved.discard(i)
+            if seq > latest.get(instance, (0, {}))[0]:
+                latest[instance] = (seq, stats)
                 add_stats()
             return row
 
