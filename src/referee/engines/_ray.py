@@ -128,10 +128,13 @@ def _rebuild_client(state: dict[str, Any]) -> JudgeClient:
     token = state["token"]
     client = _WORKER_CLIENTS.get(token)
     if client is None:
+        import ray
+
+        hub = ray.get_actor(state["hub"])
         provider: Provider = state["provider"]
-        limit_provider(provider, _HubPermits(state["hub"]))
+        limit_provider(provider, _HubPermits(hub))
         client = _WORKER_CLIENTS[token] = _HubClient(
-            provider, hub=state["hub"], hub_cache=state["cache"], retry=state["retry"],
+            provider, hub=hub, hub_cache=state["cache"], retry=state["retry"],
             input_price_per_mtok=state["input_price"], output_price_per_mtok=state["output_price"])
     return client
 
@@ -284,25 +287,32 @@ class RayEngine(Engine):
             here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
             cache_path = (str(Path(client.cache.path).resolve())
                           if client is not None and client.cache is not None else None)
-            hub = ray.remote(_Hub).options(num_cpus=0, max_concurrency=100_000, scheduling_strategy=here).remote(
-                cache_path, concurrency, self.rpm)
-            self.hub = hub
             run_id = uuid.uuid4().hex
+            # Named, so the workers look it up (a handle inside their constructor arguments would make Ray keep
+            # those arguments in its object store, and warn about restarts on every run).
+            hub_name = f"referee-hub-{run_id}"
+            hub = ray.remote(_Hub).options(num_cpus=0, max_concurrency=100_000, scheduling_strategy=here,
+                                           name=hub_name).remote(cache_path, concurrency, self.rpm)
+            self.hub = hub
             clients: dict[str, JudgeClient] = {}
 
             def recipe(c: JudgeClient) -> dict[str, Any]:
                 token = f"{run_id}:{id(c)}"
                 clients[token] = c
                 return {"token": token, "provider": c.provider, "retry": c.retry, "cache": c.cache is not None,
-                        "input_price": c.input_price, "output_price": c.output_price, "hub": hub}
+                        "input_price": c.input_price, "output_price": c.output_price, "hub": hub_name}
 
             ray.util.register_serializer(JudgeClient, serializer=recipe, deserializer=_rebuild_client)
             # Plugin modules beside the suite file travel with it (workers elsewhere do not have that folder).
             beside = _modules_under(Path(suite.base_dir))
             for mod in beside:
                 ray.cloudpickle.register_pickle_by_value(mod)
+            # A worker whose process dies (a plugin that exits, a lost node) is restarted (with the suite it was
+            # created with: sent with each creation, not kept in the object store where a restart could lose it).
+            worker = ray.remote(_CaseWorker).options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=0)
+            shipped = dataclasses.replace(suite, cases=[])
             try:
-                suite_ref = ray.put(dataclasses.replace(suite, cases=[]))
+                actors = [worker.remote(shipped, run_id) for _ in range(n)]
             except Exception as exc:  # noqa: BLE001
                 raise UserError(f"the suite cannot be sent to the Ray workers: {_first_line(exc)}") from None
             finally:
@@ -310,10 +320,6 @@ class RayEngine(Engine):
                 for mod in beside:
                     with contextlib.suppress(Exception):
                         ray.cloudpickle.unregister_pickle_by_value(mod)
-            # A worker whose process dies (a plugin that exits, a lost node) is restarted, and only the case
-            # it was evaluating becomes an error row.
-            worker = ray.remote(_CaseWorker).options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=0)
-            actors = [worker.remote(suite_ref, run_id) for _ in range(n)]
             try:
                 ray.get([a.ready.remote() for a in actors], timeout=START_TIMEOUT_S)
             except ray.exceptions.GetTimeoutError:
