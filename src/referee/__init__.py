@@ -3,11 +3,12 @@
 The public API is what ``__all__`` lists; everything else is implementation and may change.
 """
 
-from . import judges
-from ._api import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .aggregate import Summary, summarize
-from .cases import Case, CaseSet, cases_from, load_cases
 from .errors import (
     InputError,
     MissingExtraError,
@@ -17,11 +18,48 @@ from .errors import (
     RefereeError,
     UserError,
 )
-from .evaluators.base import CheckResult, Evaluator, register
-from .evaluators.reply import JudgeOutcome, ReplyInvalid, ask_judge
-from .providers import Completion, FakeProvider, JudgeRequest, Message, Provider, get_provider
-from .results import CriterionScore, JudgeInfo, ResultRow, ResultWriter, RunManifest, Usage, read_results
-from .runner import JudgeClient, ResponseCache, RetryPolicy
+
+if TYPE_CHECKING:
+    from . import judges
+    from ._api import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
+    from .aggregate import Summary, summarize
+    from .cases import Case, CaseSet, cases_from, load_cases
+    from .evaluators.base import CheckResult, Evaluator, register
+    from .evaluators.reply import JudgeOutcome, ReplyInvalid, ask_judge
+    from .providers import Completion, FakeProvider, JudgeRequest, Message, Provider, get_provider
+    from .results import CriterionScore, JudgeInfo, ResultRow, ResultWriter, RunManifest, Usage, read_results
+    from .runner import JudgeClient, ResponseCache, RetryPolicy
+
+# Names are imported on first use (PEP 562): ``import referee`` (every CLI command starts with it) must not
+# pay for numpy, pydantic models or aiohttp that the command at hand never touches. Judging starts sooner.
+_LAZY = {
+    "judges": ".judges",
+    **dict.fromkeys(("EvalResult", "Judge", "as_evaluator", "evaluate", "evaluate_async"), "._api"),
+    **dict.fromkeys(("Summary", "summarize"), ".aggregate"),
+    **dict.fromkeys(("Case", "CaseSet", "cases_from", "load_cases"), ".cases"),
+    **dict.fromkeys(("CheckResult", "Evaluator", "register"), ".evaluators.base"),
+    **dict.fromkeys(("JudgeOutcome", "ReplyInvalid", "ask_judge"), ".evaluators.reply"),
+    **dict.fromkeys(("Completion", "FakeProvider", "JudgeRequest", "Message", "Provider", "get_provider"),
+                    ".providers"),
+    **dict.fromkeys(("CriterionScore", "JudgeInfo", "ResultRow", "ResultWriter", "RunManifest", "Usage",
+                     "read_results"), ".results"),
+    **dict.fromkeys(("JudgeClient", "ResponseCache", "RetryPolicy"), ".runner"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = import_module(where, __name__)
+    value = module if name == "judges" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "Case",

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .errors import RefereeError
+
 MAX_DEPTH = 128
 MAX_YAML_NODES = 1_000_000
 
 
-class UnsafeData(ValueError):
+class UnsafeData(RefereeError, ValueError):
     """Input that parses but cannot be used safely; the message says why, in one line."""
 
 

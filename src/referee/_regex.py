@@ -13,11 +13,13 @@ from typing import Any
 
 import regex
 
+from .errors import RefereeError
+
 TIMEOUT_S = 1.0
 """Seconds one match may take (a linear pattern scans about 100 MB in that time)."""
 
 
-class RegexTimeout(Exception):
+class RegexTimeout(RefereeError):
     """A user's pattern took longer than :data:`TIMEOUT_S`."""
 
     def __init__(self, pattern: str, chars: int) -> None:

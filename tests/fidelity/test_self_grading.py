@@ -90,3 +90,55 @@ def test_pairwise_flags_self_grading(tmp_path: Path, fake_server: FakeLLMServer,
 def test_every_judging_command_takes_system_model(command: list[str], capsys: Cap) -> None:
     assert cli([*command, "--help"]) == 0
     assert "--system-model" in capsys.readouterr().out
+
+
+def _every_command(tmp: Path, srv: FakeLLMServer) -> dict[str, list[str]]:
+    """One run of every judging command against the fake server, judged by 'judge-1'."""
+    from referee.example import DATA
+
+    agent = DATA / "agent"
+    judge = ["--provider", "openai", "--base-url", srv.openai_base_url, "--model", "judge-1"]
+    support = tmp / "support.jsonl"
+    support.write_text("".join(json.dumps({"id": f"s{i}", "input": "Refund?", "output": f"Refunds take {i} days."})
+                               + "\n" for i in range(2)))
+    pairs = tmp / "pairs.jsonl"
+    pairs.write_text(json.dumps({"id": "p1", "input": "2+2?", "output_a": "4", "output_b": "5"}) + "\n")
+    tmpl = tmp / "pw.md"
+    tmpl.write_text("Q: {input}\n<r1>{response_1}</r1>\n<r2>{response_2}</r2>\n")
+    jt = tmp / "judge.md"
+    jt.write_text('Grade {output}. Reply {"quality": {"score": 0-1, "rationale": ""}, "overall_score": 0-1}\n')
+    suite = tmp / "suite.yaml"
+    suite.write_text(f"cases: {support.name}\njudge:\n  rubric: \"- accuracy: right\"\nevaluators:\n  - llm_judge\n")
+    rt = tmp / "rt.jsonl"
+    assert cli(["redteam", "generate", "--seed", "7", "--per-seed", "1", "--out", str(rt)]) == 0
+    return {
+        "judge": ["judge", str(support), "-t", str(jt), "-o", str(tmp / "judge.jsonl"), *judge],
+        "pairwise": ["pairwise", str(pairs), "-t", str(tmpl), "-o", str(tmp / "pairwise.jsonl"), *judge],
+        "evaluate": ["evaluate", "--cases", str(support), "--out", str(tmp / "evaluate.jsonl"), *judge],
+        "trajectory": ["trajectory", str(agent / "trajectories.jsonl"), "--judge", "--out",
+                       str(tmp / "trajectory.jsonl"), *judge],
+        "conversation": ["conversation", str(agent / "conversations.jsonl"), "--out", str(tmp / "conversation.jsonl"),
+                         *judge],
+        "redteam": ["redteam", "run", str(rt), "--outputs", str(agent / "redteam_replies.jsonl"), "--judge",
+                    "--out", str(tmp / "redteam.jsonl"), *judge],
+        "run": ["run", str(suite), "--out", str(tmp / "run.jsonl"), "--no-gates", *judge],
+    }
+
+
+@pytest.mark.parametrize("name", ["judge", "pairwise", "evaluate", "trajectory", "conversation", "redteam", "run"])
+def test_every_judging_command_records_and_flags_self_grading(name: str, tmp_path: Path, capsys: Cap) -> None:
+    from referee.results import read_results
+    from referee.results.manifest import RunManifest
+    from referee.testing import schema_responder
+
+    with FakeLLMServer(responder=schema_responder) as srv:
+        args = _every_command(tmp_path, srv)[name]
+        capsys.readouterr()
+        cli([*args, "--system-model", "judge-1"])  # exit 0 or 1 (a gate): the rows are what matters
+        err = capsys.readouterr().err
+    out = Path(args[args.index("--out" if "--out" in args else "-o") + 1])
+    m = RunManifest.read(out)
+    assert m is not None and m.system_under_test == "judge-1"
+    judged = [r for r in read_results(out).rows if r.judge is not None]
+    assert judged and all("self_grading" in r.flags for r in judged), name
+    assert "graded by the model that produced them" in err

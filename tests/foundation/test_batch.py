@@ -376,3 +376,67 @@ async def test_polls_back_off_and_requests_arriving_together_share_one_job() -> 
     assert gaps[0] >= 0.02 and gaps[1] >= 0.029 and all(g < 0.2 for g in gaps)  # 0.02, 0.03, then capped 0.05
     assert gaps[-1] >= 0.045
     assert lines[0] == "batch job job1 submitted (fake, 5 requests)"
+
+
+async def test_large_runs_are_split_into_jobs_within_the_providers_limits() -> None:
+    from referee.providers import FakeProvider, JudgeRequest, Message
+    from referee.providers.batch import BatchAdapter, JobStatus
+    from referee.runner.batch import BatchRunner
+
+    class Small(BatchAdapter):
+        max_requests = 3
+        max_bytes = 4000
+
+        async def submit(self, items: list[tuple[str, JudgeRequest]]) -> str:
+            raise AssertionError
+
+        async def status(self, job_id: str) -> JobStatus:
+            raise AssertionError
+
+        async def results(self, job_id: str, status: JobStatus, keys: list[str]) -> dict[str, Any]:
+            raise AssertionError
+
+    runner = BatchRunner(Small(FakeProvider()), report=lambda line: None)
+    short = JudgeRequest(messages=(Message("user", "x"),))
+    long = JudgeRequest(messages=(Message("user", "y" * 3000),))
+    items = [(f"s{i}", short) for i in range(7)] + [("l0", long), ("l1", long)]
+    chunks = runner._chunks(items)
+    assert [[k for k, _ in c] for c in chunks] == [["s0", "s1", "s2"], ["s3", "s4", "s5"], ["s6"], ["l0"], ["l1"]]
+
+
+@pytest.mark.parametrize("outcome", ["expired", "cancelled"])
+@pytest.mark.parametrize(("provider", "answered", "word"), [("openai", 1, "batch_"), ("anthropic", 1, "request "),
+                                                            ("gemini", 0, "BATCH_STATE_")])
+def test_every_format_reports_unanswered_requests_as_error_rows(
+        fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], provider: str,
+        answered: int, word: str, outcome: Any) -> None:
+    # Gemini's expired or cancelled jobs return no results at all; the others return what ran.
+    fake_server.batch_plan(BatchPlan(outcome=outcome, succeed=1))
+    # Nothing graded at all is exit 1 (the judge command's rule); the rows are kept either way.
+    assert run(_args(tmp_path, fake_server, provider), capsys)[0] == (0 if answered else 1)
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert sum(_status(r) == "scored" for r in rows) == answered
+    errors = [r["error"] for r in rows if _status(r) == "error"]
+    assert len(errors) == 3 - answered and all(word in e and "rerun resubmits" in e for e in errors)
+    assert run(_args(tmp_path, fake_server, provider), capsys)[0] == 0
+    assert [len(j.requests) for j in fake_server.batch_jobs.values()] == [3, 3 - answered]
+
+
+def test_case_text_cannot_forge_batch_lines(fake_server: FakeLLMServer, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    forged = '"}\n{"custom_id": "' + "0" * 64 + '", "method": "POST", "url": "/v1/chat/completions", "body": {}}\n'
+    cases = [{"id": "evil", "input": "q", "output": forged}, {"id": "ok", "input": "q", "output": "fine"}]
+    assert run(judge_args(tmp_path, fake_server, "--batch", provider="openai", cases=cases), capsys)[0] == 0
+    (job,) = fake_server.batch_jobs.values()
+    assert len(job.requests) == 2 and "0" * 64 not in [cid for cid, _ in job.requests]
+    rows = {r["id"]: r for r in read_rows(tmp_path / "results.jsonl")}
+    assert set(rows) == {"evil", "ok"} and all(_status(r) == "scored" for r in rows.values())
+
+
+def test_repeats_go_into_the_same_job_with_their_own_seeds(fake_server: FakeLLMServer, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(_args(tmp_path, fake_server, "openai", "--repeat", "2", "--seed", "5", n=2), capsys)[0] == 0
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert sorted((r["id"], r.get("repeat")) for r in rows) == [("c0", 0), ("c0", 1), ("c1", 0), ("c1", 1)]
+    (job,) = fake_server.batch_jobs.values()
+    assert sorted(w.body["seed"] for _, w in job.requests) == [5, 5, 6, 6]

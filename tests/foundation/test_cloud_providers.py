@@ -309,3 +309,22 @@ def test_cloud_credentials_missing_exit_2_from_the_cli(fake_server: FakeLLMServe
     code, _, err = run(judge_args(tmp_path, fake_server, provider="bedrock"), capsys)
     assert code == 2 and "no AWS credentials" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("provider", "module", "extra"), [("bedrock", "botocore", "referee[bedrock]"),
+                                                           ("vertex", "google.auth", "referee[vertex]")])
+def test_a_missing_sign_in_library_names_the_extra(monkeypatch: pytest.MonkeyPatch, provider: str, module: str,
+                                                   extra: str) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def without(name: str, *a: object, **k: object) -> object:
+        if name == module or name.startswith(module + "."):
+            raise ImportError(name)
+        return real_import(name, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", without)
+    with pytest.raises(UserError) as ei:
+        get_provider(provider, "m")
+    assert extra in str(ei.value) and "\n" not in str(ei.value)

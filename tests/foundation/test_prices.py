@@ -99,3 +99,27 @@ def test_judge_run_with_user_prices_records_user(fake_server: FakeLLMServer, tmp
     assert [r["cost_usd"] for r in read_rows(tmp_path / "results.jsonl")] == [pytest.approx(0.024)] * 3
     m = json.loads((tmp_path / "results.manifest.json").read_text())
     assert m["judge"]["price_source"] == "user"
+
+
+def test_dry_run_estimates_from_the_database_and_at_the_batch_rate(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.cli import cli
+
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "output": "x" * 400}) + "\n"
+                                                  for i in range(10)))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"""cases: cases.jsonl
+judge: {{provider: anthropic, model: {HAIKU3}, rubric: "- accuracy: right"}}
+evaluators: [llm_judge]
+""")
+    assert cli(["run", str(suite), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "estimated cost at most $" in out and "$0.25 / $1.25 per million" in out and "genai-prices" in out
+    standard = float(out.split("estimated cost at most $")[1].split()[0])
+    assert cli(["run", str(suite), "--dry-run", "--batch"]) == 0
+    out = capsys.readouterr().out
+    assert "$0.125 / $0.625 per million" in out and "(batch rate)" in out
+    assert float(out.split("estimated cost at most $")[1].split()[0]) == pytest.approx(standard / 2, abs=1e-4)
+    # A local server has no price: the estimate says so rather than invent one.
+    assert cli(["run", str(suite), "--dry-run", "--provider", "ollama", "--model", "llama3.1"]) == 0
+    assert "cost unknown" in capsys.readouterr().out

@@ -52,7 +52,7 @@ async def test_client_retries_429_with_retry_after_over_the_wire(fake_server: Fa
     finally:
         await client.aclose()
     assert '"overall_score": 0.7' in c.text
-    assert len(fake_server.requests) == 3 and client.stats.retries == 2 and client.stats.calls == 1
+    assert len(fake_server.requests) == 3 and client.stats.retries == 2 and client.stats.calls == 3  # every request sent (issue 10)
     assert pol.seen[0][0] == 0.05 and pol.seen[0][1] >= 0.05  # the server's Retry-After was honoured
     assert pol.seen[1][0] is None
 
@@ -251,3 +251,24 @@ def test_progress_bar_only_on_a_terminal_and_shows_rate_and_cost(monkeypatch: py
     bar.close()
     err = capsys.readouterr().err
     assert "judging" in err and "3/3" in err and "$0.0123" in err and "/s" in err
+
+
+def test_run_sync_never_formats_the_result() -> None:
+    """asyncio.run formats its main task's repr when it restores the SIGINT handler (Python 3.11): a result
+    holding thousands of rows cost a judging run most of its last second. The result stays out of the task."""
+    from referee.runner.session import run_sync
+
+    formatted: list[int] = []
+
+    class Rows:
+        def __repr__(self) -> str:
+            formatted.append(1)
+            return "Rows()"
+
+    rows = Rows()
+
+    async def run() -> Rows:
+        return rows
+
+    assert run_sync(run()) is rows
+    assert formatted == []

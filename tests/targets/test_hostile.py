@@ -92,3 +92,12 @@ def test_a_slow_target_cannot_outlive_its_timeout(tmp_path: Path) -> None:
     [(_, gen)] = generate_outputs({"id": "cli", "exec": "python agent.py", "timeout": 0.5}, CASES[:1],
                                   base_dir=tmp_path)
     assert gen.error == "the command timed out after 0.5s" and time.monotonic() - t0 < 20
+
+
+def test_case_text_in_an_http_url_cannot_change_the_path_or_query(service: Any) -> None:
+    srv = service(lambda body: (200, {"text": "ok"}))
+    spec = {"id": "app", "http": {"url": srv.url + "/items/{input}", "method": "GET", "output": "text"}}
+    [(case, gen)] = generate_outputs(spec, [{"id": "h", "input": "../admin?delete=1#x"}])
+    assert gen.error is None and case.output == "ok"
+    path = srv.requests[0]["path"]  # (the client may write %3D as "=", which is the same in a path)
+    assert path.startswith("/items/..%2Fadmin%3Fdelete") and path.endswith("%23x") and "?" not in path

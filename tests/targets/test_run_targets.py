@@ -126,6 +126,8 @@ def test_targets_flag_and_bad_input_exit_2_before_any_call(tmp_path: Path, capsy
     assert "unknown target id(s) nope" in capsys.readouterr().err
     assert cli(["run", str(p), "--out", str(tmp_path / "o.jsonl")]) == 2
     assert "--out is a folder" in capsys.readouterr().err
+    assert cli(["validate", str(p)]) == 0
+    assert "2 target(s): v1, v2" in capsys.readouterr().out
     bad = tmp_path / "bad.yaml"
     bad.write_text("cases: cases.jsonl\ntargets:\n  - id: v1\n    provider: openai\n    prompt: prompts/v9.md\n"
                    "evaluators: [is_json]\n", encoding="utf-8")
@@ -240,3 +242,41 @@ evaluators:
     judged = next(q for q in fake_server.requests if q.schema is not None).prompt_text
     assert "Assistant: reply to first" in judged and "Assistant: reply to second" in judged
     assert "RECORDED OLD REPLY" not in judged
+
+
+def test_a_killed_run_resumes_without_generating_twice(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "slow_agent.py").write_text(
+        "import os, time\n"
+        "def answer(text):\n"
+        "    time.sleep(0.05)\n"
+        "    with open(os.path.join(os.path.dirname(__file__), 'calls.txt'), 'a') as f:\n"
+        "        f.write(text + '\\n')\n"
+        "    return 'Refunds take 5 business days: ' + text\n", encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"k{i}", "input": f"q{i}"}) + "\n"
+                                                  for i in range(200)), encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text("cases: cases.jsonl\ntargets:\n  - {id: slow, python: 'slow_agent:answer', "
+                                         "concurrency: 4}\nevaluators:\n  - contains: {value: business}\n",
+                                         encoding="utf-8")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "referee", "run", str(tmp_path / "suite.yaml"), "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    outputs = out / "slow.outputs.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not outputs.exists() or len(outputs.read_text().splitlines()) < 20):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = {json.loads(line)["id"] for line in outputs.read_text().splitlines() if line.endswith("}")}
+    assert 20 <= len(done_before) < 200
+    assert cli(["run", str(tmp_path / "suite.yaml"), "--out", str(out)]) == 0
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    # Every case generated once, except at most the few in flight when the process was killed.
+    assert set(calls) == {f"q{i}" for i in range(200)} and len(calls) <= 200 + 4
+    rows = read_results(out / "slow.jsonl").rows
+    assert len(rows) == 200 and all(r.status == "scored" for r in rows)

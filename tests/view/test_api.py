@@ -291,3 +291,34 @@ def test_existing_labels_are_shown_and_kept(data: Data) -> None:
         s.server.shutdown()
         s.server.server_close()
         close_app(s.app)
+
+
+def test_seed_rows_a_bom_bad_lines_and_duplicates_are_viewed_like_referee_score_reads_them(tmp_path: Path) -> None:
+    p = tmp_path / "seed.jsonl"
+    p.write_bytes(b"\xef\xbb\xbf" + b"\n".join([
+        b'{"id": 1, "score": true, "category": "x", "rationale": "first seed row"}',
+        b"not json",
+        b'{"id": "b", "score": 0.2, "category": "x", "rationale": "needle here"}',
+        b'{"id": "b", "score": 0.9, "category": "x", "rationale": "a duplicate: dropped"}',
+        b'{"id": "c", "status": "unscored", "rationale": "no verdict"}',
+        b'{"id": "d", "score": null}',
+    ]) + b"\n")
+    big = "word " * 60_000
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "b", "input": "q", "output": big}) + "\n", encoding="utf-8")
+    s = serve([p], [cases])
+    try:
+        page = get(s, "/api/runs/0/cases")
+        assert [(r["id"], r["status"], r["evaluator"]) for r in page["rows"]] == [
+            ("1", "scored", "seed"), ("b", "scored", "seed"), ("c", "unscored", "seed")]
+        assert [r["id"] for r in get(s, "/api/runs/0/cases?q=needle")["rows"]] == ["b"]  # the index lines up
+        assert [r["id"] for r in get(s, "/api/runs/0/cases?flag=unscored")["rows"]] == ["c"]
+        warnings = get(s, "/api/runs")["runs"][0]["warnings"]  # as referee score: bad lines skipped, said so
+        assert any(":2: malformed JSON" in w for w in warnings) and any(":6: field 'score'" in w for w in warnings)
+        one = get(s, "/api/runs/0/cases/1")
+        assert "output_html" not in one["case"] and len(one["case"]["output"]) == len(big)  # too big to render
+        assert call(s, "POST", "/api/labels", {"id": "1", "passed": True})[0] == 201
+    finally:
+        s.server.shutdown()
+        s.server.server_close()
+        close_app(s.app)

@@ -28,7 +28,7 @@ def driver() -> Iterator[Any]:
     d.quit()
 
 
-def wait_for(d: Any, css: str, timeout: float = 15) -> Any:
+def wait_for(d: Any, css: str, timeout: float = 20) -> Any:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
@@ -36,10 +36,13 @@ def wait_for(d: Any, css: str, timeout: float = 15) -> Any:
     return WebDriverWait(d, timeout).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
 
 
-def wait_until(d: Any, fn: Any, timeout: float = 15) -> Any:
+def wait_until(d: Any, fn: Any, timeout: float = 20) -> Any:
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(d, timeout).until(lambda _: fn())
+    # The page replaces its content as it navigates: an element found a moment ago may be gone.
+    return WebDriverWait(d, timeout, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+                         ).until(lambda _: fn())
 
 
 def rows(d: Any) -> list[str]:
@@ -169,3 +172,27 @@ def test_the_hostile_case_shows_its_payload_as_text(driver: Any, served: Served)
     turns = d.execute_script("return [...document.querySelectorAll('.turn .text')].map(e => e.textContent)")
     assert turns == [PAYLOAD, PAYLOAD]
     assert d.execute_script("return window.__xss") is None
+
+
+def test_compare_side_by_side_and_a_growing_file_shows_up(driver: Any, served: Served, data: Data) -> None:
+    from selenium.webdriver.common.by import By
+
+    d = driver
+    d.get(served.url + "#/compare/0/1?filter=regressions")
+    wait_for(d, "#compare-table tbody tr")
+    ids = d.execute_script("return [...document.querySelectorAll('#compare-table tbody tr')].map(r => r.dataset.id)")
+    assert "case-00" in ids and "case-08" not in ids
+    assert d.find_element(By.ID, "compare-verdict").text.startswith("INCONCLUSIVE: overall pass rate -0.167")
+    d.find_element(By.CSS_SELECTOR, "#compare-table tr[data-id='case-00'] a").click()
+    wait_for(d, "#side-by-side")
+    sides = d.execute_script("return [...document.querySelectorAll('#side-by-side .side > p')].map(p => p.textContent)")
+    assert "score 0.900" in sides[0] and "pass" in sides[0]
+    assert "score 0.100" in sides[1] and "fail" in sides[1]
+
+    # A run still writing: the open table picks up the new row by itself.
+    d.get(served.url + "#/run/1")
+    wait_until(d, lambda: len(rows(d)) == 13)
+    with open(data.results, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"schema_version": 1, "id": "late-case", "status": "scored", "score": 0.9}) + "\n")
+    wait_until(d, lambda: "late-case" in rows(d), timeout=20)
+    assert d.find_element(By.ID, "total").text == "14 matching"

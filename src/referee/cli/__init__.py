@@ -19,6 +19,7 @@ import click
 
 from .._version import __version__
 from ..errors import UserError
+from ._outputs import guard
 
 _CMD_PREFIX = "cmd_"
 
@@ -42,7 +43,7 @@ class _LazyGroup(click.Group):
             return None
         command = import_module(mod).command
         assert isinstance(command, click.Command)
-        return command
+        return guard(command)  # every command: an output path never overwrites an input (cli/_outputs.py)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})

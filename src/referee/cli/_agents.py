@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 from .._yaml import load as load_yaml
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
-from ..results.manifest import EvalSetInfo, RunManifest, file_sha256
+from ..results.manifest import RunManifest
 from ..results.schema import ResultRow
 from . import invoked_argv
 from ._common import echo_err
@@ -56,10 +55,8 @@ def ensure_parent(out: str) -> Path:
     return p
 
 
-def new_manifest(kind: str, cases_path: str, cases: Sequence[Case], **kwargs: object) -> RunManifest:
-    return RunManifest(kind=kind, command=invoked_argv(),
-                       eval_set=EvalSetInfo(path=cases_path, sha256=file_sha256(cases_path), n_cases=len(cases),
-                                            case_ids=[c.id for c in cases]), **kwargs)  # type: ignore[arg-type]
+def new_manifest(kind: str, cases_path: str, cases: Sequence[Case], **kwargs: Any) -> RunManifest:
+    return RunManifest.for_cases(kind, cases_path, [c.id for c in cases], command=invoked_argv(), **kwargs)
 
 
 def summarise(rows: Sequence[ResultRow], out: str | Path, *, threshold: float = 0.7, by_category: bool = False,
@@ -75,17 +72,16 @@ def summarise(rows: Sequence[ResultRow], out: str | Path, *, threshold: float = 
         echo_err(f"  {r.id}{turn} [{what}]: {r.rationale or r.error or ''}")
     if len(bad) > limit:
         echo_err(f"  ... and {len(bad) - limit} more (see {out})")
-    if by_category:
-        groups: dict[str, list[ResultRow]] = defaultdict(list)
-        for r in rows:
-            groups[r.category or "(none)"].append(r)
-        for cat in sorted(groups):
-            g = groups[cat]
-            g_scored = [r for r in g if r.status == "scored"]
-            g_pass = [r for r in g_scored if id(r) in passed_ids]
-            rate = f"{len(g_pass) / len(g_scored):.0%}" if g_scored else "n/a"
-            echo_err(f"  {cat:<20} {len(g):>3} cases  pass {len(g_pass)}/{len(g_scored)} ({rate})"
-                     f"  unscored {sum(r.status == 'unscored' for r in g)}  error {sum(r.status == 'error' for r in g)}")
+    if by_category and rows:
+        from ..aggregate import ScoreOptions, summarize
+
+        # Per attack type through the one aggregator (the rows' own verdict, else score >= threshold).
+        summary = summarize(list(rows), ScoreOptions(threshold=threshold, pass_rule="evaluator", n_boot=200))
+        for g in summary.categories:
+            n_pass = round((g.pass_rate.estimate or 0.0) * g.cases)
+            rate = f"{g.pass_rate.estimate:.0%}" if g.pass_rate.estimate is not None else "n/a"
+            echo_err(f"  {g.name:<20} {g.rows:>3} cases  pass {n_pass}/{g.cases} ({rate})"
+                     f"  unscored {g.unscored}  error {g.errors}")
     echo_err(f"{len(passed)} passed, {len(scored) - len(passed)} failed, "
              f"{sum(r.status == 'unscored' for r in rows)} unscored, {sum(r.status == 'error' for r in rows)} error "
              f"-> {out}")

@@ -18,7 +18,29 @@ from ..templates import Preflight
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-PROVIDER_CHOICES = ["anthropic", "openai", "gemini", *CLOUD_PROVIDERS, *LOCAL_SERVERS]
+
+
+class ProviderChoice(click.Choice):
+    """``--provider``: the built-ins, then installed provider plugins, read when first needed (click would
+    freeze a plain list when the command is defined, before a test or a plugin installs anything, and reading
+    the installed packages' entry points costs start-up time most commands never need)."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from ..providers import provider_names
+
+        return tuple(provider_names())
+
+    @choices.setter
+    def choices(self, value: Any) -> None:
+        pass  # computed, see above
+
+
+PROVIDER_CHOICES = ("anthropic", "openai", "gemini", *CLOUD_PROVIDERS, *LOCAL_SERVERS)
+"""The built-in providers (``ProviderChoice`` adds installed plugins)."""
 # Local servers that route by model name (llama.cpp serves its one loaded model whatever the name).
 _SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
 
@@ -68,7 +90,7 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
 
     def deco(f: F) -> F:
         opts = [
-            click.option("--provider", type=click.Choice(PROVIDER_CHOICES), envvar="REFEREE_PROVIDER",
+            click.option("--provider", type=ProviderChoice(), envvar="REFEREE_PROVIDER",
                          default=default_provider, show_default=True,
                          help="Judge API. azure/bedrock/vertex = the clouds (docs/scale.md); "
                               "ollama/vllm/lmstudio/llamacpp = OpenAI-compatible server at its "
@@ -158,6 +180,7 @@ HOW_TO_CONFIGURE = (
     "  export REFEREE_PROVIDER=ollama REFEREE_MODEL=llama3.1          (local Ollama at localhost:11434)\n"
     "  export REFEREE_PROVIDER=openai REFEREE_BASE_URL=http://localhost:8000/v1 REFEREE_MODEL=<m>\n"
     "                                                      (vLLM, LM Studio, llama.cpp server, any gateway)"
+    "\n  export REFEREE_PROVIDER=azure|bedrock|vertex ...     (Azure OpenAI, AWS Bedrock, Vertex AI: docs/scale.md)"
 )
 
 

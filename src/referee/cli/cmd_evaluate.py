@@ -20,11 +20,11 @@ from ..cases import Case, load_cases
 from ..errors import InputError, ProviderError, UserError
 from ..evaluators.evidence import describe_ungrounded
 from ..evaluators.rubric import RubricJudge
-from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
+from ..results.manifest import RunManifest, TemplateInfo, text_sha256
 from ..results.schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..rubrics.model import UNGROUNDED_MODES
-from ..runner.session import error_row, execute
+from ..runner.session import error_row, execute, totals_line
 from ..templates import preflight
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
@@ -171,10 +171,8 @@ def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str
     rj = RubricJudge(client, rb, template_hash=h, category=category, max_tokens=max(judge.max_tokens, 2048),
                      temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache, contexts=ctx,
                      system_under_test=system_model, fail_below=threshold)
-    manifest = RunManifest(
-        kind="rubric", command=invoked_argv(),
-        eval_set=EvalSetInfo(path=cases_path, sha256=file_sha256(cases_path), n_cases=len(pf.valid),
-                             case_ids=[c.id for c in pf.valid]),
+    manifest = RunManifest.for_cases(
+        "rubric", cases_path, [c.id for c in pf.valid], command=invoked_argv(),
         template=TemplateInfo(path=rubric_arg, sha256=h), judge=judge.config(client.provider.model),
         system_under_test=system_model,
     )
@@ -200,9 +198,7 @@ def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str
              and (r.details.get("composite") is not None and r.details["composite"] < threshold)]
     critical = [r for r in rows if r.passed is False and r.details.get("critical_failures") and r not in below]
     ungrounded = sum("ungrounded" in r.flags for r in rows)
-    echo_err(f"{t.scored} scored, {t.unscored} unscored, {t.error} error -> {out} "
-             f"({t.provider_calls} judge calls, {t.cached_calls} from cache"
-             + (f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else "") + ")")
+    echo_err(totals_line(t, out))
     if ungrounded:
         echo_err(f"{ungrounded} case(s) cite evidence not found in the judged text (flag 'ungrounded'); "
                  f"{describe_ungrounded(rows)}")

@@ -21,7 +21,7 @@ from .._yaml import load as load_yaml
 from ..errors import InputError, UserError
 from ..evaluators.evidence import describe_ungrounded, ungrounded_counts
 from ..evaluators.gold import GoldCase, GoldJudge, threshold_warning
-from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, text_sha256, utc_now_iso
+from ..results.manifest import RunManifest, TemplateInfo, text_sha256, utc_now_iso
 from ..results.schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..runner.session import error_row, execute
@@ -232,11 +232,9 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     gj = GoldJudge(client, rubric, template_hash=h, single_call=single_call, max_tokens=judge.max_tokens,
                    temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache,
                    system_under_test=system_model, judge_pass_only=judge_pass_only)
-    manifest = RunManifest(
-        kind="gold", command=invoked_argv(),
-        eval_set=EvalSetInfo(path=dataset or str(generated), sha256=text_sha256(
+    manifest = RunManifest.for_cases(
+        "gold", dataset or str(generated), [c.id for c in cases], command=invoked_argv(), sha256=text_sha256(
             json.dumps([[c.id, text_sha256(c.generated), text_sha256(c.gold)] for c in cases])),
-            n_cases=len(cases), case_ids=[c.id for c in cases]),
         template=TemplateInfo(path=criteria, sha256=h), judge=judge.config(client.provider.model),
         system_under_test=system_model,
     )

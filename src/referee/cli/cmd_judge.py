@@ -9,9 +9,9 @@ import click
 from ..cases import Case, load_cases
 from ..errors import InputError
 from ..evaluators.judge import TemplateJudge
-from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
+from ..results.manifest import RunManifest, TemplateInfo, text_sha256
 from ..results.schema import ResultRow
-from ..runner.session import error_row, execute
+from ..runner.session import error_row, execute, totals_line
 from ..templates import placeholders, preflight
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options, report_preflight
@@ -63,10 +63,8 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
     tj = TemplateJudge(client, tmpl, template_hash=tmpl_hash, category=category, max_tokens=judge.max_tokens,
                        temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache,
                        expected_criteria=expected)
-    manifest = RunManifest(
-        kind="judge", command=invoked_argv(),
-        eval_set=EvalSetInfo(path=cases, sha256=file_sha256(cases), n_cases=len(pf.valid),
-                             case_ids=[c.id for c in pf.valid]),
+    manifest = RunManifest.for_cases(
+        "judge", cases, [c.id for c in pf.valid], command=invoked_argv(),
         template=TemplateInfo(path=template, sha256=tmpl_hash),
         judge=judge.config(model, repeat), system_under_test=judge.system_model,
     )
@@ -87,11 +85,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
         echo_err(outcome.resume_note)
     report_failures(outcome.new_rows)
     t = outcome.manifest.totals
-    cost = f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
-    echo_err(
-        f"{t.scored} scored, {t.unscored} unscored, {t.error} error, {t.skipped_invalid} skipped as invalid "
-        f"-> {out} ({t.provider_calls} judge calls, {t.cached_calls} from cache{cost}, {t.wall_s:.1f}s)"
-    )
+    echo_err(totals_line(t, out))
     if t.scored == 0:
         echo_err("error: nothing was graded")
         return 1

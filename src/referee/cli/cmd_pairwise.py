@@ -9,8 +9,8 @@ import click
 from ..cases import load_cases
 from ..errors import UserError
 from ..evaluators.pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
-from ..results.manifest import EvalSetInfo, RunManifest, TemplateInfo, file_sha256, text_sha256
-from ..runner.session import error_row, execute
+from ..results.manifest import RunManifest, TemplateInfo, text_sha256
+from ..runner.session import error_row, execute, totals_line
 from ..templates import placeholders, preflight
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options, report_preflight
@@ -58,10 +58,8 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
     pj = PairwiseJudge(client, tmpl, template_hash=tmpl_hash, category=category, name_a=name_a, name_b=name_b,
                        max_tokens=judge.max_tokens, temperature=judge.temperature, seed=judge.seed,
                        use_cache=not judge.no_cache, reconcile=reconcile)
-    manifest = RunManifest(
-        kind="pairwise", command=invoked_argv(),
-        eval_set=EvalSetInfo(path=cases, sha256=file_sha256(cases), n_cases=len(pf.valid),
-                             case_ids=[c.id for c in pf.valid]),
+    manifest = RunManifest.for_cases(
+        "pairwise", cases, [c.id for c in pf.valid], command=invoked_argv(),
         template=TemplateInfo(path=template, sha256=tmpl_hash),
         judge=judge.config(client.provider.model), system_under_test=judge.system_model,
     )
@@ -84,16 +82,12 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
     wins = {w: sum(r.winner == w for r in rows) for w in ("a", "b", "tie")}
     biased = sum(bool(r.position_bias_detected) for r in rows)
     t = outcome.manifest.totals
-    cost = f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
-    echo_err(
+    echo_err(totals_line(t, out, lead=(
         f"A wins {wins['a']}, B wins {wins['b']}, ties {wins['tie']} "
         + (f"({biased} of them position bias); " if reconcile == "strict" else
            f"({biased} rows with position bias, averaged over both orders); ")
         + f"mean score of A {sum(r.score or 0.0 for r in rows) / len(rows) if rows else 0.0:.3f} "
-        f"(--reconcile {reconcile}); "
-        f"{t.unscored} unscored, {t.error} error, {t.skipped_invalid} skipped as invalid -> {out} "
-        f"({t.provider_calls} judge calls, {t.cached_calls} from cache{cost}, {t.wall_s:.1f}s)"
-    )
+        f"(--reconcile {reconcile}); ")))
     if t.scored == 0:
         echo_err("error: nothing was graded")
         return 1

@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from ..errors import UserError
+from ..runner.session import totals_line
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 
@@ -86,7 +87,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     from ..suites.runner import dry_run as estimate
     from ..suites.runner import run_suite
 
-    suite = load_suite(suite_file)
+    suite = load_suite(suite_file, run_user_code=not dry_run)  # a dry run imports no plugin module
     if cases_file:
         from ..cases import load_cases
 
@@ -114,10 +115,25 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
                        f"({', '.join(t.id for t in suite.targets)}) = {len(suite.cases) * len(suite.targets)} "
                        "generation(s), before the cache and earlier outputs; tool loops make more model calls")
             suite = dataclasses.replace(suite, cases=suite.cases * len(suite.targets))
-        est = estimate(suite, max_tokens=jo.max_tokens, input_price=jo.input_price, output_price=jo.output_price)
+        ip, op = jo.input_price, jo.output_price
+        source = "your prices"
+        if ip is not None and op is not None and jo.batch:
+            from ..runner.prices import BATCH_DISCOUNT
+
+            ip, op = ip * BATCH_DISCOUNT, op * BATCH_DISCOUNT
+        elif ip is None or op is None:
+            from ..runner.prices import database_version, per_mtok
+
+            db = per_mtok(jo.provider, jo.model, base_url=jo.base_url, batch=jo.batch)
+            if db is not None:
+                (ip, op), source = db, str(database_version())
+        est = estimate(suite, max_tokens=jo.max_tokens, input_price=ip, output_price=op)
         click.echo(f"{suite.name}: {len(suite.cases)} case(s), {len(suite.specs)} evaluator(s): "
                    f"{', '.join(s.label for s in suite.specs)}")
-        click.echo(est.describe(jo.input_price is not None and jo.output_price is not None))
+        click.echo(est.describe(ip is not None and op is not None))
+        if ip is not None and op is not None and est.calls:
+            click.echo(f"  prices: {source}, ${ip:g} / ${op:g} per million input / output tokens"
+                       + (" (batch rate)" if jo.batch else ""))
         return 0
 
     suite, client, judge_config = bind_judge(suite, jo)
@@ -148,10 +164,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     table = evaluator_table(outcome.rows)
     if table:
         click.echo(table)
-    t = outcome.manifest.totals
-    cost = f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
-    calls = f" ({t.provider_calls} judge calls, {t.cached_calls} from cache{cost})" if client is not None else ""
-    echo_err(f"{t.scored} scored, {t.unscored} unscored, {t.error} error -> {out_path}{calls}, {t.wall_s:.1f}s")
+    echo_err(totals_line(outcome.manifest.totals, out_path, judged=client is not None))
     if no_gates:
         return 0
     if not markdown_out and not os.environ.get("GITHUB_STEP_SUMMARY"):

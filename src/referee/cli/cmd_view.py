@@ -11,6 +11,7 @@ import click
 
 from ..aggregate.load import PASS_RULES
 from ..errors import UserError
+from ..stats.bootstrap import DEFAULT_N_BOOT
 from ._common import echo_err
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -32,7 +33,7 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
               help="A case passes when score >= this (as referee score).")
 @click.option("--pass-rule", type=click.Choice(PASS_RULES), default="threshold", show_default=True,
               help="As referee score --pass-rule.")
-@click.option("--n-boot", type=click.IntRange(100), default=2000, show_default=True,
+@click.option("--n-boot", type=click.IntRange(100), default=DEFAULT_N_BOOT, show_default=True,
               help="Bootstrap resamples for the summary's intervals.")
 def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None, port: int, host: str,
             open_browser: bool, threshold: float, pass_rule: str, n_boot: int) -> int:

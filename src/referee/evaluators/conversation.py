@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cases import Case
+from ..errors import RefereeError
 from ..results.schema import ResultRow
 from ..runner.client import JudgeClient
 from ..templates import transcript
@@ -37,7 +38,7 @@ CONVERSATION_CRITERIA: dict[str, str] = {
 }
 
 
-class ConversationError(ValueError):
+class ConversationError(RefereeError, ValueError):
     pass
 
 

@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from ..errors import ProviderError
+from ..errors import ProviderError, RefereeError
 from ..providers.base import JudgeRequest, Message
 from ..results.schema import Usage
 from ..runner.client import COST_DECIMALS, JudgeClient
@@ -33,7 +33,7 @@ EXCERPT_CHARS = 500
 _TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
 
 
-class ReplyInvalid(ValueError):
+class ReplyInvalid(RefereeError, ValueError):
     """The judge's reply cannot be used; the message says why (and is shown to the judge on re-ask)."""
 
 

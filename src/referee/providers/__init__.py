@@ -9,7 +9,11 @@ Cloud credentials); ``bedrock`` speaks AWS's Converse API. All speak HTTP throug
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import UserError
 from .base import Completion, JudgeRequest, Message, Provider
@@ -27,33 +31,75 @@ LOCAL_SERVERS = {
 }
 
 
+ENTRY_POINT_GROUP = "referee.providers"
+"""Other packages add providers here: ``[project.entry-points."referee.providers"] myllm = "pkg.mod:MyProvider"``
+(a :class:`Provider` subclass, or a function of no arguments returning one, so its SDK is imported only when
+the provider is used)."""
+
+# Built-in providers by name, imported on first use (each module may need an extra).
+_BUILTIN = {
+    "anthropic": "referee.providers.anthropic:AnthropicProvider",
+    "openai": "referee.providers.openai_compat:OpenAICompatProvider",
+    "gemini": "referee.providers.gemini:GeminiProvider",
+    "azure": "referee.providers.azure:AzureOpenAIProvider",
+    "bedrock": "referee.providers.bedrock:BedrockProvider",
+    "vertex": "referee.providers.vertex:VertexProvider",
+    **{name: "referee.providers.openai_compat:OpenAICompatProvider" for name in LOCAL_SERVERS},
+}
+_REGISTERED: dict[str, type[Provider] | Callable[[], type[Provider]]] = {}
+_EP_NAMES: list[str] | None = None
+
+
+def register_provider(name: str, provider: type[Provider] | Callable[[], type[Provider]]) -> None:
+    """Make ``provider`` (a :class:`Provider` subclass, or a function returning one) available as ``name`` in
+    ``--provider``, suites' ``judge.provider`` and ``referee.Judge(name)``."""
+    if not name or ":" in name:
+        raise UserError(f"provider name {name!r}: a non-empty name without ':'")
+    _REGISTERED[name] = provider
+
+
+def _entry_points() -> dict[str, Any]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def provider_names() -> list[str]:
+    """Every provider name: built-in, registered and installed plugins (plugins are not imported)."""
+    global _EP_NAMES
+    if _EP_NAMES is None:
+        _EP_NAMES = sorted(_entry_points())
+    return list(dict.fromkeys([*_BUILTIN, *_REGISTERED, *_EP_NAMES]))
+
+
+def _as_class(obj: Any, where: str) -> type[Provider]:
+    if inspect.isclass(obj) and issubclass(obj, Provider):
+        return obj
+    if callable(obj) and not inspect.isclass(obj):
+        return _as_class(obj(), where)
+    raise UserError(f"{where} is a {type(obj).__name__}, not a referee Provider subclass")
+
+
 def provider_class(name: str) -> type[Provider]:
-    if name == "anthropic":
-        from .anthropic import AnthropicProvider
-
-        return AnthropicProvider
-    if name in ("openai", *LOCAL_SERVERS):
-        from .openai_compat import OpenAICompatProvider
-
-        return OpenAICompatProvider
-    if name == "gemini":
-        from .gemini import GeminiProvider
-
-        return GeminiProvider
-    if name == "azure":
-        from .azure import AzureOpenAIProvider
-
-        return AzureOpenAIProvider
-    if name == "bedrock":
-        from .bedrock import BedrockProvider
-
-        return BedrockProvider
-    if name == "vertex":
-        from .vertex import VertexProvider
-
-        return VertexProvider
+    """The provider class of ``name``: registered, built in, or from the ``referee.providers`` entry points."""
+    if name in _REGISTERED:
+        return _as_class(_REGISTERED[name], f"provider '{name}'")
+    if name in _BUILTIN:
+        module, _, attr = _BUILTIN[name].partition(":")
+        cls: type[Provider] = getattr(importlib.import_module(module), attr)
+        return cls
+    eps = _entry_points()
+    if name in eps:
+        try:
+            obj = eps[name].load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is the user's configuration problem
+            raise UserError(f"provider plugin '{name}' ({eps[name].value}) failed to load: "
+                            f"{type(exc).__name__}: {exc}") from exc
+        return _as_class(obj, f"provider plugin '{name}' ({eps[name].value})")
+    others = [n for n in provider_names() if n not in (*PROVIDERS, *CLOUD_PROVIDERS, *LOCAL_SERVERS)]
     raise UserError(f"unknown provider '{name}': use one of anthropic, openai, gemini, azure, bedrock, vertex "
-                    f"(or {', '.join(LOCAL_SERVERS)} for a local OpenAI-compatible server)")
+                    f"(or {', '.join(LOCAL_SERVERS)} for a local OpenAI-compatible server"
+                    + (f"; installed plugins: {', '.join(others)}" if others else "") + ")")
 
 
 def api_key_for(name: str) -> str | None:
@@ -77,6 +123,7 @@ def get_provider(name: str, model: str | None = None, *, base_url: str | None = 
 
 __all__ = [
     "CLOUD_PROVIDERS",
+    "ENTRY_POINT_GROUP",
     "LOCAL_SERVERS",
     "PROVIDERS",
     "Completion",
@@ -87,4 +134,6 @@ __all__ = [
     "api_key_for",
     "get_provider",
     "provider_class",
+    "provider_names",
+    "register_provider",
 ]

@@ -45,6 +45,9 @@ Outcome = Completion | str
 
 class BatchAdapter(abc.ABC):
     max_requests: int = 50_000
+    max_bytes: int = 190_000_000
+    """A job's size limit (OpenAI: 50,000 requests, 200 MB file; Anthropic: 100,000 / 256 MB; Gemini inlined
+    requests: 20 MB), with a margin: larger runs are split into several jobs."""
 
     def __init__(self, provider: Provider) -> None:
         self.provider = provider
@@ -155,6 +158,7 @@ class OpenAIBatch(BatchAdapter):
 
 class AnthropicBatch(BatchAdapter):
     max_requests = 100_000
+    max_bytes = 240_000_000
 
     def __init__(self, provider: Provider) -> None:
         from .anthropic import AnthropicProvider
@@ -204,6 +208,7 @@ class AnthropicBatch(BatchAdapter):
 
 
 class GeminiBatch(BatchAdapter):
+    max_bytes = 18_000_000
     def __init__(self, provider: Provider) -> None:
         from .gemini import GeminiProvider
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from .. import _data
 from ..errors import InputError, UserError
+from .lock import ResultsLock
 from .schema import ResultRow
 
 # Keys of the seed's rows that map onto ResultRow fields directly.
@@ -118,7 +119,13 @@ class ResultWriter:
         self.path = Path(path)
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f: IO[str] = open(self.path, "a" if append else "w", encoding="utf-8")
+        # One writer per results file: a second process writing the same file stops here (exit 2).
+        self._lock = ResultsLock(self.path).acquire()
+        try:
+            self._f: IO[str] = open(self.path, "a" if append else "w", encoding="utf-8")
+        except BaseException:
+            self._lock.release()
+            raise
         self.count = 0
 
     def write(self, row: ResultRow) -> None:
@@ -144,6 +151,12 @@ class ResultWriter:
     def close(self) -> None:
         if self._f.closed:
             return
+        try:
+            self._close_file()
+        finally:
+            self._lock.release()
+
+    def _close_file(self) -> None:
         try:
             self._f.flush()
             os.fsync(self._f.fileno())

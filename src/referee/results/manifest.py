@@ -55,6 +55,12 @@ class EvalSetInfo(_Model):
     n_cases: int
     case_ids: list[str]
 
+    @classmethod
+    def of(cls, path: str | Path, case_ids: list[str], *, sha256: str | None = None) -> EvalSetInfo:
+        """The cases a run evaluates: their file (hashed, unless ``sha256`` gives the identity) and ids."""
+        return cls(path=str(path), sha256=sha256 if sha256 is not None else file_sha256(path),
+                   n_cases=len(case_ids), case_ids=case_ids)
+
 
 class TemplateInfo(_Model):
     path: str | None = None
@@ -133,6 +139,13 @@ class RunManifest(_Model):
         tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, path)
         return path
+
+    @classmethod
+    def for_cases(cls, kind: str, cases_path: str | Path, case_ids: list[str], *, command: list[str],
+                  sha256: str | None = None, **fields: Any) -> RunManifest:
+        """The manifest of a run over the cases of ``cases_path`` (the one builder every command uses)."""
+        return cls(kind=kind, command=command, eval_set=EvalSetInfo.of(cases_path, case_ids, sha256=sha256),
+                   **fields)
 
     @classmethod
     def read(cls, results_path: str | Path) -> RunManifest | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import time
@@ -108,10 +109,23 @@ class BatchRunner:
             if time.monotonic() - self._last_add >= self.window_s:
                 break
         pending, self._pending, self._flusher = self._pending, {}, None
-        items = list(pending.items())
-        size = self.adapter.max_requests
-        for start in range(0, len(items), size):
-            await self._submit(items[start:start + size])
+        for chunk in self._chunks(list(pending.items())):
+            await self._submit(chunk)
+
+    def _chunks(self, items: list[tuple[str, JudgeRequest]]) -> list[list[tuple[str, JudgeRequest]]]:
+        """Jobs within the provider's request-count and size limits (the size estimated from the messages)."""
+        chunks: list[list[tuple[str, JudgeRequest]]] = [[]]
+        size = 0
+        for key, req in items:
+            n = 512 + sum(len(m.content.encode()) for m in req.messages) + (
+                len(json.dumps(req.response_schema)) if req.response_schema else 0)
+            current = chunks[-1]
+            if current and (len(current) >= self.adapter.max_requests or size + n > self.adapter.max_bytes):
+                chunks.append([])
+                size = 0
+            chunks[-1].append((key, req))
+            size += n
+        return [c for c in chunks if c]
 
     async def _submit(self, items: list[tuple[str, JudgeRequest]]) -> None:
         keys = [k for k, _ in items]

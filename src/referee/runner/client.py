@@ -45,6 +45,18 @@ class CallStats:
     cost_usd: float = 0.0
 
 
+MAX_TOKENS_PER_CALL = 10_000_000
+"""Token counts a provider reports above this (or below 0) are absurd: the row is an error, never a negative or
+billion-dollar cost (no model's context window comes near it)."""
+
+
+def _check_tokens(completion: Completion) -> None:
+    for what, n in (("input", completion.input_tokens), ("output", completion.output_tokens)):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int | float) or not 0 <= n <= MAX_TOKENS_PER_CALL):
+            raise ProviderError(f"the provider reported {n!r} {what} tokens for one call (expected 0 to "
+                                f"{MAX_TOKENS_PER_CALL:,}); the reply is not used", retryable=False)
+
+
 class JudgeClient:
     """What evaluators talk to. Thread-unsafe but coroutine-safe (one event loop)."""
 
@@ -107,12 +119,13 @@ class JudgeClient:
                 return hit
         if self.batch is not None:
             # Batch errors are final for this run (the job answered, or it did not): no client-level retry.
+            self.stats.calls += 1
             completion = await self.batch.complete(key or cache_key(self.provider.describe(), request), request)
             key = None  # the batch runner filled the cache already
         else:
             completion = await self._call(request)
         self._reached = True
-        self.stats.calls += 1
+        _check_tokens(completion)
         if completion.input_tokens:
             self.stats.input_tokens += completion.input_tokens
         if completion.output_tokens:
@@ -132,6 +145,7 @@ class JudgeClient:
         """One live call with retries."""
         attempt = 0
         while True:
+            self.stats.calls += 1  # every request sent counts, failed ones too (they may be billed)
             try:
                 return await self.provider.complete(request)
             except ProviderError as exc:

@@ -98,3 +98,27 @@ class Pricer:
             print(f"referee: warning: {database_version() or 'the price database'} has no price for model "
                   f"'{model}' at '{self.provider_id}'; cost is not reported (give --input-price-per-mtok and "
                   "--output-price-per-mtok)", file=sys.stderr)
+
+
+def per_mtok(provider: str, model: str | None, *, base_url: str | None = None, batch: bool = False
+             ) -> tuple[float, float] | None:
+    """(input, output) USD per million tokens of a judge from the database, for estimates made before any call
+    (``referee run --dry-run``); None when there is no public price (local servers, unknown models)."""
+    from ..providers import LOCAL_SERVERS, provider_class
+
+    if provider in LOCAL_SERVERS:
+        return None
+    try:
+        cls = provider_class(provider)
+    except Exception:  # noqa: BLE001 - an unknown name is reported elsewhere
+        return None
+    if provider == "openai" and base_url and not base_url.startswith("https://api.openai.com"):
+        return None
+    pricer = Pricer(cls.price_provider)
+    ref = model or cls.default_model
+    if pricer.provider_id is None or not ref:
+        return None
+    pricer._warned = True  # an estimate without a price says so itself
+    ins = pricer.cost(ref, 1_000_000, 0, batch=batch)
+    outs = pricer.cost(ref, 0, 1_000_000, batch=batch)
+    return None if ins is None or outs is None else (ins, outs)

@@ -19,6 +19,7 @@ from .._redact import redact_text
 from ..errors import UserError
 from ..results import self_grading
 from ..results.io import ResultWriter, read_results
+from ..results.lock import ResultsLock
 from ..results.manifest import RunManifest, Totals, manifest_path, utc_now_iso
 from ..results.schema import ResultRow
 from .client import JudgeClient
@@ -41,6 +42,15 @@ def _same_config(old: RunManifest, new: RunManifest) -> bool:
             and (old.template.sha256 if old.template else None) == (new.template.sha256 if new.template else None)
             and (old.eval_set.sha256 if old.eval_set else None) == (new.eval_set.sha256 if new.eval_set else None)
             and old.extra.get("config_hash") == new.extra.get("config_hash"))
+
+
+def _foreign_rows(out: Path, manifest: RunManifest) -> bool:
+    """Whether the file holds rows another judge model wrote (a file two runs wrote at once, before results
+    files were locked): its manifest cannot vouch for them, so none is kept."""
+    if manifest.judge is None:
+        return False
+    models = {r.judge.model for r in read_results(out).rows if r.judge is not None and r.judge.model}
+    return bool(models - {manifest.judge.model})
 
 
 def _free_prev_name(out: Path) -> Path:
@@ -84,7 +94,7 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
         old = RunManifest.read(out)
     except (ValueError, OSError):
         old = None
-    if old is None or not _same_config(old, manifest):
+    if old is None or not _same_config(old, manifest) or _foreign_rows(out, manifest):
         prev = _free_prev_name(out)
         os.replace(out, prev)
         mp = manifest_path(out)
@@ -127,6 +137,20 @@ def totals(rows: Sequence[ResultRow], client: JudgeClient | None, wall_s: float,
         cached_calls=client.stats.cached if client else 0,
         wall_s=round(wall_s, 3),
     )
+
+
+def totals_line(t: Totals, out: str | Path, *, judged: bool = True, lead: str | None = None) -> str:
+    """The one line every run ends with: counts, where the rows went, judge calls (cache hits, cost), time.
+
+    ``lead`` replaces the leading ``N scored, `` (pairwise reports wins there)."""
+    text = (lead if lead is not None else f"{t.scored} scored, ") + f"{t.unscored} unscored, {t.error} error"
+    if t.skipped_invalid:
+        text += f", {t.skipped_invalid} skipped as invalid"
+    text += f" -> {out}"
+    if judged:
+        cost = f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
+        text += f" ({t.provider_calls} judge calls, {t.cached_calls} from cache{cost})"
+    return text + (f", {t.wall_s:.1f}s" if t.wall_s is not None else "")
 
 
 def error_row(case_id: str, exc: BaseException, *, evaluator: str, category: str | None = None,
@@ -186,6 +210,33 @@ async def execute_async(
     ``client`` is closed at the end."""
     if client is not None and manifest.judge is not None:
         manifest.judge.price_source = client.price_source
+    # One writer per results file, from before the resume read until the manifest is final: a second run on
+    # the same --out stops here (exit 2, "in use by pid N") before it pays for anything.
+    lock = ResultsLock(out).acquire() if out is not None else None
+    try:
+        return await _execute_locked(out=out, manifest=manifest, items=items, key=key, evaluate=evaluate,
+                                     on_error=on_error, client=client, concurrency=concurrency, label=label,
+                                     skipped=skipped, show_progress=show_progress, cleanup=cleanup)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+async def _execute_locked(
+    *,
+    out: Path | None,
+    manifest: RunManifest,
+    items: Sequence[T],
+    key: Callable[[T], tuple[str, int | None, int | None]],
+    evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
+    on_error: Callable[[T, BaseException], ResultRow],
+    client: JudgeClient | None,
+    concurrency: int,
+    label: str,
+    skipped: int,
+    show_progress: bool | None,
+    cleanup: Callable[[], Awaitable[None]] | None,
+) -> Outcome:
     resume = prepare_output(out, manifest) if out is not None else Resume()
     todo = [it for it in items if key(it) not in resume.done]
     judge_model = manifest.judge.model if manifest.judge is not None else None

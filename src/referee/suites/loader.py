@@ -12,7 +12,7 @@ import inspect
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 from pydantic import ValidationError
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from .._yaml import parse_nodes
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
-from ..evaluators.base import Evaluator, LLMEvaluator
+from ..evaluators.base import CheckResult, Evaluator, LLMEvaluator, registry
 from ..targets.loader import TARGET_KEYS, parse_targets
 from ..targets.model import TargetSpec
 from .model import (
@@ -198,7 +198,36 @@ def _resolve_files(options: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
-def _build_entry(entry: Any, idx: int, col: _Collector, base: Path) -> EvalSpec | None:
+@dataclass
+class NotImported(Evaluator):
+    """A plugin evaluator named by a suite that ``validate`` / ``run --dry-run`` did not import: they run no
+    user code (a plugin module may write files when imported). Its options are not checked."""
+
+    name: ClassVar[str] = "not-imported"
+    plugin: str = ""
+
+    def evaluate(self, case: Any, output: Any) -> CheckResult:
+        raise RuntimeError(f"plugin evaluator '{self.plugin}' was not imported (validate / dry run)")
+
+
+def module_findable(module: str) -> bool:
+    """Whether ``module`` can be found on ``sys.path`` without importing (running) it or its packages."""
+    import importlib.machinery
+
+    path: list[str] | None = list(sys.path)
+    spec = None
+    for part in module.split("."):
+        if path is None:
+            return False
+        spec = importlib.machinery.PathFinder.find_spec(part, path)
+        if spec is None:
+            return module in sys.modules or module.split(".")[0] in sys.builtin_module_names
+        path = list(spec.submodule_search_locations) if spec.submodule_search_locations is not None else None
+    return spec is not None
+
+
+def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_code: bool = True,
+                 declared_plugins: bool = False) -> EvalSpec | None:
     from .. import plugins
 
     here: Path_ = ("evaluators", idx)
@@ -226,6 +255,21 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path) -> EvalSpec 
         for e in exc.errors():
             col.add((*here, *e["loc"]), e["msg"])
         meta = None
+    if not run_user_code and name not in registry():
+        # No user code: a dotted path is looked up without importing it; other names may come from a plugin.
+        if plugins.is_dotted(name):
+            module = name.partition(":")[0]
+            if not module_findable(module):
+                col.add(opt_path, f"cannot find module '{module}' for plugin '{name}'")
+                return None
+        elif not declared_plugins and name not in plugins.entry_points():
+            known = ", ".join(sorted({*registry(), *plugins.entry_points()}))
+            col.add(opt_path, f"unknown evaluator '{name}' (known: {known})")
+            return None
+        if meta is None:
+            return None
+        return EvalSpec(label=meta.id or name, name=name, evaluator=NotImported(plugin=name), weight=meta.weight,
+                        threshold=meta.threshold, critical=meta.critical, field=meta.field, line=col.line(here))
     try:
         target = plugins.resolve(name)
     except UserError as exc:
@@ -309,8 +353,11 @@ def _load_cases(value: Any, col: _Collector, base: Path) -> tuple[list[Case], st
     return cases, cases_path
 
 
-def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
-    """Load a suite, collecting every problem. Returns (suite or None when unusable, problems)."""
+def check_suite(path: str | Path, *, run_user_code: bool = True) -> tuple[Suite | None, list[Problem]]:
+    """Load a suite, collecting every problem. Returns (suite or None when unusable, problems).
+
+    ``run_user_code=False`` (``validate``, ``run --dry-run``) imports no plugin module: plugin modules and
+    dotted paths are only looked up, and plugin evaluators become :class:`NotImported` entries."""
     p = Path(path)
     sp = str(path)
     if not p.exists():
@@ -325,11 +372,11 @@ def check_suite(path: str | Path) -> tuple[Suite | None, list[Problem]]:
     except InputError as exc:
         return None, [Problem(sp, exc.line, "", exc.reason)]
     return _check_mapping(data, sp, _line_map(node), p.resolve().parent, hashlib.sha256(raw).hexdigest(),
-                          p.stem)
+                          p.stem, run_user_code=run_user_code)
 
 
 def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha256: str,
-                   default_name: str) -> tuple[Suite | None, list[Problem]]:
+                   default_name: str, *, run_user_code: bool = True) -> tuple[Suite | None, list[Problem]]:
     col = _Collector(sp, lines)
     if not isinstance(data, dict):
         col.add((), "a suite file is a mapping with at least 'cases' and 'evaluators'")
@@ -337,10 +384,15 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
     # Plugin modules beside the suite file are importable (appended: installed packages win).
     if str(base) not in sys.path:
         sys.path.append(str(base))
+    declared_plugins = isinstance(data.get("plugins"), list) and bool(data.get("plugins"))
     # Plugins first: they register evaluator names the rest of the file may use.
     plugin_list = data.get("plugins")
     for i, mod in enumerate(plugin_list if isinstance(plugin_list, list) else []):
         if not isinstance(mod, str):
+            continue
+        if not run_user_code:
+            if not module_findable(mod):
+                col.add(("plugins", i), f"cannot find plugin module '{mod}' (not imported: no user code runs here)")
             continue
         try:
             importlib.import_module(mod)
@@ -365,7 +417,7 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
     entries: list[Any] = raw_entries if isinstance(raw_entries, list) else []
     specs: list[EvalSpec] = []
     for i, entry in enumerate(entries):
-        spec = _build_entry(entry, i, col, base)
+        spec = _build_entry(entry, i, col, base, run_user_code=run_user_code, declared_plugins=declared_plugins)
         if spec is not None:
             specs.append(spec)
     labels: dict[str, int] = {}
@@ -443,9 +495,9 @@ def suite_from_dict(data: dict[str, Any], base_dir: str | Path = ".", name: str 
     return suite
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Load a suite or raise :class:`SuiteInvalid` listing every problem."""
-    suite, problems = check_suite(path)
+def load_suite(path: str | Path, *, run_user_code: bool = True) -> Suite:
+    """Load a suite or raise :class:`SuiteInvalid` listing every problem (see :func:`check_suite`)."""
+    suite, problems = check_suite(path, run_user_code=run_user_code)
     if problems or suite is None:
         raise SuiteInvalid(problems or [Problem(str(path), None, "", "invalid suite")])
     return suite

@@ -14,7 +14,7 @@ RESERVED_ENTRY_KEYS = ("id", "weight", "threshold", "critical", "field", "descri
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Scoring(_M):
@@ -83,7 +83,7 @@ EvaluatorEntry = str | dict[str, Any]
 class SuiteFile(_M):
     """A referee suite: cases, the evaluators applied to each, how they combine, the judge and the gates."""
 
-    model_config = ConfigDict(extra="forbid", title="referee suite")
+    model_config = ConfigDict(extra="forbid", title="referee suite", allow_inf_nan=False)
 
     name: str | None = None
     description: str | None = None

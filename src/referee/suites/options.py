@@ -76,7 +76,7 @@ def _make_options_model(cls: type[Evaluator]) -> type[BaseModel] | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an option named like a BaseModel attribute ("schema") is fine here
         return create_model(
-            f"{cls.__name__}Options", __config__=ConfigDict(extra="forbid", strict=False),
+            f"{cls.__name__}Options", __config__=ConfigDict(extra="forbid", strict=False, allow_inf_nan=False),
             __doc__=(cls.__doc__ or "").strip() or None, **fields,
         )
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..cases import Case
 from ..evaluators.base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
-from ..results.manifest import EvalSetInfo, RunManifest, file_sha256, text_sha256
+from ..results.manifest import EvalSetInfo, RunManifest, text_sha256
 from ..results.schema import JudgeInfo, ResultRow, Usage
 from ..runner.session import Outcome, error_row, execute
 from .loader import EvalSpec, Suite
@@ -229,9 +229,8 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
     src = suite.cases_path or suite.path
     m = RunManifest(
         kind="suite", command=command,
-        eval_set=EvalSetInfo(path=src, sha256=file_sha256(src) if Path(src).is_file() else suite.sha256,
-                             n_cases=len(suite.cases),
-                             case_ids=[c.id for c in suite.cases]),
+        eval_set=EvalSetInfo.of(src, [c.id for c in suite.cases],
+                                sha256=None if Path(src).is_file() else suite.sha256),
         judge=judge_config, system_under_test=system_model,
     )
     # Red-team cases (generated with metadata.adversarial) must never blend into correctness numbers: a suite of

@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 from .._redact import redact_text
 from ..cases import Case
-from ..errors import ProviderError, UserError
+from ..errors import ProviderError, RefereeError, UserError
 from ..providers.base import JudgeRequest, Message
 from ..results.schema import Usage
 from ..runner.client import COST_DECIMALS, JudgeClient
@@ -31,7 +31,7 @@ from ..templates import PLACEHOLDER_RE, case_values, fill
 from .model import TargetSpec
 
 
-class GenerationFailed(Exception):
+class GenerationFailed(RefereeError):
     """One case could not be generated; the message is the reason recorded in its error row."""
 
 
@@ -571,11 +571,9 @@ class HttpTarget(Target):
         http = self.spec.http
         assert http is not None
         c = Case(id=str(case_dict.get("id", "")), data=case_dict)
-        url = PLACEHOLDER_RE.sub(lambda m: quote(str(case_dict.get(m.group(1), m.group(0))), safe=""),
-                                 http.url) if PLACEHOLDER_RE.search(http.url) else http.url
-        missing = [n for n in PLACEHOLDER_RE.findall(http.url) if n not in case_dict]
-        if missing:
-            fill_strict(http.url, case_dict, "http url", c)
+        # URL placeholders are filled percent-encoded: a case value cannot add a path, a query or a host.
+        fill_strict(http.url, case_dict, "http url", c)  # a field the case lacks: an error row
+        url = PLACEHOLDER_RE.sub(lambda m: quote(str(case_dict[m.group(1)]), safe=""), http.url)
         body = _fill_json(http.body, case_dict, c) if http.body is not None else None
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=http.timeout),

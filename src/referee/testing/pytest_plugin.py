@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import RefereeError
+
 if TYPE_CHECKING:
     from ..results.schema import ResultRow
     from ..runner import JudgeClient
     from ..suites import Suite
 
 
-class EvalFailed(AssertionError):
+class EvalFailed(RefereeError, AssertionError):
     """An ``assert_eval`` gate failed; ``rows`` holds every result row."""
 
     def __init__(self, message: str, rows: list[ResultRow]) -> None:

@@ -10,8 +10,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import RefereeError
 
-class TrajectoryError(ValueError):
+
+class TrajectoryError(RefereeError, ValueError):
     """A trajectory that cannot be read; the message names the case and the step."""
 
     def __init__(self, message: str, *, case_id: str | None = None, step: int | str | None = None,

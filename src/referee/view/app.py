@@ -18,7 +18,8 @@ from ..aggregate import ScoreOptions, summarize
 from ..aggregate.load import PASS_RULES
 from ..aggregate.units import build_units
 from ..cases import Case
-from ..errors import UserError
+from ..errors import RefereeError, UserError
+from ..stats.bootstrap import DEFAULT_N_BOOT
 from .labels import LabelError, LabelStore, build_label, default_labels_path
 from .store import (
     FLAG_NAMES,
@@ -36,9 +37,11 @@ from .store import (
 
 API_VERSION = 1
 _EXCERPT = 300
+MARKDOWN_LIMIT = 200_000
+"""Outputs longer than this (characters) are shown as text, not rendered."""
 
 
-class ApiError(Exception):
+class ApiError(RefereeError):
     def __init__(self, status: int, msg: str) -> None:
         super().__init__(msg)
         self.status = status
@@ -49,9 +52,8 @@ class ApiError(Exception):
 class ViewOptions:
     threshold: float = 0.7
     pass_rule: str = "threshold"
-    n_boot: int = 2000
-    """Resamples for the summary's intervals (``referee score`` defaults to more; the viewer answers fast and
-    says how many it used)."""
+    n_boot: int = DEFAULT_N_BOOT
+    """Resamples for the summary's intervals (the default of ``referee score``, so the figures are its own)."""
 
 
 def _markdown() -> Any:
@@ -271,8 +273,8 @@ class ViewApp:
                 out[k] = case.get(k)
         if case.output is not None:
             out["output"] = case.output
-            if isinstance(case.output, str):
-                out["output_html"] = self._md.render(case.output)
+            if isinstance(case.output, str) and len(case.output) <= MARKDOWN_LIMIT:
+                out["output_html"] = self._md.render(case.output)  # a huge output is shown as plain text
         if case.turns:
             out["turns"] = [{"role": str(t.get("role", "?")), "content": t.get("content")}
                             if isinstance(t, dict) else {"role": "?", "content": t} for t in case.turns]

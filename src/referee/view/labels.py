@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, UserError
+from ..errors import InputError, RefereeError, UserError
 from ..results.io import iter_jsonl
 
 MAX_COMMENT = 5000
@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - Windows: no advisory lock, one writer 
     fcntl = None  # type: ignore[assignment]
 
 
-class LabelError(ValueError):
+class LabelError(RefereeError, ValueError):
     """A label that cannot be stored (answered with 400/404 and this message)."""
 
     def __init__(self, msg: str, status: int = 400) -> None:

@@ -121,7 +121,9 @@ class _Handler(BaseHTTPRequestHandler):
         if origin is None:
             return True  # scripts (curl, requests) send none; browsers always send it on POST
         u = urlsplit(origin)
-        return u.scheme == "http" and (self.server.any_host or u.netloc.lower() in self.server.allowed_hosts)
+        host = (self.headers.get("Host") or "").strip().lower()
+        # The page's own origin is the address it was loaded from: the Host of this very request.
+        return u.scheme == "http" and u.netloc.lower() == host
 
     # -- dispatch --------------------------------------------------------------------------------------
 

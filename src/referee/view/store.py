@@ -175,19 +175,21 @@ class Run:
         evaluator: list[str] = []
         flags: list[list[str]] = []
         texts: list[str] = []
-        with open(self.path, "rb") as f:
-            for off in t.offset.tolist():
-                f.seek(off)
-                try:
-                    d = _loads(f.readline())
-                except ValueError:
-                    d = {}
-                if not isinstance(d, dict):
-                    d = {}
-                ev = d.get("evaluator")
-                evaluator.append(ev if isinstance(ev, str) else "judge" if "schema_version" in d else "seed")
-                flags.append(row_flags(d))
-                texts.append(" ".join(_text(d.get(k))[:_SEARCH_CHARS] for k in ("rationale", "error", "raw_reply")))
+        for raw in self._lines():
+            try:
+                d = _loads(raw)
+            except ValueError:
+                d = {}
+            if not isinstance(d, dict):
+                d = {}
+            ev = d.get("evaluator")
+            evaluator.append(ev if isinstance(ev, str) else "judge" if "schema_version" in d else "seed")
+            flags.append(row_flags(d))
+            texts.append(" ".join(_text(d.get(k))[:_SEARCH_CHARS] for k in ("rationale", "error", "raw_reply")))
+        for _ in range(n - len(evaluator)):  # the file shrank under us: the reload that follows fixes it
+            evaluator.append("?")
+            flags.append([])
+            texts.append("")
         cases, warns = self._load_cases()
         if cases:
             for i, cid in enumerate(t.ids):
@@ -200,6 +202,28 @@ class Run:
         masks = {name: np.fromiter((name in fl for fl in flags), dtype=bool, count=n) for name in FLAG_NAMES}
         return RowIndex(evaluator=evaluator, evaluators=sorted(set(evaluator)), flags=flags, flag_mask=masks,
                         search=search, cases=cases, case_warnings=warns)
+
+    def _lines(self) -> Any:
+        """The raw line of every table row, in table order: one sequential read (rows are in file order)."""
+        offsets = self.table.offset.tolist()
+        if any(b <= a for a, b in zip(offsets, offsets[1:], strict=False)):  # not ascending: seek each row
+            with open(self.path, "rb") as f:
+                for off in offsets:
+                    f.seek(off)
+                    yield f.readline()
+            return
+        want = iter(offsets)
+        nxt = next(want, None)
+        pos = nxt or 0
+        with open(self.path, "rb") as f:
+            f.seek(pos)  # past a byte-order mark and any bad lines before the first row
+            for raw in f:
+                if nxt is None:
+                    return
+                if pos == nxt:
+                    yield raw
+                    nxt = next(want, None)
+                pos += len(raw)
 
     def _load_cases(self) -> tuple[dict[str, Case], list[str]]:
         """This run's own cases first (a target's outputs beside the results, the file its manifest names),

@@ -9,9 +9,10 @@ import unicodedata
 from typing import Any
 
 from ...cases import Case
+from ...errors import RefereeError
 
 
-class OptionError(ValueError):
+class OptionError(RefereeError, ValueError):
     """A check's option is wrong (raised while building, so a suite fails at load time, not per case).
 
     ``option`` names the offending option so ``referee validate`` can point at its line in the suite file.

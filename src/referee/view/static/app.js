@@ -4,8 +4,9 @@
 // raw HTML disabled. The Content-Security-Policy allows no inline script and nothing from elsewhere.
 "use strict";
 
-const main = document.getElementById("main");
-const state = { index: null, reviewer: localStorage.getItem("referee.reviewer") || "" };
+// Each navigation renders into a fresh <main>, swapped in only if it is still the latest one, so a slow answer
+// for a page the user already left can never replace the page they are on (nor its keyboard shortcuts).
+const state = { index: null, reviewer: localStorage.getItem("referee.reviewer") || "", ctx: null };
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -88,18 +89,25 @@ function go(parts, params) {
 }
 
 async function route() {
-  document.onkeydown = null;
+  const ctx = { box: el("main", { id: "main" }, el("p", { class: "muted" }, "loading...")), keys: null };
+  state.ctx = ctx;
   if (!state.index) state.index = await api("/api/runs");
   renderNav();
   const { parts, params } = parseHash();
+  const main = ctx.box;
   try {
     if (parts[0] === "run" && parts[2] === "case") await viewCase(parts[1], Number(parts[3]), params);
     else if (parts[0] === "run" && parts[2] === "review") await viewReview(parts[1], params);
+    else if (parts[0] === "compare" && parts[3] === "rows") await viewSideBySide(parts[1], parts[2], parts[4], parts[5], params);
     else if (parts[0] === "compare") await viewCompare(parts[1], parts[2], params);
     else if (parts[0] === "run") await viewRun(parts[1], params);
     else await viewRun(state.index.runs[0].run, params);
   } catch (e) {
     clear(main, el("div", { class: "card" }, el("b", {}, "Error: "), e.message));
+  }
+  if (state.ctx === ctx) {
+    document.getElementById("main").replaceWith(ctx.box);
+    document.onkeydown = ctx.keys;
   }
 }
 
@@ -125,6 +133,8 @@ function runInfo(key) {
 // ---- one run: summary, filters, table --------------------------------------------------------------
 
 async function viewRun(key, params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
   const info = runInfo(key);
   const summaryBox = el("div", { id: "summary" }, el("p", { class: "muted" }, "computing the summary..."));
   const agreementBox = el("div", { id: "agreement" });
@@ -306,6 +316,8 @@ function renderCaseBody(c) {
 }
 
 async function viewCase(key, row, params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
   const c = await api("/api/runs/" + key + "/cases/" + row);
   const back = el("a", { href: "#/run/" + key + (params.toString() ? "?" + params.toString() : "") }, "\u2190 all cases");
   const panel = reviewPanel(key, c, null);
@@ -316,7 +328,7 @@ async function viewCase(key, row, params) {
       c.latency_ms !== null && c.latency_ms !== undefined ? " - " + fmt.ms(c.latency_ms) : "",
       c.judge ? " - judge " + c.judge.provider + "/" + c.judge.model : ""),
     renderCaseBody(c), panel.node);
-  document.onkeydown = panel.keys;
+  ctx.keys = panel.keys;
 }
 
 // ---- human review ---------------------------------------------------------------------------------
@@ -389,6 +401,8 @@ function reviewPanel(key, c, onDone, blind) {
 }
 
 async function viewReview(key, params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
   const kind = params.get("kind") || "uncertain";
   const pos = Number(params.get("i") || 0);
   let seed = params.get("seed");
@@ -430,12 +444,14 @@ async function viewReview(key, params) {
       c.pairwise ? "" : [" - ", c.status, c.score !== null ? " score " + fmt.num(c.score) : "", " ", flagsOf(c.flags)],
       " ", el("button", { onclick: () => move(i - 1) }, "previous"), el("button", { onclick: () => move(i + 1) }, "next")),
     body, panel.node);
-  document.onkeydown = panel.keys;
+  ctx.keys = panel.keys;
 }
 
 // ---- compare two runs ---------------------------------------------------------------------------------
 
 async function viewCompare(base, cand, params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
   const filter = params.get("filter") || "changed";
   const runs = state.index.runs;
   const pick = (name, cur) => el("select", { id: "compare-" + name, onchange: (e) => { const b = name === "base" ? e.target.value : base; const c = name === "cand" ? e.target.value : cand; go(["compare", b, c], params); } },
@@ -469,8 +485,46 @@ async function viewCompare(base, cand, params) {
     (s.warnings || []).length ? el("ul", { class: "warn-list" }, s.warnings.slice(0, 8).map((w) => el("li", {}, w))) : null,
     el("h2", {}, "Per case"), el("div", { class: "filters" }, tabs, el("span", { class: "muted", id: "cmp-total" }, d.total + " case(s)")),
     el("table", { id: "compare-table" }, el("thead", {}, el("tr", {}, ["id", "change", "baseline (" + bi.name + ")", "candidate (" + ci.name + ")"].map((h) => el("th", { class: "nosort" }, h)))),
-      el("tbody", {}, d.cases.map((c) => el("tr", { "data-id": c.id }, el("td", {}, c.id), el("td", { class: "change-" + c.change }, c.change),
+      el("tbody", {}, d.cases.map((c) => el("tr", { "data-id": c.id }, el("td", {}, c.baseline && c.candidate
+        ? el("a", { href: "#/compare/" + base + "/" + cand + "/rows/" + c.baseline.row + "/" + c.candidate.row, title: "side by side" }, c.id) : c.id),
+      el("td", { class: "change-" + c.change }, c.change),
         el("td", {}, side(base, c.baseline)), el("td", {}, side(cand, c.candidate)))))));
+}
+
+async function viewSideBySide(base, cand, rowB, rowC, params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
+  const [b, c] = await Promise.all([api("/api/runs/" + base + "/cases/" + rowB), api("/api/runs/" + cand + "/cases/" + rowC)]);
+  const column = (run, x) => {
+    const info = runInfo(run);
+    return el("div", { class: "side" },
+      el("h2", {}, info.name),
+      el("p", {}, el("b", {}, x.status), x.score !== null ? " score " + fmt.num(x.score) : "", " ", verdict(x), " ", flagsOf(x.flags),
+        " ", el("a", { href: "#/run/" + run + "/case/" + x.row }, "open")),
+      x.case && x.case.output !== undefined ? section("Output", x.case.output_html !== undefined ? markdownBlock(x.case.output_html) : textBlock(x.case.output)) : null,
+      section("Rationale", textBlock(x.rationale || x.error)),
+      x.criteria.length ? section("Criteria", el("table", {}, el("tbody", {}, x.criteria.map((k) => el("tr", {},
+        el("td", {}, k.name || k.id), el("td", { class: "num" }, fmt.num(k.score)), el("td", {}, k.rationale || k.error || "")))))) : null);
+  };
+  clear(main, el("a", { href: "#/compare/" + base + "/" + cand + (params.toString() ? "?" + params.toString() : "") }, "\u2190 comparison"),
+    el("h1", { id: "case-title" }, c.id),
+    c.case || b.case ? section("Input", textBlock((c.case || b.case).input)) : null,
+    el("div", { class: "cols", id: "side-by-side" }, column(base, b), column(cand, c)));
+}
+
+// A run still being written: reload the table when its file changed on disk.
+async function poll() {
+  try {
+    const fresh = await api("/api/runs");
+    const changed = fresh.runs.some((r, i) => !state.index.runs[i] || state.index.runs[i].generation !== r.generation);
+    if (changed) {
+      state.index = fresh;
+      const { parts } = parseHash();
+      const onTable = (parts[0] === "run" && parts.length === 2) || parts.length === 0;
+      const typing = document.activeElement && ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
+      if (onTable && !typing) route(); else toast("a results file changed on disk: reload to see the new rows");
+    }
+  } catch (e) { /* the viewer stopped: nothing to refresh */ }
 }
 
 // ---- start -----------------------------------------------------------------------------------------
@@ -480,3 +534,4 @@ reviewerInput.value = state.reviewer;
 reviewerInput.addEventListener("change", () => { localStorage.setItem("referee.reviewer", reviewerInput.value.trim()); });
 window.addEventListener("hashchange", route);
 route();
+setInterval(poll, 3000);

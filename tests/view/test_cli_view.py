@@ -1,0 +1,67 @@
+"""`referee view` as a user runs it: --port 0 prints the URL, the API answers, SIGTERM stops it cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from referee.cli import cli
+
+from .conftest import Data
+
+
+def _start(*args: str) -> tuple[subprocess.Popen[str], str, list[str]]:
+    proc = subprocess.Popen([sys.executable, "-m", "referee", "view", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line.rstrip("\n"))
+        if line.startswith("serving on "):
+            return proc, line.split()[2], lines
+    proc.wait(timeout=30)
+    raise AssertionError(f"no URL printed: {lines} {proc.stderr.read() if proc.stderr else ''}")
+
+
+def test_view_prints_its_url_serves_and_releases_the_labels_lock(data: Data) -> None:
+    proc, url, lines = _start(str(data.results), "--cases", str(data.cases), "--port", "0")
+    try:
+        assert url.startswith("http://127.0.0.1:") and "(127.0.0.1 only)" in lines[-1]
+        assert any(f"labels of results.jsonl go to {data.dir / 'results.labels.jsonl'}" in x for x in lines)
+        with urllib.request.urlopen(url + "api/runs", timeout=30) as r:
+            runs = json.loads(r.read())["runs"]
+        assert runs[0]["rows"] == 13
+        lock = data.dir / "results.labels.jsonl.lock"
+        assert f"pid {proc.pid}" in lock.read_text()
+        # A second viewer on the same labels file is refused (exit 2, one line, no traceback).
+        second = subprocess.run([sys.executable, "-m", "referee", "view", str(data.results), "--port", "0"],
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2 and "in use by referee view" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+    assert code == 0
+    assert not (data.dir / "results.labels.jsonl.lock").exists()
+
+
+def test_another_host_is_warned_about(data: Data) -> None:
+    proc, url, _ = _start(str(data.results), "--host", "0.0.0.0", "--port", "0")
+    try:
+        assert url.startswith("http://127.0.0.1:")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert proc.stderr is not None
+    assert "warning: listening on 0.0.0.0" in proc.stderr.read()
+
+
+def test_usage_errors_exit_2(data: Data, tmp_path: Path) -> None:
+    assert cli(["view", str(tmp_path / "missing.jsonl")]) == 2
+    assert cli(["view", str(data.results), "--labels", str(data.results)]) == 2
+    assert cli(["view", str(data.results), str(data.results)]) == 2
