@@ -183,6 +183,13 @@ def test_tool_loop_records_the_trajectory_the_checks_read(fake_server: FakeLLMSe
     assert ToolUsed(tools=["lookup_order"]).evaluate(c, c.output).passed is True
     assert ToolUsed(tools=["refund"]).evaluate(c, c.output).passed is False
     assert ToolArgs(tool="lookup_order", args={"order_id": "A1"}).evaluate(c, c.output).passed is True
+    # The run's own tokens are budgeted: 3 model calls x (120 + 40) tokens from the server.
+    from referee.evaluators.trajectory import TrajectoryBudget
+
+    assert TrajectoryBudget(max_tokens=400).evaluate(c, c.output).passed is False
+    assert TrajectoryBudget(max_tokens=480, max_steps=2).evaluate(c, c.output).passed is True
+    traj = gen.trajectory_model()
+    assert traj is not None and traj.tools == ["lookup_order", "lookup_order"] and traj.total_tokens() == 480
 
 
 def test_tool_results_from_a_python_function_and_the_loop_limit(fake_server: FakeLLMServer, tmp_path: Path,

@@ -87,7 +87,7 @@ def test_run_generates_evaluates_compares_and_gates_the_candidate(tmp_path: Path
     # the comparison table: both targets, intervals, the best named with the significance of its lead
     assert "v1" in captured.out and "v2" in captured.out and "[" in captured.out
     assert "best target: v1" in captured.out and "the lead is significant" in captured.out
-    assert "gates on target v2 against baseline target v1" in captured.err
+    assert "gates on target v2 against baseline v1" in captured.err
     assert "1 generation(s) failed" in captured.err
     # the existing score command compares the two files unchanged
     assert cli(["score", str(out / "v2.jsonl"), "--baseline", str(out / "v1.jsonl")]) == 0
@@ -280,3 +280,17 @@ def test_a_killed_run_resumes_without_generating_twice(tmp_path: Path) -> None:
     assert set(calls) == {f"q{i}" for i in range(200)} and len(calls) <= 200 + 4
     rows = read_results(out / "slow.jsonl").rows
     assert len(rows) == 200 and all(r.status == "scored" for r in rows)
+
+
+def test_gates_baseline_may_be_a_results_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    p = _suite(tmp_path, "agent_filebase")
+    assert cli(["run", str(p), "--out", str(tmp_path / "first"), "--targets", "v1", "--no-gates"]) == 0
+    shutil.copy(tmp_path / "first" / "v1.jsonl", tmp_path / "production.jsonl")
+    p.write_text(p.read_text() + "gates:\n  baseline: production.jsonl\n  fail_on_regression: true\n",
+                 encoding="utf-8")
+    capsys.readouterr()
+    assert cli(["run", str(p), "--out", str(tmp_path / "second"), "--targets", "v2"]) == 1
+    err = capsys.readouterr().err
+    assert "gates on target v2 against baseline production.jsonl" in err

@@ -102,6 +102,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     jo = merge_judge_options(judge, suite.judge)
     chosen = get_engine(engine, rpm=rpm)  # a bad --engine is a usage error before anything runs
 
+    all_target_ids = [t.id for t in suite.targets]
     if target_ids is not None:
         from ..targets.loader import select
 
@@ -147,7 +148,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             await_close(client)
         return run_with_targets(suite, suite_file, out, jo, concurrency=concurrency, no_gates=no_gates,
                                 judge_config=judge_config, markdown_out=markdown_out,
-                                engine=chosen)
+                                engine=chosen, all_target_ids=all_target_ids)
     out_path = Path(out) if out else default_out(suite_file)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
@@ -209,7 +210,7 @@ def default_out_dir(suite_path: str) -> Path:
 
 def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOptions, *, concurrency: int,
                      no_gates: bool, judge_config: Any = None, markdown_out: str | None = None,
-                     engine: Any = None) -> int:
+                     engine: Any = None, all_target_ids: list[str] | None = None) -> int:
     """Generate with every target, evaluate, one results file per target, the comparison table, the gates."""
     from ..suites.gating import echo_failures
     from ..targets.compare import compare_targets, render_comparison, render_comparison_markdown
@@ -220,7 +221,7 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
         raise UserError(f"--out {out_dir}: with targets, --out is a folder (one results file per target goes in it)")
     gates = suite.gates
     ids = [t.id for t in suite.targets]
-    candidate, baseline = gate_targets(gates, ids, out_dir)
+    candidate, baseline, baseline_path = gate_targets(gates, ids, all_target_ids or ids, out_dir, suite.base_dir)
     targets = build_targets(suite.targets, suite.base_dir, use_cache=not jo.no_cache,
                             batch=jo.batch)  # exit 2 before any call
     if jo.batch:  # every case starts at once so that the requests go into one job
@@ -239,8 +240,8 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
                  f"{g.failed} failed{gen_cost}); {t.scored} scored, {t.unscored} unscored, {t.error} error "
                  f"-> {o.results}")
     results = [(o.target.id, o.results) for o in outcomes]
-    if baseline is not None and baseline not in ids:
-        results.append((baseline, out_dir / f"{baseline}.jsonl"))  # from an earlier run of that target
+    if baseline is not None and baseline_path is not None and baseline not in ids:
+        results.append((baseline, baseline_path))  # an earlier run of that target, or a results file
     comparison = compare_targets(results, threshold=gates.threshold if gates.threshold is not None
                                  else suite.scoring.threshold, n_boot=gates.n_boot, boot_seed=gates.boot_seed)
     click.echo(render_comparison(comparison))
@@ -257,9 +258,9 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
 
         gated = [candidate] if candidate is not None else ids
         for tid in gated:
-            g = gates.model_copy(update={"baseline": str(out_dir / f"{baseline}.jsonl") if baseline else None,
+            g = gates.model_copy(update={"baseline": str(baseline_path) if baseline_path else None,
                                          "candidate": None})
-            echo_err(f"gates on target {tid}" + (f" against baseline target {baseline}:" if baseline else ":"))
+            echo_err(f"gates on target {tid}" + (f" against baseline {baseline}:" if baseline else ":"))
             gate_code, verdicts, summary = gate_and_show(out_dir / f"{tid}.jsonl", g,
                                                          threshold=suite.scoring.threshold,
                                                          base_dir=suite.base_dir)
@@ -284,26 +285,34 @@ def write_markdown(md: str, path: str | None) -> None:
             echo_err(f"warning: could not append to $GITHUB_STEP_SUMMARY ({step}): {exc}")
 
 
-def gate_targets(gates: Any, ids: list[str], out_dir: Path) -> tuple[str | None, str | None]:
-    """(candidate, baseline) target ids of the gates; errors (exit 2) before anything runs."""
+def gate_targets(gates: Any, ids: list[str], all_ids: list[str], out_dir: Path,
+                 base_dir: Path) -> tuple[str | None, str | None, Path | None]:
+    """(candidate target id, baseline label, baseline results file) of the gates; errors (exit 2) before anything
+    runs. ``gates.baseline`` names a target of the suite (its results in ``out_dir``) or a results file."""
     from ..suites.model import BASELINE_ONLY_GATES
 
     baseline = gates.baseline
     candidate = gates.candidate
-    if baseline is not None and baseline not in ids and not (out_dir / f"{baseline}.jsonl").exists():
-        raise UserError(f"gates.baseline '{baseline}' is not among the targets run (--targets "
-                        f"{','.join(ids)}) and {out_dir / (baseline + '.jsonl')} does not exist: run it too")
     if candidate is not None and candidate not in ids:
         raise UserError(f"gates.candidate '{candidate}' is not among the targets run ({', '.join(ids)})")
-    if baseline is not None and candidate is None:
+    if baseline is None:
+        if any(getattr(gates, k) for k in BASELINE_ONLY_GATES):
+            raise UserError("the suite's gates compare with a baseline: set gates.baseline to a target id")
+        return candidate, None, None
+    if baseline not in all_ids:  # a results file, as in a suite without targets (the loader checked it exists)
+        path = Path(baseline) if Path(baseline).is_absolute() else base_dir / baseline
+        return candidate, baseline, path
+    path = out_dir / f"{baseline}.jsonl"
+    if baseline not in ids and not path.exists():
+        raise UserError(f"gates.baseline '{baseline}' is not among the targets run (--targets "
+                        f"{','.join(ids)}) and {path} does not exist: run it too")
+    if candidate is None:
         others = [i for i in ids if i != baseline]
         if len(others) != 1:
             raise UserError(f"gates.baseline is target '{baseline}': name the gated target with gates.candidate "
                             f"(one of {', '.join(others) or 'none'})")
         candidate = others[0]
-    if baseline is None and any(getattr(gates, k) for k in BASELINE_ONLY_GATES):
-        raise UserError("the suite's gates compare with a baseline: set gates.baseline to a target id")
-    return candidate, baseline
+    return candidate, baseline, path
 
 
 def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:

@@ -28,6 +28,7 @@ from ..providers.base import JudgeRequest, Message
 from ..results.schema import Usage
 from ..runner.client import COST_DECIMALS, JudgeClient
 from ..templates import PLACEHOLDER_RE, case_values, fill
+from ..trajectories.model import Step, Trajectory
 from .model import TargetSpec
 
 
@@ -50,6 +51,21 @@ class Generation:
     """The replayed conversation of a ``turns:`` case (user turns and the target's replies)."""
     reused: bool = False
     """Taken from an earlier run's outputs file: nothing was generated."""
+
+    def trajectory_model(self) -> Trajectory | None:
+        """The tool calls as referee's :class:`~referee.trajectories.Trajectory` (what the trajectory checks read),
+        with the run's own tokens, cost and latency."""
+        if self.trajectory is None:
+            return None
+        from ..trajectories import from_seed
+
+        t = from_seed(self.trajectory)
+        t.final_output = self.output
+        t.source_format = "target"
+        if self.usage is not None:
+            t.input_tokens, t.output_tokens = self.usage.input_tokens, self.usage.output_tokens
+        t.cost_usd, t.latency_ms = self.cost_usd, self.latency_ms
+        return t
 
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {}
@@ -285,16 +301,15 @@ class ModelTarget(Target):
             for call in calls:
                 t0 = time.perf_counter()
                 result, error = await self._tool_result(case, call)
-                step: dict[str, Any] = {"step": len(steps) + 1, "tool": call["name"],
-                                        "args": call["arguments"] if isinstance(call["arguments"], dict) else {},
-                                        "call_id": call["id"], "latency_ms": _ms(t0)}
-                if error is not None:
-                    step["error"] = error
-                else:
-                    step["result"] = result
-                if not isinstance(call["arguments"], dict):
-                    step["raw_arguments"] = call["arguments"]
-                steps.append(step)
+                # Recorded as referee's own trajectory step (the seed shape it persists as), so every
+                # trajectory check reads the run as it reads an imported one.
+                steps.append(Step(
+                    index=len(steps) + 1, tool=call["name"],
+                    args=call["arguments"] if isinstance(call["arguments"], dict) else {},
+                    result=None if error is not None else result, error=error, call_id=call["id"],
+                    latency_ms=_ms(t0),
+                    extra={} if isinstance(call["arguments"], dict) else {"raw_arguments": call["arguments"]},
+                ).to_seed())
                 local.append({"role": "tool", "tool_call_id": call["id"], "is_error": error is not None,
                               "content": {"error": error} if error is not None else result})
         raise GenerationFailed(f"the tool loop did not finish within max_steps={self.spec.max_steps} model calls "

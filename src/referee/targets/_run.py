@@ -146,6 +146,11 @@ def merged_case(case: Case, gen: Generation) -> Case:
             data[k] = v
         else:
             data.pop(k, None)
+    # The run's own tokens, where trajectory budgets look for them (max_tokens).
+    if gen.usage is not None and (gen.usage.input_tokens is not None or gen.usage.output_tokens is not None):
+        data["usage"] = {"input_tokens": gen.usage.input_tokens, "output_tokens": gen.usage.output_tokens}
+    else:
+        data.pop("usage", None)
     return Case(id=case.id, data=data, source=case.source, line=case.line)
 
 
