@@ -321,9 +321,12 @@ class ModelTarget(Target):
             return None, f"arguments are not a JSON object: {str(args)[:200]}"
         if self.tool_fn is not None:
             try:
-                res = self.tool_fn(name, args, dict(case.data))
-                if inspect.isawaitable(res):
-                    res = await res
+                if inspect.iscoroutinefunction(self.tool_fn):
+                    res = await self.tool_fn(name, args, dict(case.data))
+                else:  # a tool that does I/O must not stall the other cases
+                    res = await asyncio.to_thread(self.tool_fn, name, args, dict(case.data))
+                    if inspect.isawaitable(res):
+                        res = await res
             except Exception as exc:  # noqa: BLE001 - the tool failing is what the agent must handle
                 return None, redact_text(f"{type(exc).__name__}: {exc}")
             return res, None
@@ -428,6 +431,22 @@ def _from_result(value: Any, what: str) -> Generation:
 @dataclass
 class PythonTarget(Target):
     fn: Callable[..., Any] | None = None
+    _pool: Any = None
+
+    def start(self, concurrency: int) -> None:
+        super().start(concurrency)
+        if not inspect.iscoroutinefunction(self.fn):
+            # A pool of the target's own size: asyncio's default (cores + 4 threads) would quietly cap a blocking
+            # agent's concurrency far below what the run asked for.
+            import concurrent.futures
+
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.spec.concurrency or concurrency,
+                                                               thread_name_prefix=f"target-{self.id}")
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "source_sha256": source_sha256(self.fn)}
@@ -440,7 +459,12 @@ class PythonTarget(Target):
         args = _call_args(self.fn, case_dict, inp)
         if inspect.iscoroutinefunction(self.fn):
             return await self.fn(*args)
-        res = await asyncio.to_thread(self.fn, *args)  # a blocking agent must not stall the other cases
+        import contextvars
+        import functools
+
+        loop = asyncio.get_running_loop()
+        call = functools.partial(contextvars.copy_context().run, self.fn, *args)
+        res = await loop.run_in_executor(self._pool, call)  # a blocking agent must not stall the other cases
         if inspect.isawaitable(res):
             res = await res
         return res
