@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
 import inspect
 import json
 import os
@@ -81,14 +80,13 @@ class Generation:
 # -- shared helpers ----------------------------------------------------------------------------------------
 
 def import_attr(ref: str, what: str) -> Any:
-    """``module:attr`` (attr may be dotted); a failure is a UserError naming the reference."""
-    mod_name, _, attr = ref.partition(":")
+    """``module:attr`` (attr may be dotted), as plugins are named; a failure is a UserError naming the reference."""
+    from ..plugins import import_dotted
+
     try:
-        obj: Any = importlib.import_module(mod_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except Exception as exc:  # noqa: BLE001 - any import failure is a configuration problem
-        raise UserError(f"{what} {ref}: cannot import: {type(exc).__name__}: {exc}") from exc
+        obj = import_dotted(ref)
+    except UserError as exc:
+        raise UserError(f"{what} {exc}") from exc
     if not callable(obj):
         raise UserError(f"{what} {ref}: is a {type(obj).__name__}, not a function")
     return obj
