@@ -187,9 +187,10 @@ class Target(ABC):
 
     async def generate(self, case: Case) -> Generation:
         assert self.pacer is not None, "start() first"
-        t0 = time.perf_counter()
+        t0: float | None = None  # set once the pacer lets the call go: waiting in line is not the output's latency
         try:
             async with self.pacer:
+                t0 = time.perf_counter()
                 gen = await self._generate(case)
         except (GenerationFailed, ProviderError) as exc:
             return Generation(error=redact_text(str(exc), secrets=self.secrets()), latency_ms=_ms(t0))
@@ -215,8 +216,8 @@ class Target(ABC):
         """Release connections."""
 
 
-def _ms(t0: float) -> float:
-    return round((time.perf_counter() - t0) * 1000, 3)
+def _ms(t0: float | None) -> float | None:
+    return None if t0 is None else round((time.perf_counter() - t0) * 1000, 3)
 
 
 @dataclass
