@@ -158,6 +158,7 @@ def test_labels_are_validated_saved_at_once_and_read_by_calibrate(served: Served
         ({"run": "1", "id": "case-00", "score": 6, "scale": "1-5"}, 400, "outside the scale 1-5"),
         ({"run": "1", "id": "case-00", "score": 2.5, "scale": "1-5"}, 400, "whole number"),
         ({"run": "1", "id": "case-00", "score": 0.5, "scale": "0-10"}, 400, "scale"),
+        ({"run": "1", "id": "case-00", "score": 2, "scale": "0-2"}, 400, "its rubric's scale is 1-5"),
         ({"run": "1", "id": "case-00", "winner": "a"}, 400, "pairwise"),
         ({"run": "1", "id": "case-00", "passed": True, "admin": True}, 400, "unknown field"),
         ({"run": "1", "id": "case-00", "passed": True, "comment": "x" * 6000}, 400, "comment"),
@@ -263,7 +264,7 @@ def test_labels_never_overwrite_an_input_and_one_writer_at_a_time(data: Data) ->
         build_app([str(data.results), str(data.baseline)], labels=str(data.dir / "l.jsonl"))
     app = build_app([str(data.results)], labels=str(data.dir / "l.jsonl"))
     try:
-        with pytest.raises(UserError, match="in use by referee view"):
+        with pytest.raises(UserError, match="already open in this process"):
             build_app([str(data.results)], labels=str(data.dir / "l.jsonl"))
     finally:
         close_app(app)

@@ -37,11 +37,11 @@ def test_view_prints_its_url_serves_and_releases_the_labels_lock(data: Data) -> 
             runs = json.loads(r.read())["runs"]
         assert runs[0]["rows"] == 13
         lock = data.dir / "results.labels.jsonl.lock"
-        assert f"pid {proc.pid}" in lock.read_text()
+        assert lock.read_text().strip() == str(proc.pid)
         # A second viewer on the same labels file is refused (exit 2, one line, no traceback).
         second = subprocess.run([sys.executable, "-m", "referee", "view", str(data.results), "--port", "0"],
                                 capture_output=True, text=True, timeout=60)
-        assert second.returncode == 2 and "in use by referee view" in second.stderr
+        assert second.returncode == 2 and f"in use by pid {proc.pid}" in second.stderr
         assert "Traceback" not in second.stderr
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -13,134 +13,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 
-from .._yaml import load as load_yaml
-from ..errors import InputError, UserError
-from ..evaluators.evidence import describe_ungrounded, ungrounded_counts
+from ..errors import UserError
+from ..evaluators.evidence import describe_ungrounded
 from ..evaluators.gold import GoldCase, GoldJudge, threshold_warning
-from ..results.manifest import RunManifest, TemplateInfo, text_sha256, utc_now_iso
+from ..evaluators.gold_dataset import discover_gold_cases, gold_results_json
+from ..results.manifest import RunManifest, TemplateInfo, text_sha256
 from ..results.schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..runner.session import error_row, execute
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 from .cmd_evaluate import read_text_file, rubric_hash
-
-
-def _find_generated(results_dir: Path, case: str, patterns: list[str]) -> Path | None:
-    for pat in patterns:
-        hits = sorted(p for p in (results_dir / case).glob(pat) if p.is_file())
-        if hits:
-            return hits[0]
-    for pat in patterns:
-        hits = sorted(p for p in results_dir.glob(pat) if p.is_file() and case in p.relative_to(results_dir).parts)
-        if hits:
-            return hits[0]
-    return None
-
-
-def _undecodable(p: Path) -> bool:
-    try:
-        p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
-
-
-def discover(dataset: str, results_dir: str, rubric: Rubric, criteria_path: str) -> tuple[list[GoldCase], list[str]]:
-    """The dataset's cases with their generated and gold files, and a message per skipped case."""
-    ds, rd = Path(dataset), Path(results_dir)
-    if not ds.is_dir():
-        raise InputError("dataset directory not found", file=dataset)
-    if not rd.is_dir():
-        raise InputError("results directory not found", file=results_dir)
-    if not rubric.gold_standard_file:
-        raise InputError("needed for --dataset (the gold file name in each case directory)", file=criteria_path,
-                         field="gold_standard_file")
-    if not rubric.generated_file_patterns:
-        raise InputError("needed for --dataset (globs finding the generated artifact)", file=criteria_path,
-                         field="generated_file_patterns")
-    cases: list[GoldCase] = []
-    skipped: list[str] = []
-    for d in sorted(p for p in ds.iterdir() if p.is_dir()):
-        inp = d / "input.yaml"
-        gold = d / rubric.gold_standard_file
-        if not inp.is_file():
-            skipped.append(f"skipping {d.name}: no input.yaml in {d}")
-            continue
-        if not gold.is_file():
-            skipped.append(f"skipping {d.name}: gold file {rubric.gold_standard_file} not found in {d}")
-            continue
-        gen = _find_generated(rd, d.name, rubric.generated_file_patterns)
-        if gen is None:
-            skipped.append(f"skipping {d.name}: no generated file matching {rubric.generated_file_patterns} "
-                           f"under {rd / d.name}")
-            continue
-        try:
-            meta = load_yaml(str(inp))  # file-and-line errors, as every YAML file of referee
-        except InputError as exc:
-            skipped.append(f"skipping {d.name}: {exc}")
-            continue
-        except OSError as exc:
-            skipped.append(f"skipping {d.name}: {inp}: {exc.strerror or exc}")
-            continue
-        try:
-            gen_text = gen.read_text(encoding="utf-8")
-            gold_text = gold.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            bad = gen if _undecodable(gen) else gold
-            skipped.append(f"skipping {d.name}: {bad}: not valid UTF-8 ({exc.reason})")
-            continue
-        except OSError as exc:
-            skipped.append(f"skipping {d.name}: {exc.filename or d}: {exc.strerror or exc}")
-            continue
-        md: dict[str, Any] = {"input": meta} if meta is not None else {}
-        if isinstance(meta, dict):
-            for k in ("system_model", "system_under_test"):
-                if meta.get(k):
-                    md[k] = str(meta[k])
-        cases.append(GoldCase(id=d.name, generated=gen_text, gold=gold_text, generated_file=str(gen),
-                              gold_file=str(gold), metadata=md))
-    return cases, skipped
-
-
-def _results_json(rows: list[ResultRow], rubric: Rubric, criteria_path: str, judge: dict[str, Any],
-                  skipped: list[str], warnings: list[str]) -> dict[str, Any]:
-    by_id = {c.id: c for c in rubric.criteria}
-    cases = []
-    for r in rows:
-        d = r.details
-        cases.append({
-            "case": r.id, "status": r.status, "verdict": d.get("verdict"), "verdict_reason": d.get("verdict_reason"),
-            "grade": d.get("grade"),
-            "total_score": d.get("total_score"), "max_score": d.get("max_score"), "score_pct": d.get("score_pct"),
-            "criteria_passed": d.get("criteria_passed"), "criteria_total": d.get("criteria_total"),
-            "critical_failures": d.get("critical_failures"), "generated_file": d.get("generated_file"),
-            "gold_file": d.get("gold_file"), "flags": r.flags, "error": r.error,
-            "pass_score_mismatch": d.get("pass_score_mismatch") or {},
-            "criteria": [{
-                "id": c.id, "name": c.name,
-                "weight": "critical" if by_id.get(c.id) and by_id[c.id].critical else "important",
-                "status": c.status, "pass": c.passed, "score": None if c.raw_score is None else int(c.raw_score),
-                "reasoning": c.rationale, "quotes": c.evidence, "grounded": c.grounded, "error": c.error,
-            } for c in r.criteria],
-        })
-    return {
-        "skill": rubric.skill or rubric.name, "description": rubric.description, "criteria_file": criteria_path,
-        "judge": judge, "pass_threshold": rubric.pass_threshold, "fail_on_critical": rubric.fail_on_critical,
-        "generated_at": utc_now_iso(),
-        "summary": {"cases": len(rows), "passed": sum(r.passed is True for r in rows),
-                    "failed": sum(r.passed is False for r in rows),
-                    "unscored": sum(r.status != "scored" and r.passed is None for r in rows),
-                    "failed_with_unscored_criteria": sum(r.status != "scored" and r.passed is False for r in rows),
-                    "skipped": len(skipped),
-                    "ungrounded_per_criterion": ungrounded_counts(rows),
-                    "self_grading": sum("self_grading" in r.flags for r in rows)},
-        "skipped": skipped, "warnings": warnings, "cases": cases,
-    }
 
 
 def _terminal(row: ResultRow, rubric: Rubric) -> None:
@@ -214,7 +100,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     else:
         if dataset is None or results_dir is None:
             raise UserError("batch mode needs both --dataset and --results-dir")
-        cases, skipped = discover(dataset, results_dir, rubric, criteria)
+        cases, skipped = discover_gold_cases(dataset, results_dir, rubric, criteria)
         for msg in skipped:
             echo_err(msg)
         if not cases:
@@ -256,7 +142,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     for r in rows:
         _terminal(r, rubric)
     judge_desc = {"provider": client.provider.name, "model": client.provider.model}
-    data = _results_json(rows, rubric, criteria, judge_desc, skipped, warnings)
+    data = gold_results_json(rows, rubric, criteria, judge_desc, skipped, warnings)
     rj = out_dir / "results.json"
     rj.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     from ..reports.html import write_html

@@ -1,88 +1,17 @@
 """``referee import FILES --out cases.jsonl``: recorded agent runs (OpenAI / Anthropic messages, OTel GenAI
-spans) -> trajectory cases in the seed's shape ``{id, input, trajectory: [{step, tool, args, ...}], final_output}``."""
+spans) -> trajectory cases in the seed's shape ``{id, input, trajectory: [{step, tool, args, ...}], final_output}``
+(the reading is :func:`referee.trajectories.import_runs`)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
 import click
 
-from .. import _data
-from ..errors import InputError, UserError
-from ..trajectories import FORMATS, TrajectoryError, detect_format, import_trajectory
+from ..errors import UserError
+from ..trajectories import FORMATS, import_runs
 from ._agents import ensure_parent
 from ._common import echo_err
-
-
-def _otel_input(data: Any) -> str | None:
-    """The first user message of the GenAI spans (``gen_ai.input.messages``: ``[{role, parts: [{type, content}]}]``),
-    taken from the earliest span that has one."""
-    from ..trajectories.importers import _attributes, _maybe_json, _span_list, _time_ns
-
-    spans = [s for s in _span_list(data) if isinstance(s, dict)]
-    spans.sort(key=lambda s: (_time_ns(s, "startTimeUnixNano", "start_time") is None,
-                              _time_ns(s, "startTimeUnixNano", "start_time") or 0))
-    for span in spans:
-        msgs = _maybe_json(_attributes(span).get("gen_ai.input.messages"))
-        for m in msgs if isinstance(msgs, list) else []:
-            if isinstance(m, dict) and m.get("role") == "user":
-                text = "".join(str(p.get("content", "")) for p in m.get("parts") or []
-                               if isinstance(p, dict) and p.get("type") == "text")
-                if text:
-                    return text
-    return None
-
-
-def _first_user_text(data: Any, fmt: str) -> str | None:
-    if fmt == "otel":
-        return _otel_input(data)
-    msgs = data.get("messages") if isinstance(data, dict) else data
-    if fmt in ("openai", "anthropic") and isinstance(msgs, list):
-        for m in msgs:
-            if isinstance(m, dict) and m.get("role") == "user":
-                c = m.get("content")
-                if isinstance(c, str):
-                    return c
-                if isinstance(c, list):
-                    text = "".join(b.get("text", "") for b in c if isinstance(b, dict) and b.get("type") in ("text", "input_text"))
-                    if text:
-                        return text
-    return None
-
-
-_BAD = object()
-"""Stands for a JSONL line that is not JSON: it is reported and skipped like any other bad run."""
-
-
-def _records(path: Path) -> list[tuple[str, int | None, Any]]:
-    """``(default id, line, record)``: a JSON file is one run; a JSONL file is one run per line (a line that is
-    not JSON gives ``(message, line, _BAD)``)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError("not valid UTF-8", file=str(path)) from exc
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        out: list[tuple[str, int | None, Any]] = []
-        # Newlines only, as every JSONL reader of referee: str.splitlines() also splits on U+2028, U+0085,
-        # \f ..., which valid JSON strings may hold unescaped (json.dumps(ensure_ascii=False) writes them).
-        for n, line in enumerate(text.split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                out.append((f"{path.stem}-{n}", n, _data.loads(line)))
-            except json.JSONDecodeError as exc:
-                out.append((f"malformed JSON ({exc.msg} at column {exc.colno})", n, _BAD))
-            except _data.UnsafeData as exc:
-                out.append((f"refused JSON: {exc}", n, _BAD))
-        return out
-    try:
-        return [(path.stem, None, _data.loads(text))]
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON ({exc.msg})", file=str(path), line=exc.lineno) from exc
-    except _data.UnsafeData as exc:
-        raise InputError(f"refused JSON: {exc}", file=str(path)) from None
 
 
 @click.command("import")
@@ -94,47 +23,11 @@ def command(files: tuple[str, ...], out: str, fmt: str) -> int:
     """Convert recorded agent runs into trajectory cases. A JSON file is one run (messages list,
     {messages: [...]}, or an OTLP/JSON span export); in a JSONL file each line is a run, optionally
     {id, input, messages|spans, ...}. A run that cannot be read is reported (file, line, step) and skipped."""
-    cases: list[dict[str, Any]] = []
-    failed = 0
-    seen: set[str] = set()
-    for f in files:
-        for default_id, line, rec in _records(Path(f)):
-            where = f"{f}:{line}" if line else f
-            if rec is _BAD:
-                echo_err(f"skipped: {where}: {default_id}")
-                failed += 1
-                continue
-            meta = rec if isinstance(rec, dict) and ("messages" in rec or "spans" in rec) else {}
-            data = meta.get("messages", meta.get("spans")) if meta else rec
-            cid = str(meta.get("id") or default_id)
-            try:
-                run_fmt = fmt if fmt != "auto" else detect_format(data)
-                traj = import_trajectory(data, run_fmt, case_id=cid)
-            except TrajectoryError as exc:
-                echo_err(f"skipped: {where}: {exc}")
-                failed += 1
-                continue
-            if not traj.steps and traj.final_output is None:
-                echo_err(f"skipped: {where}: case '{cid}': empty run (no tool call and no final answer)")
-                failed += 1
-                continue
-            if cid in seen:
-                echo_err(f"skipped: {where}: duplicate id '{cid}'")
-                failed += 1
-                continue
-            seen.add(cid)
-            case: dict[str, Any] = {"id": cid}
-            inp = meta.get("input") if meta else None
-            case["input"] = inp if inp is not None else _first_user_text(data, run_fmt)
-            case["trajectory"] = traj.to_seed()
-            case["final_output"] = traj.final_output
-            if traj.input_tokens is not None or traj.output_tokens is not None:
-                case["usage"] = {"input_tokens": traj.input_tokens, "output_tokens": traj.output_tokens}
-            for key in ("category", "expect", "metadata", "reference", "final_state"):
-                if meta.get(key) is not None:
-                    case[key] = meta[key]
-            case["metadata"] = {**case.get("metadata", {}), "imported_from": run_fmt}
-            cases.append(case)
+    result = import_runs(files, fmt)
+    for why in result.skipped:
+        echo_err(f"skipped: {why}")
+    cases = result.cases
+    failed = len(result.skipped)
     if not cases:
         raise UserError(f"no run could be imported ({failed} skipped)")
     ensure_parent(out)

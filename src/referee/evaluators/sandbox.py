@@ -1,25 +1,27 @@
 """Running evaluated Python code so that it can never harm the machine running referee.
 
-Layers (each one alone stops the common hostile outputs; together they are defence in depth):
+The child's code is the module :mod:`._sandbox_child` (run as a script). Layers, kernel-enforced first:
 
 1. A child process with a wall-clock timeout, its own session (the whole process group is killed on timeout
-   and after every run, so stragglers die too), a temporary working directory that is deleted afterwards,
-   and a minimal environment (API keys and other secrets are never passed on).
+   and after every run), a temporary working directory ``referee-sbx-<referee pid>-*`` that is deleted
+   afterwards (and swept by the next run when referee was killed), and a minimal environment (no API keys).
 2. ``unshare --net --pid --fork --kill-child --mount-proc`` when available (plus ``--user --map-root-user``
-   when not root): no network interfaces but a downed loopback, every process the code starts dies with
-   it, and a ``/proc`` showing only the sandbox's processes (not referee's environment). Without
-   ``unshare`` the child tries ``unshare(CLONE_NEWNET)`` itself.
-3. In that mount namespace the boot code makes the working directory a small tmpfs (bounding all writes),
-   remounts everything else read-only/nosuid/nodev and drops every capability, before the code runs:
-   writes outside the directory are refused by the kernel, whatever Python tricks the code plays.
-4. Resource limits set in the child before the code runs: address space (memory), CPU seconds, process
-   count (against fork bombs; the kernel ignores it for root, hence layer 5), file size, core dumps off.
-5. A Python audit hook installed before the code runs: process creation (fork, exec, spawn, subprocess,
-   system), signals, raising limits, sockets, ctypes/cffi, writes outside the working directory and reading
-   other processes' ``/proc`` entries raise ``PermissionError``; the first such event is reported even if
-   the code swallows the exception. It is the only file-system guard where layer 3 is unavailable, and is
-   not a boundary against code written to defeat Python introspection.
+   when not root): no network, a pid namespace whose init is the code (every process it starts dies with
+   it), a ``/proc`` showing only the sandbox. ``PR_SET_PDEATHSIG`` on ``unshare`` (and again on the code
+   after it changes user) kills the whole tree when referee dies, ``kill -9`` included.
+3. In that mount namespace: the working directory is a small tmpfs (bounding writes), every other mount is
+   read-only/nosuid/nodev, a Python installation under a closed directory (``/root``) is revealed alone.
+4. The unprivileged user: started as root, the code switches to ``nobody`` (setresuid; every capability,
+   the bounding set and new privileges dropped): root-only files (``/etc/shadow``) stay closed and
+   RLIMIT_NPROC holds (it never applies to root). Resource limits: memory, CPU seconds, processes, file
+   size, no core dumps.
+5. A Python audit hook (process creation, sockets, ctypes, writes outside the folder, other processes'
+   ``/proc``): a tripwire that names what the code tried, not a boundary (code can disarm it through frame
+   introspection; the layers above still hold).
 
+Guarantees by what the machine allows: with namespaces and root (this project's CI), all five layers. Without
+``unshare``: no pid/mount/network namespaces; as root the code still runs as ``nobody`` when the Python
+installation is readable by it, else as root with only the audit hook and limits (documented degradation).
 The evaluated code sees its own stdout/stderr files only; referee reads at most a few KB of each.
 """
 
@@ -41,233 +43,6 @@ from typing import Any, Literal
 
 _EXCERPT = 2000
 
-_BOOT = r'''
-import json, os, sys
-cfg = json.loads(sys.stdin.readline())
-sys.stdin.close()
-iso = {"net": "host" if cfg["network"] else "none", "pid": cfg["pid_ns"], "fs": "audit hook only"}
-# The verdict goes to a file the parent opened on its own mount (so no writer keeps ours from turning read-only)
-RESULT_FILE = os.fdopen(cfg["result_fd"], "w", encoding="utf-8")
-if cfg["mount_ns"]:
-    # Kernel-enforced: in our own mount namespace (with a fresh /proc that shows only our pid namespace),
-    # every mount but the working directory becomes read-only, nosuid and nodev, then every capability is
-    # dropped for good, so the code can neither write outside its directory (renames, links, dir_fd tricks,
-    # devices included) nor undo the mounts or raise its limits again.
-    import ctypes, re
-    libc = ctypes.CDLL(None, use_errno=True)
-    work = os.path.realpath(os.getcwd())
-    # The working directory becomes a small tmpfs: its size bounds what the code can write in all.
-    opts = "size=" + str(cfg["disk_mb"]) + "m,mode=0700"
-    ro_ok = libc.mount(b"tmpfs", work.encode(), b"tmpfs", 2 | 4, opts.encode()) == 0  # MS_NOSUID | MS_NODEV
-    if ro_ok:
-        iso["disk_mb"] = cfg["disk_mb"]
-    else:
-        ro_ok = libc.mount(work.encode(), work.encode(), None, 4096, None) == 0  # MS_BIND: writable, unbounded
-    os.chdir(work)  # the old cwd still points into the parent mount, which is about to turn read-only
-    mounts = []
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
-        for line in f:
-            parts = line.split()
-            mp = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4])
-            mounts.append((mp, parts[5].split(",")))
-    keep = {"noexec": 8, "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
-    for mp, opts in reversed(mounts):
-        if mp == work or not ro_ok:
-            continue
-        flags = 32 | 4096 | 1 | 2 | 4  # MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
-        for name, bit in keep.items():
-            if name in opts:
-                flags |= bit
-        if libc.mount(None, mp.encode("utf-8", "surrogateescape"), None, flags, None) != 0 and mp == "/":
-            ro_ok = False
-    PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
-    for cap in range(64):
-        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
-    hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable x 2: all empty
-    caps_ok = libc.capset(hdr, data) == 0
-    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    if ro_ok:
-        iso["fs"] = "read-only outside the working directory"
-    iso["capabilities"] = "none" if caps_ok else "kept"
-    del libc, ctypes
-if cfg["net_ns"]:
-    iso["net"] = "namespace"
-elif not cfg["network"]:
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        flags = 0x40000000 if os.geteuid() == 0 else (0x40000000 | 0x10000000)
-        if libc.unshare(flags) == 0:
-            iso["net"] = "namespace"
-    except Exception:
-        pass
-for _m in [m for m in sys.modules if m.split(".")[0] in ("ctypes", "_ctypes")]:
-    del sys.modules[_m]  # used above; the code must import it afresh, which the audit hook refuses
-import resource, signal
-def _lim(which, value):
-    try:
-        resource.setrlimit(which, (value, value))
-    except (ValueError, OSError):
-        pass
-mb = 1024 * 1024
-_lim(resource.RLIMIT_AS, cfg["memory_mb"] * mb)
-try:
-    resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_s"], cfg["cpu_s"] + 1))  # SIGXCPU first, then SIGKILL
-except (ValueError, OSError):
-    pass
-_lim(resource.RLIMIT_FSIZE, cfg["file_mb"] * mb)
-_lim(resource.RLIMIT_CORE, 0)
-_lim(resource.RLIMIT_NOFILE, 256)
-_lim(resource.RLIMIT_NPROC, cfg["nproc"])
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with an error instead of a kill
-import traceback, types
-WORK = os.path.realpath(os.getcwd())
-forbidden = []
-PROC = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen",
-        "os.kill", "os.killpg", "os.setuid", "os.setgid", "pty.spawn", "os.startfile", "resource.setrlimit",
-        "resource.prlimit"}
-NET = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
-       "socket.gethostbyname", "socket.gethostbyaddr", "socket.__new__", "urllib.Request", "http.client.connect"}
-LOW = {"ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "ctypes.call_function", "sys.setprofile"}
-BAD_IMPORTS = {"ctypes", "_ctypes", "cffi", "_cffi_backend", "_posixsubprocess"}
-# event -> (how many leading path arguments, positions of dir_fd arguments); an int path is an fd (f* calls)
-FS = {"os.remove": (1, (1,)), "os.rmdir": (1, (1,)), "os.rename": (2, (2, 3)), "os.chmod": (1, (2,)),
-      "os.chown": (1, (3,)), "os.truncate": (1, ()), "os.symlink": (2, (2,)), "os.link": (2, (2, 3)),
-      "os.mkdir": (1, (2,)), "os.utime": (1, (3,)), "os.setxattr": (1, ()), "os.removexattr": (1, ()),
-      "os.chflags": (1, ()), "os.lchflags": (1, ()), "shutil.rmtree": (1, (1,)), "shutil.copyfile": (2, ()),
-      "shutil.move": (2, ())}
-try:
-    OWN_PROC = "/proc/" + os.readlink("/proc/self")  # our pid as the mounted /proc numbers it
-except OSError:
-    OWN_PROC = "/proc/self"
-def _other_process(path):
-    try:
-        p = os.path.realpath(os.fsdecode(path))
-    except Exception:
-        return True
-    parts = p.split(os.sep)
-    return len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit() and not (p + os.sep).startswith(OWN_PROC + os.sep)
-def _inside(path):
-    if path is None:
-        return True
-    try:
-        p = os.path.realpath(os.fsdecode(path))
-    except Exception:
-        return False
-    return p == WORK or p.startswith(WORK + os.sep)
-def _deny(event, why):
-    if not forbidden:
-        forbidden.append(why)
-    raise PermissionError("referee sandbox: " + why + " is not allowed")
-def hook(event, args):
-    if event in PROC:
-        _deny(event, "starting or signalling processes (" + event + ")")
-    if event in NET and not cfg["network"]:
-        _deny(event, "network access (" + event + ")")
-    if event in LOW:
-        _deny(event, "low-level native access (" + event + ")")
-    if event == "import" and args and args[0] in BAD_IMPORTS:
-        _deny(event, "importing " + str(args[0]))
-    if event == "open" and len(args) >= 2 and not isinstance(args[0], int) and args[0] is not None:
-        mode, flags = args[1], (args[2] if len(args) > 2 else 0) or 0
-        # O_TRUNC truncates even with O_RDONLY on Linux; a directory fd outside would let dir_fd= reach it
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC))
-        if writing and not _inside(args[0]):
-            _deny(event, "writing outside the working directory (" + str(args[0])[:80] + ")")
-        if _other_process(args[0]):
-            # without a pid namespace of our own, /proc/<referee's pid>/environ would hold its API keys
-            _deny(event, "reading another process (" + str(args[0])[:80] + ")")
-        if not writing and os.path.isdir(args[0]) and not _inside(args[0]):
-            _deny(event, "opening a directory outside the working directory (" + str(args[0])[:80] + ")")
-    if event in FS:
-        # every path argument counts (rename/link/symlink targets too); dir_fd-relative calls are refused
-        npaths, fds = FS[event]
-        paths = list(args[:npaths])
-        dir_fd = [args[i] for i in fds if i < len(args) and args[i] not in (None, -1, -100)]
-        # an fd path: ftruncate needs a writable fd (which open already vetted); fchmod & co. do not
-        fd_ok = event == "os.truncate"
-        if dir_fd or any((not fd_ok) if isinstance(a, int) else not _inside(a) for a in paths):
-            _deny(event, "changing files outside the working directory (" + event + ")")
-def finish(status, reason, **extra):
-    out = {"status": status, "reason": reason, "forbidden": forbidden[0] if forbidden else None, "isolation": iso}
-    out.update(extra)
-    RESULT_FILE.write(json.dumps(out))
-    RESULT_FILE.close()
-    sys.stdout.flush(); sys.stderr.flush()
-    os._exit(0)
-SOURCES = {"solution.py": cfg["code"], "tests.py": cfg["tests"] or ""}
-def short_tb(exc):
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    where = ""
-    for fr in traceback.extract_tb(exc.__traceback__):
-        if fr.filename in SOURCES and fr.lineno:
-            src = SOURCES[fr.filename].splitlines()
-            line = src[fr.lineno - 1].strip() if fr.lineno <= len(src) else ""
-            where = " (" + fr.filename + ":" + str(fr.lineno) + (": " + line[:120] if line else "") + ")"
-    return (text + where)[-500:]
-def on_xcpu(signum, frame):
-    finish("failed", "CPU time limit exceeded (" + str(cfg["cpu_s"]) + "s)")
-signal.signal(signal.SIGXCPU, on_xcpu)
-code, tests = cfg["code"], cfg["tests"]
-if cfg["audit"]:
-    # _posixsubprocess.fork_exec starts processes without an audit event: load it now (so importing
-    # subprocess still works), disarm it, and refuse any fresh import of it.
-    import subprocess, _posixsubprocess, _imp
-    def _no_fork_exec(*args, **kwargs):
-        _deny("_posixsubprocess.fork_exec", "starting or signalling processes (_posixsubprocess.fork_exec)")
-    _posixsubprocess.fork_exec = _no_fork_exec
-    subprocess._fork_exec = _no_fork_exec  # subprocess keeps its own reference to the original
-    def _guard(create):
-        def guarded(spec, *rest):
-            if str(getattr(spec, "name", "")).rpartition(".")[2] in BAD_IMPORTS:
-                _deny("import", "importing " + str(spec.name))
-            return create(spec, *rest)
-        return guarded
-    def _no_node(*args, **kwargs):
-        _deny("os.mkfifo", "creating special files (os.mkfifo/os.mknod)")
-    import posix
-    for _mod in (os, posix):  # no audit event exists for these
-        _mod.mkfifo = _mod.mknod = _no_node
-    _imp.create_builtin = _guard(_imp.create_builtin)
-    _imp.create_dynamic = _guard(_imp.create_dynamic)
-    sys.addaudithook(hook)
-ns = {"__name__": "__main__", "__builtins__": __builtins__}
-try:
-    exec(compile(code, "solution.py", "exec"), ns)
-except SystemExit as exc:
-    if exc.code not in (None, 0):
-        finish("failed", "the code exited with status " + str(exc.code))
-except MemoryError:
-    finish("failed", "memory limit exceeded (" + str(cfg["memory_mb"]) + " MB)")
-except BaseException as exc:
-    finish("failed", "the code raised " + short_tb(exc))
-if tests is None:
-    finish("passed", "ran without error", tests_passed=None, tests_total=None)
-before = set(ns)
-try:
-    exec(compile(tests, "tests.py", "exec"), ns)
-except MemoryError:
-    finish("failed", "memory limit exceeded (" + str(cfg["memory_mb"]) + " MB)", tests_passed=0, tests_total=1)
-except BaseException as exc:
-    finish("failed", "tests failed: " + short_tb(exc), tests_passed=0, tests_total=1)
-fns = [ns[k] for k in ns if k.startswith("test") and k not in before and isinstance(ns[k], types.FunctionType)]
-if not fns:
-    finish("passed", "tests passed", tests_passed=1, tests_total=1)
-passed, failures = 0, []
-for fn in fns:
-    try:
-        fn()
-        passed += 1
-    except MemoryError:
-        failures.append(fn.__name__ + ": memory limit exceeded")
-    except BaseException as exc:
-        failures.append(fn.__name__ + ": " + short_tb(exc))
-status = "passed" if passed == len(fns) else "failed"
-reason = str(passed) + "/" + str(len(fns)) + " tests passed" + ("; " + failures[0] if failures else "")
-finish(status, reason, tests_passed=passed, tests_total=len(fns), failures=failures[:5])
-'''
 
 
 @dataclass(frozen=True)
@@ -335,11 +110,29 @@ def _unshare_prefix() -> list[str]:
         return _PREFIX
 
 
-def _nproc_limit(extra: int) -> int:
-    """RLIMIT_NPROC counts all the user's processes: allow what already runs plus ``extra``."""
-    if os.geteuid() == 0:
+CHILD = Path(__file__).with_name("_sandbox_child.py")
+"""The child's code: a real module (checked by ruff and mypy), run as a script."""
+NOBODY = (65534, 65534)
+
+
+def _run_as() -> tuple[int, int] | None:
+    """The unprivileged (uid, gid) the child switches to when referee runs as root: ``nobody``."""
+    if os.geteuid() != 0:
+        return None  # already unprivileged; the child keeps the user it was started as
+    try:
+        import pwd
+
+        pw = pwd.getpwnam("nobody")
+        return pw.pw_uid, pw.pw_gid
+    except (ImportError, KeyError):
+        return NOBODY
+
+
+def _nproc_limit(extra: int, uid: int | None = None) -> int:
+    """RLIMIT_NPROC counts all of a user's processes: allow what already runs plus ``extra``."""
+    uid = os.getuid() if uid is None else uid
+    if uid == 0:
         return 1 + extra  # ignored by the kernel for root; the audit hook and the pid namespace do the work
-    uid = os.getuid()
     count = 0
     try:
         for entry in os.scandir("/proc"):
@@ -351,7 +144,59 @@ def _nproc_limit(extra: int) -> int:
                     continue
     except OSError:
         return 4096
+    if uid != os.getuid():
+        return count + 1 + extra  # the child itself, started as root then switched: no helper threads
     return count + 8 + extra  # a little slack for the interpreter's own helper threads
+
+
+def _reachable_by_others(path: str) -> bool:
+    cur = "/"
+    for part in os.path.realpath(path).strip("/").split("/"):
+        cur = os.path.join(cur, part)
+        try:
+            if not os.stat(cur).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+_SWEPT = False
+
+
+def _sweep_stale_dirs() -> None:
+    """Remove working directories left by a referee process that was killed (kill -9 runs no cleanup)."""
+    global _SWEPT
+    if _SWEPT:
+        return
+    _SWEPT = True
+    try:
+        entries = list(Path(tempfile.gettempdir()).glob("referee-sbx-*"))
+    except OSError:
+        return
+    for d in entries:
+        parts = d.name.split("-")
+        if len(parts) < 4 or not parts[2].isdigit():
+            continue
+        pid = int(parts[2])
+        try:
+            os.kill(pid, 0)
+            continue  # its referee is alive
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except PermissionError:
+            continue
+
+
+def _die_with_parent() -> None:
+    """In the forked child before exec: SIGKILL when referee dies (even by kill -9); ``unshare --kill-child``
+    passes it on to the code, the init of its pid namespace, whose death takes every process in it along."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - best effort: the process group is still killed after every run
+        pass
 
 
 def _tail(path: Path) -> str:
@@ -382,20 +227,27 @@ def run_python(code: str, tests: str | None = None, limits: SandboxLimits | None
     prefix = _unshare_prefix()
     if limits.network:  # keep the pid and mount namespaces (read-only file system), share the network
         prefix = [a for a in prefix if a != "--net"]
-    work = Path(tempfile.mkdtemp(prefix="referee-sbx-"))
+    _sweep_stale_dirs()
+    work = Path(tempfile.mkdtemp(prefix=f"referee-sbx-{os.getpid()}-"))
     nonce = secrets.token_hex(8)
     result_name = f".referee-{nonce}.json"
+    run_as = _run_as()
+    if run_as is not None and "--mount-proc" not in prefix and not _reachable_by_others(sys.base_prefix):
+        # No mount namespace to reveal a Python installation other users cannot enter (a pyenv under /root):
+        # switching to nobody would leave the code without its standard library. Degrade, and say so.
+        run_as = None
+    if run_as is not None:
+        os.chown(work, *run_as)  # the unprivileged child must write its own folder (when no tmpfs is mounted)
     cfg: dict[str, Any] = {
         "code": code, "tests": tests, "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_s,
-        "file_mb": limits.file_mb, "disk_mb": limits.disk_mb, "nproc": _nproc_limit(limits.max_processes),
+        "file_mb": limits.file_mb, "disk_mb": limits.disk_mb,
+        "nproc": _nproc_limit(limits.max_processes, run_as[0] if run_as else None),
         "network": limits.network, "net_ns": "--net" in prefix, "pid_ns": bool(prefix),
-        "mount_ns": "--mount-proc" in prefix, "audit": _audit,
+        "mount_ns": "--mount-proc" in prefix, "audit": _audit, "run_as": list(run_as) if run_as else None,
     }
-    boot = work / f".boot-{nonce}.py"
-    boot.write_text(_BOOT, encoding="utf-8")
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work), "TMPDIR": str(work), "LANG": "C.UTF-8",
            "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
-    cmd = [*prefix, sys.executable, "-I", "-B", str(boot)]
+    cmd = [*prefix, sys.executable, "-I", "-B", str(CHILD)]
     t0 = time.perf_counter()
     out_path, err_path = work / "stdout.txt", work / "stderr.txt"
     try:
@@ -403,7 +255,8 @@ def run_python(code: str, tests: str | None = None, limits: SandboxLimits | None
             cfg["result_fd"] = fr.fileno()
             try:
                 proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=fo, stderr=fe, cwd=work, env=env,
-                                        start_new_session=True, close_fds=True, pass_fds=(fr.fileno(),))
+                                        start_new_session=True, close_fds=True, pass_fds=(fr.fileno(),),
+                                        preexec_fn=_die_with_parent)
             except OSError as exc:
                 return SandboxResult(status="error", reason=f"could not start Python: {exc}")
             timed_out = False

@@ -11,8 +11,9 @@ from .importers import (
     trajectory_of,
 )
 from .model import Step, Trajectory, TrajectoryError
+from .runs import ImportedRuns, import_runs
 
 __all__ = [
-    "FORMATS", "Step", "Trajectory", "TrajectoryError", "detect_format", "from_anthropic", "from_openai",
-    "from_otel", "from_seed", "import_trajectory", "trajectory_of",
+    "FORMATS", "ImportedRuns", "Step", "Trajectory", "TrajectoryError", "detect_format", "from_anthropic",
+    "from_openai", "from_otel", "from_seed", "import_runs", "import_trajectory", "trajectory_of",
 ]

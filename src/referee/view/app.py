@@ -340,7 +340,16 @@ class ViewApp:
         pairwise = False
         if known:
             i = run.table.ids.index(str(cid))
-            pairwise = _is_pairwise(run.read_row(i))
+            d = run.read_row(i)
+            pairwise = _is_pairwise(d)
+            scale = body.get("scale", "0-1")
+            if body.get("score") is not None and scale not in ("0-1", "binary"):
+                crits = [c for c in d.get("criteria") or [] if isinstance(c, dict)]
+                det = d.get("details") if isinstance(d.get("details"), dict) else {}
+                own = _label_scale(crits, det or {})
+                if scale != own:
+                    raise ApiError(400, f"case {cid!r} is not scored on the {scale} scale"
+                                        + (f" (its rubric's scale is {own})" if own else " (use 0-1, or pass/fail)"))
         try:
             label = build_label(body, known=known, results_name=run.path.name, pairwise=pairwise)
         except LabelError as exc:
