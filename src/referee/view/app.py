@@ -372,12 +372,18 @@ class ViewApp:
         store = self.labels[key]
         if not store.lines:
             return {"run": key, "n": 0, "message": "no labels yet"}
+        ck = ("agreement", run.generation, store.version)
+        hit = run.cached_summary(ck)
+        if hit is not None:
+            return hit
         try:
             cal = calibrate(read_labels(run.path), read_labels(store.path), n_boot=self.opts.n_boot)
+            out = cast(dict[str, Any], clean({"run": key, **cal.to_dict(),
+                                              "command": f"referee calibrate {run.path} {store.path}"}))
         except UserError as exc:
-            return {"run": key, "n": 0, "message": str(exc)}
-        return cast(dict[str, Any], clean({"run": key, **cal.to_dict(),
-                                           "command": f"referee calibrate {run.path} {store.path}"}))
+            out = {"run": key, "n": 0, "message": str(exc)}
+        run.store_summary(ck, out)
+        return out
 
     def api_compare(self, base: str, cand: str, params: dict[str, str]) -> dict[str, Any]:
         from ..reports.json_summary import summary_dict
