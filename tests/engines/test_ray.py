@@ -254,3 +254,15 @@ def test_a_case_that_kills_its_worker_is_an_error_row_and_the_run_goes_on(ray_cl
     assert rows["c1"].status == "error" and "died, also with the case alone on it" in (rows["c1"].error or "")
     # Cases that only shared a worker with c1 when it died were tried again, alone, and got their rows.
     assert all(r.status == "scored" and r.passed for i, r in rows.items() if i != "c1")
+
+
+def test_workers_of_another_referee_are_refused(ray_cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.engines import _ray
+
+    monkeypatch.setattr(_ray, "WIRE", _ray.WIRE + 1)  # as if this driver were a newer referee than its workers
+    suite = judged_suite(tmp_path)
+    assert cli(["run", str(suite), "--no-judge", "--engine", "ray"]) == 2
+    err = capsys.readouterr().err
+    assert "install the same referee on every node" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "suite_results.jsonl").exists()

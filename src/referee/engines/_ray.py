@@ -42,6 +42,8 @@ CONNECT_TIMEOUT_S = 3.0
 """An address that does not answer within this is unreachable: exit 2 at once, not after Ray's retries."""
 START_TIMEOUT_S = 180.0
 MAX_RESTARTS = 5
+WIRE = 1
+"""What the driver and its workers exchange; a worker whose referee speaks another version is refused at start."""
 
 
 def import_ray() -> Any:
@@ -155,8 +157,10 @@ class _CaseWorker:
         self._instance = uuid.uuid4().hex  # a restarted worker counts its calls afresh
         self._seq = 0
 
-    async def ready(self) -> str:
-        return socket.gethostname()
+    async def ready(self) -> dict[str, Any]:
+        from .._version import __version__
+
+        return {"host": socket.gethostname(), "wire": WIRE, "referee": __version__}
 
     async def evaluate(self, case: Any) -> tuple[Any, str, int, dict[str, dict[str, Any]]]:
         row = await self._ce.evaluate(case)
@@ -321,7 +325,7 @@ class RayEngine(Engine):
                     with contextlib.suppress(Exception):
                         ray.cloudpickle.unregister_pickle_by_value(mod)
             try:
-                ray.get([a.ready.remote() for a in actors], timeout=START_TIMEOUT_S)
+                answers = ray.get([a.ready.remote() for a in actors], timeout=START_TIMEOUT_S)
             except ray.exceptions.GetTimeoutError:
                 raise UserError(f"the Ray workers did not start within {START_TIMEOUT_S:.0f}s "
                                 "(is the cluster busy?)") from None
@@ -329,6 +333,13 @@ class RayEngine(Engine):
                 cause = getattr(exc, "cause", None) or exc
                 raise UserError(f"the Ray workers could not load the suite: {_first_line(cause)} (plugins and "
                                 "files the suite uses must be importable/readable on every node)") from None
+            odd = [a for a in answers if not isinstance(a, dict) or a.get("wire") != WIRE]
+            if odd:
+                from .._version import __version__
+
+                theirs = odd[0].get("referee", "an older version") if isinstance(odd[0], dict) else "an older version"
+                raise UserError(f"the Ray workers run another referee ({theirs}) than this one ({__version__}): "
+                                "install the same referee on every node of the cluster")
             yield EngineRun(evaluate=self._evaluator(ray, actors, clients), concurrency=max(concurrency, 2 * n))
         finally:
             self._stop(ray, actors, hub, owned)
