@@ -82,6 +82,12 @@ def test_paging_sorting_and_filters_happen_on_the_server(served: Served) -> None
     assert [r["id"] for r in get(served, "/api/runs/1/cases?flag=self_grading")["rows"]] == ["case-06"]
     assert get(served, "/api/runs/2/cases?flag=position_bias")["rows"][0]["id"] == "pair-1"
     assert get(served, "/api/runs/2/cases?evaluator=pairwise")["total"] == 3
+    assert [r["id"] for r in get(served, "/api/runs/1/cases?min_score=0.8&max_score=0.95")["rows"]] == [
+        "case-09", "case-10"]
+    assert get(served, "/api/runs/1/cases?max_latency=101")["total"] == 2  # 100 and 101 ms; the xss row has none
+    assert get(served, "/api/runs/1/cases?min_cost=0.0012")["total"] == 1
+    assert call(served, "GET", "/api/runs/1/cases?min_score=inf")[0] == 400
+    assert call(served, "GET", "/api/runs/1/cases?max_cost=cheap")[0] == 400
 
 
 def test_full_text_search_covers_input_output_and_rationale(served: Served) -> None:
