@@ -229,3 +229,40 @@ def test_batch_mode_stays_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                 "--batch", "--engine", "ray"]) == 2
     assert "--batch runs on the local engine" in capsys.readouterr().err
     assert not (tmp_path / "suite_results.jsonl").exists()
+
+
+EXIT_PLUGIN = '''\
+import os
+
+
+def boom(case, output):
+    if case.id == "c1":
+        os._exit(3)  # hostile: takes its Ray worker down with it
+    return True
+'''
+
+
+def test_a_case_that_kills_its_worker_is_an_error_row_and_the_run_goes_on(ray_cluster: None,
+                                                                          tmp_path: Path) -> None:
+    suite = judged_suite(tmp_path, n=6)
+    (tmp_path / "exit_plugin.py").write_text(EXIT_PLUGIN, encoding="utf-8")
+    suite.write_text("name: boom\ncases: cases.jsonl\nevaluators:\n  - contains: answer\n"
+                     '  - "exit_plugin:boom"\n', encoding="utf-8")
+    assert cli(["run", str(suite), "--no-gates", "--out", str(tmp_path / "r.jsonl"), "--engine", "ray"]) == 0
+    rows = {r.id: r for r in read_results(tmp_path / "r.jsonl").rows}
+    assert len(rows) == 6
+    assert rows["c1"].status == "error" and "died, also with the case alone on it" in (rows["c1"].error or "")
+    # Cases that only shared a worker with c1 when it died were tried again, alone, and got their rows.
+    assert all(r.status == "scored" and r.passed for i, r in rows.items() if i != "c1")
+
+
+def test_workers_of_another_referee_are_refused(ray_cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.engines import _ray
+
+    monkeypatch.setattr(_ray, "WIRE", _ray.WIRE + 1)  # as if this driver were a newer referee than its workers
+    suite = judged_suite(tmp_path)
+    assert cli(["run", str(suite), "--no-judge", "--engine", "ray"]) == 2
+    err = capsys.readouterr().err
+    assert "install the same referee on every node" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "suite_results.jsonl").exists()

@@ -328,3 +328,24 @@ def test_a_missing_sign_in_library_names_the_extra(monkeypatch: pytest.MonkeyPat
     with pytest.raises(UserError) as ei:
         get_provider(provider, "m")
     assert extra in str(ei.value) and "\n" not in str(ei.value)
+
+
+async def test_a_server_echoing_the_token_or_key_never_gets_it_into_an_error(
+        fake_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from referee.errors import ProviderError
+
+    pytest.importorskip("google.auth")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(_adc_file(tmp_path, fake_server)))
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+    token = fake_server.access_token
+    fake_server.script(Reply(status=400, body={"error": {"message": f"bad request from Bearer {token}"}}))
+    p = get_provider("vertex", "gemini-2.5-flash", base_url=fake_server.url)
+    with pytest.raises(ProviderError) as ei:
+        await complete_once(p)
+    assert token not in str(ei.value) and "***" in str(ei.value)
+
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
+    fake_server.script(Reply(status=400, body={"error": {"message": f"api-key {AZURE_KEY} is not valid here"}}))
+    with pytest.raises(ProviderError) as ei:
+        await complete_once(get_provider("azure", "dep", base_url=fake_server.url))
+    assert AZURE_KEY not in str(ei.value)

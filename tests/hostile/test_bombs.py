@@ -136,3 +136,34 @@ def test_a_suite_run_with_a_hostile_case_goes_on(tmp_path: Path, capsys: pytest.
     rows = {r.id: r for r in read_results(tmp_path / "r.jsonl").rows}
     assert rows["ok"].status == "scored" and rows["ok"].score == 1.0
     assert rows["big"].status == "error"
+
+
+def _refused(thunk: Callable[[], object]) -> bool:
+    try:
+        thunk()
+    except UnsafeData:
+        return True
+    return False
+
+
+def test_the_plain_text_shortcut_refuses_exactly_what_the_full_walk_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """referee._data.loads skips the walk over parsed values when the text alone shows there is nothing to refuse
+    (a 10,000-case file: most of its reading time); every hostile form still takes the walk."""
+    from referee import _data
+
+    deep = 128
+    samples: list[str | bytes] = [
+        '{"id": "a", "input": "plain"}', '{"id": "é", "input": "caf\\u00e9 \\ud83d\\ude00"}',
+        '{"x": "\\ud800"}', '{"x": "\\uDFFF"}', '["\\\\ud800"]', "[" * deep + "]" * deep,
+        "[" * (deep + 1) + "]" * (deep + 1), '{"x": "' + "[" * 200 + '"}',
+    ]
+    samples += [s.encode("utf-8") for s in samples if isinstance(s, str)]
+    samples += ['{"x": "\ud800"}', '{"x": "\ud800"}'.encode("utf-8", "surrogatepass"),
+                '{"x": "\\ud800"}'.encode("utf-16"), '{"x": "\ud800"}'.encode("utf-16", "surrogatepass")]
+    for text in samples:
+        want = _refused(lambda t=text: _data.check_data(json.loads(t)))  # type: ignore[misc]
+        assert _refused(lambda t=text: safe_loads(t)) == want, text  # type: ignore[misc]
+    assert _refused(lambda: safe_loads('{"x": "\\ud800"}'))  # the loop above saw refusals
+    walked: list[object] = []
+    monkeypatch.setattr(_data, "check_data", lambda v: walked.append(v) or v)
+    assert _data.loads('{"id": "a", "input": "plain"}') == {"id": "a", "input": "plain"} and walked == []

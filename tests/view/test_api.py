@@ -82,6 +82,12 @@ def test_paging_sorting_and_filters_happen_on_the_server(served: Served) -> None
     assert [r["id"] for r in get(served, "/api/runs/1/cases?flag=self_grading")["rows"]] == ["case-06"]
     assert get(served, "/api/runs/2/cases?flag=position_bias")["rows"][0]["id"] == "pair-1"
     assert get(served, "/api/runs/2/cases?evaluator=pairwise")["total"] == 3
+    assert [r["id"] for r in get(served, "/api/runs/1/cases?min_score=0.8&max_score=0.95")["rows"]] == [
+        "case-09", "case-10"]
+    assert get(served, "/api/runs/1/cases?max_latency=101")["total"] == 2  # 100 and 101 ms; the xss row has none
+    assert get(served, "/api/runs/1/cases?min_cost=0.0012")["total"] == 1
+    assert call(served, "GET", "/api/runs/1/cases?min_score=inf")[0] == 400
+    assert call(served, "GET", "/api/runs/1/cases?max_cost=cheap")[0] == 400
 
 
 def test_full_text_search_covers_input_output_and_rationale(served: Served) -> None:
@@ -158,6 +164,7 @@ def test_labels_are_validated_saved_at_once_and_read_by_calibrate(served: Served
         ({"run": "1", "id": "case-00", "score": 6, "scale": "1-5"}, 400, "outside the scale 1-5"),
         ({"run": "1", "id": "case-00", "score": 2.5, "scale": "1-5"}, 400, "whole number"),
         ({"run": "1", "id": "case-00", "score": 0.5, "scale": "0-10"}, 400, "scale"),
+        ({"run": "1", "id": "case-00", "score": 2, "scale": "0-2"}, 400, "its rubric's scale is 1-5"),
         ({"run": "1", "id": "case-00", "winner": "a"}, 400, "pairwise"),
         ({"run": "1", "id": "case-00", "passed": True, "admin": True}, 400, "unknown field"),
         ({"run": "1", "id": "case-00", "passed": True, "comment": "x" * 6000}, 400, "comment"),
@@ -263,7 +270,7 @@ def test_labels_never_overwrite_an_input_and_one_writer_at_a_time(data: Data) ->
         build_app([str(data.results), str(data.baseline)], labels=str(data.dir / "l.jsonl"))
     app = build_app([str(data.results)], labels=str(data.dir / "l.jsonl"))
     try:
-        with pytest.raises(UserError, match="in use by referee view"):
+        with pytest.raises(UserError, match="already open in this process"):
             build_app([str(data.results)], labels=str(data.dir / "l.jsonl"))
     finally:
         close_app(app)

@@ -37,11 +37,11 @@ def test_view_prints_its_url_serves_and_releases_the_labels_lock(data: Data) -> 
             runs = json.loads(r.read())["runs"]
         assert runs[0]["rows"] == 13
         lock = data.dir / "results.labels.jsonl.lock"
-        assert f"pid {proc.pid}" in lock.read_text()
+        assert lock.read_text().strip() == str(proc.pid)
         # A second viewer on the same labels file is refused (exit 2, one line, no traceback).
         second = subprocess.run([sys.executable, "-m", "referee", "view", str(data.results), "--port", "0"],
                                 capture_output=True, text=True, timeout=60)
-        assert second.returncode == 2 and "in use by referee view" in second.stderr
+        assert second.returncode == 2 and f"in use by pid {proc.pid}" in second.stderr
         assert "Traceback" not in second.stderr
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -65,3 +65,28 @@ def test_usage_errors_exit_2(data: Data, tmp_path: Path) -> None:
     assert cli(["view", str(tmp_path / "missing.jsonl")]) == 2
     assert cli(["view", str(data.results), "--labels", str(data.results)]) == 2
     assert cli(["view", str(data.results), str(data.results)]) == 2
+
+
+def test_ipv6_loopback_is_served_too(data: Data) -> None:
+    import socket
+    import threading
+
+    from referee.view import ViewServer, build_app, close_app
+
+    app = build_app([str(data.results)], lock=False)
+    try:
+        server = ViewServer(app, "::1", 0)
+    except OSError as exc:  # no IPv6 on this machine
+        close_app(app)
+        import pytest
+
+        pytest.skip(f"no IPv6 loopback here: {exc}")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert server.url.startswith("http://[::1]:") and server.address_family == socket.AF_INET6
+        with urllib.request.urlopen(server.url + "api/runs", timeout=30) as r:
+            assert json.loads(r.read())["runs"][0]["rows"] == 13
+    finally:
+        server.shutdown()
+        server.server_close()
+        close_app(app)

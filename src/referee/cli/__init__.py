@@ -22,6 +22,8 @@ from .._version import __version__
 from ..errors import UserError
 from ._outputs import guard
 
+__all__ = ["cli", "invoked_argv", "main"]
+
 _CMD_PREFIX = "cmd_"
 
 

@@ -24,6 +24,7 @@ import logging
 import os
 import socket
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,9 @@ from ._limiter import Limiter, limit_provider, snapshot
 CONNECT_TIMEOUT_S = 3.0
 """An address that does not answer within this is unreachable: exit 2 at once, not after Ray's retries."""
 START_TIMEOUT_S = 180.0
+MAX_RESTARTS = 5
+WIRE = 1
+"""What the driver and its workers exchange; a worker whose referee speaks another version is refused at start."""
 
 
 def import_ray() -> Any:
@@ -126,10 +130,13 @@ def _rebuild_client(state: dict[str, Any]) -> JudgeClient:
     token = state["token"]
     client = _WORKER_CLIENTS.get(token)
     if client is None:
+        import ray
+
+        hub = ray.get_actor(state["hub"])
         provider: Provider = state["provider"]
-        limit_provider(provider, _HubPermits(state["hub"]))
+        limit_provider(provider, _HubPermits(hub))
         client = _WORKER_CLIENTS[token] = _HubClient(
-            provider, hub=state["hub"], hub_cache=state["cache"], retry=state["retry"],
+            provider, hub=hub, hub_cache=state["cache"], retry=state["retry"],
             input_price_per_mtok=state["input_price"], output_price_per_mtok=state["output_price"])
     return client
 
@@ -147,15 +154,18 @@ class _CaseWorker:
         self._run_id = run_id
         # One sandboxed check at a time: this actor holds one CPU of the cluster.
         self._ce = CaseEvaluator(suite, code_slots=asyncio.Semaphore(1))
+        self._instance = uuid.uuid4().hex  # a restarted worker counts its calls afresh
         self._seq = 0
 
-    async def ready(self) -> str:
-        return socket.gethostname()
+    async def ready(self) -> dict[str, Any]:
+        from .._version import __version__
 
-    async def evaluate(self, case: Any) -> tuple[Any, int, dict[str, dict[str, Any]]]:
+        return {"host": socket.gethostname(), "wire": WIRE, "referee": __version__}
+
+    async def evaluate(self, case: Any) -> tuple[Any, str, int, dict[str, dict[str, Any]]]:
         row = await self._ce.evaluate(case)
         self._seq += 1
-        return row, self._seq, _stats_of(self._run_id)
+        return row, self._instance, self._seq, _stats_of(self._run_id)
 
     async def close(self) -> None:
         for token, client in list(_WORKER_CLIENTS.items()):
@@ -281,25 +291,32 @@ class RayEngine(Engine):
             here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
             cache_path = (str(Path(client.cache.path).resolve())
                           if client is not None and client.cache is not None else None)
-            hub = ray.remote(_Hub).options(num_cpus=0, max_concurrency=100_000, scheduling_strategy=here).remote(
-                cache_path, concurrency, self.rpm)
-            self.hub = hub
             run_id = uuid.uuid4().hex
+            # Named, so the workers look it up (a handle inside their constructor arguments would make Ray keep
+            # those arguments in its object store, and warn about restarts on every run).
+            hub_name = f"referee-hub-{run_id}"
+            hub = ray.remote(_Hub).options(num_cpus=0, max_concurrency=100_000, scheduling_strategy=here,
+                                           name=hub_name).remote(cache_path, concurrency, self.rpm)
+            self.hub = hub
             clients: dict[str, JudgeClient] = {}
 
             def recipe(c: JudgeClient) -> dict[str, Any]:
                 token = f"{run_id}:{id(c)}"
                 clients[token] = c
                 return {"token": token, "provider": c.provider, "retry": c.retry, "cache": c.cache is not None,
-                        "input_price": c.input_price, "output_price": c.output_price, "hub": hub}
+                        "input_price": c.input_price, "output_price": c.output_price, "hub": hub_name}
 
             ray.util.register_serializer(JudgeClient, serializer=recipe, deserializer=_rebuild_client)
             # Plugin modules beside the suite file travel with it (workers elsewhere do not have that folder).
             beside = _modules_under(Path(suite.base_dir))
             for mod in beside:
                 ray.cloudpickle.register_pickle_by_value(mod)
+            # A worker whose process dies (a plugin that exits, a lost node) is restarted (with the suite it was
+            # created with: sent with each creation, not kept in the object store where a restart could lose it).
+            worker = ray.remote(_CaseWorker).options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=0)
+            shipped = dataclasses.replace(suite, cases=[])
             try:
-                suite_ref = ray.put(dataclasses.replace(suite, cases=[]))
+                actors = [worker.remote(shipped, run_id) for _ in range(n)]
             except Exception as exc:  # noqa: BLE001
                 raise UserError(f"the suite cannot be sent to the Ray workers: {_first_line(exc)}") from None
             finally:
@@ -307,10 +324,8 @@ class RayEngine(Engine):
                 for mod in beside:
                     with contextlib.suppress(Exception):
                         ray.cloudpickle.unregister_pickle_by_value(mod)
-            worker = ray.remote(_CaseWorker).options(num_cpus=1)
-            actors = [worker.remote(suite_ref, run_id) for _ in range(n)]
             try:
-                ray.get([a.ready.remote() for a in actors], timeout=START_TIMEOUT_S)
+                answers = ray.get([a.ready.remote() for a in actors], timeout=START_TIMEOUT_S)
             except ray.exceptions.GetTimeoutError:
                 raise UserError(f"the Ray workers did not start within {START_TIMEOUT_S:.0f}s "
                                 "(is the cluster busy?)") from None
@@ -318,6 +333,13 @@ class RayEngine(Engine):
                 cause = getattr(exc, "cause", None) or exc
                 raise UserError(f"the Ray workers could not load the suite: {_first_line(cause)} (plugins and "
                                 "files the suite uses must be importable/readable on every node)") from None
+            odd = [a for a in answers if not isinstance(a, dict) or a.get("wire") != WIRE]
+            if odd:
+                from .._version import __version__
+
+                theirs = odd[0].get("referee", "an older version") if isinstance(odd[0], dict) else "an older version"
+                raise UserError(f"the Ray workers run another referee ({theirs}) than this one ({__version__}): "
+                                "install the same referee on every node of the cluster")
             yield EngineRun(evaluate=self._evaluator(ray, actors, clients), concurrency=max(concurrency, 2 * n))
         finally:
             self._stop(ray, actors, hub, owned)
@@ -325,7 +347,7 @@ class RayEngine(Engine):
     @staticmethod
     def _evaluator(ray: Any, actors: list[Any], clients: dict[str, JudgeClient]) -> Any:
         inflight = [0] * len(actors)
-        latest: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {}
+        latest: dict[str, tuple[int, dict[str, dict[str, Any]]]] = {}
         base = {t: dataclasses.replace(c.stats) for t, c in clients.items()}
 
         def add_stats() -> None:
@@ -341,21 +363,69 @@ class RayEngine(Engine):
                 total.cost_usd = round(total.cost_usd, COST_DECIMALS)
                 client.stats = total
 
+        reserved: set[int] = set()
+        dead: set[int] = set()
+        died = getattr(ray.exceptions, "ActorDiedError", ())  # for good, as opposed to restarting
+
+        async def pick() -> int:
+            while True:
+                free = [k for k in range(len(actors)) if k not in reserved and k not in dead]
+                if free:
+                    return min(free, key=inflight.__getitem__)
+                if len(dead) == len(actors):
+                    raise RuntimeError("every Ray worker of this run has died")
+                await asyncio.sleep(0.05)
+
+        async def idle_and_alive(i: int) -> bool:
+            """Wait until worker ``i`` has nothing in flight and answers (a restart takes a moment)."""
+            while inflight[i]:
+                await asyncio.sleep(0.05)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while True:
+                try:
+                    await actors[i].ready.remote()
+                    return True
+                except died:
+                    dead.add(i)
+                    return False
+                except ray.exceptions.RayActorError:
+                    if time.monotonic() > deadline:
+                        dead.add(i)
+                        return False
+                    await asyncio.sleep(0.2)
+
         async def evaluate(case: Any) -> Any:
-            i = min(range(len(actors)), key=inflight.__getitem__)
-            inflight[i] += 1
-            try:
-                row, seq, stats = await actors[i].evaluate.remote(case)
-            except ray.exceptions.RayTaskError as exc:
-                cause = getattr(exc, "cause", None)
-                # The worker's own exception, so a fatal provider error stops the run as it does locally.
-                raise (cause if isinstance(cause, BaseException) else RuntimeError(_first_line(exc))) from None
-            except ray.exceptions.RayActorError as exc:
-                raise RuntimeError(f"the Ray worker evaluating this case was lost: {_first_line(exc)}") from None
-            finally:
-                inflight[i] -= 1
-            if seq > latest.get(i, (0, {}))[0]:
-                latest[i] = (seq, stats)
+            # A case whose worker died is tried once more, alone on a live worker: if it was the case that
+            # killed its worker, it takes no other case down with it; if it only shared it, it gets its row.
+            alone = False
+            while True:
+                i = await pick()
+                mine = alone  # this attempt holds worker i for itself
+                if mine:
+                    reserved.add(i)
+                try:
+                    if alone and not await idle_and_alive(i):
+                        continue
+                    inflight[i] += 1
+                    try:
+                        row, instance, seq, stats = await actors[i].evaluate.remote(case)
+                        break
+                    finally:
+                        inflight[i] -= 1
+                except ray.exceptions.RayTaskError as exc:
+                    cause = getattr(exc, "cause", None)
+                    # The worker's own exception, so a fatal provider error stops the run as it does locally.
+                    raise (cause if isinstance(cause, BaseException) else RuntimeError(_first_line(exc))) from None
+                except ray.exceptions.RayActorError as exc:
+                    if alone:
+                        raise RuntimeError("the Ray worker evaluating this case died, also with the case alone "
+                                           f"on it: {_first_line(exc)}") from None
+                    alone = True
+                finally:
+                    if mine:
+                        reserved.discard(i)
+            if seq > latest.get(instance, (0, {}))[0]:
+                latest[instance] = (seq, stats)
                 add_stats()
             return row
 

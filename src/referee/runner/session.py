@@ -105,7 +105,8 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
     # Batch jobs an earlier (killed or interrupted) run submitted: polled again rather than paid twice.
     jobs = old.extra.get("batch_jobs")
     if isinstance(jobs, list) and jobs:
-        manifest.extra["batch_jobs"] = [j for j in jobs if isinstance(j, dict)]
+        # In place: batch runners attached before this point (model targets') hold this very list.
+        manifest.extra.setdefault("batch_jobs", [])[:0] = [j for j in jobs if isinstance(j, dict)]
     loaded = read_results(out)
     keep = [r for r in loaded.rows if r.status != "error"]
     res.kept = keep
@@ -337,7 +338,8 @@ def _record_self_grading(manifest: RunManifest, rows: Sequence[ResultRow]) -> No
     """The manifest names the system under test (the flag's, else the cases' ``metadata.system_model``) and
     counts the self-graded rows, so a results file carries its caveat wherever it goes."""
     if manifest.system_under_test is None:
-        models = sorted({m for r in rows for m in self_grading.system_models(r.metadata)})
+        # Rows without metadata (most judge runs) name no model: skipped cheaply, this runs on every row.
+        models = sorted({m for r in rows if r.metadata for m in self_grading.system_models(r.metadata)})
         if models:
             manifest.system_under_test = ", ".join(models[:10]) + (" ..." if len(models) > 10 else "")
     n = self_grading.count(rows)

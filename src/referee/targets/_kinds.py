@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
 import inspect
 import json
 import os
@@ -46,7 +45,10 @@ class Generation:
     cost_usd: float | None = None
     usage: Usage | None = None
     trajectory: list[dict[str, Any]] | None = None
-    """Tool calls made, in the seed's step shape (``trajectory_of`` reads it)."""
+    """Tool calls made: the seed's step shape, or any recording ``trajectory_of`` reads (OpenAI / Anthropic
+    messages, spans) when a callable or command returns one."""
+    trajectory_format: str | None = None
+    """The recording's format when known (``seed`` for referee's own tool loop); None: detected when read."""
     turns: list[dict[str, Any]] | None = None
     """The replayed conversation of a ``turns:`` case (user turns and the target's replies)."""
     reused: bool = False
@@ -57,9 +59,9 @@ class Generation:
         with the run's own tokens, cost and latency."""
         if self.trajectory is None:
             return None
-        from ..trajectories import from_seed
+        from ..trajectories import import_trajectory
 
-        t = from_seed(self.trajectory)
+        t = import_trajectory(self.trajectory, self.trajectory_format)
         t.final_output = self.output
         t.source_format = "target"
         if self.usage is not None:
@@ -81,14 +83,13 @@ class Generation:
 # -- shared helpers ----------------------------------------------------------------------------------------
 
 def import_attr(ref: str, what: str) -> Any:
-    """``module:attr`` (attr may be dotted); a failure is a UserError naming the reference."""
-    mod_name, _, attr = ref.partition(":")
+    """``module:attr`` (attr may be dotted), as plugins are named; a failure is a UserError naming the reference."""
+    from ..plugins import import_dotted
+
     try:
-        obj: Any = importlib.import_module(mod_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except Exception as exc:  # noqa: BLE001 - any import failure is a configuration problem
-        raise UserError(f"{what} {ref}: cannot import: {type(exc).__name__}: {exc}") from exc
+        obj = import_dotted(ref)
+    except UserError as exc:
+        raise UserError(f"{what} {exc}") from exc
     if not callable(obj):
         raise UserError(f"{what} {ref}: is a {type(obj).__name__}, not a function")
     return obj
@@ -189,9 +190,10 @@ class Target(ABC):
 
     async def generate(self, case: Case) -> Generation:
         assert self.pacer is not None, "start() first"
-        t0 = time.perf_counter()
+        t0: float | None = None  # set once the pacer lets the call go: waiting in line is not the output's latency
         try:
             async with self.pacer:
+                t0 = time.perf_counter()
                 gen = await self._generate(case)
         except (GenerationFailed, ProviderError) as exc:
             return Generation(error=redact_text(str(exc), secrets=self.secrets()), latency_ms=_ms(t0))
@@ -217,8 +219,8 @@ class Target(ABC):
         """Release connections."""
 
 
-def _ms(t0: float) -> float:
-    return round((time.perf_counter() - t0) * 1000, 3)
+def _ms(t0: float | None) -> float | None:
+    return None if t0 is None else round((time.perf_counter() - t0) * 1000, 3)
 
 
 @dataclass
@@ -268,7 +270,8 @@ class ModelTarget(Target):
             if user is not None:
                 turns_out += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
         return Generation(output=answer, latency_ms=acc.latency(), cost_usd=acc.cost, usage=acc.usage(),
-                          trajectory=steps if self.spec.tools else None, turns=turns_out or None)
+                          trajectory=steps if self.spec.tools else None,
+                          trajectory_format="seed" if self.spec.tools else None, turns=turns_out or None)
 
     async def _reply(self, case: Case, system: str | None, conversation: list[dict[str, Any]],
                      steps: list[dict[str, Any]], acc: _Acc) -> str:
@@ -321,9 +324,12 @@ class ModelTarget(Target):
             return None, f"arguments are not a JSON object: {str(args)[:200]}"
         if self.tool_fn is not None:
             try:
-                res = self.tool_fn(name, args, dict(case.data))
-                if inspect.isawaitable(res):
-                    res = await res
+                if inspect.iscoroutinefunction(self.tool_fn):
+                    res = await self.tool_fn(name, args, dict(case.data))
+                else:  # a tool that does I/O must not stall the other cases
+                    res = await asyncio.to_thread(self.tool_fn, name, args, dict(case.data))
+                    if inspect.isawaitable(res):
+                        res = await res
             except Exception as exc:  # noqa: BLE001 - the tool failing is what the agent must handle
                 return None, redact_text(f"{type(exc).__name__}: {exc}")
             return res, None
@@ -418,7 +424,7 @@ def _from_result(value: Any, what: str) -> Generation:
             v = value.get(k)
             if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0:
                 setattr(gen, k, float(v))
-        traj = value.get("trajectory")
+        traj = value.get("trajectory", value.get("messages"))  # the agent's own recording, any known format
         if isinstance(traj, list):
             gen.trajectory = traj
         return gen
@@ -428,6 +434,22 @@ def _from_result(value: Any, what: str) -> Generation:
 @dataclass
 class PythonTarget(Target):
     fn: Callable[..., Any] | None = None
+    _pool: Any = None
+
+    def start(self, concurrency: int) -> None:
+        super().start(concurrency)
+        if not inspect.iscoroutinefunction(self.fn):
+            # A pool of the target's own size: asyncio's default (cores + 4 threads) would quietly cap a blocking
+            # agent's concurrency far below what the run asked for.
+            import concurrent.futures
+
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.spec.concurrency or concurrency,
+                                                               thread_name_prefix=f"target-{self.id}")
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "source_sha256": source_sha256(self.fn)}
@@ -440,7 +462,12 @@ class PythonTarget(Target):
         args = _call_args(self.fn, case_dict, inp)
         if inspect.iscoroutinefunction(self.fn):
             return await self.fn(*args)
-        res = await asyncio.to_thread(self.fn, *args)  # a blocking agent must not stall the other cases
+        import contextvars
+        import functools
+
+        loop = asyncio.get_running_loop()
+        call = functools.partial(contextvars.copy_context().run, self.fn, *args)
+        res = await loop.run_in_executor(self._pool, call)  # a blocking agent must not stall the other cases
         if inspect.isawaitable(res):
             res = await res
         return res

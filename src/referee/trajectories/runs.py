@@ -28,7 +28,8 @@ class ImportedRuns:
 def _otel_input(data: Any) -> str | None:
     """The first user message of the GenAI spans (``gen_ai.input.messages``: ``[{role, parts: [{type, content}]}]``),
     taken from the earliest span that has one."""
-    from .importers import _attributes, _maybe_json, _span_list, _time_ns
+    from ._otel import _attributes, _span_list, _time_ns
+    from ._parse import _maybe_json
 
     spans = [s for s in _span_list(data) if isinstance(s, dict)]
     spans.sort(key=lambda s: (_time_ns(s, "startTimeUnixNano", "start_time") is None,

@@ -7,6 +7,7 @@ judge-human agreement is ``referee calibrate``'s (``calibrate.calibrate`` over `
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from .labels import LabelError, LabelStore, build_label, default_labels_path
 from .store import (
     FLAG_NAMES,
     MAX_LIMIT,
+    RANGE_KEYS,
     SORT_KEYS,
     STATUS_NAMES,
     Query,
@@ -111,8 +113,13 @@ class ViewApp:
         status = params.get("status") or None
         if status is not None and status not in STATUS_NAMES.values():
             raise ApiError(400, f"status must be one of {', '.join(STATUS_NAMES.values())}")
+        ranges: dict[str, tuple[float | None, float | None]] = {}
+        for name in RANGE_KEYS:
+            bounds = (_num(params, f"min_{name}"), _num(params, f"max_{name}"))
+            if bounds != (None, None):
+                ranges[name] = bounds
         return Query(
-            status=status, passed=_bool("passed"), category=params.get("category") or None,
+            ranges=ranges, status=status, passed=_bool("passed"), category=params.get("category") or None,
             evaluator=params.get("evaluator") or None, flag=params.get("flag") or None,
             q=(params.get("q") or "").strip() or None, labelled=_bool("labelled"), sort=sort,
             desc=params.get("order") == "desc", offset=_int("offset", 0, 0, 10**9),
@@ -340,7 +347,16 @@ class ViewApp:
         pairwise = False
         if known:
             i = run.table.ids.index(str(cid))
-            pairwise = _is_pairwise(run.read_row(i))
+            d = run.read_row(i)
+            pairwise = _is_pairwise(d)
+            scale = body.get("scale", "0-1")
+            if body.get("score") is not None and scale not in ("0-1", "binary"):
+                crits = [c for c in d.get("criteria") or [] if isinstance(c, dict)]
+                det = d.get("details") if isinstance(d.get("details"), dict) else {}
+                own = _label_scale(crits, det or {})
+                if scale != own:
+                    raise ApiError(400, f"case {cid!r} is not scored on the {scale} scale"
+                                        + (f" (its rubric's scale is {own})" if own else " (use 0-1, or pass/fail)"))
         try:
             label = build_label(body, known=known, results_name=run.path.name, pairwise=pairwise)
         except LabelError as exc:
@@ -428,6 +444,19 @@ class ViewApp:
                 "same": 5}
         out.sort(key=lambda c: rank[c["change"]])
         return out
+
+
+def _num(params: dict[str, str], name: str) -> float | None:
+    v = params.get(name)
+    if v in (None, ""):
+        return None
+    try:
+        x = float(v)
+    except ValueError:
+        raise ApiError(400, f"{name} must be a number") from None
+    if not math.isfinite(x):
+        raise ApiError(400, f"{name} must be a finite number")
+    return x
 
 
 def _change(b: dict[str, Any] | None, c: dict[str, Any] | None) -> str:

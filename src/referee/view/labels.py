@@ -6,7 +6,8 @@ pairwise preference as the pairwise rows score it: a 1.0, tie 0.5, b 0.0), so
 ``referee calibrate results.jsonl labels.jsonl`` compares them unchanged. A new label is appended and flushed
 to disk before the request returns; a reviewer changing their own label rewrites the file through a temporary
 file and an atomic rename (``calibrate`` averages repeated ids, so a superseded label must not stay). Lines the
-viewer did not write (other tools, other raters) are kept as they are. One writer: a lock beside the file.
+viewer did not write (other tools, other raters) are kept as they are. One writer: the lock results files
+have (``results.lock``), beside the labels file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import datetime as _dt
 import json
 import math
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,11 +27,9 @@ from ..results.io import iter_jsonl
 MAX_COMMENT = 5000
 MAX_REVIEWER = 100
 DEFAULT_REVIEWER = "anonymous"
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no advisory lock, one writer is then the user's care
-    fcntl = None  # type: ignore[assignment]
+_OPEN: set[str] = set()
+"""Labels files a store of this process holds."""
+_OPEN_MUTEX = threading.Lock()
 
 
 class LabelError(RefereeError, ValueError):
@@ -61,7 +61,7 @@ class LabelStore:
                 raise UserError(f"the labels file {path} is an input of this view: labels are never written over "
                                 "an input (name another file with --labels)")
         self._mutex = threading.Lock()
-        self._lock_f: Any = None
+        self._lock: Any = None
         self.lines: list[dict[str, Any]] = []
         if path.exists():
             if path.is_dir():
@@ -74,34 +74,30 @@ class LabelStore:
                 self.lines.append(obj)
 
     def acquire(self) -> None:
-        """Take the one-writer lock (a second viewer on the same labels file is refused)."""
-        if fcntl is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        f = open(lock_path, "a+", encoding="utf-8")
+        """Take the one-writer lock (``<labels>.lock``, as results files have): a second writer is refused."""
+        from ..results.lock import ResultsLock
+
+        key = str(self.path.resolve())
+        with _OPEN_MUTEX:
+            if key in _OPEN:  # the lock is re-entrant within a process; two stores would still clash
+                raise UserError(f"the labels file {self.path} is already open in this process: one writer at a time")
+            _OPEN.add(key)
+        lock = ResultsLock(self.path)
         try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            f.seek(0)
-            holder = f.read().strip() or "another process"
-            f.close()
-            raise UserError(f"the labels file {self.path} is in use by {holder}: one writer at a time") from None
-        f.seek(0)
-        f.truncate()
-        f.write(f"referee view (pid {os.getpid()})")
-        f.flush()
-        self._lock_f = f
+            lock.acquire()
+        except UserError as exc:
+            _OPEN.discard(key)
+            m = re.search(r"in use by (pid \d+|another process)", str(exc))
+            who = m.group(1) if m else "another process"
+            raise UserError(f"the labels file {self.path} is in use by {who} (another referee view or run): one "
+                            "writer at a time; stop it or pass another --labels") from None
+        self._lock = lock
 
     def release(self) -> None:
-        if self._lock_f is not None:
-            lock_path = Path(self._lock_f.name)
-            self._lock_f.close()
-            self._lock_f = None
-            try:
-                lock_path.unlink()
-            except OSError:
-                pass
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+            _OPEN.discard(str(self.path.resolve()))
 
     # -- queries -----------------------------------------------------------------------------------------
 

@@ -209,7 +209,16 @@ async function renderTable(key, params, box) {
     select("category", info.categories, "category"),
     select("evaluator", info.evaluators || [], "evaluator"),
     select("flag", state.index.flags, "flag"),
-    select("labelled", ["true", "false"], "labelled"));
+    select("labelled", ["true", "false"], "labelled"),
+    rangeBox("score", "score", "0.01"), rangeBox("cost", "cost $", "any"), rangeBox("latency", "latency ms", "any"));
+  function rangeBox(name, label, step) {
+    const box = (side) => {
+      const inp = el("input", { type: "number", step, id: side + "-" + name, class: "range", placeholder: side, value: p.get(side + "_" + name) || "" });
+      inp.addEventListener("change", () => setParam(side + "_" + name, inp.value.trim()));
+      return inp;
+    };
+    return el("span", { class: "range-box" }, label + " ", box("min"), "\u2013", box("max"));
+  }
   const body = el("tbody", {}, el("tr", {}, el("td", { colspan: COLUMNS.length, class: "muted" }, "loading...")));
   const sort = p.get("sort") || "row";
   const desc = p.get("order") === "desc";
