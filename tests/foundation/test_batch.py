@@ -192,9 +192,29 @@ def test_a_killed_run_finds_its_job_again_instead_of_paying_twice(fake_server: F
 def test_batch_needs_a_provider_with_a_batch_api(fake_server: FakeLLMServer, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    pytest.importorskip("botocore")
+    for var, value in (("AWS_ACCESS_KEY_ID", "AKIAFAKE"), ("AWS_SECRET_ACCESS_KEY", "secret"),
+                       ("AWS_REGION", "us-east-1"), ("AWS_EC2_METADATA_DISABLED", "true")):
+        monkeypatch.setenv(var, value)
+    code, _, err = run(_args(tmp_path, fake_server, "bedrock"), capsys)
+    assert code == 2 and "--batch" in err and "bedrock" in err and len(err.strip().splitlines()) == 1
+    assert not fake_server.batch_calls and not fake_server.requests
+
+
+@pytest.mark.parametrize("auth", ["api-key", "entra"])
+def test_azure_batch_under_openai_with_api_version(fake_server: FakeLLMServer, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch, auth: str) -> None:
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY" if auth == "api-key" else "AZURE_OPENAI_AD_TOKEN",
+                       "azure-credential-0123456789SECRET")
     code, _, err = run(_args(tmp_path, fake_server, "azure"), capsys)
-    assert code == 2 and "--batch" in err and "azure" in err and len(err.strip().splitlines()) == 1
+    assert code == 0, err
+    assert {_status(r) for r in read_rows(tmp_path / "results.jsonl")} == {"scored"}
+    (job,) = fake_server.batch_jobs.values()
+    assert {w.body["model"] for _, w in job.requests} == {"judge-model"}  # the deployment
+    paths = [p for _, p in fake_server.batch_calls]
+    assert paths[:2] == ["/openai/files", "/openai/batches"] and f"/openai/batches/{job.id}" in paths
+    assert "azure-credential-0123456789SECRET" not in (tmp_path / "results.manifest.json").read_text()
 
 
 def test_hostile_results_cannot_answer_other_requests_or_pull_the_key_elsewhere(
