@@ -139,6 +139,9 @@ def test_hostile_case_text_is_escaped_in_the_markdown(served: Served) -> None:
     assert 'href="javascript' not in html  # markdown-it refuses the link: it stays text
     assert c["case"]["trajectory"][0]["tool"] == "lookup" + XSS[1]
     assert c["case"]["turns"][0]["content"] == PAYLOAD
+    # The conversation as the judge saw it: the turns, then the case's input and output.
+    assert [t["role"] for t in c["case"]["turns"]] == ["user", "assistant", "user", "assistant"]
+    assert not any(t["judged"] for t in c["case"]["turns"])  # a whole-case row judges no single turn
 
 
 def test_pairwise_case_shows_both_orders_and_blind_review_hides_the_verdict(served: Served) -> None:
@@ -325,6 +328,27 @@ def test_seed_rows_a_bom_bad_lines_and_duplicates_are_viewed_like_referee_score_
         one = get(s, "/api/runs/0/cases/1")
         assert "output_html" not in one["case"] and len(one["case"]["output"]) == len(big)  # too big to render
         assert call(s, "POST", "/api/labels", {"id": "1", "passed": True})[0] == 201
+    finally:
+        s.server.shutdown()
+        s.server.server_close()
+        close_app(s.app)
+
+
+def test_a_per_turn_row_marks_the_turn_it_judges(tmp_path: Path) -> None:
+    cases = tmp_path / "chats.jsonl"
+    cases.write_text(json.dumps({"id": "chat", "turns": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "refund?"}, {"role": "assistant", "content": "5 days"}]}) + "\n",
+        encoding="utf-8")
+    res = tmp_path / "per_turn.jsonl"
+    res.write_text("".join(json.dumps({"schema_version": 1, "id": "chat", "turn": t, "status": "scored",
+                                       "score": 0.5, "evaluator": "conversation"}) + "\n" for t in (2, 4)),
+                   encoding="utf-8")
+    s = serve([res], [cases])
+    try:
+        for row, judged in ((0, "hello"), (1, "5 days")):
+            turns = get(s, f"/api/runs/0/cases/{row}")["case"]["turns"]
+            assert [t["content"] for t in turns if t["judged"]] == [judged]
     finally:
         s.server.shutdown()
         s.server.server_close()

@@ -258,7 +258,7 @@ class ViewApp:
             **{k: d.get(k) for k in ("rationale", "error", "raw_reply", "judge", "usage", "cost_usd", "latency_ms",
                                      "winner", "position_bias_detected", "metadata")},
             "criteria": crit_out, "details": details, "judged_text": segments,
-            "case": self._case(case), "labels": self.labels[key].for_id(t.ids[row]),
+            "case": self._case(case, d.get("turn") if isinstance(d.get("turn"), int) else None), "labels": self.labels[key].for_id(t.ids[row]),
             "label_scale": _label_scale(crits, details), "pairwise": _is_pairwise(d),
             "row_json": d,
         }
@@ -271,7 +271,7 @@ class ViewApp:
                 return v
         return ""
 
-    def _case(self, case: Case | None) -> dict[str, Any] | None:
+    def _case(self, case: Case | None, turn: int | None = None) -> dict[str, Any] | None:
         if case is None:
             return None
         out: dict[str, Any] = {"source": case.where}
@@ -283,8 +283,15 @@ class ViewApp:
             if isinstance(case.output, str) and len(case.output) <= MARKDOWN_LIMIT:
                 out["output_html"] = self._md.render(case.output)  # a huge output is shown as plain text
         if case.turns:
-            out["turns"] = [{"role": str(t.get("role", "?")), "content": t.get("content")}
-                            if isinstance(t, dict) else {"role": "?", "content": t} for t in case.turns]
+            from ..evaluators.conversation import ConversationError, conversation_of
+
+            try:  # the conversation as the judge saw it: turns, then input and output as the last turns
+                conv = conversation_of(case)
+            except ConversationError:
+                conv = [{"role": str(t.get("role", "?")), "content": t.get("content")}
+                        if isinstance(t, dict) else {"role": "?", "content": t} for t in case.turns]
+            # Per-turn rows carry ``turn``: the 1-based position of the judged reply in this list.
+            out["turns"] = [{**t, "judged": turn == i + 1} for i, t in enumerate(conv)]
         if any(case.get(k) is not None for k in ("trajectory", "messages", "spans", "resourceSpans")):
             from ..trajectories.importers import trajectory_of
             from ..trajectories.model import TrajectoryError
@@ -372,12 +379,18 @@ class ViewApp:
         store = self.labels[key]
         if not store.lines:
             return {"run": key, "n": 0, "message": "no labels yet"}
+        ck = ("agreement", run.generation, store.version)
+        hit = run.cached_summary(ck)
+        if hit is not None:
+            return hit
         try:
             cal = calibrate(read_labels(run.path), read_labels(store.path), n_boot=self.opts.n_boot)
+            out = cast(dict[str, Any], clean({"run": key, **cal.to_dict(),
+                                              "command": f"referee calibrate {run.path} {store.path}"}))
         except UserError as exc:
-            return {"run": key, "n": 0, "message": str(exc)}
-        return cast(dict[str, Any], clean({"run": key, **cal.to_dict(),
-                                           "command": f"referee calibrate {run.path} {store.path}"}))
+            out = {"run": key, "n": 0, "message": str(exc)}
+        run.store_summary(ck, out)
+        return out
 
     def api_compare(self, base: str, cand: str, params: dict[str, str]) -> dict[str, Any]:
         from ..reports.json_summary import summary_dict

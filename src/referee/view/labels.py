@@ -63,6 +63,8 @@ class LabelStore:
         self._mutex = threading.Lock()
         self._lock: Any = None
         self.lines: list[dict[str, Any]] = []
+        self.version = 0
+        """Bumped on every write (cached agreement figures are keyed by it)."""
         if path.exists():
             if path.is_dir():
                 raise InputError("is a directory, expected a labels JSONL file", file=str(path))
@@ -127,11 +129,13 @@ class LabelStore:
                     f.flush()
                     os.fsync(f.fileno())
                 self.lines.append(label)
+                self.version += 1
                 return False
             lines = [o for i, o in enumerate(self.lines) if i not in set(old[1:])]
             lines[old[0]] = label
             self._rewrite(lines)
             self.lines = lines
+            self.version += 1
             return True
 
     def _rewrite(self, lines: list[dict[str, Any]]) -> None:

@@ -43,6 +43,7 @@ SORT_KEYS = ("row", "id", "score", "status", "category", "evaluator", "cost", "l
 MAX_LIMIT = 500
 NEAR_THRESHOLD = 0.1
 """Scores within this of the threshold count as the judge being unsure (review queue)."""
+_CACHED = 32
 _SEARCH_CHARS = 4000
 """Per field, the text kept for full-text search (a 100 kB output is searched on its start)."""
 
@@ -266,6 +267,8 @@ class Run:
 
     def store_summary(self, key: tuple[Any, ...], value: dict[str, Any]) -> None:
         self._summaries[key] = value
+        while len(self._summaries) > _CACHED:  # a long review session keys one agreement per label: keep recent
+            del self._summaries[next(iter(self._summaries))]
 
     # -- reading rows ----------------------------------------------------------------------------------
 

@@ -279,7 +279,9 @@ function renderCaseBody(c) {
         section("Judged text with evidence highlighted", judged || textBlock(cs.output))));
     }
     if (cs.turns) {
-      parts.push(section("Conversation", cs.turns.map((t) => el("div", { class: "turn" }, el("div", { class: "role" }, t.role), el("div", { class: "text" }, typeof t.content === "string" ? t.content : JSON.stringify(t.content))))));
+      parts.push(section("Conversation", cs.turns.map((t) => el("div", { class: "turn" + (t.judged ? " judged" : "") },
+        el("div", { class: "role" }, t.role, t.judged ? " \u2014 the turn this row judges" : ""),
+        el("div", { class: "text" }, typeof t.content === "string" ? t.content : JSON.stringify(t.content))))));
     }
     if (cs.trajectory) {
       parts.push(section("Trajectory (" + cs.trajectory.length + " steps)", cs.trajectory.map((s) => el("div", { class: "step" + (s.error ? " failed" : "") },
