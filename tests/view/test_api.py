@@ -353,3 +353,9 @@ def test_a_per_turn_row_marks_the_turn_it_judges(tmp_path: Path) -> None:
         s.server.shutdown()
         s.server.server_close()
         close_app(s.app)
+
+
+def test_a_labels_file_that_cannot_be_written_is_a_clear_error(data: Data) -> None:
+    # A folder that is a file cannot hold the labels (nor its lock); root passes read-only checks, not this one.
+    with pytest.raises(UserError, match="cannot write the labels file .*name a writable file with --labels"):
+        build_app([str(data.results)], labels=str(data.cases / "labels.jsonl"))

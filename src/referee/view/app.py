@@ -368,7 +368,11 @@ class ViewApp:
             label = build_label(body, known=known, results_name=run.path.name, pairwise=pairwise)
         except LabelError as exc:
             raise ApiError(exc.status, str(exc)) from None
-        replaced = self.labels[key].put(label)
+        try:
+            replaced = self.labels[key].put(label)
+        except OSError as exc:
+            raise ApiError(500, f"could not save the label to {self.labels[key].path}: {exc.strerror or exc} "
+                                "(labels already saved are kept)") from None
         return (200 if replaced else 201), {"run": key, "label": label, "replaced": replaced,
                                             "path": str(self.labels[key].path)}
 

@@ -87,6 +87,10 @@ class LabelStore:
         lock = ResultsLock(self.path)
         try:
             lock.acquire()
+        except OSError as exc:  # e.g. results in a read-only folder
+            _OPEN.discard(key)
+            raise UserError(f"cannot write the labels file {self.path} ({exc.strerror or exc}): name a writable "
+                            "file with --labels") from None
         except UserError as exc:
             _OPEN.discard(key)
             m = re.search(r"in use by (pid \d+|another process)", str(exc))

@@ -360,15 +360,25 @@ function reviewPanel(key, c, onDone, blind) {
   const mine = (c.labels || []).filter((l) => (l.reviewer || "anonymous") === currentReviewer());
   if (mine.length && mine[0].comment) comment.value = mine[0].comment;
   const status = el("span", { id: "label-status", class: "muted" }, mine.length ? "your label: " + labelText(mine[0]) : (c.labels || []).length ? "labelled by others" : "not labelled yet");
-  async function send(extra) {
+  // The value of this reviewer's label, so a comment written after it is saved with it.
+  let given = mine.length ? ["passed", "score", "winner"].reduce((o, k) => {
+    if (mine[0][k] !== undefined && (k !== "score" || mine[0].passed === undefined && mine[0].winner === undefined)) {
+      o[k] = k === "score" && mine[0].raw_score !== undefined ? mine[0].raw_score : mine[0][k];
+      if (k === "score" && mine[0].scale) o.scale = mine[0].scale;
+    }
+    return o;
+  }, {}) : null;
+  async function send(extra, advance) {
     const body = Object.assign({ run: key, id: c.id, reviewer: currentReviewer(), comment: comment.value }, extra);
     try {
       const data = await postLabel(body);
+      given = extra;
       status.textContent = "your label: " + labelText(data.label);
       status.className = "pass";
-      if (onDone) onDone(data);
+      if (onDone && advance !== false) onDone(data);
     } catch (e) { toast(e.message, true); status.textContent = e.message; status.className = "fail"; }
   }
+  comment.addEventListener("change", () => { if (given) send(given, false); });
   const buttons = [];
   const keys = {};
   if (!blind && c.pairwise && c.case && c.case.output_a !== undefined) blind = ["a", "b"];
