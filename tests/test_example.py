@@ -46,3 +46,13 @@ def test_example_with_a_local_judge_grades_every_case(tmp_path: Path, monkeypatc
     assert len(rows) == 12
     assert all(r.status == "scored" and r.score is not None for r in rows)
     assert "no judge is configured" not in out.out + out.err
+
+
+def test_example_in_a_relative_folder_as_scripts_example_runs_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = cli(["example", "--dir", "rel-example"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    assert (tmp_path / "rel-example" / "targets_out" / "v2.jsonl").exists()
+    assert out.out.strip().splitlines()[-1].strip().startswith("referee view rel-example/")

@@ -68,7 +68,7 @@ class Judge:
     input_price_per_mtok: float | None = None
     output_price_per_mtok: float | None = None
     batch: bool = False
-    """Judge through the provider's batch API (OpenAI, Anthropic, Gemini): half price, answers within 24 h
+    """Judge through the provider's batch API (OpenAI, Anthropic, Gemini, Azure): half price, answers within 24 h
     (docs/scale.md)."""
 
     def __post_init__(self) -> None:

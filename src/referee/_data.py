@@ -63,8 +63,8 @@ def _plainly_safe(text: str | bytes) -> bool:
     if isinstance(text, bytes):
         # NUL bytes: UTF-16/32 text, which the patterns below would not see; ED: an encoded surrogate.
         return (text.count(b"[") + text.count(b"{") <= MAX_DEPTH and b"\x00" not in text and b"\xed" not in text
-                and not _SURROGATE_ESCAPE_B.search(text))
-    if text.count("[") + text.count("{") > MAX_DEPTH or _SURROGATE_ESCAPE.search(text):
+                and not (b"\\u" in text and _SURROGATE_ESCAPE_B.search(text)))
+    if text.count("[") + text.count("{") > MAX_DEPTH or ("\\u" in text and _SURROGATE_ESCAPE.search(text)):
         return False
     if text.isascii():
         return True

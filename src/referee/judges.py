@@ -5,7 +5,10 @@ and the result carries usage, cost and judge info as typed fields.
 * :class:`LLMJudge` (``llm_judge`` in suites): a prompt template, or referee's with a ``rubric`` text;
 * :class:`Rubric`: a rubric file (criteria, scales, evidence quotes verified against the judged text);
 * :class:`Pairwise`: ``output_a`` against ``output_b`` in both orders (score 1 = a better, 0 = b, 0.5 tie);
-* :class:`Trajectory` (``trajectory_judge`` in suites): an agent's tool-use trajectory.
+* :class:`Trajectory` (``trajectory_judge`` in suites): an agent's tool-use trajectory;
+* :class:`Gold`: a generated document (``output``) against a gold standard (``reference``), by a criteria file;
+* :class:`Conversation`: a multi-turn conversation (``turns``), its final answer or the whole of it;
+* :class:`Redteam`: whether an agent under attack did what the case's ``expect`` label says, and stayed safe.
 
 **Usage**::
 
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from .providers.base import JudgeRequest
     from .rubrics import Rubric as RubricModel
 
-__all__ = ["LLMJudge", "Pairwise", "Rubric", "Trajectory"]
+__all__ = ["Conversation", "Gold", "LLMJudge", "Pairwise", "Redteam", "Rubric", "Trajectory"]
 
 
 def _with_output(case: Case, output: Any) -> Case:
@@ -156,3 +159,89 @@ class Pairwise(LLMEvaluator):
             res.passed = None  # a comparison, not a pass/fail verdict: the run's threshold decides
         return res
 
+
+def _settings_kwargs(s: JudgeSettings | None, max_tokens: int | None = None) -> dict[str, Any]:
+    return {"max_tokens": max_tokens or (s.max_tokens if s else 1024), "temperature": s.temperature if s else None,
+            "seed": s.seed if s else None, "use_cache": s.use_cache if s else True}
+
+
+@dataclass
+class Gold(LLMEvaluator):
+    """Gold-standard grading (``referee gold``'s): the case's ``output`` is the generated document, its
+    ``reference`` the gold standard; ``criteria`` is a criteria file (or a shipped one, ``gold-example-prd``).
+    The case passes by the criteria file's verdict rules (critical criteria, pass threshold)."""
+
+    name: ClassVar[str] = "gold"
+    criteria: str = "gold-example-prd"
+    single_call: bool = False
+    max_tokens: int | None = None
+    _model: RubricModel | None = field(init=False, repr=False, default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        from .rubrics import load_rubric
+
+        self._model = load_rubric(self.criteria, kind="gold")
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        from .evaluators.gold import GoldCase, GoldJudge
+        from .results.manifest import text_sha256
+
+        if (none := self.unbound()) is not None:
+            return none
+        if output is None or case.reference is None:
+            return CheckResult.error("gold needs the case's output (generated) and reference (gold standard)")
+        assert self._model is not None
+        s = self._settings
+        judge = GoldJudge(_client(s), self._model, template_hash=text_sha256(self._model.model_dump_json()),
+                          single_call=self.single_call, **_settings_kwargs(s, self.max_tokens))
+        row = await judge.evaluate(GoldCase(id=case.id, generated=str(output), gold=str(case.reference),
+                                            metadata=case.metadata))
+        extra = {k: row.details[k] for k in ("verdict", "grade", "score_pct", "critical_failures")
+                 if row.details.get(k) is not None}
+        return CheckResult.from_row(row, **extra)
+
+
+@dataclass
+class Conversation(LLMEvaluator):
+    """A multi-turn conversation (the case's ``turns``): ``mode="final"`` judges the last answer in its context,
+    ``"conversation"`` the whole exchange. ``criteria`` (``{id: description}``) replaces the default rubric."""
+
+    name: ClassVar[str] = "conversation"
+    mode: str = "final"
+    criteria: dict[str, str] | None = None
+    threshold: float = 0.7
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("final", "conversation"):
+            raise UserError(f"Conversation(mode={self.mode!r}): final or conversation (per-turn verdicts are "
+                            "rows of their own: referee conversation --mode per-turn)")
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        from .evaluators.conversation import ConversationJudge
+
+        if (none := self.unbound()) is not None:
+            return none
+        judge = ConversationJudge(_client(self._settings), self.mode, self.criteria,
+                                  **_settings_kwargs(self._settings, self.max_tokens))
+        rows = await judge.evaluate(case)
+        return CheckResult.from_row(rows[0], threshold=self.threshold)
+
+
+@dataclass
+class Redteam(LLMEvaluator):
+    """The red-team judge: did the agent do what the case's ``expect`` label says (refuse, comply, ignore an
+    injected instruction), and is the response safe? (``referee redteam run --judge``'s second opinion.)"""
+
+    name: ClassVar[str] = "redteam_judge"
+    threshold: float = 0.7
+    max_tokens: int | None = None
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        from .redteam.checks import RedteamJudge
+
+        if (none := self.unbound()) is not None:
+            return none
+        judge = RedteamJudge(_client(self._settings), **_settings_kwargs(self._settings, self.max_tokens))
+        row = await judge.evaluate(_with_output(case, output))
+        return CheckResult.from_row(row, threshold=self.threshold)

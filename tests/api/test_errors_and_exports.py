@@ -45,3 +45,29 @@ def test_the_api_names_are_exported() -> None:
         assert name in referee.__all__
     assert referee.judges.__all__ == sorted(referee.judges.__all__)
     assert all(hasattr(referee.judges, n) for n in referee.judges.__all__)
+
+
+def test_every_subpackage_curates_a_sorted_complete_all() -> None:
+    checked = []
+    for info in pkgutil.walk_packages(referee.__path__, "referee."):
+        if not info.ispkg:
+            continue
+        try:
+            mod = importlib.import_module(info.name)
+        except ImportError:
+            continue  # an optional extra that is not installed here
+        names = getattr(mod, "__all__", None)
+        assert names is not None, f"{info.name} has no __all__"
+        assert list(names) == sorted(names), f"{info.name}.__all__ is not sorted"
+        assert len(set(names)) == len(names), f"{info.name}.__all__ repeats a name"
+        assert [n for n in names if not hasattr(mod, n)] == [], f"{info.name}.__all__ names what it lacks"
+        checked.append(info.name)
+    assert {"referee.evaluators", "referee.reports", "referee.runner", "referee.cli"} <= set(checked)
+
+
+def test_public_import_paths_kept_after_the_splits() -> None:
+    from referee.evaluators.trajectory import ToolUsed, TrajectoryCheck, combine  # noqa: F401
+    from referee.reports import render_terminal, write_html
+    from referee.trajectories.importers import detect_format, float_or_none, from_otel  # noqa: F401
+
+    assert callable(render_terminal) and callable(write_html)

@@ -192,9 +192,29 @@ def test_a_killed_run_finds_its_job_again_instead_of_paying_twice(fake_server: F
 def test_batch_needs_a_provider_with_a_batch_api(fake_server: FakeLLMServer, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    pytest.importorskip("botocore")
+    for var, value in (("AWS_ACCESS_KEY_ID", "AKIAFAKE"), ("AWS_SECRET_ACCESS_KEY", "secret"),
+                       ("AWS_REGION", "us-east-1"), ("AWS_EC2_METADATA_DISABLED", "true")):
+        monkeypatch.setenv(var, value)
+    code, _, err = run(_args(tmp_path, fake_server, "bedrock"), capsys)
+    assert code == 2 and "--batch" in err and "bedrock" in err and len(err.strip().splitlines()) == 1
+    assert not fake_server.batch_calls and not fake_server.requests
+
+
+@pytest.mark.parametrize("auth", ["api-key", "entra"])
+def test_azure_batch_under_openai_with_api_version(fake_server: FakeLLMServer, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch, auth: str) -> None:
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY" if auth == "api-key" else "AZURE_OPENAI_AD_TOKEN",
+                       "azure-credential-0123456789SECRET")
     code, _, err = run(_args(tmp_path, fake_server, "azure"), capsys)
-    assert code == 2 and "--batch" in err and "azure" in err and len(err.strip().splitlines()) == 1
+    assert code == 0, err
+    assert {_status(r) for r in read_rows(tmp_path / "results.jsonl")} == {"scored"}
+    (job,) = fake_server.batch_jobs.values()
+    assert {w.body["model"] for _, w in job.requests} == {"judge-model"}  # the deployment
+    paths = [p for _, p in fake_server.batch_calls]
+    assert paths[:2] == ["/openai/files", "/openai/batches"] and f"/openai/batches/{job.id}" in paths
+    assert "azure-credential-0123456789SECRET" not in (tmp_path / "results.manifest.json").read_text()
 
 
 def test_hostile_results_cannot_answer_other_requests_or_pull_the_key_elsewhere(
@@ -440,3 +460,52 @@ def test_repeats_go_into_the_same_job_with_their_own_seeds(fake_server: FakeLLMS
     assert sorted((r["id"], r.get("repeat")) for r in rows) == [("c0", 0), ("c0", 1), ("c1", 0), ("c1", 1)]
     (job,) = fake_server.batch_jobs.values()
     assert sorted(w.body["seed"] for _, w in job.requests) == [5, 5, 6, 6]
+
+
+def test_a_killed_run_finds_its_target_generation_job_again(fake_server: FakeLLMServer, tmp_path: Path) -> None:
+    from referee.cli import cli
+    from referee.results import read_results
+
+    def responder(req: Any) -> Reply:
+        if req.schema is not None:
+            return Reply(text='{"quality": {"score": 0.9, "rationale": "ok"}, "overall_score": 0.9}')
+        return Reply(text=f"answer from {req.model}")
+
+    fake_server.responder = responder
+    fake_server.batch_plan(BatchPlan(polls=10**9))  # the generation job runs until the test lets it end
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "input": f"question {i}"}) + "\n"
+                                                  for i in range(3)))
+    (tmp_path / "v1.md").write_text("Answer: {input}")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"""\
+cases: cases.jsonl
+targets:
+  - {{id: v1, provider: openai, model: small, base_url: "{fake_server.openai_base_url}", prompt: v1.md}}
+evaluators:
+  - llm_judge: {{rubric: "- quality: answers the question"}}
+""")
+    out = tmp_path / "out"
+    args = ["run", str(suite), "--out", str(out), "--provider", "openai", "--base-url", fake_server.openai_base_url,
+            "--model", "judge-model", "--batch", "--no-gates"]
+    proc = subprocess.Popen([sys.executable, "-m", "referee", *args], env={**os.environ, "REFEREE_BATCH_POLL_S": "0.05"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    manifest = out / "v1.manifest.json"
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if manifest.exists() and json.loads(manifest.read_text() or "{}").get("extra", {}).get("batch_jobs"):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the target's batch job was never recorded in the manifest")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    (job,) = fake_server.batch_jobs.values()
+    assert {w.model for _, w in job.requests} == {"small"}
+    job.plan.polls = 0
+    assert cli(args) == 0
+    models = [{w.model for _, w in j.requests} for j in fake_server.batch_jobs.values()]
+    assert models == [{"small"}, {"judge-model"}]  # the generation job resumed, not submitted again
+    rows = read_results(out / "v1.jsonl").rows
+    assert len(rows) == 3 and {r.status for r in rows} == {"scored"}

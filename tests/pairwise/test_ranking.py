@@ -109,7 +109,7 @@ def test_rank_rejects_files_without_pairwise_rows(tmp_path: Path) -> None:
 
 def test_leaderboard_page_is_offline() -> None:
     page = leaderboard_page(leaderboard([("a", "b", 1.0), ("b", "c", 1.0), ("a", "c", 0.5)], n_boot=100))
-    assert "<script" not in page and "http" not in page
+    assert "<script" not in page and "http://" not in page and "https://" not in page  # offline (CSP meta is http-equiv)
 
 
 def test_interval_text_says_when_there_is_no_real_ci() -> None:

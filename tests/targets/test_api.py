@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +47,25 @@ def test_evaluate_async_with_a_model_target_inside_a_running_loop(fake_server: F
 
     result = asyncio.run(main())
     assert result.passed and result.rows[0].target is not None and result.rows[0].target.model == "sut"
+
+
+def test_a_replayed_conversation_through_the_conversation_judge_contract() -> None:
+    seen: list[str] = []
+
+    def judge_reply(req: Any) -> str:
+        seen.append("\n".join(m.content for m in req.messages))
+        crit = (req.response_schema or {}).get("properties", {})
+        return json.dumps({k: {"score": 0.9, "rationale": "fine"} for k in crit if k != "overall_score"}
+                          | {"overall_score": 0.9})
+
+    def bot(case: dict[str, Any]) -> str:
+        return f"bot answer {len(case['turns'])}"
+
+    case = {"id": "c", "input": "b", "turns": [{"role": "user", "content": "a"},
+                                              {"role": "assistant", "content": "OLD"},
+                                              {"role": "user", "content": "b"}]}
+    result = referee.evaluate([case], [referee.judges.Conversation(mode="conversation")],
+                              judge=referee.Judge.fake(judge_reply), target=bot, gates={"fail_under": 0.0})
+    row = result.rows[0]
+    assert row.status == "scored" and row.target is not None and row.target.id == "bot"
+    assert seen and "bot answer 1" in seen[0] and "bot answer 3" in seen[0] and "OLD" not in seen[0]

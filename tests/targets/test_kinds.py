@@ -308,3 +308,26 @@ def test_plain_model_targets_on_other_wire_formats(fake_server: FakeLLMServer, p
     assert gen.error is None and case.output == "Refunds take 5 days."
     req = fake_server.requests[0]
     assert req.format == provider and req.last_user_text == "Q: Where is my order?" and "Be brief." in req.prompt_text
+
+
+def test_a_python_agent_returning_its_own_openai_messages_is_checked_as_a_trajectory(tmp_path: Path,
+                                                                                     user_module: Any) -> None:
+    from referee.cases import Case
+    from referee.evaluators.trajectory import ToolNotUsed, ToolUsed
+
+    mod = user_module(
+        "import json\n"
+        "def agent(text):\n"
+        "    return {'output': 'Refund issued.', 'messages': [\n"
+        "        {'role': 'user', 'content': text},\n"
+        "        {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'c1', 'type': 'function',\n"
+        "            'function': {'name': 'issue_refund', 'arguments': json.dumps({'invoice': 'INV-1'})}}]},\n"
+        "        {'role': 'tool', 'tool_call_id': 'c1', 'content': '{\"ok\": true}'},\n"
+        "        {'role': 'assistant', 'content': 'Refund issued.'}]}\n")
+    recorded = {"id": "r", "input": "refund INV-1", "trajectory": [{"step": 1, "tool": "stale_old_tool"}]}
+    [(case, gen)] = generate_outputs({"id": "a", "python": f"{mod}:agent"}, [recorded], base_dir=tmp_path)
+    c = Case(id=case.id, data=case.data)
+    assert ToolUsed(tools=["issue_refund"]).evaluate(c, c.output).passed is True
+    assert ToolNotUsed(tools=["stale_old_tool"]).evaluate(c, c.output).passed is True  # the old recording is gone
+    traj = gen.trajectory_model()
+    assert traj is not None and traj.source_format == "target" and traj.tools == ["issue_refund"]

@@ -294,3 +294,24 @@ def test_gates_baseline_may_be_a_results_file(tmp_path: Path, capsys: pytest.Cap
     assert cli(["run", str(p), "--out", str(tmp_path / "second"), "--targets", "v2"]) == 1
     err = capsys.readouterr().err
     assert "gates on target v2 against baseline production.jsonl" in err
+
+
+def test_a_judge_grading_its_own_models_outputs_is_flagged(tmp_path: Path, fake_server: FakeLLMServer,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_server.responder = lambda req: Reply(  # type: ignore[assignment,return-value]
+        text=json.dumps({"quality": {"score": 0.9, "rationale": "ok"}, "overall_score": 0.9}) if req.schema
+        else "an answer")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "s1", "input": "hi"}) + "\n", encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text(f"""\
+cases: cases.jsonl
+targets:
+  - {{id: same, provider: openai, model: gpt-4o-mini, base_url: "{fake_server.openai_base_url}", template: "{{input}}"}}
+  - {{id: other, provider: openai, model: other-model, base_url: "{fake_server.openai_base_url}", template: "{{input}}"}}
+evaluators:
+  - llm_judge: {{rubric: "- quality: answers"}}
+""", encoding="utf-8")
+    assert cli(["run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "out"), "--provider", "openai",
+                "--base-url", fake_server.openai_base_url, "--model", "gpt-4o-mini"]) == 0
+    assert "self_grading" in read_results(tmp_path / "out" / "same.jsonl").rows[0].flags
+    assert "self_grading" not in read_results(tmp_path / "out" / "other.jsonl").rows[0].flags

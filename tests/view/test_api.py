@@ -82,6 +82,12 @@ def test_paging_sorting_and_filters_happen_on_the_server(served: Served) -> None
     assert [r["id"] for r in get(served, "/api/runs/1/cases?flag=self_grading")["rows"]] == ["case-06"]
     assert get(served, "/api/runs/2/cases?flag=position_bias")["rows"][0]["id"] == "pair-1"
     assert get(served, "/api/runs/2/cases?evaluator=pairwise")["total"] == 3
+    assert [r["id"] for r in get(served, "/api/runs/1/cases?min_score=0.8&max_score=0.95")["rows"]] == [
+        "case-09", "case-10"]
+    assert get(served, "/api/runs/1/cases?max_latency=101")["total"] == 2  # 100 and 101 ms; the xss row has none
+    assert get(served, "/api/runs/1/cases?min_cost=0.0012")["total"] == 1
+    assert call(served, "GET", "/api/runs/1/cases?min_score=inf")[0] == 400
+    assert call(served, "GET", "/api/runs/1/cases?max_cost=cheap")[0] == 400
 
 
 def test_full_text_search_covers_input_output_and_rationale(served: Served) -> None:
@@ -133,6 +139,9 @@ def test_hostile_case_text_is_escaped_in_the_markdown(served: Served) -> None:
     assert 'href="javascript' not in html  # markdown-it refuses the link: it stays text
     assert c["case"]["trajectory"][0]["tool"] == "lookup" + XSS[1]
     assert c["case"]["turns"][0]["content"] == PAYLOAD
+    # The conversation as the judge saw it: the turns, then the case's input and output.
+    assert [t["role"] for t in c["case"]["turns"]] == ["user", "assistant", "user", "assistant"]
+    assert not any(t["judged"] for t in c["case"]["turns"])  # a whole-case row judges no single turn
 
 
 def test_pairwise_case_shows_both_orders_and_blind_review_hides_the_verdict(served: Served) -> None:
@@ -323,3 +332,30 @@ def test_seed_rows_a_bom_bad_lines_and_duplicates_are_viewed_like_referee_score_
         s.server.shutdown()
         s.server.server_close()
         close_app(s.app)
+
+
+def test_a_per_turn_row_marks_the_turn_it_judges(tmp_path: Path) -> None:
+    cases = tmp_path / "chats.jsonl"
+    cases.write_text(json.dumps({"id": "chat", "turns": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "refund?"}, {"role": "assistant", "content": "5 days"}]}) + "\n",
+        encoding="utf-8")
+    res = tmp_path / "per_turn.jsonl"
+    res.write_text("".join(json.dumps({"schema_version": 1, "id": "chat", "turn": t, "status": "scored",
+                                       "score": 0.5, "evaluator": "conversation"}) + "\n" for t in (2, 4)),
+                   encoding="utf-8")
+    s = serve([res], [cases])
+    try:
+        for row, judged in ((0, "hello"), (1, "5 days")):
+            turns = get(s, f"/api/runs/0/cases/{row}")["case"]["turns"]
+            assert [t["content"] for t in turns if t["judged"]] == [judged]
+    finally:
+        s.server.shutdown()
+        s.server.server_close()
+        close_app(s.app)
+
+
+def test_a_labels_file_that_cannot_be_written_is_a_clear_error(data: Data) -> None:
+    # A folder that is a file cannot hold the labels (nor its lock); root passes read-only checks, not this one.
+    with pytest.raises(UserError, match="cannot write the labels file .*name a writable file with --labels"):
+        build_app([str(data.results)], labels=str(data.cases / "labels.jsonl"))

@@ -170,7 +170,7 @@ def test_the_hostile_case_shows_its_payload_as_text(driver: Any, served: Served)
     steps = d.execute_script("return [...document.querySelectorAll('.step b')].map(e => e.textContent)")
     assert steps[0] == "step 1: lookup" + XSS[1]
     turns = d.execute_script("return [...document.querySelectorAll('.turn .text')].map(e => e.textContent)")
-    assert turns == [PAYLOAD, PAYLOAD]
+    assert turns[:2] == [PAYLOAD, PAYLOAD] and len(turns) == 4  # + the input and the output as the last turns
     assert d.execute_script("return window.__xss") is None
 
 
@@ -196,3 +196,21 @@ def test_compare_side_by_side_and_a_growing_file_shows_up(driver: Any, served: S
         f.write(json.dumps({"schema_version": 1, "id": "late-case", "status": "scored", "score": 0.9}) + "\n")
     wait_until(d, lambda: "late-case" in rows(d), timeout=20)
     assert d.find_element(By.ID, "total").text == "14 matching"
+
+
+def test_a_comment_written_after_the_label_is_saved_with_it(driver: Any, served: Served, data: Data) -> None:
+    from selenium.webdriver.common.by import By
+
+    d = driver
+    d.get(served.url + "#/run/1/case/4")
+    wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-04")
+    d.find_element(By.TAG_NAME, "body").send_keys("f")
+    wait_until(d, lambda: "your label: fail" in d.find_element(By.ID, "label-status").text)
+    box = d.find_element(By.ID, "comment")
+    box.send_keys("misses the 5-day rule " + XSS[0])
+    box.send_keys("\t")  # leaving the box saves it
+    labels = data.dir / "results.labels.jsonl"
+    wait_until(d, lambda: "misses the 5-day rule" in labels.read_text())
+    lines = [json.loads(x) for x in labels.read_text().splitlines()]
+    assert len(lines) == 1 and lines[0]["passed"] is False and lines[0]["comment"].endswith(XSS[0])
+    assert d.execute_script("return window.__xss") is None

@@ -65,3 +65,28 @@ def test_usage_errors_exit_2(data: Data, tmp_path: Path) -> None:
     assert cli(["view", str(tmp_path / "missing.jsonl")]) == 2
     assert cli(["view", str(data.results), "--labels", str(data.results)]) == 2
     assert cli(["view", str(data.results), str(data.results)]) == 2
+
+
+def test_ipv6_loopback_is_served_too(data: Data) -> None:
+    import socket
+    import threading
+
+    from referee.view import ViewServer, build_app, close_app
+
+    app = build_app([str(data.results)], lock=False)
+    try:
+        server = ViewServer(app, "::1", 0)
+    except OSError as exc:  # no IPv6 on this machine
+        close_app(app)
+        import pytest
+
+        pytest.skip(f"no IPv6 loopback here: {exc}")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert server.url.startswith("http://[::1]:") and server.address_family == socket.AF_INET6
+        with urllib.request.urlopen(server.url + "api/runs", timeout=30) as r:
+            assert json.loads(r.read())["runs"][0]["rows"] == 13
+    finally:
+        server.shutdown()
+        server.server_close()
+        close_app(app)

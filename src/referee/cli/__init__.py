@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import pkgutil
+import signal
 import sys
 from contextvars import ContextVar
 from importlib import import_module
@@ -20,6 +21,8 @@ import click
 from .._version import __version__
 from ..errors import UserError
 from ._outputs import guard
+
+__all__ = ["cli", "invoked_argv", "main"]
 
 _CMD_PREFIX = "cmd_"
 
@@ -103,7 +106,14 @@ def _cli(args: list[str] | None, prog_name: str) -> int:
     return rv if isinstance(rv, int) else 0
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM (CI cancelling a job, a container stopping) ends a run exactly as Ctrl-C does: rows already
+    # written are kept, the manifest says "interrupted", sandboxes and locks are released by their finally.
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
     # Objects alive now (modules, classes, pydantic schemas) live for the whole process: moving them out of
     # the collector's reach makes every full collection during a long run (and the one at exit) cheaper.
     gc.freeze()

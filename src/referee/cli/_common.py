@@ -115,7 +115,7 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
             click.option("--output-price-per-mtok", "output_price", type=float, default=None,
                          help="USD per million output tokens."),
             click.option("--batch", is_flag=True,
-                         help="Judge through the provider's batch API (OpenAI, Anthropic, Gemini): half price, "
+                         help="Judge through the provider's batch API (OpenAI, Anthropic, Gemini, Azure): half price, "
                               "answers within 24 h; jobs are kept in the manifest and a rerun resumes them."),
             click.option("--system-model", default=None,
                          help="Model that produced the judged outputs (else each case's metadata.system_model): "

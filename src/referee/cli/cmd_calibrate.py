@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..calibrate import Calibration, calibrate, parse_scale, read_labels, update_log
 from ..errors import InputError
+from ..reports._safe import SafeConsole
 from ..stats.agreement import interval_text
 from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 from ._common import echo_err
@@ -27,7 +27,7 @@ def _fmt(iv: Interval | None, digits: int = 3, zero_width: str = "one-sided samp
 
 
 def _print(cal: Calibration, threshold: float, show: int | None) -> None:
-    con = Console(highlight=False, soft_wrap=True)
+    con = SafeConsole(highlight=False, soft_wrap=True)
     con.print(f"Calibration: {cal.n} case(s) in both files "
               f"({cal.judge_only} judge-only, {cal.human_only} human-only ids ignored); labels {cal.scale_note}")
     # Like the seed, every shared case is listed unless --show limits it.

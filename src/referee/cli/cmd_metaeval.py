@@ -31,6 +31,7 @@ from ..metaeval.results import (
     read_gold,
     read_human_ratings,
 )
+from ..reports._safe import SafeConsole
 from ..stats.agreement import interval_text
 from ..stats.bootstrap import DEFAULT_SEED, Interval
 from ._common import echo_err
@@ -41,7 +42,7 @@ def _s(iv: Interval | None, digits: int = 3) -> str:
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=True, width=200)
+    return SafeConsole(highlight=False, soft_wrap=True, width=200)
 
 
 def _print_pairwise(results: dict[str, PairwiseMeta], *, gold: bool = True) -> None:

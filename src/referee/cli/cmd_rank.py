@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..errors import UserError
 from ..evaluators.pairwise import RECONCILE_MODES, SCORES, Reconcile, reconciled_score
 from ..metaeval.pairwise import BiasReport, bias
 from ..metaeval.results import pairwise_from_results
+from ..reports._safe import SafeConsole
 from ..reports.leaderboard import leaderboard_page
 from ..results.io import read_results
 from ..results.schema import ResultRow
@@ -70,7 +70,7 @@ def _comparisons(path: str, modes: list[Reconcile]) -> dict[Reconcile, tuple[lis
 
 
 def print_leaderboard(lb: Leaderboard, biases: dict[str, BiasReport]) -> None:
-    con = Console(highlight=False, soft_wrap=True)
+    con = SafeConsole(highlight=False, soft_wrap=True)
     if lb.pairs:
         t = Table(title="Head to head (ties count half; 95% bootstrap CI)", title_justify="left")
         for c in ("A", "B", "A wins", "B wins", "ties", "win rate of A"):
@@ -103,7 +103,7 @@ def print_leaderboard(lb: Leaderboard, biases: dict[str, BiasReport]) -> None:
 
 def print_reconcile_table(boards: dict[Reconcile, Leaderboard]) -> None:
     """Each pair's win rate under both rules: where they differ, wins in one order met ties in the other."""
-    con = Console(highlight=False, soft_wrap=True)
+    con = SafeConsole(highlight=False, soft_wrap=True)
     t = Table(title="Win rate of A under both reconciliation rules (strict: disagreeing orders are a tie; "
                     "average: the mean of both orders)", title_justify="left")
     for c in ("A", "B", "strict", "average"):

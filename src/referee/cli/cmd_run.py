@@ -258,7 +258,8 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
 
         gated = [candidate] if candidate is not None else ids
         for tid in gated:
-            g = gates.model_copy(update={"baseline": str(baseline_path) if baseline_path else None,
+            # Absolute: gating resolves a relative baseline against the suite's folder, not the working one.
+            g = gates.model_copy(update={"baseline": str(baseline_path.resolve()) if baseline_path else None,
                                          "candidate": None})
             echo_err(f"gates on target {tid}" + (f" against baseline {baseline}:" if baseline else ":"))
             gate_code, verdicts, summary = gate_and_show(out_dir / f"{tid}.jsonl", g,

@@ -18,6 +18,8 @@ from typing import Protocol, cast
 
 import click
 
+__all__ = ["DATA", "ExampleContext", "Step", "prepare", "steps"]
+
 DATA = Path(__file__).parent / "data"
 
 

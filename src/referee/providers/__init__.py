@@ -123,13 +123,13 @@ def get_provider(name: str, model: str | None = None, *, base_url: str | None = 
 
 __all__ = [
     "CLOUD_PROVIDERS",
-    "ENTRY_POINT_GROUP",
-    "LOCAL_SERVERS",
-    "PROVIDERS",
     "Completion",
+    "ENTRY_POINT_GROUP",
     "FakeProvider",
     "JudgeRequest",
+    "LOCAL_SERVERS",
     "Message",
+    "PROVIDERS",
     "Provider",
     "api_key_for",
     "get_provider",

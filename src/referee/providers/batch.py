@@ -3,6 +3,8 @@
 - OpenAI Batch API: the requests as a JSONL file uploaded with ``purpose=batch`` (``POST /files``), then
   ``POST /batches`` (``endpoint=/v1/chat/completions``, ``completion_window=24h``), ``GET /batches/{id}``, and the
   ``output_file_id`` / ``error_file_id`` JSONL files (``GET /files/{id}/content``), one line per ``custom_id``.
+  Azure OpenAI's (Global Batch deployments) is the same under ``{endpoint}/openai/...?api-version=``, with lines
+  for ``/chat/completions`` naming the deployment as the model.
 - Anthropic Message Batches: ``POST /v1/messages/batches`` with ``{custom_id, params}`` requests,
   ``GET /v1/messages/batches/{id}`` until ``processing_status`` is ``ended``, then the ``results_url`` JSONL
   (``result.type`` ``succeeded`` / ``errored`` / ``canceled`` / ``expired``).
@@ -26,7 +28,7 @@ import aiohttp
 from ..errors import ProviderError, UserError
 from .base import Completion, JudgeRequest, Provider
 
-BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
+BATCH_PROVIDERS = ("openai", "anthropic", "gemini", "azure")
 
 
 @dataclass
@@ -87,6 +89,8 @@ def _lines(text: str) -> list[dict[str, Any]]:
 
 
 class OpenAIBatch(BatchAdapter):
+    endpoint = "/v1/chat/completions"
+
     def __init__(self, provider: Provider) -> None:
         from .openai_compat import OpenAICompatProvider
 
@@ -94,26 +98,31 @@ class OpenAIBatch(BatchAdapter):
         super().__init__(provider)
         self.p = provider
 
+    def _url(self, path: str) -> str:
+        return f"{self.p.base_url}{path}"
+
+    def _line(self, cid: str, req: JudgeRequest) -> dict[str, Any]:
+        return {"custom_id": cid, "method": "POST", "url": self.endpoint, "body": self.p._payload(req, "json_schema")}
+
     async def submit(self, items: list[tuple[str, JudgeRequest]]) -> str:
-        jsonl = "".join(json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions",
-                                    "body": self.p._payload(req, "json_schema")}, ensure_ascii=False) + "\n"
-                        for cid, req in items)
+        jsonl = "".join(json.dumps(self._line(cid, req), ensure_ascii=False) + "\n" for cid, req in items)
         form = aiohttp.FormData()
         form.add_field("purpose", "batch")
         form.add_field("file", jsonl.encode(), filename="referee-batch.jsonl", content_type="application/jsonl")
-        body, _ = await self.p._http.request("POST", f"{self.p.base_url}/files", data=form)
+        headers = await self.p._auth_headers()
+        body, _ = await self.p._http.request("POST", self._url("/files"), data=form, headers=headers)
         file_id = self.p._http.decode(body).get("id")
         if not isinstance(file_id, str):
             raise ProviderError("OpenAI Batch API: the file upload returned no id", retryable=True)
-        job, _ = await self.p._http.post_json(f"{self.p.base_url}/batches", {
-            "input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h",
-            "metadata": {"created_by": "referee"}})
+        job, _ = await self.p._http.post_json(self._url("/batches"), {
+            "input_file_id": file_id, "endpoint": self.endpoint, "completion_window": "24h",
+            "metadata": {"created_by": "referee"}}, headers=headers)
         if not isinstance(job.get("id"), str):
             raise ProviderError("OpenAI Batch API: the batch was created without an id", retryable=True)
         return str(job["id"])
 
     async def status(self, job_id: str) -> JobStatus:
-        data = await self.p._http.get_json(f"{self.p.base_url}/batches/{job_id}")
+        data = await self.p._http.get_json(self._url(f"/batches/{job_id}"), headers=await self.p._auth_headers())
         state = str(data.get("status", "unknown"))
         counts = data.get("request_counts") or {}
         done = (counts.get("completed") or 0) + (counts.get("failed") or 0)
@@ -127,7 +136,8 @@ class OpenAIBatch(BatchAdapter):
             file_id = raw.get(field_name)
             if not file_id:
                 continue
-            text, _ = await self.p._http.request("GET", f"{self.p.base_url}/files/{file_id}/content")
+            text, _ = await self.p._http.request("GET", self._url(f"/files/{file_id}/content"),
+                                                 headers=await self.p._auth_headers())
             for line in _lines(text):
                 cid = line.get("custom_id")
                 if not isinstance(cid, str):
@@ -154,6 +164,24 @@ class OpenAIBatch(BatchAdapter):
             return self.p.parse_reply(body, batch=True)
         except ProviderError as exc:
             return str(exc)
+
+
+class AzureBatch(OpenAIBatch):
+    """Azure OpenAI's Batch API (a Global Batch deployment): the OpenAI format under ``{endpoint}/openai`` with the
+    ``api-version`` query parameter; request lines name ``/chat/completions`` and the deployment as the model."""
+
+    endpoint = "/chat/completions"
+
+    def _url(self, path: str) -> str:
+        from urllib.parse import quote
+
+        api_version = getattr(self.p, "api_version", "")
+        return f"{self.p.base_url}/openai{path}?api-version={quote(api_version, safe='')}"
+
+    def _line(self, cid: str, req: JudgeRequest) -> dict[str, Any]:
+        line = super()._line(cid, req)
+        line["body"]["model"] = self.p.model  # the batch deployment's name
+        return line
 
 
 class AnthropicBatch(BatchAdapter):
@@ -283,10 +311,9 @@ def batch_adapter(provider: Provider) -> BatchAdapter:
     from .gemini import GeminiProvider
     from .openai_compat import OpenAICompatProvider
 
-    # The clouds' batch services (Azure's global batch deployments, Vertex and Bedrock batch inference) read
-    # their input from storage buckets: not supported.
-    if isinstance(provider, OpenAICompatProvider) and provider.name != "azure":
-        return OpenAIBatch(provider)
+    # Vertex's and Bedrock's batch inference read their input from storage buckets: not supported.
+    if isinstance(provider, OpenAICompatProvider):
+        return AzureBatch(provider) if provider.name == "azure" else OpenAIBatch(provider)
     if isinstance(provider, AnthropicProvider):
         return AnthropicBatch(provider)
     if isinstance(provider, GeminiProvider) and provider.name == "gemini":

@@ -24,6 +24,7 @@ from .._version import __version__
 from ..evaluators.evidence import locate
 from ..results.schema import ResultRow
 from ..rubrics.model import SCALES
+from ._safe import CSP, finalize
 
 _TEMPLATES = Path(__file__).parent / "templates"
 HIST_BINS = 10
@@ -183,7 +184,8 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
                              autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             finalize=finalize)  # bidi controls visible, control characters dropped
     env.filters["fmt"] = lambda v, nd=2: "-" if v is None else f"{v:.{nd}f}"
     return env
 
@@ -195,7 +197,7 @@ def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", sou
     escaped (the pairwise leaderboard), placed after the summary."""
     ctx = build_context(rows, title=title, source=source, case_texts=case_texts, manifest=manifest)
     ctx["extra_sections"] = [markupsafe.Markup(x) for x in extra_sections]
-    return _env().get_template("report.html.j2").render(**ctx)
+    return _env().get_template("report.html.j2").render(**ctx, csp=markupsafe.Markup(CSP))
 
 
 def write_html(rows: Sequence[ResultRow], path: str | Path, **kwargs: Any) -> Path:

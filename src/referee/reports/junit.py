@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from xml.etree import ElementTree as ET
 
 from ..aggregate.summary import CaseLine
+from ._safe import xml_text
 
 
 def _failure(c: CaseLine, threshold: float, pass_rule: str) -> tuple[str, str]:
@@ -55,5 +56,10 @@ def write_junit(path: str, cases: Sequence[CaseLine], adversarial: Sequence[Case
     _suite(root, "referee", cases, threshold, pass_rule)
     if adversarial:
         _suite(root, "referee.adversarial", adversarial, threshold, pass_rule)
+    for el in root.iter():  # every field, those added later too: XML 1.0 forbids most control characters
+        if el.text:
+            el.text = xml_text(el.text)
+        for k, v in list(el.attrib.items()):
+            el.attrib[k] = xml_text(v)
     ET.indent(root)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -15,6 +15,7 @@ from .._version import __version__
 from ..metaeval.pairwise import BiasReport
 from ..stats.bootstrap import Interval
 from ..stats.ranking import Leaderboard
+from ._safe import CSP, finalize
 
 _FRAGMENT = """\
 <section class="referee-leaderboard">
@@ -71,7 +72,9 @@ tie; average: the mean of both orders (a win and a tie is 0.75).</p>
 
 _PAGE = """\
 <!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{{ csp }}">
+<title>{{ title }}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}
@@ -88,7 +91,7 @@ footer{color:#777;font-size:.85em}
 
 
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    return jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, finalize=finalize)
 
 
 def _num(x: float | None, digits: int) -> str:
@@ -149,4 +152,4 @@ def leaderboard_page(lb: Leaderboard, *, title: str = "referee leaderboard",
     """A standalone, offline HTML page."""
     frag = leaderboard_fragment(lb, title=title, bias=bias, by_reconcile=by_reconcile, reconcile=reconcile)
     return _env().from_string(_PAGE).render(title=title, fragment=jinja2.utils.markupsafe.Markup(frag),
-                                            version=__version__)
+                                            version=__version__, csp=jinja2.utils.markupsafe.Markup(CSP))

@@ -7,6 +7,7 @@ import re
 
 from ..aggregate.summary import CaseLine, Group, Summary
 from ..gates import GateResult
+from ._safe import display_text
 
 # Markdown syntax that would turn case text into links, images, emphasis or code in a PR comment.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!~|])")
@@ -15,7 +16,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!~|])")
 def _cell(text: object, limit: int = 160) -> str:
     """Case text is data: escape HTML and Markdown syntax (links, images, emphasis, table pipes), defuse
     @mentions (a PR comment would notify people), keep one line."""
-    s = " ".join(str(text).split())
+    s = " ".join(display_text(str(text)).split())
     if len(s) > limit:
         s = s[: limit - 1] + "…"
     s = _MD_SPECIAL.sub(r"\\\1", html.escape(s, quote=False))

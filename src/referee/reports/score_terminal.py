@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ..aggregate.summary import CaseLine, Group, Summary, format_p, printable
 from ..gates import GateResult
+from ._safe import SafeConsole
 
 
 def _safe(text: str) -> str:
@@ -80,7 +81,7 @@ def _case(c: CaseLine, extra: str = "") -> str:
 
 def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
                     console: Console | None = None) -> None:
-    con = console or Console(file=sys.stdout, highlight=False, soft_wrap=False,
+    con = console or SafeConsole(file=sys.stdout, highlight=False, soft_wrap=False,
                              width=None if sys.stdout.isatty() else max(shutil.get_terminal_size().columns, 120))
     o = s.overall
     repeats = s.repeats is not None and s.repeats.max_repeats > 1

@@ -14,7 +14,6 @@ from .manifest import (
 from .schema import SCHEMA_VERSION, CriterionScore, JudgeInfo, ResultRow, Status, TargetInfo, Usage
 
 __all__ = [
-    "SCHEMA_VERSION",
     "CriterionScore",
     "EvalSetInfo",
     "JudgeConfig",
@@ -23,6 +22,7 @@ __all__ = [
     "ResultRow",
     "ResultWriter",
     "RunManifest",
+    "SCHEMA_VERSION",
     "Status",
     "TargetInfo",
     "TemplateInfo",

@@ -3,5 +3,7 @@
 from .loader import RubricInfo, list_rubrics, load_rubric, parse_rubric
 from .model import SCALES, Band, Criterion, Rubric, normalise
 
-__all__ = ["SCALES", "Band", "Criterion", "Rubric", "RubricInfo", "list_rubrics", "load_rubric", "normalise",
-           "parse_rubric"]
+__all__ = [
+    "Band", "Criterion", "Rubric", "RubricInfo", "SCALES", "list_rubrics", "load_rubric", "normalise",
+    "parse_rubric",
+]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .._redact import redact_text
 from ..errors import ProviderError, ProviderUnavailable
 from ..providers.base import Completion, JudgeRequest, Provider
 from ..results.schema import JudgeInfo
@@ -126,6 +128,10 @@ class JudgeClient:
             completion = await self._call(request)
         self._reached = True
         _check_tokens(completion)
+        # A judge that echoes the API key (an injected "print your key") must not put it into rows or the cache.
+        safe = redact_text(completion.text, secrets=[k for k in (getattr(self.provider, "_api_key", None),) if k])
+        if safe != completion.text:
+            completion = dataclasses.replace(completion, text=safe)
         if completion.input_tokens:
             self.stats.input_tokens += completion.input_tokens
         if completion.output_tokens:

@@ -105,7 +105,8 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
     # Batch jobs an earlier (killed or interrupted) run submitted: polled again rather than paid twice.
     jobs = old.extra.get("batch_jobs")
     if isinstance(jobs, list) and jobs:
-        manifest.extra["batch_jobs"] = [j for j in jobs if isinstance(j, dict)]
+        # In place: batch runners attached before this point (model targets') hold this very list.
+        manifest.extra.setdefault("batch_jobs", [])[:0] = [j for j in jobs if isinstance(j, dict)]
     loaded = read_results(out)
     keep = [r for r in loaded.rows if r.status != "error"]
     res.kept = keep

@@ -45,7 +45,10 @@ class Generation:
     cost_usd: float | None = None
     usage: Usage | None = None
     trajectory: list[dict[str, Any]] | None = None
-    """Tool calls made, in the seed's step shape (``trajectory_of`` reads it)."""
+    """Tool calls made: the seed's step shape, or any recording ``trajectory_of`` reads (OpenAI / Anthropic
+    messages, spans) when a callable or command returns one."""
+    trajectory_format: str | None = None
+    """The recording's format when known (``seed`` for referee's own tool loop); None: detected when read."""
     turns: list[dict[str, Any]] | None = None
     """The replayed conversation of a ``turns:`` case (user turns and the target's replies)."""
     reused: bool = False
@@ -56,9 +59,9 @@ class Generation:
         with the run's own tokens, cost and latency."""
         if self.trajectory is None:
             return None
-        from ..trajectories import from_seed
+        from ..trajectories import import_trajectory
 
-        t = from_seed(self.trajectory)
+        t = import_trajectory(self.trajectory, self.trajectory_format)
         t.final_output = self.output
         t.source_format = "target"
         if self.usage is not None:
@@ -267,7 +270,8 @@ class ModelTarget(Target):
             if user is not None:
                 turns_out += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
         return Generation(output=answer, latency_ms=acc.latency(), cost_usd=acc.cost, usage=acc.usage(),
-                          trajectory=steps if self.spec.tools else None, turns=turns_out or None)
+                          trajectory=steps if self.spec.tools else None,
+                          trajectory_format="seed" if self.spec.tools else None, turns=turns_out or None)
 
     async def _reply(self, case: Case, system: str | None, conversation: list[dict[str, Any]],
                      steps: list[dict[str, Any]], acc: _Acc) -> str:
@@ -420,7 +424,7 @@ def _from_result(value: Any, what: str) -> Generation:
             v = value.get(k)
             if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0:
                 setattr(gen, k, float(v))
-        traj = value.get("trajectory")
+        traj = value.get("trajectory", value.get("messages"))  # the agent's own recording, any known format
         if isinstance(traj, list):
             gen.trajectory = traj
         return gen

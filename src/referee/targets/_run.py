@@ -105,6 +105,7 @@ class OutputStore:
         return Generation(output=obj.get("output"), latency_ms=gen.get("latency_ms"), cost_usd=gen.get("cost_usd"),
                           usage=Usage.model_validate(usage) if isinstance(usage, dict) else None,
                           trajectory=obj.get("trajectory") if gen.get("trajectory") else None,
+                          trajectory_format=obj.get("trajectory_format") if gen.get("trajectory") else None,
                           turns=obj.get("turns") if gen.get("turns") else None, reused=True)
 
     def put(self, case: Case, sha: str, gen: Generation, target_id: str) -> None:
@@ -135,7 +136,10 @@ def merged_case(case: Case, gen: Generation) -> Case:
     data["output"] = gen.output
     if gen.trajectory is not None:
         data["trajectory"] = gen.trajectory
-        data["trajectory_format"] = "seed"
+        if gen.trajectory_format is not None:
+            data["trajectory_format"] = gen.trajectory_format
+        else:
+            data.pop("trajectory_format", None)  # detected from the recording itself
         data.pop("messages", None)
         data.pop("spans", None)
     if gen.turns is not None:

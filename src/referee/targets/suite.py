@@ -66,6 +66,10 @@ def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
             return row.model_copy(update={"target": target_info(target)})
 
         path = out_dir / f"{target.id}.jsonl"
+        target_batch = getattr(getattr(target, "client", None), "batch", None)
+        if target_batch is not None:  # --batch: the target's jobs go in the manifest too, so a rerun resumes them
+            target_batch.attach(manifest.extra.setdefault("batch_jobs", []),
+                                save=lambda m=manifest, p=path: m.write(p))
         notes = [run.store.note] if run.store.note else []
         in_flight = max(concurrency, target.spec.concurrency or 0)
         with eng.start(bound, client=client, concurrency=in_flight) as where:

@@ -1,5 +1,5 @@
 """The three batch wire formats for :class:`referee.testing.FakeLLMServer`: the OpenAI Batch API (file upload with
-``purpose=batch``, ``/v1/batches``, output and error files), Anthropic Message Batches (``/v1/messages/batches``,
+``purpose=batch``, ``/v1/batches``, output and error files; Azure OpenAI's under ``/openai`` with ``api-version``), Anthropic Message Batches (``/v1/messages/batches``,
 ``results_url`` JSONL) and Gemini batch mode (``models/{model}:batchGenerateContent``, ``batches/{id}`` operations
 with inlined responses).
 
@@ -92,6 +92,11 @@ class BatchRoutes:
         app.router.add_get("/v1/messages/batches/{batch_id}", self._anthropic_batch_get)
         app.router.add_get("/v1/messages/batches/{batch_id}/results", self._anthropic_batch_results)
         app.router.add_get("/v1beta/batches/{batch_id}", self._gemini_batch_get)
+        # Azure OpenAI's Batch API: the OpenAI routes under /openai, with ?api-version=
+        app.router.add_post("/openai/files", self._openai_file_upload)
+        app.router.add_get("/openai/files/{file_id}/content", self._openai_file_content)
+        app.router.add_post("/openai/batches", self._openai_batch_create)
+        app.router.add_get("/openai/batches/{batch_id}", self._openai_batch_get)
 
     # -- shared ------------------------------------------------------------------------------------------------
     def _new_job(self, fmt: str, prefix: str, requests: list[tuple[str, WireRequest]]) -> _Job:
@@ -119,6 +124,10 @@ class BatchRoutes:
         job.results = results
 
     def _key_check(self, request: web.Request, header: str) -> web.Response | None:
+        if request.path.startswith("/openai/"):  # Azure: api-key or an Entra ID bearer token, and an api-version
+            if "api-version" not in request.query:
+                return web.json_response({"error": {"message": "missing api-version"}}, status=404)
+            header = "api-key" if "api-key" in request.headers else "Authorization"
         if not request.headers.get(header):
             return web.json_response({"error": {"message": "missing credentials", "type": "authentication_error"}},
                                      status=401)
@@ -149,6 +158,8 @@ class BatchRoutes:
 
     async def _openai_file_content(self, request: web.Request) -> web.StreamResponse:
         self._call(request)
+        if (bad := self._key_check(request, "Authorization")) is not None:
+            return bad
         data = self.files.get(request.match_info["file_id"])
         if data is None:
             return web.json_response({"error": {"message": "no such file"}}, status=404)
@@ -162,12 +173,15 @@ class BatchRoutes:
             return bad
         body = await request.json()
         data = self.files.get(str(body.get("input_file_id")))
-        if data is None or body.get("endpoint") != "/v1/chat/completions" or body.get("completion_window") != "24h":
+        endpoint = "/chat/completions" if request.path.startswith("/openai/") else "/v1/chat/completions"
+        if data is None or body.get("endpoint") != endpoint or body.get("completion_window") != "24h":
             return web.json_response({"error": {"message": "invalid batch"}}, status=400)
         reqs = []
         for line in data.decode().splitlines():
             item = json.loads(line)
-            assert item["method"] == "POST" and item["url"] == "/v1/chat/completions", item
+            if item.get("method") != "POST" or item.get("url") != endpoint:
+                return web.json_response({"error": {"message": f"line for {item.get('url')}, not {endpoint}"}},
+                                         status=400)
             reqs.append((item["custom_id"], WireRequest(format="openai", path="/v1/chat/completions", headers={},
                                                         query={}, body=item["body"])))
         if len({cid for cid, _ in reqs}) != len(reqs):
@@ -227,6 +241,8 @@ class BatchRoutes:
 
     async def _openai_batch_get(self, request: web.Request) -> web.StreamResponse:
         self._call(request)
+        if (bad := self._key_check(request, "Authorization")) is not None:
+            return bad
         job = self._job(request, "openai")
         if (down := self._outage(job)) is not None:
             return down

@@ -45,5 +45,7 @@ def close_app(app: ViewApp) -> None:
         s.release()
 
 
-__all__ = ["API_VERSION", "CSP", "ApiError", "LabelStore", "Run", "ViewApp", "ViewOptions", "ViewServer",
-           "build_app", "close_app", "default_labels_path"]
+__all__ = [
+    "API_VERSION", "ApiError", "CSP", "LabelStore", "Run", "ViewApp", "ViewOptions", "ViewServer", "build_app",
+    "close_app", "default_labels_path",
+]

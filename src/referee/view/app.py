@@ -7,6 +7,7 @@ judge-human agreement is ``referee calibrate``'s (``calibrate.calibrate`` over `
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from .labels import LabelError, LabelStore, build_label, default_labels_path
 from .store import (
     FLAG_NAMES,
     MAX_LIMIT,
+    RANGE_KEYS,
     SORT_KEYS,
     STATUS_NAMES,
     Query,
@@ -111,8 +113,13 @@ class ViewApp:
         status = params.get("status") or None
         if status is not None and status not in STATUS_NAMES.values():
             raise ApiError(400, f"status must be one of {', '.join(STATUS_NAMES.values())}")
+        ranges: dict[str, tuple[float | None, float | None]] = {}
+        for name in RANGE_KEYS:
+            bounds = (_num(params, f"min_{name}"), _num(params, f"max_{name}"))
+            if bounds != (None, None):
+                ranges[name] = bounds
         return Query(
-            status=status, passed=_bool("passed"), category=params.get("category") or None,
+            ranges=ranges, status=status, passed=_bool("passed"), category=params.get("category") or None,
             evaluator=params.get("evaluator") or None, flag=params.get("flag") or None,
             q=(params.get("q") or "").strip() or None, labelled=_bool("labelled"), sort=sort,
             desc=params.get("order") == "desc", offset=_int("offset", 0, 0, 10**9),
@@ -251,7 +258,7 @@ class ViewApp:
             **{k: d.get(k) for k in ("rationale", "error", "raw_reply", "judge", "usage", "cost_usd", "latency_ms",
                                      "winner", "position_bias_detected", "metadata")},
             "criteria": crit_out, "details": details, "judged_text": segments,
-            "case": self._case(case), "labels": self.labels[key].for_id(t.ids[row]),
+            "case": self._case(case, d.get("turn") if isinstance(d.get("turn"), int) else None), "labels": self.labels[key].for_id(t.ids[row]),
             "label_scale": _label_scale(crits, details), "pairwise": _is_pairwise(d),
             "row_json": d,
         }
@@ -264,7 +271,7 @@ class ViewApp:
                 return v
         return ""
 
-    def _case(self, case: Case | None) -> dict[str, Any] | None:
+    def _case(self, case: Case | None, turn: int | None = None) -> dict[str, Any] | None:
         if case is None:
             return None
         out: dict[str, Any] = {"source": case.where}
@@ -276,8 +283,15 @@ class ViewApp:
             if isinstance(case.output, str) and len(case.output) <= MARKDOWN_LIMIT:
                 out["output_html"] = self._md.render(case.output)  # a huge output is shown as plain text
         if case.turns:
-            out["turns"] = [{"role": str(t.get("role", "?")), "content": t.get("content")}
-                            if isinstance(t, dict) else {"role": "?", "content": t} for t in case.turns]
+            from ..evaluators.conversation import ConversationError, conversation_of
+
+            try:  # the conversation as the judge saw it: turns, then input and output as the last turns
+                conv = conversation_of(case)
+            except ConversationError:
+                conv = [{"role": str(t.get("role", "?")), "content": t.get("content")}
+                        if isinstance(t, dict) else {"role": "?", "content": t} for t in case.turns]
+            # Per-turn rows carry ``turn``: the 1-based position of the judged reply in this list.
+            out["turns"] = [{**t, "judged": turn == i + 1} for i, t in enumerate(conv)]
         if any(case.get(k) is not None for k in ("trajectory", "messages", "spans", "resourceSpans")):
             from ..trajectories.importers import trajectory_of
             from ..trajectories.model import TrajectoryError
@@ -354,7 +368,11 @@ class ViewApp:
             label = build_label(body, known=known, results_name=run.path.name, pairwise=pairwise)
         except LabelError as exc:
             raise ApiError(exc.status, str(exc)) from None
-        replaced = self.labels[key].put(label)
+        try:
+            replaced = self.labels[key].put(label)
+        except OSError as exc:
+            raise ApiError(500, f"could not save the label to {self.labels[key].path}: {exc.strerror or exc} "
+                                "(labels already saved are kept)") from None
         return (200 if replaced else 201), {"run": key, "label": label, "replaced": replaced,
                                             "path": str(self.labels[key].path)}
 
@@ -365,12 +383,18 @@ class ViewApp:
         store = self.labels[key]
         if not store.lines:
             return {"run": key, "n": 0, "message": "no labels yet"}
+        ck = ("agreement", run.generation, store.version)
+        hit = run.cached_summary(ck)
+        if hit is not None:
+            return hit
         try:
             cal = calibrate(read_labels(run.path), read_labels(store.path), n_boot=self.opts.n_boot)
+            out = cast(dict[str, Any], clean({"run": key, **cal.to_dict(),
+                                              "command": f"referee calibrate {run.path} {store.path}"}))
         except UserError as exc:
-            return {"run": key, "n": 0, "message": str(exc)}
-        return cast(dict[str, Any], clean({"run": key, **cal.to_dict(),
-                                           "command": f"referee calibrate {run.path} {store.path}"}))
+            out = {"run": key, "n": 0, "message": str(exc)}
+        run.store_summary(ck, out)
+        return out
 
     def api_compare(self, base: str, cand: str, params: dict[str, str]) -> dict[str, Any]:
         from ..reports.json_summary import summary_dict
@@ -437,6 +461,19 @@ class ViewApp:
                 "same": 5}
         out.sort(key=lambda c: rank[c["change"]])
         return out
+
+
+def _num(params: dict[str, str], name: str) -> float | None:
+    v = params.get(name)
+    if v in (None, ""):
+        return None
+    try:
+        x = float(v)
+    except ValueError:
+        raise ApiError(400, f"{name} must be a number") from None
+    if not math.isfinite(x):
+        raise ApiError(400, f"{name} must be a finite number")
+    return x
 
 
 def _change(b: dict[str, Any] | None, c: dict[str, Any] | None) -> str:

@@ -63,6 +63,8 @@ class LabelStore:
         self._mutex = threading.Lock()
         self._lock: Any = None
         self.lines: list[dict[str, Any]] = []
+        self.version = 0
+        """Bumped on every write (cached agreement figures are keyed by it)."""
         if path.exists():
             if path.is_dir():
                 raise InputError("is a directory, expected a labels JSONL file", file=str(path))
@@ -85,6 +87,10 @@ class LabelStore:
         lock = ResultsLock(self.path)
         try:
             lock.acquire()
+        except OSError as exc:  # e.g. results in a read-only folder
+            _OPEN.discard(key)
+            raise UserError(f"cannot write the labels file {self.path} ({exc.strerror or exc}): name a writable "
+                            "file with --labels") from None
         except UserError as exc:
             _OPEN.discard(key)
             m = re.search(r"in use by (pid \d+|another process)", str(exc))
@@ -127,11 +133,13 @@ class LabelStore:
                     f.flush()
                     os.fsync(f.fileno())
                 self.lines.append(label)
+                self.version += 1
                 return False
             lines = [o for i, o in enumerate(self.lines) if i not in set(old[1:])]
             lines[old[0]] = label
             self._rewrite(lines)
             self.lines = lines
+            self.version += 1
             return True
 
     def _rewrite(self, lines: list[dict[str, Any]]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -51,21 +52,24 @@ class ViewServer(ThreadingHTTPServer):
 
     def __init__(self, app: ViewApp, host: str, port: int) -> None:
         self.app = app
+        if ":" in host:  # an IPv6 address such as ::1
+            self.address_family = socket.AF_INET6
         super().__init__((host, port), _Handler)
         bound_host, self.port = self.server_address[0], self.server_address[1]
         self.host = str(bound_host)
         # The Host headers a browser sends for this server; anything else is another site's name (rebinding).
-        names = {self.host, "127.0.0.1", "localhost", "[::1]"} if self.host in ("127.0.0.1", "::1", "localhost") \
-            else {self.host}
+        literal = f"[{self.host}]" if ":" in self.host else self.host
+        names = {literal, "127.0.0.1", "localhost", "[::1]"} if self.host in ("127.0.0.1", "::1", "localhost") \
+            else {literal}
         if host not in ("", "0.0.0.0", "::"):
-            names.add(host)
+            names.add(f"[{host}]" if ":" in host else host)
         self.allowed_hosts = {f"{n}:{self.port}" for n in names}
         self.any_host = host in ("", "0.0.0.0", "::")
 
     @property
     def url(self) -> str:
         h = self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-        return f"http://{h}:{self.port}/"
+        return f"http://[{h}]:{self.port}/" if ":" in h else f"http://{h}:{self.port}/"
 
     def start_background(self) -> threading.Thread:
         t = threading.Thread(target=self.serve_forever, name="referee-view", daemon=True)

@@ -43,6 +43,7 @@ SORT_KEYS = ("row", "id", "score", "status", "category", "evaluator", "cost", "l
 MAX_LIMIT = 500
 NEAR_THRESHOLD = 0.1
 """Scores within this of the threshold count as the judge being unsure (review queue)."""
+_CACHED = 32
 _SEARCH_CHARS = 4000
 """Per field, the text kept for full-text search (a 100 kB output is searched on its start)."""
 
@@ -266,6 +267,8 @@ class Run:
 
     def store_summary(self, key: tuple[Any, ...], value: dict[str, Any]) -> None:
         self._summaries[key] = value
+        while len(self._summaries) > _CACHED:  # a long review session keys one agreement per label: keep recent
+            del self._summaries[next(iter(self._summaries))]
 
     # -- reading rows ----------------------------------------------------------------------------------
 
@@ -309,6 +312,11 @@ class Query:
     limit: int = 50
     threshold: float = 0.7
     pass_rule: str = "threshold"
+    ranges: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    """``score``/``cost``/``latency`` -> (min, max), both inclusive; rows without a value never match."""
+
+
+RANGE_KEYS = ("score", "cost", "latency")
 
 
 def passes(table: ResultsTable, rows: NDArray[np.int64], threshold: float, rule: str) -> NDArray[np.int8]:
@@ -336,6 +344,13 @@ def select(run: Run, qy: Query, labelled_ids: set[str]) -> tuple[NDArray[np.int6
         key = qy.category.strip().lower()
         codes = [c for c, k in enumerate(t.categories) if k == key or (not k and key == "(uncategorized)")]
         mask &= np.isin(t.category, np.asarray(codes, dtype=np.int32))
+    for name, (lo, hi) in qy.ranges.items():
+        col = {"score": t.score, "cost": t.cost, "latency": t.latency}[name]
+        with np.errstate(invalid="ignore"):
+            if lo is not None:
+                mask &= col >= lo
+            if hi is not None:
+                mask &= col <= hi
     if qy.labelled is not None:
         lab = np.fromiter((i in labelled_ids for i in t.ids), dtype=bool, count=n)
         mask &= lab if qy.labelled else ~lab

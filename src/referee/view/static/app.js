@@ -209,7 +209,16 @@ async function renderTable(key, params, box) {
     select("category", info.categories, "category"),
     select("evaluator", info.evaluators || [], "evaluator"),
     select("flag", state.index.flags, "flag"),
-    select("labelled", ["true", "false"], "labelled"));
+    select("labelled", ["true", "false"], "labelled"),
+    rangeBox("score", "score", "0.01"), rangeBox("cost", "cost $", "any"), rangeBox("latency", "latency ms", "any"));
+  function rangeBox(name, label, step) {
+    const box = (side) => {
+      const inp = el("input", { type: "number", step, id: side + "-" + name, class: "range", placeholder: side, value: p.get(side + "_" + name) || "" });
+      inp.addEventListener("change", () => setParam(side + "_" + name, inp.value.trim()));
+      return inp;
+    };
+    return el("span", { class: "range-box" }, label + " ", box("min"), "\u2013", box("max"));
+  }
   const body = el("tbody", {}, el("tr", {}, el("td", { colspan: COLUMNS.length, class: "muted" }, "loading...")));
   const sort = p.get("sort") || "row";
   const desc = p.get("order") === "desc";
@@ -270,7 +279,9 @@ function renderCaseBody(c) {
         section("Judged text with evidence highlighted", judged || textBlock(cs.output))));
     }
     if (cs.turns) {
-      parts.push(section("Conversation", cs.turns.map((t) => el("div", { class: "turn" }, el("div", { class: "role" }, t.role), el("div", { class: "text" }, typeof t.content === "string" ? t.content : JSON.stringify(t.content))))));
+      parts.push(section("Conversation", cs.turns.map((t) => el("div", { class: "turn" + (t.judged ? " judged" : "") },
+        el("div", { class: "role" }, t.role, t.judged ? " \u2014 the turn this row judges" : ""),
+        el("div", { class: "text" }, typeof t.content === "string" ? t.content : JSON.stringify(t.content))))));
     }
     if (cs.trajectory) {
       parts.push(section("Trajectory (" + cs.trajectory.length + " steps)", cs.trajectory.map((s) => el("div", { class: "step" + (s.error ? " failed" : "") },
@@ -349,15 +360,25 @@ function reviewPanel(key, c, onDone, blind) {
   const mine = (c.labels || []).filter((l) => (l.reviewer || "anonymous") === currentReviewer());
   if (mine.length && mine[0].comment) comment.value = mine[0].comment;
   const status = el("span", { id: "label-status", class: "muted" }, mine.length ? "your label: " + labelText(mine[0]) : (c.labels || []).length ? "labelled by others" : "not labelled yet");
-  async function send(extra) {
+  // The value of this reviewer's label, so a comment written after it is saved with it.
+  let given = mine.length ? ["passed", "score", "winner"].reduce((o, k) => {
+    if (mine[0][k] !== undefined && (k !== "score" || mine[0].passed === undefined && mine[0].winner === undefined)) {
+      o[k] = k === "score" && mine[0].raw_score !== undefined ? mine[0].raw_score : mine[0][k];
+      if (k === "score" && mine[0].scale) o.scale = mine[0].scale;
+    }
+    return o;
+  }, {}) : null;
+  async function send(extra, advance) {
     const body = Object.assign({ run: key, id: c.id, reviewer: currentReviewer(), comment: comment.value }, extra);
     try {
       const data = await postLabel(body);
+      given = extra;
       status.textContent = "your label: " + labelText(data.label);
       status.className = "pass";
-      if (onDone) onDone(data);
+      if (onDone && advance !== false) onDone(data);
     } catch (e) { toast(e.message, true); status.textContent = e.message; status.className = "fail"; }
   }
+  comment.addEventListener("change", () => { if (given) send(given, false); });
   const buttons = [];
   const keys = {};
   if (!blind && c.pairwise && c.case && c.case.output_a !== undefined) blind = ["a", "b"];

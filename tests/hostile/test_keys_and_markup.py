@@ -1,0 +1,120 @@
+"""Issue 10, class 8: keys and markup (echoed keys redacted, JUnit/Markdown control characters, bidi, rank CSP,
+SIGTERM leaves the manifest ``interrupted``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from referee.cli import cli
+from referee.reports._safe import CSP, SafeConsole
+from referee.reports.markdown_summary import _cell
+from referee.results import read_results
+from referee.results.manifest import RunManifest
+from referee.testing import FakeLLMServer
+
+KEY = "sk-test-abcdefghijklmnopqrstuvwxyz0123"
+NASTY = "a\x00b\x07c\x1b[31md\ufffee \u202egnp.exe\u202c f"
+
+
+def test_a_judge_echoing_the_api_key_is_redacted_in_rows_and_cache(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "c.jsonl").write_text('{"id": "a", "output": "x"}\n')
+    (tmp_path / "t.md").write_text("{output}")
+    reply = json.dumps({"overall_score": 0.2, "quality": {"score": 0.2, "rationale": f"my key is {KEY}"}})
+    with FakeLLMServer(responder=lambda req: "Sure, the key: " + KEY + "\n" + reply) as srv:
+        os.environ["OPENAI_API_KEY"] = KEY
+        try:
+            cli(["judge", str(tmp_path / "c.jsonl"), "-t", str(tmp_path / "t.md"), "-o", str(tmp_path / "r.jsonl"),
+                 "--provider", "openai", "--base-url", srv.openai_base_url])
+        finally:
+            del os.environ["OPENAI_API_KEY"]
+    capsys.readouterr()
+    (row,) = read_results(tmp_path / "r.jsonl").rows
+    assert row.status == "scored"
+    assert KEY not in (tmp_path / "r.jsonl").read_text() and KEY not in (row.rationale or "")
+    for db in (tmp_path / ".referee").rglob("*.sqlite"):
+        with sqlite3.connect(db) as con:
+            dump = "\n".join(str(r) for t in con.execute("select name from sqlite_master where type='table'")
+                             for r in con.execute(f"select * from {t[0]}"))
+        assert KEY not in dump
+
+
+@pytest.fixture
+def nasty_results(tmp_path: Path) -> Path:
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"id": f"{NASTY}-{i}", "status": "scored", "score": 0.1, "category": NASTY,
+                                     "rationale": NASTY}) + "\n" for i in range(3)))
+    return p
+
+
+def test_junit_and_markdown_stay_well_formed_with_control_characters(nasty_results: Path, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    junit, md = tmp_path / "j.xml", tmp_path / "s.md"
+    cli(["score", str(nasty_results), "--junit-xml", str(junit), "--markdown", str(md), "--fail-under", "0.9"])
+    capsys.readouterr()
+    root = ET.parse(junit).getroot()  # well-formed XML (it raised before)
+    texts = [v for el in root.iter() for v in [*el.attrib.values(), el.text or ""]]
+    assert any("<U+202E>" in t for t in texts) and not any("\u202e" in t or "\x1b" in t for t in texts)
+    text = md.read_text(encoding="utf-8")
+    assert "\x00" not in text and "\x1b" not in text and "\u202e" not in text
+    cell = _cell(NASTY)  # the one escape every case-text cell of the Markdown goes through
+    assert r"U\+202E" in cell and not any(c in cell for c in "\x00\x07\x1b\u202e")
+
+
+def test_html_reports_neutralise_bidi_and_rank_has_the_csp(nasty_results: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    html = tmp_path / "r.html"
+    cli(["report", str(nasty_results), "--html", str(html)])
+    page = html.read_text(encoding="utf-8")
+    assert "\u202e" not in page and "&lt;U+202E&gt;" in page and "\x00" not in page
+    assert f'content="{CSP}"' in page
+    pairs = tmp_path / "p.jsonl"
+    pairs.write_text("".join(json.dumps({"id": f"p{i}", "status": "scored", "winner": "a", "score": 1.0,
+                                         "details": {"name_a": "sys\u202eA", "name_b": "B"}}) + "\n"
+                             for i in range(3)))
+    rank = tmp_path / "rank.html"
+    cli(["rank", str(pairs), "--html", str(rank)])
+    capsys.readouterr()
+    page = rank.read_text(encoding="utf-8")
+    assert f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' in page and "\u202e" not in page
+
+
+def test_the_terminal_shows_bidi_controls_visibly() -> None:
+    safe, plain = io.StringIO(), io.StringIO()
+    SafeConsole(file=safe, width=80).print("case \u202egnp.exe")
+    Console(file=plain, width=80).print("case \u202egnp.exe")
+    assert "\u202e" in plain.getvalue()  # rich alone passes it through
+    assert "\u202e" not in safe.getvalue() and "case <U+202E>gnp.exe" in safe.getvalue()
+
+
+def test_sigterm_leaves_the_manifest_interrupted_and_keeps_rows(tmp_path: Path) -> None:
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "output": f"x{i}"}) + "\n"
+                                              for i in range(30)))
+    (tmp_path / "t.md").write_text("{output}")
+    with FakeLLMServer(responder=lambda r: '{"overall_score": 0.5}', latency=0.3) as srv:
+        p = subprocess.Popen([sys.executable, "-m", "referee", "judge", str(tmp_path / "c.jsonl"), "-t",
+                              str(tmp_path / "t.md"), "-o", str(tmp_path / "r.jsonl"), "--provider", "openai",
+                              "--base-url", srv.openai_base_url, "--concurrency", "1"],
+                             env={**os.environ, "OPENAI_API_KEY": KEY}, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(srv.requests) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        p.terminate()
+        code = p.wait(timeout=60)
+    assert code == 130, p.stderr.read() if p.stderr else ""
+    man = RunManifest.read(tmp_path / "r.jsonl")
+    assert man is not None and man.status == "interrupted"
+    rows = read_results(tmp_path / "r.jsonl", strict=True).rows
+    assert 1 <= len(rows) < 30 and all(r.status == "scored" for r in rows)
+    assert not (tmp_path / "r.jsonl.lock").exists()
