@@ -9,7 +9,6 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from aiohttp import web
@@ -143,3 +142,42 @@ def test_one_target_at_a_time_when_asked(tmp_path: Path) -> None:
         rec.stop()
     assert [o.target.id for o in outcomes] == ["a", "b"]
     assert not rec.overlap_seen and rec.seen == {"a": N_CASES, "b": N_CASES}
+
+
+def test_dry_run_estimates_generation_tokens_and_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The target side of ``--dry-run``: tokens from the filled prompt, the output bound from max_tokens, priced by
+    the target's own prices, else the public database; nothing without a price gets an invented cost."""
+    (tmp_path / "v1.md").write_text("Answer: {input}", encoding="utf-8")  # 8 characters + the input
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": "x" * 392}) + "\n"
+                                                  for i in range(10)), encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("""cases: cases.jsonl
+targets:
+  - {id: db, provider: anthropic, model: claude-3-haiku-20240307, prompt: v1.md, max_tokens: 100}
+  - {id: own, provider: openai, model: m, template: "{input}", input_price_per_mtok: 1000, output_price_per_mtok: 2000,
+     max_tokens: 10, system: "0123"}
+  - {id: local, provider: ollama, model: llama3.1, template: "{input}"}
+  - {id: app, python: "nowhere:fn"}
+evaluators:
+  - contains: {value: x}
+""", encoding="utf-8")
+    assert cli(["run", str(suite), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("  ")}
+    assert "generation estimate (no call was made)" in out
+    # 10 cases x 400 characters = 1,000 tokens in; 10 x 100 out; $0.25 / $1.25 per million (genai-prices)
+    assert "10 call(s), estimated input ~1,000 tokens" in lines["db"] and "at most 1,000 tokens" in lines["db"]
+    assert "$0.25 / $1.25 per million" in lines["db"] and "genai-prices" in lines["db"]
+    db_cost = float(lines["db"].split("estimated cost at most $")[1].split()[0])
+    assert db_cost == pytest.approx(1000 * 0.25e-6 + 1000 * 1.25e-6, abs=1e-4)
+    # the target's own prices: (392 + 4 system characters) x 10 / 4 = 990 tokens in, 100 out
+    assert "~990 tokens" in lines["own"] and "the target's prices" in lines["own"]
+    assert float(lines["own"].split("estimated cost at most $")[1].split()[0]) == pytest.approx(
+        990 * 1e-3 + 100 * 2e-3, abs=1e-4)
+    assert "cost unknown" in lines["local"] and "$" not in lines["local"]
+    assert "tokens and cost unknown" in lines["app"]
+    total = float(out.split("estimated generation cost at most $")[1].split()[0])
+    assert total == pytest.approx(db_cost + 1.19, abs=2e-4) and "2 target(s) without a price" in out
+    # --batch: the database's batch rate
+    assert cli(["run", str(suite), "--dry-run", "--batch"]) == 0
+    assert "$0.125 / $0.625 per million" in capsys.readouterr().out

@@ -169,3 +169,86 @@ def _finish(prep: _Prepared, outcome: Outcome) -> TargetOutcome:
     outcome.manifest.write(prep.path)
     return TargetOutcome(target=prep.info, results=prep.path, outputs=outputs_path(prep.path.parent, prep.target.id),
                          outcome=outcome, generation=g, notes=prep.notes)
+
+
+@dataclass
+class GenerationEstimate:
+    """``referee run --dry-run`` for one target: calls, tokens and cost estimated from the filled prompts."""
+
+    target: str
+    kind: str
+    model: str | None
+    calls: int
+    input_tokens: int | None
+    max_output_tokens: int | None
+    cost_usd: float | None
+    price_source: str | None
+    prices: tuple[float, float] | None
+
+    def describe(self) -> str:
+        head = f"  {self.target} ({self.model or self.kind}): {self.calls} call(s)"
+        if self.input_tokens is None:
+            return head + "; tokens and cost unknown (not a model target: it reports its own cost, if any)"
+        text = (f"{head}, estimated input ~{self.input_tokens:,} tokens (4 characters per token), output at most "
+                f"{self.max_output_tokens:,} tokens (max_tokens per call)")
+        if self.cost_usd is None or self.prices is None:
+            return text + ("; cost unknown: no public price (a local server or an unknown model; give the target input_price_per_mtok "
+                           "and output_price_per_mtok)")
+        return (text + f"; estimated cost at most ${self.cost_usd:.4f} ({self.price_source}, ${self.prices[0]:g} / "
+                f"${self.prices[1]:g} per million input / output tokens)")
+
+
+def estimate_generation(specs: Sequence[TargetSpec], cases: Sequence[Any], base: Path, *,
+                        batch: bool = False) -> list[GenerationEstimate]:
+    """What generating ``cases`` with each target would cost, without building a client, importing a module or
+    calling anything: a model target's prompt (and system prompt) filled per case at 4 characters per token,
+    its ``max_tokens`` per call as the output bound, priced by its own prices, else the public price database
+    (as the judge's estimate). One call per case (per user turn of a ``turns:`` case); a tool loop's further
+    steps and the earlier replies of a conversation are not counted, so the input is a lower bound there."""
+    from ..runner.prices import BATCH_DISCOUNT, database_version, per_mtok
+    from ..templates import fill
+    from ._kinds import case_inputs, user_turns
+    from .loader import _read
+
+    out = []
+    for spec in specs:
+        n_calls = 0
+        if spec.kind != "model":
+            for c in cases:
+                n_calls += len(user_turns(c) or [c])
+            out.append(GenerationEstimate(spec.id, spec.kind, None, n_calls, None, None, None, None, None))
+            continue
+        template = _read(base, spec.prompt, spec) if spec.prompt is not None else (spec.template or "")
+        system = _read(base, spec.system_file, spec) if spec.system_file is not None else spec.system
+        chars = 0
+        for c in cases:
+            values = case_inputs(c)
+            sys_chars = len(fill(system, values)) if system else 0
+            sent = 0
+            turns: list[str | None] = [None]
+            turns = list(user_turns(c) or turns)
+            for user in turns:
+                sent += len(fill(template, values if user is None else {**values, "input": user}))
+                chars += sys_chars + sent
+                n_calls += 1
+        live_batch = batch and not spec.tools
+        prices: tuple[float, float] | None = None
+        source = None
+        if spec.input_price_per_mtok is not None and spec.output_price_per_mtok is not None:
+            prices, source = (spec.input_price_per_mtok, spec.output_price_per_mtok), "the target's prices"
+            if live_batch:
+                prices = (prices[0] * BATCH_DISCOUNT, prices[1] * BATCH_DISCOUNT)
+        else:
+            from ..providers import LOCAL_SERVERS
+
+            name = spec.provider or "openai"
+            prices = per_mtok(name, spec.model, base_url=spec.base_url or LOCAL_SERVERS.get(name), batch=live_batch)
+            source = database_version()
+        in_tokens, out_tokens = chars // 4, n_calls * spec.max_tokens
+        cost = (round(in_tokens / 1e6 * prices[0] + out_tokens / 1e6 * prices[1], 10)
+                if prices is not None else None)
+        if prices is not None and live_batch:
+            source = f"{source}, batch rate"
+        out.append(GenerationEstimate(spec.id, spec.kind, f"{spec.provider or 'openai'} {spec.model}", n_calls,
+                                      in_tokens, out_tokens, cost, source, prices))
+    return out
