@@ -127,3 +127,13 @@ def test_provider_calls_count_failed_requests_too(tmp_path: Path, capsys: pytest
     capsys.readouterr()
     man = RunManifest.read(tmp_path / "r.jsonl")
     assert sent == 3 and man is not None and man.totals is not None and man.totals.provider_calls == sent
+
+
+def test_rubric_numbers_are_checked(tmp_path: Path) -> None:
+    from referee.errors import InputError
+    from referee.rubrics.loader import load_rubric
+
+    f = tmp_path / "r.yaml"
+    f.write_text("name: r\nfail_below: .nan\ncriteria:\n  - {id: a, weight: 1.0}\n")
+    with pytest.raises((InputError, UserError)):
+        load_rubric(str(f))

@@ -29,7 +29,7 @@ WEIGHT_TOLERANCE = 1e-6
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def scale_bounds(scale: str) -> tuple[float, float, bool]:

@@ -1,327 +1,40 @@
 """Loading and validating suite files. Every problem is collected with its path and YAML line, so
-``referee validate`` can report them all at once (``suite.yaml:14 evaluators[2].regex.pattern: ...``)."""
+``referee validate`` can report them all at once (``suite.yaml:14 evaluators[2].regex.pattern: ...``).
+
+The suite model is in ``_suite.py``, the evaluator entries in ``_entries.py``; this module loads and keeps the
+import paths callers use."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import fnmatch
 import hashlib
 import importlib
-import inspect
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from .._yaml import parse_nodes
 from ..cases import Case, load_cases
-from ..errors import InputError, UserError
-from ..evaluators.base import CheckResult, Evaluator, LLMEvaluator, registry
+from ..errors import InputError
+from ..evaluators.base import LLMEvaluator
 from ..targets.loader import TARGET_KEYS, parse_targets
-from ..targets.model import TargetSpec
+from ._entries import NotImported, _build_entry, _Collector, _line_map, module_findable
+from ._suite import EvalSpec, Path_, Problem, Suite, SuiteInvalid
 from .model import (
     BASELINE_ONLY_GATES,
-    RESERVED_ENTRY_KEYS,
-    EntryMeta,
     Gates,
     JudgeDefaults,
-    Scoring,
     SuiteFile,
 )
-from .options import OptionProblem, build_evaluator
 
-Path_ = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class Problem:
-    file: str
-    line: int | None
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where} {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
-
-
-class SuiteInvalid(UserError):
-    """The suite file has problems; the message lists every one, one per line."""
-
-    def __init__(self, problems: list[Problem]) -> None:
-        self.problems = problems
-        super().__init__("\n".join(str(p) for p in problems))
-
-
-@dataclass
-class EvalSpec:
-    """One evaluator as a suite uses it."""
-
-    label: str
-    name: str
-    evaluator: Evaluator
-    weight: float = 1.0
-    threshold: float | None = None
-    critical: bool = False
-    field: str = "output"
-    line: int | None = None
-
-    @property
-    def is_llm(self) -> bool:
-        return bool(getattr(self.evaluator, "is_llm", False))
-
-    @property
-    def blocking(self) -> bool:
-        return bool(getattr(self.evaluator, "blocking", False))
-
-
-@dataclass
-class Suite:
-    path: str
-    name: str
-    cases: list[Case]
-    specs: list[EvalSpec]
-    scoring: Scoring = field(default_factory=lambda: Scoring())
-    judge: JudgeDefaults | None = None
-    gates: Gates = field(default_factory=lambda: Gates())
-    concurrency: int | None = None
-    sha256: str = ""
-    cases_path: str | None = None
-    base_dir: Path = field(default_factory=Path)
-    targets: list[TargetSpec] = field(default_factory=list)
-    """Systems under test (``targets:`` and the ``prompts:`` x ``models:`` matrix); empty: the cases hold the
-    outputs."""
-
-    @property
-    def llm_specs(self) -> list[EvalSpec]:
-        return [s for s in self.specs if s.is_llm]
-
-    def config_hash(self) -> str:
-        """Identity of what the suite computes (for resuming only rows produced the same way)."""
-        h = hashlib.sha256(self.sha256.encode())
-        for s in self.specs:
-            h.update(repr((s.label, s.name, s.weight, s.threshold, s.critical, s.field, s.evaluator)).encode())
-        return h.hexdigest()
-
-    def filtered(self, patterns: list[str]) -> Suite:
-        """Cases and evaluators matching ``--filter`` patterns (globs).
-
-        ``id:GLOB``/``category:GLOB`` select cases, ``evaluator:GLOB`` selects evaluators (by label or name);
-        a bare GLOB selects cases whose id or category matches. Patterns of one kind are alternatives.
-        """
-        case_pats: list[tuple[str, str]] = []
-        ev_pats: list[str] = []
-        for p in patterns:
-            kind, sep, glob = p.partition(":")
-            if sep and kind in ("id", "category", "case"):
-                case_pats.append((kind, glob))
-            elif sep and kind in ("evaluator", "eval", "check"):
-                ev_pats.append(glob)
-            elif sep:
-                raise UserError(f"--filter {p!r}: unknown kind '{kind}' (use id:, category: or evaluator:)")
-            else:
-                case_pats.append(("any", p))
-
-        def case_ok(c: Case) -> bool:
-            if not case_pats:
-                return True
-            for kind, glob in case_pats:
-                cat = c.category or ""
-                if kind in ("id", "case", "any") and fnmatch.fnmatchcase(c.id, glob):
-                    return True
-                if kind in ("category", "any") and fnmatch.fnmatchcase(cat, glob):
-                    return True
-            return False
-
-        specs = [s for s in self.specs
-                 if not ev_pats or any(fnmatch.fnmatchcase(s.label, g) or fnmatch.fnmatchcase(s.name, g)
-                                       for g in ev_pats)]
-        cases = [c for c in self.cases if case_ok(c)]
-        if not cases:
-            raise UserError(f"--filter matched no case of {self.path}")
-        if not specs:
-            raise UserError(f"--filter matched no evaluator of {self.path}")
-        return dataclasses.replace(self, cases=cases, specs=specs)
-
-
-def _line_map(node: Any, path: Path_ = (), out: dict[Path_, int] | None = None) -> dict[Path_, int]:
-    """Line (1-based) of every mapping key and sequence item in a composed YAML document."""
-    out = {} if out is None else out
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            key = k.value
-            out[(*path, key)] = k.start_mark.line + 1
-            _line_map(v, (*path, key), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            out[(*path, i)] = item.start_mark.line + 1
-            _line_map(item, (*path, i), out)
-    return out
-
-
-def _fmt_path(path: Path_) -> str:
-    s = ""
-    for p in path:
-        s += f"[{p}]" if isinstance(p, int) else (f".{p}" if s else str(p))
-    return s
-
-
-class _Collector:
-    def __init__(self, file: str, lines: dict[Path_, int]) -> None:
-        self.file = file
-        self.lines = lines
-        self.problems: list[Problem] = []
-
-    def line(self, path: Path_) -> int | None:
-        p = tuple(path)
-        while p:
-            if p in self.lines:
-                return self.lines[p]
-            p = p[:-1]
-        return 1 if self.lines else None
-
-    def add(self, path: Path_, message: str, line: int | None = None) -> None:
-        self.problems.append(Problem(self.file, line if line is not None else self.line(path),
-                                     _fmt_path(path), message))
-
-
-def _resolve_files(options: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Options naming files (``*_file``) are relative to the suite file."""
-    out = dict(options)
-    for k, v in options.items():
-        if k.endswith("_file") and isinstance(v, str) and not Path(v).is_absolute():
-            out[k] = str(base / v)
-    return out
-
-
-@dataclass
-class NotImported(Evaluator):
-    """A plugin evaluator named by a suite that ``validate`` / ``run --dry-run`` did not import: they run no
-    user code (a plugin module may write files when imported). Its options are not checked."""
-
-    name: ClassVar[str] = "not-imported"
-    plugin: str = ""
-
-    def evaluate(self, case: Any, output: Any) -> CheckResult:
-        raise RuntimeError(f"plugin evaluator '{self.plugin}' was not imported (validate / dry run)")
-
-
-def module_findable(module: str) -> bool:
-    """Whether ``module`` can be found on ``sys.path`` without importing (running) it or its packages."""
-    import importlib.machinery
-
-    path: list[str] | None = list(sys.path)
-    spec = None
-    for part in module.split("."):
-        if path is None:
-            return False
-        spec = importlib.machinery.PathFinder.find_spec(part, path)
-        if spec is None:
-            return module in sys.modules or module.split(".")[0] in sys.builtin_module_names
-        path = list(spec.submodule_search_locations) if spec.submodule_search_locations is not None else None
-    return spec is not None
-
-
-def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_code: bool = True,
-                 declared_plugins: bool = False) -> EvalSpec | None:
-    from .. import plugins
-
-    here: Path_ = ("evaluators", idx)
-    if isinstance(entry, Evaluator):  # a suite built in Python
-        label = entry.name or type(entry).__name__
-        return EvalSpec(label=label, name=label, evaluator=entry, line=None)
-    if isinstance(entry, str):
-        name, raw_opts, meta_raw = entry, {}, {}
-    elif isinstance(entry, dict):
-        names = [k for k in entry if k not in RESERVED_ENTRY_KEYS]
-        if len(names) != 1:
-            col.add(here, "an evaluator entry needs exactly one evaluator name besides "
-                          f"{', '.join(RESERVED_ENTRY_KEYS)} (got {', '.join(map(str, names)) or 'none'})")
-            return None
-        name = str(names[0])
-        raw_opts = entry[names[0]]
-        meta_raw = {k: v for k, v in entry.items() if k in RESERVED_ENTRY_KEYS}
-    else:
-        col.add(here, f"expected an evaluator name or mapping, got {type(entry).__name__}")
-        return None
-    opt_path: Path_ = (*here, name) if isinstance(entry, dict) else here
-    try:
-        meta = EntryMeta.model_validate(meta_raw)
-    except ValidationError as exc:
-        for e in exc.errors():
-            col.add((*here, *e["loc"]), e["msg"])
-        meta = None
-    if not run_user_code and name not in registry():
-        # No user code: a dotted path is looked up without importing it; other names may come from a plugin.
-        if plugins.is_dotted(name):
-            module = name.partition(":")[0]
-            if not module_findable(module):
-                col.add(opt_path, f"cannot find module '{module}' for plugin '{name}'")
-                return None
-        elif not declared_plugins and name not in plugins.entry_points():
-            known = ", ".join(sorted({*registry(), *plugins.entry_points()}))
-            col.add(opt_path, f"unknown evaluator '{name}' (known: {known})")
-            return None
-        if meta is None:
-            return None
-        return EvalSpec(label=meta.id or name, name=name, evaluator=NotImported(plugin=name), weight=meta.weight,
-                        threshold=meta.threshold, critical=meta.critical, field=meta.field, line=col.line(here))
-    try:
-        target = plugins.resolve(name)
-    except UserError as exc:
-        col.add(opt_path, str(exc))
-        return None
-    primary = getattr(target, "primary", None) if inspect.isclass(target) else None
-    if raw_opts is None:
-        options: dict[str, Any] = {}
-    elif isinstance(raw_opts, dict):
-        options = raw_opts
-    elif primary:
-        options = {primary: raw_opts}
-    else:
-        col.add(opt_path, f"options must be a mapping {{option: value}}, got {type(raw_opts).__name__}")
-        return None
-    options = _resolve_files(options, base)
-    try:
-        evaluator = _instantiate(target, name, options)
-    except OptionProblem as exc:
-        for opt, msg in exc.problems:
-            sub = tuple(int(x) if x.isdigit() else x for x in opt.split(".")) if opt else ()
-            col.add((*opt_path, *sub), msg)
-        return None
-    except UserError as exc:
-        col.add(opt_path, str(exc))
-        return None
-    if meta is None:
-        return None
-    return EvalSpec(label=meta.id or name, name=name, evaluator=evaluator, weight=meta.weight,
-                    threshold=meta.threshold, critical=meta.critical, field=meta.field,
-                    line=col.line(here))
-
-
-def _instantiate(target: Any, name: str, options: dict[str, Any]) -> Evaluator:
-    from .. import plugins
-
-    if inspect.isclass(target) and issubclass(target, Evaluator):
-        return build_evaluator(target, options)
-    if isinstance(target, Evaluator):
-        if options:
-            raise OptionProblem([("", f"'{name}' is an evaluator instance and takes no options")])
-        return target
-    if callable(target):
-        accepted, var_kw = plugins.function_option_names(target)
-        unknown = sorted(set(options) - accepted) if not var_kw else []
-        if unknown:
-            raise OptionProblem([(u, f"unknown option (options: {', '.join(sorted(accepted)) or 'none'})")
-                                 for u in unknown])
-        return plugins.from_function(target, name, options)
-    raise OptionProblem([("", f"'{name}' is a {type(target).__name__}, not an evaluator class, instance or "
-                              "function")])
-
+# Every name callers imported from here before the split still imports from here.
+__all__ = [
+    "EvalSpec", "NotImported", "Problem", "Suite", "SuiteInvalid", "check_suite", "load_suite", "module_findable",
+    "suite_from_dict",
+]
 
 def _load_cases(value: Any, col: _Collector, base: Path) -> tuple[list[Case], str | None]:
     from ..cases import _check_case  # the same checks and messages as cases files

@@ -1,0 +1,197 @@
+"""Evaluator entries of a suite (``- regex: {...}``, plugins, dotted paths, instances) -> :class:`EvalSpec`s,
+with every problem located by its YAML path and line."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import UserError
+from ..evaluators.base import CheckResult, Evaluator, registry
+from ._suite import EvalSpec, Path_, Problem
+from .model import (
+    RESERVED_ENTRY_KEYS,
+    EntryMeta,
+)
+from .options import OptionProblem, build_evaluator
+
+
+def _line_map(node: Any, path: Path_ = (), out: dict[Path_, int] | None = None) -> dict[Path_, int]:
+    """Line (1-based) of every mapping key and sequence item in a composed YAML document."""
+    out = {} if out is None else out
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = k.value
+            out[(*path, key)] = k.start_mark.line + 1
+            _line_map(v, (*path, key), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            out[(*path, i)] = item.start_mark.line + 1
+            _line_map(item, (*path, i), out)
+    return out
+
+
+def _fmt_path(path: Path_) -> str:
+    s = ""
+    for p in path:
+        s += f"[{p}]" if isinstance(p, int) else (f".{p}" if s else str(p))
+    return s
+
+
+class _Collector:
+    def __init__(self, file: str, lines: dict[Path_, int]) -> None:
+        self.file = file
+        self.lines = lines
+        self.problems: list[Problem] = []
+
+    def line(self, path: Path_) -> int | None:
+        p = tuple(path)
+        while p:
+            if p in self.lines:
+                return self.lines[p]
+            p = p[:-1]
+        return 1 if self.lines else None
+
+    def add(self, path: Path_, message: str, line: int | None = None) -> None:
+        self.problems.append(Problem(self.file, line if line is not None else self.line(path),
+                                     _fmt_path(path), message))
+
+
+def _resolve_files(options: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Options naming files (``*_file``) are relative to the suite file."""
+    out = dict(options)
+    for k, v in options.items():
+        if k.endswith("_file") and isinstance(v, str) and not Path(v).is_absolute():
+            out[k] = str(base / v)
+    return out
+
+
+@dataclass
+class NotImported(Evaluator):
+    """A plugin evaluator named by a suite that ``validate`` / ``run --dry-run`` did not import: they run no
+    user code (a plugin module may write files when imported). Its options are not checked."""
+
+    name: ClassVar[str] = "not-imported"
+    plugin: str = ""
+
+    def evaluate(self, case: Any, output: Any) -> CheckResult:
+        raise RuntimeError(f"plugin evaluator '{self.plugin}' was not imported (validate / dry run)")
+
+
+def module_findable(module: str) -> bool:
+    """Whether ``module`` can be found on ``sys.path`` without importing (running) it or its packages."""
+    import importlib.machinery
+
+    path: list[str] | None = list(sys.path)
+    spec = None
+    for part in module.split("."):
+        if path is None:
+            return False
+        spec = importlib.machinery.PathFinder.find_spec(part, path)
+        if spec is None:
+            return module in sys.modules or module.split(".")[0] in sys.builtin_module_names
+        path = list(spec.submodule_search_locations) if spec.submodule_search_locations is not None else None
+    return spec is not None
+
+
+def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_code: bool = True,
+                 declared_plugins: bool = False) -> EvalSpec | None:
+    from .. import plugins
+
+    here: Path_ = ("evaluators", idx)
+    if isinstance(entry, Evaluator):  # a suite built in Python
+        label = entry.name or type(entry).__name__
+        return EvalSpec(label=label, name=label, evaluator=entry, line=None)
+    if isinstance(entry, str):
+        name, raw_opts, meta_raw = entry, {}, {}
+    elif isinstance(entry, dict):
+        names = [k for k in entry if k not in RESERVED_ENTRY_KEYS]
+        if len(names) != 1:
+            col.add(here, "an evaluator entry needs exactly one evaluator name besides "
+                          f"{', '.join(RESERVED_ENTRY_KEYS)} (got {', '.join(map(str, names)) or 'none'})")
+            return None
+        name = str(names[0])
+        raw_opts = entry[names[0]]
+        meta_raw = {k: v for k, v in entry.items() if k in RESERVED_ENTRY_KEYS}
+    else:
+        col.add(here, f"expected an evaluator name or mapping, got {type(entry).__name__}")
+        return None
+    opt_path: Path_ = (*here, name) if isinstance(entry, dict) else here
+    try:
+        meta = EntryMeta.model_validate(meta_raw)
+    except ValidationError as exc:
+        for e in exc.errors():
+            col.add((*here, *e["loc"]), e["msg"])
+        meta = None
+    if not run_user_code and name not in registry():
+        # No user code: a dotted path is looked up without importing it; other names may come from a plugin.
+        if plugins.is_dotted(name):
+            module = name.partition(":")[0]
+            if not module_findable(module):
+                col.add(opt_path, f"cannot find module '{module}' for plugin '{name}'")
+                return None
+        elif not declared_plugins and name not in plugins.entry_points():
+            known = ", ".join(sorted({*registry(), *plugins.entry_points()}))
+            col.add(opt_path, f"unknown evaluator '{name}' (known: {known})")
+            return None
+        if meta is None:
+            return None
+        return EvalSpec(label=meta.id or name, name=name, evaluator=NotImported(plugin=name), weight=meta.weight,
+                        threshold=meta.threshold, critical=meta.critical, field=meta.field, line=col.line(here))
+    try:
+        target = plugins.resolve(name)
+    except UserError as exc:
+        col.add(opt_path, str(exc))
+        return None
+    primary = getattr(target, "primary", None) if inspect.isclass(target) else None
+    if raw_opts is None:
+        options: dict[str, Any] = {}
+    elif isinstance(raw_opts, dict):
+        options = raw_opts
+    elif primary:
+        options = {primary: raw_opts}
+    else:
+        col.add(opt_path, f"options must be a mapping {{option: value}}, got {type(raw_opts).__name__}")
+        return None
+    options = _resolve_files(options, base)
+    try:
+        evaluator = _instantiate(target, name, options)
+    except OptionProblem as exc:
+        for opt, msg in exc.problems:
+            sub = tuple(int(x) if x.isdigit() else x for x in opt.split(".")) if opt else ()
+            col.add((*opt_path, *sub), msg)
+        return None
+    except UserError as exc:
+        col.add(opt_path, str(exc))
+        return None
+    if meta is None:
+        return None
+    return EvalSpec(label=meta.id or name, name=name, evaluator=evaluator, weight=meta.weight,
+                    threshold=meta.threshold, critical=meta.critical, field=meta.field,
+                    line=col.line(here))
+
+
+def _instantiate(target: Any, name: str, options: dict[str, Any]) -> Evaluator:
+    from .. import plugins
+
+    if inspect.isclass(target) and issubclass(target, Evaluator):
+        return build_evaluator(target, options)
+    if isinstance(target, Evaluator):
+        if options:
+            raise OptionProblem([("", f"'{name}' is an evaluator instance and takes no options")])
+        return target
+    if callable(target):
+        accepted, var_kw = plugins.function_option_names(target)
+        unknown = sorted(set(options) - accepted) if not var_kw else []
+        if unknown:
+            raise OptionProblem([(u, f"unknown option (options: {', '.join(sorted(accepted)) or 'none'})")
+                                 for u in unknown])
+        return plugins.from_function(target, name, options)
+    raise OptionProblem([("", f"'{name}' is a {type(target).__name__}, not an evaluator class, instance or "
+                              "function")])
