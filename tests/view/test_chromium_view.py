@@ -151,6 +151,9 @@ def test_hostile_text_in_every_field_never_runs(driver: Any, served: Served, pag
     assert d.execute_script("return window.__xss") is None
     assert d.execute_script("return document.querySelectorAll('#main script, #main img, #main svg, #main iframe, "
                             "#main [onerror], #main [onload]').length") == 0
+    # No script error and no Content-Security-Policy violation (the page's own code needs no exception).
+    severe = [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert severe == []
     hrefs = d.execute_script("return [...document.querySelectorAll('#main a')].map(a => a.getAttribute('href'))")
     assert not [h for h in hrefs if h and h.strip().lower().startswith("javascript")]
     assert d.title == "referee view"

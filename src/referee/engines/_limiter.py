@@ -11,7 +11,7 @@ import asyncio
 import functools
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..providers.base import Completion, JudgeRequest, Provider
 
@@ -36,6 +36,7 @@ class Limiter:
         self._next_start: dict[str, float] = {}
         self._pacing: dict[str, asyncio.Lock] = {}
         self.in_flight: dict[str, int] = {}
+        # Counters per key, for diagnostics and tests: the most calls ever in flight at once, permits granted.
         self.max_in_flight: dict[str, int] = {}
         self.granted: dict[str, int] = {}
 
@@ -101,7 +102,3 @@ def limit_provider(provider: Provider, permits: Permits) -> Callable[[], None]:
         provider.__dict__.pop("complete", None)
 
     return undo
-
-
-def snapshot(limiter: Limiter) -> dict[str, Any]:
-    return {"max_in_flight": dict(limiter.max_in_flight), "granted": dict(limiter.granted)}

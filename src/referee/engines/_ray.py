@@ -36,7 +36,7 @@ from ..providers.base import Completion, JudgeRequest, Provider
 from ..runner.cache import ResponseCache, cache_key
 from ..runner.client import COST_DECIMALS, CallStats, JudgeClient, RetryPolicy
 from . import Engine, EngineRun, _check_rpm
-from ._limiter import Limiter, limit_provider, snapshot
+from ._limiter import Limiter, limit_provider
 
 CONNECT_TIMEOUT_S = 3.0
 """An address that does not answer within this is unreachable: exit 2 at once, not after Ray's retries."""
@@ -195,9 +195,6 @@ class _Hub:
         if self._cache is not None:
             self._cache.put(key, completion)
 
-    async def limits(self) -> dict[str, Any]:
-        return snapshot(self._limiter)
-
     async def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
@@ -248,8 +245,6 @@ class RayEngine(Engine):
         self.rpm = rpm
         self.num_cpus = num_cpus
         self.workers = workers
-        self.hub: Any = None
-        """The running hub actor (tests read its permit counters)."""
 
     def describe(self) -> str:
         return f"ray={self.address}" if self.address else "ray"
@@ -297,7 +292,6 @@ class RayEngine(Engine):
             hub_name = f"referee-hub-{run_id}"
             hub = ray.remote(_Hub).options(num_cpus=0, max_concurrency=100_000, scheduling_strategy=here,
                                            name=hub_name).remote(cache_path, concurrency, self.rpm)
-            self.hub = hub
             clients: dict[str, JudgeClient] = {}
 
             def recipe(c: JudgeClient) -> dict[str, Any]:

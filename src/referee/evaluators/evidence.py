@@ -18,6 +18,7 @@ exactly (fuzzy matching on 3 letters finds them anywhere). A ``file:line`` or ``
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -142,6 +143,12 @@ class EvidenceChecker:
         self.norm = {k: normalise(v) for k, v in self.raw.items()}
 
     def check(self, quote: str) -> QuoteCheck:
+        if "&lt;" in quote or "&gt;" in quote:
+            # The judge saw tag-like case text escaped by prompt_guard.neutralise: its quote of that text is
+            # checked as the original reads.
+            plain = self.check(quote.replace("&lt;", "<").replace("&gt;", ">"))
+            if plain.found:
+                return dataclasses.replace(plain, quote=quote)
         ref = _file_line(quote, self.raw)
         if ref is not None and ref.found:
             return ref

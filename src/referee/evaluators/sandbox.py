@@ -188,15 +188,28 @@ def _sweep_stale_dirs() -> None:
             continue
 
 
+_PRCTL: list[Any] = []
+
+
+def _prctl() -> Any:
+    """libc's ``prctl``, looked up in the parent: the forked child must not import or take locks (other
+    threads may have held them at fork time)."""
+    if not _PRCTL:
+        try:
+            import ctypes
+
+            _PRCTL.append(ctypes.CDLL(None).prctl)
+        except Exception:  # noqa: BLE001 - no libc prctl: the process group is still killed after every run
+            _PRCTL.append(None)
+    return _PRCTL[0]
+
+
 def _die_with_parent() -> None:
     """In the forked child before exec: SIGKILL when referee dies (even by kill -9); ``unshare --kill-child``
     passes it on to the code, the init of its pid namespace, whose death takes every process in it along."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - best effort: the process group is still killed after every run
-        pass
+    prctl = _PRCTL[0] if _PRCTL else None
+    if prctl is not None:
+        prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _tail(path: Path) -> str:
@@ -248,6 +261,7 @@ def run_python(code: str, tests: str | None = None, limits: SandboxLimits | None
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work), "TMPDIR": str(work), "LANG": "C.UTF-8",
            "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
     cmd = [*prefix, sys.executable, "-I", "-B", str(CHILD)]
+    _prctl()  # resolved here, in the parent, for _die_with_parent
     t0 = time.perf_counter()
     out_path, err_path = work / "stdout.txt", work / "stderr.txt"
     try:
