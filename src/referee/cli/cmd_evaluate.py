@@ -23,27 +23,14 @@ from ..evaluators.rubric import RubricJudge
 from ..results.manifest import RunManifest, TemplateInfo, text_sha256
 from ..results.schema import ResultRow
 from ..rubrics import Rubric, load_rubric
+from ..rubrics.loader import read_text_file, rubric_hash
 from ..rubrics.model import UNGROUNDED_MODES
 from ..runner.session import error_row, execute, totals_line
 from ..templates import preflight
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 
-
-def rubric_hash(rubric: Rubric) -> str:
-    return text_sha256(rubric.model_dump_json())
-
-
-def read_text_file(path: str, what: str) -> str:
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"{what} not found", file=path)
-    if p.is_dir():
-        raise InputError(f"{what} is a directory, expected a file", file=path)
-    try:
-        return p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} is not valid UTF-8", file=path) from exc
+__all__ = ["command", "read_text_file", "rubric_hash"]  # the helpers moved to the library; kept importable
 
 
 def _read_contexts(paths: tuple[str, ...]) -> dict[str, str]:

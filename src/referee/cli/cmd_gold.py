@@ -23,10 +23,10 @@ from ..evaluators.gold_dataset import discover_gold_cases, gold_results_json
 from ..results.manifest import RunManifest, TemplateInfo, text_sha256
 from ..results.schema import ResultRow
 from ..rubrics import Rubric, load_rubric
+from ..rubrics.loader import read_text_file, rubric_hash
 from ..runner.session import error_row, execute
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
-from .cmd_evaluate import read_text_file, rubric_hash
 
 
 def _terminal(row: ResultRow, rubric: Rubric) -> None:

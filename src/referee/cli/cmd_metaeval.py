@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..errors import InputError, UserError
@@ -31,42 +30,11 @@ from ..metaeval.results import (
     read_gold,
     read_human_ratings,
 )
-from ..reports._safe import SafeConsole
+from ..reports.metaeval import console as _console
+from ..reports.metaeval import render_pairwise_meta as _print_pairwise
 from ..stats.agreement import interval_text
-from ..stats.bootstrap import DEFAULT_SEED, Interval
+from ..stats.bootstrap import DEFAULT_SEED
 from ._common import echo_err
-
-
-def _s(iv: Interval | None, digits: int = 3) -> str:
-    return interval_text(iv, digits)
-
-
-def _console() -> Console:
-    return SafeConsole(highlight=False, soft_wrap=True, width=200)
-
-
-def _print_pairwise(results: dict[str, PairwiseMeta], *, gold: bool = True) -> None:
-    con = _console()
-    t = Table(title="Pairwise judge vs gold, both orders (95% bootstrap CI)", title_justify="left")
-    cols = ["judge / group", "n"]
-    if gold:
-        cols += ["acc (A first)", "acc (B first)", "acc mean", "kappa mean"]
-    cols += ["agreement", "consistent", "picks 1st shown", "picks 2nd shown", "prefers longer (n)"]
-    for c in cols:
-        t.add_column(c, justify="left" if c == "judge / group" else "right")
-    for name, m in results.items():
-        row = [name, str(m.n)]
-        if gold:
-            row += [_s(m.acc_noswap), _s(m.acc_swap), _s(m.acc_mean),
-                    "n/a" if m.kappa_mean is None else f"{m.kappa_mean:.3f}"]
-        b = m.bias
-        row += [_s(m.agreement), _s(b.consistent), _s(b.first), _s(b.second),
-                f"{_s(b.judge_prefers_longer)} ({b.length_pairs})" if b.judge_prefers_longer else "n/a"]
-        t.add_row(*row)
-    con.print(t)
-    notes = {n for m in results.values() for n in (*m.notes, *m.bias.notes)}
-    for n in sorted(notes):
-        con.print(f"note: {n}")
 
 
 def _write_json(path: str | None, data: Any) -> None:

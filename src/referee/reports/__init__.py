@@ -8,7 +8,7 @@ from typing import Any
 _LAZY = {
     "render_html": ".html", "write_html": ".html", "summary_dict": ".json_summary", "write_json": ".json_summary",
     "write_junit": ".junit", "leaderboard_fragment": ".leaderboard", "leaderboard_page": ".leaderboard",
-    "render_markdown": ".markdown_summary", "render_terminal": ".score_terminal", "render_verdict": ".verdict_md",
+    "render_markdown": ".markdown_summary", "render_pairwise_meta": ".metaeval", "render_terminal": ".score_terminal", "render_verdict": ".verdict_md",
 }
 
 __all__ = sorted(_LAZY)

@@ -134,3 +134,23 @@ def list_rubrics() -> list[RubricInfo]:
         out.append(RubricInfo(name=f.stem, kind=r.kind, criteria=len(r.criteria),
                               description=desc[0] if desc else "", path=str(f)))
     return out
+
+
+def rubric_hash(rubric: Rubric) -> str:
+    """The identity of a rubric's content (recorded in manifests; a changed rubric is never resumed)."""
+    from ..results.manifest import text_sha256
+
+    return text_sha256(rubric.model_dump_json())
+
+
+def read_text_file(path: str, what: str) -> str:
+    """A text file the user named (an output, a context, a document): errors say which and why."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{what} not found", file=path)
+    if p.is_dir():
+        raise InputError(f"{what} is a directory, expected a file", file=path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} is not valid UTF-8", file=path) from exc
