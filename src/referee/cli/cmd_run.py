@@ -73,7 +73,8 @@ def default_out(suite_path: str) -> Path:
                    "local one, or ray=HOST:PORT / ray=auto for a running one. Env: REFEREE_ENGINE.")
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), default=None,
               help="At most this many judge calls started per minute per provider (with --engine ray: across "
-                   "every worker, as --concurrency is).")
+                   "every worker, as --concurrency is; with targets: across all of them). A target's own calls "
+                   "are paced by its rate_limit, not by --rpm.")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
@@ -115,6 +116,17 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             click.echo(f"generation: {len(suite.cases)} case(s) x {len(suite.targets)} target(s) "
                        f"({', '.join(t.id for t in suite.targets)}) = {len(suite.cases) * len(suite.targets)} "
                        "generation(s), before the cache and earlier outputs; tool loops make more model calls")
+            from ..targets.suite import estimate_generation
+
+            gens = estimate_generation(suite.targets, suite.cases, suite.base_dir, batch=jo.batch)
+            click.echo("generation estimate (no call was made):")
+            for g in gens:
+                click.echo(g.describe())
+            priced = [g.cost_usd for g in gens if g.cost_usd is not None]
+            if priced:
+                unpriced = len(gens) - len(priced)
+                click.echo(f"  estimated generation cost at most ${sum(priced):.4f} (before cache hits and retries"
+                           + (f"; {unpriced} target(s) without a price not included)" if unpriced else ")"))
             suite = dataclasses.replace(suite, cases=suite.cases * len(suite.targets))
         ip, op = jo.input_price, jo.output_price
         source = "your prices"

@@ -59,6 +59,8 @@ class LocalEngine(Engine):
     def __init__(self, *, rpm: float | None = None) -> None:
         _check_rpm(rpm)
         self.rpm = rpm
+        self._limiter: Limiter | None = None
+        self._started = 0
 
     @contextlib.contextmanager
     def start(self, suite: Suite, *, client: JudgeClient | None, concurrency: int) -> Iterator[EngineRun]:
@@ -66,10 +68,16 @@ class LocalEngine(Engine):
 
         undo = None
         if self.rpm is not None and client is not None:
-            undo = limit_provider(client.provider, Limiter(rpm=self.rpm))
+            # Runs that overlap (a suite's targets side by side, each with its own judge client) share one
+            # limiter: --rpm stays per provider for the process, not per target.
+            if self._started == 0 or self._limiter is None:
+                self._limiter = Limiter(rpm=self.rpm)
+            undo = limit_provider(client.provider, self._limiter)
+        self._started += 1
         try:
             yield EngineRun(evaluate=CaseEvaluator(suite).evaluate, concurrency=concurrency)
         finally:
+            self._started -= 1
             if undo is not None:
                 undo()
 

@@ -7,6 +7,7 @@ generation is a wrapper around the per-case evaluation, so moving onto another r
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 from ..results.manifest import text_sha256
 from ..results.schema import TargetInfo
-from ..runner.session import Outcome, error_row, execute
+from ..runner.session import Outcome, error_row, execute_async
 from ._kinds import Target
 from ._run import GenerationStats, TargetRun, config_sha256, outputs_path, target_info
 from .loader import build_target
@@ -38,56 +39,216 @@ def build_targets(specs: Sequence[TargetSpec], base: Path, *, use_cache: bool = 
     return [build_target(s, base, use_cache=use_cache, batch=batch) for s in specs]
 
 
+PARALLEL_TARGETS = 4
+"""Targets run at once by default (the process's bound: at most this many targets' in-flight cases at a time)."""
+
+
+@dataclass
+class _Prepared:
+    target: Target
+    run: TargetRun
+    manifest: Any
+    info: TargetInfo
+    path: Path
+    bound: Any
+    client: Any
+    on_error: Callable[[Any, BaseException], Any]
+    notes: list[str]
+    in_flight: int
+
+
 def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
                       bind: Callable[[Any], tuple[Any, Any]], concurrency: int, command: list[str],
-                      judge_config: Any = None, engine: Any = None) -> list[TargetOutcome]:
+                      judge_config: Any = None, engine: Any = None,
+                      parallel_targets: int = PARALLEL_TARGETS) -> list[TargetOutcome]:
     """Run ``suite`` once per target. ``bind(suite) -> (suite with its LLM evaluators bound, judge client or
     None)`` is called per target: each run owns (and closes) its client. Generation runs here; the generated
-    cases are evaluated where ``engine`` says (``referee.engines``: this process, or a Ray cluster)."""
-    from ..engines import get_engine
-    from ..suites.runner import EVALUATOR_LABEL, build_manifest
+    cases are evaluated where ``engine`` says (``referee.engines``: this process, or a Ray cluster).
+
+    With the local engine, up to ``parallel_targets`` targets run at once in one event loop, each within its own
+    ``concurrency`` and ``rate_limit`` (its pacer) and writing only its own files; the outcomes come back in
+    the order of ``targets`` whatever the timing. ``--rpm`` stays one limit per judge provider across them."""
+    from ..engines import LocalEngine, get_engine
+    from ..runner.session import run_sync
 
     eng = get_engine(engine)
-
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = []
-    for target in targets:
-        bound, client = bind(suite)
-        run = TargetRun.open(target, out_dir, concurrency)
-        manifest = build_manifest(bound, command=command, judge_config=judge_config)
-        info = target_info(target)
-        cfg = config_sha256(target)
-        manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": cfg}
-        manifest.extra["config_hash"] = text_sha256(str(manifest.extra.get("config_hash", "")) + cfg)
-        manifest.system_under_test = info.model
+    if parallel_targets < 1:
+        raise ValueError("parallel_targets must be >= 1")
+    if not isinstance(eng, LocalEngine) or len(targets) < 2 or parallel_targets == 1:
+        # One after another: a Ray engine starts its cluster session per target (docs/scale.md).
+        results = []
+        for target in targets:
+            prep = _prepare(suite, target, out_dir, bind=bind, concurrency=concurrency, command=command,
+                            judge_config=judge_config)
+            with eng.start(prep.bound, client=prep.client, concurrency=prep.in_flight) as where:
+                outcome = run_sync(_execute(prep, where, show_progress=None))
+            results.append(_finish(prep, outcome))
+        return results
 
-        def on_error(c: Any, exc: BaseException, target: Target = target) -> Any:
-            row = error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category)
-            return row.model_copy(update={"target": target_info(target)})
+    async def run_all() -> list[TargetOutcome]:
+        gate = asyncio.Semaphore(parallel_targets)
 
-        path = out_dir / f"{target.id}.jsonl"
-        target_batch = getattr(getattr(target, "client", None), "batch", None)
-        if target_batch is not None:  # --batch: the target's jobs go in the manifest too, so a rerun resumes them
-            target_batch.attach(manifest.extra.setdefault("batch_jobs", []),
-                                save=lambda m=manifest, p=path: m.write(p))
-        notes = [run.store.note] if run.store.note else []
-        in_flight = max(concurrency, target.spec.concurrency or 0)
-        with eng.start(bound, client=client, concurrency=in_flight) as where:
-            evaluate = run.evaluator(where.evaluate, EVALUATOR_LABEL)
-            outcome = execute(out=path, manifest=manifest, items=bound.cases, key=lambda c: (c.id, None, None),
-                              evaluate=evaluate, on_error=on_error, client=client,
-                              concurrency=max(in_flight, where.concurrency),
-                              label=f"{target.id}: generating + judging", cleanup=run.aclose)
-        if outcome.resume_note:
-            notes.append(outcome.resume_note)
-        g = run.stats
-        outcome.manifest.extra["generation"] = {
-            "generated": g.generated, "reused": g.reused, "failed": g.failed, "cost_usd": g.cost_usd,
-            "provider_calls": g.calls, "cached_calls": g.cached_calls}
-        judge_costs = [r.details.get("judge_cost_usd") for r in outcome.rows]
-        outcome.manifest.extra["judge_cost_usd"] = (round(sum(c for c in judge_costs if c is not None), 10)
-                                                    if any(c is not None for c in judge_costs) else None)
-        outcome.manifest.write(path)
-        results.append(TargetOutcome(target=info, results=path, outputs=outputs_path(out_dir, target.id),
-                                     outcome=outcome, generation=g, notes=notes))
-    return results
+        async def one(prep: _Prepared) -> TargetOutcome:
+            async with gate:
+                with eng.start(prep.bound, client=prep.client, concurrency=prep.in_flight) as where:
+                    # One live progress bar per terminal: targets side by side report when each is done.
+                    outcome = await _execute(prep, where, show_progress=False)
+                return _finish(prep, outcome)
+
+        preps: list[_Prepared] = []
+        try:
+            for t in targets:
+                preps.append(_prepare(suite, t, out_dir, bind=bind, concurrency=concurrency, command=command,
+                                      judge_config=judge_config))
+        except BaseException:  # e.g. an outputs file in use: release what the earlier targets opened
+            for p in preps:
+                await p.run.aclose()
+                if p.client is not None:
+                    await p.client.aclose()
+            raise
+        tasks = [asyncio.ensure_future(one(p)) for p in preps]
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:  # a fatal error in one target stops the others (their rows so far are kept, manifests final)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    return run_sync(run_all())
+
+
+def _prepare(suite: Any, target: Target, out_dir: Path, *, bind: Callable[[Any], tuple[Any, Any]],
+             concurrency: int, command: list[str], judge_config: Any) -> _Prepared:
+    from ..suites.runner import EVALUATOR_LABEL, build_manifest
+
+    bound, client = bind(suite)
+    run = TargetRun.open(target, out_dir, concurrency)
+    manifest = build_manifest(bound, command=command, judge_config=judge_config)
+    info = target_info(target)
+    cfg = config_sha256(target)
+    manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": cfg}
+    manifest.extra["config_hash"] = text_sha256(str(manifest.extra.get("config_hash", "")) + cfg)
+    manifest.system_under_test = info.model
+
+    def on_error(c: Any, exc: BaseException, target: Target = target) -> Any:
+        row = error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category)
+        return row.model_copy(update={"target": target_info(target)})
+
+    path = out_dir / f"{target.id}.jsonl"
+    target_batch = getattr(getattr(target, "client", None), "batch", None)
+    if target_batch is not None:  # --batch: the target's jobs go in the manifest too, so a rerun resumes them
+        target_batch.attach(manifest.extra.setdefault("batch_jobs", []),
+                            save=lambda m=manifest, p=path: m.write(p))
+    notes = [run.store.note] if run.store.note else []
+    return _Prepared(target=target, run=run, manifest=manifest, info=info, path=path, bound=bound, client=client,
+                     on_error=on_error, notes=notes, in_flight=max(concurrency, target.spec.concurrency or 0))
+
+
+async def _execute(prep: _Prepared, where: Any, *, show_progress: bool | None) -> Outcome:
+    from ..suites.runner import EVALUATOR_LABEL
+
+    evaluate = prep.run.evaluator(where.evaluate, EVALUATOR_LABEL)
+    return await execute_async(out=prep.path, manifest=prep.manifest, items=prep.bound.cases,
+                               key=lambda c: (c.id, None, None), evaluate=evaluate, on_error=prep.on_error,
+                               client=prep.client, concurrency=max(prep.in_flight, where.concurrency),
+                               label=f"{prep.target.id}: generating + judging", show_progress=show_progress,
+                               cleanup=prep.run.aclose)
+
+
+def _finish(prep: _Prepared, outcome: Outcome) -> TargetOutcome:
+    if outcome.resume_note:
+        prep.notes.append(outcome.resume_note)
+    g = prep.run.stats
+    outcome.manifest.extra["generation"] = {
+        "generated": g.generated, "reused": g.reused, "failed": g.failed, "cost_usd": g.cost_usd,
+        "provider_calls": g.calls, "cached_calls": g.cached_calls}
+    judge_costs = [r.details.get("judge_cost_usd") for r in outcome.rows]
+    outcome.manifest.extra["judge_cost_usd"] = (round(sum(c for c in judge_costs if c is not None), 10)
+                                                if any(c is not None for c in judge_costs) else None)
+    outcome.manifest.write(prep.path)
+    return TargetOutcome(target=prep.info, results=prep.path, outputs=outputs_path(prep.path.parent, prep.target.id),
+                         outcome=outcome, generation=g, notes=prep.notes)
+
+
+@dataclass
+class GenerationEstimate:
+    """``referee run --dry-run`` for one target: calls, tokens and cost estimated from the filled prompts."""
+
+    target: str
+    kind: str
+    model: str | None
+    calls: int
+    input_tokens: int | None
+    max_output_tokens: int | None
+    cost_usd: float | None
+    price_source: str | None
+    prices: tuple[float, float] | None
+
+    def describe(self) -> str:
+        head = f"  {self.target} ({self.model or self.kind}): {self.calls} call(s)"
+        if self.input_tokens is None:
+            return head + "; tokens and cost unknown (not a model target: it reports its own cost, if any)"
+        text = (f"{head}, estimated input ~{self.input_tokens:,} tokens (4 characters per token), output at most "
+                f"{self.max_output_tokens:,} tokens (max_tokens per call)")
+        if self.cost_usd is None or self.prices is None:
+            return text + ("; cost unknown: no public price (a local server or an unknown model; give the target input_price_per_mtok "
+                           "and output_price_per_mtok)")
+        return (text + f"; estimated cost at most ${self.cost_usd:.4f} ({self.price_source}, ${self.prices[0]:g} / "
+                f"${self.prices[1]:g} per million input / output tokens)")
+
+
+def estimate_generation(specs: Sequence[TargetSpec], cases: Sequence[Any], base: Path, *,
+                        batch: bool = False) -> list[GenerationEstimate]:
+    """What generating ``cases`` with each target would cost, without building a client, importing a module or
+    calling anything: a model target's prompt (and system prompt) filled per case at 4 characters per token,
+    its ``max_tokens`` per call as the output bound, priced by its own prices, else the public price database
+    (as the judge's estimate). One call per case (per user turn of a ``turns:`` case); a tool loop's further
+    steps and the earlier replies of a conversation are not counted, so the input is a lower bound there."""
+    from ..runner.prices import BATCH_DISCOUNT, database_version, per_mtok
+    from ..templates import fill
+    from ._kinds import case_inputs, user_turns
+    from .loader import _read
+
+    out = []
+    for spec in specs:
+        n_calls = 0
+        if spec.kind != "model":
+            for c in cases:
+                n_calls += len(user_turns(c) or [c])
+            out.append(GenerationEstimate(spec.id, spec.kind, None, n_calls, None, None, None, None, None))
+            continue
+        template = _read(base, spec.prompt, spec) if spec.prompt is not None else (spec.template or "")
+        system = _read(base, spec.system_file, spec) if spec.system_file is not None else spec.system
+        chars = 0
+        for c in cases:
+            values = case_inputs(c)
+            sys_chars = len(fill(system, values)) if system else 0
+            sent = 0
+            turns: list[str | None] = [None]
+            turns = list(user_turns(c) or turns)
+            for user in turns:
+                sent += len(fill(template, values if user is None else {**values, "input": user}))
+                chars += sys_chars + sent
+                n_calls += 1
+        live_batch = batch and not spec.tools
+        prices: tuple[float, float] | None = None
+        source = None
+        if spec.input_price_per_mtok is not None and spec.output_price_per_mtok is not None:
+            prices, source = (spec.input_price_per_mtok, spec.output_price_per_mtok), "the target's prices"
+            if live_batch:
+                prices = (prices[0] * BATCH_DISCOUNT, prices[1] * BATCH_DISCOUNT)
+        else:
+            from ..providers import LOCAL_SERVERS
+
+            name = spec.provider or "openai"
+            prices = per_mtok(name, spec.model, base_url=spec.base_url or LOCAL_SERVERS.get(name), batch=live_batch)
+            source = database_version()
+        in_tokens, out_tokens = chars // 4, n_calls * spec.max_tokens
+        cost = (round(in_tokens / 1e6 * prices[0] + out_tokens / 1e6 * prices[1], 10)
+                if prices is not None else None)
+        if prices is not None and live_batch:
+            source = f"{source}, batch rate"
+        out.append(GenerationEstimate(spec.id, spec.kind, f"{spec.provider or 'openai'} {spec.model}", n_calls,
+                                      in_tokens, out_tokens, cost, source, prices))
+    return out
