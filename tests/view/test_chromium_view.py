@@ -130,7 +130,8 @@ def test_review_queue_is_driven_by_the_keyboard(driver: Any, served: Served, dat
     assert "winner" not in text.lower() and "position bias" not in text.lower()
     left = d.execute_script("return document.querySelectorAll('.cols .text')[0].textContent")
     d.find_element(By.TAG_NAME, "body").send_keys("1")
-    wait_until(d, lambda: (data.dir / "pairwise.labels.jsonl").exists())
+    plabels = data.dir / "pairwise.labels.jsonl"
+    wait_until(d, lambda: plabels.exists() and plabels.read_text().endswith("\n"))  # the whole line is written
     saved = json.loads((data.dir / "pairwise.labels.jsonl").read_text())
     assert saved["winner"] == ("a" if left.startswith("Answer A") else "b")
 
