@@ -217,3 +217,20 @@ def test_a_comment_written_after_the_label_is_saved_with_it(driver: Any, served:
     lines = [json.loads(x) for x in labels.read_text().splitlines()]
     assert len(lines) == 1 and lines[0]["passed"] is False and lines[0]["comment"].endswith(XSS[0])
     assert d.execute_script("return window.__xss") is None
+
+
+def test_the_table_by_keyboard(driver: Any, served: Served) -> None:
+    from selenium.webdriver.common.by import By
+
+    d = driver
+    d.get(served.url + "#/run/1")
+    wait_until(d, lambda: len(rows(d)) == 13)
+    body = d.find_element(By.TAG_NAME, "body")
+    body.send_keys("jjjk")  # down three, up one: the second row
+    assert d.execute_script("return document.querySelector('tr.case-row.selected').dataset.id") == "case-01"
+    body.send_keys("\n")
+    wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-01")
+    d.back()
+    wait_until(d, lambda: len(rows(d)) == 13)
+    d.find_element(By.TAG_NAME, "body").send_keys("/")
+    assert d.execute_script("return document.activeElement.id") == "search"
