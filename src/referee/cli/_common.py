@@ -12,7 +12,7 @@ import click
 
 from ..errors import UserError
 from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS, get_provider
-from ..results.manifest import JudgeConfig
+from ..results._manifest import JudgeConfig
 from ..runner import JudgeClient, ResponseCache, RetryPolicy
 from ..templates import Preflight
 

@@ -9,8 +9,8 @@ import click
 from ..cases import Case, load_cases
 from ..errors import InputError
 from ..evaluators.judge import TemplateJudge
-from ..results.manifest import RunManifest, TemplateInfo, text_sha256
-from ..results.schema import ResultRow
+from ..results._manifest import RunManifest, TemplateInfo, text_sha256
+from ..results._schema import ResultRow
 from ..runner.session import error_row, execute, totals_line
 from ..templates import placeholders, preflight
 from . import invoked_argv

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..cases import Case
 from ..providers.base import JudgeRequest
-from ..results.schema import CriterionScore, JudgeInfo, ResultRow
+from ..results._schema import CriterionScore, JudgeInfo, ResultRow
 from ..runner.client import JudgeClient
 from ..templates import case_values
 from .prompt_guard import fill_template, judge_request, system_prompt
