@@ -23,7 +23,7 @@ _MUTEX = threading.Lock()
 
 def lock_path(results: str | Path) -> Path:
     p = Path(results)
-    return p.with_name(p.name + "._lock")
+    return p.with_name(p.name + ".lock")
 
 
 def _lockable(results: Path) -> bool:
