@@ -131,6 +131,31 @@ def test_the_terminal_shows_bidi_controls_visibly() -> None:
     assert "\u202e" not in safe.getvalue() and "case <U+202E>gnp.exe" in safe.getvalue()
 
 
+def test_plain_warnings_and_errors_show_bidi_controls_visibly(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Lines echoed without rich (errors, usage errors, warnings) go through the same rule as SafeConsole."""
+    from referee.results import ResultRow
+    from referee.suites.gating import echo_failures
+
+    cases = tmp_path / "c\u202elsnoj.jsonl"
+    cases.write_text('{"id": "a", "output": "x"}\nnot json\n')
+    (tmp_path / "t.md").write_text("{output}")
+    # A UserError (the CLI's error handler) naming the user's file.
+    assert cli(["judge", str(cases), "-t", str(tmp_path / "t.md"), "-o", str(tmp_path / "r.jsonl"),
+                "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    err = capsys.readouterr().err
+    assert "c<U+202E>lsnoj.jsonl" in err and "\u202e" not in err
+    # A click usage error quoting the user's value.
+    assert cli(["score", str(tmp_path / "r\u202egnp.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "r<U+202E>gnp.jsonl" in err and "\u202e" not in err
+    # A warning naming a case (echo_err: every command's warnings).
+    echo_failures([ResultRow(id="case\u202egnp.exe\x1b[2J", status="error", error="boom\u2066")])
+    err = capsys.readouterr().err
+    assert "case<U+202E>gnp.exe[2J" in err
+    assert "boom<U+2066>" in err and not any(c in err for c in "\u202e\u2066\x1b")
+
+
 def test_sigterm_leaves_the_manifest_interrupted_and_keeps_rows(tmp_path: Path) -> None:
     (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "output": f"x{i}"}) + "\n"
                                               for i in range(30)))
