@@ -290,3 +290,27 @@ def test_progress_shows_in_a_notebook(monkeypatch: pytest.MonkeyPatch, capsys: p
     assert "\revaluating" in err and "3/3" in err
     hidden = progress_mod.Progress(total=3, label="evaluating", enabled=False, delay_s=0.0)
     assert not hidden.enabled
+
+
+def test_the_cli_and_the_api_compute_the_same_rows_and_gates(tmp_path: Path, fake_server: Any,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.testing import rows_without_timings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    fake_server.script(*[verdict(s) for s in (0.9, 0.2, 0.8)] * 2)
+    cases = tmp_path / "cases.csv"
+    cases.write_text("id,input,output,reference,category\n"
+                     "a,2+2?,4,4,math\nb,capital?,Lyon,Paris,geo\nc,3+3?,6,6,math\n", encoding="utf-8")
+    evaluators = ["equals", {"llm_judge": {"rubric": "- correct"}, "weight": 2}]
+    (tmp_path / "suite.yaml").write_text(
+        "cases: cases.csv\nevaluators:\n  - equals\n  - llm_judge: {rubric: '- correct'}\n    weight: 2\n"
+        "gates:\n  fail_under: 0.6\n", encoding="utf-8")
+    cli_out = tmp_path / "cli.jsonl"
+    code = cli(["run", str(tmp_path / "suite.yaml"), "--out", str(cli_out), "--provider", "openai",
+                "--model", "m", "--base-url", fake_server.url + "/v1", "--concurrency", "1", "--no-cache"])
+    r = referee.evaluate(cases, evaluators, judge=Judge("openai:m", base_url=fake_server.url + "/v1", cache=False,
+                                                        concurrency=1),
+                         gates={"fail_under": 0.6}, progress=False)
+    api_out = r.save(tmp_path / "api.jsonl")
+    assert rows_without_timings(cli_out) == rows_without_timings(api_out)
+    assert code == (0 if r.passed else 1) and r.passed  # 2 of 3 pass: the same gate, the same verdict

@@ -115,3 +115,34 @@ def test_unknown_engine_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureF
     assert cli(["run", str(suite), "--no-judge", "--engine", "spark"]) == 2
     assert "--engine 'spark'" in capsys.readouterr().err
     assert not (tmp_path / "suite_results.jsonl").exists()
+
+
+def test_overlapping_local_runs_share_one_rpm_limit(tmp_path: Path) -> None:
+    """A suite's targets run side by side, each with its own judge client: --rpm is still one limit per provider
+    for the process (one limiter behind every overlapping run), and a later run starts with a fresh one."""
+    from referee.suites import load_suite
+
+    class Stub:
+        name, base_url, model = "openai", "http://127.0.0.1:9/v1", "m"
+
+        async def complete(self, request: object) -> str:
+            return "ok"
+
+    class Client:
+        def __init__(self) -> None:
+            self.provider = Stub()
+
+    suite = load_suite(str(judged_suite(tmp_path)))
+    eng = LocalEngine(rpm=60_000)
+    a, b = Client(), Client()
+
+    async def call_both() -> None:
+        assert await a.provider.complete(None) == "ok" and await b.provider.complete(None) == "ok"
+
+    with eng.start(suite, client=a, concurrency=1), eng.start(suite, client=b, concurrency=1):  # type: ignore[arg-type]
+        limiter = eng._limiter
+        asyncio.run(call_both())
+    assert limiter is not None and limiter.granted == {"openai http://127.0.0.1:9/v1": 2}
+    assert "complete" not in a.provider.__dict__ and "complete" not in b.provider.__dict__  # undone
+    with eng.start(suite, client=a, concurrency=1):  # type: ignore[arg-type]
+        assert eng._limiter is not limiter

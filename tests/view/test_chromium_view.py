@@ -144,9 +144,9 @@ def test_review_queue_is_driven_by_the_keyboard(driver: Any, served: Served, dat
     assert "winner" not in text.lower() and "position bias" not in text.lower()
     left = d.execute_script("return document.querySelectorAll('.cols .text')[0].textContent")
     d.find_element(By.TAG_NAME, "body").send_keys("1")
-    pairs = data.dir / "pairwise.labels.jsonl"
-    wait_until(d, lambda: pairs.exists() and pairs.read_text().endswith("\n"))  # the whole line, not a part
-    saved = json.loads(pairs.read_text())
+    plabels = data.dir / "pairwise.labels.jsonl"
+    wait_until(d, lambda: plabels.exists() and plabels.read_text().endswith("\n"))  # the whole line is written
+    saved = json.loads((data.dir / "pairwise.labels.jsonl").read_text())
     assert saved["winner"] == ("a" if left.startswith("Answer A") else "b")
 
 
@@ -224,11 +224,34 @@ def test_a_comment_written_after_the_label_is_saved_with_it(driver: Any, served:
     text_is(d, "case-title", "case-04")
     d.find_element(By.TAG_NAME, "body").send_keys("f")
     wait_until(d, lambda: "your label: fail" in d.find_element(By.ID, "label-status").text)
-    box = d.find_element(By.ID, "comment")
-    box.send_keys("misses the 5-day rule " + XSS[0])
-    box.send_keys("\t")  # leaving the box saves it
+    def comment() -> bool:
+        box = d.find_element(By.ID, "comment")
+        box.clear()
+        box.send_keys("misses the 5-day rule " + XSS[0])
+        box.send_keys("\t")  # leaving the box saves it
+        return True
+
+    wait_until(d, comment)
     labels = data.dir / "results.labels.jsonl"
     wait_until(d, lambda: "misses the 5-day rule" in labels.read_text())
     lines = [json.loads(x) for x in labels.read_text().splitlines()]
     assert len(lines) == 1 and lines[0]["passed"] is False and lines[0]["comment"].endswith(XSS[0])
     assert d.execute_script("return window.__xss") is None
+
+
+def test_the_table_by_keyboard(driver: Any, served: Served) -> None:
+    from selenium.webdriver.common.by import By
+
+    d = driver
+    d.get(served.url + "#/run/1")
+    wait_until(d, lambda: len(rows(d)) == 13)
+    body = d.find_element(By.TAG_NAME, "body")
+    body.send_keys("jjjk")  # down three, up one: the second row
+    wait_until(d, lambda: d.execute_script(
+        "return document.querySelector('tr.case-row.selected').dataset.id") == "case-01")
+    body.send_keys("\n")
+    wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-01")
+    d.back()
+    wait_until(d, lambda: len(rows(d)) == 13)
+    d.find_element(By.TAG_NAME, "body").send_keys("/")
+    wait_until(d, lambda: d.execute_script("return document.activeElement.id") == "search")

@@ -149,6 +149,7 @@ async function viewRun(key, params) {
       " | labels go to ", el("code", {}, info.labels)),
     summaryBox, agreementBox, tableBox);
   renderTable(key, params, tableBox);
+  ctx.keys = tableKeys;
   api("/api/runs/" + key + "/summary").then((s) => renderSummary(summaryBox, s.summary, s.n_boot))
     .catch((e) => clear(summaryBox, el("p", { class: "fail" }, "summary: " + e.message)));
   renderAgreement(key, agreementBox);
@@ -173,6 +174,23 @@ function renderSummary(box, s, nBoot) {
     lowest.length ? el("div", { class: "card" }, el("b", {}, "Lowest cases"), el("ul", {}, lowest)) : null,
     (s.warnings || []).length ? el("ul", { class: "warn-list" }, s.warnings.slice(0, 10).map((w) => el("li", {}, w))) : null,
     el("p", { class: "muted" }, "threshold " + s.threshold + ", pass rule " + s.pass_rule + ", " + nBoot + " bootstrap resamples"));
+}
+
+// The table by keyboard: j/k move, Enter opens, / searches.
+function tableKeys(e) {
+  if (e.target && ["INPUT", "TEXTAREA", "SELECT"].includes(e.target.tagName)) return;
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  const rowsEls = [...document.querySelectorAll("#case-table tr.case-row")];
+  const cur = rowsEls.findIndex((r) => r.classList.contains("selected"));
+  if (e.key === "/") { e.preventDefault(); document.getElementById("search").focus(); return; }
+  if (e.key === "Enter" && cur >= 0) { e.preventDefault(); rowsEls[cur].click(); return; }
+  const step = e.key === "j" || e.key === "ArrowDown" ? 1 : e.key === "k" || e.key === "ArrowUp" ? -1 : 0;
+  if (!step || !rowsEls.length) return;
+  e.preventDefault();
+  const next = Math.min(Math.max(cur + step, 0), rowsEls.length - 1);
+  if (cur >= 0) rowsEls[cur].classList.remove("selected");
+  rowsEls[next].classList.add("selected");
+  rowsEls[next].scrollIntoView({ block: "nearest" });
 }
 
 async function renderAgreement(key, box) {
