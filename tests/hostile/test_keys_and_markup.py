@@ -50,6 +50,39 @@ def test_a_judge_echoing_the_api_key_is_redacted_in_rows_and_cache(tmp_path: Pat
         assert KEY not in dump
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_a_batch_reply_echoing_the_api_key_reaches_no_file(tmp_path: Path, provider: str,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Batch results fill the cache before any caller sees them: they go through the same redaction first."""
+    monkeypatch.setenv("REFEREE_BATCH_POLL_S", "0.01")
+    monkeypatch.setenv("REFEREE_BATCH_WINDOW_S", "0.05")
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(var, KEY)
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "output": f"x{i}"}) + "\n"
+                                              for i in range(3)))
+    (tmp_path / "t.md").write_text("{output}")
+    reply = json.dumps({"overall_score": 0.2, "quality": {"score": 0.2, "rationale": f"my key is {KEY}"}})
+    args = ["judge", str(tmp_path / "c.jsonl"), "-t", str(tmp_path / "t.md"), "--provider", provider,
+            "--model", "judge-model", "--batch"]
+    with FakeLLMServer(responder=lambda req: "Sure, the key: " + KEY + "\n" + reply) as srv:
+        base = srv.openai_base_url if provider == "openai" else srv.url
+        assert cli([*args, "-o", str(tmp_path / "r.jsonl"), "--base-url", base]) == 0
+        assert srv.batch_jobs  # the replies really came from a batch job
+        # A rerun answers from the cache the batch filled: what it holds is redacted too.
+        assert cli([*args, "-o", str(tmp_path / "again.jsonl"), "--base-url", base]) == 0
+        assert len(srv.batch_jobs) == 1
+    capsys.readouterr()
+    for name in ("r.jsonl", "again.jsonl"):
+        rows = read_results(tmp_path / name).rows
+        assert len(rows) == 3 and all(r.status == "scored" for r in rows)
+        assert all("my key is ***" in (r.rationale or "") for r in rows)  # the echo arrived, masked
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name not in ("c.jsonl", "t.md")]
+    assert any(p.suffix == ".sqlite" for p in written) and any(p.name == "r.manifest.json" for p in written)
+    for p in written:  # every byte of every file the runs wrote: results, manifests, the cache (and its journal)
+        assert KEY.encode() not in p.read_bytes(), p
+
+
 @pytest.fixture
 def nasty_results(tmp_path: Path) -> Path:
     p = tmp_path / "r.jsonl"
@@ -96,6 +129,31 @@ def test_the_terminal_shows_bidi_controls_visibly() -> None:
     Console(file=plain, width=80).print("case \u202egnp.exe")
     assert "\u202e" in plain.getvalue()  # rich alone passes it through
     assert "\u202e" not in safe.getvalue() and "case <U+202E>gnp.exe" in safe.getvalue()
+
+
+def test_plain_warnings_and_errors_show_bidi_controls_visibly(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Lines echoed without rich (errors, usage errors, warnings) go through the same rule as SafeConsole."""
+    from referee.results import ResultRow
+    from referee.suites.gating import echo_failures
+
+    cases = tmp_path / "c\u202elsnoj.jsonl"
+    cases.write_text('{"id": "a", "output": "x"}\nnot json\n')
+    (tmp_path / "t.md").write_text("{output}")
+    # A UserError (the CLI's error handler) naming the user's file.
+    assert cli(["judge", str(cases), "-t", str(tmp_path / "t.md"), "-o", str(tmp_path / "r.jsonl"),
+                "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    err = capsys.readouterr().err
+    assert "c<U+202E>lsnoj.jsonl" in err and "\u202e" not in err
+    # A click usage error quoting the user's value.
+    assert cli(["score", str(tmp_path / "r\u202egnp.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "r<U+202E>gnp.jsonl" in err and "\u202e" not in err
+    # A warning naming a case (echo_err: every command's warnings).
+    echo_failures([ResultRow(id="case\u202egnp.exe\x1b[2J", status="error", error="boom\u2066")])
+    err = capsys.readouterr().err
+    assert "case<U+202E>gnp.exe[2J" in err
+    assert "boom<U+2066>" in err and not any(c in err for c in "\u202e\u2066\x1b")
 
 
 def test_sigterm_leaves_the_manifest_interrupted_and_keeps_rows(tmp_path: Path) -> None:

@@ -284,7 +284,7 @@ evaluators:
   - python:
       tests: "def test_sq():\\n    assert sq(3) == 9\\n"
       cpu_s: 1
-      timeout_s: 3
+      timeout_s: 120  # far above cpu_s: on a loaded machine the CPU limit is still what stops "hang"
       memory_mb: 256
 """, cases)
     out = tmp_path / "code.jsonl"

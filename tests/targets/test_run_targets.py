@@ -253,10 +253,15 @@ def test_a_killed_run_resumes_without_generating_twice(tmp_path: Path) -> None:
 
     (tmp_path / "slow_agent.py").write_text(
         "import os, time\n"
+        "HERE = os.path.dirname(__file__)\n"
         "def answer(text):\n"
         "    time.sleep(0.05)\n"
-        "    with open(os.path.join(os.path.dirname(__file__), 'calls.txt'), 'a') as f:\n"
+        "    with open(os.path.join(HERE, 'calls.txt'), 'a') as f:\n"
         "        f.write(text + '\\n')\n"
+        # Past 30 calls, wait for the test to have killed the run: on a busy machine it might finish first.
+        "    if int(text[1:]) >= 30:\n"
+        "        while not os.path.exists(os.path.join(HERE, 'go')):\n"
+        "            time.sleep(0.02)\n"
         "    return 'Refunds take 5 business days: ' + text\n", encoding="utf-8")
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"k{i}", "input": f"q{i}"}) + "\n"
                                                   for i in range(200)), encoding="utf-8")
@@ -272,6 +277,7 @@ def test_a_killed_run_resumes_without_generating_twice(tmp_path: Path) -> None:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    (tmp_path / "go").touch()
     done_before = {json.loads(line)["id"] for line in outputs.read_text().splitlines() if line.endswith("}")}
     assert 20 <= len(done_before) < 200
     assert cli(["run", str(tmp_path / "suite.yaml"), "--out", str(out)]) == 0

@@ -260,7 +260,9 @@ def test_a_results_file_that_grows_is_picked_up(served: Served, data: Data) -> N
     with open(data.results, "a", encoding="utf-8") as f:
         f.write(json.dumps({"schema_version": 1, "id": "late-case", "status": "scored", "score": 0.9}) + "\n")
     os.utime(data.results, ns=(time.time_ns(), time.time_ns() + 1_000_000))
-    time.sleep(0.6)  # changes are looked for at most twice a second
+    deadline = time.monotonic() + 60  # changes are looked for at most twice a second: wait for it to be seen
+    while get(served, "/api/runs/1/cases")["total"] == before and time.monotonic() < deadline:
+        time.sleep(0.05)
     page = get(served, "/api/runs/1/cases?q=&sort=row&order=desc&limit=1")
     assert page["total"] == before + 1 and page["rows"][0]["id"] == "late-case"
     assert call(served, "POST", "/api/labels", {"run": "1", "id": "late-case", "passed": True})[0] == 201

@@ -28,7 +28,7 @@ def driver() -> Iterator[Any]:
     d.quit()
 
 
-def wait_for(d: Any, css: str, timeout: float = 20) -> Any:
+def wait_for(d: Any, css: str, timeout: float = 60) -> Any:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
@@ -36,13 +36,22 @@ def wait_for(d: Any, css: str, timeout: float = 20) -> Any:
     return WebDriverWait(d, timeout).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
 
 
-def wait_until(d: Any, fn: Any, timeout: float = 20) -> Any:
+def wait_until(d: Any, fn: Any, timeout: float = 60) -> Any:
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
     # The page replaces its content as it navigates: an element found a moment ago may be gone.
     return WebDriverWait(d, timeout, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
                          ).until(lambda _: fn())
+
+
+def click(d: Any, by: str, what: str) -> None:
+    """Find and click in one retried step: the page may re-render (a background refresh) between the two."""
+    wait_until(d, lambda: d.find_element(by, what).click() or True)
+
+
+def text_is(d: Any, element_id: str, expected: str) -> None:
+    wait_until(d, lambda: d.find_element("id", element_id).text == expected)
 
 
 def rows(d: Any) -> list[str]:
@@ -57,36 +66,40 @@ def test_browse_filter_open_label_reload_and_calibrate(driver: Any, served: Serv
     d = driver
     d.get(served.url + "#/run/1")
     wait_until(d, lambda: len(rows(d)) == 13)
-    assert d.find_element(By.ID, "total").text == "13 matching"
+    text_is(d, "total", "13 matching")
     wait_for(d, "#stat-pass-rate")  # the summary of referee score
-    assert d.find_element(By.ID, "stat-cases").text.endswith("12")
+    wait_until(d, lambda: d.find_element(By.ID, "stat-cases").text.endswith("12"))
 
-    Select(d.find_element(By.ID, "filter-status")).select_by_value("unscored")
+    wait_until(d, lambda: Select(d.find_element(By.ID, "filter-status")).select_by_value("unscored") or True)
     wait_until(d, lambda: rows(d) == ["case-03"])
     d.get(served.url + "#/run/1")
     wait_until(d, lambda: len(rows(d)) == 13)
-    box = d.find_element(By.ID, "search")
-    box.send_keys("Answer number 7\n")
+    wait_until(d, lambda: d.find_element(By.ID, "search").send_keys("Answer number 7\n") or True)
     wait_until(d, lambda: rows(d) == ["case-07"])
 
     # Open the case: its input, the rendered Markdown output and the evidence highlight.
-    d.find_element(By.CSS_SELECTOR, "tr.case-row").click()
-    wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-07")
-    assert d.find_element(By.CSS_SELECTOR, ".md strong").text == "Refunds take 5 days."
-    assert d.find_element(By.CSS_SELECTOR, "#judged-text mark").text == "Refunds take 5 days"
+    click(d, By.CSS_SELECTOR, "tr.case-row")
+    text_is(d, "case-title", "case-07")
+    wait_until(d, lambda: d.find_element(By.CSS_SELECTOR, ".md strong").text == "Refunds take 5 days.")
+    wait_until(d, lambda: d.find_element(By.CSS_SELECTOR, "#judged-text mark").text == "Refunds take 5 days")
 
     # Label three cases: a click, a key, and a score on the rubric's 1-5 scale.
-    reviewer = d.find_element(By.ID, "reviewer")
-    reviewer.send_keys("ann")
-    reviewer.send_keys("\t")
-    d.find_element(By.ID, "label-pass").click()
+    def name_the_reviewer() -> bool:
+        box = d.find_element(By.ID, "reviewer")
+        box.clear()
+        box.send_keys("ann")
+        box.send_keys("\t")
+        return box.get_attribute("value") == "ann"
+
+    wait_until(d, name_the_reviewer)
+    click(d, By.ID, "label-pass")
     wait_until(d, lambda: "your label: pass" in d.find_element(By.ID, "label-status").text)
     d.get(served.url + "#/run/1/case/1")
-    wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-01")
+    text_is(d, "case-title", "case-01")
     d.find_element(By.TAG_NAME, "body").send_keys("f")
     wait_until(d, lambda: "your label: fail" in d.find_element(By.ID, "label-status").text)
     d.get(served.url + "#/run/1/case/2")
-    wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-02")
+    text_is(d, "case-title", "case-02")
     d.find_element(By.TAG_NAME, "body").send_keys("4")
     wait_until(d, lambda: "4 (1-5)" in d.find_element(By.ID, "label-status").text)
 
@@ -99,10 +112,11 @@ def test_browse_filter_open_label_reload_and_calibrate(driver: Any, served: Serv
     d.get(served.url + "#/run/1?labelled=true")
     d.refresh()
     wait_until(d, lambda: sorted(rows(d)) == ["case-01", "case-02", "case-07"])
-    chips = d.execute_script("return [...document.querySelectorAll('#case-table .label-chip')].map(e => e.textContent)")
-    assert sorted(chips) == ["human: 4 (1-5)", "human: fail", "human: pass"]
+    wait_until(d, lambda: sorted(d.execute_script(
+        "return [...document.querySelectorAll('#case-table .label-chip')].map(e => e.textContent)"))
+        == ["human: 4 (1-5)", "human: fail", "human: pass"])
     wait_for(d, "#agreement-card")
-    assert "on 3 case(s)" in d.find_element(By.ID, "agreement-card").text
+    wait_until(d, lambda: "on 3 case(s)" in d.find_element(By.ID, "agreement-card").text)
     assert cli(["calibrate", str(data.results), str(labels), "--threshold", "1"]) == 0
 
 
@@ -111,16 +125,16 @@ def test_review_queue_is_driven_by_the_keyboard(driver: Any, served: Served, dat
 
     d = driver
     d.get(served.url + "#/run/1/review?kind=uncertain&n=3")
-    wait_until(d, lambda: d.find_element(By.ID, "review-pos").text == "1 of 3")
-    first = d.find_element(By.ID, "case-title").text
-    assert first == "case-03"  # the unscored case first
-    body = d.find_element(By.TAG_NAME, "body")
-    body.send_keys("f")
-    wait_until(d, lambda: d.find_element(By.ID, "review-pos").text == "2 of 3")  # on to the next case
-    body = d.find_element(By.TAG_NAME, "body")
-    body.send_keys("k")
-    wait_until(d, lambda: d.find_element(By.ID, "review-pos").text == "1 of 3")
-    line = json.loads((data.dir / "results.labels.jsonl").read_text().splitlines()[0])
+    text_is(d, "review-pos", "1 of 3")
+    text_is(d, "case-title", "case-03")  # the unscored case first
+    d.find_element(By.TAG_NAME, "body").send_keys("f")
+    text_is(d, "review-pos", "2 of 3")  # on to the next case
+    d.find_element(By.TAG_NAME, "body").send_keys("k")
+    text_is(d, "review-pos", "1 of 3")
+    text_is(d, "case-title", "case-03")
+    labels = data.dir / "results.labels.jsonl"
+    wait_until(d, lambda: labels.exists() and labels.read_text().endswith("\n"))
+    line = json.loads(labels.read_text().splitlines()[0])
     assert (line["id"], line["passed"]) == ("case-03", False)
 
     # Pairwise: blind review shows the two outputs without the verdict, and the pick maps back to a/b.
@@ -187,7 +201,7 @@ def test_compare_side_by_side_and_a_growing_file_shows_up(driver: Any, served: S
     ids = d.execute_script("return [...document.querySelectorAll('#compare-table tbody tr')].map(r => r.dataset.id)")
     assert "case-00" in ids and "case-08" not in ids
     assert d.find_element(By.ID, "compare-verdict").text.startswith("INCONCLUSIVE: overall pass rate -0.167")
-    d.find_element(By.CSS_SELECTOR, "#compare-table tr[data-id='case-00'] a").click()
+    click(d, By.CSS_SELECTOR, "#compare-table tr[data-id='case-00'] a")
     wait_for(d, "#side-by-side")
     sides = d.execute_script("return [...document.querySelectorAll('#side-by-side .side > p')].map(p => p.textContent)")
     assert "score 0.900" in sides[0] and "pass" in sides[0]
@@ -198,8 +212,8 @@ def test_compare_side_by_side_and_a_growing_file_shows_up(driver: Any, served: S
     wait_until(d, lambda: len(rows(d)) == 13)
     with open(data.results, "a", encoding="utf-8") as f:
         f.write(json.dumps({"schema_version": 1, "id": "late-case", "status": "scored", "score": 0.9}) + "\n")
-    wait_until(d, lambda: "late-case" in rows(d), timeout=20)
-    assert d.find_element(By.ID, "total").text == "14 matching"
+    wait_until(d, lambda: "late-case" in rows(d))
+    text_is(d, "total", "14 matching")
 
 
 def test_a_comment_written_after_the_label_is_saved_with_it(driver: Any, served: Served, data: Data) -> None:
@@ -207,12 +221,17 @@ def test_a_comment_written_after_the_label_is_saved_with_it(driver: Any, served:
 
     d = driver
     d.get(served.url + "#/run/1/case/4")
-    wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-04")
+    text_is(d, "case-title", "case-04")
     d.find_element(By.TAG_NAME, "body").send_keys("f")
     wait_until(d, lambda: "your label: fail" in d.find_element(By.ID, "label-status").text)
-    box = d.find_element(By.ID, "comment")
-    box.send_keys("misses the 5-day rule " + XSS[0])
-    box.send_keys("\t")  # leaving the box saves it
+    def comment() -> bool:
+        box = d.find_element(By.ID, "comment")
+        box.clear()
+        box.send_keys("misses the 5-day rule " + XSS[0])
+        box.send_keys("\t")  # leaving the box saves it
+        return True
+
+    wait_until(d, comment)
     labels = data.dir / "results.labels.jsonl"
     wait_until(d, lambda: "misses the 5-day rule" in labels.read_text())
     lines = [json.loads(x) for x in labels.read_text().splitlines()]
@@ -228,10 +247,11 @@ def test_the_table_by_keyboard(driver: Any, served: Served) -> None:
     wait_until(d, lambda: len(rows(d)) == 13)
     body = d.find_element(By.TAG_NAME, "body")
     body.send_keys("jjjk")  # down three, up one: the second row
-    assert d.execute_script("return document.querySelector('tr.case-row.selected').dataset.id") == "case-01"
+    wait_until(d, lambda: d.execute_script(
+        "return document.querySelector('tr.case-row.selected').dataset.id") == "case-01")
     body.send_keys("\n")
     wait_until(d, lambda: d.find_element(By.ID, "case-title").text == "case-01")
     d.back()
     wait_until(d, lambda: len(rows(d)) == 13)
     d.find_element(By.TAG_NAME, "body").send_keys("/")
-    assert d.execute_script("return document.activeElement.id") == "search"
+    wait_until(d, lambda: d.execute_script("return document.activeElement.id") == "search")

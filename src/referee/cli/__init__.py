@@ -8,6 +8,7 @@ User errors print one line and exit 2 (no traceback unless ``REFEREE_DEBUG=1``);
 from __future__ import annotations
 
 import gc
+import io
 import os
 import pkgutil
 import signal
@@ -65,6 +66,12 @@ def invoked_argv() -> list[str]:
     return ["referee", *(sys.argv[1:] if args is None else args)]
 
 
+def _echo_err(message: str) -> None:
+    from ..reports._safe import echo_err  # imported on the error path only: --help stays fast
+
+    echo_err(message)
+
+
 def _debug() -> bool:
     return os.environ.get("REFEREE_DEBUG", "") not in ("", "0")
 
@@ -84,12 +91,14 @@ def _cli(args: list[str] | None, prog_name: str) -> int:
     except UserError as exc:
         if _debug():
             raise
-        click.echo(f"referee: error: {exc}", err=True)
+        _echo_err(f"referee: error: {exc}")
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        shown = io.StringIO()  # click's usage errors quote the user's arguments (paths, values)
+        exc.show(file=shown)
+        _echo_err(shown.getvalue().rstrip("\n"))
         return 2 if exc.exit_code == 1 else exc.exit_code
     except click.exceptions.Abort:
         click.echo("referee: interrupted; rows already written are kept (rerun to finish)", err=True)
@@ -100,7 +109,7 @@ def _cli(args: list[str] | None, prog_name: str) -> int:
     except OSError as exc:
         if _debug():
             raise
-        click.echo(f"referee: error: {exc}", err=True)
+        _echo_err(f"referee: error: {exc}")
         return 2
     # Commands return their exit code (or call ctx.exit, which click turns into a return value here).
     return rv if isinstance(rv, int) else 0

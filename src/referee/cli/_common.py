@@ -13,6 +13,7 @@ import click
 from .._redact import bare_url as _safe_url
 from ..errors import UserError
 from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS, get_provider
+from ..reports._safe import echo_err
 from ..results.manifest import JudgeConfig
 from ..runner import JudgeClient, ResponseCache, RetryPolicy
 from ..templates import Preflight
@@ -186,10 +187,6 @@ HOW_TO_CONFIGURE = (
     "                                                      (vLLM, LM Studio, llama.cpp server, any gateway)"
     "\n  export REFEREE_PROVIDER=azure|bedrock|vertex ...     (Azure OpenAI, AWS Bedrock, Vertex AI: docs/scale.md)"
 )
-
-
-def echo_err(msg: str) -> None:
-    click.echo(msg, err=True)
 
 
 def report_preflight(pf: Preflight, cases_path: str, *, skip_invalid: bool, verb: str = "judge") -> None:

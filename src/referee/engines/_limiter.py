@@ -36,9 +36,11 @@ class Limiter:
         self._next_start: dict[str, float] = {}
         self._pacing: dict[str, asyncio.Lock] = {}
         self.in_flight: dict[str, int] = {}
-        # Counters per key, for diagnostics and tests: the most calls ever in flight at once, permits granted.
+        # Counters per key, for diagnostics and tests: the most calls ever in flight at once, permits granted,
+        # and (with rpm) the monotonic time the last start was let through (exact, unlike a clock read later).
         self.max_in_flight: dict[str, int] = {}
         self.granted: dict[str, int] = {}
+        self.last_start: dict[str, float] = {}
 
     async def acquire(self, key: str) -> None:
         sem = None
@@ -58,7 +60,8 @@ class Limiter:
                     wait = self._next_start.get(key, 0.0) - time.monotonic()
                     if wait > 0:
                         await asyncio.sleep(wait)
-                    self._next_start[key] = time.monotonic() + 60.0 / self.rpm
+                    now = self.last_start[key] = time.monotonic()
+                    self._next_start[key] = now + 60.0 / self.rpm
         except BaseException:
             if sem is not None:
                 sem.release()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import click
 from markupsafe import Markup
 from rich.console import Console
 
@@ -33,6 +34,12 @@ def neutralise_bidi(text: str) -> str:
 def display_text(text: str) -> str:
     """Case text for HTML and Markdown: bidi controls visible, control characters dropped."""
     return _CONTROL.sub("", neutralise_bidi(text))
+
+
+def echo_err(message: str) -> None:
+    """The one way a warning or error line reaches stderr (``cli/_common.echo_err``, the CLI's error handler):
+    shown by :func:`display_text` rules, since ``click.echo`` alone passes bidi controls and escapes through."""
+    click.echo(display_text(message), err=True)
 
 
 def xml_text(text: str) -> str:

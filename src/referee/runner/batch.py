@@ -53,7 +53,9 @@ class BatchRunner:
         self.report = report
         self.jobs: list[dict[str, Any]] = []
         """The manifest's job records (shared with it): id, provider, model, state, keys while running."""
-        self.on_result: Callable[[str, Completion], None] | None = None
+        self.on_result: Callable[[str, Completion], Completion] | None = None
+        """Every result passes here before any waiting call gets it (the client checks, redacts and caches it
+        there); what it returns is the answer, and a :class:`ProviderError` it raises becomes the error."""
         self._save: Callable[[], None] = lambda: None
         self._pending: dict[str, JudgeRequest] = {}
         self._futures: dict[str, asyncio.Future[Completion]] = {}
@@ -185,7 +187,11 @@ class BatchRunner:
             if isinstance(outcome, Completion):
                 answered += 1
                 if self.on_result is not None:
-                    self.on_result(k, outcome)
+                    try:
+                        outcome = self.on_result(k, outcome)
+                    except ProviderError as exc:
+                        self._resolve(k, exc)
+                        continue
                 self._resolve(k, outcome)
             else:
                 reason = outcome or f"batch job {job_id} ended as {status.state} without a result for this request"

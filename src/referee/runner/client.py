@@ -80,7 +80,7 @@ class JudgeClient:
             from .batch import BatchRunner
 
             self.batch = BatchRunner(batch_adapter(provider))
-            self.batch.on_result = self._cache_batch_result
+            self.batch.on_result = self._accept_batch_result
         self._reached = False
         """Whether the server has answered at all in this run (a success or any HTTP status)."""
 
@@ -121,17 +121,13 @@ class JudgeClient:
                 return hit
         if self.batch is not None:
             # Batch errors are final for this run (the job answered, or it did not): no client-level retry.
+            # The runner hands each result to _accept_batch_result (checked, redacted, cached) before we see it.
             self.stats.calls += 1
             completion = await self.batch.complete(key or cache_key(self.provider.describe(), request), request)
             key = None  # the batch runner filled the cache already
         else:
-            completion = await self._call(request)
+            completion = self._accept(await self._call(request))
         self._reached = True
-        _check_tokens(completion)
-        # A judge that echoes the API key (an injected "print your key") must not put it into rows or the cache.
-        safe = redact_text(completion.text, secrets=[k for k in (getattr(self.provider, "_api_key", None),) if k])
-        if safe != completion.text:
-            completion = dataclasses.replace(completion, text=safe)
         if completion.input_tokens:
             self.stats.input_tokens += completion.input_tokens
         if completion.output_tokens:
@@ -143,9 +139,24 @@ class JudgeClient:
             self.cache.put(key, completion)
         return completion
 
-    def _cache_batch_result(self, key: str, completion: Completion) -> None:
+    def _accept(self, completion: Completion) -> Completion:
+        """The one gate every provider reply passes (live or batch) before rows or the cache can see it.
+
+        Absurd token counts raise :class:`ProviderError`; a judge that echoes the API key (an injected "print
+        your key") has it masked, so the key never reaches rows, the cache or the manifest.
+        """
+        _check_tokens(completion)
+        safe = redact_text(completion.text, secrets=[k for k in (getattr(self.provider, "_api_key", None),) if k])
+        if safe != completion.text:
+            completion = dataclasses.replace(completion, text=safe)
+        return completion
+
+    def _accept_batch_result(self, key: str, completion: Completion) -> Completion:
+        """A batch job's result: through :meth:`_accept` first, then into the cache (what the caller gets)."""
+        completion = self._accept(completion)
         if self.cache is not None:
             self.cache.put(key, completion)
+        return completion
 
     async def _call(self, request: JudgeRequest) -> Completion:
         """One live call with retries."""

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from ..errors import UserError
+from ..reports._safe import echo_err
 from ..results.schema import ResultRow
 from .model import BASELINE_ONLY_GATES, Gates
 
@@ -121,6 +120,6 @@ def evaluator_table(rows: Sequence[ResultRow]) -> str:
 def echo_failures(rows: Sequence[ResultRow], limit: int = 10) -> None:
     bad = [r for r in rows if r.status != "scored"]
     for r in bad[:limit]:
-        click.echo(f"warning: case '{r.id}' {r.status}: {r.error}", err=True)
+        echo_err(f"warning: case '{r.id}' {r.status}: {r.error}")
     if len(bad) > limit:
-        click.echo(f"warning: ... and {len(bad) - limit} more unscored/error cases (see the results file)", err=True)
+        echo_err(f"warning: ... and {len(bad) - limit} more unscored/error cases (see the results file)")
