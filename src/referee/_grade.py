@@ -20,7 +20,7 @@ from typing import Any
 from ._api import EvalResult, Judge, as_judge
 from .cases import Case, cases_from
 from .errors import InputError, UserError
-from .providers.base import Provider
+from .providers._base import Provider
 from .results._manifest import RunManifest, TemplateInfo, text_sha256
 from .results._schema import ResultRow
 
@@ -57,7 +57,7 @@ async def grade_async(
     """:func:`grade` for async code."""
     from .evaluators.base import JudgeSettings
     from .evaluators.judge import TemplateJudge
-    from .runner.session import error_row, execute_async
+    from .runner._session import error_row, execute_async
     from .templates import placeholders, preflight, require_valid
 
     if repeat < 1:
@@ -140,7 +140,7 @@ def grade(
         system_model: the model that wrote the outputs (rows it judges itself are flagged ``self_grading``).
         threshold, gates: for :attr:`EvalResult.summary` and :attr:`EvalResult.passed`, as in :func:`evaluate`.
     """
-    from .runner.session import run_sync
+    from .runner._session import run_sync
 
     return run_sync(grade_async(cases, template, judge, template_file=template_file, out=out, category=category,
                                 criteria=criteria, repeat=repeat, skip_invalid=skip_invalid, on_invalid=on_invalid,

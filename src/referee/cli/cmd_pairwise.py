@@ -10,7 +10,7 @@ from ..cases import load_cases
 from ..errors import UserError
 from ..evaluators.pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
 from ..results._manifest import RunManifest, TemplateInfo, text_sha256
-from ..runner.session import error_row, execute, totals_line
+from ..runner._session import error_row, execute, totals_line
 from ..templates import placeholders, preflight
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options, report_preflight

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..cases import Case
-from ..providers.base import JudgeRequest
+from ..providers._base import JudgeRequest
 from ..results._schema import ResultRow, Usage
-from ..runner.client import COST_DECIMALS, JudgeClient
+from ..runner._client import COST_DECIMALS, JudgeClient
 from ..templates import case_values
 from .prompt_guard import fill_template, judge_request, system_prompt
 from .reply import JudgeOutcome, ReplyInvalid, ask_judge, case_text_in_scope, json_candidates, parse_verdict
