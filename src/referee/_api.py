@@ -28,8 +28,8 @@ from .cases import Case, CaseSet, cases_from
 from .errors import MissingExtraError, ProviderAuthError, UserError
 from .evaluators.base import Evaluator, function_evaluator
 from .providers.base import Provider
-from .results.manifest import JudgeConfig, RunManifest
-from .results.schema import ResultRow
+from .results._manifest import JudgeConfig, RunManifest
+from .results._schema import ResultRow
 from .runner.client import JudgeClient
 
 if TYPE_CHECKING:
@@ -295,8 +295,8 @@ class EvalResult:
         ``referee run`` writes, which ``referee score`` and ``referee report`` read. A file already there is
         moved aside to ``x.prev.jsonl`` (results already paid for are never overwritten); the cases file
         itself is refused."""
-        from .results.io import ResultWriter
-        from .results.manifest import manifest_path
+        from .results._io import ResultWriter
+        from .results._manifest import manifest_path
         from .runner.session import _free_prev_name
 
         p = Path(path)

@@ -22,8 +22,8 @@ from ._api import EvalResult, Judge, as_judge
 from .cases import Case, cases_from
 from .errors import InputError, UserError
 from .providers.base import Provider
-from .results.manifest import RunManifest, TemplateInfo, text_sha256
-from .results.schema import ResultRow
+from .results._manifest import RunManifest, TemplateInfo, text_sha256
+from .results._schema import ResultRow
 
 
 def read_template(path: str | Path) -> str:

@@ -15,7 +15,7 @@ from .._redact import bare_url as _safe_url
 from ..errors import UserError
 from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS, get_provider
 from ..reports._safe import echo_err
-from ..results.manifest import JudgeConfig
+from ..results._manifest import JudgeConfig
 from ..runner import JudgeClient, ResponseCache, RetryPolicy
 from ..templates import Preflight
 

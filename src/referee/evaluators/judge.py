@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from ..cases import Case
 from ..providers.base import JudgeRequest
-from ..results.schema import CriterionScore, JudgeInfo, ResultRow
+from ..results._schema import CriterionScore, JudgeInfo, ResultRow
 from ..runner.client import JudgeClient
 from ..templates import case_values
 from .base import CheckResult, JudgeSettings, LLMEvaluator
@@ -130,7 +130,7 @@ class TemplateJudge(LLMEvaluator):
     _schema: dict[str, Any] = field(init=False, repr=False, default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        from ..results.manifest import text_sha256
+        from ..results._manifest import text_sha256
 
         if self.template_hash is None:
             self.template_hash = text_sha256(self.template)

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 
 from ..cases import Case
 from ..providers.base import JudgeRequest
-from ..results.schema import ResultRow, Usage
+from ..results._schema import ResultRow, Usage
 from ..runner.client import COST_DECIMALS, JudgeClient
 from ..templates import case_values
 from .base import CheckResult, JudgeSettings, LLMEvaluator
@@ -222,7 +222,7 @@ class PairwiseJudge(LLMEvaluator):
     """Recorded in each row's judge info (default: the template's sha256)."""
 
     def __post_init__(self) -> None:
-        from ..results.manifest import text_sha256
+        from ..results._manifest import text_sha256
 
         if self.reconcile not in RECONCILE_MODES:
             raise ValueError(f"reconcile must be one of {', '.join(RECONCILE_MODES)}, not {self.reconcile!r}")
