@@ -230,7 +230,7 @@ class Redteam(LLMEvaluator):
     max_tokens: int | None = None
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
-        from .redteam.checks import RedteamJudge
+        from .redteam._checks import RedteamJudge
 
         if (none := self.unbound()) is not None:
             return none
