@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..cases import Case
-from ..evaluators.conversation import MODES, ConversationError, ConversationJudge, conversation_of
+from ..evaluators._conversation import MODES, ConversationError, ConversationJudge, conversation_of
 from ..results._manifest import TemplateInfo, text_sha256
 from ..runner._session import error_row, execute
 from ._agents import ensure_parent, new_manifest, read_criteria, summarise, unique_cases
