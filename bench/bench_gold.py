@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from referee.cli import cli
-from referee.results.manifest import RunManifest
+from referee.results._manifest import RunManifest
 from referee.testing import FakeLLMServer, WireRequest
 from referee.testing.server import Reply
 

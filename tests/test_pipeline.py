@@ -22,7 +22,7 @@ from markupsafe import escape
 
 from referee.cli import cli
 from referee.results import ResultRow, ResultWriter, read_results
-from referee.results.manifest import RunManifest, manifest_path
+from referee.results._manifest import RunManifest, manifest_path
 from referee.testing import FakeLLMServer, Reply, schema_responder
 
 BOLD = "<b>x</b>"

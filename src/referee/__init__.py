@@ -22,6 +22,7 @@ from .errors import (
 if TYPE_CHECKING:
     from . import judges
     from ._api import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
+    from ._grade import grade, grade_async
     from .aggregate import Summary, summarize
     from .cases import Case, CaseSet, cases_from, load_cases
     from .evaluators.base import CheckResult, Evaluator, register
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "judges": ".judges",
     **dict.fromkeys(("EvalResult", "Judge", "as_evaluator", "evaluate", "evaluate_async"), "._api"),
+    **dict.fromkeys(("grade", "grade_async"), "._grade"),
     **dict.fromkeys(("Summary", "summarize"), ".aggregate"),
     **dict.fromkeys(("Case", "CaseSet", "cases_from", "load_cases"), ".cases"),
     **dict.fromkeys(("CheckResult", "Evaluator", "register"), ".evaluators.base"),
@@ -99,6 +101,8 @@ __all__ = [
     "evaluate",
     "evaluate_async",
     "get_provider",
+    "grade",
+    "grade_async",
     "judges",
     "load_cases",
     "read_results",

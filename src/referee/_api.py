@@ -28,8 +28,8 @@ from .cases import Case, CaseSet, cases_from
 from .errors import MissingExtraError, ProviderAuthError, UserError
 from .evaluators.base import Evaluator, function_evaluator
 from .providers.base import Provider
-from .results.manifest import JudgeConfig, RunManifest
-from .results.schema import ResultRow
+from .results._manifest import JudgeConfig, RunManifest
+from .results._schema import ResultRow
 from .runner.client import JudgeClient
 
 if TYPE_CHECKING:
@@ -129,9 +129,11 @@ class Judge:
                            input_price_per_mtok=self.input_price_per_mtok,
                            output_price_per_mtok=self.output_price_per_mtok, batch=self.batch)
 
-    def config(self, model: str) -> JudgeConfig:
-        """What the manifest records of this judge (never a key)."""
-        return JudgeConfig(provider=self.provider_name, model=model, base_url=self.base_url,
+    def config(self, model: str, repeat: int = 1) -> JudgeConfig:
+        """What the manifest records of this judge (never a key, nor credentials in the URL)."""
+        from ._redact import bare_url
+
+        return JudgeConfig(provider=self.provider_name, model=model, base_url=bare_url(self.base_url), repeat=repeat,
                            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
                            concurrency=self.concurrency, timeout_s=self.timeout, max_retries=self.max_retries,
                            input_price_per_mtok=self.input_price_per_mtok,
@@ -211,13 +213,24 @@ class EvalResult:
     cases: list[Case] = field(repr=False, default_factory=list)
     path: Path | None = None
     """Where the rows were written (``out=``), if anywhere."""
+    new_rows: list[ResultRow] = field(default_factory=list, repr=False)
+    """The rows this call produced (``rows`` also holds those kept from an earlier run on ``out``)."""
+    resume_note: str | None = field(default=None, repr=False)
+    """What became of an earlier run's ``out`` file: rows kept (resumed), or the file set aside."""
+    threshold: float = field(default=0.7, repr=False)
+    """A case passes at this score (without a suite: :func:`grade`)."""
+    gate_options: dict[str, Any] | None = field(default=None, repr=False)
+    """The gates (without a suite), by their suite names."""
     _suite: Suite | None = field(default=None, repr=False)
 
     @cached_property
     def _gated(self) -> tuple[Summary, list[GateResult]]:
+        from .suites import Gates
         from .suites.gating import gate_summary
 
-        assert self._suite is not None
+        if self._suite is None:
+            return gate_summary(self.rows, Gates(**_gates_of(self.gate_options)), threshold=self.threshold,
+                                base_dir=Path("."))
         return gate_summary(self.rows, self._suite.gates, threshold=self._suite.scoring.threshold,
                             base_dir=self._suite.base_dir)
 
@@ -274,8 +287,8 @@ class EvalResult:
         ``referee run`` writes, which ``referee score`` and ``referee report`` read. A file already there is
         moved aside to ``x.prev.jsonl`` (results already paid for are never overwritten); the cases file
         itself is refused."""
-        from .results.io import ResultWriter
-        from .results.manifest import manifest_path
+        from .results._io import ResultWriter
+        from .results._manifest import manifest_path
         from .runner.session import _free_prev_name
 
         p = Path(path)
@@ -398,7 +411,8 @@ async def evaluate_async(
     order = {c.id: i for i, c in enumerate(suite.cases)}
     rows = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
     cases_out = [run.generated.get(c.id, c) for c in suite.cases] if run is not None else list(suite.cases)
-    return EvalResult(rows=rows, manifest=outcome.manifest, cases=cases_out, path=out_path, _suite=suite)
+    return EvalResult(rows=rows, manifest=outcome.manifest, cases=cases_out, path=out_path,
+                      new_rows=outcome.new_rows, resume_note=outcome.resume_note, _suite=suite)
 
 
 def evaluate(

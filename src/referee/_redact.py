@@ -47,6 +47,17 @@ def redact_text(text: str, *, secrets: Iterable[str] = ()) -> str:
     return _KEYLIKE_RE.sub(MASK, text)
 
 
+def bare_url(url: str | None) -> str | None:
+    """A URL without credentials, query or fragment: what a manifest may record of an endpoint."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 def redact_url(url: str) -> str:
     """A URL safe to record: user:password replaced, secret-looking query values masked."""
     try:

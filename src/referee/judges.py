@@ -67,7 +67,7 @@ class Rubric(LLMEvaluator):
 
     def _judge(self) -> RubricJudge:
         from .evaluators.rubric import RubricJudge
-        from .results.manifest import text_sha256
+        from .results._manifest import text_sha256
 
         s = self._settings
         assert self._model is not None
@@ -135,7 +135,7 @@ class Pairwise(LLMEvaluator):
 
     def _judge(self) -> PairwiseJudge:
         from .evaluators.pairwise import PairwiseJudge
-        from .results.manifest import text_sha256
+        from .results._manifest import text_sha256
 
         s = self._settings
         mode: Reconcile = "average" if self.reconcile == "average" else "strict"
@@ -184,7 +184,7 @@ class Gold(LLMEvaluator):
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         from .evaluators.gold import GoldCase, GoldJudge
-        from .results.manifest import text_sha256
+        from .results._manifest import text_sha256
 
         if (none := self.unbound()) is not None:
             return none

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MissingExtraError
-from .results.schema import ResultRow
+from .results._schema import ResultRow
 
 DEFAULT_EXPERIMENT = "forge-skill-eval"
 

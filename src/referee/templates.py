@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .cases import Case
+from .errors import UserError
 
 PLACEHOLDER_RE = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
 
@@ -122,3 +124,21 @@ def preflight(cases: list[Case], required: list[str], *, label: str = "template"
         pf.missing_everywhere = [k for k in required if k not in have]
         pf.case_fields = list(have)
     return pf
+
+
+def require_valid(pf: Preflight, cases_path: str | Path, *, skip_invalid: bool, verb: str = "judge",
+                  on_problem: Callable[[str], None] | None = None) -> None:
+    """The seed's preflight outcome: each problem to ``on_problem``, then a :class:`UserError` unless
+    ``skip_invalid`` (the invalid cases are then left out). A field that no case has is a template typo, not
+    bad cases: one error naming it, whatever ``skip_invalid`` says."""
+    if pf.missing_everywhere:
+        names = ", ".join("{" + k + "}" for k in pf.missing_everywhere)
+        raise UserError(f"no case in {cases_path} has {names}; fix the template or the cases "
+                        f"(the cases have: {', '.join(pf.case_fields)})")
+    if on_problem is not None:
+        for problem in pf.problems:
+            on_problem(problem)
+    if not pf.ok and not skip_invalid:
+        raise UserError(f"{len(pf.problems)} invalid case(s) in {cases_path}; fix them or pass --skip-invalid")
+    if not pf.valid:
+        raise UserError(f"no valid cases to {verb} in {cases_path}")

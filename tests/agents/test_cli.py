@@ -10,7 +10,7 @@ import pytest
 from referee.cli import cli
 from referee.example import DATA
 from referee.results import read_results
-from referee.results.manifest import RunManifest
+from referee.results._manifest import RunManifest
 from referee.testing import FakeLLMServer, schema_responder
 
 AGENT = DATA / "agent"

@@ -14,7 +14,7 @@ from referee.errors import InputError
 from referee.evaluators.base import CheckResult, build
 from referee.redteam import FAILURE_MODES, generate, load_seeds, load_templates
 from referee.redteam.checks import combine_redteam
-from referee.results.schema import ResultRow
+from referee.results._schema import ResultRow
 
 
 def test_builtin_seeds_cover_five_failure_modes_with_three_or_more_each() -> None:

@@ -21,7 +21,8 @@ def blocks() -> list[str]:
 def test_the_page_has_the_examples_it_promises() -> None:
     text = "\n".join(blocks())
     for needle in ("referee.evaluate(outputs", "referee.judges.Rubric(", "referee.judges.Pairwise(",
-                   "pd.DataFrame(", ".to_pandas()", "await referee.evaluate_async(", ".save("):
+                   "pd.DataFrame(", ".to_pandas()", "await referee.evaluate_async(", ".save(",
+                   "referee.grade("):
         assert needle in text, needle
 
 
@@ -48,3 +49,5 @@ def test_every_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert list(table["evaluator"].unique()) == ["is_json", "json_schema"]
     assert ns["result"].rows[0].judge.provider == "fake"
     assert ns["pairs"] and "p1 " in out
+    assert [(r.evaluator, r.status) for r in ns["graded"].rows] == [("judge", "scored")] * 2
+    assert "q1 scored" in out

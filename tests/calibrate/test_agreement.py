@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from referee.stats.agreement import (
+from referee.stats._agreement import (
     agreement,
     cohen_kappa,
     confusion_matrix,

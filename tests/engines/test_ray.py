@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.results.io import read_results
-from referee.results.manifest import RunManifest
+from referee.results._io import read_results
+from referee.results._manifest import RunManifest
 from referee.testing import Reply, rows_without_timings, schema_responder
 
 from ._servers import CountingServer

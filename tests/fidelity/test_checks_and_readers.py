@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.reports.html import render_html
-from referee.results.schema import CriterionScore, ResultRow
+from referee.reports._html import render_html
+from referee.results._schema import CriterionScore, ResultRow
 from tests.agents.test_checks import LOOKUP, REFUND, case
 from tests.agents.test_checks import run as run_trajectory
 from tests.checks.test_checks import run as run_check

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.metaeval.judgebench import category_of, judgebench_by_category, read_outputs
+from referee.metaeval._judgebench import category_of, judgebench_by_category, read_outputs
 
 
 def _line(pid: str, source: str, label: str, d1: str, d2_swapped: str) -> str:

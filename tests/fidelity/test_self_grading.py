@@ -128,7 +128,7 @@ def _every_command(tmp: Path, srv: FakeLLMServer) -> dict[str, list[str]]:
 @pytest.mark.parametrize("name", ["judge", "pairwise", "evaluate", "trajectory", "conversation", "redteam", "run"])
 def test_every_judging_command_records_and_flags_self_grading(name: str, tmp_path: Path, capsys: Cap) -> None:
     from referee.results import read_results
-    from referee.results.manifest import RunManifest
+    from referee.results._manifest import RunManifest
     from referee.testing import schema_responder
 
     with FakeLLMServer(responder=schema_responder) as srv:

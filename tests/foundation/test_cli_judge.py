@@ -322,7 +322,7 @@ def test_disk_full_exits_2_and_keeps_rows(tmp_path: Path, fake_server: FakeLLMSe
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    from referee.results import io as rio
+    from referee.results import _io as rio
 
     orig = rio.ResultWriter.write
     budget = {"rows": 2}

@@ -13,7 +13,7 @@ from referee.errors import ProviderError, UserError
 from referee.providers import FakeProvider, JudgeRequest, Message
 from referee.providers.openai_compat import OpenAICompatProvider
 from referee.results import ResultRow, ResultWriter, RunManifest, read_results
-from referee.results.manifest import JudgeConfig, TemplateInfo
+from referee.results._manifest import JudgeConfig, TemplateInfo
 from referee.runner import FatalRunError, JudgeClient, ResponseCache, RetryPolicy, cache_key, run_rows
 from referee.runner.session import execute
 from referee.testing import FakeLLMServer, Reply

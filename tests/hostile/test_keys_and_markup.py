@@ -19,10 +19,10 @@ import pytest
 from rich.console import Console
 
 from referee.cli import cli
+from referee.reports._markdown_summary import _cell
 from referee.reports._safe import CSP, SafeConsole
-from referee.reports.markdown_summary import _cell
 from referee.results import read_results
-from referee.results.manifest import RunManifest
+from referee.results._manifest import RunManifest
 from referee.testing import FakeLLMServer
 
 KEY = "sk-test-abcdefghijklmnopqrstuvwxyz0123"

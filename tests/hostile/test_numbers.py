@@ -15,7 +15,7 @@ from referee.cli import cli, referee
 from referee.cli._outputs import MAY_BE_NEGATIVE, check_numbers
 from referee.errors import UserError
 from referee.results import read_results
-from referee.results.manifest import RunManifest
+from referee.results._manifest import RunManifest
 from referee.testing import FakeLLMServer, Reply
 
 
@@ -131,7 +131,7 @@ def test_provider_calls_count_failed_requests_too(tmp_path: Path, capsys: pytest
 
 def test_rubric_numbers_are_checked(tmp_path: Path) -> None:
     from referee.errors import InputError
-    from referee.rubrics.loader import load_rubric
+    from referee.rubrics._loader import load_rubric
 
     f = tmp_path / "r.yaml"
     f.write_text("name: r\nfail_below: .nan\ncriteria:\n  - {id: a, weight: 1.0}\n")

@@ -15,8 +15,8 @@ import pytest
 from referee.cli import cli
 from referee.errors import UserError
 from referee.results import ResultRow, ResultWriter, read_results
-from referee.results.lock import ResultsLock, lock_path
-from referee.results.manifest import RunManifest
+from referee.results._lock import ResultsLock, lock_path
+from referee.results._manifest import RunManifest
 from referee.testing import FakeLLMServer
 
 
@@ -76,7 +76,7 @@ def test_the_lock_is_reentrant_in_one_process_and_exclusive_across_processes(tmp
     with ResultsLock(out), ResultWriter(out) as w:  # a run and its writer share the lock
         w.write(ResultRow(id="a", status="scored", score=1.0))
         holder = subprocess.run(
-            [sys.executable, "-c", "import sys; from referee.results.lock import ResultsLock\n"
+            [sys.executable, "-c", "import sys; from referee.results._lock import ResultsLock\n"
              "try:\n    ResultsLock(sys.argv[1]).acquire()\nexcept Exception as e:\n    print(e)",
              str(out)], capture_output=True, text=True, timeout=60)
         assert f"in use by pid {os.getpid()}" in holder.stdout
@@ -85,7 +85,7 @@ def test_the_lock_is_reentrant_in_one_process_and_exclusive_across_processes(tmp
 
 def test_a_killed_writer_leaves_no_lock_behind(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
-    p = subprocess.Popen([sys.executable, "-c", "import sys, time; from referee.results.lock import ResultsLock\n"
+    p = subprocess.Popen([sys.executable, "-c", "import sys, time; from referee.results._lock import ResultsLock\n"
                           "ResultsLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(out)],
                          stdout=subprocess.PIPE, text=True)
     assert p.stdout is not None and p.stdout.readline().strip() == "held"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.metaeval.hanna import (
+from referee.metaeval._hanna import (
     CRITERIA,
     human_ceiling,
     needed_columns,

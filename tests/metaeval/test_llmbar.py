@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.metaeval.llmbar import (
+from referee.metaeval._llmbar import (
     dataset_path,
     read_lengths,
     read_published,
     read_verdicts,
     with_lengths,
 )
-from referee.metaeval.pairwise import bias, llmbar_statistics, pairwise_meta
-from referee.stats.bootstrap import Interval
+from referee.metaeval._pairwise import bias, llmbar_statistics, pairwise_meta
+from referee.stats._bootstrap import Interval
 
 
 def _r(iv: Interval) -> float:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.metaeval.judgebench import judgebench_accuracy, read_outputs
-from referee.metaeval.results import absolute_meta, pairwise_from_results
+from referee.metaeval._judgebench import judgebench_accuracy, read_outputs
+from referee.metaeval._results import absolute_meta, pairwise_from_results
 
 
 def _jsonl(path: Path, rows: list[dict[str, object]]) -> str:

@@ -57,7 +57,7 @@ def test_winner_mapping_and_reconcile() -> None:
 
 def test_recorded_llmbar_completions_parse_to_the_recorded_verdicts(shared_data: Path) -> None:
     """GPT-4 and ChatGPT completions of LLMBar replayed through referee's parser."""
-    from referee.metaeval.llmbar import parse_raw, read_raw_results
+    from referee.metaeval._llmbar import parse_raw, read_raw_results
 
     files = sorted((shared_data / "llmbar" / "raw_results").rglob("*.jsonl"))
     assert files, "no raw_results files"

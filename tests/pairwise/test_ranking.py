@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from referee.cli import cli
-from referee.metaeval.pairwise import PairVerdict, bias
-from referee.reports.leaderboard import leaderboard_page
-from referee.stats.ranking import leaderboard, win_rate
+from referee.metaeval._pairwise import PairVerdict, bias
+from referee.reports._leaderboard import leaderboard_page
+from referee.stats._ranking import leaderboard, win_rate
 
 
 def test_win_rate_counts_ties_as_half() -> None:
@@ -113,8 +113,8 @@ def test_leaderboard_page_is_offline() -> None:
 
 
 def test_interval_text_says_when_there_is_no_real_ci() -> None:
-    from referee.stats.agreement import interval_text
-    from referee.stats.bootstrap import Interval
+    from referee.stats._agreement import interval_text
+    from referee.stats._bootstrap import Interval
 
     assert interval_text(Interval(None, None, None, 0)) == "n/a (empty sample)"
     assert interval_text(Interval(1.0, None, None, 1)) == "1.000 (n=1: no CI)"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.reports.html import write_html
+from referee.reports._html import write_html
 
 from .test_html import rows
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.reports.html import highlight_segments, render_html
+from referee.reports._html import highlight_segments, render_html
 from referee.results import CriterionScore, JudgeInfo, ResultRow
 
 EVIL = 'Refunds take 5 days. <script>document.title="pwned"</script> <img src=x onerror="document.title=\'x\'">'

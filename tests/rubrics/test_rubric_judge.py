@@ -159,7 +159,7 @@ async def test_failed_critical_criterion_settles_fail_when_another_is_unscored()
 
 
 async def test_verdict_markdown_never_shows_an_unscored_criterion_as_a_score() -> None:
-    from referee.reports.verdict_md import render_verdict
+    from referee.reports._verdict_md import render_verdict
 
     text = "ungrounded: unscored\ncriteria:\n  - {id: safety, scale: binary, critical: true, pass_at: 1}\n" \
            "  - {id: tone, scale: '0-1'}\n"

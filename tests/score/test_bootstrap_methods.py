@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from referee.stats import counts, mean_interval, paired_bootstrap
-from referee.stats.counts import choose_method, expansion_error, mc_quantile_error, mean_bootstrap
+from referee.stats import _counts as counts
+from referee.stats import mean_interval, paired_bootstrap
+from referee.stats._counts import choose_method, expansion_error, mc_quantile_error, mean_bootstrap
 
 B = 2000
 B_REF = 20000

@@ -206,7 +206,7 @@ def test_json_seed_keys_stay_consistent_with_referee_keys(tmp_path: Path,
 
 def test_the_expansion_is_named_in_the_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import referee.stats.counts as counts
+    import referee.stats._counts as counts
 
     # A tiny resampling budget: 5000 all-distinct scores, too costly to resample, take the expansion.
     monkeypatch.setattr(counts, "BUDGET_S", 1e-6)

@@ -8,7 +8,7 @@ import pytest
 
 from referee.cli import cli
 from referee.example import prepare
-from referee.results.io import read_results
+from referee.results._io import read_results
 
 
 def test_example_suite_catches_the_regressions_without_a_judge(tmp_path: Path,

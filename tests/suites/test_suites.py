@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.results.io import read_results
-from referee.results.manifest import RunManifest
+from referee.results._io import read_results
+from referee.results._manifest import RunManifest
 from referee.suites import check_suite, load_suite
 
 CASES = [

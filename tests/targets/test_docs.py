@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from referee.cli import cli
-from referee.results.io import read_results
+from referee.results._io import read_results
 from referee.targets import parse_targets
 from referee.testing import FakeLLMServer, Reply
 

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 
 from referee.cli import cli
-from referee.results.io import read_results
+from referee.results._io import read_results
 
 LIMITS = {"a": 2, "b": 3}
 N_CASES = 12

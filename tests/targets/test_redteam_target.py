@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from referee.cli import cli
-from referee.results.io import read_results
-from referee.results.manifest import RunManifest
+from referee.results._io import read_results
+from referee.results._manifest import RunManifest
 from referee.testing import FakeLLMServer, Reply
 
 

@@ -31,8 +31,8 @@ from numpy.typing import NDArray
 
 from .. import _data
 from ..errors import InputError
-from ..results.manifest import RunManifest
-from ..results.schema import ResultRow
+from ..results._manifest import RunManifest
+from ..results._schema import ResultRow
 
 try:  # 3x faster than json on result lines; optional so a bare install still works.
     import orjson

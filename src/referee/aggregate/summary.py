@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from ..results.schema import ResultRow
-from ..results.self_grading import same_model
+from ..results._schema import ResultRow
+from ..results._self_grading import same_model
 from ._compare import _compare
 from ._format import format_p, printable
 from ._groups import (

@@ -9,8 +9,8 @@ from typing import Any
 from .._yaml import load as load_yaml
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
-from ..results.manifest import RunManifest
-from ..results.schema import ResultRow
+from ..results._manifest import RunManifest
+from ..results._schema import ResultRow
 from . import invoked_argv
 from ._common import echo_err
 

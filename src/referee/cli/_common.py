@@ -6,16 +6,20 @@ import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .._redact import bare_url as _safe_url
 from ..errors import UserError
 from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS, get_provider
 from ..reports._safe import echo_err
-from ..results.manifest import JudgeConfig
+from ..results._manifest import JudgeConfig
 from ..runner import JudgeClient, ResponseCache, RetryPolicy
 from ..templates import Preflight
+
+if TYPE_CHECKING:
+    from .._api import Judge
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,19 +75,6 @@ class JudgeOptions:
             concurrency=self.concurrency, timeout_s=self.timeout, max_retries=self.max_retries,
             input_price_per_mtok=self.input_price, output_price_per_mtok=self.output_price, batch=self.batch,
         )
-
-
-def _safe_url(url: str | None) -> str | None:
-    """Drop credentials and query strings from a URL before it is recorded anywhere."""
-    if url is None:
-        return None
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def judge_options(*, default_concurrency: int = 8, default_provider: str = "anthropic") -> Callable[[F], F]:
@@ -142,6 +133,19 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
     return deco
 
 
+def api_judge(jo: JudgeOptions) -> Judge:
+    """The flags as the API's :class:`~referee.Judge` (a local server without ``--model`` is a usage error)."""
+    from .._api import Judge
+
+    if jo.provider in _SERVERS_NEEDING_A_MODEL and not jo.model:
+        raise UserError(f"--provider {jo.provider} needs --model (or REFEREE_MODEL): the name of a model the "
+                        f"server serves, e.g. --model llama3.1")
+    return Judge(jo.provider, model=jo.model, base_url=jo.base_url, max_tokens=jo.max_tokens,
+                 temperature=jo.temperature, seed=jo.seed, timeout=jo.timeout, max_retries=jo.max_retries,
+                 concurrency=jo.concurrency, cache=not jo.no_cache, input_price_per_mtok=jo.input_price,
+                 output_price_per_mtok=jo.output_price, batch=jo.batch)
+
+
 def build_client(jo: JudgeOptions, *, model: str | None = None) -> JudgeClient:
     """Provider + cache + retries from the options. Raises UserError when the key is missing."""
     from ..errors import ProviderAuthError
@@ -191,13 +195,7 @@ def report_preflight(pf: Preflight, cases_path: str, *, skip_invalid: bool, verb
     Called before any API key is looked at, so a missing key is never reported before invalid cases.
     A field that no case has is a template typo, not bad cases: one line naming it, whatever the flags.
     """
-    if pf.missing_everywhere:
-        names = ", ".join("{" + k + "}" for k in pf.missing_everywhere)
-        raise UserError(f"no case in {cases_path} has {names}; fix the template or the cases "
-                        f"(the cases have: {', '.join(pf.case_fields)})")
-    for problem in pf.problems:
-        echo_err(f"invalid: {problem}")
-    if not pf.ok and not skip_invalid:
-        raise UserError(f"{len(pf.problems)} invalid case(s) in {cases_path}; fix them or pass --skip-invalid")
-    if not pf.valid:
-        raise UserError(f"no valid cases to {verb} in {cases_path}")
+    from ..templates import require_valid
+
+    require_valid(pf, cases_path, skip_invalid=skip_invalid, verb=verb,
+                  on_problem=lambda p: echo_err(f"invalid: {p}"))

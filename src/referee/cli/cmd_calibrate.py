@@ -11,8 +11,8 @@ from rich.table import Table
 from ..calibrate import Calibration, calibrate, parse_scale, read_labels, update_log
 from ..errors import InputError
 from ..reports._safe import SafeConsole
-from ..stats.agreement import interval_text
-from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
+from ..stats._agreement import interval_text
+from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 from ._common import echo_err
 
 _MAX_WARNINGS = 20

@@ -20,11 +20,11 @@ from ..cases import Case, load_cases
 from ..errors import InputError, ProviderError, UserError
 from ..evaluators.evidence import describe_ungrounded
 from ..evaluators.rubric import RubricJudge
-from ..results.manifest import RunManifest, TemplateInfo, text_sha256
-from ..results.schema import ResultRow
+from ..results._manifest import RunManifest, TemplateInfo, text_sha256
+from ..results._schema import ResultRow
 from ..rubrics import Rubric, load_rubric
-from ..rubrics.loader import read_text_file, rubric_hash
-from ..rubrics.model import UNGROUNDED_MODES
+from ..rubrics._loader import read_text_file, rubric_hash
+from ..rubrics._model import UNGROUNDED_MODES
 from ..runner.session import error_row, execute, totals_line
 from ..templates import preflight
 from . import invoked_argv
@@ -119,14 +119,14 @@ def command(output: str | None, task: str | None, contexts: tuple[str, ...], rub
         row = asyncio.run(run())
     except ProviderError as exc:  # a bad key, an unknown model, a server that is down
         raise UserError(f"the judge could not be called: {exc}") from exc
-    from ..reports.verdict_md import render_verdict
+    from ..reports._verdict_md import render_verdict
 
     click.echo(render_verdict(row, rb, evaluated=evaluated or case.id, evaluator=evaluator_name or ""))
     if json_out:
         Path(json_out).write_text(json.dumps(_row_json(row, rb), indent=2, ensure_ascii=False) + "\n",
                                   encoding="utf-8")
     if html_out:
-        from ..reports.html import write_html
+        from ..reports._html import write_html
 
         write_html([row], html_out, title=f"referee evaluate: {case.id}", source="referee evaluate")
     if row.status != "scored" and row.passed is False:
@@ -177,7 +177,7 @@ def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str
         if r.status != "scored":
             echo_err(f"warning: case '{r.id}' {r.status}: {r.error}")
     if html_out:
-        from ..reports.html import write_html
+        from ..reports._html import write_html
 
         write_html(rows, html_out, title=f"referee evaluate: {Path(cases_path).name}", source=out)
     t = outcome.manifest.totals

@@ -20,10 +20,10 @@ from ..errors import UserError
 from ..evaluators.evidence import describe_ungrounded
 from ..evaluators.gold import GoldCase, GoldJudge, threshold_warning
 from ..evaluators.gold_dataset import discover_gold_cases, gold_results_json
-from ..results.manifest import RunManifest, TemplateInfo, text_sha256
-from ..results.schema import ResultRow
+from ..results._manifest import RunManifest, TemplateInfo, text_sha256
+from ..results._schema import ResultRow
 from ..rubrics import Rubric, load_rubric
-from ..rubrics.loader import read_text_file, rubric_hash
+from ..rubrics._loader import read_text_file, rubric_hash
 from ..runner.session import error_row, execute
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
@@ -145,7 +145,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     data = gold_results_json(rows, rubric, criteria, judge_desc, skipped, warnings)
     rj = out_dir / "results.json"
     rj.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    from ..reports.html import write_html
+    from ..reports._html import write_html
 
     write_html(rows, out_dir / "report.html", title=f"referee gold: {rubric.skill or rubric.name}",
                source=str(results_path), manifest=outcome.manifest)

@@ -11,9 +11,9 @@ import click
 from rich.table import Table
 
 from ..errors import InputError, UserError
-from ..metaeval import hanna as _hanna
-from ..metaeval.judgebench import judgebench_accuracy, judgebench_by_category, read_outputs
-from ..metaeval.llmbar import (
+from ..metaeval import _hanna
+from ..metaeval._judgebench import judgebench_accuracy, judgebench_by_category, read_outputs
+from ..metaeval._llmbar import (
     dataset_path,
     parse_raw,
     read_lengths,
@@ -22,18 +22,18 @@ from ..metaeval.llmbar import (
     read_verdicts,
     with_lengths,
 )
-from ..metaeval.pairwise import PairVerdict, PairwiseMeta, llmbar_statistics, pairwise_meta
-from ..metaeval.results import (
+from ..metaeval._pairwise import PairVerdict, PairwiseMeta, llmbar_statistics, pairwise_meta
+from ..metaeval._results import (
     absolute_meta,
     judge_scores,
     pairwise_from_results,
     read_gold,
     read_human_ratings,
 )
-from ..reports.metaeval import console as _console
-from ..reports.metaeval import render_pairwise_meta as _print_pairwise
-from ..stats.agreement import interval_text
-from ..stats.bootstrap import DEFAULT_SEED
+from ..reports._metaeval import console as _console
+from ..reports._metaeval import render_pairwise_meta as _print_pairwise
+from ..stats._agreement import interval_text
+from ..stats._bootstrap import DEFAULT_SEED
 from ._common import echo_err
 
 

@@ -9,7 +9,7 @@ import click
 from ..cases import load_cases
 from ..errors import UserError
 from ..evaluators.pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
-from ..results.manifest import RunManifest, TemplateInfo, text_sha256
+from ..results._manifest import RunManifest, TemplateInfo, text_sha256
 from ..runner.session import error_row, execute, totals_line
 from ..templates import placeholders, preflight
 from . import invoked_argv

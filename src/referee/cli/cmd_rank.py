@@ -10,15 +10,15 @@ from rich.table import Table
 
 from ..errors import UserError
 from ..evaluators.pairwise import RECONCILE_MODES, SCORES, Reconcile, reconciled_score
-from ..metaeval.pairwise import BiasReport, bias
-from ..metaeval.results import pairwise_from_results
+from ..metaeval._pairwise import BiasReport, bias
+from ..metaeval._results import pairwise_from_results
+from ..reports._leaderboard import leaderboard_page
 from ..reports._safe import SafeConsole
-from ..reports.leaderboard import leaderboard_page
-from ..results.io import read_results
-from ..results.schema import ResultRow
-from ..stats.agreement import interval_text
-from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
-from ..stats.ranking import Comparison, Leaderboard, leaderboard
+from ..results._io import read_results
+from ..results._schema import ResultRow
+from ..stats._agreement import interval_text
+from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
+from ..stats._ranking import Comparison, Leaderboard, leaderboard
 from ._common import echo_err
 
 

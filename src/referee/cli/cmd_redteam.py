@@ -12,8 +12,8 @@ from ..cases import Case, load_cases
 from ..errors import UserError
 from ..redteam import FAILURE_MODES, SURFACES, generate, load_seeds, load_templates, write_cases
 from ..redteam.checks import RedteamExpectation, RedteamJudge, combine_redteam
-from ..results.manifest import TemplateInfo, text_sha256
-from ..results.schema import ResultRow
+from ..results._manifest import TemplateInfo, text_sha256
+from ..results._schema import ResultRow
 from ..runner.session import error_row, execute
 from ._agents import ensure_parent, new_manifest, summarise, unique_cases
 from ._common import JudgeOptions, build_client, echo_err, judge_options

@@ -8,9 +8,9 @@ import click
 
 from ..cases import load_cases
 from ..errors import UserError
-from ..results.io import read_results
-from ..results.manifest import RunManifest
-from ..results.schema import ResultRow
+from ..results._io import read_results
+from ..results._manifest import RunManifest
+from ..results._schema import ResultRow
 from ..templates import render_value
 from ._common import echo_err
 
@@ -24,8 +24,8 @@ def _leaderboard(rows: list[ResultRow]) -> list[str]:
             comps.append((str(a), str(b), {"a": 1.0, "b": 0.0, "tie": 0.5}[r.winner]))
     if not comps:
         return []
-    from ..reports.leaderboard import leaderboard_fragment
-    from ..stats.ranking import leaderboard
+    from ..reports._leaderboard import leaderboard_fragment
+    from ..stats._ranking import leaderboard
 
     return [leaderboard_fragment(leaderboard(comps), title="Pairwise leaderboard")]
 
@@ -57,7 +57,7 @@ def command(results: tuple[str, ...], html_out: str, cases_path: str | None, tit
         for c in load_cases(cases_path):
             if c.output is not None:
                 texts[c.id] = render_value(c.output)
-    from ..reports.html import write_html
+    from ..reports._html import write_html
 
     write_html(rows, html_out, title=title or f"referee report: {', '.join(Path(r).name for r in results)}",
                source=", ".join(results), case_texts=texts, manifest=manifest,

@@ -182,7 +182,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         return 0
     if not markdown_out and not os.environ.get("GITHUB_STEP_SUMMARY"):
         return apply_gates(out_path, suite.gates, threshold=suite.scoring.threshold, base_dir=suite.base_dir)
-    from ..reports.markdown_summary import render_markdown
+    from ..reports._markdown_summary import render_markdown
 
     code, verdicts, summary = gate_and_show(out_path, suite.gates, threshold=suite.scoring.threshold,
                                             base_dir=suite.base_dir)
@@ -266,7 +266,7 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
     if failed:
         md.append(f"\n{failed} generation(s) failed: they are error rows, never judged.\n")
     if not no_gates:
-        from ..reports.markdown_summary import render_markdown
+        from ..reports._markdown_summary import render_markdown
 
         gated = [candidate] if candidate is not None else ids
         for tid in gated:
@@ -330,7 +330,7 @@ def gate_targets(gates: Any, ids: list[str], all_ids: list[str], out_dir: Path,
 
 def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:
     """(exit code, gate results, summary) of ``results`` under ``gates``, printed as ``referee score`` does."""
-    from ..reports.score_terminal import render_terminal
+    from ..reports._score_terminal import render_terminal
     from ..suites.gating import gate_summary
 
     summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)

@@ -135,21 +135,21 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
     ))
     code = 1 if any(g.failed for g in gates) else 0
 
-    from ..reports.score_terminal import render_terminal
+    from ..reports._score_terminal import render_terminal
 
     render_terminal(summary, gates, code)
     if json_out:
-        from ..reports.json_summary import write_json
+        from ..reports._json_summary import write_json
 
         write_json(json_out, summary, gates, code)
     if junit_xml:
-        from ..reports.junit import write_junit
+        from ..reports._junit import write_junit
 
         cases, adv_cases = all_cases(table, opts)
         write_junit(junit_xml, cases, adv_cases, threshold, pass_rule=pass_rule)
     step_summary = None if no_step_summary else os.environ.get("GITHUB_STEP_SUMMARY")
     if markdown_out or step_summary:
-        from ..reports.markdown_summary import render_markdown
+        from ..reports._markdown_summary import render_markdown
 
         md = render_markdown(summary, gates, code)
         if markdown_out:

@@ -12,7 +12,7 @@ from ..errors import InputError, UserError
 from ..evaluators.base import build
 from ..evaluators.trajectory import TrajectoryCheck, check_row
 from ..evaluators.trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
-from ..results.manifest import TemplateInfo, text_sha256
+from ..results._manifest import TemplateInfo, text_sha256
 from ..runner.session import error_row, execute
 from ._agents import ensure_parent, new_manifest, read_criteria, read_yaml, summarise, unique_cases
 from ._common import JudgeOptions, build_client, echo_err, judge_options

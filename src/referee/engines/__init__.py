@@ -22,7 +22,7 @@ from ._limiter import Limiter, limit_provider
 
 if TYPE_CHECKING:
     from ..cases import Case
-    from ..results.schema import ResultRow
+    from ..results._schema import ResultRow
     from ..runner.client import JudgeClient
     from ..suites.loader import Suite
 

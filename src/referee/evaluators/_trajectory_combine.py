@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..cases import Case
-from ..results.schema import CriterionScore, ResultRow
+from ..results._schema import CriterionScore, ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
 from ._trajectory_checks import _TrajectoryEvaluator, _where, expectations
 from .base import CheckResult, Evaluator, register

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..cases import Case
 from ..errors import UserError
-from ..results.schema import JudgeInfo, ResultRow, Usage
+from ..results._schema import JudgeInfo, ResultRow, Usage
 
 if TYPE_CHECKING:
     from ..providers.base import JudgeRequest

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..cases import Case
 from ..errors import RefereeError
-from ..results.schema import ResultRow
+from ..results._schema import ResultRow
 from ..runner.client import JudgeClient
 from ..templates import transcript
 from .trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..providers.base import JudgeRequest
-from ..results.schema import CriterionScore, ResultRow, Usage
-from ..rubrics.model import Criterion, Rubric
+from ..results._schema import CriterionScore, ResultRow, Usage
+from ..rubrics._model import Criterion, Rubric
 from ..runner.client import JudgeClient
 from .evidence import EvidenceChecker, QuoteCheck, grounded
 from .prompt_guard import data_block, judge_request, make_nonce, system_prompt

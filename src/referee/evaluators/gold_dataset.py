@@ -13,8 +13,8 @@ from typing import Any
 
 from .._yaml import load as load_yaml
 from ..errors import InputError
-from ..results.manifest import utc_now_iso
-from ..results.schema import ResultRow
+from ..results._manifest import utc_now_iso
+from ..results._schema import ResultRow
 from ..rubrics import Rubric
 from .evidence import ungrounded_counts
 from .gold import GoldCase

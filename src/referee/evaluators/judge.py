@@ -6,14 +6,15 @@ The row's score is ``overall_score``; its rationale is the lowest-scoring criter
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from ..cases import Case
 from ..providers.base import JudgeRequest
-from ..results.schema import CriterionScore, JudgeInfo, ResultRow
+from ..results._schema import CriterionScore, JudgeInfo, ResultRow
 from ..runner.client import JudgeClient
 from ..templates import case_values
+from .base import CheckResult, JudgeSettings, LLMEvaluator
 from .prompt_guard import fill_template, judge_request, system_prompt
 from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
 
@@ -109,43 +110,65 @@ def outcome_row(case: Case, outcome: JudgeOutcome[Any], *, evaluator: str, judge
     }
 
 
-class TemplateJudge:
-    """Fills a prompt template per case and grades the reply under the judge-reply contract."""
+@dataclass
+class TemplateJudge(LLMEvaluator):
+    """Fills a prompt template per case and grades the reply under the judge-reply contract (``referee
+    judge``'s judge, and :func:`referee.grade`'s). An :class:`LLMEvaluator`: the run binds the judge settings.
 
-    evaluator = "judge"
+    :meth:`judge_row` gives the seed's row (``evaluator: judge``, one criterion per reply object, the score
+    ``overall_score``); :meth:`evaluate_async` the same verdict as a :class:`CheckResult`."""
 
-    def __init__(self, client: JudgeClient, template: str, *, template_hash: str, category: str | None = None,
-                 max_tokens: int = 1024, temperature: float | None = None, seed: int | None = None,
-                 use_cache: bool = True, expected_criteria: list[str] | None = None) -> None:
-        self.client = client
-        self.template = template
-        self.category = category
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.seed = seed
-        self.use_cache = use_cache
-        self.expected = expected_criteria
-        self.schema = template_reply_schema(expected_criteria)  # the same for every case: built once
-        self.judge_info = client.judge_info(template_hash)
+    name: ClassVar[str] = "template_judge"
+    evaluator: ClassVar[str] = "judge"
+    template: str = ""
+    category: str | None = None
+    """Category of every row (default: each case's own)."""
+    expected_criteria: list[str] | None = None
+    """Criteria the reply must contain (a reply missing one is invalid: unscored)."""
+    template_hash: str | None = None
+    """Recorded in each row's judge info (default: the template's sha256)."""
+    _schema: dict[str, Any] = field(init=False, repr=False, default_factory=dict, compare=False)
 
-    def request(self, case: Case, repeat: int | None = None) -> JudgeRequest:
-        seed = self.seed
+    def __post_init__(self) -> None:
+        from ..results._manifest import text_sha256
+
+        if self.template_hash is None:
+            self.template_hash = text_sha256(self.template)
+        self._schema = template_reply_schema(self.expected_criteria)  # the same for every case: built once
+
+    def request(self, case: Case, output: Any = None, repeat: int | None = None) -> JudgeRequest:
+        s = self._settings or JudgeSettings(client=None)
+        seed = s.seed
         if repeat is not None:
             seed = (seed or 0) + repeat  # distinct seeds so repeats are independent samples
+        if output is not None and output is not case.output:
+            case = Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
         user, case_text = fill_template(self.template, case_values(case))
-        return judge_request(JUDGE_SYSTEM, user, case_text, response_schema=self.schema,
-                             max_tokens=self.max_tokens, temperature=self.temperature, seed=seed)
+        return judge_request(JUDGE_SYSTEM, user, case_text, response_schema=self._schema,
+                             max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)
 
-    async def evaluate(self, case: Case, repeat: int | None = None) -> ResultRow:
+    async def judge_row(self, case: Case, repeat: int | None = None) -> ResultRow:
+        """The judge's verdict on ``case`` as a result row (``repeat``: which sample, never from the cache)."""
+        s = self._settings
+        if s is None or s.client is None:
+            raise RuntimeError("TemplateJudge.judge_row: bind the judge settings first (a run does)")
+        client: JudgeClient = s.client
         outcome = await ask_judge(
-            self.client, self.request(case, repeat),
-            lambda text: parse_template_reply(text, self.expected),
-            use_cache=self.use_cache and repeat is None,
+            client, self.request(case, repeat=repeat),
+            lambda text: parse_template_reply(text, self.expected_criteria),
+            use_cache=s.use_cache and repeat is None,
         )
-        fields = outcome_row(case, outcome, evaluator=self.evaluator, judge=self.judge_info,
+        fields = outcome_row(case, outcome, evaluator=self.evaluator, judge=client.judge_info(self.template_hash),
                              category=self.category, repeat=repeat)
         if outcome.status == "scored":
             assert outcome.value is not None
             fields.update(score=outcome.value.overall, rationale=outcome.value.lowest_rationale,
                           criteria=outcome.value.criteria)
         return ResultRow(**fields)
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        if (none := self.unbound()) is not None:
+            return none
+        if output is not case.output:
+            case = Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
+        return CheckResult.from_row(await self.judge_row(case))

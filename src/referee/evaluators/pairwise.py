@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from ..cases import Case
 from ..providers.base import JudgeRequest
-from ..results.schema import ResultRow, Usage
+from ..results._schema import ResultRow, Usage
 from ..runner.client import COST_DECIMALS, JudgeClient
 from ..templates import case_values
 from .prompt_guard import fill_template, judge_request, system_prompt

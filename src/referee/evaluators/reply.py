@@ -23,7 +23,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from ..errors import ProviderError, RefereeError
 from ..providers.base import JudgeRequest, Message
-from ..results.schema import Usage
+from ..results._schema import Usage
 from ..runner.client import COST_DECIMALS, JudgeClient
 from ..runner.engine import is_fatal
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from ..cases import Case
 from ..providers.base import JudgeRequest
-from ..results.schema import CriterionScore, ResultRow
-from ..results.self_grading import same_model
-from ..rubrics.model import Criterion, Rubric, normalise, scale_bounds
+from ..results._schema import CriterionScore, ResultRow
+from ..results._self_grading import same_model
+from ..rubrics._model import Criterion, Rubric, normalise, scale_bounds
 from ..runner.client import JudgeClient
 from ..templates import render_value, transcript
 from .evidence import EvidenceChecker, QuoteCheck, grounded

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from ..cases import Case
 from ..providers.base import JudgeRequest
-from ..results.schema import CriterionScore, ResultRow
+from ..results._schema import CriterionScore, ResultRow
 from ..runner.client import JudgeClient
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
 from .base import CheckResult, LLMEvaluator, register

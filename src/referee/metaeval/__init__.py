@@ -5,6 +5,6 @@
 - :mod:`.results`: referee's own results files (pairwise rows, absolute scores against human raters).
 """
 
-from .pairwise import BiasReport, PairVerdict, PairwiseMeta, bias, llmbar_statistics, pairwise_meta
+from ._pairwise import BiasReport, PairVerdict, PairwiseMeta, bias, llmbar_statistics, pairwise_meta
 
 __all__ = ["BiasReport", "PairVerdict", "PairwiseMeta", "bias", "llmbar_statistics", "pairwise_meta"]

@@ -22,7 +22,7 @@ from .. import _regex
 from ..cases import Case
 from ..evaluators.base import CheckResult, Evaluator, register
 from ..evaluators.trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
-from ..results.schema import ResultRow
+from ..results._schema import ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
 
 # A refusal is "I can't / won't / am unable to ..." followed by a verb of helping or of carrying out the request

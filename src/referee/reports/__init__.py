@@ -6,9 +6,9 @@ Each renderer is imported on first use (rich, jinja2 and the templates cost star
 from typing import Any
 
 _LAZY = {
-    "render_html": ".html", "write_html": ".html", "summary_dict": ".json_summary", "write_json": ".json_summary",
-    "write_junit": ".junit", "leaderboard_fragment": ".leaderboard", "leaderboard_page": ".leaderboard",
-    "render_markdown": ".markdown_summary", "render_pairwise_meta": ".metaeval", "render_terminal": ".score_terminal", "render_verdict": ".verdict_md",
+    "render_html": "._html", "write_html": "._html", "summary_dict": "._json_summary", "write_json": "._json_summary",
+    "write_junit": "._junit", "leaderboard_fragment": "._leaderboard", "leaderboard_page": "._leaderboard",
+    "render_markdown": "._markdown_summary", "render_pairwise_meta": "._metaeval", "render_terminal": "._score_terminal", "render_verdict": "._verdict_md",
 }
 
 __all__ = sorted(_LAZY)

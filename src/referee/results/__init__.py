@@ -1,7 +1,7 @@
 """Result rows (one schema for every evaluator), reading and writing them, and the run manifest."""
 
-from .io import LoadedResults, ResultWriter, read_results, row_from_dict
-from .manifest import (
+from ._io import LoadedResults, ResultWriter, read_results, row_from_dict
+from ._manifest import (
     EvalSetInfo,
     JudgeConfig,
     RunManifest,
@@ -11,7 +11,7 @@ from .manifest import (
     manifest_path,
     text_sha256,
 )
-from .schema import SCHEMA_VERSION, CriterionScore, JudgeInfo, ResultRow, Status, TargetInfo, Usage
+from ._schema import SCHEMA_VERSION, CriterionScore, JudgeInfo, ResultRow, Status, TargetInfo, Usage
 
 __all__ = [
     "CriterionScore",

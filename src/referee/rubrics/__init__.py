@@ -1,7 +1,7 @@
 """Rubrics as data: YAML files describing criteria, scales, composites, pass rules and verdict bands."""
 
-from .loader import RubricInfo, list_rubrics, load_rubric, parse_rubric
-from .model import SCALES, Band, Criterion, Rubric, normalise
+from ._loader import RubricInfo, list_rubrics, load_rubric, parse_rubric
+from ._model import SCALES, Band, Criterion, Rubric, normalise
 
 __all__ = [
     "Band", "Criterion", "Rubric", "RubricInfo", "SCALES", "list_rubrics", "load_rubric", "normalise",

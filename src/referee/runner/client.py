@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .._redact import redact_text
 from ..errors import ProviderError, ProviderUnavailable
 from ..providers.base import Completion, JudgeRequest, Provider
-from ..results.schema import JudgeInfo
+from ..results._schema import JudgeInfo
 from .cache import ResponseCache, cache_key
 from .prices import COST_DECIMALS, Pricer
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable, UserError
-from ..results.io import ResultWriter
-from ..results.schema import ResultRow
+from ..results._io import ResultWriter
+from ..results._schema import ResultRow
 from .progress import Progress
 
 T = TypeVar("T")

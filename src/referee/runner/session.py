@@ -17,11 +17,11 @@ from typing import Any, Literal, TypeVar
 
 from .._redact import redact_text
 from ..errors import UserError
-from ..results import self_grading
-from ..results.io import ResultWriter, read_results
-from ..results.lock import ResultsLock
-from ..results.manifest import RunManifest, Totals, manifest_path, utc_now_iso
-from ..results.schema import ResultRow
+from ..results import _self_grading as self_grading
+from ..results._io import ResultWriter, read_results
+from ..results._lock import ResultsLock
+from ..results._manifest import RunManifest, Totals, manifest_path, utc_now_iso
+from ..results._schema import ResultRow
 from .client import JudgeClient
 from .engine import run_rows
 

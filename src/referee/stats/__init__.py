@@ -1,26 +1,38 @@
 """Statistics: bootstrap and Wilson intervals, paired tests, multiple-comparison control, agreement."""
 
-from .bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval, bootstrap_ci, bootstrap_stat
-from .counts import bootstrap_means, mean_interval
-from .intervals import wilson_interval
-from .multiple import benjamini_hochberg
-from .paired import McNemarResult, PairedResult, mcnemar_exact, paired_bootstrap
-from .power import cases_needed, min_detectable_drop
+from ._agreement import Agreement, agreement, cohen_kappa, correlation, correlation_ci, kappa_ci
+from ._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval, bootstrap_ci, bootstrap_stat
+from ._counts import bootstrap_means, mean_interval
+from ._intervals import wilson_interval
+from ._multiple import benjamini_hochberg
+from ._paired import McNemarResult, PairedResult, mcnemar_exact, paired_bootstrap
+from ._power import cases_needed, min_detectable_drop
+from ._ranking import Leaderboard, Standing, leaderboard, win_rate
 
 __all__ = [
+    "Agreement",
     "DEFAULT_N_BOOT",
     "DEFAULT_SEED",
     "Interval",
+    "Leaderboard",
     "McNemarResult",
     "PairedResult",
+    "Standing",
+    "agreement",
     "benjamini_hochberg",
     "bootstrap_ci",
     "bootstrap_means",
     "bootstrap_stat",
     "cases_needed",
+    "cohen_kappa",
+    "correlation",
+    "correlation_ci",
+    "kappa_ci",
+    "leaderboard",
     "mcnemar_exact",
     "mean_interval",
     "min_detectable_drop",
     "paired_bootstrap",
     "wilson_interval",
+    "win_rate",
 ]

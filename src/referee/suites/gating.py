@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..reports._safe import echo_err
-from ..results.schema import ResultRow
+from ..results._schema import ResultRow
 from .model import BASELINE_ONLY_GATES, Gates
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Pa
     summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
     code = 1 if any(g.failed for g in verdicts) else 0
     if show:
-        from ..reports.score_terminal import render_terminal
+        from ..reports._score_terminal import render_terminal
 
         render_terminal(summary, verdicts, code)
     return code, verdicts

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..cases import Case
 from ..evaluators.base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
-from ..results.manifest import EvalSetInfo, RunManifest, text_sha256
-from ..results.schema import JudgeInfo, ResultRow, Usage
+from ..results._manifest import EvalSetInfo, RunManifest, text_sha256
+from ..results._schema import JudgeInfo, ResultRow, Usage
 from ..runner.session import Outcome, error_row, execute
 from .loader import EvalSpec, Suite
 

@@ -24,10 +24,10 @@ from .._redact import redact_text
 from ..cases import Case
 from ..errors import ProviderError, RefereeError, UserError
 from ..providers.base import JudgeRequest, Message
-from ..results.schema import Usage
+from ..results._schema import Usage
 from ..runner.client import COST_DECIMALS, JudgeClient
 from ..templates import PLACEHOLDER_RE, case_values, fill
-from ..trajectories.model import Step, Trajectory
+from ..trajectories._model import Step, Trajectory
 from .model import TargetSpec
 
 

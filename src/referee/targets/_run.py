@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cases import Case
-from ..results.schema import ResultRow, TargetInfo, Usage
+from ..results._schema import ResultRow, TargetInfo, Usage
 from ._kinds import Generation, Target, case_inputs
 
 OUTPUTS_SUFFIX = ".outputs.jsonl"

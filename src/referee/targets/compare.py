@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..stats.bootstrap import Interval
+from ..stats._bootstrap import Interval
 
 
 @dataclass
@@ -53,9 +53,9 @@ class TargetComparison:
 def compare_targets(results: Sequence[tuple[str, Path]], *, threshold: float, pass_rule: str = "evaluator",
                     n_boot: int | None = None, boot_seed: int | None = None) -> TargetComparison:
     from ..aggregate import ScoreOptions, load_table, summarize
-    from ..results.io import read_results
+    from ..results._io import read_results
     from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
-    from ..stats.intervals import wilson_interval
+    from ..stats._intervals import wilson_interval
 
     opts = ScoreOptions(threshold=threshold, n_boot=n_boot or DEFAULT_N_BOOT,
                         boot_seed=boot_seed if boot_seed is not None else DEFAULT_SEED, pass_rule=pass_rule)
@@ -142,7 +142,7 @@ def render_comparison(c: TargetComparison) -> str:
 
 def render_comparison_markdown(c: TargetComparison, title: str) -> str:
     """The same table for a pull-request comment or the step summary (labels escaped: they come from files)."""
-    from ..reports.markdown_summary import _cell
+    from ..reports._markdown_summary import _cell
 
     lines = [f"### referee: {_cell(title)}", "",
              "| target | pass rate [95% CI] | mean score | cases | unscored | error | cost/case | latency | "

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..results.manifest import text_sha256
-from ..results.schema import TargetInfo
+from ..results._manifest import text_sha256
+from ..results._schema import TargetInfo
 from ..runner.session import Outcome, error_row, execute_async
 from ._kinds import Target
 from ._run import GenerationStats, TargetRun, config_sha256, outputs_path, target_info

@@ -23,7 +23,7 @@ import pytest
 from ..errors import RefereeError
 
 if TYPE_CHECKING:
-    from ..results.schema import ResultRow
+    from ..results._schema import ResultRow
     from ..runner import JudgeClient
     from ..suites import Suite
 
@@ -69,7 +69,7 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
     import tempfile
 
     from ..evaluators.base import JudgeSettings
-    from ..results.io import ResultWriter
+    from ..results._io import ResultWriter
     from ..suites.gating import gate_verdicts
     from ..suites.runner import CaseEvaluator, bind_settings
 

@@ -1,6 +1,6 @@
 """Agent trajectories: one normalised model and importers from the formats agents actually produce."""
 
-from .importers import (
+from ._importers import (
     FORMATS,
     detect_format,
     from_anthropic,
@@ -10,8 +10,8 @@ from .importers import (
     import_trajectory,
     trajectory_of,
 )
-from .model import Step, Trajectory, TrajectoryError
-from .runs import ImportedRuns, import_runs
+from ._model import Step, Trajectory, TrajectoryError
+from ._runs import ImportedRuns, import_runs
 
 __all__ = [
     "FORMATS", "ImportedRuns", "Step", "Trajectory", "TrajectoryError", "detect_format", "from_anthropic",

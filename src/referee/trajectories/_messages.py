@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ._model import Step, Trajectory, TrajectoryError
 from ._parse import _maybe_json, _role, float_or_none, int_or_none, parse_args, result_error
-from .model import Step, Trajectory, TrajectoryError
 
 OPENAI_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 ANTHROPIC_ROLES = {"user", "assistant", "system"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
+from ._model import Step, Trajectory, TrajectoryError
 from ._parse import _maybe_json, int_or_none, parse_args, result_error
-from .model import Step, Trajectory, TrajectoryError
 
 # -- OpenTelemetry GenAI spans --------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import json
 from typing import Any, TypeVar
 
 from .. import _data
-from .model import TrajectoryError
+from ._model import TrajectoryError
 
 _N = TypeVar("_N", int, float)
 

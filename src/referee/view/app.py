@@ -20,7 +20,7 @@ from ..aggregate.load import PASS_RULES
 from ..aggregate.units import build_units
 from ..cases import Case
 from ..errors import RefereeError, UserError
-from ..stats.bootstrap import DEFAULT_N_BOOT
+from ..stats._bootstrap import DEFAULT_N_BOOT
 from .labels import LabelError, LabelStore, build_label, default_labels_path
 from .store import (
     FLAG_NAMES,
@@ -152,14 +152,14 @@ class ViewApp:
     # -- endpoints ---------------------------------------------------------------------------------------
 
     def api_index(self) -> dict[str, Any]:
-        from ..rubrics.model import SCALES
+        from ..rubrics._model import SCALES
 
         return {"api_version": API_VERSION, "threshold": self.opts.threshold, "pass_rule": self.opts.pass_rule,
                 "runs": [self.run(k).info() | {"labels": str(self.labels[k].path)} for k in self.order],
                 "flags": list(FLAG_NAMES), "sort_keys": list(SORT_KEYS), "scales": list(SCALES)}
 
     def api_summary(self, key: str, params: dict[str, str]) -> dict[str, Any]:
-        from ..reports.json_summary import summary_dict
+        from ..reports._json_summary import summary_dict
 
         run = self.run(key)
         opts = self._score_opts(params)
@@ -218,7 +218,7 @@ class ViewApp:
             raise ApiError(404, f"no row {row} in run {key} ({len(t)} rows)")
         # Imported here: jinja2, rapidfuzz and the rubric models are not needed to start the viewer.
         from ..evaluators.evidence import locate
-        from ..reports.html import highlight_segments
+        from ..reports._html import highlight_segments
 
         d = run.read_row(row)
         try:
@@ -293,8 +293,8 @@ class ViewApp:
             # Per-turn rows carry ``turn``: the 1-based position of the judged reply in this list.
             out["turns"] = [{**t, "judged": turn == i + 1} for i, t in enumerate(conv)]
         if any(case.get(k) is not None for k in ("trajectory", "messages", "spans", "resourceSpans")):
-            from ..trajectories.importers import trajectory_of
-            from ..trajectories.model import TrajectoryError
+            from ..trajectories._importers import trajectory_of
+            from ..trajectories._model import TrajectoryError
 
             try:
                 traj = trajectory_of(case)
@@ -397,7 +397,7 @@ class ViewApp:
         return out
 
     def api_compare(self, base: str, cand: str, params: dict[str, str]) -> dict[str, Any]:
-        from ..reports.json_summary import summary_dict
+        from ..reports._json_summary import summary_dict
 
         rb, rc = self.run(base), self.run(cand)
         opts = self._score_opts(params, allow_case_set_change=True)
@@ -498,7 +498,7 @@ def _label_short(x: dict[str, Any]) -> dict[str, Any]:
 
 def _label_scale(crits: list[dict[str, Any]], details: dict[str, Any]) -> str | None:
     """The rubric scale a human may score this row on (the composite's, else the criteria's common one)."""
-    from ..rubrics.model import SCALES
+    from ..rubrics._model import SCALES
 
     s = details.get("composite_scale")
     if isinstance(s, str) and s in SCALES and s != "binary":

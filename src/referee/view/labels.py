@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, RefereeError, UserError
-from ..results.io import iter_jsonl
+from ..results._io import iter_jsonl
 
 MAX_COMMENT = 5000
 MAX_REVIEWER = 100
@@ -77,7 +77,7 @@ class LabelStore:
 
     def acquire(self) -> None:
         """Take the one-writer lock (``<labels>.lock``, as results files have): a second writer is refused."""
-        from ..results.lock import ResultsLock
+        from ..results._lock import ResultsLock
 
         key = str(self.path.resolve())
         with _OPEN_MUTEX:
@@ -155,7 +155,7 @@ class LabelStore:
 def build_label(body: Any, *, known: bool, results_name: str, pairwise: bool) -> dict[str, Any]:
     """Validate a POSTed label and turn it into the line to store. Raises :class:`LabelError`."""
     from ..evaluators.pairwise import SCORES as PAIRWISE_SCORES
-    from ..rubrics.model import SCALES, normalise
+    from ..rubrics._model import SCALES, normalise
 
     if not isinstance(body, dict):
         raise LabelError("expected a JSON object")

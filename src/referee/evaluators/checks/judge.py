@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from ...cases import Case
 from ...providers.base import JudgeRequest
-from ...results.manifest import text_sha256
+from ...results._manifest import text_sha256
 from ...templates import case_values
 from ..base import CheckResult, LLMEvaluator, register
 from ..judge import JUDGE_SYSTEM, parse_template_reply, template_reply_schema

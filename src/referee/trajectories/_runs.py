@@ -13,8 +13,8 @@ from typing import Any
 
 from .. import _data
 from ..errors import InputError
-from .importers import detect_format, import_trajectory
-from .model import TrajectoryError
+from ._importers import detect_format, import_trajectory
+from ._model import TrajectoryError
 
 
 @dataclass

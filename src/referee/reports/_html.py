@@ -22,8 +22,8 @@ import markupsafe
 
 from .._version import __version__
 from ..evaluators.evidence import locate
-from ..results.schema import ResultRow
-from ..rubrics.model import SCALES
+from ..results._schema import ResultRow
+from ..rubrics._model import SCALES
 from ._safe import CSP, finalize
 
 _TEMPLATES = Path(__file__).parent / "templates"
@@ -159,7 +159,7 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
     self_rows = [r for r in rows if "self_grading" in r.flags]
     sut = getattr(manifest, "system_under_test", None)
     judge_model = getattr(getattr(manifest, "judge", None), "model", None)
-    from ..results.self_grading import same_model
+    from ..results._self_grading import same_model
 
     manifest_self = bool(sut) and any(same_model(judge_model, m) for m in str(sut).split(","))
     lowest = sorted(scored, key=lambda r: r.score if r.score is not None else 0.0)[:3]

@@ -19,8 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InputError
-from ..stats.agreement import correlation, correlation_ci
-from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
+from ..stats._agreement import correlation, correlation_ci
+from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 
 CRITERIA = {"RE": "Relevance", "CH": "Coherence", "EM": "Empathy", "SU": "Surprise", "EG": "Engagement",
             "CX": "Complexity"}

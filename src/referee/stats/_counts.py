@@ -34,7 +34,7 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
+from ._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 
 METHODS = ("counts", "index", "expansion")
 # Estimated cost of the exact methods (seconds per multinomial cell / per resampled value), measured with

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from .._yaml import parse_nodes
 from ..errors import InputError
-from .model import SCALES, Rubric
+from ._model import SCALES, Rubric
 
 SHIPPED = Path(__file__).parent / "files"
 # Fields only a rubric has: a file with any of them is a rubric whatever command reads it.
@@ -138,7 +138,7 @@ def list_rubrics() -> list[RubricInfo]:
 
 def rubric_hash(rubric: Rubric) -> str:
     """The identity of a rubric's content (recorded in manifests; a changed rubric is never resumed)."""
-    from ..results.manifest import text_sha256
+    from ..results._manifest import text_sha256
 
     return text_sha256(rubric.model_dump_json())
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..metaeval.pairwise import PairwiseMeta
-from ..stats.agreement import interval_text
-from ..stats.bootstrap import Interval
+from ..metaeval._pairwise import PairwiseMeta
+from ..stats._agreement import interval_text
+from ..stats._bootstrap import Interval
 from ._safe import SafeConsole
 
 

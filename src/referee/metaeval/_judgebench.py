@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
-from ..results.io import iter_jsonl_objects
-from .pairwise import PairVerdict
+from ..results._io import iter_jsonl_objects
+from ._pairwise import PairVerdict
 
 _TO_ORIGINAL = {"A>B": "1", "B>A": "2", "A=B": "tie"}
 _FLIP = {"A>B": "B>A", "B>A": "A>B", "A=B": "A=B"}

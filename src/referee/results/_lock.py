@@ -4,7 +4,7 @@ A run holds an exclusive ``flock`` on ``<results>.lock`` (beside the results, ho
 before it reads the file to resume until its manifest is final. A second run on the same file stops at once,
 before any call is paid for: "in use by pid N". The kernel drops the lock when the process dies (kill -9
 included), so a stale lock file never blocks a rerun. Re-entrant within one process (the run and its
-:class:`~referee.results.io.ResultWriter` share it).
+:class:`~referee.results._io.ResultWriter` share it).
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..results.io import iter_jsonl_objects
-from .pairwise import PairVerdict
+from ..results._io import iter_jsonl_objects
+from ._pairwise import PairVerdict
 
 VERDICT_COLUMNS = ("subset", "evaluator", "strategy", "idx", "label", "winner_noswap", "winner_swap")
 REQUIRED_COLUMNS = ("label", "winner_noswap", "winner_swap")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .schema import ResultRow
+from ._schema import ResultRow
 
 FLAG = "self_grading"
 SYSTEM_MODEL_KEYS = ("system_model", "system_under_test")

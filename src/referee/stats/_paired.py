@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
-from .counts import mean_bootstrap
+from ._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
+from ._counts import mean_bootstrap
 
 
 @dataclass(frozen=True)

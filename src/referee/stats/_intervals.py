@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from .bootstrap import Interval
+from ._bootstrap import Interval
 
 
 def wilson_interval(successes: float, n: int, *, alpha: float = 0.05) -> Interval:

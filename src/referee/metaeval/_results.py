@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, UserError
-from ..results.io import iter_jsonl_objects, read_results
-from ..results.schema import ResultRow
-from ..stats.agreement import correlation, correlation_ci
-from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
-from .pairwise import PairVerdict
+from ..results._io import iter_jsonl_objects, read_results
+from ..results._schema import ResultRow
+from ..stats._agreement import correlation, correlation_ci
+from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
+from ._pairwise import PairVerdict
 
 _GOLD = {"a": "1", "1": "1", "output_a": "1", "b": "2", "2": "2", "output_b": "2", "tie": "tie"}
 _W = {"a": "1", "b": "2", "tie": "tie"}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from ..results.schema import ResultRow
-from ..rubrics.model import SCALES, Rubric
+from ..results._schema import ResultRow
+from ..rubrics._model import SCALES, Rubric
 
 
 def _num(x: float) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..stats.agreement import cohen_kappa, kappa_ci, proportion_ci
-from ..stats.bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval, bootstrap_ci
+from ..stats._agreement import cohen_kappa, kappa_ci, proportion_ci
+from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval, bootstrap_ci
 
 
 @dataclass(frozen=True)

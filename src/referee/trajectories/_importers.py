@@ -14,9 +14,9 @@ from typing import Any
 
 from ..cases import Case
 from ._messages import ANTHROPIC_ROLES, OPENAI_ROLES, _attach_result, from_anthropic, from_openai, from_seed
+from ._model import Trajectory, TrajectoryError
 from ._otel import _attributes, _span_list, _time_ns, from_otel
 from ._parse import _maybe_json, float_or_none, int_or_none, parse_args, result_error
-from .model import Trajectory, TrajectoryError
 
 FORMATS = ("seed", "openai", "anthropic", "otel")
 

@@ -1,6 +1,6 @@
 """The pairwise leaderboard as HTML: a fragment (``<section>``) other reports can include, or a standalone page.
 
-Computes nothing: it renders a :class:`referee.stats.ranking.Leaderboard` and optional bias reports. System
+Computes nothing: it renders a :class:`referee.stats._ranking.Leaderboard` and optional bias reports. System
 names and notes come from user files, so everything goes through Jinja2 autoescaping; no script, no CDN.
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 import jinja2
 
 from .._version import __version__
-from ..metaeval.pairwise import BiasReport
-from ..stats.bootstrap import Interval
-from ..stats.ranking import Leaderboard
+from ..metaeval._pairwise import BiasReport
+from ..stats._bootstrap import Interval
+from ..stats._ranking import Leaderboard
 from ._safe import CSP, finalize
 
 _FRAGMENT = """\

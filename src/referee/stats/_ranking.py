@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval, bootstrap_ci
+from ._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval, bootstrap_ci
 
 Comparison = tuple[str, str, float]
 

@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from .. import _data
 from ..errors import InputError, UserError
-from .lock import ResultsLock
-from .schema import ResultRow
+from ._lock import ResultsLock
+from ._schema import ResultRow
 
 # Keys of the seed's rows that map onto ResultRow fields directly.
 _LEGACY_FIELDS = {

@@ -1,0 +1,148 @@
+""":func:`grade`: cases graded by an LLM judge with a prompt template (``referee judge`` is this one call).
+
+**Usage**::
+
+    result = referee.grade("cases.jsonl", template_file="judge.txt", judge="openai:gpt-4o-mini",
+                           out="results.jsonl")
+    result.rows[0].score, result.rows[0].criteria, result.summary.overall.pass_rate
+
+A row per case (per sample with ``repeat``), the seed's shape: ``evaluator: judge``, the reply's criteria, the
+score ``overall_score``. Rows go to ``out`` as they complete; rerunning on the same ``out`` resumes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._api import EvalResult, Judge, as_judge
+from .cases import Case, cases_from
+from .errors import InputError, UserError
+from .providers.base import Provider
+from .results._manifest import RunManifest, TemplateInfo, text_sha256
+from .results._schema import ResultRow
+
+
+def read_template(path: str | Path) -> str:
+    """A template file's text; :class:`InputError` naming the file when it is missing or not UTF-8."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("template file not found", file=str(path))
+    try:
+        return p.read_text(encoding="utf-8-sig")  # a BOM from a Windows editor is not prompt text
+    except UnicodeDecodeError as exc:
+        raise InputError("template is not valid UTF-8", file=str(path)) from exc
+
+
+async def grade_async(
+    cases: Any,
+    template: str | None = None,
+    judge: Judge | str | Provider | None = None,
+    *,
+    template_file: str | Path | None = None,
+    out: str | Path | None = None,
+    category: str | None = None,
+    criteria: Sequence[str] | None = None,
+    repeat: int = 1,
+    skip_invalid: bool = False,
+    on_invalid: Callable[[str], None] | None = None,
+    system_model: str | None = None,
+    threshold: float = 0.7,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """:func:`grade` for async code."""
+    from .evaluators.base import JudgeSettings
+    from .evaluators.judge import TemplateJudge
+    from .runner.session import error_row, execute_async
+    from .templates import placeholders, preflight, require_valid
+
+    if repeat < 1:
+        raise UserError(f"repeat={repeat}: must be >= 1")
+    if (template is None) == (template_file is None):
+        raise UserError("grade: give the template's text (template=) or its file (template_file=), not both")
+    template_path = str(template_file) if template_file is not None else None
+    text = read_template(template_file) if template_file is not None else str(template)
+    case_set = cases_from(cases)
+    from_file = isinstance(cases, str | Path)
+    pf = preflight(case_set.cases, placeholders(text))
+    # Before any key is looked at: a missing key is never reported ahead of invalid cases.
+    require_valid(pf, case_set.path, skip_invalid=skip_invalid, on_problem=on_invalid)
+
+    j = as_judge(judge)
+    client = j.client()
+    expected = [c.strip() for c in criteria if c.strip()] if criteria else None
+    tj = TemplateJudge(text, category=category, expected_criteria=expected)
+    tj.bind(JudgeSettings(client=client, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
+                          use_cache=j.cache))
+    assert tj.template_hash is not None
+    manifest = RunManifest.for_cases(
+        "judge", case_set.path, [c.id for c in pf.valid], command=command or ["referee.grade"],
+        sha256=None if from_file else text_sha256(json.dumps([c.data for c in case_set.cases], sort_keys=True,
+                                                              default=str)),
+        template=TemplateInfo(path=template_path, sha256=tj.template_hash),
+        judge=j.config(client.provider.model, repeat), system_under_test=system_model,
+    )
+    if expected:
+        manifest.extra["config_hash"] = text_sha256(",".join(expected))
+    items: list[tuple[Case, int | None]] = [(c, r if repeat > 1 else None) for c in pf.valid for r in range(repeat)]
+    out_path = Path(out) if out is not None else None
+    outcome = await execute_async(
+        out=out_path, manifest=manifest, items=items,
+        key=lambda it: (it[0].id, it[1], None),
+        evaluate=lambda it: tj.judge_row(it[0], it[1]),
+        on_error=lambda it, exc: error_row(it[0].id, exc, evaluator=tj.evaluator,
+                                           category=category or it[0].category, repeat=it[1]),
+        client=client, concurrency=j.concurrency, label="judging", skipped=pf.skipped, show_progress=progress,
+    )
+    order = {c.id: i for i, c in enumerate(pf.valid)}
+    rows: list[ResultRow] = sorted(outcome.rows, key=lambda r: (order.get(r.id, len(order)), r.repeat or 0))
+    return EvalResult(rows=rows, manifest=outcome.manifest, cases=pf.valid, path=out_path,
+                      new_rows=outcome.new_rows, resume_note=outcome.resume_note, threshold=threshold,
+                      gate_options=gates)
+
+
+def grade(
+    cases: Any,
+    template: str | None = None,
+    judge: Judge | str | Provider | None = None,
+    *,
+    template_file: str | Path | None = None,
+    out: str | Path | None = None,
+    category: str | None = None,
+    criteria: Sequence[str] | None = None,
+    repeat: int = 1,
+    skip_invalid: bool = False,
+    on_invalid: Callable[[str], None] | None = None,
+    system_model: str | None = None,
+    threshold: float = 0.7,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """Grade ``cases`` with an LLM judge and a prompt ``template`` (``referee judge``'s run).
+
+    Args:
+        cases: as for :func:`evaluate` (a path, a list of dicts, a DataFrame).
+        template: the prompt, with ``{placeholders}`` filled from each case (case text delimited as data).
+        template_file: instead of ``template``, the file it is read from (recorded in the manifest).
+        judge: a :class:`Judge`, ``"provider:model"`` or a Provider (default :meth:`Judge.from_env`).
+        out: also write rows and the manifest here as they complete; a rerun with the same ``out`` resumes
+            (finished rows are kept, errors retried; another configuration's file is moved aside).
+        category: the category of every row (default: each case's own).
+        criteria: criterion names the reply must contain (a reply missing one is unscored).
+        repeat: judge every case this many times with distinct seeds (bypassing the cache).
+        skip_invalid: leave out cases missing a placeholder's field or repeating an id (else a UserError).
+        on_invalid: called with each invalid case's description (file:line, what is wrong) before the run.
+        system_model: the model that wrote the outputs (rows it judges itself are flagged ``self_grading``).
+        threshold, gates: for :attr:`EvalResult.summary` and :attr:`EvalResult.passed`, as in :func:`evaluate`.
+    """
+    from .runner.session import run_sync
+
+    return run_sync(grade_async(cases, template, judge, template_file=template_file, out=out, category=category,
+                                criteria=criteria, repeat=repeat, skip_invalid=skip_invalid, on_invalid=on_invalid,
+                                system_model=system_model, threshold=threshold, gates=gates, progress=progress,
+                                command=command))
