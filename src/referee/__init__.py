@@ -22,7 +22,7 @@ from .errors import (
 if TYPE_CHECKING:
     from . import judges
     from ._api import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
-    from ._grade import grade, grade_async
+    from ._grade import compare, compare_async, grade, grade_async
     from .aggregate import Summary, summarize
     from .cases import Case, CaseSet, cases_from, load_cases
     from .evaluators.base import CheckResult, Evaluator, register
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "judges": ".judges",
     **dict.fromkeys(("EvalResult", "Judge", "as_evaluator", "evaluate", "evaluate_async"), "._api"),
-    **dict.fromkeys(("grade", "grade_async"), "._grade"),
+    **dict.fromkeys(("compare", "compare_async", "grade", "grade_async"), "._grade"),
     **dict.fromkeys(("Summary", "summarize"), ".aggregate"),
     **dict.fromkeys(("Case", "CaseSet", "cases_from", "load_cases"), ".cases"),
     **dict.fromkeys(("CheckResult", "Evaluator", "register"), ".evaluators.base"),
@@ -98,6 +98,8 @@ __all__ = [
     "as_evaluator",
     "ask_judge",
     "cases_from",
+    "compare",
+    "compare_async",
     "evaluate",
     "evaluate_async",
     "get_provider",

@@ -42,6 +42,15 @@ if TYPE_CHECKING:
 _SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
 
 
+class JudgeNeedsModel(UserError):
+    """A local server that routes by model name was given no model (raised before any call)."""
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+        super().__init__(f"provider {provider} needs a model: the name of a model the server serves, "
+                         f"e.g. Judge('{provider}:llama3.1')")
+
+
 @dataclass(frozen=True)
 class Judge:
     """The LLM judge of a run: which provider and model, and how to call it.
@@ -118,8 +127,7 @@ class Judge:
             from .providers import get_provider
 
             if self.provider in _SERVERS_NEEDING_A_MODEL and not self.model:
-                raise UserError(f"provider {self.provider} needs a model: the name of a model the server serves, "
-                                f"e.g. Judge('{self.provider}:llama3.1')")
+                raise JudgeNeedsModel(self.provider)
             try:
                 provider = get_provider(self.provider, self.model, base_url=self.base_url, timeout=self.timeout)
             except ProviderAuthError as exc:

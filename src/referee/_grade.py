@@ -1,4 +1,5 @@
-""":func:`grade`: cases graded by an LLM judge with a prompt template (``referee judge`` is this one call).
+""":func:`grade` and :func:`compare`: cases graded by an LLM judge with a prompt template (``referee judge``
+and ``referee pairwise`` are each one call of them).
 
 **Usage**::
 
@@ -67,7 +68,6 @@ async def grade_async(
     template_path = str(template_file) if template_file is not None else None
     text = read_template(template_file) if template_file is not None else str(template)
     case_set = cases_from(cases)
-    from_file = isinstance(cases, str | Path)
     pf = preflight(case_set.cases, placeholders(text))
     # Before any key is looked at: a missing key is never reported ahead of invalid cases.
     require_valid(pf, case_set.path, skip_invalid=skip_invalid, on_problem=on_invalid)
@@ -81,8 +81,7 @@ async def grade_async(
     assert tj.template_hash is not None
     manifest = RunManifest.for_cases(
         "judge", case_set.path, [c.id for c in pf.valid], command=command or ["referee.grade"],
-        sha256=None if from_file else text_sha256(json.dumps([c.data for c in case_set.cases], sort_keys=True,
-                                                              default=str)),
+        sha256=_cases_sha256(cases, case_set.cases),
         template=TemplateInfo(path=template_path, sha256=tj.template_hash),
         judge=j.config(client.provider.model, repeat), system_under_test=system_model,
     )
@@ -146,3 +145,128 @@ def grade(
                                 criteria=criteria, repeat=repeat, skip_invalid=skip_invalid, on_invalid=on_invalid,
                                 system_model=system_model, threshold=threshold, gates=gates, progress=progress,
                                 command=command))
+
+
+_RUNNER_FIELDS = ("response_1", "response_2")
+"""Filled by the run for each order, so they are not case fields."""
+
+
+async def compare_async(
+    cases: Any,
+    template: str | None = None,
+    judge: Judge | str | Provider | None = None,
+    *,
+    template_file: str | Path | None = None,
+    out: str | Path | None = None,
+    category: str | None = None,
+    name_a: str | None = None,
+    name_b: str | None = None,
+    reconcile: str = "strict",
+    skip_invalid: bool = False,
+    on_invalid: Callable[[str], None] | None = None,
+    system_model: str | None = None,
+    threshold: float = 0.5,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """:func:`compare` for async code."""
+    from .evaluators.base import JudgeSettings
+    from .evaluators.pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
+    from .runner.session import error_row, execute_async
+    from .templates import placeholders, preflight, require_valid
+
+    if reconcile not in RECONCILE_MODES:
+        raise UserError(f"reconcile={reconcile!r}: one of {', '.join(RECONCILE_MODES)}")
+    mode: Reconcile = "average" if reconcile == "average" else "strict"
+    if (template is None) == (template_file is None):
+        raise UserError("compare: give the template's text (template=) or its file (template_file=), not both")
+    template_path = str(template_file) if template_file is not None else None
+    text = read_template(template_file) if template_file is not None else str(template)
+    keys = placeholders(text)
+    missing = [k for k in _RUNNER_FIELDS if k not in keys]
+    if missing:
+        raise UserError(f"{template_path or 'template'}: the template must use {{response_1}} and {{response_2}} "
+                        f"(missing: {', '.join('{' + k + '}' for k in missing)})")
+    case_set = cases_from(cases)
+    required = ["output_a", "output_b", *[k for k in keys if k not in _RUNNER_FIELDS]]
+    pf = preflight(case_set.cases, list(dict.fromkeys(required)), label="pairwise template")
+    require_valid(pf, case_set.path, skip_invalid=skip_invalid, on_problem=on_invalid)
+
+    j = as_judge(judge)
+    client = j.client()
+    pj = PairwiseJudge(text, category=category, name_a=name_a, name_b=name_b, reconcile=mode)
+    pj.bind(JudgeSettings(client=client, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
+                          use_cache=j.cache))
+    assert pj.template_hash is not None
+    manifest = RunManifest.for_cases(
+        "pairwise", case_set.path, [c.id for c in pf.valid], command=command or ["referee.compare"],
+        sha256=_cases_sha256(cases, case_set.cases),
+        template=TemplateInfo(path=template_path, sha256=pj.template_hash),
+        judge=j.config(client.provider.model), system_under_test=system_model,
+    )
+    if name_a or name_b or mode != "strict":
+        # strict keeps the hash of runs made before reconcile existed, so they still resume.
+        manifest.extra["config_hash"] = text_sha256(f"{name_a}\x00{name_b}"
+                                                    + ("" if mode == "strict" else f"\x00{mode}"))
+    manifest.extra["reconcile"] = mode
+    out_path = Path(out) if out is not None else None
+    outcome = await execute_async(
+        out=out_path, manifest=manifest, items=pf.valid,
+        key=lambda c: (c.id, None, None),
+        evaluate=pj.judge_row,
+        on_error=lambda c, exc: error_row(c.id, exc, evaluator=pj.evaluator, category=category or c.category),
+        client=client, concurrency=j.concurrency, label="pairwise", skipped=pf.skipped, show_progress=progress,
+    )
+    order = {c.id: i for i, c in enumerate(pf.valid)}
+    rows: list[ResultRow] = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
+    return EvalResult(rows=rows, manifest=outcome.manifest, cases=pf.valid, path=out_path,
+                      new_rows=outcome.new_rows, resume_note=outcome.resume_note, threshold=threshold,
+                      gate_options=gates)
+
+
+def compare(
+    cases: Any,
+    template: str | None = None,
+    judge: Judge | str | Provider | None = None,
+    *,
+    template_file: str | Path | None = None,
+    out: str | Path | None = None,
+    category: str | None = None,
+    name_a: str | None = None,
+    name_b: str | None = None,
+    reconcile: str = "strict",
+    skip_invalid: bool = False,
+    on_invalid: Callable[[str], None] | None = None,
+    system_model: str | None = None,
+    threshold: float = 0.5,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """Judge each case's ``output_a`` against its ``output_b`` in both orders with a prompt ``template``
+    (``referee pairwise``'s run): one row per case with ``winner`` (a, b, tie), ``position_bias_detected``
+    and the score (a 1.0, b 0.0, tie 0.5).
+
+    Args:
+        template: the prompt, using ``{response_1}`` and ``{response_2}`` (filled in each order) and any case
+            field; ``template_file``: instead, the file it is read from (recorded in the manifest).
+        reconcile: ``strict`` (orders that disagree are a tie) or ``average`` (the mean of the two orders).
+        name_a, name_b: the two systems' names (stored in each row's details; default the cases' ``system_a``
+            and ``system_b``).
+        threshold, gates: for :attr:`EvalResult.summary` and :attr:`EvalResult.passed` (a passes at 0.5: a tie).
+        The other arguments are :func:`grade`'s.
+    """
+    from .runner.session import run_sync
+
+    return run_sync(compare_async(cases, template, judge, template_file=template_file, out=out, category=category,
+                                  name_a=name_a, name_b=name_b, reconcile=reconcile, skip_invalid=skip_invalid,
+                                  on_invalid=on_invalid, system_model=system_model, threshold=threshold,
+                                  gates=gates, progress=progress, command=command))
+
+
+def _cases_sha256(source: Any, cases: list[Case]) -> str | None:
+    """The cases' identity in the manifest: a file's own hash (None here), else the hash of their data."""
+    if isinstance(source, str | Path):
+        return None
+    return text_sha256(json.dumps([c.data for c in cases], sort_keys=True, default=str))

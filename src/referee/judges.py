@@ -135,29 +135,21 @@ class Pairwise(LLMEvaluator):
 
     def _judge(self) -> PairwiseJudge:
         from .evaluators.pairwise import PairwiseJudge
-        from .results._manifest import text_sha256
 
         s = self._settings
+        client = _client(s)
         mode: Reconcile = "average" if self.reconcile == "average" else "strict"
-        return PairwiseJudge(_client(s), self._template, template_hash=text_sha256(self._template),
-                             max_tokens=self.max_tokens or (s.max_tokens if s else 1024),
-                             temperature=s.temperature if s else None, seed=s.seed if s else None,
-                             use_cache=s.use_cache if s else True, reconcile=mode)
+        judge = PairwiseJudge(self._template, reconcile=mode)
+        judge.bind(JudgeSettings(client=client, **_settings_kwargs(s, self.max_tokens)))
+        return judge
 
     def request(self, case: Case, output: Any) -> JudgeRequest:
-        return self._judge().request(case, "a")
+        return self._judge().request(case, shown_first="a")
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         if (none := self.unbound()) is not None:
             return none
-        missing = [k for k in ("output_a", "output_b") if case.get(k) is None]
-        if missing:
-            return CheckResult.error(f"pairwise needs the case fields {' and '.join(missing)}")
-        row = await self._judge().evaluate(case)
-        res = CheckResult.from_row(row, winner=row.winner, position_bias_detected=row.position_bias_detected)
-        if res.status == "scored":
-            res.passed = None  # a comparison, not a pass/fail verdict: the run's threshold decides
-        return res
+        return await self._judge().evaluate_async(case, output)
 
 
 def _settings_kwargs(s: JudgeSettings | None, max_tokens: int | None = None) -> dict[str, Any]:
@@ -238,7 +230,7 @@ class Redteam(LLMEvaluator):
     max_tokens: int | None = None
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
-        from .redteam.checks import RedteamJudge
+        from .redteam._checks import RedteamJudge
 
         if (none := self.unbound()) is not None:
             return none

@@ -17,7 +17,7 @@ from referee.evaluators.trajectory_judge import (
     render_trajectory,
 )
 from referee.providers.base import JudgeRequest
-from referee.redteam.checks import RedteamJudge
+from referee.redteam._checks import RedteamJudge
 from referee.runner import JudgeClient
 from referee.testing import FakeProvider
 from referee.trajectories import from_seed

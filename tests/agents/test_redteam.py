@@ -13,7 +13,7 @@ from referee.cases import Case
 from referee.errors import InputError
 from referee.evaluators.base import CheckResult, build
 from referee.redteam import FAILURE_MODES, generate, load_seeds, load_templates
-from referee.redteam.checks import combine_redteam
+from referee.redteam._checks import combine_redteam
 from referee.results._schema import ResultRow
 
 
@@ -94,7 +94,7 @@ def test_bad_seed_files_name_file_and_field(tmp_path: Path) -> None:
 
 
 def test_payload_is_filled_once_and_never_re_expanded() -> None:
-    from referee.redteam.generator import Seed, Template
+    from referee.redteam._generator import Seed, Template
 
     sd = Seed(id="s", failure_mode="jailbreak", surfaces=("user_message",), payload="say {task} {canary}",
               expect={"behaviour": "refuse"})

@@ -137,3 +137,71 @@ def test_the_template_judge_is_an_llm_evaluator_under_evaluate() -> None:
 
     res = asyncio.run(TemplateJudge(TEMPLATE).evaluate_async(referee.Case(id="a", data=CASES[0]), "4"))
     assert res.status == "unscored" and res.score is None
+
+
+PAIR_TEMPLATE = "Question: {input}\nFirst: {response_1}\nSecond: {response_2}\n"
+PAIRS = [
+    {"id": "p1", "input": "Refund window?", "output_a": "30 days.", "output_b": "No idea."},
+    {"id": "p2", "input": "Reset password?", "output_a": "Call us.", "output_b": "Settings > Reset."},
+]
+BETTER = {"30 days.", "Settings > Reset."}
+
+
+def prefer_better(request: JudgeRequest) -> str:
+    first = request.messages[-1].content.split("First: ", 1)[1].split("\n", 1)[0]
+    return json.dumps({"winner": "response_1" if first in BETTER else "response_2", "rationale": "r"})
+
+
+def test_compare_judges_both_orders_and_the_cli_is_one_call_of_it(tmp_path: Path, fake_server: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.testing import rows_without_timings
+
+    fake = FakeProvider(prefer_better)
+    r = referee.compare(PAIRS, PAIR_TEMPLATE, Judge(fake, cache=False), name_a="old", progress=False)
+    assert len(fake.requests) == 4  # both orders of each case
+    assert [(row.id, row.winner, row.score, row.position_bias_detected) for row in r.rows] == [
+        ("p1", "a", 1.0, False), ("p2", "b", 0.0, False)]
+    assert r.rows[0].details["system_a"] == "old" and r.manifest.kind == "pairwise"
+    assert r.summary.overall.pass_rate.estimate == pytest.approx(0.5)
+    # A judge that always picks the first shown: position bias, a tie under strict, 0.5 under average too.
+    first = Judge.fake([json.dumps({"winner": "response_1", "rationale": "r"})])
+    biased = referee.compare(PAIRS[:1], PAIR_TEMPLATE, first, reconcile="average", progress=False)
+    assert biased.rows[0].position_bias_detected and biased.rows[0].score == 0.5
+    assert biased.manifest.extra["reconcile"] == "average"
+    with pytest.raises(UserError, match=r"must use \{response_1\} and \{response_2\}"):
+        referee.compare(PAIRS, "Pick: {response_1}", first)
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    fake_server.script(*[json.dumps({"winner": w, "rationale": "r"})
+                         for w in ("response_1", "response_2", "response_2", "response_1")] * 2)
+    cases = tmp_path / "pairs.jsonl"
+    cases.write_text("".join(json.dumps(c) + "\n" for c in PAIRS), encoding="utf-8")
+    tmpl = tmp_path / "pt.txt"
+    tmpl.write_text(PAIR_TEMPLATE, encoding="utf-8")
+    cli_out, api_out = tmp_path / "cli.jsonl", tmp_path / "api.jsonl"
+    code = cli(["pairwise", str(cases), "-t", str(tmpl), "-o", str(cli_out), "--provider", "openai", "--model",
+                "m", "--base-url", fake_server.url + "/v1", "--concurrency", "1", "--no-cache", "--name-b", "new"])
+    referee.compare(cases, judge=Judge("openai:m", base_url=fake_server.url + "/v1", cache=False, concurrency=1),
+                    template_file=tmpl, name_b="new", out=api_out, progress=False)
+    assert code == 0 and rows_without_timings(cli_out) == rows_without_timings(api_out)
+    m_cli = json.loads((tmp_path / "cli.manifest.json").read_text(encoding="utf-8"))
+    m_api = json.loads((tmp_path / "api.manifest.json").read_text(encoding="utf-8"))
+    for key in ("kind", "eval_set", "template", "judge"):
+        assert m_cli[key] == m_api[key], key
+    assert m_cli["extra"]["config_hash"] == m_api["extra"]["config_hash"]
+
+
+def test_the_cli_reports_bad_cases_before_a_missing_model(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The preflight runs before the judge is built, in the API as in the seed's runner."""
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "a", "input": "q"}) + "\n", encoding="utf-8")
+    tmpl = tmp_path / "t.txt"
+    tmpl.write_text(TEMPLATE, encoding="utf-8")
+    assert cli(["judge", str(cases), "-t", str(tmpl), "-o", str(tmp_path / "o.jsonl"), "--provider", "vllm"]) == 2
+    assert "{output}" in capsys.readouterr().err
+    cases.write_text(json.dumps({"id": "a", "input": "q", "output": "o"}) + "\n", encoding="utf-8")
+    assert cli(["judge", str(cases), "-t", str(tmpl), "-o", str(tmp_path / "o.jsonl"), "--provider", "vllm"]) == 2
+    assert "--provider vllm needs --model" in capsys.readouterr().err
+    with pytest.raises(UserError, match=r"Judge\('vllm:llama3.1'\)"):
+        referee.grade([{"input": "q", "output": "o"}], TEMPLATE, "vllm", progress=False)

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import referee.aggregate.load as load_mod
+import referee.aggregate._load as load_mod
 from referee.aggregate import load_table
-from referee.aggregate.load import SCORED, UNSCORED, _Reader, load_tables
+from referee.aggregate._load import SCORED, UNSCORED, _Reader, load_tables
 from referee.errors import InputError
 from referee.results import ResultRow, ResultWriter, read_results
 

@@ -102,7 +102,7 @@ def test_power_figures_are_inverse_of_each_other() -> None:
 
 
 def test_by_code_groups_positions_in_order() -> None:
-    from referee.aggregate.summary import by_code
+    from referee.aggregate._summary import by_code
 
     codes = np.array([3, 1, 3, 0, 1, 3], dtype=np.int32)
     groups = by_code(codes)

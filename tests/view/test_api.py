@@ -17,7 +17,7 @@ from referee.calibrate import read_labels
 from referee.cli import cli
 from referee.errors import InputError, UserError
 from referee.view import build_app, close_app
-from referee.view.server import CSP
+from referee.view._server import CSP
 
 from .conftest import PAYLOAD, XSS, Data, Served, serve
 

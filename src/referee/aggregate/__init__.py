@@ -1,7 +1,7 @@
 """Aggregation of results files: the engine behind ``referee score`` (columns in, a ``Summary`` out)."""
 
-from .load import ResultsTable, load_table, normalise_category
-from .summary import CaseLine, Comparison, Group, PairedTest, Power, ScoreOptions, Summary, summarize
+from ._load import ResultsTable, load_table, normalise_category
+from ._summary import CaseLine, Comparison, Group, PairedTest, Power, ScoreOptions, Summary, summarize
 
 __all__ = [
     "CaseLine",

@@ -15,9 +15,9 @@ from ..stats import (
 )
 from ._format import _fmt, format_p, printable
 from ._groups import _group, _split, by_code, case_lines
+from ._load import ResultsTable
 from ._model import CaseLine, Comparison, PairedTest, ScoreOptions
-from .load import ResultsTable
-from .units import Units, build_units
+from ._units import Units, build_units
 
 
 def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: ResultsTable,

@@ -13,9 +13,9 @@ from ..stats import (
     min_detectable_drop,
     wilson_interval,
 )
+from ._load import SCORED, ResultsTable
 from ._model import CaseLine, Group, Power, ScoreOptions
-from .load import SCORED, ResultsTable
-from .units import Units
+from ._units import Units
 
 
 def _mean_or_none(x: NDArray[np.float64]) -> float | None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -134,16 +135,25 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
 
 
 def api_judge(jo: JudgeOptions) -> Judge:
-    """The flags as the API's :class:`~referee.Judge` (a local server without ``--model`` is a usage error)."""
+    """The flags as the API's :class:`~referee.Judge` (run the API call under :func:`flag_errors`)."""
     from .._api import Judge
 
-    if jo.provider in _SERVERS_NEEDING_A_MODEL and not jo.model:
-        raise UserError(f"--provider {jo.provider} needs --model (or REFEREE_MODEL): the name of a model the "
-                        f"server serves, e.g. --model llama3.1")
     return Judge(jo.provider, model=jo.model, base_url=jo.base_url, max_tokens=jo.max_tokens,
                  temperature=jo.temperature, seed=jo.seed, timeout=jo.timeout, max_retries=jo.max_retries,
                  concurrency=jo.concurrency, cache=not jo.no_cache, input_price_per_mtok=jo.input_price,
                  output_price_per_mtok=jo.output_price, batch=jo.batch)
+
+
+@contextlib.contextmanager
+def flag_errors() -> Iterator[None]:
+    """The API's judge errors in the flags' words (raised where the API raises them: after the preflight)."""
+    from .._api import JudgeNeedsModel
+
+    try:
+        yield
+    except JudgeNeedsModel as exc:
+        raise UserError(f"--provider {exc.provider} needs --model (or REFEREE_MODEL): the name of a model the "
+                        f"server serves, e.g. --model llama3.1") from None
 
 
 def build_client(jo: JudgeOptions, *, model: str | None = None) -> JudgeClient:

@@ -10,7 +10,7 @@ from .._grade import grade, read_template
 from ..results._schema import ResultRow
 from ..runner.session import totals_line
 from . import invoked_argv
-from ._common import JudgeOptions, api_judge, echo_err, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
 __all__ = ["command", "read_template", "report_failures"]
 
@@ -39,10 +39,11 @@ def report_failures(rows: list[ResultRow], limit: int = 20) -> None:
 def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool, repeat: int,
             criteria: str | None, judge: JudgeOptions) -> int:
     """Grade CASES (JSONL or YAML) with an LLM judge; rows are appended to --out as they complete."""
-    result = grade(cases, judge=api_judge(judge), template_file=template, out=out, category=category,
-                   criteria=criteria.split(",") if criteria else None, repeat=repeat, skip_invalid=skip_invalid,
-                   on_invalid=lambda problem: echo_err(f"invalid: {problem}"), system_model=judge.system_model,
-                   progress=None, command=invoked_argv())
+    with flag_errors():
+        result = grade(cases, judge=api_judge(judge), template_file=template, out=out, category=category,
+                       criteria=criteria.split(",") if criteria else None, repeat=repeat, skip_invalid=skip_invalid,
+                       on_invalid=lambda problem: echo_err(f"invalid: {problem}"), system_model=judge.system_model,
+                       progress=None, command=invoked_argv())
     if result.resume_note:
         echo_err(result.resume_note)
     report_failures(result.new_rows)

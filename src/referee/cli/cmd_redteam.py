@@ -11,7 +11,7 @@ import click
 from ..cases import Case, load_cases
 from ..errors import UserError
 from ..redteam import FAILURE_MODES, SURFACES, generate, load_seeds, load_templates, write_cases
-from ..redteam.checks import RedteamExpectation, RedteamJudge, combine_redteam
+from ..redteam._checks import RedteamExpectation, RedteamJudge, combine_redteam
 from ..results._manifest import TemplateInfo, text_sha256
 from ..results._schema import ResultRow
 from ..runner.session import error_row, execute
@@ -165,7 +165,7 @@ def run_cmd(cases: str, out: str, outputs: str | None, target_file: str | None, 
 
 def _target(path: str, target_id: str | None) -> Any:
     """The one target of ``path`` (``--target-id`` picks among several), built before any call."""
-    from ..targets.loader import build_target, load_target_file, select
+    from ..targets._loader import build_target, load_target_file, select
 
     specs, base = load_target_file(path)
     if target_id is not None:

@@ -105,7 +105,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
 
     all_target_ids = [t.id for t in suite.targets]
     if target_ids is not None:
-        from ..targets.loader import select
+        from ..targets._loader import select
 
         if not suite.targets:
             raise UserError(f"--targets: {suite_file} has no targets")
@@ -116,7 +116,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             click.echo(f"generation: {len(suite.cases)} case(s) x {len(suite.targets)} target(s) "
                        f"({', '.join(t.id for t in suite.targets)}) = {len(suite.cases) * len(suite.targets)} "
                        "generation(s), before the cache and earlier outputs; tool loops make more model calls")
-            from ..targets.suite import estimate_generation
+            from ..targets._suite import estimate_generation
 
             gens = estimate_generation(suite.targets, suite.cases, suite.base_dir, batch=jo.batch)
             click.echo("generation estimate (no call was made):")
@@ -225,8 +225,8 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
                      engine: Any = None, all_target_ids: list[str] | None = None) -> int:
     """Generate with every target, evaluate, one results file per target, the comparison table, the gates."""
     from ..suites.gating import echo_failures
-    from ..targets.compare import compare_targets, render_comparison, render_comparison_markdown
-    from ..targets.suite import build_targets, run_suite_targets
+    from ..targets._compare import compare_targets, render_comparison, render_comparison_markdown
+    from ..targets._suite import build_targets, run_suite_targets
 
     out_dir = Path(out) if out else default_out_dir(suite_file)
     if out_dir.suffix in (".jsonl", ".json", ".ndjson") or out_dir.is_file():

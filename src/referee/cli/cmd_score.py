@@ -12,8 +12,8 @@ import click
 from click.core import ParameterSource
 
 from ..aggregate import ScoreOptions, load_table, normalise_category, summarize
-from ..aggregate.load import PASS_RULES, load_tables
-from ..aggregate.summary import all_cases, printable
+from ..aggregate._load import PASS_RULES, load_tables
+from ..aggregate._summary import all_cases, printable
 from ..errors import UserError
 from ..gates import GateConfig, evaluate_gates
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED

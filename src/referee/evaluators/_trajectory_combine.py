@@ -156,5 +156,5 @@ def check_row(case: Case, result: CheckResult, *, evaluator: str, category: str 
 
 # The red-team check and the suite form of the trajectory judge live in their own modules; importing them here
 # registers them with the other built-ins.
-from ..redteam import checks as _redteam_checks  # noqa: E402,F401
+from ..redteam import _checks as _redteam_checks  # noqa: E402,F401
 from . import trajectory_judge as _trajectory_judge  # noqa: E402,F401

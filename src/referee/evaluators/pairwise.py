@@ -22,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ..cases import Case
 from ..providers.base import JudgeRequest
 from ..results._schema import ResultRow, Usage
 from ..runner.client import COST_DECIMALS, JudgeClient
 from ..templates import case_values
+from .base import CheckResult, JudgeSettings, LLMEvaluator
 from .prompt_guard import fill_template, judge_request, system_prompt
 from .reply import JudgeOutcome, ReplyInvalid, ask_judge, case_text_in_scope, json_candidates, parse_verdict
 
@@ -202,43 +203,69 @@ def _combine(outcomes: list[JudgeOutcome[PositionVerdict]]) -> dict[str, Any]:
     }
 
 
-class PairwiseJudge:
-    """Judges one case in both orders and reconciles the two verdicts."""
+@dataclass
+class PairwiseJudge(LLMEvaluator):
+    """Judges one case in both orders and reconciles the two verdicts (``referee pairwise``'s judge, and
+    :func:`referee.compare`'s). An :class:`LLMEvaluator`: the run binds the judge settings.
 
-    evaluator = "pairwise"
+    :meth:`judge_row` gives the seed's row (``winner``, ``position_bias_detected``, both orders in
+    ``details``); :meth:`evaluate_async` the same verdict as a :class:`CheckResult` (score 1 = a better)."""
 
-    def __init__(self, client: JudgeClient, template: str, *, template_hash: str, category: str | None = None,
-                 name_a: str | None = None, name_b: str | None = None, max_tokens: int = 1024,
-                 temperature: float | None = None, seed: int | None = None, use_cache: bool = True,
-                 reconcile: Reconcile = "strict") -> None:
-        if reconcile not in RECONCILE_MODES:
-            raise ValueError(f"reconcile must be one of {', '.join(RECONCILE_MODES)}, not {reconcile!r}")
-        self.reconcile = reconcile
-        self.client = client
-        self.template = template
-        self.category = category
-        self.name_a = name_a
-        self.name_b = name_b
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.seed = seed
-        self.use_cache = use_cache
-        self.judge_info = client.judge_info(template_hash)
+    name: ClassVar[str] = "pairwise_template"
+    evaluator: ClassVar[str] = "pairwise"
+    template: str = ""
+    category: str | None = None
+    name_a: str | None = None
+    name_b: str | None = None
+    reconcile: Reconcile = "strict"
+    template_hash: str | None = None
+    """Recorded in each row's judge info (default: the template's sha256)."""
 
-    def request(self, case: Case, shown_first: Literal["a", "b"]) -> JudgeRequest:
+    def __post_init__(self) -> None:
+        from ..results._manifest import text_sha256
+
+        if self.reconcile not in RECONCILE_MODES:
+            raise ValueError(f"reconcile must be one of {', '.join(RECONCILE_MODES)}, not {self.reconcile!r}")
+        if self.template_hash is None:
+            self.template_hash = text_sha256(self.template)
+
+    def _bound(self) -> tuple[JudgeClient, JudgeSettings]:
+        s = self._settings
+        if s is None or s.client is None:
+            raise RuntimeError("PairwiseJudge: bind the judge settings first (a run does)")
+        return s.client, s
+
+    def request(self, case: Case, output: Any = None,  # noqa: ARG002 - the outputs are output_a/output_b
+                shown_first: Literal["a", "b"] = "a") -> JudgeRequest:
+        s = self._settings or JudgeSettings(client=None)
         values = case_values(case)
         a, b = case.get("output_a"), case.get("output_b")
         first, second = (a, b) if shown_first == "a" else (b, a)
         values.update(response_1=first, response_2=second)
         user, case_text = fill_template(self.template, values)
         return judge_request(PAIRWISE_SYSTEM, user, case_text, response_schema=PAIRWISE_REPLY_SCHEMA,
-                             schema_name="pairwise_verdict", max_tokens=self.max_tokens,
-                             temperature=self.temperature, seed=self.seed)
+                             schema_name="pairwise_verdict", max_tokens=s.max_tokens,
+                             temperature=s.temperature, seed=s.seed)
 
-    async def evaluate(self, case: Case) -> ResultRow:
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        if (none := self.unbound()) is not None:
+            return none
+        missing = [k for k in ("output_a", "output_b") if case.get(k) is None]
+        if missing:
+            return CheckResult.error(f"pairwise needs the case fields {' and '.join(missing)}")
+        row = await self.judge_row(case)
+        res = CheckResult.from_row(row, winner=row.winner, position_bias_detected=row.position_bias_detected)
+        if res.status == "scored":
+            res.passed = None  # a comparison, not a pass/fail verdict: the run's threshold decides
+        return res
+
+    async def judge_row(self, case: Case) -> ResultRow:
+        """The verdict on ``case`` in both orders as one result row."""
+        client, s = self._bound()
+        order_pair: tuple[Literal["a", "b"], Literal["a", "b"]] = ("a", "b")
         outcomes = list(await asyncio.gather(*(
-            ask_judge(self.client, self.request(case, order), parse_pairwise_reply, use_cache=self.use_cache)
-            for order in ("a", "b")
+            ask_judge(client, self.request(case, shown_first=order), parse_pairwise_reply, use_cache=s.use_cache)
+            for order in order_pair
         )))
         orders: list[dict[str, Any]] = []
         shown: tuple[Literal["a", "b"], Literal["a", "b"]] = ("a", "b")
@@ -261,7 +288,7 @@ class PairwiseJudge:
         if system_b is not None:
             details["system_b"] = str(system_b)
         fields: dict[str, Any] = {
-            "id": case.id, "evaluator": self.evaluator, "judge": self.judge_info,
+            "id": case.id, "evaluator": self.evaluator, "judge": client.judge_info(self.template_hash),
             "category": self.category if self.category is not None else case.category,
             "metadata": case.metadata, "details": details, **_combine(outcomes),
         }

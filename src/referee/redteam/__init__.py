@@ -1,6 +1,31 @@
 """Red teaming: labelled adversarial cases (generator + seed cases and templates shipped as package data),
 deterministic checks of the expected behaviour, and the red-team judge."""
 
-from .generator import BEHAVIOURS, FAILURE_MODES, SURFACES, generate, load_seeds, load_templates, write_cases
+from typing import Any
 
-__all__ = ["BEHAVIOURS", "FAILURE_MODES", "SURFACES", "generate", "load_seeds", "load_templates", "write_cases"]
+from ._generator import BEHAVIOURS, FAILURE_MODES, SURFACES, generate, load_seeds, load_templates, write_cases
+
+# The checks build on the evaluators, which import this package: they load on first use.
+_CHECKS = ("REFUSAL_PATTERN", "RedteamExpectation", "RedteamJudge", "combine_redteam")
+
+__all__ = [
+    "BEHAVIOURS",
+    "FAILURE_MODES",
+    "REFUSAL_PATTERN",
+    "RedteamExpectation",
+    "RedteamJudge",
+    "SURFACES",
+    "combine_redteam",
+    "generate",
+    "load_seeds",
+    "load_templates",
+    "write_cases",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CHECKS:
+        from . import _checks
+
+        return getattr(_checks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from ..aggregate.summary import Group, Summary
+from ..aggregate._summary import Group, Summary
 from ..gates import GateResult
 
 JSON_SUMMARY_VERSION = 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.etree import ElementTree as ET
 
-from ..aggregate.summary import CaseLine
+from ..aggregate._summary import CaseLine
 from ._safe import xml_text
 
 

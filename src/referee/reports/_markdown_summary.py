@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 
-from ..aggregate.summary import CaseLine, Group, Summary
+from ..aggregate._summary import CaseLine, Group, Summary
 from ..gates import GateResult
 from ._safe import display_text
 

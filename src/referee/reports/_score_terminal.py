@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..aggregate.summary import CaseLine, Group, Summary, format_p, printable
+from ..aggregate._summary import CaseLine, Group, Summary, format_p, printable
 from ..gates import GateResult
 from ._safe import SafeConsole
 

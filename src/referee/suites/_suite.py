@@ -11,7 +11,7 @@ from pathlib import Path
 from ..cases import Case
 from ..errors import UserError
 from ..evaluators.base import Evaluator
-from ..targets.model import TargetSpec
+from ..targets._model import TargetSpec
 from .model import (
     Gates,
     JudgeDefaults,

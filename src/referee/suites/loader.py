@@ -20,7 +20,7 @@ from .._yaml import parse_nodes
 from ..cases import Case, load_cases
 from ..errors import InputError
 from ..evaluators.base import LLMEvaluator
-from ..targets.loader import TARGET_KEYS, parse_targets
+from ..targets._loader import TARGET_KEYS, parse_targets
 from ._entries import NotImported, _build_entry, _Collector, _line_map, module_findable
 from ._suite import EvalSpec, Path_, Problem, Suite, SuiteInvalid
 from .model import (

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..targets.model import ModelEntry, PromptEntry, TargetSpec
+from ..targets._model import ModelEntry, PromptEntry, TargetSpec
 
 RESERVED_ENTRY_KEYS = ("id", "weight", "threshold", "critical", "field", "description")
 """Keys of an evaluator entry that configure how the suite uses it; the one other key is its name."""

@@ -13,9 +13,9 @@ from typing import Any
 
 from ..cases import Case
 from ._kinds import Generation, Target
+from ._loader import build_target, load_target_file, parse_targets, select
+from ._model import HttpSpec, ModelEntry, PromptEntry, TargetSpec, ToolSpec
 from ._run import merged_case
-from .loader import build_target, load_target_file, parse_targets, select
-from .model import HttpSpec, ModelEntry, PromptEntry, TargetSpec, ToolSpec
 
 
 def as_spec(target: TargetSpec | dict[str, Any]) -> TargetSpec:

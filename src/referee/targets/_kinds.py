@@ -28,7 +28,7 @@ from ..results._schema import Usage
 from ..runner.client import COST_DECIMALS, JudgeClient
 from ..templates import PLACEHOLDER_RE, case_values, fill
 from ..trajectories._model import Step, Trajectory
-from .model import TargetSpec
+from ._model import TargetSpec
 
 
 class GenerationFailed(RefereeError):

@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from .app import API_VERSION, ApiError, ViewApp, ViewOptions, labels_for
-from .labels import LabelStore, default_labels_path
-from .server import CSP, ViewServer
-from .store import Run, resolve_inputs, same_file
+from ._app import API_VERSION, ApiError, ViewApp, ViewOptions, labels_for
+from ._labels import LabelStore, default_labels_path
+from ._server import CSP, ViewServer
+from ._store import Run, resolve_inputs, same_file
 
 
 def build_app(results: list[str], *, cases: list[str] | None = None, labels: str | None = None,

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError, UserError
 from ._kinds import ExecTarget, HttpTarget, ModelTarget, PythonTarget, Target, env_headers, import_attr
-from .model import ModelEntry, PromptEntry, TargetSpec, matrix
+from ._model import ModelEntry, PromptEntry, TargetSpec, matrix
 
 Loc = tuple[str | int, ...]
 TARGET_KEYS = ("targets", "prompts", "models")

@@ -25,6 +25,7 @@ from ._groups import (
     by_code,
     case_lines,
 )
+from ._load import ResultsTable, load_table, table_from_rows
 from ._model import (
     LOWEST_SHOWN,
     NEAR_DUPLICATE_RATIO,
@@ -39,8 +40,7 @@ from ._model import (
     ScoreOptions,
     Summary,
 )
-from .load import ResultsTable, load_table, table_from_rows
-from .units import build_units
+from ._units import build_units
 
 # The public face of the aggregate: every name defined here before the split still imports from here.
 __all__ = [

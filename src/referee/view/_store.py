@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..aggregate import ResultsTable, load_table
-from ..aggregate.load import ERROR, SCORED, UNSCORED
+from ..aggregate._load import ERROR, SCORED, UNSCORED
 from ..cases import Case, load_cases
 from ..errors import InputError, UserError
 

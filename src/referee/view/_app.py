@@ -16,13 +16,13 @@ from typing import Any, cast
 import numpy as np
 
 from ..aggregate import ScoreOptions, summarize
-from ..aggregate.load import PASS_RULES
-from ..aggregate.units import build_units
+from ..aggregate._load import PASS_RULES
+from ..aggregate._units import build_units
 from ..cases import Case
 from ..errors import RefereeError, UserError
 from ..stats._bootstrap import DEFAULT_N_BOOT
-from .labels import LabelError, LabelStore, build_label, default_labels_path
-from .store import (
+from ._labels import LabelError, LabelStore, build_label, default_labels_path
+from ._store import (
     FLAG_NAMES,
     MAX_LIMIT,
     RANGE_KEYS,

@@ -17,9 +17,9 @@ from ..results._manifest import text_sha256
 from ..results._schema import TargetInfo
 from ..runner.session import Outcome, error_row, execute_async
 from ._kinds import Target
+from ._loader import build_target
+from ._model import TargetSpec
 from ._run import GenerationStats, TargetRun, config_sha256, outputs_path, target_info
-from .loader import build_target
-from .model import TargetSpec
 
 
 @dataclass
@@ -208,7 +208,7 @@ def estimate_generation(specs: Sequence[TargetSpec], cases: Sequence[Any], base:
     from ..runner.prices import BATCH_DISCOUNT, database_version, per_mtok
     from ..templates import fill
     from ._kinds import case_inputs, user_turns
-    from .loader import _read
+    from ._loader import _read
 
     out = []
     for spec in specs:

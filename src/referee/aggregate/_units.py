@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .load import ERROR, SCORED, UNSCORED, ResultsTable
+from ._load import ERROR, SCORED, UNSCORED, ResultsTable
 
 
 @dataclass
