@@ -50,7 +50,7 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=100_000)
     args = ap.parse_args()
     from referee.suites import load_suite
-    from referee.suites.runner import run_suite
+    from referee.suites._runner import run_suite
 
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)

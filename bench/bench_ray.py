@@ -66,7 +66,7 @@ def main() -> int:
     from referee.engines import LocalEngine
     from referee.engines._ray import RayEngine, import_ray
     from referee.suites import load_suite
-    from referee.suites.runner import run_suite
+    from referee.suites._runner import run_suite
     from referee.testing import rows_without_timings
 
     ray = import_ray()

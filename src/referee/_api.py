@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from .cases import Case, CaseSet, cases_from
 from .errors import MissingExtraError, ProviderAuthError, UserError
 from .evaluators.base import Evaluator, function_evaluator
-from .providers.base import Provider
+from .providers._base import Provider
 from .results._manifest import JudgeConfig, RunManifest
 from .results._schema import ResultRow
-from .runner.client import JudgeClient
+from .runner._client import JudgeClient
 
 if TYPE_CHECKING:
     from .aggregate import Summary
@@ -101,7 +101,7 @@ class Judge:
     def fake(cls, replies: Any = ('{"overall_score": 1.0}',), **settings: Any) -> Judge:
         """A judge answering from ``replies`` (a list, or a function of the request) with no network and no
         cache: for tests and examples (see :class:`referee.testing.FakeProvider`)."""
-        from .providers.fake import FakeProvider
+        from .providers._fake import FakeProvider
 
         settings.setdefault("cache", False)
         return cls(FakeProvider(replies), **settings)
@@ -234,7 +234,7 @@ class EvalResult:
     @cached_property
     def _gated(self) -> tuple[Summary, list[GateResult]]:
         from .suites import Gates
-        from .suites.gating import gate_summary
+        from .suites._gating import gate_summary
 
         if self._suite is None:
             return gate_summary(self.rows, Gates(**_gates_of(self.gate_options)), threshold=self.threshold,
@@ -297,7 +297,7 @@ class EvalResult:
         itself is refused."""
         from .results._io import ResultWriter
         from .results._manifest import manifest_path
-        from .runner.session import _free_prev_name
+        from .runner._session import _free_prev_name
 
         p = Path(path)
         src = self._suite.cases_path if self._suite is not None else None
@@ -359,9 +359,9 @@ async def evaluate_async(
 ) -> EvalResult:
     """:func:`evaluate` for async code (``await referee.evaluate_async(...)``)."""
     from .engines import get_engine
-    from .runner.session import error_row, execute_async
-    from .suites.loader import suite_from_dict
-    from .suites.runner import EVALUATOR_LABEL, bind_settings, build_manifest
+    from .runner._session import error_row, execute_async
+    from .suites._loader import suite_from_dict
+    from .suites._runner import EVALUATOR_LABEL, bind_settings, build_manifest
 
     case_set: CaseSet = cases_from(cases)
     if isinstance(evaluators, str | dict) or callable(evaluators):
@@ -467,7 +467,7 @@ def evaluate(
     Works in a script and inside a running event loop (Jupyter, an async web handler): there the run goes on
     a loop of its own in a worker thread. Use :func:`evaluate_async` from async code to stay on your loop.
     """
-    from .runner.session import run_sync
+    from .runner._session import run_sync
 
     return run_sync(evaluate_async(cases, evaluators, judge, threshold=threshold, scoring=scoring, gates=gates,
                                    out=out, concurrency=concurrency, progress=progress, name=name,

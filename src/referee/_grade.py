@@ -21,7 +21,7 @@ from typing import Any
 from ._api import EvalResult, Judge, as_judge
 from .cases import Case, cases_from
 from .errors import InputError, UserError
-from .providers.base import Provider
+from .providers._base import Provider
 from .results._manifest import RunManifest, TemplateInfo, text_sha256
 from .results._schema import ResultRow
 
@@ -58,7 +58,7 @@ async def grade_async(
     """:func:`grade` for async code."""
     from .evaluators.base import JudgeSettings
     from .evaluators.judge import TemplateJudge
-    from .runner.session import error_row, execute_async
+    from .runner._session import error_row, execute_async
     from .templates import placeholders, preflight, require_valid
 
     if repeat < 1:
@@ -139,7 +139,7 @@ def grade(
         system_model: the model that wrote the outputs (rows it judges itself are flagged ``self_grading``).
         threshold, gates: for :attr:`EvalResult.summary` and :attr:`EvalResult.passed`, as in :func:`evaluate`.
     """
-    from .runner.session import run_sync
+    from .runner._session import run_sync
 
     return run_sync(grade_async(cases, template, judge, template_file=template_file, out=out, category=category,
                                 criteria=criteria, repeat=repeat, skip_invalid=skip_invalid, on_invalid=on_invalid,
@@ -173,7 +173,7 @@ async def compare_async(
     """:func:`compare` for async code."""
     from .evaluators.base import JudgeSettings
     from .evaluators.pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
-    from .runner.session import error_row, execute_async
+    from .runner._session import error_row, execute_async
     from .templates import placeholders, preflight, require_valid
 
     if reconcile not in RECONCILE_MODES:
@@ -257,7 +257,7 @@ def compare(
         threshold, gates: for :attr:`EvalResult.summary` and :attr:`EvalResult.passed` (a passes at 0.5: a tie).
         The other arguments are :func:`grade`'s.
     """
-    from .runner.session import run_sync
+    from .runner._session import run_sync
 
     return run_sync(compare_async(cases, template, judge, template_file=template_file, out=out, category=category,
                                   name_a=name_a, name_b=name_b, reconcile=reconcile, skip_invalid=skip_invalid,

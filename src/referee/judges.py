@@ -29,7 +29,7 @@ from .evaluators.trajectory_judge import TrajectoryJudgeCheck as Trajectory
 if TYPE_CHECKING:
     from .evaluators.pairwise import PairwiseJudge, Reconcile
     from .evaluators.rubric import RubricJudge
-    from .providers.base import JudgeRequest
+    from .providers._base import JudgeRequest
     from .rubrics import Rubric as RubricModel
 
 __all__ = ["Conversation", "Gold", "LLMJudge", "Pairwise", "Redteam", "Rubric", "Trajectory"]

@@ -16,7 +16,7 @@ from referee.evaluators.trajectory_judge import (
     TrajectoryJudge,
     render_trajectory,
 )
-from referee.providers.base import JudgeRequest
+from referee.providers._base import JudgeRequest
 from referee.redteam._checks import RedteamJudge
 from referee.runner import JudgeClient
 from referee.testing import FakeProvider

@@ -11,7 +11,7 @@ import pytest
 import referee
 from referee import Judge
 from referee.evaluators.base import CheckResult, JudgeSettings, LLMEvaluator
-from referee.providers.base import JudgeRequest
+from referee.providers._base import JudgeRequest
 from referee.runner import JudgeClient
 from referee.testing import FakeProvider
 

@@ -260,7 +260,7 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_suite_from_dict_is_built_in_memory_with_evaluator_instances(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from referee.suites.loader import suite_from_dict
+    from referee.suites._loader import suite_from_dict
 
     monkeypatch.setattr("tempfile.TemporaryDirectory", None)  # nothing is written to a temp dir any more
     s = suite_from_dict({"cases": CASES, "evaluators": [referee.as_evaluator(lambda output: True, "always"),
@@ -272,7 +272,7 @@ def test_suite_from_dict_is_built_in_memory_with_evaluator_instances(tmp_path: P
 def test_progress_shows_in_a_notebook(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     import types
 
-    from referee.runner import progress as progress_mod
+    from referee.runner import _progress as progress_mod
 
     class ZMQInteractiveShell:  # what IPython's get_ipython() returns inside a Jupyter kernel
         pass

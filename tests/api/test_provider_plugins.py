@@ -12,7 +12,7 @@ from referee import providers
 from referee.cli import cli
 
 PLUGIN = '''
-from referee.providers.fake import FakeProvider
+from referee.providers._fake import FakeProvider
 
 REPLY = '{"quality": {"score": 0.9, "rationale": "ok"}, "overall_score": 0.9}'
 
@@ -74,7 +74,7 @@ def test_a_broken_plugin_is_a_user_error_naming_it(installed_plugin: None) -> No
 
 
 def test_register_provider_in_process() -> None:
-    from referee.providers.fake import FakeProvider
+    from referee.providers._fake import FakeProvider
 
     class Mine(FakeProvider):
         name = "mine"

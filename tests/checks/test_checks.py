@@ -7,7 +7,7 @@ import pytest
 from referee.cases import Case
 from referee.evaluators.base import registry
 from referee.evaluators.checks import OptionError, embedding_available, rouge_l, token_f1
-from referee.suites.options import OptionProblem, build_evaluator
+from referee.suites._options import OptionProblem, build_evaluator
 
 
 def ev(name: str, **options: object):  # type: ignore[no-untyped-def]

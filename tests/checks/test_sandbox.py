@@ -12,7 +12,7 @@ from referee.cases import Case
 from referee.evaluators.base import registry
 from referee.evaluators.checks import extract_code
 from referee.evaluators.sandbox import SandboxLimits, run_python
-from referee.suites.options import OptionProblem, build_evaluator
+from referee.suites._options import OptionProblem, build_evaluator
 
 # A wall timeout far above the CPU limit: on a busy machine a slow start must not look like a timeout (the tests
 # of the timeout itself set their own).

@@ -356,8 +356,8 @@ async def test_polls_back_off_and_requests_arriving_together_share_one_job() -> 
     import asyncio
 
     from referee.providers import Completion, FakeProvider, JudgeRequest, Message
-    from referee.providers.batch import BatchAdapter, JobStatus
-    from referee.runner.batch import BatchRunner
+    from referee.providers._batch import BatchAdapter, JobStatus
+    from referee.runner._batch import BatchRunner
 
     class Scripted(BatchAdapter):
         def __init__(self) -> None:
@@ -400,8 +400,8 @@ async def test_polls_back_off_and_requests_arriving_together_share_one_job() -> 
 
 async def test_large_runs_are_split_into_jobs_within_the_providers_limits() -> None:
     from referee.providers import FakeProvider, JudgeRequest, Message
-    from referee.providers.batch import BatchAdapter, JobStatus
-    from referee.runner.batch import BatchRunner
+    from referee.providers._batch import BatchAdapter, JobStatus
+    from referee.runner._batch import BatchRunner
 
     class Small(BatchAdapter):
         max_requests = 3

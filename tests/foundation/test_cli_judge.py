@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.runner.client import RetryPolicy
+from referee.runner._client import RetryPolicy
 from referee.testing import FakeLLMServer, Reply, WireRequest
 
 from .util import KEY, TEMPLATE, judge_args, make_cases, read_rows, run, verdict, write_cases
@@ -423,7 +423,7 @@ def test_retry_after_ms_header(fake_server: FakeLLMServer) -> None:
 
     from referee.errors import ProviderError
     from referee.providers import JudgeRequest, Message
-    from referee.providers.openai_compat import OpenAICompatProvider
+    from referee.providers._openai_compat import OpenAICompatProvider
 
     fake_server.script(Reply(status=429, headers={"retry-after-ms": "1500"}))
     p = OpenAICompatProvider("m", base_url=fake_server.openai_base_url)

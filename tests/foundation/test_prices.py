@@ -10,7 +10,7 @@ import pytest
 
 from referee.providers import Completion, FakeProvider, JudgeRequest, Message
 from referee.runner import JudgeClient
-from referee.runner.prices import Pricer
+from referee.runner._prices import Pricer
 from referee.testing import FakeLLMServer, Reply
 
 from .util import KEY, judge_args, read_rows, run, verdict

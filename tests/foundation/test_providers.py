@@ -10,9 +10,9 @@ import pytest
 from referee.errors import ProviderAuthError, ProviderError, ProviderUnavailable, UserError
 from referee.evaluators.judge import TEMPLATE_REPLY_SCHEMA
 from referee.providers import Completion, JudgeRequest, Message, Provider, get_provider
-from referee.providers.anthropic import AnthropicProvider
-from referee.providers.gemini import GeminiProvider
-from referee.providers.openai_compat import OpenAICompatProvider
+from referee.providers._anthropic import AnthropicProvider
+from referee.providers._gemini import GeminiProvider
+from referee.providers._openai_compat import OpenAICompatProvider
 from referee.testing import FakeLLMServer, Reply
 
 from .util import KEY, verdict

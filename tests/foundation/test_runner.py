@@ -11,11 +11,11 @@ import pytest
 
 from referee.errors import ProviderError, UserError
 from referee.providers import FakeProvider, JudgeRequest, Message
-from referee.providers.openai_compat import OpenAICompatProvider
+from referee.providers._openai_compat import OpenAICompatProvider
 from referee.results import ResultRow, ResultWriter, RunManifest, read_results
 from referee.results._manifest import JudgeConfig, TemplateInfo
 from referee.runner import FatalRunError, JudgeClient, ResponseCache, RetryPolicy, cache_key, run_rows
-from referee.runner.session import execute
+from referee.runner._session import execute
 from referee.testing import FakeLLMServer, Reply
 
 from .util import KEY, verdict
@@ -238,7 +238,7 @@ def test_progress_bar_only_on_a_terminal_and_shows_rate_and_cost(monkeypatch: py
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     import sys
 
-    from referee.runner.progress import Progress
+    from referee.runner._progress import Progress
 
     quiet = Progress(total=3, label="judging", delay_s=0.0)
     quiet.advance()
@@ -256,7 +256,7 @@ def test_progress_bar_only_on_a_terminal_and_shows_rate_and_cost(monkeypatch: py
 def test_run_sync_never_formats_the_result() -> None:
     """asyncio.run formats its main task's repr when it restores the SIGINT handler (Python 3.11): a result
     holding thousands of rows cost a judging run most of its last second. The result stays out of the task."""
-    from referee.runner.session import run_sync
+    from referee.runner._session import run_sync
 
     formatted: list[int] = []
 

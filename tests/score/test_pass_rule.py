@@ -12,8 +12,8 @@ import pytest
 
 from referee.aggregate import ScoreOptions, load_table, summarize
 from referee.cli import cli
-from referee.suites.gating import gate_verdicts
-from referee.suites.model import Gates
+from referee.suites._gating import gate_verdicts
+from referee.suites._model import Gates
 
 from .helpers import score, summary, write_rows
 

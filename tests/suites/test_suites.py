@@ -387,7 +387,7 @@ def test_resume_and_cache_with_a_judge(tmp_path: Path, fake_server, monkeypatch,
 
 def test_concurrency_flag_then_suite_then_judge_default(tmp_path: Path, fake_server,  # type: ignore[no-untyped-def]
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from referee.suites import runner
+    from referee.suites import _runner as runner
 
     seen: list[int] = []
     real = runner.execute

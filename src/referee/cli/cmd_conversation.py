@@ -7,7 +7,7 @@ import click
 from ..cases import Case
 from ..evaluators.conversation import MODES, ConversationError, ConversationJudge, conversation_of
 from ..results._manifest import TemplateInfo, text_sha256
-from ..runner.session import error_row, execute
+from ..runner._session import error_row, execute
 from ._agents import ensure_parent, new_manifest, read_criteria, summarise, unique_cases
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 

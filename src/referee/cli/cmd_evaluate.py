@@ -25,7 +25,7 @@ from ..results._schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..rubrics._loader import read_text_file, rubric_hash
 from ..rubrics._model import UNGROUNDED_MODES
-from ..runner.session import error_row, execute, totals_line
+from ..runner._session import error_row, execute, totals_line
 from ..templates import preflight
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options

@@ -24,7 +24,7 @@ from ..results._manifest import RunManifest, TemplateInfo, text_sha256
 from ..results._schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..rubrics._loader import read_text_file, rubric_hash
-from ..runner.session import error_row, execute
+from ..runner._session import error_row, execute
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 

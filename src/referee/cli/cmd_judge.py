@@ -8,7 +8,7 @@ import click
 
 from .._grade import grade, read_template
 from ..results._schema import ResultRow
-from ..runner.session import totals_line
+from ..runner._session import totals_line
 from . import invoked_argv
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 

@@ -8,7 +8,7 @@ import click
 
 from .._grade import compare
 from ..evaluators.pairwise import RECONCILE_MODES, Reconcile
-from ..runner.session import totals_line
+from ..runner._session import totals_line
 from . import invoked_argv
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 from .cmd_judge import report_failures

@@ -14,7 +14,7 @@ from ..redteam import FAILURE_MODES, SURFACES, generate, load_seeds, load_templa
 from ..redteam._checks import RedteamExpectation, RedteamJudge, combine_redteam
 from ..results._manifest import TemplateInfo, text_sha256
 from ..results._schema import ResultRow
-from ..runner.session import error_row, execute
+from ..runner._session import error_row, execute
 from ._agents import ensure_parent, new_manifest, summarise, unique_cases
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 

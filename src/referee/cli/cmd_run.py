@@ -11,7 +11,7 @@ import click
 from click.core import ParameterSource
 
 from ..errors import UserError
-from ..runner.session import totals_line
+from ..runner._session import totals_line
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 
@@ -84,9 +84,9 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     (exit 0 pass, 1 a gate failed, 2 an invalid suite or usage error)."""
     from ..engines import get_engine
     from ..suites import load_suite
-    from ..suites.gating import apply_gates, echo_failures, evaluator_table
-    from ..suites.runner import dry_run as estimate
-    from ..suites.runner import run_suite
+    from ..suites._gating import apply_gates, echo_failures, evaluator_table
+    from ..suites._runner import dry_run as estimate
+    from ..suites._runner import run_suite
 
     suite = load_suite(suite_file, run_user_code=not dry_run)  # a dry run imports no plugin module
     if cases_file:
@@ -131,11 +131,11 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         ip, op = jo.input_price, jo.output_price
         source = "your prices"
         if ip is not None and op is not None and jo.batch:
-            from ..runner.prices import BATCH_DISCOUNT
+            from ..runner._prices import BATCH_DISCOUNT
 
             ip, op = ip * BATCH_DISCOUNT, op * BATCH_DISCOUNT
         elif ip is None or op is None:
-            from ..runner.prices import database_version, per_mtok
+            from ..runner._prices import database_version, per_mtok
 
             db = per_mtok(jo.provider, jo.model, base_url=jo.base_url, batch=jo.batch)
             if db is not None:
@@ -204,7 +204,7 @@ def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
                         "run only the checks with --no-judge)") from exc
     settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
                              seed=jo.seed, use_cache=not jo.no_cache)
-    from ..suites.runner import bind_settings
+    from ..suites._runner import bind_settings
 
     return bind_settings(suite, settings), client, jo.config(client.provider.model)
 
@@ -224,7 +224,7 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
                      no_gates: bool, judge_config: Any = None, markdown_out: str | None = None,
                      engine: Any = None, all_target_ids: list[str] | None = None) -> int:
     """Generate with every target, evaluate, one results file per target, the comparison table, the gates."""
-    from ..suites.gating import echo_failures
+    from ..suites._gating import echo_failures
     from ..targets._compare import compare_targets, render_comparison, render_comparison_markdown
     from ..targets._suite import build_targets, run_suite_targets
 
@@ -302,7 +302,7 @@ def gate_targets(gates: Any, ids: list[str], all_ids: list[str], out_dir: Path,
                  base_dir: Path) -> tuple[str | None, str | None, Path | None]:
     """(candidate target id, baseline label, baseline results file) of the gates; errors (exit 2) before anything
     runs. ``gates.baseline`` names a target of the suite (its results in ``out_dir``) or a results file."""
-    from ..suites.model import BASELINE_ONLY_GATES
+    from ..suites._model import BASELINE_ONLY_GATES
 
     baseline = gates.baseline
     candidate = gates.candidate
@@ -331,7 +331,7 @@ def gate_targets(gates: Any, ids: list[str], all_ids: list[str], out_dir: Path,
 def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:
     """(exit code, gate results, summary) of ``results`` under ``gates``, printed as ``referee score`` does."""
     from ..reports._score_terminal import render_terminal
-    from ..suites.gating import gate_summary
+    from ..suites._gating import gate_summary
 
     summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
     code = 1 if any(g.failed for g in verdicts) else 0

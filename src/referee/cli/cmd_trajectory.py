@@ -13,7 +13,7 @@ from ..evaluators.base import build
 from ..evaluators.trajectory import TrajectoryCheck, check_row
 from ..evaluators.trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
 from ..results._manifest import TemplateInfo, text_sha256
-from ..runner.session import error_row, execute
+from ..runner._session import error_row, execute
 from ._agents import ensure_parent, new_manifest, read_criteria, read_yaml, summarise, unique_cases
 from ._common import JudgeOptions, build_client, echo_err, judge_options
 

@@ -16,7 +16,7 @@ def command(suites: tuple[str, ...], print_schema: bool) -> int:
     """Check suite files without running anything: unknown evaluators, wrong option types, invalid regexes or
     JSON schemas, missing files, bad cases. Every problem is listed as FILE:LINE PATH: MESSAGE (exit 2)."""
     from ..suites import check_suite
-    from ..suites.loader import NotImported
+    from ..suites._loader import NotImported
 
     if print_schema:
         from ..suites.schema import suite_json_schema

@@ -2,7 +2,7 @@
 
 An engine only decides where ``evaluate(case) -> row`` runs. Everything around it stays in the calling
 process and is the same for every engine: resuming, the one writer of the results file, the manifest, the
-totals and the gates (``referee.runner.session.execute``)::
+totals and the gates (``referee.runner._session.execute``)::
 
     from referee.engines import get_engine
     run_suite(suite, out, engine=get_engine("ray=10.0.0.5:6379"))   # or "local", "ray", RayEngine(...)
@@ -23,8 +23,8 @@ from ._limiter import Limiter, limit_provider
 if TYPE_CHECKING:
     from ..cases import Case
     from ..results._schema import ResultRow
-    from ..runner.client import JudgeClient
-    from ..suites.loader import Suite
+    from ..runner._client import JudgeClient
+    from ..suites._loader import Suite
 
 
 @dataclass
@@ -64,7 +64,7 @@ class LocalEngine(Engine):
 
     @contextlib.contextmanager
     def start(self, suite: Suite, *, client: JudgeClient | None, concurrency: int) -> Iterator[EngineRun]:
-        from ..suites.runner import CaseEvaluator
+        from ..suites._runner import CaseEvaluator
 
         undo = None
         if self.rpm is not None and client is not None:

@@ -32,9 +32,9 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import MissingExtraError, UserError
-from ..providers.base import Completion, JudgeRequest, Provider
-from ..runner.cache import ResponseCache, cache_key
-from ..runner.client import COST_DECIMALS, CallStats, JudgeClient, RetryPolicy
+from ..providers._base import Completion, JudgeRequest, Provider
+from ..runner._cache import ResponseCache, cache_key
+from ..runner._client import COST_DECIMALS, CallStats, JudgeClient, RetryPolicy
 from . import Engine, EngineRun, _check_rpm
 from ._limiter import Limiter, limit_provider
 
@@ -149,7 +149,7 @@ class _CaseWorker:
     """Evaluates whole cases on one CPU of the cluster."""
 
     def __init__(self, suite: Any, run_id: str) -> None:
-        from ..suites.runner import CaseEvaluator
+        from ..suites._runner import CaseEvaluator
 
         self._run_id = run_id
         # One sandboxed check at a time: this actor holds one CPU of the cluster.

@@ -26,8 +26,8 @@ from ..errors import UserError
 from ..results._schema import JudgeInfo, ResultRow, Usage
 
 if TYPE_CHECKING:
-    from ..providers.base import JudgeRequest
-    from ..runner.client import JudgeClient
+    from ..providers._base import JudgeRequest
+    from ..runner._client import JudgeClient
 
 
 @dataclass

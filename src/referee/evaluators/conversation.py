@@ -18,7 +18,7 @@ from typing import Any
 from ..cases import Case
 from ..errors import RefereeError
 from ..results._schema import ResultRow
-from ..runner.client import JudgeClient
+from ..runner._client import JudgeClient
 from ..templates import transcript
 from .trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
 

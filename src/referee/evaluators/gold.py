@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..providers.base import JudgeRequest
+from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow, Usage
 from ..rubrics._model import Criterion, Rubric
-from ..runner.client import JudgeClient
+from ..runner._client import JudgeClient
 from .evidence import EvidenceChecker, QuoteCheck, grounded
 from .prompt_guard import data_block, judge_request, make_nonce, system_prompt
 from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..cases import Case
-from ..providers.base import JudgeRequest
+from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, JudgeInfo, ResultRow
-from ..runner.client import JudgeClient
+from ..runner._client import JudgeClient
 from ..templates import case_values
 from .base import CheckResult, JudgeSettings, LLMEvaluator
 from .prompt_guard import fill_template, judge_request, system_prompt

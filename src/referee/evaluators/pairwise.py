@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from ..cases import Case
-from ..providers.base import JudgeRequest
+from ..providers._base import JudgeRequest
 from ..results._schema import ResultRow, Usage
-from ..runner.client import COST_DECIMALS, JudgeClient
+from ..runner._client import COST_DECIMALS, JudgeClient
 from ..templates import case_values
 from .base import CheckResult, JudgeSettings, LLMEvaluator
 from .prompt_guard import fill_template, judge_request, system_prompt

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..providers.base import JudgeRequest, Message
+from ..providers._base import JudgeRequest, Message
 
 # Tag names of referee's own prompts, neutralised in every piece of case text whatever the prompt.
 RESERVED_TAGS = ("data", "case", "input", "output", "final_output", "reference", "trajectory", "transcript",

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from ..errors import ProviderError, RefereeError
-from ..providers.base import JudgeRequest, Message
+from ..providers._base import JudgeRequest, Message
 from ..results._schema import Usage
-from ..runner.client import COST_DECIMALS, JudgeClient
-from ..runner.engine import is_fatal
+from ..runner._client import COST_DECIMALS, JudgeClient
+from ..runner._engine import is_fatal
 
 T = TypeVar("T")
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cases import Case
-from ..providers.base import JudgeRequest
+from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow
 from ..results._self_grading import same_model
 from ..rubrics._model import Criterion, Rubric, normalise, scale_bounds
-from ..runner.client import JudgeClient
+from ..runner._client import JudgeClient
 from ..templates import render_value, transcript
 from .evidence import EvidenceChecker, QuoteCheck, grounded
 from .judge import outcome_row

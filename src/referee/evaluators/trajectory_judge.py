@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..cases import Case
-from ..providers.base import JudgeRequest
+from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow
-from ..runner.client import JudgeClient
+from ..runner._client import JudgeClient
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
 from .base import CheckResult, LLMEvaluator, register
 from .judge import outcome_row

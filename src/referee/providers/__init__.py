@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import UserError
-from .base import Completion, JudgeRequest, Message, Provider
-from .fake import FakeProvider
+from ._base import Completion, JudgeRequest, Message, Provider
+from ._fake import FakeProvider
 
 PROVIDERS = ("anthropic", "openai", "gemini")
 CLOUD_PROVIDERS = ("azure", "bedrock", "vertex")
@@ -38,13 +38,13 @@ the provider is used)."""
 
 # Built-in providers by name, imported on first use (each module may need an extra).
 _BUILTIN = {
-    "anthropic": "referee.providers.anthropic:AnthropicProvider",
-    "openai": "referee.providers.openai_compat:OpenAICompatProvider",
-    "gemini": "referee.providers.gemini:GeminiProvider",
-    "azure": "referee.providers.azure:AzureOpenAIProvider",
-    "bedrock": "referee.providers.bedrock:BedrockProvider",
-    "vertex": "referee.providers.vertex:VertexProvider",
-    **{name: "referee.providers.openai_compat:OpenAICompatProvider" for name in LOCAL_SERVERS},
+    "anthropic": "referee.providers._anthropic:AnthropicProvider",
+    "openai": "referee.providers._openai_compat:OpenAICompatProvider",
+    "gemini": "referee.providers._gemini:GeminiProvider",
+    "azure": "referee.providers._azure:AzureOpenAIProvider",
+    "bedrock": "referee.providers._bedrock:BedrockProvider",
+    "vertex": "referee.providers._vertex:VertexProvider",
+    **{name: "referee.providers._openai_compat:OpenAICompatProvider" for name in LOCAL_SERVERS},
 }
 _REGISTERED: dict[str, type[Provider] | Callable[[], type[Provider]]] = {}
 _EP_NAMES: list[str] | None = None

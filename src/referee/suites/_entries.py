@@ -14,12 +14,12 @@ from pydantic import ValidationError
 
 from ..errors import UserError
 from ..evaluators.base import CheckResult, Evaluator, registry
-from ._suite import EvalSpec, Path_, Problem
-from .model import (
+from ._model import (
     RESERVED_ENTRY_KEYS,
     EntryMeta,
 )
-from .options import OptionProblem, build_evaluator
+from ._options import OptionProblem, build_evaluator
+from ._suite import EvalSpec, Path_, Problem
 
 
 def _line_map(node: Any, path: Path_ = (), out: dict[Path_, int] | None = None) -> dict[Path_, int]:

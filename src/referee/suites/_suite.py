@@ -12,7 +12,7 @@ from ..cases import Case
 from ..errors import UserError
 from ..evaluators.base import Evaluator
 from ..targets._model import TargetSpec
-from .model import (
+from ._model import (
     Gates,
     JudgeDefaults,
     Scoring,

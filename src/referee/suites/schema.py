@@ -1,6 +1,6 @@
 """The JSON Schema of suite files, published with the package as ``suite.schema.json`` for editors.
 
-Generated from :class:`~referee.suites.model.SuiteFile` plus the options of every built-in check, so an
+Generated from :class:`~referee.suites._model.SuiteFile` plus the options of every built-in check, so an
 editor validates ``regex: {pattern: ...}`` entries too. Names it does not know (trajectory checks, plugins,
 dotted paths) are accepted with any options; ``referee validate`` checks those.
 Regenerate with ``python -m referee.suites.schema`` (a test fails when the file is stale).
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .model import EntryMeta, SuiteFile
+from ._model import EntryMeta, SuiteFile
 
 SCHEMA_PATH = Path(__file__).with_name("suite.schema.json")
 SCHEMA_ID = "https://referee.dev/schemas/suite.schema.json"
@@ -23,7 +23,7 @@ def _entry_schemas() -> list[dict[str, Any]]:
     from ..evaluators.checks import BUILTIN_CHECKS
 
     checks: list[type[Evaluator]] = list(BUILTIN_CHECKS)
-    from .options import options_json_schema, options_model
+    from ._options import options_json_schema, options_model
 
     meta = EntryMeta.model_json_schema()["properties"]
     out: list[dict[str, Any]] = []

@@ -69,7 +69,7 @@ def generate_outputs(target: Any, cases: Iterable[Case | dict[str, Any]], *,
                      base_dir: str | Path = ".", concurrency: int = 8,
                      use_cache: bool = True) -> list[tuple[Case, Generation]]:
     """:func:`generate_outputs_async` from synchronous code (also inside a running event loop, as in Jupyter)."""
-    from ..runner.session import run_sync
+    from ..runner._session import run_sync
 
     return run_sync(generate_outputs_async(target, cases, base_dir=base_dir, concurrency=concurrency,
                                               use_cache=use_cache))

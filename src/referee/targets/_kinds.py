@@ -23,9 +23,9 @@ from urllib.parse import quote
 from .._redact import redact_text
 from ..cases import Case
 from ..errors import ProviderError, RefereeError, UserError
-from ..providers.base import JudgeRequest, Message
+from ..providers._base import JudgeRequest, Message
 from ..results._schema import Usage
-from ..runner.client import COST_DECIMALS, JudgeClient
+from ..runner._client import COST_DECIMALS, JudgeClient
 from ..templates import PLACEHOLDER_RE, case_values, fill
 from ..trajectories._model import Step, Trajectory
 from ._model import TargetSpec
@@ -608,7 +608,7 @@ class HttpTarget(Target):
         import aiohttp
 
         from ..providers._http import _RETRYABLE_STATUS, parse_retry_after
-        from ..runner.client import RetryPolicy
+        from ..runner._client import RetryPolicy
 
         http = self.spec.http
         assert http is not None

@@ -83,7 +83,7 @@ class OutputStore:
                 keep.append(line if line.endswith("\n") else line + "\n")
         if foreign:
             # Outputs of another configuration (the prompt changed): set aside, never overwritten.
-            from ..runner.session import _free_prev_name
+            from ..runner._session import _free_prev_name
 
             prev = _free_prev_name(path)
             prev.write_text(old, encoding="utf-8")

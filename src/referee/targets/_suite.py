@@ -15,7 +15,7 @@ from typing import Any
 
 from ..results._manifest import text_sha256
 from ..results._schema import TargetInfo
-from ..runner.session import Outcome, error_row, execute_async
+from ..runner._session import Outcome, error_row, execute_async
 from ._kinds import Target
 from ._loader import build_target
 from ._model import TargetSpec
@@ -69,7 +69,7 @@ def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
     ``concurrency`` and ``rate_limit`` (its pacer) and writing only its own files; the outcomes come back in
     the order of ``targets`` whatever the timing. ``--rpm`` stays one limit per judge provider across them."""
     from ..engines import LocalEngine, get_engine
-    from ..runner.session import run_sync
+    from ..runner._session import run_sync
 
     eng = get_engine(engine)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -120,7 +120,7 @@ def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
 
 def _prepare(suite: Any, target: Target, out_dir: Path, *, bind: Callable[[Any], tuple[Any, Any]],
              concurrency: int, command: list[str], judge_config: Any) -> _Prepared:
-    from ..suites.runner import EVALUATOR_LABEL, build_manifest
+    from ..suites._runner import EVALUATOR_LABEL, build_manifest
 
     bound, client = bind(suite)
     run = TargetRun.open(target, out_dir, concurrency)
@@ -146,7 +146,7 @@ def _prepare(suite: Any, target: Target, out_dir: Path, *, bind: Callable[[Any],
 
 
 async def _execute(prep: _Prepared, where: Any, *, show_progress: bool | None) -> Outcome:
-    from ..suites.runner import EVALUATOR_LABEL
+    from ..suites._runner import EVALUATOR_LABEL
 
     evaluate = prep.run.evaluator(where.evaluate, EVALUATOR_LABEL)
     return await execute_async(out=prep.path, manifest=prep.manifest, items=prep.bound.cases,
@@ -205,7 +205,7 @@ def estimate_generation(specs: Sequence[TargetSpec], cases: Sequence[Any], base:
     its ``max_tokens`` per call as the output bound, priced by its own prices, else the public price database
     (as the judge's estimate). One call per case (per user turn of a ``turns:`` case); a tool loop's further
     steps and the earlier replies of a conversation are not counted, so the input is a lower bound there."""
-    from ..runner.prices import BATCH_DISCOUNT, database_version, per_mtok
+    from ..runner._prices import BATCH_DISCOUNT, database_version, per_mtok
     from ..templates import fill
     from ._kinds import case_inputs, user_turns
     from ._loader import _read

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ProviderError, UserError
-from ..providers.anthropic import AnthropicProvider
-from ..providers.base import Completion, JudgeRequest, Provider
-from ..providers.openai_compat import OpenAICompatProvider
+from ..providers._anthropic import AnthropicProvider
+from ..providers._base import Completion, JudgeRequest, Provider
+from ..providers._openai_compat import OpenAICompatProvider
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..providers.fake import FakeProvider
+from ..providers._fake import FakeProvider
 from .compare import rows_without_timings
 
 if TYPE_CHECKING:

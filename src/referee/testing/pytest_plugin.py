@@ -38,7 +38,7 @@ class EvalFailed(RefereeError, AssertionError):
 
 def _as_suite(suite: Any, cases: Any, evaluators: Any, base_dir: Path | None) -> Suite:
     from ..suites import Suite as _Suite
-    from ..suites.loader import load_suite, suite_from_dict
+    from ..suites._loader import load_suite, suite_from_dict
 
     if isinstance(suite, _Suite):
         return suite
@@ -70,8 +70,8 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
 
     from ..evaluators.base import JudgeSettings
     from ..results._io import ResultWriter
-    from ..suites.gating import gate_verdicts
-    from ..suites.runner import CaseEvaluator, bind_settings
+    from ..suites._gating import gate_verdicts
+    from ..suites._runner import CaseEvaluator, bind_settings
 
     s = _as_suite(suite, cases, evaluators, Path(base_dir) if base_dir else None)
     if judge is not None:
@@ -133,7 +133,7 @@ def referee_suite() -> Callable[..., Suite]:
 def fake_judge() -> Callable[..., JudgeClient]:
     """``fake_judge(['{"overall_score": 0.9}'])`` or ``fake_judge(lambda request: ...)``: a judge client that
     answers from the given replies, with no network and no cache."""
-    from ..providers.fake import FakeProvider
+    from ..providers._fake import FakeProvider
     from ..runner import JudgeClient
 
     def make(replies: Any = ('{"overall_score": 1.0}',), **kwargs: Any) -> JudgeClient:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...cases import Case
-from ...providers.base import JudgeRequest
+from ...providers._base import JudgeRequest
 from ...results._manifest import text_sha256
 from ...templates import case_values
 from ..base import CheckResult, LLMEvaluator, register

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..reports._safe import echo_err
 from ..results._schema import ResultRow
-from .model import BASELINE_ONLY_GATES, Gates
+from ._model import BASELINE_ONLY_GATES, Gates
 
 if TYPE_CHECKING:
     from ..aggregate import Summary

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from ..errors import ProviderError
-from .base import Completion, JudgeRequest, Provider
+from ._base import Completion, JudgeRequest, Provider
 
 Reply = str | ProviderError
 

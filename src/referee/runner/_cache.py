@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..providers.base import Completion, JudgeRequest
+from ..providers._base import Completion, JudgeRequest
 
 DEFAULT_DIR = ".referee"
 

@@ -22,13 +22,13 @@ from ..errors import InputError
 from ..evaluators.base import LLMEvaluator
 from ..targets._loader import TARGET_KEYS, parse_targets
 from ._entries import NotImported, _build_entry, _Collector, _line_map, module_findable
-from ._suite import EvalSpec, Path_, Problem, Suite, SuiteInvalid
-from .model import (
+from ._model import (
     BASELINE_ONLY_GATES,
     Gates,
     JudgeDefaults,
     SuiteFile,
 )
+from ._suite import EvalSpec, Path_, Problem, Suite, SuiteInvalid
 
 # Every name callers imported from here before the split still imports from here.
 __all__ = [

@@ -17,8 +17,8 @@ from urllib.parse import quote
 from yarl import URL
 
 from ..errors import MissingExtraError, ProviderAuthError, ProviderError, UserError
+from ._base import Completion, JudgeRequest, Provider
 from ._http import HttpClient
-from .base import Completion, JudgeRequest, Provider
 
 _LOOKED_AT = ("AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (+AWS_SESSION_TOKEN), AWS_PROFILE, ~/.aws/credentials, "
               "~/.aws/config (SSO, credential_process), container and instance roles")

@@ -22,8 +22,8 @@ from ..cases import Case
 from ..evaluators.base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
 from ..results._manifest import EvalSetInfo, RunManifest, text_sha256
 from ..results._schema import JudgeInfo, ResultRow, Usage
-from ..runner.session import Outcome, error_row, execute
-from .loader import EvalSpec, Suite
+from ..runner._session import Outcome, error_row, execute
+from ._loader import EvalSpec, Suite
 
 if TYPE_CHECKING:
     from ..engines import Engine
@@ -81,7 +81,7 @@ class CaseEvaluator:
             try:
                 return _checked(spec, await spec.evaluator.evaluate_async(case, output))
             except Exception as exc:  # noqa: BLE001
-                from ..runner.engine import is_fatal
+                from ..runner._engine import is_fatal
 
                 if is_fatal(exc):
                     raise  # a bad key or unknown model repeats for every case: stop the run

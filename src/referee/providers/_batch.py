@@ -13,7 +13,7 @@
   come in request order.
 
 An adapter turns requests into one job and a finished job back into ``custom_id -> Completion | reason``; the
-batching itself (collecting requests, polling, resuming) is :mod:`referee.runner.batch`.
+batching itself (collecting requests, polling, resuming) is :mod:`referee.runner._batch`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 
 from ..errors import ProviderError, UserError
-from .base import Completion, JudgeRequest, Provider
+from ._base import Completion, JudgeRequest, Provider
 
 BATCH_PROVIDERS = ("openai", "anthropic", "gemini", "azure")
 
@@ -92,7 +92,7 @@ class OpenAIBatch(BatchAdapter):
     endpoint = "/v1/chat/completions"
 
     def __init__(self, provider: Provider) -> None:
-        from .openai_compat import OpenAICompatProvider
+        from ._openai_compat import OpenAICompatProvider
 
         assert isinstance(provider, OpenAICompatProvider)
         super().__init__(provider)
@@ -189,7 +189,7 @@ class AnthropicBatch(BatchAdapter):
     max_bytes = 240_000_000
 
     def __init__(self, provider: Provider) -> None:
-        from .anthropic import AnthropicProvider
+        from ._anthropic import AnthropicProvider
 
         assert isinstance(provider, AnthropicProvider)
         super().__init__(provider)
@@ -238,7 +238,7 @@ class AnthropicBatch(BatchAdapter):
 class GeminiBatch(BatchAdapter):
     max_bytes = 18_000_000
     def __init__(self, provider: Provider) -> None:
-        from .gemini import GeminiProvider
+        from ._gemini import GeminiProvider
 
         assert isinstance(provider, GeminiProvider)
         super().__init__(provider)
@@ -307,9 +307,9 @@ class GeminiBatch(BatchAdapter):
 
 def batch_adapter(provider: Provider) -> BatchAdapter:
     """The batch API of ``provider``'s wire format; a UserError (exit 2) for those without one."""
-    from .anthropic import AnthropicProvider
-    from .gemini import GeminiProvider
-    from .openai_compat import OpenAICompatProvider
+    from ._anthropic import AnthropicProvider
+    from ._gemini import GeminiProvider
+    from ._openai_compat import OpenAICompatProvider
 
     # Vertex's and Bedrock's batch inference read their input from storage buckets: not supported.
     if isinstance(provider, OpenAICompatProvider):

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from ..errors import MissingExtraError, ProviderAuthError, UserError
 from ._http import HttpClient
-from .openai_compat import OpenAICompatProvider
+from ._openai_compat import OpenAICompatProvider
 
 DEFAULT_API_VERSION = "2024-10-21"
 ENTRA_SCOPE = "https://cognitiveservices.azure.com/.default"

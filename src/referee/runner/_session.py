@@ -22,8 +22,8 @@ from ..results._io import ResultWriter, read_results
 from ..results._lock import ResultsLock
 from ..results._manifest import RunManifest, Totals, manifest_path, utc_now_iso
 from ..results._schema import ResultRow
-from .client import JudgeClient
-from .engine import run_rows
+from ._client import JudgeClient
+from ._engine import run_rows
 
 T = TypeVar("T")
 

@@ -8,8 +8,8 @@ import os
 from typing import Any, ClassVar
 
 from ..errors import ProviderAuthError, ProviderError
+from ._base import Completion, JudgeRequest, Provider
 from ._http import HttpClient
-from .base import Completion, JudgeRequest, Provider
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 _SCHEMA_KEYS = {"type", "format", "description", "nullable", "enum", "properties", "required", "items",

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 from .._redact import redact_text
 from ..errors import ProviderError, ProviderUnavailable
-from ..providers.base import Completion, JudgeRequest, Provider
+from ..providers._base import Completion, JudgeRequest, Provider
 from ..results._schema import JudgeInfo
-from .cache import ResponseCache, cache_key
-from .prices import COST_DECIMALS, Pricer
+from ._cache import ResponseCache, cache_key
+from ._prices import COST_DECIMALS, Pricer
 
 if TYPE_CHECKING:
-    from .batch import BatchRunner
+    from ._batch import BatchRunner
 
 
 @dataclass
@@ -74,10 +74,10 @@ class JudgeClient:
                              output_per_mtok=output_price_per_mtok)
         self.stats = CallStats()
         self.batch: BatchRunner | None = None
-        """Batch mode: calls go to the provider's batch API (:mod:`referee.runner.batch`)."""
+        """Batch mode: calls go to the provider's batch API (:mod:`referee.runner._batch`)."""
         if batch:
-            from ..providers.batch import batch_adapter
-            from .batch import BatchRunner
+            from ..providers._batch import batch_adapter
+            from ._batch import BatchRunner
 
             self.batch = BatchRunner(batch_adapter(provider))
             self.batch.on_result = self._accept_batch_result

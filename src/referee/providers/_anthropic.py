@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 from .._redact import redact_url
 from ..errors import ProviderAuthError, ProviderError
+from ._base import Completion, JudgeRequest, Provider
 from ._http import HttpClient
-from .base import Completion, JudgeRequest, Provider
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable, UserError
 from ..results._io import ResultWriter
 from ..results._schema import ResultRow
-from .progress import Progress
+from ._progress import Progress
 
 T = TypeVar("T")
 

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 from .._redact import redact_url
 from ..errors import ProviderAuthError, ProviderError, UserError
+from ._base import Completion, JudgeRequest, Provider
 from ._http import HttpClient
-from .base import Completion, JudgeRequest, Provider
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _LEVELS = ("json_schema", "json_object", "none")

@@ -14,8 +14,8 @@ import os
 from typing import Any, ClassVar
 
 from ..errors import MissingExtraError, ProviderAuthError, UserError
+from ._gemini import GeminiProvider
 from ._http import HttpClient
-from .gemini import GeminiProvider
 
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 DEFAULT_LOCATION = "global"

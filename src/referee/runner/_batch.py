@@ -24,8 +24,8 @@ from typing import Any
 
 from .._redact import redact_text
 from ..errors import ProviderError
-from ..providers.base import Completion, JudgeRequest
-from ..providers.batch import BatchAdapter, JobStatus, Outcome
+from ..providers._base import Completion, JudgeRequest
+from ..providers._batch import BatchAdapter, JobStatus, Outcome
 
 
 def _env_float(name: str, default: float) -> float:
