@@ -22,7 +22,14 @@ from .errors import (
 if TYPE_CHECKING:
     from . import judges
     from ._api import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
-    from ._grade import compare, compare_async, grade, grade_async
+    from ._grade import (
+        compare,
+        compare_async,
+        grade,
+        grade_async,
+        judge_conversations,
+        judge_conversations_async,
+    )
     from .aggregate import Summary, summarize
     from .cases import Case, CaseSet, cases_from, load_cases
     from .evaluators.base import CheckResult, Evaluator, register
@@ -36,7 +43,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "judges": ".judges",
     **dict.fromkeys(("EvalResult", "Judge", "as_evaluator", "evaluate", "evaluate_async"), "._api"),
-    **dict.fromkeys(("compare", "compare_async", "grade", "grade_async"), "._grade"),
+    **dict.fromkeys(("compare", "compare_async", "grade", "grade_async", "judge_conversations",
+                     "judge_conversations_async"), "._grade"),
     **dict.fromkeys(("Summary", "summarize"), ".aggregate"),
     **dict.fromkeys(("Case", "CaseSet", "cases_from", "load_cases"), ".cases"),
     **dict.fromkeys(("CheckResult", "Evaluator", "register"), ".evaluators.base"),
@@ -105,6 +113,8 @@ __all__ = [
     "get_provider",
     "grade",
     "grade_async",
+    "judge_conversations",
+    "judge_conversations_async",
     "judges",
     "load_cases",
     "read_results",

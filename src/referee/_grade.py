@@ -14,7 +14,7 @@ score ``overall_score``. Rows go to ``out`` as they complete; rerunning on the s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ async def grade_async(
     case_set = cases_from(cases)
     pf = preflight(case_set.cases, placeholders(text))
     # Before any key is looked at: a missing key is never reported ahead of invalid cases.
-    require_valid(pf, case_set.path, skip_invalid=skip_invalid, on_problem=on_invalid)
+    require_valid(pf, _source(cases, case_set.path), skip_invalid=skip_invalid, on_problem=on_invalid)
 
     j = as_judge(judge)
     client = j.client()
@@ -80,7 +80,7 @@ async def grade_async(
                           use_cache=j.cache))
     assert tj.template_hash is not None
     manifest = RunManifest.for_cases(
-        "judge", case_set.path, [c.id for c in pf.valid], command=command or ["referee.grade"],
+        "judge", _source(cases, case_set.path), [c.id for c in pf.valid], command=command or ["referee.grade"],
         sha256=_cases_sha256(cases, case_set.cases),
         template=TemplateInfo(path=template_path, sha256=tj.template_hash),
         judge=j.config(client.provider.model, repeat), system_under_test=system_model,
@@ -191,7 +191,7 @@ async def compare_async(
     case_set = cases_from(cases)
     required = ["output_a", "output_b", *[k for k in keys if k not in _RUNNER_FIELDS]]
     pf = preflight(case_set.cases, list(dict.fromkeys(required)), label="pairwise template")
-    require_valid(pf, case_set.path, skip_invalid=skip_invalid, on_problem=on_invalid)
+    require_valid(pf, _source(cases, case_set.path), skip_invalid=skip_invalid, on_problem=on_invalid)
 
     j = as_judge(judge)
     client = j.client()
@@ -200,7 +200,8 @@ async def compare_async(
                           use_cache=j.cache))
     assert pj.template_hash is not None
     manifest = RunManifest.for_cases(
-        "pairwise", case_set.path, [c.id for c in pf.valid], command=command or ["referee.compare"],
+        "pairwise", _source(cases, case_set.path), [c.id for c in pf.valid],
+        command=command or ["referee.compare"],
         sha256=_cases_sha256(cases, case_set.cases),
         template=TemplateInfo(path=template_path, sha256=pj.template_hash),
         judge=j.config(client.provider.model), system_under_test=system_model,
@@ -265,8 +266,138 @@ def compare(
                                   gates=gates, progress=progress, command=command))
 
 
+def _source(cases: Any, loaded_from: str) -> str:
+    """The cases' file as the user named it (the manifest and messages say what was typed), else their name."""
+    return str(cases) if isinstance(cases, str | Path) else loaded_from
+
+
 def _cases_sha256(source: Any, cases: list[Case]) -> str | None:
     """The cases' identity in the manifest: a file's own hash (None here), else the hash of their data."""
     if isinstance(source, str | Path):
         return None
     return text_sha256(json.dumps([c.data for c in cases], sort_keys=True, default=str))
+
+
+def unique_cases(cases: Any, *, on_invalid: Callable[[str], None] | None = None) -> tuple[str, list[Case], int]:
+    """The cases (their source's name, the cases, how many were skipped): a duplicate id is reported to
+    ``on_invalid`` and skipped (the first kept), as the seed does; no case at all is a :class:`UserError`."""
+    case_set = cases_from(cases)
+    seen: dict[str, Case] = {}
+    skipped = 0
+    for c in case_set.cases:
+        if c.id in seen:
+            if on_invalid is not None:
+                on_invalid(f"{c.where}: duplicate id '{c.id}' (first at {seen[c.id].where}); the first is kept")
+            skipped += 1
+            continue
+        seen[c.id] = c
+    if not seen:
+        raise UserError(f"no cases in {_source(cases, case_set.path)}")
+    return _source(cases, case_set.path), list(seen.values()), skipped
+
+
+def read_criteria(path: str | Path) -> dict[str, str]:
+    """A criteria file: a YAML mapping of criterion id -> description (:class:`InputError` naming the file)."""
+    from ._yaml import load as load_yaml
+
+    if not Path(path).exists():
+        raise InputError("file not found", file=str(path))
+    data = load_yaml(str(path))
+    if not isinstance(data, dict) or not data or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise InputError("expected a mapping of criterion id -> description", file=str(path))
+    return data
+
+
+async def judge_conversations_async(
+    cases: Any,
+    judge: Judge | str | Provider | None = None,
+    *,
+    mode: str = "final",
+    criteria: Mapping[str, str] | str | Path | None = None,
+    out: str | Path | None = None,
+    category: str | None = None,
+    on_invalid: Callable[[str], None] | None = None,
+    system_model: str | None = None,
+    threshold: float = 0.7,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """:func:`judge_conversations` for async code."""
+    from .evaluators.conversation import MODES, ConversationError, ConversationJudge, conversation_of
+    from .runner._session import error_row, execute_async
+
+    if mode not in MODES:
+        raise UserError(f"mode={mode!r}: one of {', '.join(MODES)}")
+    criteria_path = str(criteria) if isinstance(criteria, str | Path) else None
+    crit = read_criteria(criteria) if isinstance(criteria, str | Path) else (dict(criteria) if criteria else None)
+    source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
+    j = as_judge(judge)
+    client = j.client()
+    cj = ConversationJudge(client, mode, crit, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
+                           use_cache=j.cache, category=category)
+    rubric_hash = text_sha256(mode + repr(sorted(cj.criteria.items())))
+    cj.judge_info = client.judge_info(rubric_hash)
+    manifest = RunManifest.for_cases(
+        "conversation", source, [c.id for c in case_list], command=command or ["referee.judge_conversations"],
+        sha256=_cases_sha256(cases, case_list), judge=j.config(client.provider.model),
+        system_under_test=system_model, template=TemplateInfo(path=criteria_path, sha256=rubric_hash),
+    )
+    manifest.extra["mode"] = mode
+
+    def key(c: Case) -> tuple[str, int | None, int | None]:
+        """Per-turn rows carry their turn: a case is done when its first judged turn is in the file."""
+        if mode != "per_turn":
+            return (c.id, None, None)
+        try:
+            conv = conversation_of(c)
+        except ConversationError:
+            return (c.id, None, None)
+        return (c.id, None, next(i + 1 for i, t in enumerate(conv) if t["role"] == "assistant"))
+
+    out_path = Path(out) if out is not None else None
+    if out_path is not None:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+    outcome = await execute_async(
+        out=out_path, manifest=manifest, items=case_list, key=key, evaluate=cj.evaluate,
+        on_error=lambda c, exc: error_row(c.id, exc, evaluator=cj.evaluator, category=category or c.category),
+        client=client, concurrency=j.concurrency, label="judging", skipped=skipped, show_progress=progress,
+    )
+    order = {c.id: i for i, c in enumerate(case_list)}
+    rows: list[ResultRow] = sorted(outcome.rows, key=lambda r: (order.get(r.id, len(order)), r.turn or 0))
+    return EvalResult(rows=rows, manifest=outcome.manifest, cases=case_list, path=out_path,
+                      new_rows=outcome.new_rows, resume_note=outcome.resume_note, threshold=threshold,
+                      gate_options=gates)
+
+
+def judge_conversations(
+    cases: Any,
+    judge: Judge | str | Provider | None = None,
+    *,
+    mode: str = "final",
+    criteria: Mapping[str, str] | str | Path | None = None,
+    out: str | Path | None = None,
+    category: str | None = None,
+    on_invalid: Callable[[str], None] | None = None,
+    system_model: str | None = None,
+    threshold: float = 0.7,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """Judge multi-turn conversations (each case's ``turns``: ``[{role, content}]``; ``referee conversation``'s
+    run).
+
+    Args:
+        mode: ``final`` (the last reply in the context of the turns before it), ``conversation`` (the whole
+            exchange: consistency, memory, goal completion) or ``per_turn`` (a row per assistant reply, with
+            its ``turn``).
+        criteria: ``{id: description}`` replacing the mode's default rubric, or a YAML file of them.
+        The other arguments are :func:`grade`'s (a duplicate id goes to ``on_invalid`` and is skipped).
+    """
+    from .runner._session import run_sync
+
+    return run_sync(judge_conversations_async(cases, judge, mode=mode, criteria=criteria, out=out,
+                                              category=category, on_invalid=on_invalid, system_model=system_model,
+                                              threshold=threshold, gates=gates, progress=progress, command=command))

@@ -205,3 +205,37 @@ def test_the_cli_reports_bad_cases_before_a_missing_model(tmp_path: Path,
     assert "--provider vllm needs --model" in capsys.readouterr().err
     with pytest.raises(UserError, match=r"Judge\('vllm:llama3.1'\)"):
         referee.grade([{"input": "q", "output": "o"}], TEMPLATE, "vllm", progress=False)
+
+
+def test_judge_conversations_is_the_conversation_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.example import DATA
+    from referee.testing import FakeLLMServer, rows_without_timings, schema_responder
+
+    cases = DATA / "agent" / "conversations.jsonl"
+    cli_out, api_out = tmp_path / "cli.jsonl", tmp_path / "api.jsonl"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    with FakeLLMServer(responder=schema_responder) as srv:
+        code = cli(["conversation", str(cases), "--mode", "per-turn", "--out", str(cli_out), "--provider", "openai",
+                    "--model", "judge-1", "--base-url", srv.url + "/v1", "--no-cache"])
+        judge = Judge("openai:judge-1", base_url=srv.url + "/v1", cache=False)
+        r = referee.judge_conversations(cases, judge, mode="per_turn", out=api_out, progress=False)
+        n_calls = len(srv.requests)
+        again = referee.judge_conversations(cases, judge, mode="per_turn", out=api_out, progress=False)
+        # Resumed: nothing judged twice; only the error row (a bad role, no judge call) is tried again.
+        assert len(srv.requests) == n_calls and [row.id for row in again.new_rows] == ["conv-bad-role"]
+    assert code == 0, capsys.readouterr().err
+    assert rows_without_timings(cli_out) == rows_without_timings(api_out)
+    scored = [(row.id, row.turn) for row in r.rows if row.status == "scored"]
+    assert sorted(scored) == [("conv-contradicts", 2), ("conv-contradicts", 4), ("conv-forgets", 2),
+                              ("conv-forgets", 4), ("conv-remembers", 2), ("conv-remembers", 4)]
+    assert [t for _, t in scored[:2]] == [2, 4]  # in case order, turns in order
+    assert r.manifest.kind == "conversation" and r.manifest.extra["mode"] == "per_turn"
+    # Criteria given in Python rather than a file; a bad mode is a user error.
+    one = referee.judge_conversations(
+        [{"id": "x", "turns": [{"role": "user", "content": "hi"}], "output": "hello"}],
+        Judge.fake([json.dumps({"polite": {"score": 1.0, "rationale": "ok"}})]), criteria={"polite": "Is it polite?"},
+        progress=False)
+    assert [c.id for c in one.rows[0].criteria or []] == ["polite"] and one.rows[0].score == 1.0
+    with pytest.raises(UserError, match="mode="):
+        referee.judge_conversations(cases, judge, mode="per-turn")

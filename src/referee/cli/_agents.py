@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from .._yaml import load as load_yaml
-from ..cases import Case, load_cases
-from ..errors import InputError, UserError
+from ..cases import Case
+from ..errors import InputError
 from ..results._manifest import RunManifest
 from ..results._schema import ResultRow
 from . import invoked_argv
@@ -17,17 +17,10 @@ from ._common import echo_err
 
 def unique_cases(path: str) -> tuple[list[Case], int]:
     """Cases of ``path``; a duplicate id is reported and skipped (the first kept), as the seed does."""
-    seen: dict[str, Case] = {}
-    skipped = 0
-    for c in load_cases(path):
-        if c.id in seen:
-            echo_err(f"invalid: {c.where}: duplicate id '{c.id}' (first at {seen[c.id].where}); the first is kept")
-            skipped += 1
-            continue
-        seen[c.id] = c
-    if not seen:
-        raise UserError(f"no cases in {path}")
-    return list(seen.values()), skipped
+    from .._grade import unique_cases as unique
+
+    _, cases, skipped = unique(path, on_invalid=lambda problem: echo_err(f"invalid: {problem}"))
+    return cases, skipped
 
 
 def read_yaml(path: str) -> Any:
@@ -40,13 +33,9 @@ def read_yaml(path: str) -> Any:
 
 def read_criteria(path: str | None) -> dict[str, str] | None:
     """``--criteria``: a mapping of criterion id -> description."""
-    if path is None:
-        return None
-    data = read_yaml(path)
-    if not isinstance(data, dict) or not data or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise InputError("expected a mapping of criterion id -> description", file=path)
-    return data
+    from .._grade import read_criteria as read
+
+    return None if path is None else read(path)
 
 
 def ensure_parent(out: str) -> Path:
