@@ -56,8 +56,8 @@ async def grade_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`grade` for async code."""
-    from .evaluators.base import JudgeSettings
-    from .evaluators.judge import TemplateJudge
+    from .evaluators._base import JudgeSettings
+    from .evaluators._judge import TemplateJudge
     from .runner._session import error_row, execute_async
     from .templates import placeholders, preflight, require_valid
 
@@ -171,8 +171,8 @@ async def compare_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`compare` for async code."""
-    from .evaluators.base import JudgeSettings
-    from .evaluators.pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
+    from .evaluators._base import JudgeSettings
+    from .evaluators._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
     from .runner._session import error_row, execute_async
     from .templates import placeholders, preflight, require_valid
 
@@ -325,7 +325,7 @@ async def judge_conversations_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`judge_conversations` for async code."""
-    from .evaluators.conversation import MODES, ConversationError, ConversationJudge, conversation_of
+    from .evaluators._conversation import MODES, ConversationError, ConversationJudge, conversation_of
     from .runner._session import error_row, execute_async
 
     if mode not in MODES:

@@ -9,9 +9,9 @@ import click
 
 from ..cases import Case
 from ..errors import InputError, UserError
-from ..evaluators.base import build
-from ..evaluators.trajectory import TrajectoryCheck, check_row
-from ..evaluators.trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
+from ..evaluators._base import build
+from ..evaluators._trajectory import TrajectoryCheck, check_row
+from ..evaluators._trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
 from ..results._manifest import TemplateInfo, text_sha256
 from ..runner._session import error_row, execute
 from ._agents import ensure_parent, new_manifest, read_criteria, read_yaml, summarise, unique_cases
