@@ -22,8 +22,7 @@ from pathlib import Path
 
 from referee.cli import cli
 from referee.results._manifest import RunManifest
-from referee.testing import FakeLLMServer, WireRequest
-from referee.testing.server import Reply
+from referee.testing import FakeLLMServer, Reply, WireRequest
 
 # USD per million tokens (Claude Sonnet list prices, the criteria files' default judge).
 IN_PRICE, OUT_PRICE = 3.0, 15.0

@@ -280,7 +280,7 @@ def test_judge(capsys: pytest.CaptureFixture[str], tmp_path: Path, srv: FakeLLMS
 def test_judge_schema_names_the_required_criteria() -> None:
     """Regression: the schema only allowed criteria as additionalProperties, so with --criteria a reply that
     follows the schema (here the fake server's schema_responder) lacked them and the whole run was unscored."""
-    from referee.evaluators.judge import TEMPLATE_REPLY_SCHEMA, parse_template_reply, template_reply_schema
+    from referee.evaluators._judge import TEMPLATE_REPLY_SCHEMA, parse_template_reply, template_reply_schema
     from referee.providers._gemini import to_gemini_schema
     from referee.testing import instance_for_schema
 

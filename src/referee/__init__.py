@@ -36,8 +36,7 @@ if TYPE_CHECKING:
     )
     from .aggregate import Summary, summarize
     from .cases import Case, CaseSet, cases_from, load_cases
-    from .evaluators.base import CheckResult, Evaluator, register
-    from .evaluators.reply import JudgeOutcome, ReplyInvalid, ask_judge
+    from .evaluators import CheckResult, Evaluator, JudgeOutcome, ReplyInvalid, ask_judge, register
     from .providers import Completion, FakeProvider, JudgeRequest, Message, Provider, get_provider
     from .results import CriterionScore, JudgeInfo, ResultRow, ResultWriter, RunManifest, Usage, read_results
     from .runner import JudgeClient, ResponseCache, RetryPolicy
@@ -52,8 +51,8 @@ _LAZY = {
                      "judge_trajectories_async"), "._grade"),
     **dict.fromkeys(("Summary", "summarize"), ".aggregate"),
     **dict.fromkeys(("Case", "CaseSet", "cases_from", "load_cases"), ".cases"),
-    **dict.fromkeys(("CheckResult", "Evaluator", "register"), ".evaluators.base"),
-    **dict.fromkeys(("JudgeOutcome", "ReplyInvalid", "ask_judge"), ".evaluators.reply"),
+    **dict.fromkeys(("CheckResult", "Evaluator", "register"), ".evaluators"),
+    **dict.fromkeys(("JudgeOutcome", "ReplyInvalid", "ask_judge"), ".evaluators"),
     **dict.fromkeys(("Completion", "FakeProvider", "JudgeRequest", "Message", "Provider", "get_provider"),
                     ".providers"),
     **dict.fromkeys(("CriterionScore", "JudgeInfo", "ResultRow", "ResultWriter", "RunManifest", "Usage",

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cases import Case, CaseSet, cases_from
 from .errors import MissingExtraError, ProviderAuthError, UserError
-from .evaluators.base import Evaluator, function_evaluator
+from .evaluators._base import Evaluator, function_evaluator
 from .providers._base import Provider
 from .results._manifest import JudgeConfig, RunManifest
 from .results._schema import ResultRow
@@ -377,7 +377,7 @@ async def evaluate_async(
     judge_config = None
     j: Judge | None = None
     if suite.llm_specs:
-        from .evaluators.base import JudgeSettings
+        from .evaluators._base import JudgeSettings
 
         j = as_judge(judge)
         client = j.client()

@@ -56,8 +56,8 @@ async def grade_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`grade` for async code."""
-    from .evaluators.base import JudgeSettings
-    from .evaluators.judge import TemplateJudge
+    from .evaluators._base import JudgeSettings
+    from .evaluators._judge import TemplateJudge
     from .runner._session import error_row, execute_async
     from .templates import placeholders, preflight, require_valid
 
@@ -171,8 +171,8 @@ async def compare_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`compare` for async code."""
-    from .evaluators.base import JudgeSettings
-    from .evaluators.pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
+    from .evaluators._base import JudgeSettings
+    from .evaluators._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
     from .runner._session import error_row, execute_async
     from .templates import placeholders, preflight, require_valid
 
@@ -325,7 +325,7 @@ async def judge_conversations_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`judge_conversations` for async code."""
-    from .evaluators.conversation import MODES, ConversationError, ConversationJudge, conversation_of
+    from .evaluators._conversation import MODES, ConversationError, ConversationJudge, conversation_of
     from .runner._session import error_row, execute_async
 
     if mode not in MODES:
@@ -441,8 +441,8 @@ async def check_trajectories_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`check_trajectories` for async code."""
-    from .evaluators.base import build
-    from .evaluators.trajectory import TrajectoryCheck, check_row
+    from .evaluators._base import build
+    from .evaluators._trajectory import TrajectoryCheck, check_row
     from .runner._session import error_row, execute_async
 
     source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
@@ -479,7 +479,7 @@ async def judge_trajectories_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`judge_trajectories` for async code."""
-    from .evaluators.trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
+    from .evaluators._trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
     from .runner._session import error_row, execute_async
 
     if max_chars < 20:

@@ -1,5 +1,5 @@
 """LLM judges as evaluators, for :func:`referee.evaluate` (and suites): each implements the one evaluator
-contract (:class:`~referee.evaluators.base.LLMEvaluator`): the run passes the judge settings explicitly,
+contract (:class:`~referee.evaluators._base.LLMEvaluator`): the run passes the judge settings explicitly,
 and the result carries usage, cost and judge info as typed fields.
 
 * :class:`LLMJudge` (``llm_judge`` in suites): a prompt template, or referee's with a ``rubric`` text;
@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .cases import Case
 from .errors import UserError
-from .evaluators.base import CheckResult, JudgeSettings, LLMEvaluator
+from .evaluators._base import CheckResult, JudgeSettings, LLMEvaluator
+from .evaluators._trajectory_judge import TrajectoryJudgeCheck as Trajectory
 from .evaluators.checks.judge import LLMJudge
-from .evaluators.trajectory_judge import TrajectoryJudgeCheck as Trajectory
 
 if TYPE_CHECKING:
-    from .evaluators.pairwise import PairwiseJudge, Reconcile
-    from .evaluators.rubric import RubricJudge
+    from .evaluators._pairwise import PairwiseJudge, Reconcile
+    from .evaluators._rubric import RubricJudge
     from .providers._base import JudgeRequest
     from .rubrics import Rubric as RubricModel
 
@@ -66,7 +66,7 @@ class Rubric(LLMEvaluator):
         self._model = load_rubric(self.rubric)
 
     def _judge(self) -> RubricJudge:
-        from .evaluators.rubric import RubricJudge
+        from .evaluators._rubric import RubricJudge
         from .results._manifest import text_sha256
 
         s = self._settings
@@ -124,7 +124,7 @@ class Pairwise(LLMEvaluator):
     _template: str = field(init=False, repr=False, default="", compare=False)
 
     def __post_init__(self) -> None:
-        from .evaluators.pairwise import RECONCILE_MODES
+        from .evaluators._pairwise import RECONCILE_MODES
 
         self._template = self.template if self.template is not None else _default_pairwise_template()
         missing = [k for k in ("{response_1}", "{response_2}") if k not in self._template]
@@ -134,7 +134,7 @@ class Pairwise(LLMEvaluator):
             raise UserError(f"Pairwise(reconcile=...): one of {', '.join(RECONCILE_MODES)}")
 
     def _judge(self) -> PairwiseJudge:
-        from .evaluators.pairwise import PairwiseJudge
+        from .evaluators._pairwise import PairwiseJudge
 
         s = self._settings
         client = _client(s)
@@ -175,7 +175,7 @@ class Gold(LLMEvaluator):
         self._model = load_rubric(self.criteria, kind="gold")
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
-        from .evaluators.gold import GoldCase, GoldJudge
+        from .evaluators._gold import GoldCase, GoldJudge
         from .results._manifest import text_sha256
 
         if (none := self.unbound()) is not None:
@@ -210,7 +210,7 @@ class Conversation(LLMEvaluator):
                             "rows of their own: referee conversation --mode per-turn)")
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
-        from .evaluators.conversation import ConversationJudge
+        from .evaluators._conversation import ConversationJudge
 
         if (none := self.unbound()) is not None:
             return none

@@ -1,7 +1,7 @@
 """Users' own evaluators: registered with ``@register``, by the ``referee.evaluators`` entry point group, or
 named by a dotted path (``package.module:attr``) in a suite file.
 
-A plugin object may be an :class:`~referee.evaluators.base.Evaluator` subclass (options are its dataclass
+A plugin object may be an :class:`~referee.evaluators._base.Evaluator` subclass (options are its dataclass
 fields), an Evaluator instance, or a function ``fn(case, output, **options) -> bool | float | CheckResult``
 (sync or async). Entry points are only read when a suite names an evaluator no built-in provides, so
 importing referee stays cheap.
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
-from .evaluators.base import Evaluator, function_evaluator, registry
+from .evaluators._base import Evaluator, function_evaluator, registry
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint

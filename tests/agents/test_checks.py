@@ -8,8 +8,8 @@ import pytest
 
 from referee.cases import Case
 from referee.errors import UserError
-from referee.evaluators.base import build, registry
-from referee.evaluators.trajectory import combine
+from referee.evaluators._base import build, registry
+from referee.evaluators._trajectory import combine
 
 LOOKUP = {"tool": "lookup_invoice", "args": {"invoice_id": "INV-1"}, "result": {"status": "paid", "amount": 30}}
 REFUND = {"tool": "issue_refund", "args": {"invoice_id": "INV-1", "amount": 30}, "result": {"status": "issued"}}
@@ -277,7 +277,7 @@ def test_cap_is_configurable() -> None:
 
 
 def test_combine_ignores_unscored_checks() -> None:
-    from referee.evaluators.base import CheckResult
+    from referee.evaluators._base import CheckResult
 
     ok = CheckResult.from_bool(True)
     unscored = CheckResult(score=None, status="unscored")

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from referee.cases import Case
-from referee.evaluators.conversation import ConversationJudge, conversation_of
-from referee.evaluators.prompt_guard import neutralise
-from referee.evaluators.trajectory_judge import (
+from referee.evaluators._conversation import ConversationJudge, conversation_of
+from referee.evaluators._prompt_guard import neutralise
+from referee.evaluators._trajectory_judge import (
     TRAJECTORY_CRITERIA,
     TrajectoryJudge,
     render_trajectory,
@@ -168,7 +168,7 @@ def test_neutralise_catches_spaced_look_alike_tags() -> None:
 
 
 def test_conversation_errors_name_the_file_and_line() -> None:
-    from referee.evaluators.conversation import ConversationError, conversation_of
+    from referee.evaluators._conversation import ConversationError, conversation_of
 
     bad = Case(id="r1", data={"id": "r1", "turns": [{"role": "bot", "content": "x"}]}, source="chats.jsonl", line=4)
     with pytest.raises(ConversationError, match=r"^chats\.jsonl:4: case 'r1', turn 1: unknown role 'bot'"):

@@ -11,7 +11,7 @@ import pytest
 
 from referee.cases import Case
 from referee.errors import InputError
-from referee.evaluators.base import CheckResult, build
+from referee.evaluators._base import CheckResult, build
 from referee.redteam import FAILURE_MODES, generate, load_seeds, load_templates
 from referee.redteam._checks import combine_redteam
 from referee.results._schema import ResultRow

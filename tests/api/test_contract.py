@@ -10,7 +10,7 @@ import pytest
 
 import referee
 from referee import Judge
-from referee.evaluators.base import CheckResult, JudgeSettings, LLMEvaluator
+from referee.evaluators._base import CheckResult, JudgeSettings, LLMEvaluator
 from referee.providers._base import JudgeRequest
 from referee.runner import JudgeClient
 from referee.testing import FakeProvider
@@ -58,7 +58,7 @@ def test_binding_a_run_never_leaks_into_the_users_evaluator() -> None:
 
 
 def test_rubric_judge_through_the_api() -> None:
-    from referee.testing.responders import instance_for_schema
+    from referee.testing._responders import instance_for_schema
 
     def reply(req: JudgeRequest) -> str:  # a valid verdict for whatever rubric was asked
         return json.dumps(instance_for_schema(req.response_schema or {}, req.messages[-1].content))
@@ -108,7 +108,7 @@ def test_a_plugin_judge_implements_the_same_contract() -> None:
 
 
 def schema_reply(req: JudgeRequest) -> str:
-    from referee.testing.responders import instance_for_schema
+    from referee.testing._responders import instance_for_schema
 
     return json.dumps(instance_for_schema(req.response_schema or {}, req.messages[-1].content))
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from referee.testing import FakeLLMServer
-from referee.testing.responders import schema_responder
+from referee.testing._responders import schema_responder
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "python.md"
 

@@ -35,7 +35,7 @@ def test_every_error_class_is_a_referee_error() -> None:
 
 
 def test_value_errors_stay_value_errors_for_existing_except_clauses() -> None:
-    from referee.evaluators.reply import ReplyInvalid
+    from referee.evaluators import ReplyInvalid
     from referee.trajectories import TrajectoryError
 
     assert issubclass(ReplyInvalid, ValueError) and issubclass(TrajectoryError, ValueError)
@@ -68,7 +68,7 @@ def test_every_subpackage_curates_a_sorted_complete_all() -> None:
 
 
 def test_public_import_paths_kept_after_the_splits() -> None:
-    from referee.evaluators.trajectory import ToolUsed, TrajectoryCheck, combine  # noqa: F401
+    from referee.evaluators import ToolUsed, TrajectoryCheck, combine  # noqa: F401
     from referee.reports import render_terminal, write_html
     from referee.trajectories import detect_format, from_otel  # noqa: F401
 
@@ -80,6 +80,7 @@ def test_public_import_paths_kept_after_the_splits() -> None:
 PRIVATE_IMPLEMENTATION = {
     "referee.aggregate": set(),
     "referee.engines": set(),
+    "referee.evaluators": set(),
     "referee.metaeval": set(),
     "referee.providers": set(),
     "referee.redteam": set(),
@@ -90,6 +91,7 @@ PRIVATE_IMPLEMENTATION = {
     "referee.stats": set(),
     "referee.suites": {"schema"},  # `python -m referee.suites.schema` regenerates suite.schema.json
     "referee.targets": set(),
+    "referee.testing": {"pytest_plugin"},  # the pytest11 entry point; users import EvalFailed from it
     "referee.trajectories": set(),
     "referee.view": set(),
 }

@@ -12,8 +12,8 @@ import pytest
 import referee
 from referee import Judge, UserError
 from referee.cli import cli
-from referee.evaluators.base import LLMEvaluator
-from referee.evaluators.judge import TemplateJudge
+from referee.evaluators._base import LLMEvaluator
+from referee.evaluators._judge import TemplateJudge
 from referee.providers import FakeProvider, JudgeRequest
 
 TEMPLATE = "Grade the answer.\nQuestion: {input}\nAnswer: {output}\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from referee.cases import Case
-from referee.evaluators.base import registry
+from referee.evaluators._base import registry
 from referee.evaluators.checks import OptionError, embedding_available, rouge_l, token_f1
 from referee.suites._options import OptionProblem, build_evaluator
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from referee.cases import Case
-from referee.evaluators.base import registry
+from referee.evaluators._base import registry
+from referee.evaluators._sandbox import SandboxLimits, run_python
 from referee.evaluators.checks import extract_code
-from referee.evaluators.sandbox import SandboxLimits, run_python
 from referee.suites._options import OptionProblem, build_evaluator
 
 # A wall timeout far above the CPU limit: on a busy machine a slow start must not look like a timeout (the tests
@@ -183,7 +183,7 @@ def test_the_parent_environment_cannot_be_read_through_proc(monkeypatch: pytest.
     import subprocess
     import sys
 
-    from referee.evaluators import sandbox
+    from referee.evaluators import _sandbox as sandbox
 
     marker = "sk-review-" + os.urandom(6).hex()
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],

@@ -39,7 +39,7 @@ def ray_cluster() -> Iterator[None]:
 
 PIDS_PLUGIN = '''\
 import os
-from referee.evaluators.base import CheckResult
+from referee.evaluators._base import CheckResult
 
 
 def where(case, output):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.evaluators.pairwise import reconciled_score
+from referee.evaluators._pairwise import reconciled_score
 from referee.testing import FakeLLMServer, WireRequest
 
 TEMPLATE = "Question: {input}\n<r1>{response_1}</r1>\n<r2>{response_2}</r2>\nReply with JSON.\n"

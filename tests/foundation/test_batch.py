@@ -222,7 +222,7 @@ def test_hostile_results_cannot_answer_other_requests_or_pull_the_key_elsewhere(
     """A results_url on another host is not followed with the key; lines for unknown custom_ids are ignored."""
     from aiohttp import web
 
-    from referee.testing import batch_api
+    from referee.testing import _batch_api as batch_api
 
     real = batch_api.BatchRoutes._anthropic_batch_object
 

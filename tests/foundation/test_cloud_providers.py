@@ -13,10 +13,10 @@ from urllib.parse import quote
 import pytest
 
 from referee.errors import ProviderAuthError, UserError
-from referee.evaluators.judge import TEMPLATE_REPLY_SCHEMA
+from referee.evaluators._judge import TEMPLATE_REPLY_SCHEMA
 from referee.providers import Completion, JudgeRequest, Message, Provider, get_provider
 from referee.testing import FakeLLMServer, Reply
-from referee.testing.server import WireRequest
+from referee.testing._server import WireRequest
 
 from .util import judge_args, read_rows, run, verdict
 

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from referee.errors import ProviderAuthError, ProviderError, ProviderUnavailable, UserError
-from referee.evaluators.judge import TEMPLATE_REPLY_SCHEMA
+from referee.evaluators._judge import TEMPLATE_REPLY_SCHEMA
 from referee.providers import Completion, JudgeRequest, Message, Provider, get_provider
 from referee.providers._anthropic import AnthropicProvider
 from referee.providers._gemini import GeminiProvider

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from referee.errors import ProviderAuthError, ProviderError
-from referee.evaluators.judge import parse_template_reply
-from referee.evaluators.reply import EXCERPT_CHARS, ReplyInvalid, ask_judge, parse_json_object, strip_fence
+from referee.evaluators._judge import parse_template_reply
+from referee.evaluators._reply import EXCERPT_CHARS, ReplyInvalid, ask_judge, parse_json_object, strip_fence
 from referee.providers import FakeProvider, JudgeRequest, Message
 from referee.runner import JudgeClient
 

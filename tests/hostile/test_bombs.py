@@ -21,8 +21,8 @@ from referee._data import loads as safe_loads
 from referee.cases import load_cases
 from referee.cli import cli
 from referee.errors import InputError
+from referee.evaluators._reply import ReplyInvalid, parse_json_object
 from referee.evaluators.checks.text import Regex
-from referee.evaluators.reply import ReplyInvalid, parse_json_object
 from referee.results import ResultRow, ResultWriter, read_results
 
 BOMB = ("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.evaluators import sandbox
-from referee.evaluators.sandbox import SandboxLimits, run_python
+from referee.evaluators import _sandbox as sandbox
+from referee.evaluators._sandbox import SandboxLimits, run_python
 
 # Disarm the audit hook from inside, as the issue's one line does (the hook is looked up through the frame).
 DISARM = """\
@@ -99,7 +99,7 @@ except OSError as exc:
 def test_when_referee_dies_the_sandbox_tree_and_folder_go_too(how: int, tmp_path: Path) -> None:
     script = tmp_path / "host.py"
     script.write_text(
-        "import json, sys\nfrom referee.evaluators.sandbox import run_python, SandboxLimits\n"
+        "import json, sys\nfrom referee.evaluators._sandbox import run_python, SandboxLimits\n"
         "print('start', flush=True)\n"
         "run_python('import time\\nprint(\"running\", flush=True)\\ntime.sleep(60)', "
         "limits=SandboxLimits(timeout_s=60, cpu_s=60))\n")

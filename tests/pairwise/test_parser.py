@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.evaluators.pairwise import parse_pairwise_reply, reconcile, to_winner
-from referee.evaluators.reply import ReplyInvalid
+from referee.evaluators._pairwise import parse_pairwise_reply, reconcile, to_winner
+from referee.evaluators._reply import ReplyInvalid
 
 
 @pytest.mark.parametrize(("text", "pick"), [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from referee.evaluators.evidence import EvidenceChecker, grounded, locate
+from referee.evaluators._evidence import EvidenceChecker, grounded, locate
 
 TEXT = ("Sorry about that!  Refunds are not possible for invoices\nolder than 30 days. "
         "Please contact your bank — they’ll help.")

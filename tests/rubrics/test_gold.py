@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.evaluators.gold import CriterionReply, gold_verdict
+from referee.evaluators._gold import CriterionReply, gold_verdict
 from referee.results import read_results
 from referee.rubrics import parse_rubric
 from referee.testing import FakeLLMServer, WireRequest

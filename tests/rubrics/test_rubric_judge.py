@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from referee.cases import Case
-from referee.evaluators.rubric import RubricJudge, reply_schema
+from referee.evaluators._rubric import RubricJudge, reply_schema
 from referee.rubrics import load_rubric, parse_rubric
 
 from .util import OUTPUT, fake_client, rubric_reply

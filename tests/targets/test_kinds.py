@@ -153,7 +153,7 @@ TOOL_CASE = {"id": "t1", "input": "Where is order A1?",
 def test_tool_loop_records_the_trajectory_the_checks_read(fake_server: FakeLLMServer, provider: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from referee.cases import Case
-    from referee.evaluators.trajectory import ToolArgs, ToolUsed
+    from referee.evaluators._trajectory import ToolArgs, ToolUsed
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     fake_server.script(Reply(tool_calls=[{"name": "lookup_order", "arguments": {"order_id": "A1"}}]),
@@ -184,7 +184,7 @@ def test_tool_loop_records_the_trajectory_the_checks_read(fake_server: FakeLLMSe
     assert ToolUsed(tools=["refund"]).evaluate(c, c.output).passed is False
     assert ToolArgs(tool="lookup_order", args={"order_id": "A1"}).evaluate(c, c.output).passed is True
     # The run's own tokens are budgeted: 3 model calls x (120 + 40) tokens from the server.
-    from referee.evaluators.trajectory import TrajectoryBudget
+    from referee.evaluators._trajectory import TrajectoryBudget
 
     assert TrajectoryBudget(max_tokens=400).evaluate(c, c.output).passed is False
     assert TrajectoryBudget(max_tokens=480, max_steps=2).evaluate(c, c.output).passed is True
@@ -313,7 +313,7 @@ def test_plain_model_targets_on_other_wire_formats(fake_server: FakeLLMServer, p
 def test_a_python_agent_returning_its_own_openai_messages_is_checked_as_a_trajectory(tmp_path: Path,
                                                                                      user_module: Any) -> None:
     from referee.cases import Case
-    from referee.evaluators.trajectory import ToolNotUsed, ToolUsed
+    from referee.evaluators._trajectory import ToolNotUsed, ToolUsed
 
     mod = user_module(
         "import json\n"

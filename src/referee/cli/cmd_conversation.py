@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from .._grade import judge_conversations
-from ..evaluators.conversation import MODES
+from ..evaluators._conversation import MODES
 from . import invoked_argv
 from ._agents import summarise
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options

@@ -18,8 +18,8 @@ import click
 
 from ..cases import Case, load_cases
 from ..errors import InputError, ProviderError, UserError
-from ..evaluators.evidence import describe_ungrounded
-from ..evaluators.rubric import RubricJudge
+from ..evaluators._evidence import describe_ungrounded
+from ..evaluators._rubric import RubricJudge
 from ..results._manifest import RunManifest, TemplateInfo, text_sha256
 from ..results._schema import ResultRow
 from ..rubrics import Rubric, load_rubric

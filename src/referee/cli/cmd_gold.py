@@ -17,9 +17,9 @@ from pathlib import Path
 import click
 
 from ..errors import UserError
-from ..evaluators.evidence import describe_ungrounded
-from ..evaluators.gold import GoldCase, GoldJudge, threshold_warning
-from ..evaluators.gold_dataset import discover_gold_cases, gold_results_json
+from ..evaluators._evidence import describe_ungrounded
+from ..evaluators._gold import GoldCase, GoldJudge, threshold_warning
+from ..evaluators._gold_dataset import discover_gold_cases, gold_results_json
 from ..results._manifest import RunManifest, TemplateInfo, text_sha256
 from ..results._schema import ResultRow
 from ..rubrics import Rubric, load_rubric

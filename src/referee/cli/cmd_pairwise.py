@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from .._grade import compare
-from ..evaluators.pairwise import RECONCILE_MODES, Reconcile
+from ..evaluators._pairwise import RECONCILE_MODES, Reconcile
 from ..runner._session import totals_line
 from . import invoked_argv
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options

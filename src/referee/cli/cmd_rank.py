@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from ..errors import UserError
-from ..evaluators.pairwise import RECONCILE_MODES, SCORES, Reconcile, reconciled_score
+from ..evaluators._pairwise import RECONCILE_MODES, SCORES, Reconcile, reconciled_score
 from ..metaeval._pairwise import BiasReport, bias
 from ..metaeval._results import pairwise_from_results
 from ..reports._leaderboard import leaderboard_page

@@ -195,7 +195,7 @@ def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
     None when the suite has no LLM evaluator."""
     if not suite.llm_specs:
         return suite, None, None
-    from ..evaluators.base import JudgeSettings
+    from ..evaluators._base import JudgeSettings
 
     try:
         client = build_client(jo)

@@ -28,7 +28,7 @@ from .. import _regex
 from ..cases import Case
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
 from ..trajectories._parse import float_or_none
-from .base import CheckResult, Evaluator, register
+from ._base import CheckResult, Evaluator, register
 
 
 def expectations(case: Case) -> dict[str, Any]:

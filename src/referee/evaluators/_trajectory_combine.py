@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 from ..cases import Case
 from ..results._schema import CriterionScore, ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
+from ._base import CheckResult, Evaluator, register
 from ._trajectory_checks import _TrajectoryEvaluator, _where, expectations
-from .base import CheckResult, Evaluator, register
 
 # -- the combination ------------------------------------------------------------------------------------
 
@@ -74,7 +74,7 @@ class TrajectoryCheck(Evaluator):
         if not 0.0 <= self.cap <= 1.0:
             raise ValueError("cap must be within 0-1")
         from ..errors import UserError
-        from .base import build
+        from ._base import build
 
         # Build every sub-check once, now, so a bad option is reported before any case runs.
         self._built: dict[str, _TrajectoryEvaluator] = {}
@@ -157,4 +157,4 @@ def check_row(case: Case, result: CheckResult, *, evaluator: str, category: str 
 # The red-team check and the suite form of the trajectory judge live in their own modules; importing them here
 # registers them with the other built-ins.
 from ..redteam import _checks as _redteam_checks  # noqa: E402,F401
-from . import trajectory_judge as _trajectory_judge  # noqa: E402,F401
+from . import _trajectory_judge  # noqa: E402,F401

@@ -127,8 +127,8 @@ def read_raw_results(path: str | Path) -> list[RawVerdict]:
 def parse_raw(rv: RawVerdict) -> str | None:
     """Parse one recorded completion with referee's pairwise reply parser; the winner in original numbering
     (in the swapped order the output shown first is output 2), or None when the reply names no winner."""
-    from ..evaluators.pairwise import parse_pairwise_reply
-    from ..evaluators.reply import ReplyInvalid
+    from ..evaluators._pairwise import parse_pairwise_reply
+    from ..evaluators._reply import ReplyInvalid
 
     try:
         pick = parse_pairwise_reply(rv.completion).pick

@@ -33,7 +33,7 @@ class JudgeRequest:
     seed: int | None = None
     case_text: tuple[str, ...] = field(default=(), compare=False, repr=False)
     """The case text embedded in the messages (never sent, not part of the cache key): the reply parser
-    refuses a verdict copied from it (see :mod:`referee.evaluators.prompt_guard`)."""
+    refuses a verdict copied from it (see :mod:`referee.evaluators._prompt_guard`)."""
 
     def cache_material(self) -> dict[str, Any]:
         return {

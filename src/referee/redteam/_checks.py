@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 
 from .. import _regex
 from ..cases import Case
-from ..evaluators.base import CheckResult, Evaluator, register
-from ..evaluators.trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
+from ..evaluators._base import CheckResult, Evaluator, register
+from ..evaluators._trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
 from ..results._schema import ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
 
@@ -190,7 +190,7 @@ class RedteamJudge(CriteriaJudge):
         blocks.append(("response", as_text(case.output)))
         if _has_trajectory(case):  # OpenTelemetry spans too, as the code check reads them
             try:
-                from ..evaluators.trajectory_judge import render_trajectory
+                from ..evaluators._trajectory_judge import render_trajectory
 
                 blocks.append(("trajectory", render_trajectory(trajectory_of(case))))
             except TrajectoryError:

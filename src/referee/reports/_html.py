@@ -21,7 +21,7 @@ import jinja2
 import markupsafe
 
 from .._version import __version__
-from ..evaluators.evidence import locate
+from ..evaluators._evidence import locate
 from ..results._schema import ResultRow
 from ..rubrics._model import SCALES
 from ._safe import CSP, finalize

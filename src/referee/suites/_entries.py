@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..errors import UserError
-from ..evaluators.base import CheckResult, Evaluator, registry
+from ..evaluators._base import CheckResult, Evaluator, registry
 from ._model import (
     RESERVED_ENTRY_KEYS,
     EntryMeta,

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from .._yaml import parse_nodes
 from ..cases import Case, load_cases
 from ..errors import InputError
-from ..evaluators.base import LLMEvaluator
+from ..evaluators._base import LLMEvaluator
 from ..targets._loader import TARGET_KEYS, parse_targets
 from ._entries import NotImported, _build_entry, _Collector, _line_map, module_findable
 from ._model import (

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..errors import UserError
-from ..evaluators.base import Evaluator
+from ..evaluators._base import Evaluator
 
 
 class OptionProblem(UserError):

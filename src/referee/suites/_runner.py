@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..cases import Case
-from ..evaluators.base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
+from ..evaluators._base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
 from ..results._manifest import EvalSetInfo, RunManifest, text_sha256
 from ..results._schema import JudgeInfo, ResultRow, Usage
 from ..runner._session import Outcome, error_row, execute

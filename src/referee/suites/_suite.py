@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..cases import Case
 from ..errors import UserError
-from ..evaluators.base import Evaluator
+from ..evaluators._base import Evaluator
 from ..targets._model import TargetSpec
 from ._model import (
     Gates,

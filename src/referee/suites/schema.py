@@ -19,7 +19,7 @@ SCHEMA_ID = "https://referee.dev/schemas/suite.schema.json"
 
 
 def _entry_schemas() -> list[dict[str, Any]]:
-    from ..evaluators.base import Evaluator
+    from ..evaluators._base import Evaluator
     from ..evaluators.checks import BUILTIN_CHECKS
 
     checks: list[type[Evaluator]] = list(BUILTIN_CHECKS)

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..providers._fake import FakeProvider
-from .compare import rows_without_timings
+from ._compare import rows_without_timings
 
 if TYPE_CHECKING:
-    from .responders import instance_for_schema, schema_responder
-    from .server import BatchPlan, FakeLLMServer, Reply, WireRequest, default_responder
+    from ._responders import instance_for_schema, schema_responder
+    from ._server import BatchPlan, FakeLLMServer, Reply, WireRequest, default_responder
 
 _SERVER_NAMES = ("BatchPlan", "FakeLLMServer", "Reply", "WireRequest", "default_responder")
 _RESPONDER_NAMES = ("instance_for_schema", "schema_responder")
@@ -21,11 +21,11 @@ _RESPONDER_NAMES = ("instance_for_schema", "schema_responder")
 
 def __getattr__(name: str) -> Any:
     if name in _SERVER_NAMES:
-        from . import server
+        from . import _server as server
 
         return getattr(server, name)
     if name in _RESPONDER_NAMES:
-        from . import responders
+        from . import _responders as responders
 
         return getattr(responders, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

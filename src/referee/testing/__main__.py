@@ -1,5 +1,5 @@
 """``python -m referee.testing [--port P] [--latency S]``: run the fake LLM server standalone."""
 
-from .server import main
+from ._server import main
 
 main()

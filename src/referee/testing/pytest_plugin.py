@@ -68,7 +68,7 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
     import dataclasses
     import tempfile
 
-    from ..evaluators.base import JudgeSettings
+    from ..evaluators._base import JudgeSettings
     from ..results._io import ResultWriter
     from ..suites._gating import gate_verdicts
     from ..suites._runner import CaseEvaluator, bind_settings

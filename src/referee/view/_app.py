@@ -217,7 +217,7 @@ class ViewApp:
         if not 0 <= row < len(t):
             raise ApiError(404, f"no row {row} in run {key} ({len(t)} rows)")
         # Imported here: jinja2, rapidfuzz and the rubric models are not needed to start the viewer.
-        from ..evaluators.evidence import locate
+        from ..evaluators._evidence import locate
         from ..reports._html import highlight_segments
 
         d = run.read_row(row)
@@ -283,7 +283,7 @@ class ViewApp:
             if isinstance(case.output, str) and len(case.output) <= MARKDOWN_LIMIT:
                 out["output_html"] = self._md.render(case.output)  # a huge output is shown as plain text
         if case.turns:
-            from ..evaluators.conversation import ConversationError, conversation_of
+            from ..evaluators._conversation import ConversationError, conversation_of
 
             try:  # the conversation as the judge saw it: turns, then input and output as the last turns
                 conv = conversation_of(case)

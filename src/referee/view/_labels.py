@@ -154,7 +154,7 @@ class LabelStore:
 
 def build_label(body: Any, *, known: bool, results_name: str, pairwise: bool) -> dict[str, Any]:
     """Validate a POSTed label and turn it into the line to store. Raises :class:`LabelError`."""
-    from ..evaluators.pairwise import SCORES as PAIRWISE_SCORES
+    from ..evaluators._pairwise import SCORES as PAIRWISE_SCORES
     from ..rubrics._model import SCALES, normalise
 
     if not isinstance(body, dict):

@@ -7,7 +7,7 @@ Structure: ``is_json``, ``json_schema``, ``numeric``. Similarity: ``fuzzy``, ``t
 
 from __future__ import annotations
 
-from ..base import JudgeSettings
+from .._base import JudgeSettings
 from ._common import OptionError
 from .code import PythonCode, extract_code
 from .judge import LLMJudge

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ...cases import Case
-from ..base import CheckResult, Evaluator, register
-from ..sandbox import SandboxLimits, run_python
+from .._base import CheckResult, Evaluator, register
+from .._sandbox import SandboxLimits, run_python
 from ._common import OptionError, as_text
 
 _FENCE_RE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)

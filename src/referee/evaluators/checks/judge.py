@@ -12,10 +12,10 @@ from ...cases import Case
 from ...providers._base import JudgeRequest
 from ...results._manifest import text_sha256
 from ...templates import case_values
-from ..base import CheckResult, LLMEvaluator, register
-from ..judge import JUDGE_SYSTEM, parse_template_reply, template_reply_schema
-from ..prompt_guard import fill_template, judge_request
-from ..reply import ask_judge
+from .._base import CheckResult, LLMEvaluator, register
+from .._judge import JUDGE_SYSTEM, parse_template_reply, template_reply_schema
+from .._prompt_guard import fill_template, judge_request
+from .._reply import ask_judge
 from ._common import OptionError
 
 DEFAULT_TEMPLATE = """Grade the answer to the question below against the criteria.

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from ...cases import Case
 from ...errors import MissingExtraError
-from ..base import CheckResult, Evaluator, register
+from .._base import CheckResult, Evaluator, register
 from ._common import OptionError, as_text, candidates, clip, expected_value, tokens
 
 

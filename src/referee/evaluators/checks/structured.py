@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ...cases import Case
-from ..base import CheckResult, Evaluator, register
+from .._base import CheckResult, Evaluator, register
 from ._common import OptionError, as_text, clip, expected_value
 
 _FENCE_RE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)

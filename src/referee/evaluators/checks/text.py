@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from ... import _regex
 from ...cases import Case
-from ..base import CheckResult, Evaluator, register
+from .._base import CheckResult, Evaluator, register
 from ._common import OptionError, as_text, candidates, clip, expected_value, normalise
 
 UnicodeForm = Literal["NFC", "NFKC", "NFD", "NFKD"]

@@ -158,7 +158,7 @@ def registry() -> dict[str, type[Evaluator]]:
     return dict(_REGISTRY)
 
 
-_BUILTIN_MODULES = ("referee.evaluators.checks", "referee.evaluators.trajectory")
+_BUILTIN_MODULES = ("referee.evaluators.checks", "referee.evaluators._trajectory")
 _loaded = False
 
 

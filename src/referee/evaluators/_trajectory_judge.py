@@ -23,10 +23,10 @@ from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow
 from ..runner._client import JudgeClient
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
-from .base import CheckResult, LLMEvaluator, register
-from .judge import outcome_row
-from .prompt_guard import data_block, judge_request, make_nonce, system_prompt
-from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
+from ._base import CheckResult, LLMEvaluator, register
+from ._judge import outcome_row
+from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
+from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
 
 
 def as_text(value: Any) -> str:

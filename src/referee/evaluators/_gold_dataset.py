@@ -16,8 +16,8 @@ from ..errors import InputError
 from ..results._manifest import utc_now_iso
 from ..results._schema import ResultRow
 from ..rubrics import Rubric
-from .evidence import ungrounded_counts
-from .gold import GoldCase
+from ._evidence import ungrounded_counts
+from ._gold import GoldCase
 
 
 def _find_generated(results_dir: Path, case: str, patterns: list[str]) -> Path | None:

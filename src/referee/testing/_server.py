@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .batch_api import BatchPlan, BatchRoutes  # noqa: F401 - BatchPlan is re-exported
+from ._batch_api import BatchPlan, BatchRoutes  # noqa: F401 - BatchPlan is re-exported
 
 
 @dataclass
@@ -399,7 +399,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="OpenAI chat completions only, fixed verdict, minimal CPU per request (benchmarks)")
     args = ap.parse_args(argv)
     if args.fast:
-        from .fastserver import serve
+        from ._fastserver import serve
 
         try:
             asyncio.run(serve(port=args.port, latency=args.latency))

@@ -21,10 +21,10 @@ from ..results._self_grading import same_model
 from ..rubrics._model import Criterion, Rubric, normalise, scale_bounds
 from ..runner._client import JudgeClient
 from ..templates import render_value, transcript
-from .evidence import EvidenceChecker, QuoteCheck, grounded
-from .judge import outcome_row
-from .prompt_guard import data_block, judge_request, make_nonce, system_prompt
-from .reply import ReplyInvalid, as_number, ask_judge, parse_verdict
+from ._evidence import EvidenceChecker, QuoteCheck, grounded
+from ._judge import outcome_row
+from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
+from ._reply import ReplyInvalid, as_number, ask_judge, parse_verdict
 
 RUBRIC_SYSTEM = system_prompt(
     "You are a careful evaluation judge grading an output against a rubric. Evidence must be copied exactly "

@@ -22,7 +22,7 @@ from aiohttp import web
 if TYPE_CHECKING:
     import threading
 
-    from .server import Reply, WireRequest
+    from ._server import Reply, WireRequest
 
 Outcome = Literal["completed", "expired", "cancelled", "failed"]
 
@@ -166,7 +166,7 @@ class BatchRoutes:
         return web.Response(body=data, content_type="application/octet-stream")
 
     async def _openai_batch_create(self, request: web.Request) -> web.StreamResponse:
-        from .server import WireRequest
+        from ._server import WireRequest
 
         self._call(request)
         if (bad := self._key_check(request, "Authorization")) is not None:
@@ -251,7 +251,7 @@ class BatchRoutes:
 
     # -- Anthropic Message Batches -----------------------------------------------------------------------------
     async def _anthropic_batch_create(self, request: web.Request) -> web.StreamResponse:
-        from .server import WireRequest
+        from ._server import WireRequest
 
         self._call(request)
         if (bad := self._key_check(request, "x-api-key")) is not None:
@@ -315,7 +315,7 @@ class BatchRoutes:
 
     # -- Gemini batch mode -------------------------------------------------------------------------------------
     async def gemini_batch_create(self, request: web.Request, model: str) -> web.StreamResponse:
-        from .server import WireRequest
+        from ._server import WireRequest
 
         self._call(request)
         if (bad := self._key_check(request, "x-goog-api-key")) is not None:

@@ -20,7 +20,7 @@ from ..errors import RefereeError
 from ..results._schema import ResultRow
 from ..runner._client import JudgeClient
 from ..templates import transcript
-from .trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
+from ._trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
 
 ROLES = ("system", "user", "assistant", "tool")
 MODES = ("final", "conversation", "per_turn")

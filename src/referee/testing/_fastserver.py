@@ -1,7 +1,7 @@
 """A minimal OpenAI chat-completions server for benchmarks: raw asyncio protocol, HTTP/1.1 keep-alive, one
 fixed valid verdict per request after a fixed latency.
 
-:class:`~referee.testing.server.FakeLLMServer` is built for scripting (aiohttp, every wire format, recorded
+:class:`~referee.testing._server.FakeLLMServer` is built for scripting (aiohttp, every wire format, recorded
 requests) and spends about a CPU-millisecond per request; on a 2-core machine that distorts a throughput
 measurement of the client. This server answers with ``loop.call_later`` (no task per request) and spends a
 small fraction of that. Run with ``python -m referee.testing --fast --latency 0.2``.

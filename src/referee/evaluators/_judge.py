@@ -14,9 +14,9 @@ from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, JudgeInfo, ResultRow
 from ..runner._client import JudgeClient
 from ..templates import case_values
-from .base import CheckResult, JudgeSettings, LLMEvaluator
-from .prompt_guard import fill_template, judge_request, system_prompt
-from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
+from ._base import CheckResult, JudgeSettings, LLMEvaluator
+from ._prompt_guard import fill_template, judge_request, system_prompt
+from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
 
 JUDGE_SYSTEM = system_prompt("You are a careful evaluation judge.")
 

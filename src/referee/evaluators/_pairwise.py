@@ -29,9 +29,9 @@ from ..providers._base import JudgeRequest
 from ..results._schema import ResultRow, Usage
 from ..runner._client import COST_DECIMALS, JudgeClient
 from ..templates import case_values
-from .base import CheckResult, JudgeSettings, LLMEvaluator
-from .prompt_guard import fill_template, judge_request, system_prompt
-from .reply import JudgeOutcome, ReplyInvalid, ask_judge, case_text_in_scope, json_candidates, parse_verdict
+from ._base import CheckResult, JudgeSettings, LLMEvaluator
+from ._prompt_guard import fill_template, judge_request, system_prompt
+from ._reply import JudgeOutcome, ReplyInvalid, ask_judge, case_text_in_scope, json_candidates, parse_verdict
 
 Pick = Literal["1", "2", "tie"]
 """A verdict by position as shown to the judge: ``1`` = the response shown first."""

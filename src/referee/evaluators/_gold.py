@@ -27,10 +27,10 @@ from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow, Usage
 from ..rubrics._model import Criterion, Rubric
 from ..runner._client import JudgeClient
-from .evidence import EvidenceChecker, QuoteCheck, grounded
-from .prompt_guard import data_block, judge_request, make_nonce, system_prompt
-from .reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
-from .rubric import self_grading
+from ._evidence import EvidenceChecker, QuoteCheck, grounded
+from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
+from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
+from ._rubric import self_grading
 
 GOLD_SYSTEM = system_prompt(
     "You are a strict reviewer grading a generated document against a gold-standard document."

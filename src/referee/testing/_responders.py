@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from .server import WireRequest, default_responder
+from ._server import WireRequest, default_responder
 
 
 def _h(text: str, salt: str) -> int:
