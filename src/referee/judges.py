@@ -24,7 +24,7 @@ from .cases import Case
 from .errors import UserError
 from .evaluators._base import CheckResult, JudgeSettings, LLMEvaluator
 from .evaluators._trajectory_judge import TrajectoryJudgeCheck as Trajectory
-from .evaluators.checks.judge import LLMJudge
+from .evaluators.checks._judge import LLMJudge
 
 if TYPE_CHECKING:
     from .evaluators._pairwise import PairwiseJudge, Reconcile

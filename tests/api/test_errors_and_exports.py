@@ -81,6 +81,7 @@ PRIVATE_IMPLEMENTATION = {
     "referee.aggregate": set(),
     "referee.engines": set(),
     "referee.evaluators": set(),
+    "referee.evaluators.checks": set(),
     "referee.metaeval": set(),
     "referee.providers": set(),
     "referee.redteam": set(),

@@ -22,7 +22,7 @@ from referee.cases import load_cases
 from referee.cli import cli
 from referee.errors import InputError
 from referee.evaluators._reply import ReplyInvalid, parse_json_object
-from referee.evaluators.checks.text import Regex
+from referee.evaluators.checks._text import Regex
 from referee.results import ResultRow, ResultWriter, read_results
 
 BOMB = ("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"

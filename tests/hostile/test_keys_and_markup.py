@@ -4,11 +4,13 @@ SIGTERM leaves the manifest ``interrupted``)."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -160,7 +162,15 @@ def test_sigterm_leaves_the_manifest_interrupted_and_keeps_rows(tmp_path: Path) 
     (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "output": f"x{i}"}) + "\n"
                                               for i in range(30)))
     (tmp_path / "t.md").write_text("{output}")
-    with FakeLLMServer(responder=lambda r: '{"overall_score": 0.5}', latency=0.3) as srv:
+    # Replies after the 3rd wait until SIGTERM has been sent: a busy machine must not let the run finish first.
+    released, seen = threading.Event(), itertools.count(1)
+
+    def respond(req: object) -> str:
+        if next(seen) > 3:
+            released.wait(120)
+        return '{"overall_score": 0.5}'
+
+    with FakeLLMServer(responder=respond, latency=0.3) as srv:
         p = subprocess.Popen([sys.executable, "-m", "referee", "judge", str(tmp_path / "c.jsonl"), "-t",
                               str(tmp_path / "t.md"), "-o", str(tmp_path / "r.jsonl"), "--provider", "openai",
                               "--base-url", srv.openai_base_url, "--concurrency", "1"],
@@ -169,7 +179,10 @@ def test_sigterm_leaves_the_manifest_interrupted_and_keeps_rows(tmp_path: Path) 
         while len(srv.requests) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         p.terminate()
-        code = p.wait(timeout=60)
+        try:
+            code = p.wait(timeout=60)
+        finally:
+            released.set()
     assert code == 130, p.stderr.read() if p.stderr else ""
     man = RunManifest.read(tmp_path / "r.jsonl")
     assert man is not None and man.status == "interrupted"

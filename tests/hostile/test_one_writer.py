@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,6 +38,10 @@ def test_a_second_run_on_a_file_in_use_exits_2_at_once_and_pays_nothing(
     cases, tpl = _inputs(tmp_path)
     out = tmp_path / "r.jsonl"
     with FakeLLMServer(latency=1.0) as slow:
+        # The first run's replies wait until the second run has been refused: on a busy machine the first
+        # run could otherwise finish (and release the file) before the second one starts.
+        released, reply = threading.Event(), slow.responder
+        slow.responder = lambda req: (released.wait(120), reply(req))[1]
         env = {**os.environ, "OPENAI_API_KEY": "sk-test-not-a-real-key"}
         first = subprocess.Popen([sys.executable, "-m", "referee", *_judge_args(slow, cases, tpl, out, "model-a")],
                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -56,6 +61,7 @@ def test_a_second_run_on_a_file_in_use_exits_2_at_once_and_pays_nothing(
                 assert code == 2 and f"in use by pid {first.pid}" in err
                 assert other.requests == []  # refused before a single call
         finally:
+            released.set()
             assert first.wait(timeout=120) == 0, first.stderr.read() if first.stderr else ""
     rows = read_results(out, strict=True).rows
     assert sorted(r.id for r in rows) == ["c0", "c1", "c2"]

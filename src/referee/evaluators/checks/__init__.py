@@ -8,12 +8,12 @@ Structure: ``is_json``, ``json_schema``, ``numeric``. Similarity: ``fuzzy``, ``t
 from __future__ import annotations
 
 from .._base import JudgeSettings
+from ._code import PythonCode, extract_code
 from ._common import OptionError
-from .code import PythonCode, extract_code
-from .judge import LLMJudge
-from .similarity import Embedding, Fuzzy, RougeL, TokenF1, embedding_available, rouge_l, token_f1
-from .structured import IsJson, JsonSchema, Numeric
-from .text import Contains, EndsWith, Equals, Length, NotContains, Regex, StartsWith
+from ._judge import LLMJudge
+from ._similarity import Embedding, Fuzzy, RougeL, TokenF1, embedding_available, rouge_l, token_f1
+from ._structured import IsJson, JsonSchema, Numeric
+from ._text import Contains, EndsWith, Equals, Length, NotContains, Regex, StartsWith
 
 BUILTIN_CHECKS = (Equals, Contains, NotContains, Regex, StartsWith, EndsWith, Length, IsJson, JsonSchema,
                   Numeric, Fuzzy, TokenF1, RougeL, Embedding, PythonCode, LLMJudge)
