@@ -23,12 +23,16 @@ if TYPE_CHECKING:
     from . import judges
     from ._api import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
     from ._grade import (
+        check_trajectories,
+        check_trajectories_async,
         compare,
         compare_async,
         grade,
         grade_async,
         judge_conversations,
         judge_conversations_async,
+        judge_trajectories,
+        judge_trajectories_async,
     )
     from .aggregate import Summary, summarize
     from .cases import Case, CaseSet, cases_from, load_cases
@@ -42,8 +46,9 @@ if TYPE_CHECKING:
 _LAZY = {
     "judges": ".judges",
     **dict.fromkeys(("EvalResult", "Judge", "as_evaluator", "evaluate", "evaluate_async"), "._api"),
-    **dict.fromkeys(("compare", "compare_async", "grade", "grade_async", "judge_conversations",
-                     "judge_conversations_async"), "._grade"),
+    **dict.fromkeys(("check_trajectories", "check_trajectories_async", "compare", "compare_async", "grade",
+                     "grade_async", "judge_conversations", "judge_conversations_async", "judge_trajectories",
+                     "judge_trajectories_async"), "._grade"),
     **dict.fromkeys(("Summary", "summarize"), ".aggregate"),
     **dict.fromkeys(("Case", "CaseSet", "cases_from", "load_cases"), ".cases"),
     **dict.fromkeys(("CheckResult", "Evaluator", "register"), ".evaluators"),
@@ -105,6 +110,8 @@ __all__ = [
     "as_evaluator",
     "ask_judge",
     "cases_from",
+    "check_trajectories",
+    "check_trajectories_async",
     "compare",
     "compare_async",
     "evaluate",
@@ -114,6 +121,8 @@ __all__ = [
     "grade_async",
     "judge_conversations",
     "judge_conversations_async",
+    "judge_trajectories",
+    "judge_trajectories_async",
     "judges",
     "load_cases",
     "read_results",

@@ -401,3 +401,181 @@ def judge_conversations(
     return run_sync(judge_conversations_async(cases, judge, mode=mode, criteria=criteria, out=out,
                                               category=category, on_invalid=on_invalid, system_model=system_model,
                                               threshold=threshold, gates=gates, progress=progress, command=command))
+
+
+def _read_checks(checks: Mapping[str, Any] | str | Path | None, cap: float | None) -> tuple[dict[str, Any], str]:
+    """The trajectory checks' options (a mapping, or a YAML file: ``{checks, options, cap}`` or a bare list of
+    check names) and the file's text (part of the configuration's identity)."""
+    from ._yaml import load as load_yaml
+
+    data: dict[str, Any] = {}
+    text = ""
+    if isinstance(checks, str | Path):
+        if not Path(checks).exists():
+            raise InputError("file not found", file=str(checks))
+        loaded = load_yaml(str(checks))
+        text = Path(checks).read_text(encoding="utf-8")
+        if isinstance(loaded, list):  # a bare list of check names
+            loaded = {"checks": loaded}
+        if not isinstance(loaded, dict):
+            raise InputError("expected a mapping with 'checks', 'options' and/or 'cap'", file=str(checks))
+        data = loaded
+    elif checks is not None:
+        data = dict(checks)
+    if cap is not None:
+        data["cap"] = cap
+    return data, text
+
+
+async def check_trajectories_async(
+    cases: Any,
+    *,
+    checks: Mapping[str, Any] | str | Path | None = None,
+    cap: float | None = None,
+    out: str | Path | None = None,
+    category: str | None = None,
+    on_invalid: Callable[[str], None] | None = None,
+    threshold: float = 0.7,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """:func:`check_trajectories` for async code."""
+    from .evaluators._base import build
+    from .evaluators._trajectory import TrajectoryCheck, check_row
+    from .runner._session import error_row, execute_async
+
+    source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
+    options, text = _read_checks(checks, cap)
+    check = build("trajectory", options, where=f"{checks}: " if isinstance(checks, str | Path) else "")
+    assert isinstance(check, TrajectoryCheck)
+    manifest = RunManifest.for_cases("trajectory", source, [c.id for c in case_list],
+                                     command=command or ["referee.check_trajectories"],
+                                     sha256=_cases_sha256(cases, case_list))
+    manifest.extra["config_hash"] = text_sha256(repr(sorted(options.items())) + text)
+
+    async def evaluate(case: Case) -> ResultRow:
+        return check_row(case, check.evaluate(case, case.output), evaluator="trajectory", category=category)
+
+    return await _run(cases=case_list, manifest=manifest, out=out, evaluate=evaluate, evaluator="trajectory",
+                      category=category, client=None, concurrency=4, label="checking", skipped=skipped,
+                      progress=progress, threshold=threshold, gates=gates, execute_async=execute_async,
+                      error_row=error_row)
+
+
+async def judge_trajectories_async(
+    cases: Any,
+    judge: Judge | str | Provider | None = None,
+    *,
+    criteria: Mapping[str, str] | str | Path | None = None,
+    max_chars: int = 200,
+    out: str | Path | None = None,
+    category: str | None = None,
+    on_invalid: Callable[[str], None] | None = None,
+    system_model: str | None = None,
+    threshold: float = 0.7,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """:func:`judge_trajectories` for async code."""
+    from .evaluators._trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
+    from .runner._session import error_row, execute_async
+
+    if max_chars < 20:
+        raise UserError(f"max_chars={max_chars}: at least 20")
+    source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
+    criteria_path = str(criteria) if isinstance(criteria, str | Path) else None
+    crit = (read_criteria(criteria) if isinstance(criteria, str | Path) else dict(criteria) if criteria
+            else None) or TRAJECTORY_CRITERIA
+    j = as_judge(judge)
+    client = j.client()
+    rubric_hash = text_sha256(repr(sorted(crit.items())) + f"|{max_chars}")
+    tj = TrajectoryJudge(client, crit, max_chars=max_chars, template_hash=rubric_hash, max_tokens=j.max_tokens,
+                         temperature=j.temperature, seed=j.seed, use_cache=j.cache, category=category)
+    manifest = RunManifest.for_cases(
+        "trajectory-judge", source, [c.id for c in case_list], command=command or ["referee.judge_trajectories"],
+        sha256=_cases_sha256(cases, case_list), judge=j.config(client.provider.model),
+        system_under_test=system_model, template=TemplateInfo(path=criteria_path, sha256=rubric_hash),
+    )
+    return await _run(cases=case_list, manifest=manifest, out=out, evaluate=tj.evaluate,
+                      evaluator="trajectory_judge", category=category, client=client, concurrency=j.concurrency,
+                      label="judging", skipped=skipped, progress=progress, threshold=threshold, gates=gates,
+                      execute_async=execute_async, error_row=error_row)
+
+
+async def _run(*, cases: list[Case], manifest: RunManifest, out: str | Path | None, evaluate: Any, evaluator: str,
+               category: str | None, client: Any, concurrency: int, label: str, skipped: int, progress: bool | None,
+               threshold: float, gates: dict[str, Any] | None, execute_async: Any, error_row: Any) -> EvalResult:
+    """One row per case through the runner, as an :class:`EvalResult` in case order."""
+    out_path = Path(out) if out is not None else None
+    if out_path is not None:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+    outcome = await execute_async(
+        out=out_path, manifest=manifest, items=cases, key=lambda c: (c.id, None, None), evaluate=evaluate,
+        on_error=lambda c, exc: error_row(c.id, exc, evaluator=evaluator, category=category or c.category),
+        client=client, concurrency=concurrency, label=label, skipped=skipped, show_progress=progress,
+    )
+    order = {c.id: i for i, c in enumerate(cases)}
+    rows: list[ResultRow] = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
+    return EvalResult(rows=rows, manifest=outcome.manifest, cases=cases, path=out_path, new_rows=outcome.new_rows,
+                      resume_note=outcome.resume_note, threshold=threshold, gate_options=gates)
+
+
+def check_trajectories(
+    cases: Any,
+    *,
+    checks: Mapping[str, Any] | str | Path | None = None,
+    cap: float | None = None,
+    out: str | Path | None = None,
+    category: str | None = None,
+    on_invalid: Callable[[str], None] | None = None,
+    threshold: float = 0.7,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """Check agent trajectories by code, no judge (``referee trajectory``'s run): each case's trajectory (seed
+    shape, OpenAI / Anthropic messages or OTel GenAI spans) against its ``expect`` block.
+
+    Args:
+        checks: ``{"checks": [names], "options": {check: {...}}, "cap": 0.5}`` or a YAML file of it (default:
+            every check whose expectation a case states, plus loop and error-handling checks).
+        cap: the highest score when a process check fails, even with a correct final answer (default 0.5).
+        The other arguments are :func:`grade`'s (a duplicate id goes to ``on_invalid`` and is skipped).
+    """
+    from .runner._session import run_sync
+
+    return run_sync(check_trajectories_async(cases, checks=checks, cap=cap, out=out, category=category,
+                                             on_invalid=on_invalid, threshold=threshold, gates=gates,
+                                             progress=progress, command=command))
+
+
+def judge_trajectories(
+    cases: Any,
+    judge: Judge | str | Provider | None = None,
+    *,
+    criteria: Mapping[str, str] | str | Path | None = None,
+    max_chars: int = 200,
+    out: str | Path | None = None,
+    category: str | None = None,
+    on_invalid: Callable[[str], None] | None = None,
+    system_model: str | None = None,
+    threshold: float = 0.7,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """Grade agent trajectories with the trajectory judge (``referee trajectory --judge``'s run): tool
+    selection, arguments, efficiency, final output; one row per case, one criterion each.
+
+    Args:
+        criteria: ``{id: description}`` replacing the default rubric, or a YAML file of them.
+        max_chars: arguments and results longer than this are truncated in the prompt.
+        The other arguments are :func:`grade`'s (a duplicate id goes to ``on_invalid`` and is skipped).
+    """
+    from .runner._session import run_sync
+
+    return run_sync(judge_trajectories_async(cases, judge, criteria=criteria, max_chars=max_chars, out=out,
+                                             category=category, on_invalid=on_invalid, system_model=system_model,
+                                             threshold=threshold, gates=gates, progress=progress, command=command))

@@ -239,3 +239,32 @@ def test_judge_conversations_is_the_conversation_command(tmp_path: Path, capsys:
     assert [c.id for c in one.rows[0].criteria or []] == ["polite"] and one.rows[0].score == 1.0
     with pytest.raises(UserError, match="mode="):
         referee.judge_conversations(cases, judge, mode="per-turn")
+
+
+def test_trajectory_runs_are_the_trajectory_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.example import DATA
+    from referee.testing import FakeLLMServer, rows_without_timings, schema_responder
+
+    cases = DATA / "agent" / "trajectories.jsonl"
+    # The checks: no judge, no key.
+    code = cli(["trajectory", str(cases), "--out", str(tmp_path / "c1.jsonl"), "--cap", "0.4"])
+    r = referee.check_trajectories(cases, cap=0.4, out=tmp_path / "c2.jsonl", progress=False)
+    assert code in (0, 1) and rows_without_timings(tmp_path / "c1.jsonl") == rows_without_timings(tmp_path / "c2.jsonl")
+    assert r.rows and {row.evaluator for row in r.rows} == {"trajectory"} and r.manifest.kind == "trajectory"
+    assert r.manifest.judge is None and r.manifest.totals.provider_calls == 0
+    # The same options as a mapping in Python: the same configuration, so the file resumes.
+    again = referee.check_trajectories(cases, checks={"cap": 0.4}, out=tmp_path / "c2.jsonl", progress=False)
+    assert again.resume_note and "resuming" in again.resume_note
+    # The judge.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    with FakeLLMServer(responder=schema_responder) as srv:
+        code = cli(["trajectory", str(cases), "--judge", "--out", str(tmp_path / "j1.jsonl"), "--provider", "openai",
+                    "--model", "judge-1", "--base-url", srv.url + "/v1", "--no-cache", "--max-chars", "50"])
+        j = referee.judge_trajectories(cases, Judge("openai:judge-1", base_url=srv.url + "/v1", cache=False),
+                                       max_chars=50, out=tmp_path / "j2.jsonl", progress=False)
+    assert code == 0, capsys.readouterr().err
+    assert rows_without_timings(tmp_path / "j1.jsonl") == rows_without_timings(tmp_path / "j2.jsonl")
+    assert {row.evaluator for row in j.rows} == {"trajectory_judge"} and j.manifest.kind == "trajectory-judge"
+    with pytest.raises(UserError, match="max_chars"):
+        referee.judge_trajectories(cases, "openai:m", max_chars=5)

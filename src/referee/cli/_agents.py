@@ -6,9 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._yaml import load as load_yaml
 from ..cases import Case
-from ..errors import InputError
 from ..results._manifest import RunManifest
 from ..results._schema import ResultRow
 from . import invoked_argv
@@ -21,21 +19,6 @@ def unique_cases(path: str) -> tuple[list[Case], int]:
 
     _, cases, skipped = unique(path, on_invalid=lambda problem: echo_err(f"invalid: {problem}"))
     return cases, skipped
-
-
-def read_yaml(path: str) -> Any:
-    """A YAML options file; a missing file or malformed YAML is a one-line ``InputError`` with its line."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError("file not found", file=path)
-    return load_yaml(path)
-
-
-def read_criteria(path: str | None) -> dict[str, str] | None:
-    """``--criteria``: a mapping of criterion id -> description."""
-    from .._grade import read_criteria as read
-
-    return None if path is None else read(path)
 
 
 def ensure_parent(out: str) -> Path:
