@@ -579,3 +579,99 @@ def judge_trajectories(
     return run_sync(judge_trajectories_async(cases, judge, criteria=criteria, max_chars=max_chars, out=out,
                                              category=category, on_invalid=on_invalid, system_model=system_model,
                                              threshold=threshold, gates=gates, progress=progress, command=command))
+
+
+async def grade_rubric_async(
+    cases: Any,
+    rubric: str | Path = "agent-evaluation",
+    judge: Judge | str | Provider | None = None,
+    *,
+    contexts: Mapping[str, str] | None = None,
+    fail_below: float | None = None,
+    ungrounded: str | None = None,
+    out: str | Path | None = None,
+    category: str | None = None,
+    on_invalid: Callable[[str], None] | None = None,
+    system_model: str | None = None,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """:func:`grade_rubric` for async code."""
+    from .evaluators._rubric import RubricJudge
+    from .rubrics import load_rubric
+    from .rubrics._loader import rubric_hash
+    from .runner._session import error_row, execute_async
+    from .templates import preflight
+
+    rb = load_rubric(rubric)
+    if rb.kind == "gold":
+        raise UserError(f"{rubric} is a gold-standard criteria file: use `referee gold --criteria {rubric}`")
+    if ungrounded is not None:
+        rb = rb.model_copy(update={"ungrounded": ungrounded})  # part of rubric_hash: no stale resume
+    ctx = dict(contexts or {})
+    threshold = fail_below if fail_below is not None else rb.fail_below
+    case_set = cases_from(cases)
+    pf = preflight(case_set.cases, ["output"], label="rubric")
+    for problem in pf.problems:
+        if on_invalid is not None:
+            on_invalid(problem)
+    if not pf.valid:
+        raise UserError(f"no valid cases to evaluate in {_source(cases, case_set.path)}")
+    j = as_judge(judge)
+    client = j.client()
+    h = rubric_hash(rb)
+    rj = RubricJudge(client, rb, template_hash=h, category=category, max_tokens=max(j.max_tokens, 2048),
+                     temperature=j.temperature, seed=j.seed, use_cache=j.cache, contexts=ctx,
+                     system_under_test=system_model, fail_below=threshold)
+    manifest = RunManifest.for_cases(
+        "rubric", _source(cases, case_set.path), [c.id for c in pf.valid],
+        command=command or ["referee.grade_rubric"],
+        sha256=_cases_sha256(cases, case_set.cases), template=TemplateInfo(path=str(rubric), sha256=h),
+        judge=j.config(client.provider.model), system_under_test=system_model,
+    )
+    manifest.extra["config_hash"] = text_sha256(json.dumps([sorted(ctx.items()), threshold]))
+    out_path = Path(out) if out is not None else None
+    outcome = await execute_async(
+        out=out_path, manifest=manifest, items=pf.valid, key=lambda c: (c.id, None, None), evaluate=rj.evaluate,
+        on_error=lambda c, exc: error_row(c.id, exc, evaluator="rubric", category=category or c.category),
+        client=client, concurrency=j.concurrency, label="rubric", skipped=pf.skipped, show_progress=progress,
+    )
+    order = {c.id: i for i, c in enumerate(pf.valid)}
+    rows: list[ResultRow] = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
+    return EvalResult(rows=rows, manifest=outcome.manifest, cases=pf.valid, path=out_path, new_rows=outcome.new_rows,
+                      resume_note=outcome.resume_note, threshold=0.7, gate_options=gates)
+
+
+def grade_rubric(
+    cases: Any,
+    rubric: str | Path = "agent-evaluation",
+    judge: Judge | str | Provider | None = None,
+    *,
+    contexts: Mapping[str, str] | None = None,
+    fail_below: float | None = None,
+    ungrounded: str | None = None,
+    out: str | Path | None = None,
+    category: str | None = None,
+    on_invalid: Callable[[str], None] | None = None,
+    system_model: str | None = None,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """Grade each case's ``output`` (for its ``input``, the task) against a rubric, with the evidence for every
+    score checked against the judged text (``referee evaluate --cases``'s run).
+
+    Args:
+        rubric: a shipped rubric's name (``agent-evaluation``) or a rubric YAML file.
+        contexts: ``{name: text}`` the outputs should be grounded in (evidence is verified against them too).
+        fail_below: a case fails when its composite is below this (default: the rubric's).
+        ungrounded: what an evidence quote not found in the judged text costs (``invalid``, ``reask``,
+            ``keep``; default: the rubric's).
+        The other arguments are :func:`grade`'s (invalid cases go to ``on_invalid`` and are skipped).
+    """
+    from .runner._session import run_sync
+
+    return run_sync(grade_rubric_async(cases, rubric, judge, contexts=contexts, fail_below=fail_below,
+                                       ungrounded=ungrounded, out=out, category=category, on_invalid=on_invalid,
+                                       system_model=system_model, gates=gates, progress=progress, command=command))

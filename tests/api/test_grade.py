@@ -268,3 +268,33 @@ def test_trajectory_runs_are_the_trajectory_command(tmp_path: Path, capsys: pyte
     assert {row.evaluator for row in j.rows} == {"trajectory_judge"} and j.manifest.kind == "trajectory-judge"
     with pytest.raises(UserError, match="max_chars"):
         referee.judge_trajectories(cases, "openai:m", max_chars=5)
+
+
+def test_grade_rubric_is_the_evaluate_commands_batch(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.testing import FakeLLMServer, rows_without_timings, schema_responder
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(c) + "\n" for c in [
+        {"id": "a", "input": "Refund?", "output": "Refunds take 5 days."},
+        {"id": "b", "input": "Hours?", "output": "9 to 5."}, {"id": "c", "input": "no output"}]), encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    with FakeLLMServer(responder=schema_responder) as srv:
+        args = ["--provider", "openai", "--model", "judge-1", "--base-url", srv.url + "/v1", "--no-cache"]
+        code = cli(["evaluate", "--cases", str(cases), "--out", str(tmp_path / "cli.jsonl"), "--ungrounded", "keep",
+                    *args])
+        seen: list[str] = []
+        judge = Judge("openai:judge-1", base_url=srv.url + "/v1", cache=False, concurrency=4)  # the command's
+        r = referee.grade_rubric(cases, "agent-evaluation", judge,
+                                 ungrounded="keep", out=tmp_path / "api.jsonl", on_invalid=seen.append, progress=False)
+    assert code in (0, 1), capsys.readouterr().err
+    assert rows_without_timings(tmp_path / "cli.jsonl") == rows_without_timings(tmp_path / "api.jsonl")
+    m_cli = json.loads((tmp_path / "cli.manifest.json").read_text(encoding="utf-8"))
+    m_api = json.loads((tmp_path / "api.manifest.json").read_text(encoding="utf-8"))
+    for key in ("kind", "eval_set", "template", "judge"):
+        assert m_cli[key] == m_api[key], key
+    assert m_cli["extra"]["config_hash"] == m_api["extra"]["config_hash"]
+    assert [row.id for row in r.rows] == ["a", "b"] and {row.evaluator for row in r.rows} == {"rubric"}
+    assert len(seen) == 1 and "missing field(s) output" in seen[0]
+    with pytest.raises(UserError, match="gold-standard"):
+        referee.grade_rubric(cases, "gold-example-prd", "openai:m")

@@ -16,19 +16,18 @@ from typing import Any
 
 import click
 
-from ..cases import Case, load_cases
+from .._grade import grade_rubric
+from ..cases import Case
 from ..errors import InputError, ProviderError, UserError
 from ..evaluators._evidence import describe_ungrounded
 from ..evaluators._rubric import RubricJudge
-from ..results._manifest import RunManifest, TemplateInfo, text_sha256
 from ..results._schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..rubrics._loader import read_text_file, rubric_hash
 from ..rubrics._model import UNGROUNDED_MODES
-from ..runner._session import error_row, execute, totals_line
-from ..templates import preflight
+from ..runner._session import totals_line
 from . import invoked_argv
-from ._common import JudgeOptions, build_client, echo_err, judge_options
+from ._common import JudgeOptions, api_judge, build_client, echo_err, flag_errors, judge_options
 
 __all__ = ["command", "read_text_file", "rubric_hash"]  # the helpers moved to the library; kept importable
 
@@ -93,7 +92,8 @@ def command(output: str | None, task: str | None, contexts: tuple[str, ...], rub
         if evaluated or evaluator_name:
             raise UserError("--output-evaluated and --evaluator set the single verdict's header; batch mode "
                             "(--cases) writes no verdict markdown")
-        return _batch(cases_path, out, rb, rubric, ctx, threshold, html_out, system_model, category, judge)
+        return _batch(cases_path, out, rubric, ungrounded_mode, ctx, threshold, html_out, system_model, category,
+                      judge)
     if output is None:
         raise UserError("give the OUTPUT to evaluate (a file, or - for stdin), or --cases for batch mode")
     if task is None:
@@ -145,42 +145,26 @@ def command(output: str | None, task: str | None, contexts: tuple[str, ...], rub
     return 0
 
 
-def _batch(cases_path: str, out: str, rb: Rubric, rubric_arg: str, ctx: dict[str, str], threshold: float | None,
-           html_out: str | None, system_model: str | None, category: str | None, judge: JudgeOptions) -> int:
-    case_set = load_cases(cases_path)
-    pf = preflight(case_set.cases, ["output"], label="rubric")
-    for problem in pf.problems:
-        echo_err(f"invalid: {problem}")
-    if not pf.valid:
-        raise UserError(f"no valid cases to evaluate in {cases_path}")
-    client = build_client(judge)
-    h = rubric_hash(rb)
-    rj = RubricJudge(client, rb, template_hash=h, category=category, max_tokens=max(judge.max_tokens, 2048),
-                     temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache, contexts=ctx,
-                     system_under_test=system_model, fail_below=threshold)
-    manifest = RunManifest.for_cases(
-        "rubric", cases_path, [c.id for c in pf.valid], command=invoked_argv(),
-        template=TemplateInfo(path=rubric_arg, sha256=h), judge=judge.config(client.provider.model),
-        system_under_test=system_model,
-    )
-    manifest.extra["config_hash"] = text_sha256(json.dumps([sorted(ctx.items()), threshold]))
-    outcome = execute(
-        out=Path(out), manifest=manifest, items=pf.valid, key=lambda c: (c.id, None, None),
-        evaluate=rj.evaluate,
-        on_error=lambda c, exc: error_row(c.id, exc, evaluator="rubric", category=category or c.category),
-        client=client, concurrency=judge.concurrency, label="rubric", skipped=pf.skipped,
-    )
-    if outcome.resume_note:
-        echo_err(outcome.resume_note)
-    rows = outcome.rows
-    for r in outcome.new_rows:
+def _batch(cases_path: str, out: str, rubric_arg: str, ungrounded_mode: str | None, ctx: dict[str, str],
+           threshold: float | None, html_out: str | None, system_model: str | None, category: str | None,
+           judge: JudgeOptions) -> int:
+    with flag_errors():
+        # The rubric as the flag named it (the manifest records that), with the flags' overrides resolved.
+        result = grade_rubric(cases_path, rubric_arg, api_judge(judge), contexts=ctx, fail_below=threshold,
+                              ungrounded=ungrounded_mode, out=out, category=category,
+                              on_invalid=lambda problem: echo_err(f"invalid: {problem}"), system_model=system_model,
+                              progress=None, command=invoked_argv())
+    if result.resume_note:
+        echo_err(result.resume_note)
+    rows = result.rows
+    for r in result.new_rows:
         if r.status != "scored":
             echo_err(f"warning: case '{r.id}' {r.status}: {r.error}")
     if html_out:
         from ..reports._html import write_html
 
         write_html(rows, html_out, title=f"referee evaluate: {Path(cases_path).name}", source=out)
-    t = outcome.manifest.totals
+    t = result.manifest.totals
     below = [r for r in rows if r.status == "scored" and threshold is not None
              and (r.details.get("composite") is not None and r.details["composite"] < threshold)]
     critical = [r for r in rows if r.passed is False and r.details.get("critical_failures") and r not in below]
