@@ -1,6 +1,11 @@
-"""Statistics: bootstrap and Wilson intervals, paired tests, multiple-comparison control, agreement."""
+"""Statistics: bootstrap and Wilson intervals, paired tests, multiple-comparison control, agreement.
 
-from ._agreement import Agreement, agreement, cohen_kappa, correlation, correlation_ci, kappa_ci
+The agreement statistics load on first use: they import scipy.stats (about 0.5 s), which `referee score`,
+`referee view` and the judging commands never need.
+"""
+
+from typing import Any
+
 from ._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval, bootstrap_ci, bootstrap_stat
 from ._counts import bootstrap_means, mean_interval
 from ._intervals import wilson_interval
@@ -8,6 +13,9 @@ from ._multiple import benjamini_hochberg
 from ._paired import McNemarResult, PairedResult, mcnemar_exact, paired_bootstrap
 from ._power import cases_needed, min_detectable_drop
 from ._ranking import Leaderboard, Standing, leaderboard, win_rate
+
+_LAZY = dict.fromkeys(("Agreement", "agreement", "cohen_kappa", "correlation", "correlation_ci", "kappa_ci"),
+                      "._agreement")
 
 __all__ = [
     "Agreement",
@@ -36,3 +44,11 @@ __all__ = [
     "wilson_interval",
     "win_rate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
