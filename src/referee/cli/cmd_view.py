@@ -46,7 +46,7 @@ def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None
 
     t0 = time.perf_counter()
     app = build_app(list(results), cases=list(cases), labels=labels,
-                    opts=ViewOptions(threshold=threshold, pass_rule=pass_rule, n_boot=n_boot))
+                    opts=ViewOptions(threshold=threshold, pass_rule=pass_rule, n_boot=n_boot), index_now=False)
     try:
         try:
             server = ViewServer(app, host, port)
@@ -64,6 +64,8 @@ def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None
             click.echo(f"  labels of {app.runs[k].path.name} go to {app.labels[k].path}")
         click.echo(f"serving on {server.url} (127.0.0.1 only)" if host in _LOOPBACK else f"serving on {server.url}")
         click.echo("press Ctrl-C to stop", err=True)
+        for run in app.runs.values():
+            run.start_indexing()
         if open_browser:
             import webbrowser
 

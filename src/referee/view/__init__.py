@@ -14,8 +14,12 @@ from ._store import Run, resolve_inputs, same_file
 
 
 def build_app(results: list[str], *, cases: list[str] | None = None, labels: str | None = None,
-              opts: ViewOptions | None = None, lock: bool = True) -> ViewApp:
-    """Load ``results`` (one run each) and open each run's labels file (taking its one-writer lock)."""
+              opts: ViewOptions | None = None, lock: bool = True, index_now: bool = True) -> ViewApp:
+    """Load ``results`` (one run each) and open each run's labels file (taking its one-writer lock).
+
+    ``index_now=False`` leaves the background row index to the caller (``referee view`` starts it once it
+    serves: the index thread holds the GIL for long stretches and would delay the first page otherwise);
+    a filter that needs the index before then builds it on demand."""
     paths = resolve_inputs(results)
     case_paths = resolve_inputs(cases or [])
     for i, a in enumerate(paths):
@@ -35,8 +39,9 @@ def build_app(results: list[str], *, cases: list[str] | None = None, labels: str
             for s in taken:
                 s.release()
             raise
-    for r in runs:
-        r.start_indexing()
+    if index_now:
+        for r in runs:
+            r.start_indexing()
     return ViewApp(runs, stores, opts or ViewOptions())
 
 
