@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,11 +15,13 @@ from aiohttp import web
 from referee.cli import cli
 from referee.results._io import read_results
 
+from .conftest import Service
+
 LIMITS = {"a": 2, "b": 3}
 N_CASES = 12
 
 
-class Recorder:
+class Recorder(Service):
     """Counts requests in flight per path (target). Until both targets are at their limits at once (or
     ``hold_s`` passes, which a sequential run would hit) every request waits; then each answers at once."""
 
@@ -31,13 +32,10 @@ class Recorder:
         self.seen = {k: 0 for k in LIMITS}
         self.both_at_limit = False
         self.overlap_seen = False  # requests of both targets in flight at one moment
-        self.port = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._release: asyncio.Event | None = None
-        self._ready = threading.Event()
+        self._release = asyncio.Event()  # binds to the service's loop on first use
+        super().__init__(handler=lambda body: (500, "unused: _handle answers"))
 
     async def _handle(self, request: web.Request) -> web.Response:
-        assert self._release is not None
         key = request.path.strip("/")
         body = await request.json()
         self.in_flight[key] += 1
@@ -56,32 +54,6 @@ class Recorder:
             return web.json_response({"text": f"{key}: {body['q']}"})
         finally:
             self.in_flight[key] -= 1
-
-    def start(self) -> Recorder:
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            self._release = asyncio.Event()
-            app = web.Application()
-            app.router.add_post("/{tail:.*}", self._handle)
-            runner = web.AppRunner(app, access_log=None)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            server = site._server
-            assert server is not None
-            self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-            self._ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-
-        threading.Thread(target=run, daemon=True).start()
-        assert self._ready.wait(10)
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
 
 
 @pytest.fixture
