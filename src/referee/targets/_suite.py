@@ -130,13 +130,25 @@ def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
     the order of ``targets`` whatever the timing. ``concurrency`` is one budget of judge calls in flight for the
     whole run (:class:`CallBudget`), and ``--rpm`` one limit per judge provider, across the targets; their
     progress is one display (:class:`TargetsProgress`, or what ``progress_factory(ids)`` makes)."""
+    from ..suites._runner import collector_tuned
+
+    if parallel_targets < 1:
+        raise ValueError("parallel_targets must be >= 1")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with collector_tuned(checks_only=False):
+        return _run_targets(suite, targets, out_dir, bind=bind, concurrency=concurrency, command=command,
+                            judge_config=judge_config, engine=engine, parallel_targets=parallel_targets,
+                            progress_factory=progress_factory)
+
+
+def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
+                 bind: Callable[[Any], tuple[Any, Any]], concurrency: int, command: list[str],
+                 judge_config: Any, engine: Any, parallel_targets: int,
+                 progress_factory: Callable[[list[str]], TargetsProgress] | None) -> list[TargetOutcome]:
     from ..engines import LocalEngine, get_engine
     from ..runner._session import run_sync
 
     eng = get_engine(engine)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if parallel_targets < 1:
-        raise ValueError("parallel_targets must be >= 1")
     # The Ray engine has its own budget (its hub actor); a target's generation there is paced by the target alone.
     budget = CallBudget(concurrency) if isinstance(eng, LocalEngine) else None
     side_by_side = isinstance(eng, LocalEngine) and len(targets) > 1 and parallel_targets > 1
