@@ -10,6 +10,7 @@ import click
 
 from ..cases import Case, load_cases
 from ..errors import UserError
+from ..evaluators._base import JudgeSettings
 from ..redteam import FAILURE_MODES, SURFACES, generate, load_seeds, load_templates, write_cases
 from ..redteam._checks import RedteamExpectation, RedteamJudge, combine_redteam
 from ..results._manifest import TemplateInfo, text_sha256
@@ -116,13 +117,13 @@ def run_cmd(cases: str, out: str, outputs: str | None, target_file: str | None, 
                         "--outputs replies.jsonl")
     check = RedteamExpectation()
     client = build_client(judge) if use_judge else None
-    rj = RedteamJudge(client, max_tokens=judge.max_tokens, temperature=judge.temperature, seed=judge.seed,
-                      use_cache=not judge.no_cache) if client is not None else None
+    rj = RedteamJudge().bound(JudgeSettings(client, max_tokens=judge.max_tokens, temperature=judge.temperature,
+                                            seed=judge.seed, use_cache=not judge.no_cache)) if client else None
     manifest = new_manifest("redteam", cases, case_list, adversarial=True,
                             judge=judge.config(client.provider.model) if client is not None else None,
                             system_under_test=judge.system_model)
-    if rj is not None and rj.judge_info is not None:
-        manifest.template = TemplateInfo(sha256=rj.judge_info.template_hash or "")
+    if rj is not None:
+        manifest.template = TemplateInfo(sha256=rj.template_hash or "")
     manifest.extra["config_hash"] = text_sha256(f"outputs={outputs}|judge={use_judge}")
     manifest.extra["note"] = "adversarial results: report per attack type, never blended with correctness"
     run = None
@@ -144,7 +145,7 @@ def run_cmd(cases: str, out: str, outputs: str | None, target_file: str | None, 
         judged: Any = None
         # A decisive code failure (a leaked canary, a forbidden call) needs no judge call.
         if rj is not None and res.status != "error" and not (res.status == "scored" and res.passed is False):
-            judged = await rj.evaluate(case)
+            judged = await rj.judge_row(case)
         return combine_redteam(case, res, judged)
 
     outcome = execute(out=ensure_parent(out), manifest=manifest, items=case_list, key=lambda c: (c.id, None, None),
