@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,12 +48,6 @@ class Template:
     technique: str
     text: str
     turns: tuple[dict[str, str], ...] = ()
-
-
-@dataclass
-class Library:
-    seeds: list[Seed] = field(default_factory=list)
-    templates: list[Template] = field(default_factory=list)
 
 
 def _read_yaml(path: Path | None, package_file: str) -> tuple[Any, str]:
