@@ -146,7 +146,7 @@ class JudgeClient:
         your key") has it masked, so the key never reaches rows, the cache or the manifest.
         """
         _check_tokens(completion)
-        safe = redact_text(completion.text, secrets=[k for k in (getattr(self.provider, "_api_key", None),) if k])
+        safe = redact_text(completion.text, secrets=self.provider.secrets())
         if safe != completion.text:
             completion = dataclasses.replace(completion, text=safe)
         return completion
