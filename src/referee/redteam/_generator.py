@@ -202,6 +202,8 @@ def _case(sd: Seed, t: Template, canary: str, gen_seed: int) -> dict[str, Any]:
 
 
 def write_cases(cases: Sequence[dict[str, Any]], path: str | Path) -> None:
+    """Write ``cases`` as JSONL to ``path`` (its folder created)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         for c in cases:
             f.write(json.dumps(c, ensure_ascii=False) + "\n")
