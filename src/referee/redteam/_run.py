@@ -89,6 +89,7 @@ async def run_redteam_async(
     """:func:`run_redteam` for async code."""
     from .._api import EvalResult, as_judge
     from .._grade import _cases_sha256, unique_cases
+    from ..evaluators._base import JudgeSettings
     from ..runner._session import error_row, execute_async
     from ._checks import RedteamExpectation, RedteamJudge, combine_redteam
 
@@ -105,14 +106,14 @@ async def run_redteam_async(
     check = RedteamExpectation()
     j = as_judge(judge) if judge is not None else None
     client = j.client() if j is not None else None
-    rj = RedteamJudge(client, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
-                      use_cache=j.cache) if j is not None and client is not None else None
+    rj = RedteamJudge().bound(JudgeSettings(client, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
+                                            use_cache=j.cache)) if j is not None and client is not None else None
     manifest = RunManifest.for_cases(
         "redteam", source, [c.id for c in case_list], command=command or ["referee.redteam.run_redteam"],
         sha256=_cases_sha256(cases, case_list), adversarial=True, judge=j.config(client.provider.model) if j is not None and client is not None else None,
         system_under_test=system_model)
-    if rj is not None and rj.judge_info is not None:
-        manifest.template = TemplateInfo(sha256=rj.judge_info.template_hash or "")
+    if rj is not None:
+        manifest.template = TemplateInfo(sha256=rj.template_hash or "")
     manifest.extra["config_hash"] = text_sha256(f"outputs={outputs}|judge={j is not None}")
     manifest.extra["note"] = "adversarial results: report per attack type, never blended with correctness"
     in_flight = concurrency or (j.concurrency if j is not None else 8)
@@ -136,7 +137,7 @@ async def run_redteam_async(
         judged: Any = None
         # A decisive code failure (a leaked canary, a forbidden call) needs no judge call.
         if rj is not None and res.status != "error" and not (res.status == "scored" and res.passed is False):
-            judged = await rj.evaluate(case)
+            judged = await rj.judge_row(case)
         return combine_redteam(case, res, judged)
 
     outcome = await execute_async(
