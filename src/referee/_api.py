@@ -16,13 +16,14 @@ response cache, resume with ``out=``, the manifest), aggregates the rows with th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from .cases import Case, CaseSet, cases_from
 from .errors import MissingExtraError, ProviderAuthError, UserError
@@ -37,6 +38,27 @@ if TYPE_CHECKING:
     from .engines import Engine
     from .gates import GateResult
     from .suites import Gates, Suite
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def sync_twin(async_fn: Callable[P, Coroutine[Any, Any, T]], doc: str) -> Callable[P, T]:
+    """The synchronous twin of ``async_fn`` (same signature; ``doc`` its docstring): it runs ``async_fn`` to
+    completion in a plain script and inside a running event loop alike (see
+    :func:`~referee.runner._session.run_sync`). One implementation serves both."""
+
+    @functools.wraps(async_fn)
+    def twin(*args: P.args, **kwargs: P.kwargs) -> T:
+        from .runner._session import run_sync
+
+        return run_sync(async_fn(*args, **kwargs))
+
+    twin.__name__ = async_fn.__name__.removesuffix("_async")
+    twin.__qualname__ = async_fn.__qualname__.removesuffix("_async")
+    twin.__doc__ = doc
+    return twin
+
 
 # Local servers that route by model name (llama.cpp serves its one loaded model whatever the name).
 _SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
@@ -423,22 +445,8 @@ async def evaluate_async(
                       new_rows=outcome.new_rows, resume_note=outcome.resume_note, _suite=suite)
 
 
-def evaluate(
-    cases: Any,
-    evaluators: Sequence[Any],
-    judge: Judge | str | Provider | None = None,
-    *,
-    threshold: float = 0.7,
-    scoring: str = "weighted_mean",
-    gates: Gates | dict[str, Any] | None = None,
-    out: str | Path | None = None,
-    concurrency: int | None = None,
-    progress: bool | None = None,
-    name: str = "evaluate",
-    base_dir: str | Path = ".",
-    target: Any = None,
-    engine: Engine | str | None = None,
-) -> EvalResult:
+evaluate = sync_twin(
+    evaluate_async,
     """Run ``evaluators`` on ``cases`` and return an :class:`EvalResult`.
 
     Args:
@@ -466,9 +474,5 @@ def evaluate(
 
     Works in a script and inside a running event loop (Jupyter, an async web handler): there the run goes on
     a loop of its own in a worker thread. Use :func:`evaluate_async` from async code to stay on your loop.
-    """
-    from .runner._session import run_sync
-
-    return run_sync(evaluate_async(cases, evaluators, judge, threshold=threshold, scoring=scoring, gates=gates,
-                                   out=out, concurrency=concurrency, progress=progress, name=name,
-                                   base_dir=base_dir, target=target, engine=engine))
+    """,
+)

@@ -16,14 +16,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ._api import EvalResult, Judge, as_judge
+from ._api import EvalResult, Judge, as_judge, sync_twin
 from .cases import Case, cases_from
 from .errors import InputError, UserError
+from .evaluators._base import JudgeSettings
 from .providers._base import Provider
 from .results._manifest import RunManifest, TemplateInfo, text_sha256
 from .results._schema import ResultRow
+from .runner._client import JudgeClient
+
+if TYPE_CHECKING:
+    from .rubrics._model import Ungrounded
 
 
 def read_template(path: str | Path) -> str:
@@ -104,24 +109,8 @@ async def grade_async(
                       gate_options=gates)
 
 
-def grade(
-    cases: Any,
-    template: str | None = None,
-    judge: Judge | str | Provider | None = None,
-    *,
-    template_file: str | Path | None = None,
-    out: str | Path | None = None,
-    category: str | None = None,
-    criteria: Sequence[str] | None = None,
-    repeat: int = 1,
-    skip_invalid: bool = False,
-    on_invalid: Callable[[str], None] | None = None,
-    system_model: str | None = None,
-    threshold: float = 0.7,
-    gates: dict[str, Any] | None = None,
-    progress: bool | None = None,
-    command: list[str] | None = None,
-) -> EvalResult:
+grade = sync_twin(
+    grade_async,
     """Grade ``cases`` with an LLM judge and a prompt ``template`` (``referee judge``'s run).
 
     Args:
@@ -138,13 +127,8 @@ def grade(
         on_invalid: called with each invalid case's description (file:line, what is wrong) before the run.
         system_model: the model that wrote the outputs (rows it judges itself are flagged ``self_grading``).
         threshold, gates: for :attr:`EvalResult.summary` and :attr:`EvalResult.passed`, as in :func:`evaluate`.
-    """
-    from .runner._session import run_sync
-
-    return run_sync(grade_async(cases, template, judge, template_file=template_file, out=out, category=category,
-                                criteria=criteria, repeat=repeat, skip_invalid=skip_invalid, on_invalid=on_invalid,
-                                system_model=system_model, threshold=threshold, gates=gates, progress=progress,
-                                command=command))
+    """,
+)
 
 
 _RUNNER_FIELDS = ("response_1", "response_2")
@@ -226,25 +210,8 @@ async def compare_async(
                       gate_options=gates)
 
 
-def compare(
-    cases: Any,
-    template: str | None = None,
-    judge: Judge | str | Provider | None = None,
-    *,
-    template_file: str | Path | None = None,
-    out: str | Path | None = None,
-    category: str | None = None,
-    name_a: str | None = None,
-    name_b: str | None = None,
-    reconcile: str = "strict",
-    skip_invalid: bool = False,
-    on_invalid: Callable[[str], None] | None = None,
-    system_model: str | None = None,
-    threshold: float = 0.5,
-    gates: dict[str, Any] | None = None,
-    progress: bool | None = None,
-    command: list[str] | None = None,
-) -> EvalResult:
+compare = sync_twin(
+    compare_async,
     """Judge each case's ``output_a`` against its ``output_b`` in both orders with a prompt ``template``
     (``referee pairwise``'s run): one row per case with ``winner`` (a, b, tie), ``position_bias_detected``
     and the score (a 1.0, b 0.0, tie 0.5).
@@ -257,13 +224,14 @@ def compare(
             and ``system_b``).
         threshold, gates: for :attr:`EvalResult.summary` and :attr:`EvalResult.passed` (a passes at 0.5: a tie).
         The other arguments are :func:`grade`'s.
-    """
-    from .runner._session import run_sync
+    """,
+)
 
-    return run_sync(compare_async(cases, template, judge, template_file=template_file, out=out, category=category,
-                                  name_a=name_a, name_b=name_b, reconcile=reconcile, skip_invalid=skip_invalid,
-                                  on_invalid=on_invalid, system_model=system_model, threshold=threshold,
-                                  gates=gates, progress=progress, command=command))
+
+def _settings(j: Judge, client: JudgeClient) -> JudgeSettings:
+    """The judge settings a run binds its evaluator to."""
+    return JudgeSettings(client=client, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
+                         use_cache=j.cache)
 
 
 def _source(cases: Any, loaded_from: str) -> str:
@@ -333,12 +301,15 @@ async def judge_conversations_async(
     criteria_path = str(criteria) if isinstance(criteria, str | Path) else None
     crit = read_criteria(criteria) if isinstance(criteria, str | Path) else (dict(criteria) if criteria else None)
     source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
+    try:
+        cj = ConversationJudge(mode=mode, criteria=crit or {}, category=category)
+    except ValueError as exc:
+        raise UserError(f"judge_conversations: {exc}") from None
+    rubric_hash = text_sha256(mode + repr(sorted(cj.criteria.items())))
+    cj.template_hash = rubric_hash
     j = as_judge(judge)
     client = j.client()
-    cj = ConversationJudge(client, mode, crit, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
-                           use_cache=j.cache, category=category)
-    rubric_hash = text_sha256(mode + repr(sorted(cj.criteria.items())))
-    cj.judge_info = client.judge_info(rubric_hash)
+    cj.bind(_settings(j, client))
     manifest = RunManifest.for_cases(
         "conversation", source, [c.id for c in case_list], command=command or ["referee.judge_conversations"],
         sha256=_cases_sha256(cases, case_list), judge=j.config(client.provider.model),
@@ -360,8 +331,8 @@ async def judge_conversations_async(
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = await execute_async(
-        out=out_path, manifest=manifest, items=case_list, key=key, evaluate=cj.evaluate,
-        on_error=lambda c, exc: error_row(c.id, exc, evaluator=cj.evaluator, category=category or c.category),
+        out=out_path, manifest=manifest, items=case_list, key=key, evaluate=cj.judge_rows,
+        on_error=lambda c, exc: error_row(c.id, exc, evaluator=cj.row_evaluator, category=category or c.category),
         client=client, concurrency=j.concurrency, label="judging", skipped=skipped, show_progress=progress,
     )
     order = {c.id: i for i, c in enumerate(case_list)}
@@ -371,21 +342,8 @@ async def judge_conversations_async(
                       gate_options=gates)
 
 
-def judge_conversations(
-    cases: Any,
-    judge: Judge | str | Provider | None = None,
-    *,
-    mode: str = "final",
-    criteria: Mapping[str, str] | str | Path | None = None,
-    out: str | Path | None = None,
-    category: str | None = None,
-    on_invalid: Callable[[str], None] | None = None,
-    system_model: str | None = None,
-    threshold: float = 0.7,
-    gates: dict[str, Any] | None = None,
-    progress: bool | None = None,
-    command: list[str] | None = None,
-) -> EvalResult:
+judge_conversations = sync_twin(
+    judge_conversations_async,
     """Judge multi-turn conversations (each case's ``turns``: ``[{role, content}]``; ``referee conversation``'s
     run).
 
@@ -395,12 +353,8 @@ def judge_conversations(
             its ``turn``).
         criteria: ``{id: description}`` replacing the mode's default rubric, or a YAML file of them.
         The other arguments are :func:`grade`'s (a duplicate id goes to ``on_invalid`` and is skipped).
-    """
-    from .runner._session import run_sync
-
-    return run_sync(judge_conversations_async(cases, judge, mode=mode, criteria=criteria, out=out,
-                                              category=category, on_invalid=on_invalid, system_model=system_model,
-                                              threshold=threshold, gates=gates, progress=progress, command=command))
+    """,
+)
 
 
 def _read_checks(checks: Mapping[str, Any] | str | Path | None, cap: float | None) -> tuple[dict[str, Any], str]:
@@ -488,17 +442,20 @@ async def judge_trajectories_async(
     criteria_path = str(criteria) if isinstance(criteria, str | Path) else None
     crit = (read_criteria(criteria) if isinstance(criteria, str | Path) else dict(criteria) if criteria
             else None) or TRAJECTORY_CRITERIA
+    rubric_hash = text_sha256(repr(sorted(crit.items())) + f"|{max_chars}")
+    try:
+        tj = TrajectoryJudge(criteria=dict(crit), max_chars=max_chars, template_hash=rubric_hash, category=category)
+    except ValueError as exc:
+        raise UserError(f"judge_trajectories: {exc}") from None
     j = as_judge(judge)
     client = j.client()
-    rubric_hash = text_sha256(repr(sorted(crit.items())) + f"|{max_chars}")
-    tj = TrajectoryJudge(client, crit, max_chars=max_chars, template_hash=rubric_hash, max_tokens=j.max_tokens,
-                         temperature=j.temperature, seed=j.seed, use_cache=j.cache, category=category)
+    tj.bind(_settings(j, client))
     manifest = RunManifest.for_cases(
         "trajectory-judge", source, [c.id for c in case_list], command=command or ["referee.judge_trajectories"],
         sha256=_cases_sha256(cases, case_list), judge=j.config(client.provider.model),
         system_under_test=system_model, template=TemplateInfo(path=criteria_path, sha256=rubric_hash),
     )
-    return await _run(cases=case_list, manifest=manifest, out=out, evaluate=tj.evaluate,
+    return await _run(cases=case_list, manifest=manifest, out=out, evaluate=tj.judge_row,
                       evaluator="trajectory_judge", category=category, client=client, concurrency=j.concurrency,
                       label="judging", skipped=skipped, progress=progress, threshold=threshold, gates=gates,
                       execute_async=execute_async, error_row=error_row)
@@ -522,19 +479,8 @@ async def _run(*, cases: list[Case], manifest: RunManifest, out: str | Path | No
                       resume_note=outcome.resume_note, threshold=threshold, gate_options=gates)
 
 
-def check_trajectories(
-    cases: Any,
-    *,
-    checks: Mapping[str, Any] | str | Path | None = None,
-    cap: float | None = None,
-    out: str | Path | None = None,
-    category: str | None = None,
-    on_invalid: Callable[[str], None] | None = None,
-    threshold: float = 0.7,
-    gates: dict[str, Any] | None = None,
-    progress: bool | None = None,
-    command: list[str] | None = None,
-) -> EvalResult:
+check_trajectories = sync_twin(
+    check_trajectories_async,
     """Check agent trajectories by code, no judge (``referee trajectory``'s run): each case's trajectory (seed
     shape, OpenAI / Anthropic messages or OTel GenAI spans) against its ``expect`` block.
 
@@ -543,29 +489,12 @@ def check_trajectories(
             every check whose expectation a case states, plus loop and error-handling checks).
         cap: the highest score when a process check fails, even with a correct final answer (default 0.5).
         The other arguments are :func:`grade`'s (a duplicate id goes to ``on_invalid`` and is skipped).
-    """
-    from .runner._session import run_sync
-
-    return run_sync(check_trajectories_async(cases, checks=checks, cap=cap, out=out, category=category,
-                                             on_invalid=on_invalid, threshold=threshold, gates=gates,
-                                             progress=progress, command=command))
+    """,
+)
 
 
-def judge_trajectories(
-    cases: Any,
-    judge: Judge | str | Provider | None = None,
-    *,
-    criteria: Mapping[str, str] | str | Path | None = None,
-    max_chars: int = 200,
-    out: str | Path | None = None,
-    category: str | None = None,
-    on_invalid: Callable[[str], None] | None = None,
-    system_model: str | None = None,
-    threshold: float = 0.7,
-    gates: dict[str, Any] | None = None,
-    progress: bool | None = None,
-    command: list[str] | None = None,
-) -> EvalResult:
+judge_trajectories = sync_twin(
+    judge_trajectories_async,
     """Grade agent trajectories with the trajectory judge (``referee trajectory --judge``'s run): tool
     selection, arguments, efficiency, final output; one row per case, one criterion each.
 
@@ -573,12 +502,8 @@ def judge_trajectories(
         criteria: ``{id: description}`` replacing the default rubric, or a YAML file of them.
         max_chars: arguments and results longer than this are truncated in the prompt.
         The other arguments are :func:`grade`'s (a duplicate id goes to ``on_invalid`` and is skipped).
-    """
-    from .runner._session import run_sync
-
-    return run_sync(judge_trajectories_async(cases, judge, criteria=criteria, max_chars=max_chars, out=out,
-                                             category=category, on_invalid=on_invalid, system_model=system_model,
-                                             threshold=threshold, gates=gates, progress=progress, command=command))
+    """,
+)
 
 
 async def grade_rubric_async(
@@ -600,17 +525,12 @@ async def grade_rubric_async(
     """:func:`grade_rubric` for async code."""
     from .evaluators._rubric import RubricJudge
     from .rubrics import load_rubric
-    from .rubrics._loader import rubric_hash
     from .runner._session import error_row, execute_async
     from .templates import preflight
 
     rb = load_rubric(rubric)
     if rb.kind == "gold":
         raise UserError(f"{rubric} is a gold-standard criteria file: use `referee gold --criteria {rubric}`")
-    if ungrounded is not None:
-        rb = rb.model_copy(update={"ungrounded": ungrounded})  # part of rubric_hash: no stale resume
-    ctx = dict(contexts or {})
-    threshold = fail_below if fail_below is not None else rb.fail_below
     case_set = cases_from(cases)
     pf = preflight(case_set.cases, ["output"], label="rubric")
     for problem in pf.problems:
@@ -618,12 +538,17 @@ async def grade_rubric_async(
             on_invalid(problem)
     if not pf.valid:
         raise UserError(f"no valid cases to evaluate in {_source(cases, case_set.path)}")
+    try:
+        rj = RubricJudge(rb, fail_below=fail_below, ungrounded=cast("Ungrounded | None", ungrounded),
+                         category=category, contexts=dict(contexts or {}), system_under_test=system_model)
+    except ValueError as exc:
+        raise UserError(f"grade_rubric: {exc}") from None
     j = as_judge(judge)
     client = j.client()
-    h = rubric_hash(rb)
-    rj = RubricJudge(client, rb, template_hash=h, category=category, max_tokens=max(j.max_tokens, 2048),
-                     temperature=j.temperature, seed=j.seed, use_cache=j.cache, contexts=ctx,
-                     system_under_test=system_model, fail_below=threshold)
+    rj.bind(_settings(j, client))
+    h = rj.template_hash  # the rubric's hash, ungrounded override included: no stale resume
+    assert h is not None
+    ctx, threshold = rj.contexts, rj.threshold
     manifest = RunManifest.for_cases(
         "rubric", _source(cases, case_set.path), [c.id for c in pf.valid],
         command=command or ["referee.grade_rubric"],
@@ -633,7 +558,7 @@ async def grade_rubric_async(
     manifest.extra["config_hash"] = text_sha256(json.dumps([sorted(ctx.items()), threshold]))
     out_path = Path(out) if out is not None else None
     outcome = await execute_async(
-        out=out_path, manifest=manifest, items=pf.valid, key=lambda c: (c.id, None, None), evaluate=rj.evaluate,
+        out=out_path, manifest=manifest, items=pf.valid, key=lambda c: (c.id, None, None), evaluate=rj.judge_row,
         on_error=lambda c, exc: error_row(c.id, exc, evaluator="rubric", category=category or c.category),
         client=client, concurrency=j.concurrency, label="rubric", skipped=pf.skipped, show_progress=progress,
     )
@@ -643,22 +568,8 @@ async def grade_rubric_async(
                       resume_note=outcome.resume_note, threshold=0.7, gate_options=gates)
 
 
-def grade_rubric(
-    cases: Any,
-    rubric: str | Path = "agent-evaluation",
-    judge: Judge | str | Provider | None = None,
-    *,
-    contexts: Mapping[str, str] | None = None,
-    fail_below: float | None = None,
-    ungrounded: str | None = None,
-    out: str | Path | None = None,
-    category: str | None = None,
-    on_invalid: Callable[[str], None] | None = None,
-    system_model: str | None = None,
-    gates: dict[str, Any] | None = None,
-    progress: bool | None = None,
-    command: list[str] | None = None,
-) -> EvalResult:
+grade_rubric = sync_twin(
+    grade_rubric_async,
     """Grade each case's ``output`` (for its ``input``, the task) against a rubric, with the evidence for every
     score checked against the judged text (``referee evaluate --cases``'s run).
 
@@ -669,9 +580,86 @@ def grade_rubric(
         ungrounded: what an evidence quote not found in the judged text costs (``invalid``, ``reask``,
             ``keep``; default: the rubric's).
         The other arguments are :func:`grade`'s (invalid cases go to ``on_invalid`` and are skipped).
-    """
-    from .runner._session import run_sync
+    """,
+)
 
-    return run_sync(grade_rubric_async(cases, rubric, judge, contexts=contexts, fail_below=fail_below,
-                                       ungrounded=ungrounded, out=out, category=category, on_invalid=on_invalid,
-                                       system_model=system_model, gates=gates, progress=progress, command=command))
+
+async def grade_gold_async(
+    cases: Any,
+    criteria: str | Path = "gold-example-prd",
+    judge: Judge | str | Provider | None = None,
+    *,
+    single_call: bool = False,
+    judge_pass_only: bool = False,
+    out: str | Path | None = None,
+    source: str | None = None,
+    skipped: int = 0,
+    system_model: str | None = None,
+    gates: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    command: list[str] | None = None,
+) -> EvalResult:
+    """:func:`grade_gold` for async code."""
+    from .evaluators._gold import GoldCase, GoldJudge, gold_case
+    from .runner._session import error_row, execute_async
+
+    try:
+        gj = GoldJudge(str(criteria), single_call=single_call, judge_pass_only=judge_pass_only,
+                       system_under_test=system_model)
+    except ValueError as exc:
+        raise UserError(f"grade_gold: {exc}") from None
+    if isinstance(cases, Sequence) and cases and all(isinstance(c, GoldCase) for c in cases):
+        gold: list[GoldCase] = list(cases)
+        source = source or "gold cases"
+    else:
+        src, case_list, n_dup = unique_cases(cases)
+        try:
+            gold = [gold_case(c) for c in case_list]
+        except ValueError as exc:
+            raise UserError(f"{src}: {exc}") from None
+        source, skipped = source or src, skipped + n_dup
+    j = as_judge(judge)
+    client = j.client()
+    gj.bind(_settings(j, client))
+    docs = [[c.id, text_sha256(c.generated), text_sha256(c.gold)] for c in gold]
+    manifest = RunManifest.for_cases(
+        "gold", source, [c.id for c in gold], command=command or ["referee.grade_gold"],
+        sha256=text_sha256(json.dumps(docs)), template=TemplateInfo(path=str(criteria), sha256=gj.template_hash or ""),
+        judge=j.config(client.provider.model), system_under_test=system_model,
+    )
+    # The documents are part of the configuration: rows graded on an earlier version of a generated or gold
+    # file must not be resumed (the case id stays the same when the file is regenerated).
+    manifest.extra["config_hash"] = text_sha256(json.dumps(
+        {"single_call": single_call, **({"judge_pass_only": True} if judge_pass_only else {}),
+         "documents": sorted(docs)}))
+    out_path = Path(out) if out is not None else None
+    outcome = await execute_async(
+        out=out_path, manifest=manifest, items=gold, key=lambda c: (c.id, None, None), evaluate=gj.judge_row,
+        on_error=lambda c, exc: error_row(c.id, exc, evaluator="gold"), client=client, concurrency=j.concurrency,
+        label="gold", skipped=skipped, show_progress=progress,
+    )
+    order = {c.id: i for i, c in enumerate(gold)}
+    rows = sorted((r for r in outcome.rows if r.id in order), key=lambda r: order[r.id])
+    as_cases = [Case(id=c.id, data={"id": c.id, "output": c.generated, "reference": c.gold, "metadata": c.metadata})
+                for c in gold]
+    return EvalResult(rows=rows, manifest=outcome.manifest, cases=as_cases, path=out_path,
+                      new_rows=outcome.new_rows, resume_note=outcome.resume_note, gate_options=gates)
+
+
+grade_gold = sync_twin(
+    grade_gold_async,
+    """Grade generated documents against gold standards with a gold criteria file (``referee gold``'s run): one
+    judge call per criterion (``single_call``: one per case), the verdict, grade and totals by the file's rules.
+
+    Args:
+        cases: gold cases (:class:`~referee.evaluators._gold.GoldCase`, as ``referee gold`` discovers them), or
+            cases as for :func:`evaluate` whose ``output`` is the generated document and ``reference`` the gold
+            standard.
+        criteria: a gold criteria YAML file, or a shipped one by name (``gold-example-prd``).
+        single_call: grade every criterion in one call per case (the documents are sent once).
+        judge_pass_only: decide each criterion by the judge's pass flag alone (by default a score of 0 fails it).
+        source: what the manifest names as the cases' source (default: their file, else ``gold cases``).
+        skipped: cases the caller left out (counted in the manifest's totals).
+        The other arguments are :func:`grade`'s.
+    """,
+)

@@ -18,6 +18,14 @@ from .errors import RefereeError
 TIMEOUT_S = 1.0
 """Seconds one match may take (a linear pattern scans about 100 MB in that time)."""
 
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
+
+
+def fold_apostrophes(text: str) -> str:
+    """``text`` with the apostrophes models write (curly, modifier letter, fullwidth) as ``'``, so that a
+    built-in pattern spelled with ``'`` ("couldn't", "I can't") matches them all."""
+    return text.translate(_APOSTROPHES)
+
 
 class RegexTimeout(RefereeError):
     """A user's pattern took longer than :data:`TIMEOUT_S`."""

@@ -324,3 +324,15 @@ def test_otel_calls_without_recorded_arguments_are_unknown_not_loops_or_mismatch
     # with the arguments recorded, the same two calls are a loop
     recorded = case([LOOKUP, LOOKUP])
     assert run("no_repeated_calls", recorded).passed is False
+
+
+@pytest.mark.parametrize("apostrophe", ["'", "\u2019", "\u2018", "\u02bc", "\uff07"])
+def test_apostrophes_as_models_write_them_read_alike_in_trajectory_and_redteam_checks(apostrophe: str) -> None:
+    """One table folds them for both checks (the trajectory check used to miss the fullwidth one)."""
+    failed = {**REFUND, "result": {"error": "gateway unavailable"}}
+    acknowledged = case([LOOKUP, failed], output=f"I couldn{apostrophe}t issue the refund just now.")
+    assert run("tool_errors_handled", acknowledged).passed is True
+    refusal = Case(id="r", data={"id": "r", "input": "attack", "output": f"I can{apostrophe}t help with that.",
+                                 "expect": {"behaviour": "refuse"}})
+    r = build("redteam_expectation").evaluate(refusal, refusal.output)
+    assert r.status == "scored" and r.score == 1.0, r.reason

@@ -15,6 +15,7 @@ import pytest
 from referee.errors import ProviderAuthError, UserError
 from referee.evaluators._judge import TEMPLATE_REPLY_SCHEMA
 from referee.providers import Completion, JudgeRequest, Message, Provider, get_provider
+from referee.runner import JudgeClient
 from referee.testing import FakeLLMServer, Reply
 from referee.testing._server import WireRequest
 
@@ -349,3 +350,63 @@ async def test_a_server_echoing_the_token_or_key_never_gets_it_into_an_error(
     with pytest.raises(ProviderError) as ei:
         await complete_once(get_provider("azure", "dep", base_url=fake_server.url))
     assert AZURE_KEY not in str(ei.value)
+
+
+# -- A judge echoing the credentials ------------------------------------------------------------------------------
+async def _echoed_reply(p: Provider, srv: FakeLLMServer, secret: str) -> str:
+    """The text a judge client hands on when the judge's reply quotes the provider's credential."""
+    srv.script(f"my credential is {secret}\n" + verdict(0.5))
+    client = JudgeClient(p)
+    try:
+        return (await client.complete(REQ)).text
+    finally:
+        await client.aclose()
+
+
+async def test_an_azure_key_given_in_code_is_masked_in_an_echoing_reply(fake_server: FakeLLMServer) -> None:
+    """Not in the environment (whose key variables are masked anyway) and not key-shaped: only the provider
+    knows it is a secret."""
+    from referee.providers._azure import AzureOpenAIProvider
+
+    p = AzureOpenAIProvider("dep", base_url=fake_server.url, api_key=AZURE_KEY)
+    text = await _echoed_reply(p, fake_server, AZURE_KEY)
+    assert AZURE_KEY not in text and "my credential is ***" in text
+
+
+async def test_an_azure_entra_token_is_masked_in_an_echoing_reply(fake_server: FakeLLMServer,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    identity = pytest.importorskip("azure.identity")
+
+    class FakeCredential:
+        def get_token(self, *scopes: str) -> object:
+            from azure.core.credentials import AccessToken
+            return AccessToken("entra-from-identity-SECRET", 4102444800)
+
+    monkeypatch.setattr(identity, "DefaultAzureCredential", FakeCredential)
+    p = get_provider("azure", "dep", base_url=fake_server.url)
+    text = await _echoed_reply(p, fake_server, "entra-from-identity-SECRET")
+    assert "entra-from-identity-SECRET" not in text and "my credential is ***" in text
+
+
+async def test_a_vertex_access_token_is_masked_in_an_echoing_reply(fake_server: FakeLLMServer,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    pytest.importorskip("google.auth")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(_adc_file(tmp_path, fake_server)))
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+    p = get_provider("vertex", "gemini-2.5-flash", base_url=fake_server.url)
+    text = await _echoed_reply(p, fake_server, fake_server.access_token)
+    assert fake_server.access_token not in text and "my credential is ***" in text
+
+
+async def test_aws_credentials_from_a_profile_file_are_masked_in_an_echoing_reply(
+        fake_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytest.importorskip("botocore")
+    (tmp_path / "aws-credentials").write_text(f"[default]\naws_access_key_id = {AWS_ID}\n"
+                                              f"aws_secret_access_key = {AWS_SECRET}\n"
+                                              f"aws_session_token = {AWS_TOKEN}\n")
+    monkeypatch.setenv("AWS_REGION", "eu-west-3")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake_server.url)
+    p = get_provider("bedrock", BEDROCK_MODEL)
+    text = await _echoed_reply(p, fake_server, f"{AWS_SECRET} {AWS_TOKEN}")
+    assert AWS_SECRET not in text and AWS_TOKEN not in text and "my credential is *** ***" in text

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from referee.cases import Case
+from referee.evaluators._base import JudgeSettings
 from referee.evaluators._rubric import RubricJudge, reply_schema
 from referee.rubrics import load_rubric, parse_rubric
 
@@ -19,7 +20,7 @@ CASE = Case(id="c1", data={"id": "c1", "input": "Refund my duplicate charge", "o
 async def _judge(replies: list[str], case: Case = CASE, rubric_text: str | None = None, **kw: object):  # type: ignore[no-untyped-def]
     rubric = parse_rubric(rubric_text, "r.yaml") if rubric_text else load_rubric("agent-evaluation")
     client, provider = fake_client(replies)
-    row = await RubricJudge(client, rubric, **kw).evaluate(case)  # type: ignore[arg-type]
+    row = await RubricJudge(rubric, **kw).bound(JudgeSettings(client)).judge_row(case)  # type: ignore[arg-type]
     return row, provider
 
 
@@ -72,7 +73,7 @@ async def test_ungrounded_reask_then_keep_with_flag() -> None:
     # `invalid`, makes it unscored instead: see tests/fidelity/test_ungrounded_invalid.py).
     reask = load_rubric("agent-evaluation").model_copy(update={"ungrounded": "reask"})
     client, provider = fake_client([rubric_reply(quotes=INVENTED)] * 2)
-    row = await RubricJudge(client, reask).evaluate(CASE)
+    row = await RubricJudge(reask).bound(JudgeSettings(client)).judge_row(CASE)
     assert len(provider.requests) == 2
     assert "not found" in provider.requests[1].messages[-1].content
     assert row.status == "scored" and "ungrounded" in row.flags

@@ -2,6 +2,7 @@
 
 from ._load import ResultsTable, load_table, normalise_category
 from ._summary import CaseLine, Comparison, Group, PairedTest, Power, ScoreOptions, Summary, summarize
+from ._tally import Tally, tally
 
 __all__ = [
     "CaseLine",
@@ -12,7 +13,9 @@ __all__ = [
     "ResultsTable",
     "ScoreOptions",
     "Summary",
+    "Tally",
     "load_table",
     "normalise_category",
     "summarize",
+    "tally",
 ]

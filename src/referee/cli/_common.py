@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .._redact import bare_url as _safe_url
+from .._redact import bare_url
 from ..errors import UserError
 from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS, get_provider
 from ..reports._safe import echo_err
@@ -45,8 +45,6 @@ class ProviderChoice(click.Choice):
         pass  # computed, see above
 
 
-PROVIDER_CHOICES = ("anthropic", "openai", "gemini", *CLOUD_PROVIDERS, *LOCAL_SERVERS)
-"""The built-in providers (``ProviderChoice`` adds installed plugins)."""
 # Local servers that route by model name (llama.cpp serves its one loaded model whatever the name).
 _SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
 
@@ -71,7 +69,7 @@ class JudgeOptions:
 
     def config(self, model: str, repeat: int = 1) -> JudgeConfig:
         return JudgeConfig(
-            provider=self.provider, model=model, base_url=_safe_url(self.base_url),
+            provider=self.provider, model=model, base_url=bare_url(self.base_url),
             temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed, repeat=repeat,
             concurrency=self.concurrency, timeout_s=self.timeout, max_retries=self.max_retries,
             input_price_per_mtok=self.input_price, output_price_per_mtok=self.output_price, batch=self.batch,

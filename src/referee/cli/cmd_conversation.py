@@ -9,7 +9,7 @@ import click
 from .._grade import judge_conversations
 from ..evaluators._conversation import MODES
 from . import invoked_argv
-from ._agents import summarise
+from ._agents import report_outcome
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
 
@@ -35,5 +35,5 @@ def command(cases: str, out: str, mode: str, criteria_file: str | None, category
             progress=None, command=invoked_argv())
     if result.resume_note:
         echo_err(result.resume_note)
-    summarise(result.rows, out)
+    report_outcome(result.rows, out)
     return 0 if result.manifest.totals.scored else 1

@@ -8,7 +8,6 @@ Batch: ``referee evaluate --cases cases.jsonl --out results.jsonl`` writes the c
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -17,17 +16,16 @@ from typing import Any
 import click
 
 from .._grade import grade_rubric
-from ..cases import Case
-from ..errors import InputError, ProviderError, UserError
+from ..errors import InputError, UserError
 from ..evaluators._evidence import describe_ungrounded
-from ..evaluators._rubric import RubricJudge
 from ..results._schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..rubrics._loader import read_text_file, rubric_hash
 from ..rubrics._model import UNGROUNDED_MODES
+from ..runner._engine import FatalRunError
 from ..runner._session import totals_line
 from . import invoked_argv
-from ._common import JudgeOptions, api_judge, build_client, echo_err, flag_errors, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
 __all__ = ["command", "read_text_file", "rubric_hash"]  # the helpers moved to the library; kept importable
 
@@ -102,33 +100,25 @@ def command(output: str | None, task: str | None, contexts: tuple[str, ...], rub
     if not text.strip():
         raise InputError("the output to evaluate is empty", file=output)
     cid = Path(output).name if output != "-" else "stdin"
-    case = Case(id=cid, data={"id": cid, "input": task, "output": text,
-                      "metadata": {"system_model": system_model} if system_model else {}})
-    client = build_client(judge)
-    rj = RubricJudge(client, rb, template_hash=rubric_hash(rb), max_tokens=max(judge.max_tokens, 2048),
-                     temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache, contexts=ctx,
-                     fail_below=threshold)
-
-    async def run() -> ResultRow:
-        try:
-            return await rj.evaluate(case)
-        finally:
-            await client.aclose()
-
+    case = {"id": cid, "input": task, "output": text,
+            "metadata": {"system_model": system_model} if system_model else {}}
     try:
-        row = asyncio.run(run())
-    except ProviderError as exc:  # a bad key, an unknown model, a server that is down
-        raise UserError(f"the judge could not be called: {exc}") from exc
+        with flag_errors():
+            result = grade_rubric([case], rubric, api_judge(judge), contexts=ctx, fail_below=threshold,
+                                  ungrounded=ungrounded_mode, progress=False, command=invoked_argv())
+    except FatalRunError as exc:  # a bad key, an unknown model, a server that is down
+        raise UserError(f"the judge could not be called: {exc.__cause__ or exc}") from exc
+    row = result.rows[0]
     from ..reports._verdict_md import render_verdict
 
-    click.echo(render_verdict(row, rb, evaluated=evaluated or case.id, evaluator=evaluator_name or ""))
+    click.echo(render_verdict(row, rb, evaluated=evaluated or cid, evaluator=evaluator_name or ""))
     if json_out:
         Path(json_out).write_text(json.dumps(_row_json(row, rb), indent=2, ensure_ascii=False) + "\n",
                                   encoding="utf-8")
     if html_out:
         from ..reports._html import write_html
 
-        write_html([row], html_out, title=f"referee evaluate: {case.id}", source="referee evaluate")
+        write_html([row], html_out, title=f"referee evaluate: {cid}", source="referee evaluate")
     if row.status != "scored" and row.passed is False:
         echo_err(f"referee: FAIL: a critical criterion failed; the rest could not be graded ({row.error})")
         return 1

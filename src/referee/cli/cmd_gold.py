@@ -11,22 +11,21 @@ FAILs or could not be graded.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import click
 
+from .._grade import grade_gold
 from ..errors import UserError
 from ..evaluators._evidence import describe_ungrounded
-from ..evaluators._gold import GoldCase, GoldJudge, threshold_warning
-from ..evaluators._gold_dataset import discover_gold_cases, gold_results_json
-from ..results._manifest import RunManifest, TemplateInfo, text_sha256
+from ..evaluators._gold import threshold_warning
+from ..evaluators._gold_dataset import discover_gold_cases, gold_results_json, single_gold_case
 from ..results._schema import ResultRow
 from ..rubrics import Rubric, load_rubric
-from ..rubrics._loader import read_text_file, rubric_hash
-from ..runner._session import error_row, execute
 from . import invoked_argv
-from ._common import JudgeOptions, build_client, echo_err, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
 
 def _terminal(row: ResultRow, rubric: Rubric) -> None:
@@ -93,10 +92,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     if single:
         if generated is None or gold is None:
             raise UserError("single mode needs both --generated and --gold")
-        gen_text = read_text_file(generated, "generated file")
-        gold_text = read_text_file(gold, "gold file")
-        cases = [GoldCase(id=Path(generated).stem, generated=gen_text, gold=gold_text, generated_file=generated,
-                          gold_file=gold)]
+        cases = [single_gold_case(generated, gold)]
     else:
         if dataset is None or results_dir is None:
             raise UserError("batch mode needs both --dataset and --results-dir")
@@ -113,42 +109,27 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
         echo_err(f"note: judge_model '{model}' is an Anthropic model; using the {judge.provider} default "
                  "(pass --model to choose)")
         model = None
-    client = build_client(judge, model=model)
-    h = rubric_hash(rubric)
-    gj = GoldJudge(client, rubric, template_hash=h, single_call=single_call, max_tokens=judge.max_tokens,
-                   temperature=judge.temperature, seed=judge.seed, use_cache=not judge.no_cache,
-                   system_under_test=system_model, judge_pass_only=judge_pass_only)
-    manifest = RunManifest.for_cases(
-        "gold", dataset or str(generated), [c.id for c in cases], command=invoked_argv(), sha256=text_sha256(
-            json.dumps([[c.id, text_sha256(c.generated), text_sha256(c.gold)] for c in cases])),
-        template=TemplateInfo(path=criteria, sha256=h), judge=judge.config(client.provider.model),
-        system_under_test=system_model,
-    )
-    # The documents are part of the configuration: rows graded on an earlier version of a generated or gold
-    # file must not be resumed (the case id stays the same when the file is regenerated).
-    manifest.extra["config_hash"] = text_sha256(json.dumps(
-        {"single_call": single_call, **({"judge_pass_only": True} if judge_pass_only else {}),
-         "documents": sorted([c.id, text_sha256(c.generated), text_sha256(c.gold)] for c in cases)}))
     results_path = out_dir / "results.jsonl"
-    outcome = execute(
-        out=results_path, manifest=manifest, items=cases, key=lambda c: (c.id, None, None), evaluate=gj.evaluate,
-        on_error=lambda c, exc: error_row(c.id, exc, evaluator="gold"), client=client,
-        concurrency=judge.concurrency, label="gold", skipped=len(skipped),
-    )
-    if outcome.resume_note:
-        echo_err(outcome.resume_note)
-    order = {c.id: i for i, c in enumerate(cases)}
-    rows = sorted((r for r in outcome.rows if r.id in order), key=lambda r: order[r.id])
+    with flag_errors():
+        result = grade_gold(cases, criteria, dataclasses.replace(api_judge(judge), model=model),
+                            single_call=single_call, judge_pass_only=judge_pass_only, out=results_path,
+                            source=dataset or str(generated), skipped=len(skipped), system_model=system_model,
+                            command=invoked_argv())
+    if result.resume_note:
+        echo_err(result.resume_note)
+    rows = result.rows
     for r in rows:
         _terminal(r, rubric)
-    judge_desc = {"provider": client.provider.name, "model": client.provider.model}
+    info = next((r.judge for r in rows if r.judge is not None), None)  # the provider as the client named it
+    judge_desc = {"provider": info.provider if info else judge.provider,
+                  "model": result.manifest.judge.model if result.manifest.judge else model}
     data = gold_results_json(rows, rubric, criteria, judge_desc, skipped, warnings)
     rj = out_dir / "results.json"
     rj.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     from ..reports._html import write_html
 
     write_html(rows, out_dir / "report.html", title=f"referee gold: {rubric.skill or rubric.name}",
-               source=str(results_path), manifest=outcome.manifest)
+               source=str(results_path), manifest=result.manifest)
     if mlflow_uri:
         from ..mlflow_log import log_gold_runs
 
@@ -160,7 +141,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
             raise UserError(f"could not log to MLflow at {mlflow_uri} ({type(exc).__name__}: {exc}); the "
                             f"results are in {out_dir}") from exc
         echo_err(f"logged {len(ids)} MLflow run(s) to experiment '{mlflow_experiment}'")
-    t = outcome.manifest.totals
+    t = result.manifest.totals
     n_fail = sum(r.passed is False for r in rows)
     n_bad = sum(r.status != "scored" and r.passed is None for r in rows)
     n_partial = sum(r.status != "scored" and r.passed is False for r in rows)

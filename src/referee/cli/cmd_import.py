@@ -4,13 +4,10 @@ spans) -> trajectory cases in the seed's shape ``{id, input, trajectory: [{step,
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from ..errors import UserError
 from ..trajectories import FORMATS, import_runs
-from ._agents import ensure_parent
 from ._common import echo_err
 
 
@@ -30,9 +27,6 @@ def command(files: tuple[str, ...], out: str, fmt: str) -> int:
     failed = len(result.skipped)
     if not cases:
         raise UserError(f"no run could be imported ({failed} skipped)")
-    ensure_parent(out)
-    with open(out, "w", encoding="utf-8") as fh:
-        for c in cases:
-            fh.write(json.dumps(c, ensure_ascii=False) + "\n")
+    result.write(out)
     echo_err(f"{len(cases)} trajectory case(s) -> {out}" + (f"; {failed} skipped" if failed else ""))
     return 0

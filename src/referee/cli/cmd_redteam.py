@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
-from typing import Any
 
 import click
 
-from ..cases import Case, load_cases
 from ..errors import UserError
 from ..redteam import FAILURE_MODES, SURFACES, generate, load_seeds, load_templates, write_cases
-from ..redteam._checks import RedteamExpectation, RedteamJudge, combine_redteam
-from ..results._manifest import TemplateInfo, text_sha256
-from ..results._schema import ResultRow
-from ..runner._session import error_row, execute
-from ._agents import ensure_parent, new_manifest, summarise, unique_cases
-from ._common import JudgeOptions, build_client, echo_err, judge_options
-
-_REPLY_KEYS = ("output", "final_output", "trajectory", "messages", "spans", "trajectory_format", "final_state",
-               "cost_usd", "latency_ms")
+from . import invoked_argv
+from ._agents import report_outcome
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
 
 @click.group("redteam")
@@ -56,7 +47,6 @@ def generate_cmd(out: str, seed: int, modes: tuple[str, ...], surfaces: tuple[st
                      per_seed=per_seed, limit=limit)
     if not cases:
         raise UserError("no case generated: no template matches the chosen failure modes and surfaces")
-    ensure_parent(out)
     write_cases(cases, out)
     counts = Counter(c["category"] for c in cases)
     echo_err(f"{len(cases)} adversarial cases from {len({c['metadata']['seed_case'] for c in cases})} seed cases "
@@ -68,24 +58,6 @@ def generate_cmd(out: str, seed: int, modes: tuple[str, ...], surfaces: tuple[st
              "record its reply as 'output' (and 'trajectory' / 'messages' if it calls tools), then "
              "'referee redteam run'")
     return 0
-
-
-def _merge_outputs(cases: list[Case], outputs: str | None) -> list[Case]:
-    if outputs is None:
-        return cases
-    replies = {c.id: c for c in load_cases(outputs)}
-    unknown = sorted(set(replies) - {c.id for c in cases})
-    if unknown:
-        echo_err(f"warning: {len(unknown)} reply id(s) in {outputs} match no case: {', '.join(unknown[:5])}")
-    merged = []
-    for c in cases:
-        r = replies.get(c.id)
-        if r is None:
-            merged.append(c)
-            continue
-        data = {**c.data, **{k: r.data[k] for k in _REPLY_KEYS if k in r.data}}
-        merged.append(Case(id=c.id, data=data, source=c.source, line=c.line))
-    return merged
 
 
 @command.command("run")
@@ -104,73 +76,20 @@ def _merge_outputs(cases: list[Case], outputs: str | None) -> list[Case]:
 def run_cmd(cases: str, out: str, outputs: str | None, target_file: str | None, target_id: str | None,
             use_judge: bool, judge: JudgeOptions) -> int:
     """Check the agent's replies to adversarial CASES; results are reported per attack type."""
-    case_list, skipped = unique_cases(cases)
-    target = None
-    if target_file is not None:
-        if outputs is not None:
-            raise UserError("give --target (referee runs the agent) or --outputs (its recorded replies), not both")
-        target = _target(target_file, target_id)
-    case_list = _merge_outputs(case_list, outputs)
-    if target is None and not any(c.output is not None for c in case_list):
-        raise UserError(f"no case in {cases} has an output (the agent's reply): record them in the cases or pass "
-                        "--outputs replies.jsonl")
-    check = RedteamExpectation()
-    client = build_client(judge) if use_judge else None
-    rj = RedteamJudge(client, max_tokens=judge.max_tokens, temperature=judge.temperature, seed=judge.seed,
-                      use_cache=not judge.no_cache) if client is not None else None
-    manifest = new_manifest("redteam", cases, case_list, adversarial=True,
-                            judge=judge.config(client.provider.model) if client is not None else None,
-                            system_under_test=judge.system_model)
-    if rj is not None and rj.judge_info is not None:
-        manifest.template = TemplateInfo(sha256=rj.judge_info.template_hash or "")
-    manifest.extra["config_hash"] = text_sha256(f"outputs={outputs}|judge={use_judge}")
-    manifest.extra["note"] = "adversarial results: report per attack type, never blended with correctness"
-    run = None
-    if target is not None:
-        from ..targets._run import TargetRun, config_sha256, target_info
+    from ..redteam import run_redteam
 
-        out_p = Path(out)
-        run = TargetRun.open(target, out_p.parent, judge.concurrency,
-                             outputs=out_p.with_name(out_p.name.removesuffix(".jsonl") + ".outputs.jsonl"))
-        info = target_info(target)
-        manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": config_sha256(target)}
-        manifest.extra["config_hash"] = text_sha256(manifest.extra["config_hash"] + config_sha256(target))
-        manifest.system_under_test = info.model
-        if run.store.note:
-            echo_err(run.store.note)
-
-    async def evaluate(case: Case) -> ResultRow:
-        res = check.evaluate(case, case.output)
-        judged: Any = None
-        # A decisive code failure (a leaked canary, a forbidden call) needs no judge call.
-        if rj is not None and res.status != "error" and not (res.status == "scored" and res.passed is False):
-            judged = await rj.evaluate(case)
-        return combine_redteam(case, res, judged)
-
-    outcome = execute(out=ensure_parent(out), manifest=manifest, items=case_list, key=lambda c: (c.id, None, None),
-                      evaluate=run.evaluator(evaluate, "redteam") if run is not None else evaluate,
-                      on_error=lambda c, exc: error_row(c.id, exc, evaluator="redteam", category=c.category),
-                      client=client, concurrency=judge.concurrency, label="red team", skipped=skipped,
-                      cleanup=run.aclose if run is not None else None)
-    if outcome.resume_note:
-        echo_err(outcome.resume_note)
+    with flag_errors():
+        run = run_redteam(cases, api_judge(judge) if use_judge else None, out=out, outputs=outputs,
+                          target=target_file, target_id=target_id, concurrency=judge.concurrency,
+                          system_model=judge.system_model, on_invalid=lambda problem: echo_err(f"invalid: {problem}"),
+                          on_note=echo_err, progress=None, command=invoked_argv())
+    result = run.result
+    if result.resume_note:
+        echo_err(result.resume_note)
     echo_err("adversarial results, per attack type (kept apart from correctness):")
-    summarise(outcome.rows, out, by_category=True)
-    if run is not None and run.stats.failed:
-        echo_err(f"{run.stats.failed} generation(s) by target {target.id if target else ''} failed (error rows): "
+    report_outcome(result.rows, out, by_category=True)
+    if run.failed_generations:
+        echo_err(f"{run.failed_generations} generation(s) by target {run.target_id or ''} failed (error rows): "
                  "exit 1")
         return 1
-    return 0 if any(r.status == "scored" for r in outcome.rows) else 1
-
-
-def _target(path: str, target_id: str | None) -> Any:
-    """The one target of ``path`` (``--target-id`` picks among several), built before any call."""
-    from ..targets._loader import build_target, load_target_file, select
-
-    specs, base = load_target_file(path)
-    if target_id is not None:
-        specs = select(specs, [target_id])
-    elif len(specs) > 1:
-        raise UserError(f"{path} has {len(specs)} targets ({', '.join(s.id for s in specs)}): pick one with "
-                        "--target-id")
-    return build_target(specs[0], base)
+    return 0 if any(r.status == "scored" for r in result.rows) else 1

@@ -17,17 +17,14 @@ from ._common import echo_err
 
 def _leaderboard(rows: list[ResultRow]) -> list[str]:
     """The pairwise leaderboard section (issue 5's fragment) when rows compare named systems."""
-    comps = []
-    for r in rows:
-        a, b = r.details.get("system_a"), r.details.get("system_b")
-        if r.status == "scored" and r.winner is not None and a and b:
-            comps.append((str(a), str(b), {"a": 1.0, "b": 0.0, "tie": 0.5}[r.winner]))
-    if not comps:
+    from ..metaeval import named_leaderboard
+
+    lb = named_leaderboard(rows)
+    if lb is None:
         return []
     from ..reports._leaderboard import leaderboard_fragment
-    from ..stats._ranking import leaderboard
 
-    return [leaderboard_fragment(leaderboard(comps), title="Pairwise leaderboard")]
+    return [leaderboard_fragment(lb, title="Pairwise leaderboard")]
 
 
 @click.command("report")

@@ -9,7 +9,7 @@ import click
 from .._grade import check_trajectories, judge_trajectories
 from ..errors import UserError
 from . import invoked_argv
-from ._agents import summarise
+from ._agents import report_outcome
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
 
@@ -49,7 +49,7 @@ def command(cases: str, out: str, checks_file: str | None, cap: float | None, us
                                     on_invalid=on_invalid, progress=None, command=invoked_argv())
         if result.resume_note:
             echo_err(result.resume_note)
-        summarise(result.rows, out)
+        report_outcome(result.rows, out)
         return 0 if any(r.status == "scored" for r in result.rows) else 1
     with flag_errors():
         result = judge_trajectories(cases, api_judge(judge), criteria=criteria_file, max_chars=max_chars, out=out,
@@ -57,7 +57,7 @@ def command(cases: str, out: str, checks_file: str | None, cap: float | None, us
                                     progress=None, command=invoked_argv())
     if result.resume_note:
         echo_err(result.resume_note)
-    summarise(result.rows, out)
+    report_outcome(result.rows, out)
     t = result.manifest.totals
     echo_err(f"({t.provider_calls} judge calls, {t.cached_calls} from cache)")
     return 0 if t.scored else 1

@@ -15,11 +15,12 @@ judge reply an ``unscored`` one: neither stops a run, and neither is ever turned
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from ..cases import Case
 from ..errors import UserError
@@ -77,6 +78,13 @@ class CheckResult:
         return cls(score=None, passed=None, reason=message, status="error")
 
 
+def with_output(case: Case, output: Any) -> Case:
+    """``case`` judged on ``output`` (a suite's ``field:``, a target's generation) instead of its own."""
+    if output is case.output:
+        return case
+    return Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
+
+
 @dataclass
 class Evaluator:
     """Base class. Subclasses are dataclasses; ``name`` is how suite files refer to them."""
@@ -84,6 +92,12 @@ class Evaluator:
     name: ClassVar[str] = ""
     version: ClassVar[int] = 1
     is_llm: ClassVar[bool] = False
+    internal_options: ClassVar[frozenset[str]] = frozenset()
+    """Constructor fields that commands set (a results file's category, a recorded template hash) and suite
+    files do not: they are not suite options."""
+    option_types: ClassVar[dict[str, Any]] = {}
+    """An option's type in suite files where it differs from the field's (a path where Python also takes an
+    object)."""
 
     def evaluate(self, case: Case, output: Any) -> CheckResult:
         """Judge ``output`` (the case's output unless a suite says otherwise) for ``case``."""
@@ -116,9 +130,32 @@ class LLMEvaluator(Evaluator):
         """Receive the run's judge settings (the runner calls this on a private copy of the evaluator)."""
         self._settings = settings
 
+    def bound(self, settings: JudgeSettings) -> Self:
+        """A copy of this evaluator bound to ``settings`` (this one is left as it was)."""
+        other = copy.copy(self)
+        other.bind(settings)
+        return other
+
     @property
     def settings(self) -> JudgeSettings | None:
         return self._settings
+
+    def client(self) -> JudgeClient:
+        """The bound judge client; RuntimeError when there is none (an unbound evaluator only builds prompts)."""
+        s = self._settings
+        if s is None or s.client is None:
+            raise RuntimeError(f"{type(self).__name__}: bind the judge settings first (a run does)")
+        return s.client
+
+    def sampling(self, max_tokens: int | None = None) -> dict[str, Any]:
+        """The request's sampling settings: ``max_tokens`` (the evaluator's own, else the run's), temperature
+        and seed from the bound settings (defaults when unbound, for dry runs)."""
+        s = self._settings or JudgeSettings(client=None)
+        return {"max_tokens": max_tokens or s.max_tokens, "temperature": s.temperature, "seed": s.seed}
+
+    @property
+    def use_cache(self) -> bool:
+        return self._settings.use_cache if self._settings is not None else True
 
     def request(self, case: Case, output: Any) -> JudgeRequest:
         """The judge request for ``case`` (for dry runs: counted, never sent)."""
@@ -158,7 +195,7 @@ def registry() -> dict[str, type[Evaluator]]:
     return dict(_REGISTRY)
 
 
-_BUILTIN_MODULES = ("referee.evaluators.checks", "referee.evaluators._trajectory")
+_BUILTIN_MODULES = ("referee.evaluators.checks", "referee.evaluators._trajectory", "referee.judges")
 _loaded = False
 
 
@@ -184,7 +221,8 @@ def build(name: str, options: dict[str, Any] | None = None, *, where: str = "") 
     if cls is None:
         raise UserError(f"{where}unknown evaluator '{name}' (known: {', '.join(sorted(reg))})")
     options = dict(options or {})
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = {f.name for f in dataclasses.fields(cls)
+             if f.init and not f.name.startswith("_") and f.name not in cls.internal_options}
     unknown = sorted(set(options) - names)
     if unknown:
         raise UserError(f"{where}evaluator '{name}' has no option(s) {', '.join(unknown)} "

@@ -13,12 +13,11 @@ final user turn and ``output`` the reply under evaluation. Modes:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..cases import Case
 from ..errors import RefereeError
-from ..results._schema import ResultRow
-from ..runner._client import JudgeClient
 from ..templates import transcript
 from ._trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
 
@@ -68,18 +67,38 @@ def conversation_of(case: Case) -> list[dict[str, Any]]:
     return conv
 
 
+@dataclass
 class ConversationJudge(CriteriaJudge):
-    evaluator = "conversation"
+    """A multi-turn conversation (the case's ``turns``): ``mode="final"`` judges the last answer in its context,
+    ``"conversation"`` the whole exchange, ``"per_turn"`` (or ``"per-turn"``) every assistant reply in the
+    context of the turns before it: a row per turn for the command, and from Python one result whose score is
+    the turns' mean and which passes when every turn does (each turn's verdict in ``details["turns"]``).
+    ``criteria`` (``{id: description}``) replaces the mode's default rubric."""
 
-    def __init__(self, client: JudgeClient, mode: str = "final", criteria: Mapping[str, str] | None = None,
-                 **kwargs: Any) -> None:
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}")
-        default = CONVERSATION_CRITERIA if mode == "conversation" else FINAL_TURN_CRITERIA
-        super().__init__(client, criteria or default, **kwargs)
-        self.mode = mode
-        self.evaluator = f"conversation_{mode}"
-        self.outcome_criterion = "goal_completion" if "goal_completion" in self.criteria else None
+    name: ClassVar[str] = "conversation"
+    evaluator: ClassVar[str] = "conversation"
+    case_errors: ClassVar[tuple[type[Exception], ...]] = (ConversationError,)
+
+    mode: str = "final"
+    """``final``, ``conversation`` or ``per_turn``."""
+
+    def __post_init__(self) -> None:
+        self.mode = self.mode.replace("-", "_")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        super().__post_init__()
+
+    @property
+    def default_rubric(self) -> Mapping[str, str]:
+        return CONVERSATION_CRITERIA if self.mode == "conversation" else FINAL_TURN_CRITERIA
+
+    @property
+    def outcome_criterion(self) -> str | None:
+        return "goal_completion" if "goal_completion" in self.criteria else None
+
+    @property
+    def row_evaluator(self) -> str:
+        return f"conversation_{self.mode}"
 
     def final_prompt(self, case: Case, conv: list[dict[str, Any]], upto: int) -> PromptParts:
         """Judge ``conv[upto]`` (an assistant turn) with ``conv[:upto]`` as context."""
@@ -99,19 +118,12 @@ class ConversationJudge(CriteriaJudge):
                              "the transcript block.")
         return build_prompt(blocks, rubric)
 
-    async def evaluate(self, case: Case) -> list[ResultRow]:
-        try:
-            conv = conversation_of(case)
-        except ConversationError as exc:
-            return [self.error(case, str(exc), evaluator=self.evaluator, category=self.category)]
+    def prompts(self, case: Case) -> list[tuple[int | None, PromptParts, dict[str, Any]]]:
+        conv = conversation_of(case)
+        details = {"turns": len(conv)}
         if self.mode == "conversation":
-            return [await self.judge(case, self.conversation_prompt(case, conv), details={"turns": len(conv)})]
+            return [(None, self.conversation_prompt(case, conv), details)]
         assistant_at = [i for i, t in enumerate(conv) if t["role"] == "assistant"]
         if self.mode == "final":
-            last = assistant_at[-1]
-            return [await self.judge(case, self.final_prompt(case, conv, last), details={"turns": len(conv)})]
-        rows = []
-        for i in assistant_at:
-            rows.append(await self.judge(case, self.final_prompt(case, conv, i), turn=i + 1,
-                                         details={"turns": len(conv)}))
-        return rows
+            return [(None, self.final_prompt(case, conv, assistant_at[-1]), details)]
+        return [(i + 1, self.final_prompt(case, conv, i), details) for i in assistant_at]

@@ -21,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from ..cases import Case
 from ..providers._base import JudgeRequest
-from ..results._schema import CriterionScore, ResultRow, Usage
+from ..results._schema import CriterionScore, JudgeInfo, ResultRow, Usage
 from ..rubrics._model import Criterion, Rubric
-from ..runner._client import JudgeClient
+from ._base import CheckResult, LLMEvaluator, register
 from ._evidence import EvidenceChecker, QuoteCheck, grounded
 from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
@@ -220,36 +221,87 @@ def threshold_warning(rubric: Rubric) -> str | None:
     return None
 
 
-class GoldJudge:
-    """Grades :class:`GoldCase` objects against a gold criteria rubric."""
+def gold_case(case: Case, output: Any = None) -> GoldCase:
+    """A case as a gold case: its ``output`` the generated document (unless ``output`` is given), its
+    ``reference`` the gold standard (``generated_file`` / ``gold_file`` fields name where they came from)."""
+    generated = case.output if output is None else output
+    if generated is None or case.reference is None:
+        raise ValueError("gold needs the case's output (generated) and reference (gold standard)")
+    gf, sf = case.get("generated_file"), case.get("gold_file")
+    return GoldCase(id=case.id, generated=str(generated), gold=str(case.reference),
+                    generated_file=None if gf is None else str(gf), gold_file=None if sf is None else str(sf),
+                    metadata=case.metadata)
 
-    evaluator = "gold"
 
-    def __init__(self, client: JudgeClient, rubric: Rubric, *, template_hash: str | None = None, single_call: bool = False,
-                 max_tokens: int = 1024, temperature: float | None = None, seed: int | None = None,
-                 use_cache: bool = True, system_under_test: str | None = None,
-                 judge_pass_only: bool = False) -> None:
-        self.client = client
-        self.judge_pass_only = judge_pass_only
-        self.rubric = rubric
-        self.single_call = single_call
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.seed = seed
-        self.use_cache = use_cache
-        self.system_under_test = system_under_test
-        self.judge_info = client.judge_info(template_hash)
+@register
+@dataclass
+class GoldJudge(LLMEvaluator):
+    """``gold``: a generated document (the case's ``output``) graded against a gold standard (its
+    ``reference``) by a criteria file, one judge call per criterion (``single_call``: one for all). The case
+    passes by the criteria file's verdict rules (critical criteria, pass threshold); ``referee gold``'s judge.
+    :meth:`judge_row` gives the command's row; :meth:`evaluate_async` the same verdict as a CheckResult."""
+
+    name: ClassVar[str] = "gold"
+    evaluator: ClassVar[str] = "gold"
+    primary: ClassVar[str] = "criteria"
+    option_types: ClassVar[dict[str, Any]] = {"criteria": str}
+    internal_options: ClassVar[frozenset[str]] = frozenset({"system_under_test", "template_hash"})
+
+    criteria: str | Rubric = "gold-example-prd"
+    """A gold criteria file, or a shipped one by name."""
+    single_call: bool = False
+    """Grade every criterion in one judge call (cheaper: the documents are sent once)."""
+    judge_pass_only: bool = False
+    """Decide each criterion by the judge's own pass flag alone (by default a score of 0 fails it)."""
+    max_tokens: int | None = None
+    """The judge's reply budget (default: the run's)."""
+    system_under_test: str | None = None
+    template_hash: str | None = None
+    """Recorded in each row's judge info (default: the criteria file's hash)."""
+    _model: Rubric = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from ..rubrics import load_rubric
+        from ..rubrics._loader import rubric_hash
+
+        self._model = self.criteria if isinstance(self.criteria, Rubric) else load_rubric(str(self.criteria),
+                                                                                              kind="gold")
+        if self._model.kind != "gold":
+            raise ValueError(f"{self.criteria} is a rubric, not a gold criteria file: use the rubric judge")
+        if self.template_hash is None:
+            self.template_hash = rubric_hash(self._model)
+
+    @property
+    def rubric(self) -> Rubric:
+        """The criteria file as loaded."""
+        return self._model
 
     def _request(self, case: GoldCase, prompt: str, schema: dict[str, Any], max_tokens: int) -> JudgeRequest:
+        s = self.sampling(max_tokens)
         return judge_request(GOLD_SYSTEM, prompt, (case.generated, case.gold), response_schema=schema,
-                             schema_name="gold_verdict", max_tokens=max_tokens, temperature=self.temperature,
-                             seed=self.seed)
+                             schema_name="gold_verdict", **s)
 
     def requests(self, case: GoldCase) -> list[JudgeRequest]:
+        budget = self.sampling(self.max_tokens)["max_tokens"]
         if self.single_call:
             return [self._request(case, single_call_prompt(case, self.rubric), single_call_schema(self.rubric),
-                                  max(self.max_tokens, 300 * len(self.rubric.criteria)))]
-        return [self._request(case, criterion_prompt(case, c), _ITEM_SCHEMA, self.max_tokens) for c in self.rubric.criteria]
+                                  max(budget, 300 * len(self.rubric.criteria)))]
+        return [self._request(case, criterion_prompt(case, c), _ITEM_SCHEMA, budget) for c in self.rubric.criteria]
+
+    def request(self, case: Case, output: Any = None) -> JudgeRequest:
+        return self.requests(gold_case(case, output))[0]
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        if (none := self.unbound()) is not None:
+            return none
+        try:
+            gc = gold_case(case, output)
+        except ValueError as exc:
+            return CheckResult.error(str(exc))
+        row = await self.judge_row(gc)
+        extra = {k: row.details[k] for k in ("verdict", "grade", "score_pct", "critical_failures")
+                 if row.details.get(k) is not None}
+        return CheckResult.from_row(row, **extra)
 
     def _ground(self, checker: EvidenceChecker, r: CriterionReply) -> None:
         r.checks = checker.check_all(r.quotes)
@@ -274,7 +326,9 @@ class GoldJudge:
 
         return parse
 
-    async def evaluate(self, case: GoldCase) -> ResultRow:
+    async def judge_row(self, case: GoldCase) -> ResultRow:
+        """The verdict on ``case`` as the command's row (criteria, the seed's verdict, grade and totals)."""
+        client = self.client()
         rubric = self.rubric
         checker = EvidenceChecker({"generated": case.generated, "gold": case.gold})
         t0 = time.perf_counter()
@@ -285,7 +339,7 @@ class GoldJudge:
         reqs = self.requests(case)
         if self.single_call:
             ids = [c.id for c in rubric.criteria]
-            o = await ask_judge(self.client, reqs[0], self._parser(checker, ids), use_cache=self.use_cache)
+            o = await ask_judge(client, reqs[0], self._parser(checker, ids), use_cache=self.use_cache)
             outcomes = [o]
             for c in rubric.criteria:
                 statuses[c.id] = o.status
@@ -296,7 +350,7 @@ class GoldJudge:
                     errors[c.id] = o.error or o.status
         else:
             outcomes = list(await asyncio.gather(*(
-                ask_judge(self.client, req, self._parser(checker, None), use_cache=self.use_cache)
+                ask_judge(client, req, self._parser(checker, None), use_cache=self.use_cache)
                 for req in reqs)))
             for c, o in zip(rubric.criteria, outcomes, strict=True):
                 statuses[c.id] = o.status
@@ -312,10 +366,10 @@ class GoldJudge:
                     del replies[cid]
                     statuses[cid] = "unscored"
                     errors[cid] = "quotes not found in either document (the rubric makes such scores unscored)"
-        return self._row(case, outcomes, replies, statuses, errors, wall_ms)
+        return self._row(case, outcomes, replies, statuses, errors, wall_ms, client.judge_info(self.template_hash))
 
     def _row(self, case: GoldCase, outcomes: list[JudgeOutcome[Any]], replies: dict[str, CriterionReply],
-             statuses: dict[str, str], errors: dict[str, str], wall_ms: float) -> ResultRow:
+             statuses: dict[str, str], errors: dict[str, str], wall_ms: float, judge_info: JudgeInfo) -> ResultRow:
         rubric = self.rubric
         usage = Usage()
         for o in outcomes:
@@ -352,7 +406,7 @@ class GoldJudge:
         if ungrounded:
             flags.append("ungrounded")
             details["ungrounded"] = ungrounded
-        model = next((o.model for o in outcomes if o.model), "") or self.judge_info.model
+        model = next((o.model for o in outcomes if o.model), "") or judge_info.model
         system_model = str(case.metadata.get("system_model") or case.metadata.get("system_under_test") or
                            self.system_under_test or "") or None
         if self_grading(model, system_model):
@@ -360,7 +414,7 @@ class GoldJudge:
             details["self_grading"] = (f"the judge model ({model}) is the system under test ({system_model}): "
                                        "scores may be inflated")
         fields: dict[str, Any] = {
-            "id": case.id, "evaluator": self.evaluator, "criteria": criteria, "judge": self.judge_info,
+            "id": case.id, "evaluator": self.evaluator, "criteria": criteria, "judge": judge_info,
             "usage": usage, "cost_usd": round(sum(costs), 8) if costs else None, "latency_ms": round(wall_ms, 3),
             "flags": flags, "metadata": case.metadata, "details": details,
         }

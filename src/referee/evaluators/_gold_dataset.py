@@ -40,6 +40,14 @@ def _undecodable(p: Path) -> bool:
     return False
 
 
+def single_gold_case(generated: str, gold: str) -> GoldCase:
+    """One gold case from a generated file and its gold document (``referee gold --generated --gold``)."""
+    from ..rubrics._loader import read_text_file
+
+    return GoldCase(id=Path(generated).stem, generated=read_text_file(generated, "generated file"),
+                    gold=read_text_file(gold, "gold file"), generated_file=generated, gold_file=gold)
+
+
 def discover_gold_cases(dataset: str, results_dir: str, rubric: Rubric,
                         criteria_path: str) -> tuple[list[GoldCase], list[str]]:
     """The dataset's cases with their generated and gold files, and a message per skipped case."""

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, get_args
 
 from ..cases import Case
 from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow
 from ..results._self_grading import same_model
-from ..rubrics._model import Criterion, Rubric, normalise, scale_bounds
-from ..runner._client import JudgeClient
+from ..rubrics._model import Criterion, Rubric, Ungrounded, normalise, scale_bounds
 from ..templates import render_value, transcript
+from ._base import CheckResult, LLMEvaluator, register, with_output
 from ._evidence import EvidenceChecker, QuoteCheck, grounded
 from ._judge import outcome_row
 from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
@@ -234,46 +234,96 @@ def _ungrounded_reason(v: RubricVerdict) -> str:
 
 
 # -- the evaluator -------------------------------------------------------------------------------------
-class RubricJudge:
-    """Grades cases against a rubric under the judge-reply contract, with evidence verification."""
+@register
+@dataclass
+class RubricJudge(LLMEvaluator):
+    """``rubric``: grades each case against a rubric under the judge-reply contract, with evidence
+    verification (``referee evaluate``'s judge, and :func:`referee.grade_rubric`'s).
 
-    evaluator = "rubric"
+    ``rubric`` is a shipped rubric's name (``agent-evaluation``), a rubric YAML file or a loaded
+    :class:`~referee.rubrics.Rubric`. The case's score is the rubric's composite; it passes by the rubric's own
+    rules (``fail_below`` overrides the rubric's). Quotes the judge gives as evidence are checked against the
+    judged text; an ungrounded verdict is handled as the rubric says (``ungrounded`` overrides it).
+    :meth:`judge_row` gives the command's row; :meth:`evaluate_async` the same verdict as a CheckResult."""
 
-    def __init__(self, client: JudgeClient, rubric: Rubric, *, template_hash: str | None = None,
-                 category: str | None = None, max_tokens: int = 2048, temperature: float | None = None,
-                 seed: int | None = None, use_cache: bool = True, contexts: Mapping[str, str] | None = None,
-                 system_under_test: str | None = None, fail_below: float | None = None) -> None:
-        self.client = client
-        self.rubric = rubric
-        # --fail-below overrides the rubric's, so the rows' `passed` agrees with the command's gate.
-        self.fail_below = fail_below if fail_below is not None else rubric.fail_below
-        self.category = category
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.seed = seed
-        self.use_cache = use_cache
-        self.contexts = dict(contexts or {})
-        self.system_under_test = system_under_test
-        self.judge_info = client.judge_info(template_hash)
-        self.schema = reply_schema(rubric)
+    name: ClassVar[str] = "rubric"
+    evaluator: ClassVar[str] = "rubric"
+    primary: ClassVar[str] = "rubric"
+    option_types: ClassVar[dict[str, Any]] = {"rubric": str}
+    internal_options: ClassVar[frozenset[str]] = frozenset({"category", "system_under_test", "template_hash"})
+
+    rubric: str | Rubric = "agent-evaluation"
+    """A shipped rubric's name or a rubric YAML file."""
+    fail_below: float | None = None
+    """A case fails when its composite is below this (default: the rubric's)."""
+    ungrounded: Ungrounded | None = None
+    """What an evidence quote not found in the judged text costs (default: the rubric's)."""
+    max_tokens: int = 2048
+    """The judge's reply budget (at least this; the run's when larger)."""
+    contexts: dict[str, str] = field(default_factory=dict)
+    """``{name: text}`` every output should be grounded in (evidence is verified against them too)."""
+    category: str | None = None
+    system_under_test: str | None = None
+    template_hash: str | None = None
+    """Recorded in each row's judge info (default: the rubric's hash)."""
+    _model: Rubric = field(init=False, repr=False, compare=False)
+    _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from ..rubrics import load_rubric
+        from ..rubrics._loader import rubric_hash
+
+        model = self.rubric if isinstance(self.rubric, Rubric) else load_rubric(str(self.rubric))
+        if model.kind == "gold":
+            raise ValueError(f"{self.rubric} is a gold-standard criteria file: use the gold judge")
+        if self.ungrounded is not None:
+            if self.ungrounded not in get_args(Ungrounded):
+                raise ValueError(f"ungrounded must be one of {', '.join(get_args(Ungrounded))}")
+            model = model.model_copy(update={"ungrounded": self.ungrounded})
+        self._model = model
+        self._schema = reply_schema(model)
+        if self.template_hash is None:
+            self.template_hash = rubric_hash(model)
+
+    @property
+    def model(self) -> Rubric:
+        """The rubric as loaded (with the ``ungrounded`` override)."""
+        return self._model
+
+    @property
+    def threshold(self) -> float | None:
+        """The composite a case must reach (``fail_below``, else the rubric's)."""
+        return self.fail_below if self.fail_below is not None else self._model.fail_below
 
     def sources(self, case: Case) -> tuple[str, str, dict[str, str]]:
         output = render_value(case.output) if case.output is not None else ""
         return case_task(case), output, {**self.contexts, **case_contexts(case)}
 
-    def request(self, case: Case) -> JudgeRequest:
+    def request(self, case: Case, output: Any = None) -> JudgeRequest:
+        case = with_output(case, output if output is not None else case.output)
         task, output, ctx = self.sources(case)
         ref = render_value(case.reference) if case.reference is not None else None
-        prompt = build_prompt(self.rubric, task, output, ctx, ref)
+        prompt = build_prompt(self._model, task, output, ctx, ref)
+        s = self.sampling()
+        s["max_tokens"] = max(self.max_tokens, s["max_tokens"])
         return judge_request(RUBRIC_SYSTEM, prompt, (task, output, *ctx.values(), ref or ""),
-                             response_schema=self.schema, schema_name="rubric_verdict",
-                            max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed)
+                             response_schema=self._schema, schema_name="rubric_verdict", **s)
 
-    async def evaluate(self, case: Case) -> ResultRow:
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        if (none := self.unbound()) is not None:
+            return none
+        row = await self.judge_row(with_output(case, output))
+        extra = {k: row.details[k] for k in ("summary", "required_actions", "ungrounded") if row.details.get(k)}
+        return CheckResult.from_row(row, **extra)
+
+    async def judge_row(self, case: Case) -> ResultRow:
+        """The verdict on ``case`` as the command's row (criteria, composite, evidence checks)."""
+        client = self.client()
+        judge_info = client.judge_info(self.template_hash)
         task, output, ctx = self.sources(case)
         ref = render_value(case.reference) if case.reference is not None else None
         checker = EvidenceChecker({"output": output, **ctx, **({"reference": ref} if ref else {})})
-        rubric = self.rubric
+        rubric = self._model
         attempts = [0]
 
         def parse(text: str) -> RubricVerdict:
@@ -283,17 +333,17 @@ class RubricJudge:
                 raise ReplyInvalid(_ungrounded_reason(v))
             return v
 
-        outcome = await ask_judge(self.client, self.request(case), parse, use_cache=self.use_cache)
-        fields = outcome_row(case, outcome, evaluator=self.evaluator, judge=self.judge_info,
+        outcome = await ask_judge(client, self.request(case), parse, use_cache=self.use_cache)
+        fields = outcome_row(case, outcome, evaluator=self.evaluator, judge=judge_info,
                              category=self.category, repeat=None)
         fields["details"] = {"rubric": rubric.name, "text": output, "task": task,
                              "context_names": list(ctx)}
         flags: list[str] = list(fields["flags"])
         system_model = system_model_of(case, self.system_under_test)
-        if self_grading(outcome.model or self.judge_info.model, system_model):
+        if self_grading(outcome.model or judge_info.model, system_model):
             flags.append("self_grading")
             fields["details"]["self_grading"] = (
-                f"the judge model ({self.judge_info.model}) is the system under test ({system_model}): "
+                f"the judge model ({judge_info.model}) is the system under test ({system_model}): "
                 "scores may be inflated")
         if outcome.status == "scored":
             assert outcome.value is not None
@@ -302,7 +352,7 @@ class RubricJudge:
         return ResultRow(**fields)
 
     def _scored_fields(self, v: RubricVerdict, details: dict[str, Any], flags: list[str]) -> dict[str, Any]:
-        rubric = self.rubric
+        rubric = self._model
         criteria: list[CriterionScore] = []
         unscored_ids = v.ungrounded if rubric.ungrounded in ("unscored", "invalid") else []
         for c in rubric.criteria:
@@ -344,8 +394,8 @@ class RubricJudge:
         details.update(composite=composite, composite_scale=rubric.scale,
                        verdict=band.label if band else None, action=band.action if band else None)
         row_passed: bool | None = None
-        if self.fail_below is not None:
-            row_passed = composite >= self.fail_below
+        if self.threshold is not None:
+            row_passed = composite >= self.threshold
         crit_fail = [c.id for c in criteria if c.critical and c.passed is False]
         if crit_fail and rubric.fail_on_critical:
             row_passed = False

@@ -455,7 +455,6 @@ class NoRepeatedCalls(_TrajectoryEvaluator):
         return CheckResult.from_bool(True, "no repeated identical calls" + note)
 
 
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 # Phrases that tell the user something failed. A bare "error" or "failure" is not one: "the error rate should
 # drop" talks about errors without acknowledging that a tool call failed.
 DEFAULT_ACK = (r"(?i)\b(?:"
@@ -481,7 +480,7 @@ class ToolErrorsHandled(_TrajectoryEvaluator):
         if not failed:
             return CheckResult.from_bool(True, "no tool errors")
         text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
-        text = text.translate(_APOSTROPHES)  # "couldn’t" as models write it
+        text = _regex.fold_apostrophes(text)  # "couldn’t" as models write it
         acknowledged = _regex.search(self.acknowledge_pattern, text) is not None
         unhandled = []
         for s in failed:

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
 
 from ..cases import Case
 from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow
-from ..runner._client import JudgeClient
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
-from ._base import CheckResult, LLMEvaluator, register
+from ._base import CheckResult, LLMEvaluator, register, with_output
 from ._judge import outcome_row
 from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
@@ -155,42 +154,79 @@ def build_prompt(blocks: Sequence[tuple[str, str]], rubric: str) -> PromptParts:
                        nonce=nonce, case_text=tuple(t for _, t in blocks))
 
 
-class CriteriaJudge:
-    """Shared machinery: a judge that grades named criteria 0-1 over delimited case text."""
+@dataclass(kw_only=True)
+class CriteriaJudge(LLMEvaluator):
+    """Shared machinery: an LLM evaluator grading named criteria 0-1 over delimited case text.
 
-    evaluator = "criteria_judge"
-    outcome_criterion: str | None = None
+    Subclasses say what the judge sees (:meth:`prompts`: one prompt, or one per assistant turn) and their
+    default rubric. :meth:`judge_rows` gives the command's rows (one per prompt); :meth:`evaluate_async` the
+    same verdict as one :class:`CheckResult` (see :meth:`result_of` for several turns)."""
 
-    def __init__(self, client: JudgeClient | None, criteria: Mapping[str, str], *, template_hash: str | None = None,
-                 max_tokens: int = 1024, temperature: float | None = None, seed: int | None = None,
-                 use_cache: bool = True, cap: float = 0.5, category: str | None = None) -> None:
-        if not criteria:
+    evaluator: ClassVar[str] = "criteria_judge"
+    default_criteria: ClassVar[Mapping[str, str]] = {}
+    outcome_id: ClassVar[str | None] = None
+    """The outcome criterion of ``outcome x mean(process)`` when the rubric has it (else the mean)."""
+    internal_options: ClassVar[frozenset[str]] = frozenset({"category", "template_hash", "cap"})
+    case_errors: ClassVar[tuple[type[Exception], ...]] = ()
+    """What :meth:`prompts` raises for a case that cannot be judged (an ``error`` row, no judge call)."""
+
+    criteria: dict[str, str] = field(default_factory=dict)
+    """``{id: description}`` replacing the default rubric (empty: the default)."""
+    threshold: float = 0.7
+    """A case passes when its score is at least this."""
+    max_tokens: int | None = None
+    """The judge's reply budget (default: the run's)."""
+    cap: float = 0.5
+    category: str | None = None
+    template_hash: str | None = None
+    """Recorded in each row's judge info (default: a hash of the criteria)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.criteria, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.criteria.items()):
+            raise ValueError("criteria must map criterion ids to descriptions")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError("threshold must be within 0-1")
+        self.criteria = dict(self.criteria or self.default_rubric)
+        if not self.criteria:
             raise ValueError("a judge needs at least one criterion")
-        self.client = client
-        self.criteria = dict(criteria)
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.seed = seed
-        self.use_cache = use_cache
-        self.cap = cap
-        self.category = category
-        # No client: the judge only builds prompts (dry runs count and price them).
-        self.judge_info = (None if client is None else
-                           client.judge_info(template_hash or make_nonce(json.dumps(self.criteria, sort_keys=True))))
+        if self.template_hash is None:
+            self.template_hash = make_nonce(json.dumps(self.criteria, sort_keys=True))
 
-    def request(self, parts: PromptParts) -> JudgeRequest:
+    @property
+    def default_rubric(self) -> Mapping[str, str]:
+        return self.default_criteria
+
+    @property
+    def outcome_criterion(self) -> str | None:
+        return self.outcome_id if self.outcome_id in self.criteria else None
+
+    @property
+    def row_evaluator(self) -> str:
+        """The rows' ``evaluator`` label."""
+        return self.evaluator
+
+    def request_for(self, parts: PromptParts) -> JudgeRequest:
         return judge_request(parts.system, parts.user, parts.case_text,
-                            response_schema=criteria_schema(list(self.criteria)), max_tokens=self.max_tokens,
-                            temperature=self.temperature, seed=self.seed)
+                             response_schema=criteria_schema(list(self.criteria)),
+                             **self.sampling(self.max_tokens))
+
+    def prompts(self, case: Case) -> list[tuple[int | None, PromptParts, dict[str, Any]]]:
+        """``(turn, prompt, details)`` for each verdict on ``case``; raises one of :attr:`case_errors` when
+        the case cannot be judged."""
+        raise NotImplementedError
+
+    def request(self, case: Case, output: Any = None) -> JudgeRequest:
+        return self.request_for(self.prompts(with_output(case, output if output is not None else case.output))[0][1])
 
     async def judge(self, case: Case, parts: PromptParts, *, turn: int | None = None,
                     details: dict[str, Any] | None = None) -> ResultRow:
-        assert self.client is not None, "a judge built without a client only builds prompts"
+        client = self.client()
         ids = list(self.criteria)
         outcome: JudgeOutcome[list[CriterionScore]] = await ask_judge(
-            self.client, self.request(parts), lambda text: parse_criteria_reply(text, ids), use_cache=self.use_cache)
-        fields = outcome_row(case, outcome, evaluator=self.evaluator, judge=self.judge_info,
-                             category=self.category, repeat=None)
+            client, self.request_for(parts), lambda text: parse_criteria_reply(text, ids), use_cache=self.use_cache)
+        fields = outcome_row(case, outcome, evaluator=self.row_evaluator,
+                             judge=client.judge_info(self.template_hash), category=self.category, repeat=None)
         fields["turn"] = turn
         fields["details"] = dict(details or {})
         if outcome.status == "scored":
@@ -200,6 +236,54 @@ class CriteriaJudge:
             fields["details"]["rule"] = rule
         return ResultRow(**fields)
 
+    async def judge_rows(self, case: Case) -> list[ResultRow]:
+        """The command's rows for ``case``: one per prompt (an ``error`` row when it cannot be judged)."""
+        try:
+            prompts = self.prompts(case)
+        except self.case_errors as exc:
+            return [self.error(case, str(exc), evaluator=self.row_evaluator, category=self.category)]
+        return [await self.judge(case, parts, turn=turn, details=details) for turn, parts, details in prompts]
+
+    async def judge_row(self, case: Case) -> ResultRow:
+        """The command's row for a judge giving one verdict per case."""
+        return (await self.judge_rows(case))[0]
+
+    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
+        if (none := self.unbound()) is not None:
+            return none
+        return self.result_of(await self.judge_rows(with_output(case, output)))
+
+    def result_of(self, rows: list[ResultRow]) -> CheckResult:
+        """One result from a case's rows. Several (one per assistant turn): the score is their mean and the case
+        passes when every turn does; one turn unscored or in error makes the whole so (never a score from part
+        of the evidence); ``details["turns"]`` keeps each turn's verdict."""
+        if len(rows) == 1 and rows[0].turn is None:
+            row = rows[0]
+            rule = row.details.get("rule") if row.status == "scored" else None
+            return CheckResult.from_row(row, threshold=self.threshold, **({"rule": rule} if rule else {}))
+        parts = [CheckResult.from_row(r, threshold=self.threshold) for r in rows]
+        turns = [{"turn": r.turn, "status": p.status, "score": p.score, "passed": p.passed, "reason": p.reason}
+                 for r, p in zip(rows, parts, strict=True)]
+        usages = [p.usage for p in parts if p.usage is not None]
+        costs = [p.cost_usd for p in parts if p.cost_usd is not None]
+        typed: dict[str, Any] = {
+            "usage": sum(usages[1:], usages[0]) if usages else None,
+            "cost_usd": round(sum(costs), 8) if costs else None,
+            "judge": next((p.judge for p in parts if p.judge is not None), None),
+            "raw_reply": next((p.raw_reply for p in parts if p.raw_reply), None),
+            "latency_ms": round(sum(p.latency_ms or 0.0 for p in parts), 3),
+            "details": {"turns": turns},
+        }
+        bad = [(t, p) for t, p in zip(turns, parts, strict=True) if p.status != "scored"]
+        if bad:
+            status: Literal["unscored", "error"] = "error" if any(p.status == "error" for _, p in bad) else "unscored"
+            return CheckResult(score=None, status=status,
+                               reason="; ".join(f"turn {t['turn']}: {p.reason}" for t, p in bad), **typed)
+        scores = [p.score or 0.0 for p in parts]
+        worst = min(range(len(parts)), key=lambda i: scores[i])
+        return CheckResult(score=round(sum(scores) / len(scores), 6), passed=all(p.passed for p in parts),
+                           reason=f"turn {turns[worst]['turn']}: {parts[worst].reason}", **typed)
+
     @staticmethod
     def error(case: Case, message: str, *, evaluator: str, category: str | None = None,
               turn: int | None = None) -> ResultRow:
@@ -207,18 +291,21 @@ class CriteriaJudge:
                          error=message, turn=turn, metadata=case.metadata)
 
 
+@register
+@dataclass
 class TrajectoryJudge(CriteriaJudge):
-    """Grades a case's trajectory and final output. Rows: ``evaluator: trajectory_judge``, one criterion each."""
+    """``trajectory_judge``: an agent's trajectory and final output graded by the judge (tool selection,
+    arguments, efficiency, final output). Rows: ``evaluator: trajectory_judge``, one criterion each.
+    ``criteria``: ``{id: description}`` replacing the default rubric."""
 
-    evaluator = "trajectory_judge"
-    outcome_criterion: str | None = OUTCOME_CRITERION
+    name: ClassVar[str] = "trajectory_judge"
+    evaluator: ClassVar[str] = "trajectory_judge"
+    default_criteria: ClassVar[Mapping[str, str]] = TRAJECTORY_CRITERIA
+    outcome_id: ClassVar[str | None] = OUTCOME_CRITERION
+    case_errors: ClassVar[tuple[type[Exception], ...]] = (TrajectoryError,)
 
-    def __init__(self, client: JudgeClient | None, criteria: Mapping[str, str] | None = None, *, max_chars: int = 200,
-                 **kwargs: Any) -> None:
-        super().__init__(client, criteria or TRAJECTORY_CRITERIA, **kwargs)
-        self.max_chars = max_chars
-        if self.outcome_criterion not in self.criteria:
-            self.outcome_criterion = None
+    max_chars: int = 200
+    """Arguments and results longer than this are truncated in the prompt."""
 
     def prompt(self, case: Case, traj: Trajectory) -> PromptParts:
         blocks = [("input", as_text(case.input))]
@@ -230,62 +317,18 @@ class TrajectoryJudge(CriteriaJudge):
                              "called (one line per step: tool(arguments) -> result) and its final output.")
         return build_prompt(blocks, rubric)
 
-    async def evaluate(self, case: Case) -> ResultRow:
-        try:
-            traj = trajectory_of(case)
-        except TrajectoryError as exc:
-            return self.error(case, str(exc), evaluator=self.evaluator, category=self.category)
-        return await self.judge(case, self.prompt(case, traj),
-                                details={"steps": len(traj.steps), "tools": traj.tools})
+    def prompts(self, case: Case) -> list[tuple[int | None, PromptParts, dict[str, Any]]]:
+        traj = trajectory_of(case)
+        return [(None, self.prompt(case, traj), {"steps": len(traj.steps), "tools": traj.tools})]
 
-
-# -- the trajectory judge as a suite evaluator ------------------------------------------------------------
-
-@register
-@dataclass
-class TrajectoryJudgeCheck(LLMEvaluator):
-    """``trajectory_judge`` in suite files: the trajectory judge bound by the suite runner to its judge client.
-    ``criteria``: ``{id: description}`` replacing the default rubric."""
-
-    name: ClassVar[str] = "trajectory_judge"
-    criteria: dict[str, str] | None = None
-    max_chars: int = 200
-    threshold: float = 0.7
-    max_tokens: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.criteria is not None and (not isinstance(self.criteria, dict) or not self.criteria or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in self.criteria.items())):
-            raise ValueError("criteria must map criterion ids to descriptions")
-        if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError("threshold must be within 0-1")
-
-    def _judge(self) -> TrajectoryJudge:
-        s = self._settings
-        return TrajectoryJudge(s.client if s else None, self.criteria, max_chars=self.max_chars,
-                               max_tokens=self.max_tokens or (s.max_tokens if s else 1024),
-                               temperature=s.temperature if s else None, seed=s.seed if s else None,
-                               use_cache=s.use_cache if s else True)
-
-    def _case(self, case: Case, output: Any) -> Case:
-        if output is case.output:
-            return case
-        return Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
-
-    def request(self, case: Case, output: Any) -> JudgeRequest:
-        tj = self._judge()
-        case = self._case(case, output)
+    def request(self, case: Case, output: Any = None) -> JudgeRequest:
+        case = with_output(case, output if output is not None else case.output)
         try:
             traj = trajectory_of(case)
         except TrajectoryError:
-            traj = Trajectory(final_output=output)
-        return tj.request(tj.prompt(case, traj))
+            traj = Trajectory(final_output=case.output)  # a dry run counts the prompt all the same
+        return self.request_for(self.prompt(case, traj))
 
-    async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
-        s = self._settings
-        if s is None or s.client is None:
-            return CheckResult(score=None, status="unscored", reason="no judge configured")
-        row = await self._judge().evaluate(self._case(case, output))
-        if row.status != "scored" or row.score is None:
-            return CheckResult.from_row(row)
-        return CheckResult.from_row(row, threshold=self.threshold, rule=row.details.get("rule"))
+
+TrajectoryJudgeCheck = TrajectoryJudge
+"""The name it had as a suite evaluator beside the command's judge (they are one class now)."""

@@ -3,8 +3,7 @@ judge is configured, and a small red-team run scored per attack type."""
 
 from __future__ import annotations
 
-from collections import Counter
-
+from ..aggregate import tally
 from ..results import read_results
 from . import ExampleContext
 
@@ -12,10 +11,9 @@ TITLE = "Agent: tool trajectories, conversations and a red-team run (support age
 
 
 def _counts(path: str) -> str:
-    rows = read_results(path).rows
-    c = Counter("passed" if r.status == "scored" and (r.passed if r.passed is not None else (r.score or 0) >= 0.7)
-                else "failed" if r.status == "scored" else r.status for r in rows)
-    return ", ".join(f"{c[k]} {k}" for k in ("passed", "failed", "unscored", "error") if c[k])
+    t = tally(read_results(path).rows)
+    c = {"passed": t.passed, "failed": t.failed, "unscored": t.unscored, "error": t.errors}
+    return ", ".join(f"{n} {k}" for k, n in c.items() if n)
 
 
 def run(ctx: ExampleContext) -> str | None:

@@ -1,10 +1,54 @@
 """Meta-evaluation: replay recorded judge verdicts against gold or human labels, without calling a model.
 
-- :mod:`.pairwise`: accuracy per order, positional agreement, kappa, position and length bias.
-- :mod:`.llmbar`, :mod:`.judgebench`, :mod:`.hanna`: readers for the public data sets.
-- :mod:`.results`: referee's own results files (pairwise rows, absolute scores against human raters).
+- pairwise figures (:func:`pairwise_meta`, :func:`bias`): accuracy per order, positional agreement, kappa,
+  position and length bias.
+- one call per data set or file kind (what ``referee metaeval`` prints): :func:`llmbar_meta`,
+  :func:`check_published`, :func:`verdicts_meta`, :func:`judgebench_meta`, :func:`hanna_meta`,
+  :func:`results_meta` (referee's pairwise results against gold), :func:`absolute_meta` (absolute scores
+  against several human raters), :func:`replay_completions` (recorded completions through the reply parser).
+- :func:`rank_results`: referee's pairwise results as a leaderboard with the judge's bias (``referee rank``).
 """
 
+from ._hanna import JUDGES as HANNA_JUDGES
+from ._hanna import hanna_meta
 from ._pairwise import BiasReport, PairVerdict, PairwiseMeta, bias, llmbar_statistics, pairwise_meta
+from ._rank import Ranking, named_leaderboard, rank_results
+from ._replay import (
+    JudgeBenchMeta,
+    ParseReplay,
+    PublishedCheck,
+    check_published,
+    judgebench_meta,
+    llmbar_meta,
+    replay_completions,
+    results_meta,
+    verdicts_meta,
+)
+from ._results import AbsoluteMeta, absolute_meta, judge_scores, read_human_ratings
 
-__all__ = ["BiasReport", "PairVerdict", "PairwiseMeta", "bias", "llmbar_statistics", "pairwise_meta"]
+__all__ = [
+    "AbsoluteMeta",
+    "BiasReport",
+    "HANNA_JUDGES",
+    "JudgeBenchMeta",
+    "PairVerdict",
+    "PairwiseMeta",
+    "ParseReplay",
+    "PublishedCheck",
+    "Ranking",
+    "absolute_meta",
+    "bias",
+    "check_published",
+    "hanna_meta",
+    "judge_scores",
+    "judgebench_meta",
+    "llmbar_meta",
+    "llmbar_statistics",
+    "named_leaderboard",
+    "pairwise_meta",
+    "rank_results",
+    "read_human_ratings",
+    "replay_completions",
+    "results_meta",
+    "verdicts_meta",
+]

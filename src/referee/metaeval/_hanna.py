@@ -140,3 +140,10 @@ def report(table: HannaTable, *, judges: tuple[str, ...] = JUDGES, prompts: tupl
                 out["story_level"][key][code] = {"tau_b": iv.estimate, "lo": iv.lo, "hi": iv.hi}
             out["system_level"][key] = {code: system_level(table, j, p, code) for code in CRITERIA}
     return out
+
+
+def hanna_meta(path: str | Path, *, judges: tuple[str, ...] = JUDGES, prompts: tuple[int, ...] = (1,),
+               ci: bool = False, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """:func:`report` of the HANNA CSV at ``path``, reading only the columns it needs."""
+    table = read_hanna(path, columns=needed_columns(judges, prompts))
+    return report(table, judges=judges, prompts=prompts, ci=ci, n_boot=n_boot, seed=seed)

@@ -4,6 +4,7 @@ against gold labels, and absolute scores against several human raters (human mea
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,13 +55,18 @@ def read_gold(path: str | Path) -> dict[str, str]:
     return gold
 
 
-def pairwise_from_results(path: str | Path, gold: dict[str, str] | None = None,
-                          lengths: dict[str, tuple[int, int]] | None = None) -> list[PairVerdict]:
-    """Pairwise verdicts of a referee results file (rows of evaluator ``pairwise``), joined with gold."""
-    loaded = read_results(path)
-    rows = [r for r in loaded.rows if r.evaluator == "pairwise" or r.winner is not None]
-    if not rows:
+def pairwise_rows(rows: Iterable[ResultRow], path: str | Path) -> list[ResultRow]:
+    """The pairwise rows (evaluator ``pairwise``, or any row with a winner) of results file ``path``; a
+    :class:`UserError` when it has none."""
+    found = [r for r in rows if r.evaluator == "pairwise" or r.winner is not None]
+    if not found:
         raise UserError(f"{path}: no pairwise rows (evaluator 'pairwise' with a winner) in this file")
+    return found
+
+
+def pairwise_from_rows(rows: Iterable[ResultRow], gold: dict[str, str] | None = None,
+                       lengths: dict[str, tuple[int, int]] | None = None) -> list[PairVerdict]:
+    """Pairwise rows as verdicts in both orders, joined with gold labels and output lengths."""
     out = []
     for r in rows:
         n1, n2 = order_verdicts(r)
@@ -70,6 +76,12 @@ def pairwise_from_results(path: str | Path, gold: dict[str, str] | None = None,
         out.append(PairVerdict(id=r.id, label=(gold or {}).get(r.id), noswap=n1, swap=n2,
                                len_1=ln[0] if ln else None, len_2=ln[1] if ln else None))
     return out
+
+
+def pairwise_from_results(path: str | Path, gold: dict[str, str] | None = None,
+                          lengths: dict[str, tuple[int, int]] | None = None) -> list[PairVerdict]:
+    """Pairwise verdicts of a referee results file (rows of evaluator ``pairwise``), joined with gold."""
+    return pairwise_from_rows(pairwise_rows(read_results(path).rows, path), gold, lengths)
 
 
 @dataclass

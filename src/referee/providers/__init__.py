@@ -20,7 +20,9 @@ from ._base import Completion, JudgeRequest, Message, Provider
 from ._fake import FakeProvider
 
 PROVIDERS = ("anthropic", "openai", "gemini")
+"""The providers with a wire format of their own."""
 CLOUD_PROVIDERS = ("azure", "bedrock", "vertex")
+"""Cloud endpoints with their own sign-in."""
 
 # Local servers that speak the OpenAI wire format: name -> default base URL.
 LOCAL_SERVERS = {
@@ -97,7 +99,7 @@ def provider_class(name: str) -> type[Provider]:
                             f"{type(exc).__name__}: {exc}") from exc
         return _as_class(obj, f"provider plugin '{name}' ({eps[name].value})")
     others = [n for n in provider_names() if n not in (*PROVIDERS, *CLOUD_PROVIDERS, *LOCAL_SERVERS)]
-    raise UserError(f"unknown provider '{name}': use one of anthropic, openai, gemini, azure, bedrock, vertex "
+    raise UserError(f"unknown provider '{name}': use one of {', '.join((*PROVIDERS, *CLOUD_PROVIDERS))} "
                     f"(or {', '.join(LOCAL_SERVERS)} for a local OpenAI-compatible server"
                     + (f"; installed plugins: {', '.join(others)}" if others else "") + ")")
 

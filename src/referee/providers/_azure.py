@@ -49,6 +49,7 @@ class AzureOpenAIProvider(OpenAICompatProvider):
         self._token: tuple[str, float] | None = None
         self._token_lock = asyncio.Lock()
         headers: dict[str, str] = {}
+        self._sent_secret = api_key or ad_token
         if api_key:
             headers["api-key"] = api_key
         elif ad_token:
@@ -69,6 +70,10 @@ class AzureOpenAIProvider(OpenAICompatProvider):
 
     def price_id(self) -> str | None:
         return self.price_provider
+
+    def secrets(self) -> tuple[str, ...]:
+        token = self._token[0] if self._token else None
+        return tuple(s for s in (self._sent_secret, token) if s)
 
     def _chat_url(self) -> str:
         return (f"{self.base_url}/openai/deployments/{quote(self.model, safe='')}/chat/completions"

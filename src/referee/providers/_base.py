@@ -71,6 +71,7 @@ class Provider(abc.ABC):
     key_env_vars: ClassVar[tuple[str, ...]] = ()
     price_provider: ClassVar[str | None] = None
     """The provider's id in the price database (genai-prices); None: no public price (local servers)."""
+    _api_key: str | None = None  # also for a plugin whose __init__ does not call this one
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0) -> None:
@@ -85,6 +86,12 @@ class Provider(abc.ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - a hook with a safe default
         """Release connections."""
+
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this provider sends (keys, tokens; only the ones it holds now). A judge reply that
+        echoes one has it masked before rows, the cache or the manifest see it; a provider that signs in
+        another way than an API key returns its own."""
+        return (self._api_key,) if self._api_key else ()
 
     def price_id(self) -> str | None:
         """The id to price this endpoint's calls under, or None when it has no public price."""

@@ -54,6 +54,7 @@ class BedrockProvider(Provider):
                 or f"https://bedrock-runtime.{self.region}.amazonaws.com").rstrip("/")
         super().__init__(model, base_url=base, api_key=None, timeout=timeout)
         self._http = HttpClient(timeout=timeout, label=f"AWS Bedrock {base}", headers={})
+        self._signed_with: tuple[str, ...] = ()
         self._level = 0
 
     def _payload(self, request: JudgeRequest, level: str) -> dict[str, Any]:
@@ -78,12 +79,17 @@ class BedrockProvider(Provider):
             }
         return payload
 
+    def secrets(self) -> tuple[str, ...]:
+        # The credentials of the last signature (reading them again could trigger a refresh on the hot path).
+        return self._signed_with
+
     def _signed(self, url: str, body: bytes) -> dict[str, str]:
         """SigV4 headers for this exact request (botocore signs; credentials refresh themselves)."""
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
         frozen = self._credentials.get_frozen_credentials()
+        self._signed_with = tuple(s for s in (frozen.secret_key, frozen.token) if s)
         req = AWSRequest(method="POST", url=url, data=body, headers={"Content-Type": "application/json"})
         SigV4Auth(frozen, "bedrock", self.region).add_auth(req)
         return dict(req.headers.items())

@@ -58,6 +58,10 @@ class VertexProvider(GeminiProvider):
         self._http = HttpClient(timeout=timeout, label=f"Vertex AI {base}", headers={})
         self._lock = asyncio.Lock()
 
+    def secrets(self) -> tuple[str, ...]:
+        token = self._creds.token  # None until the first call fetches one
+        return (token,) if token else ()
+
     def _model_url(self, action: str) -> str:
         return (f"{self.base_url}/v1/projects/{self.project}/locations/{self.location}/publishers/google/models/"
                 f"{self.model}:{action}")

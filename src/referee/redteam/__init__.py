@@ -4,6 +4,7 @@ deterministic checks of the expected behaviour, and the red-team judge."""
 from typing import Any
 
 from ._generator import BEHAVIOURS, FAILURE_MODES, SURFACES, generate, load_seeds, load_templates, write_cases
+from ._run import RedteamRun, merge_replies, run_redteam, run_redteam_async
 
 # The checks build on the evaluators, which import this package: they load on first use.
 _CHECKS = ("REFUSAL_PATTERN", "RedteamExpectation", "RedteamJudge", "combine_redteam")
@@ -14,11 +15,15 @@ __all__ = [
     "REFUSAL_PATTERN",
     "RedteamExpectation",
     "RedteamJudge",
+    "RedteamRun",
     "SURFACES",
     "combine_redteam",
     "generate",
     "load_seeds",
     "load_templates",
+    "merge_replies",
+    "run_redteam",
+    "run_redteam_async",
     "write_cases",
 ]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,12 +48,6 @@ class Template:
     technique: str
     text: str
     turns: tuple[dict[str, str], ...] = ()
-
-
-@dataclass
-class Library:
-    seeds: list[Seed] = field(default_factory=list)
-    templates: list[Template] = field(default_factory=list)
 
 
 def _read_yaml(path: Path | None, package_file: str) -> tuple[Any, str]:
@@ -208,6 +202,8 @@ def _case(sd: Seed, t: Template, canary: str, gen_seed: int) -> dict[str, Any]:
 
 
 def write_cases(cases: Sequence[dict[str, Any]], path: str | Path) -> None:
+    """Write ``cases`` as JSONL to ``path`` (its folder created)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         for c in cases:
             f.write(json.dumps(c, ensure_ascii=False) + "\n")

@@ -83,9 +83,11 @@ class JudgeClient:
             self.batch.on_result = self._accept_batch_result
         self._reached = False
         """Whether the server has answered at all in this run (a success or any HTTP status)."""
-        self._secrets = secret_values([k for k in (getattr(provider, "_api_key", None),) if k])
-        """What :meth:`_accept` masks in every reply: the provider's key and the key environment variables' values
-        as the run starts (collected once: reading the environment cost 11 us per reply)."""
+        self._held: tuple[str, ...] | None = None
+        self._secrets: list[str] = []
+        """What :meth:`_accept` masks in every reply: the provider's credentials (:meth:`Provider.secrets`, asked
+        per reply: tokens refresh) and the key environment variables' values, collected again only when the
+        provider's change (reading the environment cost 11 us per reply)."""
         self._judge_info: dict[str | None, JudgeInfo] = {}
 
     @property
@@ -155,10 +157,17 @@ class JudgeClient:
         your key") has it masked, so the key never reaches rows, the cache or the manifest.
         """
         _check_tokens(completion)
-        safe = redact_text(completion.text, values=self._secrets)
+        safe = redact_text(completion.text, values=self._secret_values())
         if safe != completion.text:
             completion = dataclasses.replace(completion, text=safe)
         return completion
+
+    def _secret_values(self) -> list[str]:
+        held = self.provider.secrets()
+        if held != self._held:
+            self._secrets = secret_values(held)
+            self._held = held
+        return self._secrets
 
     def _accept_batch_result(self, key: str, completion: Completion) -> Completion:
         """A batch job's result: through :meth:`_accept` first, then into the cache (what the caller gets)."""

@@ -22,10 +22,6 @@ class Interval:
     n: int
     method: str = "percentile bootstrap"
 
-    @property
-    def defined(self) -> bool:
-        return self.estimate is not None
-
     def to_dict(self) -> dict[str, float | int | None]:
         """The JSON shape every report uses (``method`` is left out)."""
         return {"estimate": self.estimate, "lo": self.lo, "hi": self.hi, "n": self.n}

@@ -62,9 +62,10 @@ def _make_options_model(cls: type[Evaluator]) -> type[BaseModel] | None:
         hints = {}
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if not f.init or f.name.startswith("_"):
+        if not f.init or f.name.startswith("_") or f.name in getattr(cls, "internal_options", ()):
             continue
-        tp = hints.get(f.name, Any)
+        # A suite file names a rubric by its path; Python may also pass the loaded object (option_types).
+        tp = getattr(cls, "option_types", {}).get(f.name, hints.get(f.name, Any))
         desc = _field_doc(cls, f.name)
         if f.default is not dataclasses.MISSING:
             default: Any = Field(default=f.default, description=desc)

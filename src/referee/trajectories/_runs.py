@@ -24,6 +24,15 @@ class ImportedRuns:
     cases: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
+    def write(self, path: str | Path) -> Path:
+        """Write the cases as JSONL to ``path`` (its folder created), one case a line."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "w", encoding="utf-8") as fh:
+            for c in self.cases:
+                fh.write(json.dumps(c, ensure_ascii=False) + "\n")
+        return p
+
 
 def _otel_input(data: Any) -> str | None:
     """The first user message of the GenAI spans (``gen_ai.input.messages``: ``[{role, parts: [{type, content}]}]``),
