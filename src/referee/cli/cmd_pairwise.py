@@ -10,8 +10,7 @@ from .._grade import compare
 from ..evaluators._pairwise import RECONCILE_MODES, Reconcile
 from ..runner._session import totals_line
 from . import invoked_argv
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
-from .cmd_judge import report_failures
+from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options
 
 
 @click.command("pairwise")
@@ -43,7 +42,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
                          progress=None, command=invoked_argv())
     if result.resume_note:
         echo_err(result.resume_note)
-    report_failures(result.new_rows)
+    echo_failures(result.new_rows)
     rows = [r for r in result.rows if r.status == "scored"]
     wins = {w: sum(r.winner == w for r in rows) for w in ("a", "b", "tie")}
     biased = sum(bool(r.position_bias_detected) for r in rows)
