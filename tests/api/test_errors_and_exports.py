@@ -165,3 +165,17 @@ def test_every_module_path_the_docs_name_resolves_and_is_public() -> None:
     assert checked >= 20
     assert broken == []
     assert private == []
+
+
+def test_the_library_does_not_import_click() -> None:
+    """click is the command line's dependency: the library, suites' gates and the reports load without it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, referee, referee.runner, referee.aggregate, referee.evaluators\n"
+            "from referee.suites._gating import gate_verdicts\n"
+            "from referee.reports._score_terminal import render_terminal\n"
+            "from referee.reports._markdown_summary import render_markdown\n"
+            "print(sorted(m for m in sys.modules if m == 'click' or m.startswith('click.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

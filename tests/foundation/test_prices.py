@@ -4,6 +4,7 @@ batch rates included); unknown models and local servers get no cost, never an in
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -39,15 +40,37 @@ def test_database_prices_standard_cached_and_batch() -> None:
     assert Pricer("anthropic").cost(HAIKU3, 1000, 100) == pytest.approx(1000 * 0.25e-6 + 100 * 1.25e-6)
 
 
-def test_unknown_model_has_no_cost_and_one_warning(capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_model_has_no_cost_and_one_warning(capsys: pytest.CaptureFixture[str],
+                                                    caplog: pytest.LogCaptureFixture) -> None:
     p = Pricer("openai")
-    assert p.cost("my-finetune-xyz", 1000, 100) is None
-    assert p.cost("my-finetune-xyz", 1000, 100) is None
-    err = capsys.readouterr().err
-    assert err.count("no price for model 'my-finetune-xyz'") == 1 and "--input-price-per-mtok" in err
+    with caplog.at_level(logging.WARNING, logger="referee"):
+        assert p.cost("my-finetune-xyz", 1000, 100) is None
+        assert p.cost("my-finetune-xyz", 1000, 100) is None
+    (warning,) = [r for r in caplog.records if "no price for model 'my-finetune-xyz'" in r.getMessage()]
+    assert warning.levelno == logging.WARNING and warning.name.startswith("referee.")
+    assert "--input-price-per-mtok" in warning.getMessage()
+    assert capsys.readouterr().err == ""  # the library logs; printing is the CLI's business (below)
     # The reported model (a dated snapshot) is tried first, then the configured one.
     assert p.cost("gpt-4o-mini-2024-07-18", 10, 10) == p.cost(MINI, 10, 10) is not None
     assert p.cost("snapshot-unknown", 10, 10, fallback_model=MINI) == p.cost(MINI, 10, 10)
+
+
+def test_the_cli_shows_the_unpriced_model_warning_as_one_stderr_line(
+        fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    fake_server.responder = lambda req: Reply(text=verdict(0.8), input_tokens=2000, output_tokens=200)
+    args = judge_args(tmp_path, fake_server, provider="anthropic")
+    args[args.index("--model") + 1] = "my-finetune-xyz"
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    (line,) = [ln for ln in err.splitlines() if "no price" in ln]
+    assert line.startswith("referee: warning: genai-prices ") and line.endswith(
+        "has no price for model 'my-finetune-xyz' at 'anthropic'; cost is not reported (give "
+        "--input-price-per-mtok and --output-price-per-mtok)")
+    assert [r.get("cost_usd") for r in read_rows(tmp_path / "results.jsonl")] == [None] * 3
+    logger = logging.getLogger("referee")  # the CLI left the host's logging as it found it
+    assert not logger.handlers and logger.propagate and logger.level == logging.NOTSET
 
 
 def test_local_servers_have_no_price() -> None:

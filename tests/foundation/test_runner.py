@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -209,14 +210,17 @@ def test_a_corrupt_cache_file_is_a_user_error(tmp_path: Path) -> None:
 
 
 async def test_a_failing_cache_write_never_loses_the_reply(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                           ) -> None:
+                                                           caplog: pytest.LogCaptureFixture) -> None:
     cache = ResponseCache(tmp_path / "c.sqlite")
     cache._db.close()  # any later statement fails like a full disk or a vanished file would
     client = JudgeClient(FakeProvider([verdict(0.3)]), cache=cache)
-    c1 = await client.complete(REQ)
-    c2 = await client.complete(REQ)
+    with caplog.at_level(logging.WARNING, logger="referee"):
+        c1 = await client.complete(REQ)
+        c2 = await client.complete(REQ)
     assert '"overall_score": 0.3' in c1.text and not c2.cached
-    assert capsys.readouterr().err.count("response cache") == 1  # one warning, then the cache is off
+    warnings = [r.getMessage() for r in caplog.records if "response cache" in r.getMessage()]
+    assert len(warnings) == 1 and "disabled for this run" in warnings[0]  # one warning, then the cache is off
+    assert capsys.readouterr().err == ""  # logged, not printed: the CLI shows it (referee/cli/_log.py)
 
 
 async def test_a_server_never_reached_fails_fast_but_a_known_one_gets_every_retry() -> None:

@@ -136,8 +136,8 @@ def test_the_terminal_shows_bidi_controls_visibly() -> None:
 def test_plain_warnings_and_errors_show_bidi_controls_visibly(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """Lines echoed without rich (errors, usage errors, warnings) go through the same rule as SafeConsole."""
+    from referee.cli._common import echo_failures
     from referee.results import ResultRow
-    from referee.suites._gating import echo_failures
 
     cases = tmp_path / "c\u202elsnoj.jsonl"
     cases.write_text('{"id": "a", "output": "x"}\nnot json\n')

@@ -78,9 +78,12 @@ def _debug() -> bool:
 
 def cli(args: list[str] | None = None, *, prog_name: str = "referee") -> int:
     """Run the CLI and return its exit code (testable; :func:`main` exits with it)."""
+    from ._log import library_messages
+
     token = _ARGV.set(list(args) if args is not None else sys.argv[1:])
     try:
-        return _cli(args, prog_name)
+        with library_messages():
+            return _cli(args, prog_name)
     finally:
         _ARGV.reset(token)
 

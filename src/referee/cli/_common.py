@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,6 +21,7 @@ from ..templates import Preflight
 
 if TYPE_CHECKING:
     from .._api import Judge
+    from ..results._schema import ResultRow
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -140,6 +141,16 @@ def api_judge(jo: JudgeOptions) -> Judge:
                  temperature=jo.temperature, seed=jo.seed, timeout=jo.timeout, max_retries=jo.max_retries,
                  concurrency=jo.concurrency, cache=not jo.no_cache, input_price_per_mtok=jo.input_price,
                  output_price_per_mtok=jo.output_price, batch=jo.batch)
+
+
+def echo_failures(rows: Sequence[ResultRow], limit: int = 20) -> None:
+    """The seed's habit: every case not scored is a warning line on stderr (never a fabricated score), up to
+    ``limit`` of them, then how many more the results file holds."""
+    bad = [r for r in rows if r.status != "scored"]
+    for r in bad[:limit]:
+        echo_err(f"warning: case '{r.id}' {r.status}: {r.error}")
+    if len(bad) > limit:
+        echo_err(f"warning: ... and {len(bad) - limit} more unscored/error cases (see the results file)")
 
 
 @contextlib.contextmanager

@@ -7,21 +7,11 @@ from __future__ import annotations
 import click
 
 from .._grade import grade, read_template
-from ..results._schema import ResultRow
 from ..runner._session import totals_line
 from . import invoked_argv
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options
 
-__all__ = ["command", "read_template", "report_failures"]
-
-
-def report_failures(rows: list[ResultRow], limit: int = 20) -> None:
-    """The seed's habit: every failed case is a warning on stderr (never a fabricated score)."""
-    bad = [r for r in rows if r.status != "scored"]
-    for r in bad[:limit]:
-        echo_err(f"warning: case '{r.id}' {r.status}: {r.error}")
-    if len(bad) > limit:
-        echo_err(f"warning: ... and {len(bad) - limit} more unscored/error cases (see the results file)")
+__all__ = ["command", "read_template"]
 
 
 @click.command("judge")
@@ -46,7 +36,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
                        progress=None, command=invoked_argv())
     if result.resume_note:
         echo_err(result.resume_note)
-    report_failures(result.new_rows)
+    echo_failures(result.new_rows)
     t = result.manifest.totals
     echo_err(totals_line(t, out))
     if t.scored == 0:

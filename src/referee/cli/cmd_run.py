@@ -13,7 +13,7 @@ from click.core import ParameterSource
 from ..errors import UserError
 from ..runner._session import totals_line
 from . import invoked_argv
-from ._common import JudgeOptions, build_client, echo_err, judge_options
+from ._common import JudgeOptions, build_client, echo_err, echo_failures, judge_options
 
 # JudgeOptions field -> (click parameter name, suite judge default name)
 _FROM_SUITE = {
@@ -84,7 +84,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     (exit 0 pass, 1 a gate failed, 2 an invalid suite or usage error)."""
     from ..engines import get_engine
     from ..suites import load_suite
-    from ..suites._gating import apply_gates, echo_failures, evaluator_table
+    from ..suites._gating import apply_gates, evaluator_table
     from ..suites._runner import dry_run as estimate
     from ..suites._runner import run_suite
 
@@ -173,7 +173,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         echo_err(f"warning: {n_adv} of {len(suite.cases)} cases are adversarial (red-team); in one results file "
                  "they would blend into correctness numbers: run them as their own suite, or score with "
                  "--adversarial-categories")
-    echo_failures(outcome.new_rows)
+    echo_failures(outcome.new_rows, limit=10)
     table = evaluator_table(outcome.rows)
     if table:
         click.echo(table)
@@ -224,7 +224,6 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
                      no_gates: bool, judge_config: Any = None, markdown_out: str | None = None,
                      engine: Any = None, all_target_ids: list[str] | None = None) -> int:
     """Generate with every target, evaluate, one results file per target, the comparison table, the gates."""
-    from ..suites._gating import echo_failures
     from ..targets._compare import compare_targets, render_comparison, render_comparison_markdown
     from ..targets._suite import build_targets, run_suite_targets
 
@@ -244,7 +243,7 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
     for o in outcomes:
         for note in o.notes:
             echo_err(note)
-        echo_failures(o.outcome.new_rows)
+        echo_failures(o.outcome.new_rows, limit=10)
         t = o.outcome.manifest.totals
         g = o.generation
         gen_cost = f", generation cost ${g.cost_usd:.4f}" if g.cost_usd is not None else ""

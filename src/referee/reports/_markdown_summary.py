@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 
+from ..aggregate._format import ci_range, num, pct
 from ..aggregate._summary import CaseLine, Group, Summary
 from ..gates import GateResult
 from ._safe import display_text
@@ -25,20 +26,6 @@ def _cell(text: object, limit: int = 160) -> str:
     return s.replace("@", "@\u2060").replace("://", ":\u2060//").replace("www.", "www\u2060.")
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.1%}"
-
-
-def _num(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _ci(lo: float | None, hi: float | None, pct: bool) -> str:
-    if lo is None or hi is None:
-        return "n/a"
-    return f"{_pct(lo)}–{_pct(hi)}" if pct else f"{lo:.3f}–{hi:.3f}"
-
-
 def _rule(s: Summary) -> str:
     if s.pass_rule == "evaluator":
         return f"pass by the evaluator's own verdict (score ≥ {s.threshold:g} where a row has none)"
@@ -46,9 +33,9 @@ def _rule(s: Summary) -> str:
 
 
 def _group_row(g: Group) -> str:
-    return (f"| {_cell(g.name)} | {g.cases} | {_pct(g.pass_rate.estimate)} | "
-            f"{_ci(g.pass_rate.lo, g.pass_rate.hi, True)} | {_num(g.mean.estimate)} | "
-            f"{g.unscored + g.errors} | {_num(g.mean_cost, 5)} | {_num(g.mean_latency_ms, 0)} |")
+    return (f"| {_cell(g.name)} | {g.cases} | {pct(g.pass_rate.estimate)} | "
+            f"{ci_range(g.pass_rate.lo, g.pass_rate.hi, True)} | {num(g.mean.estimate)} | "
+            f"{g.unscored + g.errors} | {num(g.mean_cost, 5)} | {num(g.mean_latency_ms, 0)} |")
 
 
 def _cases(title: str, cases: list[CaseLine]) -> list[str]:
@@ -56,7 +43,7 @@ def _cases(title: str, cases: list[CaseLine]) -> list[str]:
         return []
     out = [f"**{title}**", "", "| case | category | score | rationale |", "|---|---|---|---|"]
     for c in cases:
-        out.append(f"| {_cell(c.id, 80)} | {_cell(c.category)} | {_num(c.score)} | {_cell(c.rationale or '')} |")
+        out.append(f"| {_cell(c.id, 80)} | {_cell(c.category)} | {num(c.score)} | {_cell(c.rationale or '')} |")
     return out + [""]
 
 
@@ -69,9 +56,9 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
         head += f" · verdict **{comp.verdict}**"
     lines = [head, ""]
     o = s.overall
-    lines.append(f"Pass rate **{_pct(o.pass_rate.estimate)}** "
-                 f"(95% CI {_ci(o.pass_rate.lo, o.pass_rate.hi, True)}), "
-                 f"mean **{_num(o.mean.estimate)}** over {o.cases} cases, {_rule(s)}"
+    lines.append(f"Pass rate **{pct(o.pass_rate.estimate)}** "
+                 f"(95% CI {ci_range(o.pass_rate.lo, o.pass_rate.hi, True)}), "
+                 f"mean **{num(o.mean.estimate)}** over {o.cases} cases, {_rule(s)}"
                  + (f"; {o.unscored + o.errors} rows unscored" if o.unscored + o.errors else "") + ".")
     lines.append("")
     if s.self_grading:
@@ -86,8 +73,8 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
     if comp:
         b = comp.baseline_overall
         lines.append(f"Against the baseline ({comp.shared} shared cases): "
-                     f"pass rate {_pct(b.pass_rate.estimate)} → "
-                     f"{_pct(o.pass_rate.estimate)}; {comp.regression_count} regressed, {comp.fixed} fixed. "
+                     f"pass rate {pct(b.pass_rate.estimate)} → "
+                     f"{pct(o.pass_rate.estimate)}; {comp.regression_count} regressed, {comp.fixed} fixed. "
                      f"{_cell(comp.verdict_reason, 300)}.")
         lines.append("")
         if comp.lost_scores:

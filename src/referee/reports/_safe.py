@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import click
 from markupsafe import Markup
 from rich.console import Console
 
@@ -39,6 +38,8 @@ def display_text(text: str) -> str:
 def echo_err(message: str) -> None:
     """The one way a warning or error line reaches stderr (``cli/_common.echo_err``, the CLI's error handler):
     shown by :func:`display_text` rules, since ``click.echo`` alone passes bidi controls and escapes through."""
+    import click  # the CLI's dependency: only the CLI's paths (and reports they print) call this
+
     click.echo(display_text(message), err=True)
 
 

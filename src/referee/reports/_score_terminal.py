@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..aggregate._format import ci_range, num, pct
 from ..aggregate._summary import CaseLine, Group, Summary, format_p, printable
 from ..gates import GateResult
 from ._safe import SafeConsole
@@ -19,18 +20,8 @@ def _safe(text: str) -> str:
     return escape(printable(text))
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.1%}"
-
-
-def _num(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _ci(lo: float | None, hi: float | None, pct: bool = True) -> str:
-    if lo is None or hi is None:
-        return "n/a"
-    return f"{lo * 100:.1f}–{_pct(hi)}" if pct else f"{lo:.3f}–{hi:.3f}"
+def _ci(lo: float | None, hi: float | None, as_pct: bool = True) -> str:
+    return ci_range(lo, hi, as_pct, one_percent_sign=True)
 
 
 def _groups_table(title: str, first: str, groups: list[Group], total: Group | None, repeats: bool) -> Table:
@@ -43,12 +34,12 @@ def _groups_table(title: str, first: str, groups: list[Group], total: Group | No
         t.add_column(col, justify="left" if col == first else "right", no_wrap=col != first)
     rows = [*groups, total] if total is not None and len(groups) != 1 else groups
     for g in rows:
-        cells = [_safe(g.name), str(g.cases), _num(g.mean.estimate), _pct(g.pass_rate.estimate),
+        cells = [_safe(g.name), str(g.cases), num(g.mean.estimate), pct(g.pass_rate.estimate),
                  _ci(g.pass_rate.lo, g.pass_rate.hi), _ci(g.pass_rate_wilson.lo, g.pass_rate_wilson.hi),
-                 str(g.unscored + g.errors), _num(g.mean_cost, 5),
-                 _num(g.mean_latency_ms, 0)]
+                 str(g.unscored + g.errors), num(g.mean_cost, 5),
+                 num(g.mean_latency_ms, 0)]
         if repeats:
-            cells += [_pct(g.pass_at_k), _pct(g.pass_all_k)]
+            cells += [pct(g.pass_at_k), pct(g.pass_all_k)]
         t.add_row(*cells, style="bold" if g is total else None)
     return t
 
@@ -89,10 +80,10 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
     con.print(f"[bold]referee score[/bold] {_safe(s.path)}: {o.rows} rows, {o.cases} scored cases"
               + (f" (+ {adv_rows} adversarial rows, reported apart)" if adv_rows else "")
               + f", {_rule_text(s)}")
-    con.print(f"  pass rate [bold]{_pct(o.pass_rate.estimate)}[/bold] "
+    con.print(f"  pass rate [bold]{pct(o.pass_rate.estimate)}[/bold] "
               f"(95% CI {_ci(o.pass_rate.lo, o.pass_rate.hi)}, {o.pass_rate.method}; "
               f"Wilson {_ci(o.pass_rate_wilson.lo, o.pass_rate_wilson.hi)})")
-    con.print(f"  mean      [bold]{_num(o.mean.estimate)}[/bold] (95% CI {_ci(o.mean.lo, o.mean.hi, False)}"
+    con.print(f"  mean      [bold]{num(o.mean.estimate)}[/bold] (95% CI {_ci(o.mean.lo, o.mean.hi, False)}"
               + ("" if o.mean.method in ("percentile bootstrap", "") else f", {o.mean.method}") + ")")
     if o.unscored or o.errors:
         con.print(f"  [yellow]{o.unscored} unscored and {o.errors} error rows[/yellow] are left out of the rates "
@@ -138,10 +129,10 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
             con.print(f"  [yellow]case sets differ (allowed): {len(comp.missing)} missing, {len(comp.added)} "
                       f"added[/yellow]: missing {_safe(', '.join(comp.missing[:10]))}; added "
                       f"{_safe(', '.join(comp.added[:10]))}")
-        con.print(f"  pass rate {_pct(b.pass_rate.estimate)} -> {_pct(o.pass_rate.estimate)}, "
-                  f"mean {_num(b.mean.estimate)} -> {_num(o.mean.estimate)}, "
-                  f"mean cost {_num(b.mean_cost, 5)} -> {_num(o.mean_cost, 5)}, "
-                  f"mean latency {_num(b.mean_latency_ms, 0)} -> {_num(o.mean_latency_ms, 0)} ms")
+        con.print(f"  pass rate {pct(b.pass_rate.estimate)} -> {pct(o.pass_rate.estimate)}, "
+                  f"mean {num(b.mean.estimate)} -> {num(o.mean.estimate)}, "
+                  f"mean cost {num(b.mean_cost, 5)} -> {num(o.mean_cost, 5)}, "
+                  f"mean latency {num(b.mean_latency_ms, 0)} -> {num(o.mean_latency_ms, 0)} ms")
         con.print(f"  {comp.regression_count} regressed (passed in the baseline, fail now), {comp.fixed} fixed; "
                   f"exact McNemar p = {comp.mcnemar_p:.3g} ({comp.mcnemar_b} vs {comp.mcnemar_c} discordant)")
         for c in comp.regressions[:10]:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,8 +35,11 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
+log = logging.getLogger(__name__)
+
+
 def _report(line: str) -> None:
-    print(f"referee: {line}", file=sys.stderr, flush=True)
+    log.info("%s", line)
 
 
 class BatchRunner:

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
 from ..providers._base import Completion, JudgeRequest
+
+log = logging.getLogger(__name__)
 
 DEFAULT_DIR = ".referee"
 
@@ -79,7 +81,7 @@ class ResponseCache:
     def _disable(self, exc: Exception) -> None:
         if not self._broken:
             self._broken = True
-            print(f"referee: warning: response cache {self.path} disabled for this run: {exc}", file=sys.stderr)
+            log.warning("warning: response cache %s disabled for this run: %s", self.path, exc)
 
     def get(self, key: str) -> Completion | None:
         if self._broken:

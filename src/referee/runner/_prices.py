@@ -7,8 +7,10 @@ the run says so once.
 
 from __future__ import annotations
 
-import sys
+import logging
 from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
 
 COST_DECIMALS = 10
 BATCH_DISCOUNT = 0.5
@@ -95,9 +97,9 @@ class Pricer:
     def _warn(self, model: str) -> None:
         if not self._warned:
             self._warned = True
-            print(f"referee: warning: {database_version() or 'the price database'} has no price for model "
-                  f"'{model}' at '{self.provider_id}'; cost is not reported (give --input-price-per-mtok and "
-                  "--output-price-per-mtok)", file=sys.stderr)
+            log.warning("warning: %s has no price for model '%s' at '%s'; cost is not reported (give "
+                        "--input-price-per-mtok and --output-price-per-mtok)",
+                        database_version() or "the price database", model, self.provider_id)
 
 
 def per_mtok(provider: str, model: str | None, *, base_url: str | None = None, batch: bool = False

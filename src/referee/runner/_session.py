@@ -7,8 +7,8 @@ resume the same way and write the same manifest.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +25,7 @@ from ..results._schema import ResultRow
 from ._client import JudgeClient
 from ._engine import run_rows
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -301,11 +302,10 @@ async def _execute_locked(
                 assert out is not None
                 manifest.write(out)
         except OSError as exc:  # a full disk must not hide the original error
-            print(f"referee: warning: could not update the manifest: {exc}", file=sys.stderr)
+            log.warning("warning: could not update the manifest: %s", exc)
     n_self = self_grading.count(resume.kept + new_rows)
     if n_self:
-        print(f"referee: {self_grading.caveat(n_self, len(resume.kept) + len(new_rows), judge_model)}",
-              file=sys.stderr)
+        log.warning("%s", self_grading.caveat(n_self, len(resume.kept) + len(new_rows), judge_model))
     return Outcome(rows=resume.kept + new_rows, new_rows=new_rows, manifest=manifest, resume_note=resume.note)
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ..reports._safe import echo_err
 from ..results._schema import ResultRow
 from ._model import BASELINE_ONLY_GATES, Gates
 
@@ -116,10 +115,3 @@ def evaluator_table(rows: Sequence[ResultRow]) -> str:
         lines.append(f"{k:<{width}}  {pr:>9}  {mean:>6}  {len(s):>6}  {other.get(k, 0)}")
     return "\n".join(lines)
 
-
-def echo_failures(rows: Sequence[ResultRow], limit: int = 10) -> None:
-    bad = [r for r in rows if r.status != "scored"]
-    for r in bad[:limit]:
-        echo_err(f"warning: case '{r.id}' {r.status}: {r.error}")
-    if len(bad) > limit:
-        echo_err(f"warning: ... and {len(bad) - limit} more unscored/error cases (see the results file)")
