@@ -15,6 +15,8 @@ from referee.evaluators._options import build_evaluator
 from referee.evaluators._sandbox import SandboxLimits, run_python
 from referee.evaluators.checks import extract_code
 
+pytestmark = pytest.mark.slow  # subprocesses: `pytest -m 'not slow'` skips them in a quick loop
+
 # A wall timeout far above the CPU limit: on a busy machine a slow start must not look like a timeout (the tests
 # of the timeout itself set their own).
 FAST = {"timeout_s": 60.0, "cpu_s": 2, "memory_mb": 256}
