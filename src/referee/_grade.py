@@ -14,9 +14,9 @@ score ``overall_score``. Rows go to ``out`` as they complete; rerunning on the s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ._api import EvalResult, Judge, as_judge, sync_twin
 from .cases import Case, cases_from
@@ -30,6 +30,7 @@ from .runner._client import JudgeClient
 if TYPE_CHECKING:
     from .rubrics._model import Ungrounded
 
+T = TypeVar("T")
 
 def read_template(path: str | Path) -> str:
     """A template file's text; :class:`InputError` naming the file when it is missing or not UTF-8."""
@@ -61,9 +62,8 @@ async def grade_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`grade` for async code."""
-    from .evaluators._base import JudgeSettings
     from .evaluators._judge import TemplateJudge
-    from .runner._session import error_row, execute_async
+    from .runner._session import error_row
     from .templates import placeholders, preflight, require_valid
 
     if repeat < 1:
@@ -81,8 +81,7 @@ async def grade_async(
     client = j.client()
     expected = [c.strip() for c in criteria if c.strip()] if criteria else None
     tj = TemplateJudge(text, category=category, expected_criteria=expected)
-    tj.bind(JudgeSettings(client=client, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
-                          use_cache=j.cache))
+    tj.bind(_settings(j, client))
     assert tj.template_hash is not None
     manifest = RunManifest.for_cases(
         "judge", _source(cases, case_set.path), [c.id for c in pf.valid], command=command or ["referee.grade"],
@@ -93,20 +92,13 @@ async def grade_async(
     if expected:
         manifest.extra["config_hash"] = text_sha256(",".join(expected))
     items: list[tuple[Case, int | None]] = [(c, r if repeat > 1 else None) for c in pf.valid for r in range(repeat)]
-    out_path = Path(out) if out is not None else None
-    outcome = await execute_async(
-        out=out_path, manifest=manifest, items=items,
-        key=lambda it: (it[0].id, it[1], None),
+    return await _run(
+        items, cases=pf.valid, manifest=manifest, out=out, key=lambda it: (it[0].id, it[1], None),
         evaluate=lambda it: tj.judge_row(it[0], it[1]),
         on_error=lambda it, exc: error_row(it[0].id, exc, evaluator=tj.evaluator,
                                            category=category or it[0].category, repeat=it[1]),
-        client=client, concurrency=j.concurrency, label="judging", skipped=pf.skipped, show_progress=progress,
-    )
-    order = {c.id: i for i, c in enumerate(pf.valid)}
-    rows: list[ResultRow] = sorted(outcome.rows, key=lambda r: (order.get(r.id, len(order)), r.repeat or 0))
-    return EvalResult(rows=rows, manifest=outcome.manifest, cases=pf.valid, path=out_path,
-                      new_rows=outcome.new_rows, resume_note=outcome.resume_note, threshold=threshold,
-                      gate_options=gates)
+        client=client, concurrency=j.concurrency, label="judging", skipped=pf.skipped, progress=progress,
+        threshold=threshold, gates=gates)
 
 
 grade = sync_twin(
@@ -155,9 +147,7 @@ async def compare_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`compare` for async code."""
-    from .evaluators._base import JudgeSettings
     from .evaluators._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
-    from .runner._session import error_row, execute_async
     from .templates import placeholders, preflight, require_valid
 
     if reconcile not in RECONCILE_MODES:
@@ -180,8 +170,7 @@ async def compare_async(
     j = as_judge(judge)
     client = j.client()
     pj = PairwiseJudge(text, category=category, name_a=name_a, name_b=name_b, reconcile=mode)
-    pj.bind(JudgeSettings(client=client, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
-                          use_cache=j.cache))
+    pj.bind(_settings(j, client))
     assert pj.template_hash is not None
     manifest = RunManifest.for_cases(
         "pairwise", _source(cases, case_set.path), [c.id for c in pf.valid],
@@ -195,19 +184,9 @@ async def compare_async(
         manifest.extra["config_hash"] = text_sha256(f"{name_a}\x00{name_b}"
                                                     + ("" if mode == "strict" else f"\x00{mode}"))
     manifest.extra["reconcile"] = mode
-    out_path = Path(out) if out is not None else None
-    outcome = await execute_async(
-        out=out_path, manifest=manifest, items=pf.valid,
-        key=lambda c: (c.id, None, None),
-        evaluate=pj.judge_row,
-        on_error=lambda c, exc: error_row(c.id, exc, evaluator=pj.evaluator, category=category or c.category),
-        client=client, concurrency=j.concurrency, label="pairwise", skipped=pf.skipped, show_progress=progress,
-    )
-    order = {c.id: i for i, c in enumerate(pf.valid)}
-    rows: list[ResultRow] = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
-    return EvalResult(rows=rows, manifest=outcome.manifest, cases=pf.valid, path=out_path,
-                      new_rows=outcome.new_rows, resume_note=outcome.resume_note, threshold=threshold,
-                      gate_options=gates)
+    return await _run(pf.valid, cases=pf.valid, manifest=manifest, out=out, evaluate=pj.judge_row,
+                      on_error=_error_rows(pj.evaluator, category), client=client, concurrency=j.concurrency,
+                      label="pairwise", skipped=pf.skipped, progress=progress, threshold=threshold, gates=gates)
 
 
 compare = sync_twin(
@@ -294,7 +273,6 @@ async def judge_conversations_async(
 ) -> EvalResult:
     """:func:`judge_conversations` for async code."""
     from .evaluators._conversation import MODES, ConversationError, ConversationJudge, conversation_of
-    from .runner._session import error_row, execute_async
 
     if mode not in MODES:
         raise UserError(f"mode={mode!r}: one of {', '.join(MODES)}")
@@ -327,19 +305,9 @@ async def judge_conversations_async(
             return (c.id, None, None)
         return (c.id, None, next(i + 1 for i, t in enumerate(conv) if t["role"] == "assistant"))
 
-    out_path = Path(out) if out is not None else None
-    if out_path is not None:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-    outcome = await execute_async(
-        out=out_path, manifest=manifest, items=case_list, key=key, evaluate=cj.judge_rows,
-        on_error=lambda c, exc: error_row(c.id, exc, evaluator=cj.row_evaluator, category=category or c.category),
-        client=client, concurrency=j.concurrency, label="judging", skipped=skipped, show_progress=progress,
-    )
-    order = {c.id: i for i, c in enumerate(case_list)}
-    rows: list[ResultRow] = sorted(outcome.rows, key=lambda r: (order.get(r.id, len(order)), r.turn or 0))
-    return EvalResult(rows=rows, manifest=outcome.manifest, cases=case_list, path=out_path,
-                      new_rows=outcome.new_rows, resume_note=outcome.resume_note, threshold=threshold,
-                      gate_options=gates)
+    return await _run(case_list, cases=case_list, manifest=manifest, out=out, key=key, evaluate=cj.judge_rows,
+                      on_error=_error_rows(cj.row_evaluator, category), client=client, concurrency=j.concurrency,
+                      label="judging", skipped=skipped, progress=progress, threshold=threshold, gates=gates)
 
 
 judge_conversations = sync_twin(
@@ -397,7 +365,6 @@ async def check_trajectories_async(
     """:func:`check_trajectories` for async code."""
     from .evaluators._base import build
     from .evaluators._trajectory import TrajectoryCheck, check_row
-    from .runner._session import error_row, execute_async
 
     source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
     options, text = _read_checks(checks, cap)
@@ -411,10 +378,9 @@ async def check_trajectories_async(
     async def evaluate(case: Case) -> ResultRow:
         return check_row(case, check.evaluate(case, case.output), evaluator="trajectory", category=category)
 
-    return await _run(cases=case_list, manifest=manifest, out=out, evaluate=evaluate, evaluator="trajectory",
-                      category=category, client=None, concurrency=4, label="checking", skipped=skipped,
-                      progress=progress, threshold=threshold, gates=gates, execute_async=execute_async,
-                      error_row=error_row)
+    return await _run(case_list, cases=case_list, manifest=manifest, out=out, evaluate=evaluate,
+                      on_error=_error_rows("trajectory", category), client=None, concurrency=4, label="checking",
+                      skipped=skipped, progress=progress, threshold=threshold, gates=gates)
 
 
 async def judge_trajectories_async(
@@ -434,7 +400,6 @@ async def judge_trajectories_async(
 ) -> EvalResult:
     """:func:`judge_trajectories` for async code."""
     from .evaluators._trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
-    from .runner._session import error_row, execute_async
 
     if max_chars < 20:
         raise UserError(f"max_chars={max_chars}: at least 20")
@@ -455,28 +420,46 @@ async def judge_trajectories_async(
         sha256=_cases_sha256(cases, case_list), judge=j.config(client.provider.model),
         system_under_test=system_model, template=TemplateInfo(path=criteria_path, sha256=rubric_hash),
     )
-    return await _run(cases=case_list, manifest=manifest, out=out, evaluate=tj.judge_row,
-                      evaluator="trajectory_judge", category=category, client=client, concurrency=j.concurrency,
-                      label="judging", skipped=skipped, progress=progress, threshold=threshold, gates=gates,
-                      execute_async=execute_async, error_row=error_row)
+    return await _run(case_list, cases=case_list, manifest=manifest, out=out, evaluate=tj.judge_row,
+                      on_error=_error_rows("trajectory_judge", category), client=client, concurrency=j.concurrency,
+                      label="judging", skipped=skipped, progress=progress, threshold=threshold, gates=gates)
 
 
-async def _run(*, cases: list[Case], manifest: RunManifest, out: str | Path | None, evaluate: Any, evaluator: str,
-               category: str | None, client: Any, concurrency: int, label: str, skipped: int, progress: bool | None,
-               threshold: float, gates: dict[str, Any] | None, execute_async: Any, error_row: Any) -> EvalResult:
-    """One row per case through the runner, as an :class:`EvalResult` in case order."""
+async def _run(items: Sequence[T], *, cases: list[Case], manifest: RunManifest, out: str | Path | None,
+               evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
+               on_error: Callable[[T, BaseException], ResultRow], key: Callable[[T], RowKey] | None = None,
+               client: JudgeClient | None, concurrency: int, label: str, skipped: int, progress: bool | None,
+               threshold: float = 0.7, gates: dict[str, Any] | None = None, others: bool = True) -> EvalResult:
+    """``items`` through the runner (rows written to ``out`` as they complete, resumed from it), as an
+    :class:`EvalResult` whose rows are in case order (then sample, then turn). ``key`` says which row an item
+    gives (default: one per case); ``others=False`` leaves out rows of cases no longer among ``cases``."""
+    from .runner._session import execute_async
+
     out_path = Path(out) if out is not None else None
-    if out_path is not None:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = await execute_async(
-        out=out_path, manifest=manifest, items=cases, key=lambda c: (c.id, None, None), evaluate=evaluate,
-        on_error=lambda c, exc: error_row(c.id, exc, evaluator=evaluator, category=category or c.category),
+        out=out_path, manifest=manifest, items=items, key=key or _case_key, evaluate=evaluate, on_error=on_error,
         client=client, concurrency=concurrency, label=label, skipped=skipped, show_progress=progress,
     )
     order = {c.id: i for i, c in enumerate(cases)}
-    rows: list[ResultRow] = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
+    rows = [r for r in outcome.rows if others or r.id in order]
+    rows.sort(key=lambda r: (order.get(r.id, len(order)), r.repeat or 0, r.turn or 0))
     return EvalResult(rows=rows, manifest=outcome.manifest, cases=cases, path=out_path, new_rows=outcome.new_rows,
                       resume_note=outcome.resume_note, threshold=threshold, gate_options=gates)
+
+
+RowKey = tuple[str, int | None, int | None]
+"""Which row of a results file an item gives: case id, sample (``repeat``), turn."""
+
+
+def _case_key(case: Any) -> RowKey:
+    return (case.id, None, None)
+
+
+def _error_rows(evaluator: str, category: str | None) -> Callable[[Any, BaseException], ResultRow]:
+    """A failed case as an ``error`` row (the run goes on)."""
+    from .runner._session import error_row
+
+    return lambda c, exc: error_row(c.id, exc, evaluator=evaluator, category=category or getattr(c, "category", None))
 
 
 check_trajectories = sync_twin(
@@ -525,7 +508,6 @@ async def grade_rubric_async(
     """:func:`grade_rubric` for async code."""
     from .evaluators._rubric import RubricJudge
     from .rubrics import load_rubric
-    from .runner._session import error_row, execute_async
     from .templates import preflight
 
     rb = load_rubric(rubric)
@@ -556,16 +538,9 @@ async def grade_rubric_async(
         judge=j.config(client.provider.model), system_under_test=system_model,
     )
     manifest.extra["config_hash"] = text_sha256(json.dumps([sorted(ctx.items()), threshold]))
-    out_path = Path(out) if out is not None else None
-    outcome = await execute_async(
-        out=out_path, manifest=manifest, items=pf.valid, key=lambda c: (c.id, None, None), evaluate=rj.judge_row,
-        on_error=lambda c, exc: error_row(c.id, exc, evaluator="rubric", category=category or c.category),
-        client=client, concurrency=j.concurrency, label="rubric", skipped=pf.skipped, show_progress=progress,
-    )
-    order = {c.id: i for i, c in enumerate(pf.valid)}
-    rows: list[ResultRow] = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
-    return EvalResult(rows=rows, manifest=outcome.manifest, cases=pf.valid, path=out_path, new_rows=outcome.new_rows,
-                      resume_note=outcome.resume_note, threshold=0.7, gate_options=gates)
+    return await _run(pf.valid, cases=pf.valid, manifest=manifest, out=out, evaluate=rj.judge_row,
+                      on_error=_error_rows("rubric", category), client=client, concurrency=j.concurrency,
+                      label="rubric", skipped=pf.skipped, progress=progress, gates=gates)
 
 
 grade_rubric = sync_twin(
@@ -601,7 +576,6 @@ async def grade_gold_async(
 ) -> EvalResult:
     """:func:`grade_gold` for async code."""
     from .evaluators._gold import GoldCase, GoldJudge, gold_case
-    from .runner._session import error_row, execute_async
 
     try:
         gj = GoldJudge(str(criteria), single_call=single_call, judge_pass_only=judge_pass_only,
@@ -632,18 +606,11 @@ async def grade_gold_async(
     manifest.extra["config_hash"] = text_sha256(json.dumps(
         {"single_call": single_call, **({"judge_pass_only": True} if judge_pass_only else {}),
          "documents": sorted(docs)}))
-    out_path = Path(out) if out is not None else None
-    outcome = await execute_async(
-        out=out_path, manifest=manifest, items=gold, key=lambda c: (c.id, None, None), evaluate=gj.judge_row,
-        on_error=lambda c, exc: error_row(c.id, exc, evaluator="gold"), client=client, concurrency=j.concurrency,
-        label="gold", skipped=skipped, show_progress=progress,
-    )
-    order = {c.id: i for i, c in enumerate(gold)}
-    rows = sorted((r for r in outcome.rows if r.id in order), key=lambda r: order[r.id])
     as_cases = [Case(id=c.id, data={"id": c.id, "output": c.generated, "reference": c.gold, "metadata": c.metadata})
                 for c in gold]
-    return EvalResult(rows=rows, manifest=outcome.manifest, cases=as_cases, path=out_path,
-                      new_rows=outcome.new_rows, resume_note=outcome.resume_note, gate_options=gates)
+    return await _run(gold, cases=as_cases, manifest=manifest, out=out, evaluate=gj.judge_row,
+                      on_error=_error_rows("gold", None), client=client, concurrency=j.concurrency, label="gold",
+                      skipped=skipped, progress=progress, gates=gates, others=False)
 
 
 grade_gold = sync_twin(

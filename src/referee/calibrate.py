@@ -131,6 +131,30 @@ class Calibration:
                 "mean_abs_delta": self.mean_abs_delta, "scale": self.scale_note, "notes": self.notes,
                 "agreement": self.stats.to_dict(), "per_case": self.per_case}
 
+    def above(self, threshold: float) -> bool:
+        """Whether the mean absolute delta is above ``threshold``. Rounded first so that float noise
+        (0.9 - 0.7 = 0.20000000000000007) never fails a 0.2 gate while printing "0.200"."""
+        return round(self.mean_abs_delta, 9) > threshold
+
+    def gate_failures(self, threshold: float, *, min_kappa: float | None = None,
+                      min_agreement: float | None = None, min_spearman: float | None = None,
+                      min_kendall: float | None = None) -> list[str]:
+        """Why the calibration gates fail (empty: they pass): the mean delta above ``threshold``, a statistic
+        below its minimum, or undefined where a minimum is asked for."""
+        failures: list[str] = []
+        if self.above(threshold):
+            failures.append(f"mean delta {self.mean_abs_delta:.3f} is above the threshold {threshold:g}")
+        st = self.stats
+        for name, gate, iv in (("kappa", min_kappa, st.kappa), ("exact agreement", min_agreement, st.exact),
+                               ("Spearman rho", min_spearman, st.spearman), ("Kendall tau", min_kendall, st.kendall)):
+            if gate is None:
+                continue
+            if iv is None or iv.estimate is None:
+                failures.append(f"{name} is undefined for these labels, so the --min gate cannot pass")
+            elif iv.estimate < gate:
+                failures.append(f"{name} {iv.estimate:.3f} is below the minimum {gate:g}")
+        return failures
+
 
 def calibrate(judge: Labels, human: Labels, *, n_boot: int = DEFAULT_N_BOOT,
               seed: int = DEFAULT_SEED, judge_scaled: bool = False, human_scaled: bool = False) -> Calibration:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..results._schema import ResultRow
+if TYPE_CHECKING:
+    from .._api import EvalResult
 
 
-def report_outcome(rows: Sequence[ResultRow], out: str | Path, *, by_category: bool = False) -> None:
+def report_outcome(result: EvalResult, out: str | Path, *, by_category: bool = False, judged: bool = False) -> None:
     """The rows that did not pass, per category (with ``by_category``: through the one aggregator, by the rows'
-    own verdict, else score >= 0.7) and the counts, on stderr."""
+    own verdict, else score >= 0.7), and the totals line led by the counts, on stderr."""
     from ..aggregate import ScoreOptions, summarize, tally
     from ..reports._agents import render_tally
 
+    rows = result.rows
     groups = summarize(list(rows), ScoreOptions(pass_rule="evaluator", n_boot=200)).categories \
         if by_category and rows else []
-    render_tally(tally(rows), out, categories=groups)
+    render_tally(tally(rows), result.manifest.totals, out, categories=groups, judged=judged)

@@ -35,5 +35,5 @@ def command(cases: str, out: str, mode: str, criteria_file: str | None, category
             progress=None, command=invoked_argv())
     if result.resume_note:
         echo_err(result.resume_note)
-    report_outcome(result.rows, out)
+    report_outcome(result, out, judged=True)
     return 0 if result.manifest.totals.scored else 1

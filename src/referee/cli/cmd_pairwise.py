@@ -43,16 +43,16 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
     if result.resume_note:
         echo_err(result.resume_note)
     echo_failures(result.new_rows)
-    rows = [r for r in result.rows if r.status == "scored"]
-    wins = {w: sum(r.winner == w for r in rows) for w in ("a", "b", "tie")}
-    biased = sum(bool(r.position_bias_detected) for r in rows)
+    from ..metaeval import pairwise_tally  # after the run: numpy and the statistics are not needed to judge
+
+    pt = pairwise_tally(result.rows)
+    wins, biased = pt.wins, pt.position_bias
     t = result.manifest.totals
     echo_err(totals_line(t, out, lead=(
         f"A wins {wins['a']}, B wins {wins['b']}, ties {wins['tie']} "
         + (f"({biased} of them position bias); " if reconcile == "strict" else
            f"({biased} rows with position bias, averaged over both orders); ")
-        + f"mean score of A {sum(r.score or 0.0 for r in rows) / len(rows) if rows else 0.0:.3f} "
-        f"(--reconcile {reconcile}); ")))
+        + f"mean score of A {pt.mean_score_a:.3f} (--reconcile {reconcile}); ")))
     if t.scored == 0:
         echo_err("error: nothing was graded")
         return 1

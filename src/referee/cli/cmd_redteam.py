@@ -87,7 +87,7 @@ def run_cmd(cases: str, out: str, outputs: str | None, target_file: str | None, 
     if result.resume_note:
         echo_err(result.resume_note)
     echo_err("adversarial results, per attack type (kept apart from correctness):")
-    report_outcome(result.rows, out, by_category=True)
+    report_outcome(result, out, by_category=True, judged=use_judge)
     if run.failed_generations:
         echo_err(f"{run.failed_generations} generation(s) by target {run.target_id or ''} failed (error rows): "
                  "exit 1")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-from ..rubrics import list_rubrics, load_rubric
+from ..rubrics import list_rubrics, rubric_source
 
 
 @click.command("rubrics")
@@ -14,10 +12,7 @@ from ..rubrics import list_rubrics, load_rubric
 def command(name: str | None) -> int:
     """List shipped rubrics; with NAME, print that rubric's YAML (copy it to write your own)."""
     if name:
-        load_rubric(name)  # validates, and names the shipped ones when NAME is unknown
-        match = [r for r in list_rubrics() if r.name == name]
-        path = Path(match[0].path) if match else Path(name)
-        click.echo(path.read_text(encoding="utf-8"), nl=False)
+        click.echo(rubric_source(name), nl=False)
         return 0
     infos = list_rubrics()
     width = max(len(r.name) for r in infos) + 2

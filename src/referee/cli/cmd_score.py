@@ -11,9 +11,16 @@ import os
 import click
 from click.core import ParameterSource
 
-from ..aggregate import ScoreOptions, load_table, normalise_category, summarize
-from ..aggregate._load import PASS_RULES, load_tables
-from ..aggregate._summary import all_cases, printable
+from ..aggregate import (
+    PASS_RULES,
+    ScoreOptions,
+    all_cases,
+    load_table,
+    load_tables,
+    normalise_category,
+    summarize,
+)
+from ..aggregate._format import printable
 from ..errors import UserError
 from ..gates import GateConfig, evaluate_gates
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED

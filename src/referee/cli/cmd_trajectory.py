@@ -49,7 +49,7 @@ def command(cases: str, out: str, checks_file: str | None, cap: float | None, us
                                     on_invalid=on_invalid, progress=None, command=invoked_argv())
         if result.resume_note:
             echo_err(result.resume_note)
-        report_outcome(result.rows, out)
+        report_outcome(result, out)
         return 0 if any(r.status == "scored" for r in result.rows) else 1
     with flag_errors():
         result = judge_trajectories(cases, api_judge(judge), criteria=criteria_file, max_chars=max_chars, out=out,
@@ -57,7 +57,5 @@ def command(cases: str, out: str, checks_file: str | None, cap: float | None, us
                                     progress=None, command=invoked_argv())
     if result.resume_note:
         echo_err(result.resume_note)
-    report_outcome(result.rows, out)
-    t = result.manifest.totals
-    echo_err(f"({t.provider_calls} judge calls, {t.cached_calls} from cache)")
-    return 0 if t.scored else 1
+    report_outcome(result, out, judged=True)
+    return 0 if result.manifest.totals.scored else 1

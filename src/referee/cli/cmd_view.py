@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..aggregate._load import PASS_RULES
+from ..aggregate import PASS_RULES
 from ..errors import UserError
 from ..stats._bootstrap import DEFAULT_N_BOOT
 from ._common import echo_err

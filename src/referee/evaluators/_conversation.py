@@ -18,7 +18,9 @@ from typing import Any, ClassVar
 
 from ..cases import Case
 from ..errors import RefereeError
+from ..providers._base import JudgeRequest
 from ..templates import transcript
+from ._base import with_output
 from ._trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -117,6 +119,13 @@ class ConversationJudge(CriteriaJudge):
         rubric = rubric_text(self.criteria, intro="Evaluate the assistant's side of the whole conversation in "
                              "the transcript block.")
         return build_prompt(blocks, rubric)
+
+    def request(self, case: Case, output: Any = None) -> JudgeRequest:
+        case = with_output(case, output if output is not None else case.output)
+        try:
+            return self.request_for(self.prompts(case)[0][1])
+        except ConversationError:  # the run makes it an error without a call; a dry run still counts one
+            return self.request_for(self.conversation_prompt(case, []))
 
     def prompts(self, case: Case) -> list[tuple[int | None, PromptParts, dict[str, Any]]]:
         conv = conversation_of(case)

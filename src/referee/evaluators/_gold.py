@@ -289,7 +289,12 @@ class GoldJudge(LLMEvaluator):
         return [self._request(case, criterion_prompt(case, c), _ITEM_SCHEMA, budget) for c in self.rubric.criteria]
 
     def request(self, case: Case, output: Any = None) -> JudgeRequest:
-        return self.requests(gold_case(case, output))[0]
+        try:
+            gc = gold_case(case, output)
+        except ValueError:  # the run makes it an error without a call; a dry run's estimate stays an upper bound
+            gc = GoldCase(id=case.id, generated=str(output if output is not None else case.output or ""),
+                          gold=str(case.reference or ""))
+        return self.requests(gc)[0]
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         if (none := self.unbound()) is not None:

@@ -12,7 +12,7 @@
 from ._hanna import JUDGES as HANNA_JUDGES
 from ._hanna import hanna_meta
 from ._pairwise import BiasReport, PairVerdict, PairwiseMeta, bias, llmbar_statistics, pairwise_meta
-from ._rank import Ranking, named_leaderboard, rank_results
+from ._rank import PairwiseTally, Ranking, named_leaderboard, pairwise_tally, rank_results
 from ._replay import (
     JudgeBenchMeta,
     ParseReplay,
@@ -33,6 +33,7 @@ __all__ = [
     "JudgeBenchMeta",
     "PairVerdict",
     "PairwiseMeta",
+    "PairwiseTally",
     "ParseReplay",
     "PublishedCheck",
     "Ranking",
@@ -46,6 +47,7 @@ __all__ = [
     "llmbar_statistics",
     "named_leaderboard",
     "pairwise_meta",
+    "pairwise_tally",
     "rank_results",
     "read_human_ratings",
     "replay_completions",

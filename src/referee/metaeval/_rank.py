@@ -64,6 +64,26 @@ def named_leaderboard(rows: Iterable[ResultRow], *, n_boot: int = DEFAULT_N_BOOT
 
 
 @dataclass
+class PairwiseTally:
+    """The scored pairwise rows of a run counted: wins of each side, ties, position bias, A's mean score."""
+
+    wins: dict[str, int]
+    """``{"a": n, "b": n, "tie": n}``."""
+    position_bias: int
+    """Rows whose two orders disagreed."""
+    mean_score_a: float
+    """Mean score of A over the scored rows (0.0 when none)."""
+
+
+def pairwise_tally(rows: Iterable[ResultRow]) -> PairwiseTally:
+    """Count the scored rows of a ``referee pairwise`` run."""
+    scored = [r for r in rows if r.status == "scored"]
+    return PairwiseTally(wins={w: sum(r.winner == w for r in scored) for w in ("a", "b", "tie")},
+                         position_bias=sum(bool(r.position_bias_detected) for r in scored),
+                         mean_score_a=sum(r.score or 0.0 for r in scored) / len(scored) if scored else 0.0)
+
+
+@dataclass
 class Ranking:
     """Systems ranked from pairwise results files."""
 

@@ -8,12 +8,15 @@ from pathlib import Path
 
 from ..aggregate._model import Group
 from ..aggregate._tally import Tally
+from ..results._manifest import Totals
 from ._safe import echo_err
 
 
-def render_tally(t: Tally, out: str | Path, *, categories: Sequence[Group] = (), limit: int = 10) -> None:
+def render_tally(t: Tally, totals: Totals, out: str | Path, *, categories: Sequence[Group] = (),
+                 judged: bool = False, limit: int = 10) -> None:
     """The first ``limit`` rows that did not pass, then one line per category group (from
-    :func:`referee.summarize`), then the counts and where the rows are."""
+    :func:`referee.summarize`), then the totals line every run ends with (the run's ``totals``: judge calls
+    when ``judged``, time), led by the passed and failed counts."""
     for r in t.not_passed[:limit]:
         what = f"{r.score:.2f}" if r.score is not None else r.status
         turn = f" turn {r.turn}" if r.turn is not None else ""
@@ -25,4 +28,6 @@ def render_tally(t: Tally, out: str | Path, *, categories: Sequence[Group] = (),
         rate = f"{g.pass_rate.estimate:.0%}" if g.pass_rate.estimate is not None else "n/a"
         echo_err(f"  {g.name:<20} {g.rows:>3} cases  pass {n_pass}/{g.cases} ({rate})"
                  f"  unscored {g.unscored}  error {g.errors}")
-    echo_err(f"{t.passed} passed, {t.failed} failed, {t.unscored} unscored, {t.errors} error -> {out}")
+    from ..runner._session import totals_line
+
+    echo_err(totals_line(totals, out, judged=judged, lead=f"{t.passed} passed, {t.failed} failed, "))

@@ -125,6 +125,15 @@ def load_rubric(name_or_path: str | Path, *, kind: str | None = None) -> Rubric:
     return parse_rubric(text, str(p), kind=kind)
 
 
+def rubric_source(name_or_path: str | Path) -> str:
+    """The YAML text of a shipped rubric (by name) or of a rubric file, validated first (an unknown name
+    raises :class:`InputError` listing the shipped ones): to copy when writing one's own."""
+    load_rubric(name_or_path)
+    shipped = SHIPPED / f"{name_or_path}.yaml"
+    path = shipped if shipped.parent == SHIPPED and shipped.exists() else Path(name_or_path)
+    return path.read_text(encoding="utf-8")
+
+
 def list_rubrics() -> list[RubricInfo]:
     """The rubrics and criteria files shipped with referee."""
     out = []

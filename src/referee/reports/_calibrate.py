@@ -1,0 +1,65 @@
+"""The tables of ``referee calibrate``: a :class:`~referee.calibrate.Calibration` on stdout."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+from ..stats._agreement import interval_text
+from ..stats._bootstrap import Interval
+from ._safe import SafeConsole
+
+if TYPE_CHECKING:
+    from ..calibrate import Calibration
+
+
+def _fmt(iv: Interval | None, digits: int = 3, zero_width: str = "one-sided sample") -> str:
+    if iv is None:
+        return "not computed"
+    if iv.estimate is None:
+        return "undefined"
+    return interval_text(iv, digits, zero_width=zero_width)
+
+
+def render_calibration(cal: Calibration, threshold: float, show: int | None = None) -> None:
+    """The per-case deltas (worst first; ``show`` limits them), the agreement statistics, the confusion matrix,
+    the notes and the verdict against ``threshold``."""
+    con = SafeConsole(highlight=False, soft_wrap=True)
+    con.print(f"Calibration: {cal.n} case(s) in both files "
+              f"({cal.judge_only} judge-only, {cal.human_only} human-only ids ignored); labels {cal.scale_note}")
+    # Like the seed, every shared case is listed unless --show limits it.
+    shown = len(cal.per_case) if show is None else min(show, len(cal.per_case))
+    which = f"all {shown}" if shown == len(cal.per_case) else f"top {shown} of {len(cal.per_case)}"
+    t = Table(title=f"Per-case deltas, worst first ({which})", title_justify="left")
+    for col in ("id", "judge", "human", "delta"):
+        t.add_column(col, justify="left" if col == "id" else "right")
+    for r in cal.per_case[:shown]:
+        t.add_row(str(r["id"]), f"{r['judge']:.3f}", f"{r['human']:.3f}", f"{r['delta']:+.3f}")
+    con.print(t)
+    st = cal.stats
+    s = Table(title="Agreement with human labels (95% bootstrap CI)", title_justify="left")
+    s.add_column("statistic")
+    s.add_column("value", justify="right")
+    s.add_row("mean absolute delta", _fmt(st.mean_abs_diff))
+    s.add_row("mean signed delta (judge - human)", _fmt(st.mean_signed_diff))
+    s.add_row("exact agreement", _fmt(st.exact))
+    kname = f"Cohen's kappa ({st.kappa_weights or 'unweighted'})"
+    tiny = "too small a sample"
+    s.add_row(kname, _fmt(st.kappa, zero_width=tiny))
+    s.add_row("Spearman rho", _fmt(st.spearman, zero_width=tiny))
+    s.add_row("Kendall tau-b", _fmt(st.kendall, zero_width=tiny))
+    con.print(s)
+    if st.confusion is not None:
+        c = Table(title="Confusion matrix (rows: judge, columns: human)", title_justify="left")
+        c.add_column("judge \\ human")
+        for lab in st.labels:
+            c.add_column(f"{lab:g}", justify="right")
+        for lab, row in zip(st.labels, st.confusion, strict=True):
+            c.add_row(f"{lab:g}", *[str(v) for v in row])
+        con.print(c)
+    for note in cal.notes:
+        con.print(f"note: {note}")
+    verdict = "ABOVE THRESHOLD" if cal.above(threshold) else "OK"
+    con.print(f"Mean delta vs human: {cal.mean_abs_delta:.3f} over {cal.n} cases "
+              f"(threshold {threshold:g}): {verdict}")
