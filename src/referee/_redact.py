@@ -37,9 +37,16 @@ def _env_secrets(extra: Iterable[str] = ()) -> list[str]:
     return sorted({v for v in values if v and len(v) >= 8}, key=len, reverse=True)
 
 
-def redact_text(text: str, *, secrets: Iterable[str] = ()) -> str:
-    """``text`` with key values, key-shaped tokens and URL credentials masked."""
-    for value in _env_secrets(secrets):
+def secret_values(extra: Iterable[str] = ()) -> list[str]:
+    """The exact values :func:`redact_text` masks (the key environment variables' and ``extra``), for a caller
+    that redacts every reply of a run: collected once, they cost nothing per reply (reading the environment did)."""
+    return _env_secrets(extra)
+
+
+def redact_text(text: str, *, secrets: Iterable[str] = (), values: Sequence[str] | None = None) -> str:
+    """``text`` with key values, key-shaped tokens and URL credentials masked. ``values``: the exact values
+    from :func:`secret_values`, instead of reading them (and ``secrets``) now."""
+    for value in _env_secrets(secrets) if values is None else values:
         if value in text:
             text = text.replace(value, MASK)
     text = _URL_USERINFO_RE.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)

@@ -35,17 +35,21 @@ def _field_doc(cls: type, name: str) -> str | None:
     return None
 
 
-_MODELS: dict[type, type[BaseModel] | None] = {}
+_MODELS: dict[tuple[type, bool], type[BaseModel] | None] = {}
 
 
-def options_model(cls: type[Evaluator]) -> type[BaseModel] | None:
-    """A pydantic model of ``cls``'s options (its init dataclass fields); None if it is not a dataclass."""
-    if cls not in _MODELS:
-        _MODELS[cls] = _make_options_model(cls)
-    return _MODELS[cls]
+def options_model(cls: type[Evaluator], *, docs: bool = False) -> type[BaseModel] | None:
+    """A pydantic model of ``cls``'s options (its init dataclass fields); None if it is not a dataclass.
+
+    ``docs``: with each option's description from the source (for the published JSON Schema); validating a
+    suite does not need them, and reading them parses the class's source (tens of ms of every run's start-up)."""
+    key = (cls, docs)
+    if key not in _MODELS:
+        _MODELS[key] = _make_options_model(cls, docs)
+    return _MODELS[key]
 
 
-def _make_options_model(cls: type[Evaluator]) -> type[BaseModel] | None:
+def _make_options_model(cls: type[Evaluator], docs: bool) -> type[BaseModel] | None:
     if not dataclasses.is_dataclass(cls):
         return None
     try:
@@ -58,7 +62,7 @@ def _make_options_model(cls: type[Evaluator]) -> type[BaseModel] | None:
             continue
         # A suite file names a rubric by its path; Python may also pass the loaded object (option_types).
         tp = getattr(cls, "option_types", {}).get(f.name, hints.get(f.name, Any))
-        desc = _field_doc(cls, f.name)
+        desc = _field_doc(cls, f.name) if docs else None
         if f.default is not dataclasses.MISSING:
             default: Any = Field(default=f.default, description=desc)
         elif f.default_factory is not dataclasses.MISSING:
@@ -109,7 +113,7 @@ def build_evaluator(cls: type[Evaluator], options: dict[str, Any]) -> Evaluator:
 
 def options_json_schema(cls: type[Evaluator]) -> dict[str, Any]:
     """The JSON Schema of ``cls``'s options (what the suite schema publishes for editors)."""
-    model = options_model(cls)
+    model = options_model(cls, docs=True)
     if model is None:
         return {"type": "object"}
     schema = model.model_json_schema()

@@ -94,6 +94,7 @@ def data_block(name: str, text: str, nonce: str, attrs: str = "") -> str:
     return f"<{tag}{attrs}>\n{neutralise(text)}\n</{tag}>"
 
 
+@functools.lru_cache(maxsize=64)  # a run fills one template thousands of times
 def template_tags(template: str) -> frozenset[str]:
     """The tag names a user's template uses as delimiters (``<output>``, ``</answer>``, ...)."""
     return frozenset(m.group(1).lower() for m in _TEMPLATE_TAG.finditer(template))

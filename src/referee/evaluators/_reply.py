@@ -21,8 +21,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
+from .._fastjson import loads as fast_loads
 from ..errors import ProviderError, RefereeError
-from ..providers._base import JudgeRequest, Message
+from ..providers._base import Completion, JudgeRequest, Message
 from ..results._schema import Usage
 from ..runner._client import COST_DECIMALS, JudgeClient
 from ..runner._engine import is_fatal
@@ -194,7 +195,7 @@ def parse_verdict(text: str, validate: Callable[[dict[str, Any]], T]) -> T:
         raise ReplyInvalid("the reply is empty")
     whole_err = ""
     try:  # the fast path: a clean object (structured output makes this the common case)
-        value = json.loads(body)
+        value = fast_loads(body)
     except json.JSONDecodeError as exc:
         value, whole_err = None, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
     except (ValueError, RecursionError) as exc:
@@ -211,6 +212,11 @@ def parse_verdict(text: str, validate: Callable[[dict[str, Any]], T]) -> T:
                 first_err = "the JSON object is cut off (truncated reply)"
             raise ReplyInvalid(first_err or whole_err)
     quoted = quoted_objects(_CASE_TEXT.get())
+    if len(found) == 1 and not quoted:  # the common case: one object, no JSON in the case text to copy from
+        try:
+            return validate(found[0][1])
+        except ReplyInvalid as exc:
+            raise ReplyInvalid(str(exc)) from None
     verdicts: dict[str, T] = {}
     reasons: list[str] = []
     copied = 0
@@ -287,7 +293,7 @@ async def ask_judge(client: JudgeClient, request: JudgeRequest, parse: Callable[
 
     ``parse`` turns reply text into a value or raises :class:`ReplyInvalid`.
     """
-    usage = Usage()
+    calls: list[Completion] = []
     latency = 0.0
     cost: float | None = None
     model = ""
@@ -302,12 +308,11 @@ async def ask_judge(client: JudgeClient, request: JudgeRequest, parse: Callable[
             if is_fatal(exc):
                 raise  # a bad key, an unknown model, a server that is down: stop the run (exit 2)
             latency += (time.perf_counter() - t0) * 1000
-            return JudgeOutcome(status="error", error=str(exc), usage=usage, latency_ms=latency,
+            return JudgeOutcome(status="error", error=str(exc), usage=_usage(calls), latency_ms=latency,
                                 cost_usd=cost, model=model)
         latency += completion.latency_ms if completion.cached else (time.perf_counter() - t0) * 1000
         model = completion.model or model
-        usage = usage + Usage(input_tokens=completion.input_tokens, output_tokens=completion.output_tokens,
-                              calls=0 if completion.cached else 1, cached_calls=1 if completion.cached else 0)
+        calls.append(completion)
         c = client.cost_of(completion)
         if c is not None:
             cost = round((cost or 0.0) + c, COST_DECIMALS)
@@ -328,7 +333,17 @@ async def ask_judge(client: JudgeClient, request: JudgeRequest, parse: Callable[
             continue
         finally:
             _CASE_TEXT.reset(token)
-        return JudgeOutcome(status="scored", value=value, usage=usage, latency_ms=latency, cost_usd=cost,
+        return JudgeOutcome(status="scored", value=value, usage=_usage(calls), latency_ms=latency, cost_usd=cost,
                             model=model)
     return JudgeOutcome(status="unscored", raw_excerpt=excerpt(last_text), error=f"invalid judge reply: {reason}",
-                        usage=usage, latency_ms=latency, cost_usd=cost, model=model)
+                        usage=_usage(calls), latency_ms=latency, cost_usd=cost, model=model)
+
+
+def _usage(completions: list[Completion]) -> Usage:
+    """The tokens and calls of an outcome's replies (one Usage built once: what ``Usage() + Usage(...)`` per reply
+    gave, a token count None only when no reply reported it)."""
+    ins = [c.input_tokens for c in completions if c.input_tokens is not None]
+    outs = [c.output_tokens for c in completions if c.output_tokens is not None]
+    cached = sum(1 for c in completions if c.cached)
+    return Usage(input_tokens=sum(ins) if ins else None, output_tokens=sum(outs) if outs else None,
+                 calls=len(completions) - cached, cached_calls=cached)

@@ -13,10 +13,12 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
+from .._fastjson import dumps_bytes, loads
 from .._redact import redact_text
 from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+_JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -54,13 +56,15 @@ def _error_message(body: str) -> str:
 
 
 class HttpClient:
-    def __init__(self, *, timeout: float, headers: dict[str, str], label: str, limit: int = 256) -> None:
+    def __init__(self, *, timeout: float, headers: dict[str, str], label: str, limit: int = 0) -> None:
         self._timeout = timeout
         self._headers = headers
         # Header values are credentials (keys, bearer tokens): masked in every message this client builds.
         self._secrets = [v.removeprefix("Bearer ") for k, v in headers.items() if _is_secret_header(k)]
         self._label = redact_text(label)
         self._limit = limit
+        """Connections at once (0: no limit here; the runner bounds calls in flight by --concurrency, and a pool
+        smaller than that would queue requests inside aiohttp while the run waits)."""
         self._session: aiohttp.ClientSession | None = None
 
     def _get_session(self) -> aiohttp.ClientSession:
@@ -78,7 +82,7 @@ class HttpClient:
         """POST and return (decoded JSON body, latency ms); raises ProviderError subclasses (messages are
         redacted: no key or URL credentials). ``headers`` are per-request (signatures, refreshed tokens)."""
         body, latency, status = await self._request(
-            "POST", url, data=json.dumps(payload), headers={"Content-Type": "application/json", **(headers or {})})
+            "POST", url, data=dumps_bytes(payload), headers={**_JSON_HEADERS, **headers} if headers else _JSON_HEADERS)
         return self.decode(body, status), latency
 
     async def request(self, method: str, url: str | URL, *, data: str | bytes | aiohttp.FormData | None = None,
@@ -105,7 +109,7 @@ class HttpClient:
     def decode(self, body: str, status: int | None = None) -> dict[str, Any]:
         """A JSON object body, or a retryable ProviderError (a proxy's HTML page, a truncated reply)."""
         try:
-            data = json.loads(body)
+            data = loads(body)
         except ValueError as exc:
             raise ProviderError(f"{self._label}: the server sent a body that is not JSON: {body[:120]!r}",
                                 status=status, retryable=True) from exc

@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .._redact import redact_text
+from .._redact import redact_text, secret_values
 from ..errors import ProviderError, ProviderUnavailable
 from ..providers._base import Completion, JudgeRequest, Provider
 from ..results._schema import JudgeInfo
@@ -83,6 +83,12 @@ class JudgeClient:
             self.batch.on_result = self._accept_batch_result
         self._reached = False
         """Whether the server has answered at all in this run (a success or any HTTP status)."""
+        self._held: tuple[str, ...] | None = None
+        self._secrets: list[str] = []
+        """What :meth:`_accept` masks in every reply: the provider's credentials (:meth:`Provider.secrets`, asked
+        per reply: tokens refresh) and the key environment variables' values, collected again only when the
+        provider's change (reading the environment cost 11 us per reply)."""
+        self._judge_info: dict[str | None, JudgeInfo] = {}
 
     @property
     def prices_given(self) -> bool:
@@ -105,7 +111,12 @@ class JudgeClient:
                                 batch=completion.batch, fallback_model=self.provider.model)
 
     def judge_info(self, template_hash: str | None = None) -> JudgeInfo:
-        return JudgeInfo(provider=self.provider.name, model=self.provider.model, template_hash=template_hash)
+        """The judge of every row this client's replies make (frozen, so one instance per template is shared)."""
+        info = self._judge_info.get(template_hash)
+        if info is None or info.model != self.provider.model:
+            info = JudgeInfo(provider=self.provider.name, model=self.provider.model, template_hash=template_hash)
+            self._judge_info[template_hash] = info
+        return info
 
     async def complete(self, request: JudgeRequest, *, use_cache: bool = True) -> Completion:
         """One judged reply: from the cache when allowed, else from the provider with retries.
@@ -146,10 +157,17 @@ class JudgeClient:
         your key") has it masked, so the key never reaches rows, the cache or the manifest.
         """
         _check_tokens(completion)
-        safe = redact_text(completion.text, secrets=self.provider.secrets())
+        safe = redact_text(completion.text, values=self._secret_values())
         if safe != completion.text:
             completion = dataclasses.replace(completion, text=safe)
         return completion
+
+    def _secret_values(self) -> list[str]:
+        held = self.provider.secrets()
+        if held != self._held:
+            self._secrets = secret_values(held)
+            self._held = held
+        return self._secrets
 
     def _accept_batch_result(self, key: str, completion: Completion) -> Completion:
         """A batch job's result: through :meth:`_accept` first, then into the cache (what the caller gets)."""

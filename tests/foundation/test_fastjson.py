@@ -1,0 +1,53 @@
+"""The hot path's JSON (orjson where it gives json's exact result): the same values and errors as ``json``."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from referee import _fastjson
+
+TEXTS = [
+    '{"overall_score": 0.8, "quality": {"score": 0.8, "rationale": "clear"}}',
+    '{"a": 1, "a": 2}',  # duplicate keys: the last wins in both
+    "  [1, -0, 1.5e-10, 1e308, true, null]  ",
+    '"\\u00e9\\n"',
+    '{"big": 123456789012345678901234567890}',  # beyond 64 bits: orjson would give a float
+    '{"n": 18446744073709551616}',
+    '{"n": -9223372036854775809}',
+    '{"x": NaN, "y": Infinity}',  # not JSON, but json accepts them
+    '{"s": "\\ud800"}',  # a lone surrogate escape: orjson refuses, json decodes
+    "1e400",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_loads_gives_json_s_value(text: str) -> None:
+    got, want = _fastjson.loads(text), json.loads(text)
+    assert type(got) is type(want)
+    if isinstance(want, float) and math.isinf(want):
+        assert got == want
+    else:
+        assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1', "", "{'a': 1}", '{"a": 1,}', "[" * 5 + "]" * 4])
+def test_loads_raises_json_s_error(text: str) -> None:
+    with pytest.raises(json.JSONDecodeError) as want:
+        json.loads(text)
+    with pytest.raises(json.JSONDecodeError) as got:
+        _fastjson.loads(text)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("value", [
+    {"model": "m", "messages": [{"role": "user", "content": "caf\u00e9 </output> \u202e"}], "max_tokens": 1024},
+    {"n": 2**70, "f": 0.1, "neg": -5},  # beyond 64 bits: json writes it
+    {"s": "lone \ud800 surrogate"},  # orjson refuses: json escapes it
+])
+def test_dumps_bytes_decodes_to_the_same_value(value: dict[str, object]) -> None:
+    body = _fastjson.dumps_bytes(value)
+    assert isinstance(body, bytes)
+    assert json.loads(body) == value
