@@ -1,7 +1,7 @@
 """Evaluator options as pydantic models derived from the evaluators' dataclass fields.
 
-They type-check what a suite file gives (``ignore_case: "yes"`` is an error naming the option), reject
-unknown options, and provide the per-evaluator JSON Schema published for editors.
+They type-check what a suite file or a Python call gives (``ignore_case: "yes"`` is an error naming the
+option), reject unknown options, and provide the per-evaluator JSON Schema published for editors.
 """
 
 from __future__ import annotations
@@ -14,16 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from ..errors import UserError
-from ..evaluators._base import Evaluator
-
-
-class OptionProblem(UserError):
-    """One or more options of one evaluator are wrong; ``problems`` are (option path, message) pairs."""
-
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in problems))
+from ..errors import OptionError, UserError
+from ._base import Evaluator
 
 
 def _field_doc(cls: type, name: str) -> str | None:
@@ -93,11 +85,9 @@ def _loc(err: Any) -> str:
 def build_evaluator(cls: type[Evaluator], options: dict[str, Any]) -> Evaluator:
     """Validate ``options`` against ``cls``'s option model and instantiate it.
 
-    Raises :class:`OptionProblem` listing every wrong option (type errors, unknown names, and the check's
-    own ``OptionError`` from ``__post_init__``, e.g. an invalid regex).
+    Raises :class:`~referee.errors.OptionError` listing every wrong option (type errors, unknown names, and
+    the evaluator's own from ``__post_init__``, e.g. an invalid regex).
     """
-    from ..evaluators.checks import OptionError
-
     model = options_model(cls)
     kwargs = dict(options)
     if model is not None:
@@ -111,17 +101,18 @@ def build_evaluator(cls: type[Evaluator], options: dict[str, Any]) -> Evaluator:
                 else:
                     msg = e.get("msg", "invalid")
                 problems.append((_loc(e), msg))
-            raise OptionProblem(problems) from None
+            raise OptionError.of(problems) from None
         kwargs = {k: getattr(validated, k) for k in options}
     try:
         return cls(**kwargs)
-    except OptionError as exc:
-        raise OptionProblem([(exc.option, exc.reason)]) from None
+    except OptionError:
+        raise
     except (UserError, TypeError, ValueError) as exc:
-        raise OptionProblem([("", str(exc))]) from None
+        raise OptionError("", str(exc)) from None
 
 
 def options_json_schema(cls: type[Evaluator]) -> dict[str, Any]:
+    """The JSON Schema of ``cls``'s options (what the suite schema publishes for editors)."""
     model = options_model(cls, docs=True)
     if model is None:
         return {"type": "object"}
