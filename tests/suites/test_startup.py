@@ -59,8 +59,8 @@ def test_unknown_names_list_every_built_in_and_resolve_finds_each_module() -> No
 
 
 def test_option_descriptions_only_in_the_published_schema() -> None:
-    from referee.evaluators.checks import BUILTIN_CHECKS
     from referee.evaluators._options import options_json_schema, options_model
+    from referee.evaluators.checks import BUILTIN_CHECKS
 
     equals = next(c for c in BUILTIN_CHECKS if c.name == "equals")
     model = options_model(equals)
