@@ -5,6 +5,7 @@ Tree::
     RefereeError                 base of everything referee raises on purpose
     +-- UserError                a usage or input mistake; the CLI prints it on one line and exits 2
     |   +-- InputError           a file the user gave is wrong; names file, line and field
+    |   +-- OptionError          an evaluator's options are wrong (also a ValueError); names each option
     |   +-- MissingExtraError    an optional dependency is not installed; names the extra
     +-- ProviderError            a judge API call failed (after mapping the HTTP client's errors)
         +-- ProviderAuthError    401/403, or no key: retrying cannot help
@@ -15,6 +16,8 @@ Failures of single cases are not exceptions that stop a run: they become rows wi
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class RefereeError(Exception):
@@ -45,6 +48,26 @@ class InputError(UserError):
         if field is not None:
             where += f"field '{field}': "
         super().__init__(where + message)
+
+
+class OptionError(UserError, ValueError):
+    """An evaluator's options are wrong: raised while it is built, so a suite fails when it loads, not per case.
+
+    ``problems`` are (option path, message) pairs, the path empty when no one option is to blame, so that
+    ``referee validate`` can point at each option's line; ``option`` and ``reason`` are the first pair.
+    """
+
+    def __init__(self, option: str, message: str, *more: tuple[str, str]) -> None:
+        self.problems = [(option, message), *more]
+        self.option = option
+        self.reason = message
+        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in self.problems))
+
+    @classmethod
+    def of(cls, problems: Sequence[tuple[str, str]]) -> OptionError:
+        """One error for several problems (at least one)."""
+        first, *more = problems
+        return cls(*first, *more)
 
 
 class MissingExtraError(UserError):

@@ -336,3 +336,16 @@ def test_apostrophes_as_models_write_them_read_alike_in_trajectory_and_redteam_c
                                  "expect": {"behaviour": "refuse"}})
     r = build("redteam_expectation").evaluate(refusal, refusal.output)
     assert r.status == "scored" and r.score == 1.0, r.reason
+
+
+def test_trajectory_sub_check_options_are_type_checked_when_built() -> None:
+    from referee.errors import OptionError
+    from referee.evaluators._trajectory import TrajectoryCheck
+
+    with pytest.raises(OptionError) as ei:
+        TrajectoryCheck(options={"no_repeated_calls": {"max_identical": "two"}})
+    assert ei.value.option == "options.no_repeated_calls.max_identical" and "valid integer" in ei.value.reason
+    with pytest.raises(OptionError, match=r"options\.tool_used\.colour: unknown option \(options: tools, mode\)"):
+        TrajectoryCheck(options={"tool_used": {"colour": "red"}})
+    ok = TrajectoryCheck(options={"no_repeated_calls": {"max_identical": "3"}})  # as a YAML string would coerce
+    assert ok._built["no_repeated_calls"].max_identical == 3  # type: ignore[attr-defined]

@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 
 from referee.cases import Case
+from referee.errors import OptionError
 from referee.evaluators._base import registry
+from referee.evaluators._options import build_evaluator
 from referee.evaluators._sandbox import SandboxLimits, run_python
 from referee.evaluators.checks import extract_code
-from referee.suites._options import OptionProblem, build_evaluator
+
+pytestmark = pytest.mark.slow  # subprocesses: `pytest -m 'not slow'` skips them in a quick loop
 
 # A wall timeout far above the CPU limit: on a busy machine a slow start must not look like a timeout (the tests
 # of the timeout itself set their own).
@@ -125,9 +128,9 @@ def test_tests_from_a_case_field() -> None:
 
 
 def test_bad_options_are_config_errors() -> None:
-    with pytest.raises(OptionProblem, match="tests"):
+    with pytest.raises(OptionError, match="tests"):
         build_evaluator(registry()["python"], {"tests": "def ("})
-    with pytest.raises(OptionProblem, match="memory_mb"):
+    with pytest.raises(OptionError, match="memory_mb"):
         build_evaluator(registry()["python"], {"memory_mb": 1})
 
 

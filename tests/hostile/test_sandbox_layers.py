@@ -22,6 +22,8 @@ import pytest
 from referee.evaluators import _sandbox as sandbox
 from referee.evaluators._sandbox import SandboxLimits, run_python
 
+pytestmark = pytest.mark.slow  # subprocesses: `pytest -m 'not slow'` skips them in a quick loop
+
 # Disarm the audit hook from inside, as the issue's one line does (the hook is looked up through the frame).
 DISARM = """\
 import sys

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.slow  # subprocesses: `pytest -m 'not slow'` skips them in a quick loop
+
 
 def test_assert_eval_passes_and_fails_with_the_reasons(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_evals="""

@@ -408,3 +408,22 @@ def test_concurrency_flag_then_suite_then_judge_default(tmp_path: Path, fake_ser
     assert cli(["run", str(p), "--out", out + "3", "--no-gates"]) == 0
     assert cli(["run", str(p), "--out", out + "4", "--no-gates", "--concurrency", "1"]) == 0
     assert seen == [2, 5, 3, 1]
+
+
+def test_a_mistyped_trajectory_sub_check_option_is_a_load_error_at_its_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Sub-check options are type-checked like any evaluator's (they used to give an error row per case)."""
+    p = write(tmp_path, """\
+name: traj
+cases: cases.jsonl
+evaluators:
+  - trajectory:
+      options:
+        no_repeated_calls:
+          max_identical: two
+""", CASES)
+    code = cli(["validate", str(p)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{p}:7 evaluators[0].trajectory.options.no_repeated_calls.max_identical: Input should be a valid " \
+           "integer" in err

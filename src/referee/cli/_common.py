@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -11,12 +12,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .._redact import bare_url
 from ..errors import UserError
-from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS, get_provider
+from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS
 from ..reports._safe import echo_err
 from ..results._manifest import JudgeConfig
-from ..runner import JudgeClient, ResponseCache, RetryPolicy
+from ..runner import JudgeClient
 from ..templates import Preflight
 
 if TYPE_CHECKING:
@@ -46,10 +46,6 @@ class ProviderChoice(click.Choice):
         pass  # computed, see above
 
 
-# Local servers that route by model name (llama.cpp serves its one loaded model whatever the name).
-_SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
-
-
 @dataclass
 class JudgeOptions:
     provider: str
@@ -69,12 +65,8 @@ class JudgeOptions:
     """``--system-model``: the model that produced the judged outputs (cases' ``metadata.system_model`` wins)."""
 
     def config(self, model: str, repeat: int = 1) -> JudgeConfig:
-        return JudgeConfig(
-            provider=self.provider, model=model, base_url=bare_url(self.base_url),
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed, repeat=repeat,
-            concurrency=self.concurrency, timeout_s=self.timeout, max_retries=self.max_retries,
-            input_price_per_mtok=self.input_price, output_price_per_mtok=self.output_price, batch=self.batch,
-        )
+        """What the manifest records of this judge (the API's :meth:`~referee.Judge.config`)."""
+        return api_judge(self).config(model, repeat)
 
 
 def judge_options(*, default_concurrency: int = 8, default_provider: str = "anthropic") -> Callable[[F], F]:
@@ -166,21 +158,13 @@ def flag_errors() -> Iterator[None]:
 
 
 def build_client(jo: JudgeOptions, *, model: str | None = None) -> JudgeClient:
-    """Provider + cache + retries from the options. Raises UserError when the key is missing."""
-    from ..errors import ProviderAuthError
-
-    if jo.provider in _SERVERS_NEEDING_A_MODEL and not (model or jo.model):
-        # The OpenAI default model name means nothing to these servers: say so before the first call 404s.
-        raise UserError(f"--provider {jo.provider} needs --model (or REFEREE_MODEL): the name of a model the "
-                        f"server serves, e.g. --model llama3.1")
-    try:
-        provider = get_provider(jo.provider, model or jo.model, base_url=jo.base_url, timeout=jo.timeout)
-    except ProviderAuthError as exc:
-        raise UserError(str(exc)) from exc
-    cache = None if jo.no_cache else ResponseCache()  # at REFEREE_CACHE_DIR, else .referee/
-    return JudgeClient(provider, cache=cache, retry=RetryPolicy(max_retries=jo.max_retries),
-                       input_price_per_mtok=jo.input_price, output_price_per_mtok=jo.output_price,
-                       batch=jo.batch)
+    """Provider + cache + retries from the options (the API's :meth:`~referee.Judge.client`). Raises UserError
+    when the key is missing or a local server is named without a model."""
+    judge = api_judge(jo)
+    if model:
+        judge = dataclasses.replace(judge, model=model)
+    with flag_errors():
+        return judge.client()
 
 
 def judge_configured(provider_flag: str | None = None) -> bool:

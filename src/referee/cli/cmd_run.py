@@ -224,7 +224,6 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
                      no_gates: bool, judge_config: Any = None, markdown_out: str | None = None,
                      engine: Any = None, all_target_ids: list[str] | None = None) -> int:
     """Generate with every target, evaluate, one results file per target, the comparison table, the gates."""
-    from ..targets._compare import compare_targets, render_comparison, render_comparison_markdown
     from ..targets._suite import build_targets, run_suite_targets
 
     out_dir = Path(out) if out else default_out_dir(suite_file)
@@ -250,11 +249,15 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
         echo_err(f"{o.target.id}: generated {g.generated} ({g.reused} reused from {o.outputs.name}, "
                  f"{g.failed} failed{gen_cost}); {t.scored} scored, {t.unscored} unscored, {t.error} error "
                  f"-> {o.results}")
+    # Imported once the targets have run (numpy, for the intervals, loads in the background while they do).
+    from ..targets._compare import compare_targets, render_comparison, render_comparison_markdown
+
     results = [(o.target.id, o.results) for o in outcomes]
     if baseline is not None and baseline_path is not None and baseline not in ids:
         results.append((baseline, baseline_path))  # an earlier run of that target, or a results file
     comparison = compare_targets(results, threshold=gates.threshold if gates.threshold is not None
-                                 else suite.scoring.threshold, n_boot=gates.n_boot, boot_seed=gates.boot_seed)
+                                 else suite.scoring.threshold, n_boot=gates.n_boot, boot_seed=gates.boot_seed,
+                                 rows={o.target.id: o.outcome.rows for o in outcomes})
     click.echo(render_comparison(comparison))
     failed = sum(o.generation.failed for o in outcomes)
     code = 0

@@ -156,19 +156,9 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         write_junit(junit_xml, cases, adv_cases, threshold, pass_rule=pass_rule)
     step_summary = None if no_step_summary else os.environ.get("GITHUB_STEP_SUMMARY")
     if markdown_out or step_summary:
-        from ..reports._markdown_summary import render_markdown
+        from ..reports._markdown_summary import render_markdown, write_markdown
 
-        md = render_markdown(summary, gates, code)
-        if markdown_out:
-            with open(markdown_out, "w", encoding="utf-8") as f:
-                f.write(md)
-        if step_summary:
-            # An automatic extra, not something the user asked for: failing to write it must not turn a
-            # gate result into exit 2.
-            try:
-                with open(step_summary, "a", encoding="utf-8") as f:
-                    f.write(md + "\n")
-            except OSError as exc:
-                echo_err(f"warning: could not append to $GITHUB_STEP_SUMMARY ({step_summary}): "
-                         f"{exc.strerror or exc}")
+        warning = write_markdown(render_markdown(summary, gates, code), markdown_out, step_summary=step_summary)
+        if warning:
+            echo_err(f"warning: {warning}")
     return code

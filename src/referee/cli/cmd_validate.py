@@ -16,7 +16,6 @@ def command(suites: tuple[str, ...], print_schema: bool) -> int:
     """Check suite files without running anything: unknown evaluators, wrong option types, invalid regexes or
     JSON schemas, missing files, bad cases. Every problem is listed as FILE:LINE PATH: MESSAGE (exit 2)."""
     from ..suites import check_suite
-    from ..suites._loader import NotImported
 
     if print_schema:
         from ..suites.schema import suite_json_schema
@@ -34,12 +33,5 @@ def command(suites: tuple[str, ...], print_schema: bool) -> int:
             bad += 1
             echo_err(f"{path}: {len(problems)} problem(s)")
             continue
-        llm = len(suite.llm_specs)
-        click.echo(f"ok: {path}: {len(suite.cases)} case(s), {len(suite.specs)} evaluator(s) "
-                   f"({', '.join(s.label for s in suite.specs)})"
-                   + (f"; {llm} LLM evaluator(s): {llm * len(suite.cases)} judge call(s) per run" if llm else "")
-                   + (f"; {n_plugins} plugin evaluator(s) not imported (validate runs no user code)"
-                      if (n_plugins := sum(isinstance(s.evaluator, NotImported) for s in suite.specs)) else "")
-                   + (f"; {len(suite.targets)} target(s): {', '.join(t.id for t in suite.targets)}"
-                      if suite.targets else ""))
+        click.echo(f"ok: {path}: {suite.describe()}")
     return 2 if bad else 0

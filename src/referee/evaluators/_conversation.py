@@ -40,7 +40,7 @@ CONVERSATION_CRITERIA: dict[str, str] = {
 
 
 class ConversationError(RefereeError, ValueError):
-    pass
+    """A case that is not a conversation referee can judge; the message names the case and the turn."""
 
 
 def conversation_of(case: Case) -> list[dict[str, Any]]:

@@ -56,6 +56,8 @@ _SCORING = "Scores: 0 = fails the criterion, 1 = partially meets it, 2 = fully m
 
 @dataclass(frozen=True)
 class GoldCase:
+    """A generated document and its gold standard (with the files they came from, when they did)."""
+
     id: str
     generated: str
     gold: str
@@ -66,6 +68,8 @@ class GoldCase:
 
 @dataclass
 class CriterionReply:
+    """The judge's verdict on one gold criterion (``passed`` is the decision; ``judge_pass`` its own flag)."""
+
     passed: bool
     score: int
     reasoning: str
@@ -106,12 +110,14 @@ def _criterion_text(c: Criterion) -> str:
 
 
 def criterion_prompt(case: GoldCase, c: Criterion) -> str:
+    """The prompt grading one criterion (the documents first: providers' prompt caches reuse them)."""
     # Documents first, criterion last: the shared prefix lets providers' prompt caches reuse it per criterion.
     return (f"{_documents(case)}\n\nGrade the generated document against the gold standard on this criterion.\n"
             f"{_criterion_text(c)}\n\n{_SCORING}\nReply with only this JSON object: {_REPLY_SHAPE}")
 
 
 def single_call_prompt(case: GoldCase, rubric: Rubric) -> str:
+    """The prompt grading every criterion in one call."""
     crits = "\n\n".join(_criterion_text(c) for c in rubric.criteria)
     ids = ", ".join(f'"{c.id}": {{...}}' for c in rubric.criteria)
     return (f"{_documents(case)}\n\nGrade the generated document against the gold standard on each of these "
@@ -120,6 +126,7 @@ def single_call_prompt(case: GoldCase, rubric: Rubric) -> str:
 
 
 def single_call_schema(rubric: Rubric) -> dict[str, Any]:
+    """The JSON schema of a single-call reply: one verdict per criterion, all required."""
     ids = [c.id for c in rubric.criteria]
     return {"type": "object", "properties": {"criteria": {
         "type": "object", "properties": {i: _ITEM_SCHEMA for i in ids}, "required": ids,
@@ -162,6 +169,8 @@ def parse_item(item: Any, what: str) -> CriterionReply:
 
 @dataclass
 class GoldSummary:
+    """A gold case's totals and verdict by the criteria file's rules."""
+
     total: int
     max: int
     pct: float
@@ -214,6 +223,7 @@ def settled_failure(rubric: Rubric, replies: dict[str, CriterionReply], missing:
 
 
 def threshold_warning(rubric: Rubric) -> str | None:
+    """Why no case can ever PASS with this criteria file (a pass_threshold above its criteria count), or None."""
     t = rubric.pass_threshold if rubric.pass_threshold is not None else 6
     if t > len(rubric.criteria):
         return (f"pass_threshold {t} is more than the {len(rubric.criteria)} criteria of '{rubric.name}': no case "

@@ -38,6 +38,8 @@ def self_grading(judge_model: str | None, system_model: str | None) -> bool:
 
 
 def system_model_of(case: Case, default: str | None = None) -> str | None:
+    """The model that wrote the case's output (``system_model`` / ``system_under_test`` in its metadata or
+    fields), else ``default``."""
     md = case.metadata
     for key in ("system_model", "system_under_test"):
         if md.get(key):
@@ -60,6 +62,7 @@ def case_contexts(case: Case) -> dict[str, str]:
 
 
 def case_task(case: Case) -> str:
+    """The task an output answers: the case's ``input``, else its conversation so far, else nothing."""
     if case.input is not None:
         return render_value(case.input)
     if case.turns:
@@ -74,6 +77,7 @@ def _score_schema(rubric: Rubric, c: Criterion) -> dict[str, Any]:
 
 
 def criterion_schema(rubric: Rubric, c: Criterion) -> dict[str, Any]:
+    """The JSON schema of one criterion's verdict (score on its scale, evidence, rationale)."""
     evidence: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
     if rubric.evidence_required:
         evidence["minItems"] = 1
@@ -115,6 +119,7 @@ def _scale_text(rubric: Rubric, c: Criterion) -> str:
 
 def build_prompt(rubric: Rubric, task: str, output: str, contexts: Mapping[str, str],
                  reference: str | None = None) -> str:
+    """The rubric judge's user prompt: the rubric, then every piece of case text in its own delimited block."""
     parts = [f"Grade the output below against the rubric '{rubric.name}'."]
     if rubric.instructions:
         parts.append(rubric.instructions.strip())
@@ -162,6 +167,8 @@ def build_prompt(rubric: Rubric, task: str, output: str, contexts: Mapping[str, 
 # -- parsing -------------------------------------------------------------------------------------------
 @dataclass
 class CriterionVerdict:
+    """The judge's verdict on one criterion, with its quotes checked against the judged text."""
+
     id: str
     raw: float
     evidence: list[str]
@@ -175,6 +182,8 @@ class CriterionVerdict:
 
 @dataclass
 class RubricVerdict:
+    """A valid rubric reply: a verdict for every criterion, the summary and the required actions."""
+
     criteria: dict[str, CriterionVerdict]
     summary: str
     required_actions: list[str]

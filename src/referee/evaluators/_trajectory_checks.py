@@ -22,8 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import jsonschema
-
 from .. import _regex
 from ..cases import Case
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
@@ -232,6 +230,8 @@ def _args_match(mode: str, expected: Any, actual: Any) -> tuple[bool, str]:
                 return False, f"argument '{path}'={text!r} does not match /{pattern}/"
         return True, "arguments match the patterns"
     if mode == "schema":
+        import jsonschema  # on first use: loading every suite's evaluators must not import it (~30 ms)
+
         try:
             jsonschema.validate(actual, expected)
         except jsonschema.ValidationError as exc:
@@ -272,6 +272,8 @@ class ToolArgs(_TrajectoryEvaluator):
                 except re.error as exc:
                     raise ValueError(f"invalid regex for '{path}': {exc}") from None
         if self.tool is not None and self.match == "schema":
+            import jsonschema
+
             try:
                 jsonschema.Draft202012Validator.check_schema(self.args)
             except jsonschema.SchemaError as exc:

@@ -73,16 +73,19 @@ class TrajectoryCheck(Evaluator):
                 raise ValueError(f"unknown trajectory check '{n}' (known: {', '.join(sorted(known))})")
         if not 0.0 <= self.cap <= 1.0:
             raise ValueError("cap must be within 0-1")
-        from ..errors import UserError
-        from ._base import build
+        from ..errors import OptionError
+        from ._base import registry
+        from ._options import build_evaluator
 
-        # Build every sub-check once, now, so a bad option is reported before any case runs.
+        # Build every sub-check once, now, with its options type-checked as a suite's are, so a bad option is
+        # reported (at its path) before any case runs rather than as an error row per case.
         self._built: dict[str, _TrajectoryEvaluator] = {}
         for n in sorted(known):
             try:
-                ev = build(n, self.options.get(n))
-            except UserError as exc:
-                raise ValueError(f"options.{n}: {exc}") from None
+                ev = build_evaluator(registry()[n], dict(self.options.get(n) or {}))
+            except OptionError as exc:
+                raise OptionError.of([(f"options.{n}" + (f".{p}" if p else ""), m) for p, m in exc.problems]
+                                     ) from None
             assert isinstance(ev, _TrajectoryEvaluator)
             self._built[n] = ev
 

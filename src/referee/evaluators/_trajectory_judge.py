@@ -29,6 +29,7 @@ from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verd
 
 
 def as_text(value: Any) -> str:
+    """A case value as prompt text: strings as they are, anything else as indented JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -39,6 +40,7 @@ def as_text(value: Any) -> str:
 # -- criteria replies -----------------------------------------------------------------------------------
 
 def criteria_schema(ids: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of a criteria reply: ``{id: {score 0-1, rationale}}`` for exactly ``ids``."""
     item = {"type": "object", "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1},
                                              "rationale": {"type": "string"}},
             "required": ["score", "rationale"], "additionalProperties": False}
@@ -83,6 +85,7 @@ def combine_criteria(criteria: list[CriterionScore], outcome_id: str | None, *, 
 
 
 def lowest_rationale(criteria: list[CriterionScore]) -> str | None:
+    """The rationale of the lowest-scored criterion (what explains the score)."""
     scored = [c for c in criteria if c.score is not None]
     return min(scored, key=lambda c: c.score or 0.0).rationale if scored else None
 
@@ -90,6 +93,7 @@ def lowest_rationale(criteria: list[CriterionScore]) -> str | None:
 # -- compact trajectory rendering -----------------------------------------------------------------------
 
 def clip(text: str, limit: int) -> str:
+    """``text`` cut at ``limit`` characters, saying how many were left out."""
     return text if len(text) <= limit else text[:limit] + f"...[+{len(text) - limit} chars]"
 
 
@@ -129,6 +133,7 @@ OUTCOME_CRITERION = "final_output_correctness"
 
 
 def rubric_text(criteria: Mapping[str, str], *, intro: str) -> str:
+    """The instructions: ``intro``, each criterion to score 0-1, and the reply's shape."""
     lines = [intro, "", "Score each criterion from 0.0 (fails) to 1.0 (fully meets) with a one-sentence "
              "rationale:"]
     lines += [f"- {cid}: {desc}" for cid, desc in criteria.items()]
@@ -139,6 +144,8 @@ def rubric_text(criteria: Mapping[str, str], *, intro: str) -> str:
 
 @dataclass
 class PromptParts:
+    """A built judge prompt: system and user text, the nonce of its blocks and the case text inside them."""
+
     system: str
     user: str
     nonce: str

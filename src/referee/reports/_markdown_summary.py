@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 from ..aggregate._format import ci_range, num, pct
 from ..aggregate._summary import CaseLine, Group, Summary
@@ -104,3 +105,19 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
     for w in warn[:6]:
         lines.append(f"> ⚠ {_cell(w, 300)}")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def write_markdown(md: str, path: str | Path | None, *, step_summary: str | None = None) -> str | None:
+    """Write ``md`` to ``path`` (``--markdown``) and append it to ``step_summary`` (``$GITHUB_STEP_SUMMARY``:
+    other steps write there too). That append is an automatic extra the user did not ask for: its failure is
+    returned as a warning, never raised, so it cannot turn a gate result into exit 2."""
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(md)
+    if step_summary:
+        try:
+            with open(step_summary, "a", encoding="utf-8") as f:
+                f.write(md + "\n")
+        except OSError as exc:
+            return f"could not append to $GITHUB_STEP_SUMMARY ({step_summary}): {exc.strerror or exc}"
+    return None

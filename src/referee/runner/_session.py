@@ -206,10 +206,12 @@ async def execute_async(
     skipped: int = 0,
     show_progress: bool | None = None,
     cleanup: Callable[[], Awaitable[None]] | None = None,
+    on_todo: Callable[[int], None] | None = None,
 ) -> Outcome:
     """:func:`execute` for async code: the one runner of every evaluation (resume, rows written as they
     complete, manifest totals). With ``out=None`` rows stay in memory (nothing to resume, no file).
-    ``client`` is closed at the end."""
+    ``client`` is closed at the end. ``on_todo(n)``: told how many items are left to run once the resume is read
+    (a progress display of its own)."""
     if client is not None and manifest.judge is not None:
         manifest.judge.price_source = client.price_source
     # One writer per results file, from before the resume read until the manifest is final: a second run on
@@ -218,7 +220,8 @@ async def execute_async(
     try:
         return await _execute_locked(out=out, manifest=manifest, items=items, key=key, evaluate=evaluate,
                                      on_error=on_error, client=client, concurrency=concurrency, label=label,
-                                     skipped=skipped, show_progress=show_progress, cleanup=cleanup)
+                                     skipped=skipped, show_progress=show_progress, cleanup=cleanup,
+                                     on_todo=on_todo)
     finally:
         if lock is not None:
             lock.release()
@@ -238,9 +241,12 @@ async def _execute_locked(
     skipped: int,
     show_progress: bool | None,
     cleanup: Callable[[], Awaitable[None]] | None,
+    on_todo: Callable[[int], None] | None = None,
 ) -> Outcome:
     resume = prepare_output(out, manifest) if out is not None else Resume()
     todo = [it for it in items if key(it) not in resume.done]
+    if on_todo is not None:
+        on_todo(len(todo))
     judge_model = manifest.judge.model if manifest.judge is not None else None
     sut = manifest.system_under_test
 

@@ -12,13 +12,13 @@ from typing import Any, ClassVar
 import yaml
 from pydantic import ValidationError
 
-from ..errors import UserError
+from ..errors import OptionError, UserError
 from ..evaluators._base import CheckResult, Evaluator, registry
+from ..evaluators._options import build_evaluator
 from ._model import (
     RESERVED_ENTRY_KEYS,
     EntryMeta,
 )
-from ._options import OptionProblem, build_evaluator
 from ._suite import EvalSpec, Path_, Problem
 
 
@@ -162,7 +162,7 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
     options = _resolve_files(options, base)
     try:
         evaluator = _instantiate(target, name, options)
-    except OptionProblem as exc:
+    except OptionError as exc:
         for opt, msg in exc.problems:
             sub = tuple(int(x) if x.isdigit() else x for x in opt.split(".")) if opt else ()
             col.add((*opt_path, *sub), msg)
@@ -184,14 +184,14 @@ def _instantiate(target: Any, name: str, options: dict[str, Any]) -> Evaluator:
         return build_evaluator(target, options)
     if isinstance(target, Evaluator):
         if options:
-            raise OptionProblem([("", f"'{name}' is an evaluator instance and takes no options")])
+            raise OptionError("", f"'{name}' is an evaluator instance and takes no options")
         return target
     if callable(target):
         accepted, var_kw = plugins.function_option_names(target)
         unknown = sorted(set(options) - accepted) if not var_kw else []
         if unknown:
-            raise OptionProblem([(u, f"unknown option (options: {', '.join(sorted(accepted)) or 'none'})")
-                                 for u in unknown])
+            raise OptionError.of([(u, f"unknown option (options: {', '.join(sorted(accepted)) or 'none'})")
+                                  for u in unknown])
         return plugins.from_function(target, name, options)
-    raise OptionProblem([("", f"'{name}' is a {type(target).__name__}, not an evaluator class, instance or "
-                              "function")])
+    raise OptionError("", f"'{name}' is a {type(target).__name__}, not an evaluator class, instance or "
+                          "function")

@@ -25,7 +25,7 @@ def _entry_schemas() -> list[dict[str, Any]]:
     from ..judges import Gold, Pairwise, Rubric
 
     checks: list[type[Evaluator]] = [*BUILTIN_CHECKS, Rubric, Pairwise, Gold]
-    from ._options import options_json_schema, options_model
+    from ..evaluators._options import options_json_schema, options_model
 
     meta = EntryMeta.model_json_schema()["properties"]
     out: list[dict[str, Any]] = []

@@ -4,12 +4,15 @@ runner-up is significant (a paired test on the shared cases), all through ``refe
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..stats._bootstrap import Interval
+
+if TYPE_CHECKING:
+    from ..results._schema import ResultRow
 
 
 @dataclass
@@ -51,7 +54,10 @@ class TargetComparison:
 
 
 def compare_targets(results: Sequence[tuple[str, Path]], *, threshold: float, pass_rule: str = "evaluator",
-                    n_boot: int | None = None, boot_seed: int | None = None) -> TargetComparison:
+                    n_boot: int | None = None, boot_seed: int | None = None,
+                    rows: Mapping[str, Sequence[ResultRow]] | None = None) -> TargetComparison:
+    """``rows``: a target's rows already in memory (this run's, exactly what its file holds), so the per-evaluator
+    counts need not parse the file again; other results (an earlier run's baseline) are read from their file."""
     from ..aggregate import ScoreOptions, load_table, summarize
     from ..results._io import read_results
     from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
@@ -67,7 +73,7 @@ def compare_targets(results: Sequence[tuple[str, Path]], *, threshold: float, pa
         tables[tid] = table
         s = summarize(table, opts).overall
         counts: dict[str, list[int]] = {}
-        for row in read_results(path).rows:
+        for row in rows[tid] if rows is not None and tid in rows else read_results(path).rows:
             for c in row.criteria:
                 order.setdefault(c.id, None)
                 if c.status == "scored" and c.passed is not None:

@@ -8,6 +8,9 @@ generation is a wrapper around the per-case evaluation, so moving onto another r
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +22,7 @@ from ..runner._session import Outcome, error_row, execute_async
 from ._kinds import Target
 from ._loader import build_target
 from ._model import TargetSpec
+from ._progress import TargetsProgress
 from ._run import GenerationStats, TargetRun, config_sha256, outputs_path, target_info
 
 
@@ -43,6 +47,49 @@ PARALLEL_TARGETS = 4
 """Targets run at once by default (the process's bound: at most this many targets' in-flight cases at a time)."""
 
 
+class CallBudget:
+    """``--concurrency`` as ONE budget of provider calls in flight per endpoint for the whole run: every target's
+    judge client takes its permits from it, and so does a model target that calls the judge's endpoint with the
+    judge's key (one account, one limit), so targets side by side never have more than ``--concurrency`` calls in
+    flight there in total. Each attempt holds a permit only while it is sent (never during a retry's backoff)."""
+
+    def __init__(self, concurrency: int) -> None:
+        from ..engines._limiter import Limiter
+
+        self.limiter = Limiter(concurrency=concurrency)
+        self._judges: set[tuple[str, str | None]] = set()
+        self._undo: list[Callable[[], None]] = []
+
+    @staticmethod
+    def _account(client: Any) -> tuple[str, str | None] | None:
+        """(endpoint, API key) of a live client; None for a batch client (the provider paces a batch job)."""
+        if client is None or getattr(client, "batch", None) is not None:
+            return None
+        from ..engines._limiter import provider_key
+
+        return provider_key(client.provider), getattr(client.provider, "_api_key", None)
+
+    def note_judge(self, client: Any) -> None:
+        """Remember a judge's endpoint (before any target starts, so generation knows whom it shares with)."""
+        account = self._account(client)
+        if account is not None:
+            self._judges.add(account)
+
+    def limit(self, client: Any, *, judge: bool) -> None:
+        """Make ``client``'s calls hold a permit: a judge always, a target's model only on a judge's account."""
+        account = self._account(client)
+        if account is None or (not judge and account not in self._judges):
+            return
+        from ..engines._limiter import limit_provider
+
+        self._undo.append(limit_provider(client.provider, self.limiter))
+
+    def release(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+
+
 @dataclass
 class _Prepared:
     target: Target
@@ -57,57 +104,109 @@ class _Prepared:
     in_flight: int
 
 
+def _in_flight(target: Target, client: Any, concurrency: int) -> int:
+    """Cases in flight for one target. Judged: the target's generation slots plus the judge's, so that while some
+    cases wait on the target others are being judged (a case's judging starts as soon as its generation returns,
+    and neither stage idles waiting for the other); the calls themselves stay within their own limits (the
+    target's ``concurrency`` / pacer, the run's :class:`CallBudget`)."""
+    generation = target.spec.concurrency or concurrency
+    if client is None or getattr(client, "batch", None) is not None:
+        return max(concurrency, generation)
+    return generation + concurrency
+
+
 def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
                       bind: Callable[[Any], tuple[Any, Any]], concurrency: int, command: list[str],
                       judge_config: Any = None, engine: Any = None,
-                      parallel_targets: int = PARALLEL_TARGETS) -> list[TargetOutcome]:
+                      parallel_targets: int = PARALLEL_TARGETS,
+                      progress_factory: Callable[[list[str]], TargetsProgress] | None = None
+                      ) -> list[TargetOutcome]:
     """Run ``suite`` once per target. ``bind(suite) -> (suite with its LLM evaluators bound, judge client or
     None)`` is called per target: each run owns (and closes) its client. Generation runs here; the generated
     cases are evaluated where ``engine`` says (``referee.engines``: this process, or a Ray cluster).
 
     With the local engine, up to ``parallel_targets`` targets run at once in one event loop, each within its own
     ``concurrency`` and ``rate_limit`` (its pacer) and writing only its own files; the outcomes come back in
-    the order of ``targets`` whatever the timing. ``--rpm`` stays one limit per judge provider across them."""
+    the order of ``targets`` whatever the timing. ``concurrency`` is one budget of judge calls in flight for the
+    whole run (:class:`CallBudget`), and ``--rpm`` one limit per judge provider, across the targets; their
+    progress is one display (:class:`TargetsProgress`, or what ``progress_factory(ids)`` makes)."""
+    from ..suites._runner import collector_tuned
+
+    if parallel_targets < 1:
+        raise ValueError("parallel_targets must be >= 1")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with collector_tuned(checks_only=False):
+        return _run_targets(suite, targets, out_dir, bind=bind, concurrency=concurrency, command=command,
+                            judge_config=judge_config, engine=engine, parallel_targets=parallel_targets,
+                            progress_factory=progress_factory)
+
+
+def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
+                 bind: Callable[[Any], tuple[Any, Any]], concurrency: int, command: list[str],
+                 judge_config: Any, engine: Any, parallel_targets: int,
+                 progress_factory: Callable[[list[str]], TargetsProgress] | None) -> list[TargetOutcome]:
     from ..engines import LocalEngine, get_engine
     from ..runner._session import run_sync
 
     eng = get_engine(engine)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if parallel_targets < 1:
-        raise ValueError("parallel_targets must be >= 1")
-    if not isinstance(eng, LocalEngine) or len(targets) < 2 or parallel_targets == 1:
+    # The Ray engine has its own budget (its hub actor); a target's generation there is paced by the target alone.
+    budget = CallBudget(concurrency) if isinstance(eng, LocalEngine) else None
+    side_by_side = isinstance(eng, LocalEngine) and len(targets) > 1 and parallel_targets > 1
+    warmup = _Warmup()
+    # Side by side, one display for all the targets (one live display per terminal); one at a time, each run
+    # shows the judge's own bar.
+    progress = (progress_factory or TargetsProgress)([t.id for t in targets]) if side_by_side else None
+
+    async def one(prep: _Prepared, gate: asyncio.Semaphore) -> TargetOutcome:
+        async with gate:
+            with eng.start(prep.bound, client=prep.client, concurrency=prep.in_flight) as where:
+                if budget is not None:  # outermost, so a --rpm wait comes after the permit, never before
+                    budget.limit(prep.client, judge=True)
+                outcome = await _execute(prep, where, show_progress=False, progress=progress, warmup=warmup)
+            return _finish(prep, outcome)
+
+    def prepare(target: Target) -> _Prepared:
+        prep = _prepare(suite, target, out_dir, bind=bind, concurrency=concurrency, command=command,
+                        judge_config=judge_config)
+        if budget is not None:
+            budget.note_judge(prep.client)
+        return prep
+
+    if not side_by_side:
         # One after another: a Ray engine starts its cluster session per target (docs/scale.md).
         results = []
-        for target in targets:
-            prep = _prepare(suite, target, out_dir, bind=bind, concurrency=concurrency, command=command,
-                            judge_config=judge_config)
-            with eng.start(prep.bound, client=prep.client, concurrency=prep.in_flight) as where:
-                outcome = run_sync(_execute(prep, where, show_progress=None))
-            results.append(_finish(prep, outcome))
+        try:
+            for target in targets:
+                prep = prepare(target)
+                if budget is not None:
+                    budget.limit(getattr(prep.target, "client", None), judge=False)
+                with eng.start(prep.bound, client=prep.client, concurrency=prep.in_flight) as where:
+                    if budget is not None:
+                        budget.limit(prep.client, judge=True)
+                    outcome = run_sync(_execute(prep, where, show_progress=None, warmup=warmup))
+                results.append(_finish(prep, outcome))
+        finally:
+            if budget is not None:
+                budget.release()
+            warmup.join()
         return results
 
     async def run_all() -> list[TargetOutcome]:
         gate = asyncio.Semaphore(parallel_targets)
-
-        async def one(prep: _Prepared) -> TargetOutcome:
-            async with gate:
-                with eng.start(prep.bound, client=prep.client, concurrency=prep.in_flight) as where:
-                    # One live progress bar per terminal: targets side by side report when each is done.
-                    outcome = await _execute(prep, where, show_progress=False)
-                return _finish(prep, outcome)
-
         preps: list[_Prepared] = []
         try:
             for t in targets:
-                preps.append(_prepare(suite, t, out_dir, bind=bind, concurrency=concurrency, command=command,
-                                      judge_config=judge_config))
+                preps.append(prepare(t))
         except BaseException:  # e.g. an outputs file in use: release what the earlier targets opened
             for p in preps:
                 await p.run.aclose()
                 if p.client is not None:
                     await p.client.aclose()
             raise
-        tasks = [asyncio.ensure_future(one(p)) for p in preps]
+        if budget is not None:  # every judge is known now: a target on a judge's account shares its budget
+            for p in preps:
+                budget.limit(getattr(p.target, "client", None), judge=False)
+        tasks = [asyncio.ensure_future(one(p, gate)) for p in preps]
         try:
             return list(await asyncio.gather(*tasks))
         finally:  # a fatal error in one target stops the others (their rows so far are kept, manifests final)
@@ -115,7 +214,14 @@ def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    return run_sync(run_all())
+    try:
+        return run_sync(run_all())
+    finally:
+        if progress is not None:
+            progress.close()
+        if budget is not None:
+            budget.release()
+        warmup.join()
 
 
 def _prepare(suite: Any, target: Target, out_dir: Path, *, bind: Callable[[Any], tuple[Any, Any]],
@@ -142,18 +248,66 @@ def _prepare(suite: Any, target: Target, out_dir: Path, *, bind: Callable[[Any],
                             save=lambda m=manifest, p=path: m.write(p))
     notes = [run.store.note] if run.store.note else []
     return _Prepared(target=target, run=run, manifest=manifest, info=info, path=path, bound=bound, client=client,
-                     on_error=on_error, notes=notes, in_flight=max(concurrency, target.spec.concurrency or 0))
+                     on_error=on_error, notes=notes, in_flight=_in_flight(target, client, concurrency))
 
 
-async def _execute(prep: _Prepared, where: Any, *, show_progress: bool | None) -> Outcome:
+class _Warmup:
+    """Imports what the end of the run needs (numpy, for the targets table's intervals and paired test) in a
+    thread while the run waits on the network, once the first case is done (never during start-up, whose imports
+    are on the way to the first request). Third-party modules only: a thread importing referee's own modules
+    could meet the main thread importing one of them halfway."""
+
+    MODULES = ("numpy",)
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is not None or all(m in sys.modules for m in self.MODULES):
+            return
+        self._thread = threading.Thread(target=self._run, name="referee-warmup", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import importlib
+
+        for m in self.MODULES:
+            with contextlib.suppress(Exception):  # the main thread imports it again and reports any error
+                importlib.import_module(m)
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+
+async def _execute(prep: _Prepared, where: Any, *, show_progress: bool | None,
+                   progress: TargetsProgress | None = None, warmup: _Warmup | None = None) -> Outcome:
     from ..suites._runner import EVALUATOR_LABEL
 
     evaluate = prep.run.evaluator(where.evaluate, EVALUATOR_LABEL)
-    return await execute_async(out=prep.path, manifest=prep.manifest, items=prep.bound.cases,
-                               key=lambda c: (c.id, None, None), evaluate=evaluate, on_error=prep.on_error,
-                               client=prep.client, concurrency=max(prep.in_flight, where.concurrency),
-                               label=f"{prep.target.id}: generating + judging", show_progress=show_progress,
-                               cleanup=prep.run.aclose)
+    tid = prep.target.id
+    if progress is not None or warmup is not None:
+        inner = evaluate
+
+        async def evaluate(case: Any) -> Any:
+            try:
+                return await inner(case)
+            finally:
+                if warmup is not None:
+                    warmup.start()
+                if progress is not None:
+                    progress.advance(tid)
+
+    try:
+        return await execute_async(out=prep.path, manifest=prep.manifest, items=prep.bound.cases,
+                                   key=lambda c: (c.id, None, None), evaluate=evaluate, on_error=prep.on_error,
+                                   client=prep.client, concurrency=max(prep.in_flight, where.concurrency),
+                                   label=f"{tid}: generating + judging", show_progress=show_progress,
+                                   cleanup=prep.run.aclose,
+                                   on_todo=(lambda n: progress.begin(tid, n)) if progress is not None else None)
+    finally:
+        if progress is not None:
+            progress.finish(tid)
 
 
 def _finish(prep: _Prepared, outcome: Outcome) -> TargetOutcome:

@@ -9,19 +9,7 @@ import unicodedata
 from typing import Any
 
 from ...cases import Case
-from ...errors import RefereeError
-
-
-class OptionError(RefereeError, ValueError):
-    """A check's option is wrong (raised while building, so a suite fails at load time, not per case).
-
-    ``option`` names the offending option so ``referee validate`` can point at its line in the suite file.
-    """
-
-    def __init__(self, option: str, message: str) -> None:
-        super().__init__(f"{option}: {message}")
-        self.option = option
-        self.reason = message
+from ...errors import OptionError as OptionError  # the checks raise it from here
 
 
 def as_text(value: Any) -> str:

@@ -1,7 +1,7 @@
 """Evaluator options as pydantic models derived from the evaluators' dataclass fields.
 
-They type-check what a suite file gives (``ignore_case: "yes"`` is an error naming the option), reject
-unknown options, and provide the per-evaluator JSON Schema published for editors.
+They type-check what a suite file or a Python call gives (``ignore_case: "yes"`` is an error naming the
+option), reject unknown options, and provide the per-evaluator JSON Schema published for editors.
 """
 
 from __future__ import annotations
@@ -14,16 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from ..errors import UserError
-from ..evaluators._base import Evaluator
-
-
-class OptionProblem(UserError):
-    """One or more options of one evaluator are wrong; ``problems`` are (option path, message) pairs."""
-
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in problems))
+from ..errors import OptionError, UserError
+from ._base import Evaluator
 
 
 def _field_doc(cls: type, name: str) -> str | None:
@@ -43,17 +35,21 @@ def _field_doc(cls: type, name: str) -> str | None:
     return None
 
 
-_MODELS: dict[type, type[BaseModel] | None] = {}
+_MODELS: dict[tuple[type, bool], type[BaseModel] | None] = {}
 
 
-def options_model(cls: type[Evaluator]) -> type[BaseModel] | None:
-    """A pydantic model of ``cls``'s options (its init dataclass fields); None if it is not a dataclass."""
-    if cls not in _MODELS:
-        _MODELS[cls] = _make_options_model(cls)
-    return _MODELS[cls]
+def options_model(cls: type[Evaluator], *, docs: bool = False) -> type[BaseModel] | None:
+    """A pydantic model of ``cls``'s options (its init dataclass fields); None if it is not a dataclass.
+
+    ``docs``: with each option's description from the source (for the published JSON Schema); validating a
+    suite does not need them, and reading them parses the class's source (tens of ms of every run's start-up)."""
+    key = (cls, docs)
+    if key not in _MODELS:
+        _MODELS[key] = _make_options_model(cls, docs)
+    return _MODELS[key]
 
 
-def _make_options_model(cls: type[Evaluator]) -> type[BaseModel] | None:
+def _make_options_model(cls: type[Evaluator], docs: bool) -> type[BaseModel] | None:
     if not dataclasses.is_dataclass(cls):
         return None
     try:
@@ -66,7 +62,7 @@ def _make_options_model(cls: type[Evaluator]) -> type[BaseModel] | None:
             continue
         # A suite file names a rubric by its path; Python may also pass the loaded object (option_types).
         tp = getattr(cls, "option_types", {}).get(f.name, hints.get(f.name, Any))
-        desc = _field_doc(cls, f.name)
+        desc = _field_doc(cls, f.name) if docs else None
         if f.default is not dataclasses.MISSING:
             default: Any = Field(default=f.default, description=desc)
         elif f.default_factory is not dataclasses.MISSING:
@@ -89,11 +85,9 @@ def _loc(err: Any) -> str:
 def build_evaluator(cls: type[Evaluator], options: dict[str, Any]) -> Evaluator:
     """Validate ``options`` against ``cls``'s option model and instantiate it.
 
-    Raises :class:`OptionProblem` listing every wrong option (type errors, unknown names, and the check's
-    own ``OptionError`` from ``__post_init__``, e.g. an invalid regex).
+    Raises :class:`~referee.errors.OptionError` listing every wrong option (type errors, unknown names, and
+    the evaluator's own from ``__post_init__``, e.g. an invalid regex).
     """
-    from ..evaluators.checks import OptionError
-
     model = options_model(cls)
     kwargs = dict(options)
     if model is not None:
@@ -107,18 +101,19 @@ def build_evaluator(cls: type[Evaluator], options: dict[str, Any]) -> Evaluator:
                 else:
                     msg = e.get("msg", "invalid")
                 problems.append((_loc(e), msg))
-            raise OptionProblem(problems) from None
+            raise OptionError.of(problems) from None
         kwargs = {k: getattr(validated, k) for k in options}
     try:
         return cls(**kwargs)
-    except OptionError as exc:
-        raise OptionProblem([(exc.option, exc.reason)]) from None
+    except OptionError:
+        raise
     except (UserError, TypeError, ValueError) as exc:
-        raise OptionProblem([("", str(exc))]) from None
+        raise OptionError("", str(exc)) from None
 
 
 def options_json_schema(cls: type[Evaluator]) -> dict[str, Any]:
-    model = options_model(cls)
+    """The JSON Schema of ``cls``'s options (what the suite schema publishes for editors)."""
+    model = options_model(cls, docs=True)
     if model is None:
         return {"type": "object"}
     schema = model.model_json_schema()
