@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
-from .evaluators._base import Evaluator, function_evaluator, registry
+from .evaluators._base import Evaluator, function_evaluator, lookup, registry
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -65,9 +65,9 @@ def resolve(name: str) -> Any:
 
     Raises UserError listing the known names when nothing matches.
     """
-    reg = registry()
-    if name in reg:
-        return reg[name]
+    cls = lookup(name)
+    if cls is not None:
+        return cls
     if is_dotted(name):
         return import_dotted(name)
     eps = entry_points()
@@ -77,7 +77,7 @@ def resolve(name: str) -> Any:
         except Exception as exc:  # noqa: BLE001 - a broken plugin is the user's config problem
             raise UserError(f"plugin '{name}' (entry point {eps[name].value}) failed to load: "
                             f"{type(exc).__name__}: {exc}") from exc
-    known = sorted({*reg, *eps})
+    known = sorted({*registry(), *eps})
     raise UserError(f"unknown evaluator '{name}' (known: {', '.join(known)}; or a dotted path module:attr)")
 
 

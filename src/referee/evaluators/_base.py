@@ -195,18 +195,27 @@ def registry() -> dict[str, type[Evaluator]]:
     return dict(_REGISTRY)
 
 
+def lookup(name: str) -> type[Evaluator] | None:
+    """The evaluator class registered as ``name``, importing the built-in modules only until it is found: a suite
+    of checks and ``llm_judge`` does not pay for importing the rubric, gold and trajectory judges (~50 ms of
+    every run's start-up)."""
+    if name not in _REGISTRY:
+        _load_builtins(until=name)
+    return _REGISTRY.get(name)
+
+
 _BUILTIN_MODULES = ("referee.evaluators.checks", "referee.evaluators._trajectory", "referee.judges")
-_loaded = False
+_loaded = 0
+"""How many of ``_BUILTIN_MODULES`` are imported (in order)."""
 
 
-def _load_builtins() -> None:
+def _load_builtins(until: str | None = None) -> None:
     global _loaded
-    if _loaded:
-        return
-    _loaded = True
     import importlib
 
-    for mod in _BUILTIN_MODULES:
+    while _loaded < len(_BUILTIN_MODULES) and (until is None or until not in _REGISTRY):
+        mod = _BUILTIN_MODULES[_loaded]
+        _loaded += 1
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as exc:
@@ -216,10 +225,9 @@ def _load_builtins() -> None:
 
 def build(name: str, options: dict[str, Any] | None = None, *, where: str = "") -> Evaluator:
     """Instantiate an evaluator by name with its options; UserError naming what is wrong."""
-    reg = registry()
-    cls = reg.get(name)
+    cls = lookup(name)
     if cls is None:
-        raise UserError(f"{where}unknown evaluator '{name}' (known: {', '.join(sorted(reg))})")
+        raise UserError(f"{where}unknown evaluator '{name}' (known: {', '.join(sorted(registry()))})")
     options = dict(options or {})
     names = {f.name for f in dataclasses.fields(cls)
              if f.init and not f.name.startswith("_") and f.name not in cls.internal_options}

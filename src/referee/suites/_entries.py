@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..errors import OptionError, UserError
-from ..evaluators._base import CheckResult, Evaluator, registry
+from ..evaluators._base import CheckResult, Evaluator, lookup, registry
 from ..evaluators._options import build_evaluator
 from ._model import (
     RESERVED_ENTRY_KEYS,
@@ -129,7 +129,7 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
         for e in exc.errors():
             col.add((*here, *e["loc"]), e["msg"])
         meta = None
-    if not run_user_code and name not in registry():
+    if not run_user_code and lookup(name) is None:
         # No user code: a dotted path is looked up without importing it; other names may come from a plugin.
         if plugins.is_dotted(name):
             module = name.partition(":")[0]
