@@ -125,6 +125,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main() -> None:
+    """The ``referee`` console script: SIGTERM ends a run as Ctrl-C does, then exit with the command's code."""
     signal.signal(signal.SIGTERM, _terminate)
     # Objects alive now (modules, classes, pydantic schemas) live for the whole process: moving them out of
     # the collector's reach makes every full collection during a long run (and the one at exit) cheaper.

@@ -21,7 +21,7 @@ from ..errors import RefereeError
 from ..providers._base import JudgeRequest
 from ..templates import transcript
 from ._base import with_output
-from ._trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
+from ._trajectory_judge import CriteriaJudge, PromptParts, build_prompt, prompt_text, rubric_text
 
 ROLES = ("system", "user", "assistant", "tool")
 MODES = ("final", "conversation", "per_turn")
@@ -105,9 +105,9 @@ class ConversationJudge(CriteriaJudge):
     def final_prompt(self, case: Case, conv: list[dict[str, Any]], upto: int) -> PromptParts:
         """Judge ``conv[upto]`` (an assistant turn) with ``conv[:upto]`` as context."""
         blocks = [("transcript", transcript(conv[:upto]) or "(no earlier turns)"),
-                  ("final_turn", as_text(conv[upto]["content"]))]
+                  ("final_turn", prompt_text(conv[upto]["content"]))]
         if case.reference is not None:
-            blocks.append(("reference", as_text(case.reference)))
+            blocks.append(("reference", prompt_text(case.reference)))
         rubric = rubric_text(self.criteria, intro="Evaluate the assistant's reply in the final_turn block, "
                              "given the conversation before it in the transcript block.")
         return build_prompt(blocks, rubric)
@@ -115,7 +115,7 @@ class ConversationJudge(CriteriaJudge):
     def conversation_prompt(self, case: Case, conv: list[dict[str, Any]]) -> PromptParts:
         blocks = [("transcript", transcript(conv))]
         if case.reference is not None:
-            blocks.append(("reference", as_text(case.reference)))
+            blocks.append(("reference", prompt_text(case.reference)))
         rubric = rubric_text(self.criteria, intro="Evaluate the assistant's side of the whole conversation in "
                              "the transcript block.")
         return build_prompt(blocks, rubric)

@@ -28,7 +28,7 @@ from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
 
 
-def as_text(value: Any) -> str:
+def prompt_text(value: Any) -> str:
     """A case value as prompt text: strings as they are, anything else as indented JSON."""
     if value is None:
         return ""
@@ -92,7 +92,7 @@ def lowest_rationale(criteria: list[CriterionScore]) -> str | None:
 
 # -- compact trajectory rendering -----------------------------------------------------------------------
 
-def clip(text: str, limit: int) -> str:
+def truncated(text: str, limit: int) -> str:
     """``text`` cut at ``limit`` characters, saying how many were left out."""
     return text if len(text) <= limit else text[:limit] + f"...[+{len(text) - limit} chars]"
 
@@ -108,13 +108,13 @@ def render_trajectory(traj: Trajectory, *, max_chars: int = 200) -> str:
         return "(no tool calls)"
     lines = []
     for s in traj.steps:
-        args = "(arguments not recorded)" if s.extra.get("args_recorded") is False else clip(_one_line(s.args), max_chars)
+        args = "(arguments not recorded)" if s.extra.get("args_recorded") is False else truncated(_one_line(s.args), max_chars)
         if s.error is not None:
-            tail = "ERROR: " + clip(_one_line(s.error), max_chars)
+            tail = "ERROR: " + truncated(_one_line(s.error), max_chars)
         elif s.result is None:
             tail = "(no result recorded)"
         else:
-            tail = clip(_one_line(s.result), max_chars)
+            tail = truncated(_one_line(s.result), max_chars)
         lines.append(f"{s.index}. {s.tool}({args}) -> {tail}")
     return "\n".join(lines)
 
@@ -315,11 +315,11 @@ class TrajectoryJudge(CriteriaJudge):
     """Arguments and results longer than this are truncated in the prompt."""
 
     def prompt(self, case: Case, traj: Trajectory) -> PromptParts:
-        blocks = [("input", as_text(case.input))]
+        blocks = [("input", prompt_text(case.input))]
         if case.reference is not None:
-            blocks.append(("reference", as_text(case.reference)))
+            blocks.append(("reference", prompt_text(case.reference)))
         blocks += [("trajectory", render_trajectory(traj, max_chars=self.max_chars)),
-                   ("final_output", as_text(traj.final_output))]
+                   ("final_output", prompt_text(traj.final_output))]
         rubric = rubric_text(self.criteria, intro="Evaluate how an AI agent worked on a task: the tools it "
                              "called (one line per step: tool(arguments) -> result) and its final output.")
         return build_prompt(blocks, rubric)

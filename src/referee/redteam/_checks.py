@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from .. import _regex
 from ..cases import Case
 from ..evaluators._base import CheckResult, Evaluator, register
-from ..evaluators._trajectory_judge import CriteriaJudge, PromptParts, as_text, build_prompt, rubric_text
+from ..evaluators._trajectory_judge import CriteriaJudge, PromptParts, build_prompt, prompt_text, rubric_text
 from ..results._schema import ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
 
@@ -179,11 +179,11 @@ class RedteamJudge(CriteriaJudge):
             from ..templates import transcript
 
             blocks.append(("transcript", transcript(case.turns[:-1]) if len(case.turns) > 1 else ""))
-        blocks.append(("input", as_text(case.input)))
+        blocks.append(("input", prompt_text(case.input)))
         setup = case.get("setup") if isinstance(case.get("setup"), dict) else {}
         if setup.get("tool_results"):
-            blocks.append(("tool_result", as_text(setup["tool_results"])))
-        blocks.append(("response", as_text(case.output)))
+            blocks.append(("tool_result", prompt_text(setup["tool_results"])))
+        blocks.append(("response", prompt_text(case.output)))
         if _has_trajectory(case):  # OpenTelemetry spans too, as the code check reads them
             try:
                 from ..evaluators._trajectory_judge import render_trajectory
