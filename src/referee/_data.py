@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from .errors import RefereeError
 
 MAX_DEPTH = 128
 MAX_YAML_NODES = 1_000_000
+
+
+def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of each non-blank line of JSONL ``text``, split on newlines only: ``str.splitlines``
+    also splits on U+2028, U+0085, form feed ..., which valid JSON strings may hold unescaped
+    (``json.dumps(ensure_ascii=False)`` writes them so)."""
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.strip():
+            yield n, line
 
 
 class UnsafeData(RefereeError, ValueError):

@@ -171,11 +171,7 @@ def _decode(raw: bytes, path: str) -> str:
 def _load_jsonl(raw: bytes, path: str) -> list[Case]:
     text = _decode(raw, path)
     out: list[Case] = []
-    # Split on newlines only: str.splitlines() also splits on U+2028, U+0085, \f ..., which JSON strings may
-    # contain unescaped (json.dumps(ensure_ascii=False) writes them so).
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
+    for lineno, line in _data.jsonl_lines(text):
         try:
             obj = _data.loads(line)
         except json.JSONDecodeError as exc:

@@ -179,3 +179,37 @@ def test_the_library_does_not_import_click() -> None:
             "print(sorted(m for m in sys.modules if m == 'click' or m.startswith('click.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# Public names still without a docstring, in modules other engineers were rewriting when this test was written:
+# document them and drop them from here.
+_UNDOCUMENTED = {"referee.evaluators._base.registry", "referee.runner._client.CallStats",
+                 "referee.targets._kinds.Target", "referee.targets.as_spec"}
+
+
+def test_every_public_class_and_function_says_what_it_is() -> None:
+    """Everything a public module lists in ``__all__`` has a docstring of its own (not its base class's, not a
+    dataclass's generated signature)."""
+    missing, checked = [], 0
+    for info in [*pkgutil.walk_packages(referee.__path__, "referee."), None]:
+        name = "referee" if info is None else info.name
+        if any(part.startswith("_") for part in name.split(".")[1:]) or ".example.step_" in name:
+            continue
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue  # an optional extra that is not installed here
+        for attr in getattr(mod, "__all__", ()):
+            obj = getattr(mod, attr)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            checked += 1
+            doc = (obj.__doc__ or "").strip()
+            if inspect.isclass(obj) and (doc.startswith(f"{obj.__name__}(")
+                                         or any(doc == (b.__doc__ or "").strip() for b in obj.__mro__[1:])):
+                doc = ""
+            key = f"{obj.__module__}.{obj.__qualname__}"
+            if not doc and key not in _UNDOCUMENTED:
+                missing.append(f"{name}.{attr} ({key})")
+    assert checked > 250, checked
+    assert sorted(set(missing)) == []

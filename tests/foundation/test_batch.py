@@ -509,3 +509,20 @@ evaluators:
     assert models == [{"small"}, {"judge-model"}]  # the generation job resumed, not submitted again
     rows = read_results(out / "v1.jsonl").rows
     assert len(rows) == 3 and {r.status for r in rows} == {"scored"}
+
+
+def test_line_separators_inside_json_strings_do_not_split_batch_lines(fake_server: FakeLLMServer, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """U+2028 and U+0085 are legal unescaped in JSON strings (the upload is written with ensure_ascii=False):
+    JSONL is split on newlines only, on both sides of a batch job."""
+    from referee.providers._batch import _lines
+
+    odd = "line one\u2028line two\u0085three"
+    cases = [{"id": "odd", "input": "q", "output": odd}, {"id": "ok", "input": "q", "output": "fine"}]
+    code, _, err = run(judge_args(tmp_path, fake_server, "--batch", provider="openai", cases=cases), capsys)
+    assert code == 0, err
+    (job,) = fake_server.batch_jobs.values()
+    assert len(job.requests) == 2 and any(odd in json.dumps(w.body, ensure_ascii=False) for _, w in job.requests)
+    assert {r["id"]: _status(r) for r in read_rows(tmp_path / "results.jsonl")} == {"odd": "scored", "ok": "scored"}
+    result = json.dumps({"custom_id": "k1", "response": {"body": {"text": odd}}}, ensure_ascii=False)
+    assert _lines(result + "\n\n" + json.dumps({"custom_id": "k2"}) + "\n") == [json.loads(result), {"custom_id": "k2"}]

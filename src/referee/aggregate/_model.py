@@ -18,6 +18,9 @@ PASS_RULE_WARNING = "the rows' own 'passed' disagrees with score >="
 
 @dataclass
 class ScoreOptions:
+    """How rows are scored: the pass threshold and rule, the bootstrap, the adversarial categories and
+    the baseline comparison's settings (``referee score``'s flags)."""
+
     threshold: float = 0.7
     n_boot: int = DEFAULT_N_BOOT
     boot_seed: int = DEFAULT_SEED
@@ -84,6 +87,8 @@ class CaseLine:
 
 @dataclass
 class PairedTest:
+    """A paired test of one metric in one scope against the baseline (difference, CI, raw and adjusted p)."""
+
     scope: str
     """``overall`` or a category name."""
     metric: str
@@ -104,6 +109,8 @@ class PairedTest:
 
 @dataclass
 class Power:
+    """How large a pass-rate drop this many cases can detect, and how many cases a ``target_drop`` needs."""
+
     n: int
     sd: float
     basis: str
@@ -116,6 +123,8 @@ class Power:
 
 @dataclass
 class Comparison:
+    """The results against a baseline: shared cases, regressions and fixes, the paired tests and the verdict."""
+
     baseline: str
     baseline_overall: Group
     shared: int
@@ -157,6 +166,9 @@ class RepeatInfo:
 
 @dataclass
 class Summary:
+    """Everything ``referee score`` reports about one results file: overall and per-category groups, the
+    lowest cases, the adversarial track, warnings, power, repeats and the comparison with a baseline."""
+
     path: str
     threshold: float
     n_boot: int

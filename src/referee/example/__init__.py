@@ -25,6 +25,9 @@ DATA = Path(__file__).parent / "data"
 
 @dataclass
 class ExampleContext:
+    """What every step of the built-in example gets: its folder, whether a judge is configured, and how to
+    run commands and print."""
+
     dir: Path
     judge: bool
     """Whether a judge is configured (key or local server)."""
@@ -66,12 +69,14 @@ class Step(Protocol):
 
 
 def steps() -> list[tuple[str, Step]]:
+    """The example's steps in order: the ``step_<NN>_<name>`` modules of this package."""
     here = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("step_"))
     return [(n, cast(Step, import_module(f"{__name__}.{n}"))) for n in names]
 
 
 def prepare(target: Path) -> None:
+    """Copy the example's data files into ``target`` (created if needed)."""
     target.mkdir(parents=True, exist_ok=True)
     for src in DATA.rglob("*"):
         if src.is_file():

@@ -16,6 +16,8 @@ Role = Literal["system", "user", "assistant"]
 
 @dataclass(frozen=True)
 class Message:
+    """One chat message of a judge request."""
+
     role: Role
     content: str
 

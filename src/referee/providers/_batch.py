@@ -25,6 +25,7 @@ from typing import Any
 
 import aiohttp
 
+from .._data import jsonl_lines
 from ..errors import ProviderError, UserError
 from ._base import Completion, JudgeRequest, Provider
 
@@ -75,10 +76,7 @@ def _origin(url: str) -> tuple[str, str]:
 
 def _lines(text: str) -> list[dict[str, Any]]:
     out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
+    for _, line in jsonl_lines(text):
         try:
             obj = json.loads(line)
         except ValueError:

@@ -19,6 +19,9 @@ Reply = str | ProviderError
 
 
 class FakeProvider(Provider):
+    """A provider that calls nothing: it answers from ``replies`` in turn, the last one repeating (or from a
+    function of the request), with the given token counts, and keeps every request in ``requests``. For tests and the example."""
+
     name: ClassVar[str] = "fake"
     default_model: ClassVar[str] = "fake-judge"
 

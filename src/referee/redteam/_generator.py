@@ -69,6 +69,7 @@ def _read_list(path: str | Path | None, key: str) -> tuple[list[Any], str]:
 
 
 def load_seeds(path: str | Path | None = None) -> list[Seed]:
+    """The seed attacks of ``path`` (the packaged ones without it); InputError naming the file and entry."""
     items, where = _read_list(path, "seeds")
     out = []
     for i, s in enumerate(items):
@@ -104,6 +105,7 @@ def load_seeds(path: str | Path | None = None) -> list[Seed]:
 
 
 def load_templates(path: str | Path | None = None) -> list[Template]:
+    """The attack templates of ``path`` (the packaged ones without it); InputError naming the file and entry."""
     items, where = _read_list(path, "templates")
     out = []
     for i, t in enumerate(items):

@@ -201,6 +201,7 @@ def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", sou
 
 
 def write_html(rows: Sequence[ResultRow], path: str | Path, **kwargs: Any) -> Path:
+    """Write the self-contained HTML report of ``rows`` to ``path`` (see :func:`render_html`); returns the path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(render_html(rows, **kwargs), encoding="utf-8")

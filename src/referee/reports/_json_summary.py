@@ -75,6 +75,7 @@ def _seed_keys(s: Summary) -> dict[str, Any]:
 
 
 def write_json(path: str, s: Summary, gates: list[GateResult], exit_code: int) -> None:
+    """Write ``referee score``'s summary and gate verdicts as JSON (``--json-out``)."""
     data = summary_dict(s, gates, exit_code)
     try:  # json's indenting encoder is pure Python: a million-row run's regression list takes a second
         import orjson

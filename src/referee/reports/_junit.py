@@ -52,6 +52,8 @@ def _suite(root: ET.Element, name: str, cases: Sequence[CaseLine], threshold: fl
 
 def write_junit(path: str, cases: Sequence[CaseLine], adversarial: Sequence[CaseLine], threshold: float, *,
                 pass_rule: str = "threshold") -> None:
+    """Write one JUnit test case per case (``--junit-xml``; unscored ones as skipped), adversarial cases in
+    a suite of their own."""
     root = ET.Element("testsuites", name="referee score")
     _suite(root, "referee", cases, threshold, pass_rule)
     if adversarial:

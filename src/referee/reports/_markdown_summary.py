@@ -49,6 +49,8 @@ def _cases(title: str, cases: list[CaseLine]) -> list[str]:
 
 
 def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
+    """``referee score``'s Markdown summary (``--markdown``, ``$GITHUB_STEP_SUMMARY``): rates, gates, the
+    baseline verdict and the worst cases, with every piece of case text escaped."""
     comp = s.comparison
     failed = [g for g in gates if g.failed]
     status = "❌ gate failed" if exit_code == 1 else "✅ passed"

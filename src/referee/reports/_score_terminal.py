@@ -72,6 +72,8 @@ def _case(c: CaseLine, extra: str = "") -> str:
 
 def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
                     console: Console | None = None) -> None:
+    """``referee score``'s terminal report (rich tables on stdout): rates with CIs, groups, worst and flaky
+    cases, the baseline comparison and the gates."""
     con = console or SafeConsole(file=sys.stdout, highlight=False, soft_wrap=False,
                              width=None if sys.stdout.isatty() else max(shutil.get_terminal_size().columns, 120))
     o = s.overall

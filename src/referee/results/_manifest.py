@@ -34,6 +34,7 @@ def manifest_path(results_path: str | Path) -> Path:
 
 
 def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes (read in 1 MB chunks), hex."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -42,6 +43,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 def text_sha256(text: str) -> str:
+    """The SHA-256 of ``text`` encoded as UTF-8, hex."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -50,6 +52,8 @@ class _Model(BaseModel):
 
 
 class EvalSetInfo(_Model):
+    """The cases a run evaluated: their file, its SHA-256 and the case ids."""
+
     path: str
     sha256: str
     n_cases: int
@@ -63,6 +67,8 @@ class EvalSetInfo(_Model):
 
 
 class TemplateInfo(_Model):
+    """The judge prompt template a run used (its path and SHA-256)."""
+
     path: str | None = None
     sha256: str
 
@@ -94,6 +100,8 @@ class JudgeConfig(_Model):
 
 
 class Totals(_Model):
+    """A run's counts by row status, tokens, cost, provider calls (cached ones apart) and wall time."""
+
     rows: int = 0
     scored: int = 0
     unscored: int = 0
@@ -108,6 +116,9 @@ class Totals(_Model):
 
 
 class RunManifest(_Model):
+    """What a run did, written beside its results file (``<results>.manifest.json``): the command, cases,
+    template, judge, status and totals, so a run can be resumed, audited and reproduced. Never holds a key."""
+
     manifest_version: int = MANIFEST_VERSION
     referee_version: str = __version__
     kind: str = "judge"

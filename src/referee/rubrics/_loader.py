@@ -21,6 +21,8 @@ _RUBRIC_ONLY = ("composite", "bands", "scale", "fail_below", "weights_sum_to_one
 
 @dataclass(frozen=True)
 class RubricInfo:
+    """One line of ``referee rubrics``: a rubric's name, kind, criteria count, description and file."""
+
     name: str
     kind: str
     criteria: int

@@ -24,11 +24,13 @@ DEFAULT_DIR = ".referee"
 
 
 def default_cache_path() -> Path:
+    """``$REFEREE_CACHE_DIR/cache.sqlite``, else ``.referee/cache.sqlite`` in the working folder."""
     base = os.environ.get("REFEREE_CACHE_DIR")
     return Path(base if base else DEFAULT_DIR) / "cache.sqlite"
 
 
 def cache_key(identity: dict[str, Any], request: JudgeRequest) -> str:
+    """The response cache's key: a SHA-256 of the provider identity and everything that shapes the reply."""
     material = json.dumps({"who": identity, "req": request.cache_material()}, sort_keys=True,
                           ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(material.encode("utf-8")).hexdigest()

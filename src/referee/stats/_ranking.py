@@ -60,6 +60,8 @@ def _elo(logp: NDArray[np.float64]) -> NDArray[np.float64]:
 
 @dataclass(frozen=True)
 class Standing:
+    """One system's place in a leaderboard: rating and win rate with intervals, and its comparisons."""
+
     system: str
     rating: Interval
     """Bradley-Terry rating on the Elo-like scale (mean system = 0)."""
@@ -82,6 +84,8 @@ class PairRecord:
 
 @dataclass
 class Leaderboard:
+    """Bradley-Terry standings of the systems compared, the pairwise records and notes on the fit."""
+
     standings: list[Standing] = field(default_factory=list)
     pairs: list[PairRecord] = field(default_factory=list)
     n_comparisons: int = 0

@@ -23,6 +23,8 @@ Path_ = tuple[str | int, ...]
 
 @dataclass(frozen=True)
 class Problem:
+    """One problem in a suite file, located by file, line and YAML path (what ``referee validate`` lists)."""
+
     file: str
     line: int | None
     path: str
@@ -65,6 +67,8 @@ class EvalSpec:
 
 @dataclass
 class Suite:
+    """A loaded suite: its cases, evaluator entries, scoring, judge defaults and gates."""
+
     path: str
     name: str
     cases: list[Case]

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import web
 
+from .._data import jsonl_lines
+
 if TYPE_CHECKING:
     import threading
 
@@ -177,7 +179,7 @@ class BatchRoutes:
         if data is None or body.get("endpoint") != endpoint or body.get("completion_window") != "24h":
             return web.json_response({"error": {"message": "invalid batch"}}, status=400)
         reqs = []
-        for line in data.decode().splitlines():
+        for _, line in jsonl_lines(data.decode()):
             item = json.loads(line)
             if item.get("method") != "POST" or item.get("url") != endpoint:
                 return web.json_response({"error": {"message": f"line for {item.get('url')}, not {endpoint}"}},

@@ -73,6 +73,9 @@ class Step:
 
 @dataclass
 class Trajectory:
+    """An agent run normalised from any supported recording: its tool-call steps, final output and the run's
+    tokens, cost and latency when recorded."""
+
     steps: list[Step] = field(default_factory=list)
     final_output: Any = None
     source_format: str = "seed"

@@ -84,11 +84,7 @@ def _records(path: Path) -> list[tuple[str, int | None, Any]]:
         raise InputError("not valid UTF-8", file=str(path)) from exc
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         out: list[tuple[str, int | None, Any]] = []
-        # Newlines only, as every JSONL reader of referee: str.splitlines() also splits on U+2028, U+0085,
-        # \f ..., which valid JSON strings may hold unescaped (json.dumps(ensure_ascii=False) writes them).
-        for n, line in enumerate(text.split("\n"), 1):
-            if not line.strip():
-                continue
+        for n, line in _data.jsonl_lines(text):
             try:
                 out.append((f"{path.stem}-{n}", n, _data.loads(line)))
             except json.JSONDecodeError as exc:

@@ -46,6 +46,7 @@ def build_app(results: list[str], *, cases: list[str] | None = None, labels: str
 
 
 def close_app(app: ViewApp) -> None:
+    """Release the label stores' locks of ``app`` (the viewer is done with them)."""
     for s in app.labels.values():
         s.release()
 

@@ -44,6 +44,8 @@ MARKDOWN_LIMIT = 200_000
 
 
 class ApiError(RefereeError):
+    """An API request ``referee view`` refuses: answered with ``status`` and the message as JSON."""
+
     def __init__(self, status: int, msg: str) -> None:
         super().__init__(msg)
         self.status = status
@@ -52,6 +54,8 @@ class ApiError(RefereeError):
 
 @dataclass
 class ViewOptions:
+    """How the viewer scores rows: threshold, pass rule and bootstrap resamples (``referee score``'s own)."""
+
     threshold: float = 0.7
     pass_rule: str = "threshold"
     n_boot: int = DEFAULT_N_BOOT
@@ -68,6 +72,8 @@ def _markdown() -> Any:
 
 
 class ViewApp:
+    """The viewer's API over loaded runs and their label stores (what the HTTP handler calls)."""
+
     def __init__(self, runs: list[Run], labels: list[LabelStore], opts: ViewOptions) -> None:
         self.runs = {r.key: r for r in runs}
         self.order = [r.key for r in runs]

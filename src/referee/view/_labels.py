@@ -41,6 +41,7 @@ class LabelError(RefereeError, ValueError):
 
 
 def default_labels_path(results: Path) -> Path:
+    """Where a results file's labels go: ``<results stem>.labels.jsonl`` beside it."""
     name = results.name
     stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else results.stem
     return results.with_name(f"{stem}.labels.jsonl")

@@ -48,6 +48,8 @@ def _static(name: str) -> bytes | None:
 
 
 class ViewServer(ThreadingHTTPServer):
+    """The viewer's threaded HTTP server bound to ``host``:``port`` (``port`` 0 picks a free one)."""
+
     daemon_threads = True
 
     def __init__(self, app: ViewApp, host: str, port: int) -> None:
