@@ -4,10 +4,10 @@ deterministic checks of the expected behaviour, and the red-team judge."""
 from typing import Any
 
 from ._generator import BEHAVIOURS, FAILURE_MODES, SURFACES, generate, load_seeds, load_templates, write_cases
-from ._run import RedteamRun, merge_replies, run_redteam, run_redteam_async
 
-# The checks build on the evaluators, which import this package: they load on first use.
+# The checks and the run build on the evaluators, which import this package: they load on first use.
 _CHECKS = ("REFUSAL_PATTERN", "RedteamExpectation", "RedteamJudge", "combine_redteam")
+_RUN = ("RedteamRun", "merge_replies", "run_redteam", "run_redteam_async")
 
 __all__ = [
     "BEHAVIOURS",
@@ -33,4 +33,8 @@ def __getattr__(name: str) -> Any:
         from . import _checks
 
         return getattr(_checks, name)
+    if name in _RUN:
+        from . import _run
+
+        return getattr(_run, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

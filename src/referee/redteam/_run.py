@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._api import EvalResult, as_judge, sync_twin
 from ..cases import Case, load_cases
 from ..errors import UserError
 from ..results._manifest import RunManifest, TemplateInfo, text_sha256
 from ..results._schema import ResultRow
 
 if TYPE_CHECKING:
-    from .._api import EvalResult, Judge
+    from .._api import Judge
     from ..providers._base import Provider
 
 REPLY_KEYS = ("output", "final_output", "trajectory", "messages", "spans", "trajectory_format", "final_state",
@@ -87,7 +88,6 @@ async def run_redteam_async(
     command: list[str] | None = None,
 ) -> RedteamRun:
     """:func:`run_redteam` for async code."""
-    from .._api import EvalResult, as_judge
     from .._grade import _cases_sha256, unique_cases
     from ..evaluators._base import JudgeSettings
     from ..runner._session import error_row, execute_async
@@ -152,21 +152,8 @@ async def run_redteam_async(
                       failed_generations=run.stats.failed if run is not None else 0)
 
 
-def run_redteam(
-    cases: Any,
-    judge: Judge | str | Provider | None = None,
-    *,
-    out: str | Path,
-    outputs: str | Path | None = None,
-    target: str | Path | None = None,
-    target_id: str | None = None,
-    concurrency: int | None = None,
-    system_model: str | None = None,
-    on_invalid: Callable[[str], None] | None = None,
-    on_note: Callable[[str], None] | None = None,
-    progress: bool | None = None,
-    command: list[str] | None = None,
-) -> RedteamRun:
+run_redteam = sync_twin(
+    run_redteam_async,
     """Check the agent's replies to adversarial ``cases`` (from ``redteam generate``); rows go to ``out`` as
     they complete (its manifest says ``adversarial: true``) and a rerun resumes.
 
@@ -178,9 +165,5 @@ def run_redteam(
             ``setup`` applied); ``target_id`` picks one of several.
         concurrency: cases in flight (default: the judge's, else 8).
         on_note: warnings and notes as they arise (reply ids that match no case, the target's outputs file).
-    """
-    from ..runner._session import run_sync
-
-    return run_sync(run_redteam_async(cases, judge, out=out, outputs=outputs, target=target, target_id=target_id,
-                                      concurrency=concurrency, system_model=system_model, on_invalid=on_invalid,
-                                      on_note=on_note, progress=progress, command=command))
+    """,
+)

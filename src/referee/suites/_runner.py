@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..cases import Case
 from ..evaluators._base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
-from ..results._manifest import EvalSetInfo, RunManifest, text_sha256
+from ..results._manifest import RunManifest, text_sha256
 from ..results._schema import JudgeInfo, ResultRow, Usage
 from ..runner._session import Outcome, error_row, execute
 from ._loader import EvalSpec, Suite
@@ -228,12 +228,9 @@ def bind_settings(suite: Suite, settings: Any) -> Suite:
 def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None,
                    system_model: str | None = None) -> RunManifest:
     src = suite.cases_path or suite.path
-    m = RunManifest(
-        kind="suite", command=command,
-        eval_set=EvalSetInfo.of(src, [c.id for c in suite.cases],
-                                sha256=None if Path(src).is_file() else suite.sha256),
-        judge=judge_config, system_under_test=system_model,
-    )
+    m = RunManifest.for_cases("suite", src, [c.id for c in suite.cases], command=command,
+                              sha256=None if Path(src).is_file() else suite.sha256, judge=judge_config,
+                              system_under_test=system_model)
     # Red-team cases (generated with metadata.adversarial) must never blend into correctness numbers: a suite of
     # them is marked adversarial so `referee score` reports it per attack type.
     m.adversarial = bool(suite.cases) and all(c.metadata.get("adversarial") is True for c in suite.cases)
