@@ -211,3 +211,20 @@ async def test_every_sync_function_is_its_async_twin_and_runs_inside_a_running_l
     r = referee.grade_rubric([{"id": "a", "input": "Refund?", "output": "Within 30 days."}], "agent-evaluation",
                              Judge.fake(reply), progress=False)
     assert r.rows[0].status == "scored" and r.rows[0].evaluator == "rubric"
+
+
+def test_a_suites_rubric_and_criteria_files_are_relative_to_the_suite(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    (evals / "tone.yaml").write_text("name: tone-only\ncriteria:\n  - {id: tone, scale: '0-1'}\n", encoding="utf-8")
+    (evals / "prd.yaml").write_text("skill: prd\ncriteria:\n  - {id: scope, name: Scope, prompt: Compare scope.}\n"
+                                    "pass_threshold: 1\n", encoding="utf-8")
+    (evals / "suite.yaml").write_text("cases:\n  - {id: a, output: x, reference: y}\nevaluators:\n"
+                                      "  - rubric: tone.yaml\n  - gold: prd.yaml\n  - rubric: agent-evaluation\n",
+                                      encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # not where the suite is
+    own, gold, shipped = (s.evaluator for s in load_suite("evals/suite.yaml").specs)
+    assert isinstance(own, RubricJudge) and [c.id for c in own.model.criteria] == ["tone"]
+    assert isinstance(gold, GoldJudge) and [c.id for c in gold.rubric.criteria] == ["scope"]
+    assert isinstance(shipped, RubricJudge) and shipped.model.name == "agent-evaluation"

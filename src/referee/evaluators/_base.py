@@ -95,6 +95,8 @@ class Evaluator:
     internal_options: ClassVar[frozenset[str]] = frozenset()
     """Constructor fields that commands set (a results file's category, a recorded template hash) and suite
     files do not: they are not suite options."""
+    path_options: ClassVar[frozenset[str]] = frozenset()
+    """Options naming a file, which a suite file gives relative to itself (as it does ``*_file`` options)."""
     option_types: ClassVar[dict[str, Any]] = {}
     """An option's type in suite files where it differs from the field's (a path where Python also takes an
     object)."""

@@ -255,6 +255,7 @@ class GoldJudge(LLMEvaluator):
     evaluator: ClassVar[str] = "gold"
     primary: ClassVar[str] = "criteria"
     option_types: ClassVar[dict[str, Any]] = {"criteria": str}
+    path_options: ClassVar[frozenset[str]] = frozenset({"criteria"})
     internal_options: ClassVar[frozenset[str]] = frozenset({"system_under_test", "template_hash"})
 
     criteria: str | Rubric = "gold-example-prd"

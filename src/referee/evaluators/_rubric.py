@@ -259,6 +259,7 @@ class RubricJudge(LLMEvaluator):
     evaluator: ClassVar[str] = "rubric"
     primary: ClassVar[str] = "rubric"
     option_types: ClassVar[dict[str, Any]] = {"rubric": str}
+    path_options: ClassVar[frozenset[str]] = frozenset({"rubric"})
     internal_options: ClassVar[frozenset[str]] = frozenset({"category", "system_under_test", "template_hash"})
 
     rubric: str | Rubric = "agent-evaluation"

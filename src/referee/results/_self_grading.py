@@ -44,8 +44,8 @@ def mark(row: ResultRow, *, default_system_model: str | None = None, judge_model
     """``row`` with the ``self_grading`` flag and an explanation when its judge graded its own model's output.
 
     The judge is the row's own (``row.judge.model``), else ``judge_model`` (the run's). Idempotent."""
-    if FLAG in row.flags:
-        return row
+    if FLAG in row.flags or (not row.metadata and not default_system_model):
+        return row  # already flagged, or no system model named (most runs: checked on every row, so first)
     judge = (row.judge.model if row.judge is not None and row.judge.model else None) or judge_model
     if not judge:
         return row

@@ -63,11 +63,13 @@ class _Collector:
                                      _fmt_path(path), message))
 
 
-def _resolve_files(options: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Options naming files (``*_file``) are relative to the suite file."""
+def _resolve_files(options: dict[str, Any], base: Path, paths: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Options naming files (``*_file``) are relative to the suite file; so are ``paths`` (a rubric, a criteria
+    file) when such a file is there (else they name a shipped one, or a file relative to where referee runs)."""
     out = dict(options)
     for k, v in options.items():
-        if k.endswith("_file") and isinstance(v, str) and not Path(v).is_absolute():
+        if isinstance(v, str) and not Path(v).is_absolute() and (
+                k.endswith("_file") or (k in paths and (base / v).is_file())):
             out[k] = str(base / v)
     return out
 
@@ -159,7 +161,7 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
     else:
         col.add(opt_path, f"options must be a mapping {{option: value}}, got {type(raw_opts).__name__}")
         return None
-    options = _resolve_files(options, base)
+    options = _resolve_files(options, base, getattr(target, "path_options", frozenset()))
     try:
         evaluator = _instantiate(target, name, options)
     except OptionError as exc:
