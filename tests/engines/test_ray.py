@@ -227,6 +227,40 @@ def test_targets_generate_here_and_evaluate_on_ray(ray_cluster: None, tmp_path: 
     assert rows_without_timings(tmp_path / "ray" / "v1.jsonl") == rows_without_timings(tmp_path / "local" / "v1.jsonl")
 
 
+def test_targets_run_side_by_side_in_one_ray_session(ray_cluster: None, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two HTTP targets generate here at the same moment (the service holds every request until both are at
+    their limits at once) and are judged on the workers through one permit actor: --concurrency bounds the
+    judge calls of both targets together, and each target's manifest counts its own judge calls."""
+    from tests.targets.test_parallel import LIMITS, N_CASES, Recorder
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"c{i:02d}", "input": f"question {i}"}) + "\n" for i in range(N_CASES)),
+        encoding="utf-8")
+    rec = Recorder(hold_s=10).start()  # a run that takes the targets one after another waits this out, and fails
+    try:
+        with CountingServer(responder=schema_responder, latency=0.1) as judge:
+            targets = "".join(
+                f"  - id: {k}\n    concurrency: {n}\n"
+                f"    http: {{url: '{rec.url}/{k}', body: {{q: '{{input}}'}}, output: text}}\n"
+                for k, n in LIMITS.items())
+            suite = tmp_path / "suite.yaml"
+            suite.write_text(f"cases: cases.jsonl\ntargets:\n{targets}evaluators:\n  - contains: {{value: question}}\n"
+                             '  - llm_judge: {rubric: "- quality: answers the question"}\n', encoding="utf-8")
+            assert run(suite, tmp_path / "out", judge.openai_base_url, "--engine", "ray", "--concurrency", "2",
+                       "--no-cache") == 0
+    finally:
+        rec.stop()
+    assert rec.overlap_seen and rec.both_at_limit and rec.max_in_flight == LIMITS
+    assert len(judge.arrivals) == 2 * N_CASES and judge.max_in_flight == 2
+    for k in LIMITS:
+        rows = read_results(tmp_path / "out" / f"{k}.jsonl").rows
+        assert len(rows) == N_CASES and all(r.status == "scored" and r.target and r.target.id == k for r in rows)
+        m = RunManifest.read(tmp_path / "out" / f"{k}.jsonl")
+        assert m is not None and m.totals is not None and m.totals.provider_calls == N_CASES
+
+
 def test_batch_mode_stays_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

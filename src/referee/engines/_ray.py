@@ -148,12 +148,14 @@ def _stats_of(run_id: str) -> dict[str, dict[str, Any]]:
 class _CaseWorker:
     """Evaluates whole cases on one CPU of the cluster."""
 
-    def __init__(self, suite: Any, run_id: str) -> None:
+    def __init__(self, suites: dict[Any, Any], run_id: str) -> None:
         from ..suites._runner import CaseEvaluator
 
         self._run_id = run_id
-        # One sandboxed check at a time: this actor holds one CPU of the cluster.
-        self._ce = CaseEvaluator(suite, code_slots=asyncio.Semaphore(1))
+        # One sandboxed check at a time: this actor holds one CPU of the cluster (whichever suite it is for).
+        slots = asyncio.Semaphore(1)
+        # One suite per key: a session shared by a suite's targets holds each target's bound suite.
+        self._ces = {key: CaseEvaluator(suite, code_slots=slots) for key, suite in suites.items()}
         self._instance = uuid.uuid4().hex  # a restarted worker counts its calls afresh
         self._seq = 0
 
@@ -162,8 +164,8 @@ class _CaseWorker:
 
         return {"host": socket.gethostname(), "wire": WIRE, "referee": __version__}
 
-    async def evaluate(self, case: Any) -> tuple[Any, str, int, dict[str, dict[str, Any]]]:
-        row = await self._ce.evaluate(case)
+    async def evaluate(self, case: Any, key: Any = None) -> tuple[Any, str, int, dict[str, dict[str, Any]]]:
+        row = await self._ces[key].evaluate(case)
         self._seq += 1
         return row, self._instance, self._seq, _stats_of(self._run_id)
 
@@ -268,9 +270,22 @@ class RayEngine(Engine):
 
     @contextlib.contextmanager
     def start(self, suite: Any, *, client: JudgeClient | None, concurrency: int) -> Iterator[EngineRun]:
-        if client is not None and getattr(client, "batch", None) is not None:
+        with self.start_many({None: (suite, client)}, concurrency=concurrency) as runs:
+            yield runs[None]
+
+    @contextlib.contextmanager
+    def start_many(self, suites: dict[Any, tuple[Any, JudgeClient | None]], *,
+                   concurrency: int) -> Iterator[dict[Any, EngineRun]]:
+        """One cluster session for several suites at once (a suite's targets side by side, each with its suite
+        bound to its own judge client): one set of workers holding every suite, one permit actor, so
+        ``concurrency`` and ``rpm`` bound the calls of all of them together. Each key gets its own
+        :class:`EngineRun`; each judge client gets its own call counters back from the workers."""
+        clients_given = [c for _, c in suites.values() if c is not None]
+        if any(getattr(c, "batch", None) is not None for c in clients_given):
             # A batch job is submitted and polled from one place, and its cases wait on the provider, not on CPU.
             raise UserError("--batch runs on the local engine: drop --engine ray (or --batch)")
+        client = next((c for c in clients_given if c.cache is not None), None)
+        n_cases = sum(len(s.cases) for s, _ in suites.values())
         ray = import_ray()
         owned = self._connect(ray)
         actors: list[Any] = []
@@ -280,7 +295,7 @@ class RayEngine(Engine):
             if cpus < 1:
                 raise UserError("the Ray cluster has no CPU for referee's workers")
             # One worker per CPU of the cluster (the CPUs an earlier run's workers held free up as they exit).
-            n = max(1, min(self.workers or cpus, cpus, len(suite.cases) or 1))
+            n = max(1, min(self.workers or cpus, cpus, n_cases or 1))
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
@@ -302,13 +317,14 @@ class RayEngine(Engine):
 
             ray.util.register_serializer(JudgeClient, serializer=recipe, deserializer=_rebuild_client)
             # Plugin modules beside the suite file travel with it (workers elsewhere do not have that folder).
-            beside = _modules_under(Path(suite.base_dir))
+            beside = list({m.__name__: m for s, _ in suites.values()
+                           for m in _modules_under(Path(s.base_dir))}.values())
             for mod in beside:
                 ray.cloudpickle.register_pickle_by_value(mod)
             # A worker whose process dies (a plugin that exits, a lost node) is restarted (with the suite it was
             # created with: sent with each creation, not kept in the object store where a restart could lose it).
             worker = ray.remote(_CaseWorker).options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=0)
-            shipped = dataclasses.replace(suite, cases=[])
+            shipped = {key: dataclasses.replace(s, cases=[]) for key, (s, _) in suites.items()}
             try:
                 actors = [worker.remote(shipped, run_id) for _ in range(n)]
             except Exception as exc:  # noqa: BLE001
@@ -334,12 +350,15 @@ class RayEngine(Engine):
                 theirs = odd[0].get("referee", "an older version") if isinstance(odd[0], dict) else "an older version"
                 raise UserError(f"the Ray workers run another referee ({theirs}) than this one ({__version__}): "
                                 "install the same referee on every node of the cluster")
-            yield EngineRun(evaluate=self._evaluator(ray, actors, clients), concurrency=max(concurrency, 2 * n))
+            for_key = self._evaluator(ray, actors, clients)
+            yield {key: EngineRun(evaluate=for_key(key), concurrency=max(concurrency, 2 * n)) for key in suites}
         finally:
             self._stop(ray, actors, hub, owned)
 
     @staticmethod
     def _evaluator(ray: Any, actors: list[Any], clients: dict[str, JudgeClient]) -> Any:
+        """``for_key(key)``: the per-case coroutine of one suite of the session; the workers, their load and the
+        call counters are shared by every key."""
         inflight = [0] * len(actors)
         latest: dict[str, tuple[int, dict[str, dict[str, Any]]]] = {}
         base = {t: dataclasses.replace(c.stats) for t, c in clients.items()}
@@ -388,7 +407,7 @@ class RayEngine(Engine):
                         return False
                     await asyncio.sleep(0.2)
 
-        async def evaluate(case: Any) -> Any:
+        async def evaluate(case: Any, key: Any) -> Any:
             # A case whose worker died is tried once more, alone on a live worker: if it was the case that
             # killed its worker, it takes no other case down with it; if it only shared it, it gets its row.
             alone = False
@@ -402,7 +421,7 @@ class RayEngine(Engine):
                         continue
                     inflight[i] += 1
                     try:
-                        row, instance, seq, stats = await actors[i].evaluate.remote(case)
+                        row, instance, seq, stats = await actors[i].evaluate.remote(case, key)
                         break
                     finally:
                         inflight[i] -= 1
@@ -423,7 +442,13 @@ class RayEngine(Engine):
                 add_stats()
             return row
 
-        return evaluate
+        def for_key(key: Any) -> Any:
+            async def evaluate_one(case: Any) -> Any:
+                return await evaluate(case, key)
+
+            return evaluate_one
+
+        return for_key
 
     def _stop(self, ray: Any, actors: list[Any], hub: Any, owned: bool) -> None:
         with contextlib.suppress(Exception):

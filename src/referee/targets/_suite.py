@@ -125,8 +125,9 @@ def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
     None)`` is called per target: each run owns (and closes) its client. Generation runs here; the generated
     cases are evaluated where ``engine`` says (``referee.engines``: this process, or a Ray cluster).
 
-    With the local engine, up to ``parallel_targets`` targets run at once in one event loop, each within its own
-    ``concurrency`` and ``rate_limit`` (its pacer) and writing only its own files; the outcomes come back in
+    Up to ``parallel_targets`` targets run at once in one event loop (with the Ray engine, evaluated in one
+    cluster session), each within its own ``concurrency`` and ``rate_limit`` (its pacer) and writing only its
+    own files; the outcomes come back in
     the order of ``targets`` whatever the timing. ``concurrency`` is one budget of judge calls in flight for the
     whole run (:class:`CallBudget`), and ``--rpm`` one limit per judge provider, across the targets; their
     progress is one display (:class:`TargetsProgress`, or what ``progress_factory(ids)`` makes)."""
@@ -149,21 +150,19 @@ def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
     from ..runner._session import run_sync
 
     eng = get_engine(engine)
-    # The Ray engine has its own budget (its hub actor); a target's generation there is paced by the target alone.
-    budget = CallBudget(concurrency) if isinstance(eng, LocalEngine) else None
-    side_by_side = isinstance(eng, LocalEngine) and len(targets) > 1 and parallel_targets > 1
+    local = isinstance(eng, LocalEngine)
+    # The engine is given --concurrency, never the cases in flight: on Ray it is the permit actor's bound on judge
+    # calls. Locally the run's budget holds it (the Ray engine has its own budget, its permit actor; a target's
+    # generation there is paced by the target alone).
+    budget = CallBudget(concurrency) if local else None
+    # An engine that serves several suites in one session (Ray: one set of workers, one permit actor for all)
+    # runs the targets side by side too.
+    start_many = None if local else getattr(eng, "start_many", None)
+    side_by_side = len(targets) > 1 and parallel_targets > 1 and (local or start_many is not None)
     warmup = _Warmup()
     # Side by side, one display for all the targets (one live display per terminal); one at a time, each run
     # shows the judge's own bar.
     progress = (progress_factory or TargetsProgress)([t.id for t in targets]) if side_by_side else None
-
-    async def one(prep: _Prepared, gate: asyncio.Semaphore) -> TargetOutcome:
-        async with gate:
-            with eng.start(prep.bound, client=prep.client, concurrency=prep.in_flight) as where:
-                if budget is not None:  # outermost, so a --rpm wait comes after the permit, never before
-                    budget.limit(prep.client, judge=True)
-                outcome = await _execute(prep, where, show_progress=False, progress=progress, warmup=warmup)
-            return _finish(prep, outcome)
 
     def prepare(target: Target) -> _Prepared:
         prep = _prepare(suite, target, out_dir, bind=bind, concurrency=concurrency, command=command,
@@ -173,14 +172,13 @@ def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
         return prep
 
     if not side_by_side:
-        # One after another: a Ray engine starts its cluster session per target (docs/scale.md).
         results = []
         try:
             for target in targets:
                 prep = prepare(target)
                 if budget is not None:
                     budget.limit(getattr(prep.target, "client", None), judge=False)
-                with eng.start(prep.bound, client=prep.client, concurrency=prep.in_flight) as where:
+                with eng.start(prep.bound, client=prep.client, concurrency=concurrency) as where:
                     if budget is not None:
                         budget.limit(prep.client, judge=True)
                     outcome = run_sync(_execute(prep, where, show_progress=None, warmup=warmup))
@@ -191,22 +189,21 @@ def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
             warmup.join()
         return results
 
-    async def run_all() -> list[TargetOutcome]:
+    async def one(prep: _Prepared, gate: asyncio.Semaphore, shared: dict[str, Any] | None) -> TargetOutcome:
+        async with gate:
+            if shared is not None:
+                outcome = await _execute(prep, shared[prep.target.id], show_progress=False, progress=progress,
+                                         warmup=warmup)
+            else:
+                with eng.start(prep.bound, client=prep.client, concurrency=concurrency) as where:
+                    if budget is not None:  # outermost, so a --rpm wait comes after the permit, never before
+                        budget.limit(prep.client, judge=True)
+                    outcome = await _execute(prep, where, show_progress=False, progress=progress, warmup=warmup)
+            return _finish(prep, outcome)
+
+    async def run_all(preps: list[_Prepared], shared: dict[str, Any] | None) -> list[TargetOutcome]:
         gate = asyncio.Semaphore(parallel_targets)
-        preps: list[_Prepared] = []
-        try:
-            for t in targets:
-                preps.append(prepare(t))
-        except BaseException:  # e.g. an outputs file in use: release what the earlier targets opened
-            for p in preps:
-                await p.run.aclose()
-                if p.client is not None:
-                    await p.client.aclose()
-            raise
-        if budget is not None:  # every judge is known now: a target on a judge's account shares its budget
-            for p in preps:
-                budget.limit(getattr(p.target, "client", None), judge=False)
-        tasks = [asyncio.ensure_future(one(p, gate)) for p in preps]
+        tasks = [asyncio.ensure_future(one(p, gate, shared)) for p in preps]
         try:
             return list(await asyncio.gather(*tasks))
         finally:  # a fatal error in one target stops the others (their rows so far are kept, manifests final)
@@ -214,8 +211,33 @@ def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
+    async def release(preps: list[_Prepared]) -> None:
+        for p in preps:
+            await p.run.aclose()
+            if p.client is not None:
+                await p.client.aclose()
+
+    preps: list[_Prepared] = []
     try:
-        return run_sync(run_all())
+        try:
+            for t in targets:
+                preps.append(prepare(t))
+        except BaseException:  # e.g. an outputs file in use: release what the earlier targets opened
+            run_sync(release(preps))
+            raise
+        if budget is not None:  # every judge is known now: a target on a judge's account shares its budget
+            for p in preps:
+                budget.limit(getattr(p.target, "client", None), judge=False)
+        if start_many is None:
+            return run_sync(run_all(preps, None))
+        with contextlib.ExitStack() as stack:
+            try:  # one cluster session for every target (its workers hold each target's suite)
+                shared = stack.enter_context(start_many({p.target.id: (p.bound, p.client) for p in preps},
+                                                        concurrency=concurrency))
+            except BaseException:  # no cluster: nothing ran, release what the targets opened
+                run_sync(release(preps))
+                raise
+            return run_sync(run_all(preps, shared))
     finally:
         if progress is not None:
             progress.close()
