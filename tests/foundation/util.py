@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from referee.cli import cli
 from referee.testing import FakeLLMServer
+
+from ..cli_helpers import run_cli as run  # noqa: F401 - the foundation tests' name for it
 
 TEMPLATE = """Grade the answer.
 <input>{input}</input>
@@ -48,9 +47,3 @@ def judge_args(tmp: Path, srv: FakeLLMServer, *extra: str, cases: list[dict[str,
     base = srv.openai_base_url if provider == "openai" else srv.url
     return ["judge", str(cases_path), "--template", str(tmpl), "--out", str(tmp / out),
             "--provider", provider, "--base-url", base, "--model", "judge-model", *extra]
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli(args)
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err

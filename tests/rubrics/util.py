@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from referee.providers import FakeProvider
-from referee.runner import JudgeClient
-
 OUTPUT = ("Sorry about that! Refunds are not possible for invoices older than 30 days. "
           "Please contact your bank.")
 QUOTES = {
@@ -28,8 +25,3 @@ def rubric_reply(scores: dict[str, Any] | None = None, *, quotes: dict[str, str]
     crit = {k: {"score": v, "evidence": [q[k]], "rationale": f"{k} rationale"} for k, v in scores.items()
             if k != drop}
     return json.dumps({"criteria": crit, "summary": summary, "required_actions": actions or []})
-
-
-def fake_client(replies: Any, model: str = "judge-1") -> tuple[JudgeClient, FakeProvider]:
-    p = FakeProvider(replies, model=model)
-    return JudgeClient(p, cache=None), p

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from referee.cli import cli
+from ..cli_helpers import run_cli
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]], extra_lines: list[str] | None = None) -> str:
@@ -28,9 +28,8 @@ def seed_rows(scores: list[float], categories: list[str] | None = None, **extra:
 
 
 def score(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli(["score", *args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    """``referee score <args>``: (exit code, stdout, stderr)."""
+    return run_cli(["score", *args], capsys)
 
 
 def summary(path: Path) -> dict[str, Any]:
