@@ -48,6 +48,8 @@ class Labels:
 
 
 def parse_scale(text: str) -> tuple[float, float]:
+    """``"LO-HI"`` (``--judge-scale``/``--human-scale``, e.g. ``1-5``) as ``(lo, hi)``; a :class:`UserError`
+    otherwise."""
     m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*(?:-|:|\.\.)\s*(-?\d+(?:\.\d+)?)\s*", text)
     if not m or float(m.group(1)) >= float(m.group(2)):
         raise UserError(f"scale {text!r}: expected LO-HI with LO < HI, e.g. 1-5")
@@ -116,6 +118,10 @@ def _range(lab: Labels) -> tuple[float, float]:
 
 @dataclass
 class Calibration:
+    """A judge's scores against human labels on the ids both files hold: per-case deltas (worst first), the
+    mean absolute delta, the agreement statistics with their intervals, and notes on what could not be
+    computed."""
+
     n: int
     judge_only: int
     human_only: int

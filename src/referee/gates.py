@@ -9,6 +9,8 @@ from .aggregate._summary import Summary
 
 @dataclass
 class GateResult:
+    """One gate's verdict: the flag that asked for it, whether it failed, and why (in the flag's words)."""
+
     flag: str
     failed: bool
     message: str
@@ -18,6 +20,8 @@ class GateResult:
 
 @dataclass
 class GateConfig:
+    """The gates asked for (``referee score``'s flags; None or False: not asked for)."""
+
     fail_under: float | None = None
     fail_on_regression: bool = False
     fail_on_cost_regression: bool = False

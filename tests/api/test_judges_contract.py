@@ -228,3 +228,12 @@ def test_a_suites_rubric_and_criteria_files_are_relative_to_the_suite(tmp_path: 
     assert isinstance(own, RubricJudge) and [c.id for c in own.model.criteria] == ["tone"]
     assert isinstance(gold, GoldJudge) and [c.id for c in gold.rubric.criteria] == ["scope"]
     assert isinstance(shipped, RubricJudge) and shipped.model.name == "agent-evaluation"
+
+
+def test_the_gold_table_of_a_case_that_failed_before_any_criterion() -> None:
+    """A gold case whose judging raised is an error row without criteria: its table is one line, not a crash."""
+    from referee.reports._gold import gold_case_text
+    from referee.results import ResultRow
+
+    text = gold_case_text(ResultRow(id="P-9", status="error", evaluator="gold", error="RuntimeError: boom"))
+    assert text.splitlines() == ["P-9: UNSCORED (RuntimeError: boom)", "  (* = critical)"]

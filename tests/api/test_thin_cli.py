@@ -108,3 +108,21 @@ def test_the_reports_leaderboard_and_the_pairwise_counts_use_the_rows_own_winner
     pt = pairwise_tally(rows)
     assert pt.wins == {"a": 2, "b": 1, "tie": 1} and pt.mean_score_a == pytest.approx(0.625)
     assert named_leaderboard([r.model_copy(update={"details": {}}) for r in rows]) is None
+
+
+def test_own_seeds_with_the_builtin_ones(tmp_path: Path) -> None:
+    from referee.redteam import load_seeds
+
+    f = tmp_path / "seeds.yaml"
+    f.write_text("seeds:\n  - {id: mine, failure_mode: jailbreak, payload: x, expect: {behaviour: refuse}}\n")
+    builtin = load_seeds()
+    assert [s.id for s in load_seeds(f)] == ["mine"]
+    both = load_seeds(f, with_builtin=True)
+    assert [s.id for s in both] == [s.id for s in builtin] + ["mine"]
+    only, more = tmp_path / "only.jsonl", tmp_path / "more.jsonl"
+    assert cli(["redteam", "generate", "--seeds", str(f), "--out", str(only)]) == 0
+    assert cli(["redteam", "generate", "--seeds", str(f), "--with-builtin", "--out", str(more)]) == 0
+    mine = [json.loads(line) for line in only.read_text().splitlines()]
+    every = [json.loads(line) for line in more.read_text().splitlines()]
+    assert {c["metadata"]["seed_case"] for c in mine} == {"mine"}
+    assert {c["metadata"]["seed_case"] for c in every} >= {"mine", *(s.id for s in builtin[:1])}

@@ -19,39 +19,12 @@ import click
 
 from .._grade import grade_gold
 from ..errors import UserError
-from ..evaluators._evidence import describe_ungrounded
 from ..evaluators._gold import threshold_warning
 from ..evaluators._gold_dataset import discover_gold_cases, gold_results_json, single_gold_case
-from ..results._schema import ResultRow
-from ..rubrics import Rubric, load_rubric
+from ..reports._gold import gold_case_text, gold_run_notes
+from ..rubrics import load_rubric
 from . import invoked_argv
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
-
-
-def _terminal(row: ResultRow, rubric: Rubric) -> None:
-    d = row.details
-    if row.status != "scored" and row.passed is False:
-        click.echo(f"{row.id} [{d.get('skill')}]: FAIL ({d.get('verdict_reason')}); no score or grade: "
-                   f"{row.error}")
-    elif row.status != "scored":
-        click.echo(f"{row.id}: UNSCORED ({row.error})")
-    else:
-        click.echo(f"{row.id} [{d.get('skill')}]: {d.get('verdict')}  grade {d.get('grade')}  "
-                   f"{d.get('total_score')}/{d.get('max_score')} ({(d.get('score_pct') or 0) * 100:.0f}%)  "
-                   f"criteria passed {d.get('criteria_passed')}/{d.get('criteria_total')}  "
-                   f"critical failures {d.get('critical_failures')}"
-                   + ("  [self-grading]" if "self_grading" in row.flags else "")
-                   + ("  [ungrounded quotes]" if "ungrounded" in row.flags else ""))
-    width = max(len(c.name or c.id) for c in row.criteria) + 2
-    for c in row.criteria:
-        mark = "*" if c.critical else " "
-        score = f"{int(c.raw_score)}/2" if c.raw_score is not None else c.status
-        ok = "PASS" if c.passed else ("FAIL" if c.passed is False else "-")
-        g = "" if c.grounded is not False else " (quote not found)"
-        m = (d.get("pass_score_mismatch") or {}).get(c.id)
-        g += f" (judge said {m})" if m else ""
-        click.echo(f"  {mark} {(c.name or c.id).ljust(width)} {score:>9}  {ok:<4}  {(c.rationale or c.error or '')[:90]}{g}")
-    click.echo("  (* = critical)")
 
 
 @click.command("gold")
@@ -119,7 +92,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
         echo_err(result.resume_note)
     rows = result.rows
     for r in rows:
-        _terminal(r, rubric)
+        click.echo(gold_case_text(r))
     info = next((r.judge for r in rows if r.judge is not None), None)  # the provider as the client named it
     judge_desc = {"provider": info.provider if info else judge.provider,
                   "model": result.manifest.judge.model if result.manifest.judge else model}
@@ -141,25 +114,8 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
             raise UserError(f"could not log to MLflow at {mlflow_uri} ({type(exc).__name__}: {exc}); the "
                             f"results are in {out_dir}") from exc
         echo_err(f"logged {len(ids)} MLflow run(s) to experiment '{mlflow_experiment}'")
-    t = result.manifest.totals
-    n_fail = sum(r.passed is False for r in rows)
-    n_bad = sum(r.status != "scored" and r.passed is None for r in rows)
-    n_partial = sum(r.status != "scored" and r.passed is False for r in rows)
-    echo_err(f"{sum(r.passed is True for r in rows)} PASS, {n_fail} FAIL, {n_bad} unscored/error, "
-             f"{len(skipped)} skipped -> {out_dir} ({t.provider_calls} judge calls, {t.cached_calls} from cache"
-             + (f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else "") + ")")
-    if n_partial:
-        echo_err(f"{n_partial} FAIL case(s) have unscored criteria: FAIL is settled by the graded ones, but they "
-                 "get no score or grade")
-    if n_bad:
-        echo_err(f"{n_bad} case(s) could not be graded: that is not a pass")
-    note = describe_ungrounded(rows)
-    if note:
-        echo_err(f"{note} (quotes not found in either document)")
-    n_mis = sum("pass_score_mismatch" in r.flags for r in rows)
-    if n_mis:
-        echo_err(f"note: in {n_mis} case(s) the judge's pass flag contradicts its score (flag "
-                 "'pass_score_mismatch'); a score of 0 fails the criterion"
-                 + (" (ignored: --judge-pass-only)" if judge_pass_only else
-                    " (--judge-pass-only lets pass decide, as the original)"))
-    return 1 if (n_fail or n_bad) else 0
+    for line in gold_run_notes(rows, skipped=len(skipped), out_dir=out_dir, totals=result.manifest.totals,
+                               judge_pass_only=judge_pass_only):
+        echo_err(line)
+    # A FAIL, or a case that could not be graded: never a pass.
+    return 1 if any(r.passed is False or (r.status != "scored" and r.passed is None) for r in rows) else 0

@@ -36,13 +36,8 @@ def generate_cmd(out: str, seed: int, modes: tuple[str, ...], surfaces: tuple[st
                  limit: int | None, seeds_file: str | None, templates_file: str | None, with_builtin: bool) -> int:
     """Write adversarial cases: category = attack type; expect = refuse / comply / ignore_injection plus
     canaries and forbidden tools that code can check."""
-    seeds = load_seeds(seeds_file) if seeds_file else load_seeds()
-    templates = load_templates(templates_file) if templates_file else load_templates()
-    if with_builtin:
-        if seeds_file:
-            seeds = load_seeds() + seeds
-        if templates_file:
-            templates = load_templates() + templates
+    seeds = load_seeds(seeds_file, with_builtin=with_builtin)
+    templates = load_templates(templates_file, with_builtin=with_builtin)
     cases = generate(seed=seed, seeds=seeds, templates=templates, modes=modes or None, surfaces=surfaces or None,
                      per_seed=per_seed, limit=limit)
     if not cases:

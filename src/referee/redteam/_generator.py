@@ -68,8 +68,12 @@ def _read_list(path: str | Path | None, key: str) -> tuple[list[Any], str]:
     return items, where
 
 
-def load_seeds(path: str | Path | None = None) -> list[Seed]:
-    """The seed attacks of ``path`` (the packaged ones without it); InputError naming the file and entry."""
+def load_seeds(path: str | Path | None = None, *, with_builtin: bool = False) -> list[Seed]:
+    """The seed attacks of ``path`` (the packaged ones without it; ``with_builtin``: the packaged ones, then
+    those of ``path``); InputError naming the file and entry."""
+    if path is not None and with_builtin:
+        mine = load_seeds(path)
+        return load_seeds() + mine
     items, where = _read_list(path, "seeds")
     out = []
     for i, s in enumerate(items):
@@ -104,8 +108,12 @@ def load_seeds(path: str | Path | None = None) -> list[Seed]:
     return out
 
 
-def load_templates(path: str | Path | None = None) -> list[Template]:
-    """The attack templates of ``path`` (the packaged ones without it); InputError naming the file and entry."""
+def load_templates(path: str | Path | None = None, *, with_builtin: bool = False) -> list[Template]:
+    """The attack templates of ``path`` (the packaged ones without it; ``with_builtin``: the packaged ones, then
+    those of ``path``); InputError naming the file and entry."""
+    if path is not None and with_builtin:
+        mine = load_templates(path)
+        return load_templates() + mine
     items, where = _read_list(path, "templates")
     out = []
     for i, t in enumerate(items):
