@@ -153,27 +153,31 @@ def test_an_invalid_reply_is_reasked_in_the_next_job(fake_server: FakeLLMServer,
     assert "could not be used" in jobs[1].requests[0][1].last_user_text
 
 
+def _kill_once_a_batch_job_is_recorded(args: list[str], manifest: Path) -> None:
+    """Run ``referee <args>`` in a child process and SIGKILL it as soon as ``manifest`` records a batch job."""
+    proc = subprocess.Popen([sys.executable, "-m", "referee", *args], env={**os.environ, "REFEREE_BATCH_POLL_S": "0.05"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            try:
+                if json.loads(manifest.read_text() or "{}").get("extra", {}).get("batch_jobs"):
+                    return
+            except (OSError, ValueError):
+                pass  # not written yet, or caught mid-write
+            time.sleep(0.05)
+        pytest.fail(f"no batch job was ever recorded in {manifest}")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+
 def test_a_killed_run_finds_its_job_again_instead_of_paying_twice(fake_server: FakeLLMServer, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     fake_server.batch_plan(BatchPlan(polls=10**9))  # the job runs until the test lets it end
     args = _args(tmp_path, fake_server, "openai")
-    env = {**os.environ, "REFEREE_BATCH_POLL_S": "0.05"}
-    proc = subprocess.Popen([sys.executable, "-m", "referee", *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
     manifest = tmp_path / "results.manifest.json"
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            if fake_server.batch_jobs and manifest.exists() and '"batch_jobs"' in manifest.read_text():
-                jobs = json.loads(manifest.read_text())["extra"].get("batch_jobs")
-                if jobs:
-                    break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the batch job was never recorded in the manifest")
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+    _kill_once_a_batch_job_is_recorded(args, manifest)
     (job,) = fake_server.batch_jobs.values()
     (rec,) = json.loads(manifest.read_text())["extra"]["batch_jobs"]
     assert rec["id"] == job.id and rec["ended"] is False and len(rec["keys"]) == 3
@@ -487,20 +491,7 @@ evaluators:
     out = tmp_path / "out"
     args = ["run", str(suite), "--out", str(out), "--provider", "openai", "--base-url", fake_server.openai_base_url,
             "--model", "judge-model", "--batch", "--no-gates"]
-    proc = subprocess.Popen([sys.executable, "-m", "referee", *args], env={**os.environ, "REFEREE_BATCH_POLL_S": "0.05"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    manifest = out / "v1.manifest.json"
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            if manifest.exists() and json.loads(manifest.read_text() or "{}").get("extra", {}).get("batch_jobs"):
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the target's batch job was never recorded in the manifest")
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+    _kill_once_a_batch_job_is_recorded(args, out / "v1.manifest.json")
     (job,) = fake_server.batch_jobs.values()
     assert {w.model for _, w in job.requests} == {"small"}
     job.plan.polls = 0

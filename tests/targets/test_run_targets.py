@@ -321,3 +321,22 @@ evaluators:
                 "--base-url", fake_server.openai_base_url, "--model", "gpt-4o-mini"]) == 0
     assert "self_grading" in read_results(tmp_path / "out" / "same.jsonl").rows[0].flags
     assert "self_grading" not in read_results(tmp_path / "out" / "other.jsonl").rows[0].flags
+
+
+def test_outputs_holding_line_separators_are_reused_not_generated_again(tmp_path: Path) -> None:
+    """U+2028 / U+0085 in an output are written unescaped (ensure_ascii=False); the outputs file is re-read
+    by newlines only, so a rerun after a crash still reuses every output instead of paying for it again."""
+    p = _suite(tmp_path, "agent_odd").read_text().replace("agent_odd:good", "agent_odd:odd")
+    (tmp_path / "suite.yaml").write_text(p, encoding="utf-8")
+    (tmp_path / "agent_odd.py").write_text(AGENT + '\n\ndef odd(text):\n    _count()\n'
+                                           '    return "Refunds take 5 business days.\\u2028Line two\\u0085" + text\n',
+                                           encoding="utf-8")
+    out = tmp_path / "out"
+    cli(["run", str(tmp_path / "suite.yaml"), "--out", str(out), "--no-gates", "--targets", "v1"])
+    assert _calls(tmp_path) == 30 and "\u2028" in (out / "v1.outputs.jsonl").read_text(encoding="utf-8")
+    (out / "v1.jsonl").unlink()
+    (out / "v1.manifest.json").unlink()
+    cli(["run", str(tmp_path / "suite.yaml"), "--out", str(out), "--no-gates", "--targets", "v1"])
+    assert _calls(tmp_path) == 30  # every output reused
+    rows = read_results(out / "v1.jsonl").rows
+    assert len(rows) == 30 and all(r.target and r.target.reused for r in rows)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,7 +118,7 @@ def serve(results: list[Path], cases: list[Path], labels: Path | None = None) ->
     for r in app.runs.values():
         r.index()  # tests are deterministic: wait for the background index
     server = ViewServer(app, "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.start_background()
     return Served(app, server, server.url)
 
 

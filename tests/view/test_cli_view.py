@@ -69,7 +69,6 @@ def test_usage_errors_exit_2(data: Data, tmp_path: Path) -> None:
 
 def test_ipv6_loopback_is_served_too(data: Data) -> None:
     import socket
-    import threading
 
     from referee.view import ViewServer, build_app, close_app
 
@@ -81,7 +80,7 @@ def test_ipv6_loopback_is_served_too(data: Data) -> None:
         import pytest
 
         pytest.skip(f"no IPv6 loopback here: {exc}")
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.start_background()
     try:
         assert server.url.startswith("http://[::1]:") and server.address_family == socket.AF_INET6
         with urllib.request.urlopen(server.url + "api/runs", timeout=30) as r:

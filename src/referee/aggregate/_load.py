@@ -178,7 +178,6 @@ class _Problem(Exception):
 
 
 _CHUNK_BYTES = 1 << 22
-_NUMS = {float, int}
 _NUMS_OR_NONE = {float, int, type(None)}
 _SCORES = {float, int, bool, type(None)}
 """A boolean score is the seed's pass/fail form (true = 1.0, false = 0.0); numpy converts it so."""

@@ -1,17 +1,10 @@
-"""Deterministic trajectory checks: which tools, in what order, with which arguments, within what budget,
-without loops or ignored errors, and whether the goal was reached.
+"""The deterministic trajectory checks, one class each: which tools, in what order, with which arguments,
+within what budget, without loops or ignored errors, and whether the goal was reached.
 
-Expectations come from the check's options (the same for every case in a suite file) or, when an option is
-not given, from the case's ``expect`` block, so one suite serves cases with different expected tools::
-
-    {"id": "r1", "input": "...", "trajectory": [...], "final_output": "...",
-     "expect": {"tools_used": ["lookup_invoice"], "tools_not_used": ["delete_account"],
-                "sequence": ["lookup_invoice", "issue_refund"], "sequence_mode": "in_order",
-                "args": [{"tool": "issue_refund", "match": "subset", "args": {"invoice_id": "INV-1"}}],
-                "max_steps": 6, "goal": {"contains": ["refund"], "state": {"refund_issued": true}}}}
-
-The ``trajectory`` check combines them (see :class:`TrajectoryCheck`): a correct final answer reached by a
-broken trajectory never scores 1.0.
+Each takes its expectations from its options or, for an option not given, from the case's ``expect`` block
+(the format is in :mod:`referee.evaluators._trajectory`, their public face). The ``trajectory`` check
+(``_trajectory_combine.py``) combines them: a correct final answer reached by a broken trajectory never
+scores 1.0.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from ..errors import InputError
 from ..results._io import iter_jsonl_objects
 from ._pairwise import PairVerdict
 
-VERDICT_COLUMNS = ("subset", "evaluator", "strategy", "idx", "label", "winner_noswap", "winner_swap")
 REQUIRED_COLUMNS = ("label", "winner_noswap", "winner_swap")
 GROUP_COLUMNS = ("subset", "evaluator", "strategy")
 _VALID = {"1", "2", "tie", ""}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._data import jsonl_lines
 from ..cases import Case
 from ..results._schema import ResultRow, TargetInfo, Usage
 from ._kinds import Generation, Target, case_inputs
@@ -69,7 +70,8 @@ class OutputStore:
         old = f.read()
         keep: list[str] = []
         foreign = 0
-        for line in old.splitlines(keepends=True):
+        lines = [line for _, line in jsonl_lines(old)]  # newlines only: outputs may hold U+2028 unescaped
+        for line in lines:
             try:
                 obj = json.loads(line)
             except ValueError:
@@ -80,7 +82,7 @@ class OutputStore:
                 continue
             if gen.get("error") is None and "id" in obj:
                 self.reusable[str(obj["id"])] = (str(gen.get("case_sha256")), obj)
-                keep.append(line if line.endswith("\n") else line + "\n")
+                keep.append(line + "\n")
         if foreign:
             # Outputs of another configuration (the prompt changed): set aside, never overwritten.
             from ..runner._session import _free_prev_name
@@ -88,7 +90,7 @@ class OutputStore:
             prev = _free_prev_name(path)
             prev.write_text(old, encoding="utf-8")
             self.note = f"{path} held outputs of another target configuration; moved to {prev}"
-        if foreign or len(keep) != len(old.splitlines()):
+        if foreign or len(keep) != len(lines) or not old.endswith("\n"):
             f.seek(0)
             f.truncate()
             f.write("".join(keep))
