@@ -164,3 +164,23 @@ def test_no_progress_display_when_stderr_is_not_a_terminal(tmp_path: Path, user_
     assert not p.enabled and p.done == {"a": 1, "b": 0} and p.todo == {"a": 2, "b": None}
     assert capsys.readouterr().err == ""
     assert p.line() == "a 1/2, b 0/? (1/2)"
+
+
+def test_a_finished_targets_rate_stops_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A target done early keeps the rate it ran at, not one falling while the others run on (a fake clock)."""
+    from referee.targets import _progress
+
+    now = [100.0]
+    monkeypatch.setattr(_progress.time, "perf_counter", lambda: now[0])
+    p = _progress.TargetsProgress(["a", "b"], enabled=False)
+    p.begin("a", 10)
+    p.begin("b", 10)
+    for _ in range(10):
+        p.advance("a")
+    now[0] += 2.0
+    p.finish("a")
+    now[0] += 8.0
+    p.advance("b")
+    assert p._describe("a") == "a: 5.0/s done"  # 10 cases in 2 s
+    assert p._describe("b") == "b: 0.1/s"  # 1 case in 10 s
+    assert p._describe(_progress.ALL) == "all targets: 1.1/s"

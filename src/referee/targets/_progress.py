@@ -30,6 +30,8 @@ class TargetsProgress:
         """Cases each target has to run; None until it has started (its resume is read then)."""
         self.done: dict[str, int] = dict.fromkeys(self.ids, 0)
         self.finished: set[str] = set()
+        self._ended: dict[str, float] = {}
+        """When each finished target ended: its rate stops there, not falling while the others run on."""
         self.start = time.perf_counter()
         self.delay_s = delay_s
         tty = _isatty()
@@ -58,10 +60,13 @@ class TargetsProgress:
 
     def finish(self, tid: str) -> None:
         self.finished.add(tid)
+        self._ended[tid] = time.perf_counter()
         self._show(force=True)
+        if self._bar is not None and tid in self._tasks:
+            self._bar.stop_task(self._tasks[tid])
 
     def _describe(self, tid: str) -> str:
-        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        elapsed = max(self._ended.get(tid, time.perf_counter()) - self.start, 1e-9)
         done = self.total_done if tid == ALL else self.done[tid]
         state = " done" if tid in self.finished else ("" if tid == ALL or self.todo[tid] is not None else " waiting")
         return f"{tid}: {done / elapsed:.1f}/s{state}"
