@@ -9,6 +9,7 @@ deep nesting), goes to ``json``, so values and error messages are ``json``'s own
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -33,10 +34,31 @@ def loads(text: str) -> Any:
 
 def dumps_bytes(value: Any) -> bytes:
     """``json.dumps(value).encode()`` as far as any JSON parser can tell (orjson writes no spaces and keeps
-    non-ASCII as UTF-8); json where orjson refuses the value (a lone surrogate, an integer beyond 64 bits)."""
+    non-ASCII as UTF-8); json where orjson refuses the value (a lone surrogate, an integer beyond 64 bits) or
+    would write ``null`` for a float json writes as ``NaN``/``Infinity`` (``--temperature nan`` must reach the
+    server as what it is, not as "no temperature")."""
     if orjson is not None:
         try:
-            return orjson.dumps(value)
+            body = orjson.dumps(value)
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             pass
+        else:
+            # orjson writes NaN and infinities as null: no "null" in the body (the usual request) means none was
+            # there; otherwise look for one.
+            if b"null" not in body or _finite(value):
+                return body
     return json.dumps(value).encode("utf-8")
+
+
+def _finite(value: Any) -> bool:
+    """Whether no float inside ``value`` is NaN or infinite."""
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            todo.extend(v.values())
+        elif isinstance(v, list | tuple):
+            todo.extend(v)
+        elif isinstance(v, float) and not math.isfinite(v):
+            return False
+    return True

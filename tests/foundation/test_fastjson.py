@@ -51,3 +51,10 @@ def test_dumps_bytes_decodes_to_the_same_value(value: dict[str, object]) -> None
     body = _fastjson.dumps_bytes(value)
     assert isinstance(body, bytes)
     assert json.loads(body) == value
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_dumps_bytes_writes_non_finite_floats_as_json_does(bad: float) -> None:
+    # orjson would write null: a request with temperature NaN would silently lose its temperature
+    value = {"model": "m", "temperature": 0.5, "nested": [{"x": bad}]}
+    assert _fastjson.dumps_bytes(value) == json.dumps(value).encode()

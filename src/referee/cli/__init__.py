@@ -134,7 +134,7 @@ def main() -> None:
     # (a collection every 700 net allocations) the collector took 17% of `referee judge`'s CPU at 10,000 cases and
     # concurrency 256, mostly re-walking what is alive (in-flight requests, rows). Collections every 50,000
     # allocations still free reference cycles (aiohttp's, tracebacks') within a few dozen cases.
-    gc.set_threshold(50_000, 20, 20)
+    gc.set_threshold(50_000, 10, 10)
     code = cli()
     gc.freeze()  # nothing is needed any more: spare the interpreter's final full collection (~0.1 s per run)
     sys.exit(code)
