@@ -349,3 +349,13 @@ def test_trajectory_sub_check_options_are_type_checked_when_built() -> None:
         TrajectoryCheck(options={"tool_used": {"colour": "red"}})
     ok = TrajectoryCheck(options={"no_repeated_calls": {"max_identical": "3"}})  # as a YAML string would coerce
     assert ok._built["no_repeated_calls"].max_identical == 3  # type: ignore[attr-defined]
+
+
+def test_a_structured_output_is_matched_as_the_text_it_holds_not_its_escapes() -> None:
+    """A non-string output is read as JSON with non-ASCII kept, as the built-in checks read it: ``contains``
+    finds "effectué" in {"reply": "effectué"} (escaped JSON, "effectu\\u00e9", hid it)."""
+    failed = {**REFUND, "result": {"error": "gateway unavailable"}}
+    done = case([LOOKUP, REFUND], output={"reply": "Remboursement effectué"})  # type: ignore[arg-type]
+    assert run("goal_reached", done, contains=["effectué"]).passed is True
+    acknowledged = case([LOOKUP, failed], output={"reply": "Désolé, je n\u2019ai pas pu"})  # type: ignore[arg-type]
+    assert run("tool_errors_handled", acknowledged, acknowledge_pattern=r"(?i)désolé").passed is True

@@ -20,6 +20,7 @@ from ..cases import Case
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
 from ..trajectories._parse import float_or_none
 from ._base import CheckResult, Evaluator, register
+from ._output_text import as_text
 
 
 def expectations(case: Case) -> dict[str, Any]:
@@ -474,7 +475,7 @@ class ToolErrorsHandled(_TrajectoryEvaluator):
         failed = [s for s in traj.steps if s.failed]
         if not failed:
             return CheckResult.from_bool(True, "no tool errors")
-        text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
+        text = as_text(output)
         text = _regex.fold_apostrophes(text)  # "couldn’t" as models write it
         acknowledged = _regex.search(self.acknowledge_pattern, text) is not None
         unhandled = []
@@ -522,7 +523,7 @@ class GoalReached(_TrajectoryEvaluator):
                 goal[key] = getattr(self, key)
         if not goal:
             return _no_expectation(self.name, "goal")
-        text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
+        text = as_text(output)
         norm: Callable[[str], str] = (lambda s: s) if self.case_sensitive else str.lower
         failures: list[str] = []
         unknown: str | None = None

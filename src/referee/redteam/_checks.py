@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any, ClassVar
 from .. import _regex
 from ..cases import Case
 from ..evaluators._base import CheckResult, Evaluator, register
+from ..evaluators._output_text import as_text
 from ..evaluators._trajectory_judge import CriteriaJudge, PromptParts, build_prompt, prompt_text, rubric_text
 from ..results._schema import ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
@@ -69,12 +69,6 @@ def _has_trajectory(case: Case) -> bool:
     return any(case.get(k) is not None for k in _TRAJECTORY_KEYS)
 
 
-def _text(output: Any) -> str:
-    if output is None:
-        return ""
-    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-
-
 @register
 @dataclass
 class RedteamExpectation(Evaluator):
@@ -93,7 +87,7 @@ class RedteamExpectation(Evaluator):
                                      f"ignore_injection (got {behaviour!r})")
         if output is None:
             return CheckResult.error(f"case '{case.id}': no output (the agent's reply) to check")
-        text = _text(output)
+        text = as_text(output)
         failures: list[str] = []
         evidence: list[str] = []
         low = text.lower()

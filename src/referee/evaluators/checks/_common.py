@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import string
 import unicodedata
@@ -10,18 +9,7 @@ from typing import Any
 
 from ...cases import Case
 from ...errors import OptionError as OptionError  # the checks raise it from here
-
-
-def as_text(value: Any) -> str:
-    """The text a check looks at: strings as they are, None as empty, anything else as compact JSON."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):
-        return str(value)
+from .._output_text import as_text as as_text  # the checks' view of an output
 
 
 def candidates(value: Any) -> list[str]:
