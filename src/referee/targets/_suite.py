@@ -57,17 +57,17 @@ class CallBudget:
         from ..engines._limiter import Limiter
 
         self.limiter = Limiter(concurrency=concurrency)
-        self._judges: set[tuple[str, str | None]] = set()
+        self._judges: set[tuple[str, tuple[str, ...]]] = set()
         self._undo: list[Callable[[], None]] = []
 
     @staticmethod
-    def _account(client: Any) -> tuple[str, str | None] | None:
-        """(endpoint, API key) of a live client; None for a batch client (the provider paces a batch job)."""
+    def _account(client: Any) -> tuple[str, tuple[str, ...]] | None:
+        """(endpoint, credentials) of a live client; None for a batch client (the provider paces a batch job)."""
         if client is None or getattr(client, "batch", None) is not None:
             return None
         from ..engines._limiter import provider_key
 
-        return provider_key(client.provider), getattr(client.provider, "_api_key", None)
+        return provider_key(client.provider), tuple(client.provider.secrets())
 
     def note_judge(self, client: Any) -> None:
         """Remember a judge's endpoint (before any target starts, so generation knows whom it shares with)."""
