@@ -276,3 +276,22 @@ def test_run_sync_never_formats_the_result() -> None:
 
     assert run_sync(run()) is rows
     assert formatted == []
+
+
+async def test_a_reply_echoing_a_credential_is_masked_also_after_the_credential_changes() -> None:
+    # The client collects what it masks once, and again whenever the provider's credentials change (a token
+    # refreshed mid-run): a reply echoing the old token or the new one never reaches a row unmasked.
+    tokens = ["tok-first-0123456789", "tok-second-0123456789"]
+
+    class Refreshing(FakeProvider):
+        def secrets(self) -> tuple[str, ...]:
+            return (tokens[min(len(self.requests), 2) - 1],) if self.requests else ()
+
+    provider = Refreshing(lambda req: f"my credential is {tokens[len(provider.requests) - 1]}")
+    client = JudgeClient(provider)
+    request = JudgeRequest(messages=(Message("user", "hi"),))
+    first = await client.complete(request, use_cache=False)
+    second = await client.complete(request, use_cache=False)
+    assert first.text == "my credential is ***"
+    assert second.text == "my credential is ***"
+    assert tokens[1] not in second.text and tokens[0] not in first.text
