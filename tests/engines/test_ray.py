@@ -261,6 +261,23 @@ def test_targets_run_side_by_side_in_one_ray_session(ray_cluster: None, tmp_path
         assert m is not None and m.totals is not None and m.totals.provider_calls == N_CASES
 
 
+def test_a_targets_own_concurrency_never_widens_the_judge_budget_on_ray(ray_cluster: None, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A target allowed 8 generations at once still has at most --concurrency judge calls in flight on the
+    cluster (the permit actor is given --concurrency, not the cases the run keeps in flight)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    (tmp_path / "fast_agent.py").write_text("def answer(text):\n    return 'answer to ' + text\n", encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"c{i}", "input": f"q{i}"}) + "\n" for i in range(10)), encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("cases: cases.jsonl\ntargets:\n  - {id: v1, python: 'fast_agent:answer', concurrency: 8}\n"
+                     'evaluators:\n  - llm_judge: {rubric: "- quality: answers the question"}\n', encoding="utf-8")
+    with CountingServer(responder=schema_responder, latency=0.15) as judge:
+        assert run(suite, tmp_path / "out", judge.openai_base_url, "--engine", "ray", "--concurrency", "2",
+                   "--no-cache") == 0
+    assert len(judge.arrivals) == 10 and judge.max_in_flight == 2
+
+
 def test_batch_mode_stays_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

@@ -17,9 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .._yaml import load as load_yaml
+from .._yaml import parse as parse_yaml
 from ..errors import InputError
 
 FAILURE_MODES = ("prompt-injection", "jailbreak", "data-exfiltration", "tool-misuse", "over-refusal")
@@ -53,7 +52,8 @@ class Template:
 def _read_yaml(path: Path | None, package_file: str) -> tuple[Any, str]:
     if path is None:
         text = resources.files("referee.redteam").joinpath("data").joinpath(package_file).read_text(encoding="utf-8")
-        return yaml.safe_load(text), f"referee/redteam/data/{package_file}"
+        where = f"referee/redteam/data/{package_file}"
+        return parse_yaml(text, where), where
     if not path.exists():
         raise InputError("file not found", file=str(path))
     return load_yaml(str(path)), str(path)
