@@ -230,8 +230,11 @@ def test_malformed_trajectory_is_an_error_result_naming_case_and_step() -> None:
 
 
 def test_bad_options_are_user_errors() -> None:
-    with pytest.raises(UserError, match="no option"):
+    with pytest.raises(UserError, match=r"evaluator 'tool_used': tool: unknown option \(options: tools, mode\)"):
         build("tool_used", {"tool": "x"})
+    # Typed as a suite file's options are (build used to skip that: "two" reached the check, an error per case).
+    with pytest.raises(UserError, match="max_identical: Input should be a valid integer"):
+        build("no_repeated_calls", {"max_identical": "two"})
     with pytest.raises(UserError, match="mode must be"):
         build("tool_sequence", {"mode": "fuzzy"})
     with pytest.raises(UserError, match="unknown trajectory check"):

@@ -16,7 +16,6 @@ judge reply an ``unscored`` one: neither stops a run, and neither is ever turned
 from __future__ import annotations
 
 import copy
-import dataclasses
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -226,20 +225,16 @@ def _load_builtins(until: str | None = None) -> None:
 
 
 def build(name: str, options: dict[str, Any] | None = None, *, where: str = "") -> Evaluator:
-    """Instantiate an evaluator by name with its options; UserError naming what is wrong."""
+    """Instantiate an evaluator by name with its options, type-checked as a suite file's are
+    (:func:`referee.evaluators._options.build_evaluator`); UserError naming what is wrong."""
     cls = lookup(name)
     if cls is None:
         raise UserError(f"{where}unknown evaluator '{name}' (known: {', '.join(sorted(registry()))})")
-    options = dict(options or {})
-    names = {f.name for f in dataclasses.fields(cls)
-             if f.init and not f.name.startswith("_") and f.name not in cls.internal_options}
-    unknown = sorted(set(options) - names)
-    if unknown:
-        raise UserError(f"{where}evaluator '{name}' has no option(s) {', '.join(unknown)} "
-                        f"(options: {', '.join(sorted(names)) or 'none'})")
+    from ._options import build_evaluator  # pydantic option models, built when first needed
+
     try:
-        return cls(**options)
-    except (TypeError, ValueError) as exc:
+        return build_evaluator(cls, dict(options or {}))
+    except UserError as exc:
         raise UserError(f"{where}evaluator '{name}': {exc}") from exc
 
 
