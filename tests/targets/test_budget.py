@@ -184,3 +184,32 @@ def test_a_finished_targets_rate_stops_with_it(monkeypatch: pytest.MonkeyPatch) 
     assert p._describe("a") == "a: 5.0/s done"  # 10 cases in 2 s
     assert p._describe("b") == "b: 0.1/s"  # 1 case in 10 s
     assert p._describe(_progress.ALL) == "all targets: 1.1/s"
+
+
+def test_the_tables_imports_wait_until_every_case_is_generated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end of the run's imports happen at the run's idle moment: once every target has generated every case
+    it has to run (not before: a blocked event loop would hold generations back)."""
+    import asyncio
+
+    from referee.targets._suite import _Tail
+
+    fired: list[dict[str, int]] = []
+
+    async def scenario() -> None:
+        tail = _Tail(["a", "b"])
+        monkeypatch.setattr(tail, "_import", lambda: fired.append(dict(tail.generated)))
+        tail.begin("a", 2)
+        tail.generated_one("a")
+        tail.generated_one("a")  # a is done, b has not started (its count is unknown)
+        tail.begin("b", 1)
+        await asyncio.sleep(0.05)
+        assert fired == []
+        tail.generated_one("b")
+        tail.begin("b", 1)  # checked again: it fires once
+        for _ in range(50):
+            if fired:
+                break
+            await asyncio.sleep(0.02)
+
+    asyncio.run(scenario())
+    assert fired == [{"a": 2, "b": 1}]

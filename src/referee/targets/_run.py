@@ -219,6 +219,8 @@ class TargetRun:
     stats: GenerationStats = field(default_factory=GenerationStats)
     generated: dict[str, Case] = field(default_factory=dict)
     """Each case as evaluated (with the target's output), by id."""
+    on_generated: Callable[[], None] | None = None
+    """Called as each case's generation is done (generated, reused or failed), before it is judged."""
 
     @classmethod
     def open(cls, target: Target, out_dir: Path | None, concurrency: int, *,
@@ -249,6 +251,8 @@ class TargetRun:
         """``judge`` wrapped: generate first; a failed generation is an error row, never judged."""
         async def evaluate(case: Case) -> ResultRow:
             merged, gen = await self.produce(case)
+            if self.on_generated is not None:
+                self.on_generated()
             if gen.error is not None:
                 return generation_error_row(case, self.target, gen, label)
             return with_target(await judge(merged), self.target, gen)

@@ -160,6 +160,7 @@ def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
     start_many = None if local else getattr(eng, "start_many", None)
     side_by_side = len(targets) > 1 and parallel_targets > 1 and (local or start_many is not None)
     warmup = _Warmup()
+    tail = _Tail([t.id for t in targets])
     # Side by side, one display for all the targets (one live display per terminal); one at a time, each run
     # shows the judge's own bar.
     progress = (progress_factory or TargetsProgress)([t.id for t in targets]) if side_by_side else None
@@ -181,7 +182,7 @@ def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
                 with eng.start(prep.bound, client=prep.client, concurrency=concurrency) as where:
                     if budget is not None:
                         budget.limit(prep.client, judge=True)
-                    outcome = run_sync(_execute(prep, where, show_progress=None, warmup=warmup))
+                    outcome = run_sync(_execute(prep, where, show_progress=None, warmup=warmup, tail=tail))
                 results.append(_finish(prep, outcome))
         finally:
             if budget is not None:
@@ -193,12 +194,13 @@ def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
         async with gate:
             if shared is not None:
                 outcome = await _execute(prep, shared[prep.target.id], show_progress=False, progress=progress,
-                                         warmup=warmup)
+                                         warmup=warmup, tail=tail)
             else:
                 with eng.start(prep.bound, client=prep.client, concurrency=concurrency) as where:
                     if budget is not None:  # outermost, so a --rpm wait comes after the permit, never before
                         budget.limit(prep.client, judge=True)
-                    outcome = await _execute(prep, where, show_progress=False, progress=progress, warmup=warmup)
+                    outcome = await _execute(prep, where, show_progress=False, progress=progress, warmup=warmup,
+                                             tail=tail)
             return _finish(prep, outcome)
 
     async def run_all(preps: list[_Prepared], shared: dict[str, Any] | None) -> list[TargetOutcome]:
@@ -302,12 +304,52 @@ class _Warmup:
             self._thread.join()
 
 
+class _Tail:
+    """Imports what the end of the run needs (the targets table: the aggregator and statistics, ~0.1 s) on this
+    thread at the run's one idle moment: once every case of every target is generated, only judge calls remain,
+    already in flight, and the event loop waits about a call's latency for them. An import there costs no wall
+    time; after the last row it would add its whole length (and a thread importing referee's own modules could
+    meet this one importing halfway)."""
+
+    MODULES = ("referee.targets._compare", "referee.aggregate", "referee.stats", "referee.results._io")
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self.todo: dict[str, int | None] = dict.fromkeys(ids)
+        self.generated: dict[str, int] = dict.fromkeys(ids, 0)
+        self.fired = False
+
+    def begin(self, tid: str, todo: int) -> None:
+        self.todo[tid] = todo
+        self._check()
+
+    def generated_one(self, tid: str) -> None:
+        self.generated[tid] += 1
+        self._check()
+
+    def _check(self) -> None:
+        if self.fired or any(n is None or self.generated[t] < n for t, n in self.todo.items()):
+            return
+        self.fired = True
+        # A moment later: the last generation's own judge call goes out first.
+        asyncio.get_running_loop().call_later(0.02, self._import)
+
+    def _import(self) -> None:
+        import importlib
+
+        for m in self.MODULES:
+            with contextlib.suppress(Exception):  # imported again where needed, and any error reported there
+                importlib.import_module(m)
+
+
 async def _execute(prep: _Prepared, where: Any, *, show_progress: bool | None,
-                   progress: TargetsProgress | None = None, warmup: _Warmup | None = None) -> Outcome:
+                   progress: TargetsProgress | None = None, warmup: _Warmup | None = None,
+                   tail: _Tail | None = None) -> Outcome:
     from ..suites._runner import EVALUATOR_LABEL
 
-    evaluate = prep.run.evaluator(where.evaluate, EVALUATOR_LABEL)
     tid = prep.target.id
+    if tail is not None:
+        prep.run.on_generated = lambda: tail.generated_one(tid)
+    evaluate = prep.run.evaluator(where.evaluate, EVALUATOR_LABEL)
     if progress is not None or warmup is not None:
         inner = evaluate
 
@@ -320,13 +362,18 @@ async def _execute(prep: _Prepared, where: Any, *, show_progress: bool | None,
                 if progress is not None:
                     progress.advance(tid)
 
+    def on_todo(n: int) -> None:
+        if progress is not None:
+            progress.begin(tid, n)
+        if tail is not None:
+            tail.begin(tid, n)
+
     try:
         return await execute_async(out=prep.path, manifest=prep.manifest, items=prep.bound.cases,
                                    key=lambda c: (c.id, None, None), evaluate=evaluate, on_error=prep.on_error,
                                    client=prep.client, concurrency=max(prep.in_flight, where.concurrency),
                                    label=f"{tid}: generating + judging", show_progress=show_progress,
-                                   cleanup=prep.run.aclose,
-                                   on_todo=(lambda n: progress.begin(tid, n)) if progress is not None else None)
+                                   cleanup=prep.run.aclose, on_todo=on_todo)
     finally:
         if progress is not None:
             progress.finish(tid)
