@@ -22,6 +22,8 @@ from .errors import (
 if TYPE_CHECKING:
     from . import judges
     from ._api import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
+    from ._cases import Case, CaseSet, cases_from, load_cases
+    from ._gates import GateConfig, GateResult, evaluate_gates
     from ._grade import (
         check_trajectories,
         check_trajectories_async,
@@ -39,7 +41,6 @@ if TYPE_CHECKING:
         judge_trajectories_async,
     )
     from .aggregate import Summary, summarize
-    from .cases import Case, CaseSet, cases_from, load_cases
     from .evaluators import CheckResult, Evaluator, JudgeOutcome, ReplyInvalid, ask_judge, register
     from .providers import Completion, FakeProvider, JudgeRequest, Message, Provider, get_provider
     from .results import CriterionScore, JudgeInfo, ResultRow, ResultWriter, RunManifest, Usage, read_results
@@ -54,7 +55,8 @@ _LAZY = {
                      "grade_async", "grade_gold", "grade_gold_async", "grade_rubric", "grade_rubric_async", "judge_conversations",
                      "judge_conversations_async", "judge_trajectories", "judge_trajectories_async"), "._grade"),
     **dict.fromkeys(("Summary", "summarize"), ".aggregate"),
-    **dict.fromkeys(("Case", "CaseSet", "cases_from", "load_cases"), ".cases"),
+    **dict.fromkeys(("GateConfig", "GateResult", "evaluate_gates"), "._gates"),
+    **dict.fromkeys(("Case", "CaseSet", "cases_from", "load_cases"), "._cases"),
     **dict.fromkeys(("CheckResult", "Evaluator", "register"), ".evaluators"),
     **dict.fromkeys(("JudgeOutcome", "ReplyInvalid", "ask_judge"), ".evaluators"),
     **dict.fromkeys(("Completion", "FakeProvider", "JudgeRequest", "Message", "Provider", "get_provider"),
@@ -88,6 +90,8 @@ __all__ = [
     "EvalResult",
     "Evaluator",
     "FakeProvider",
+    "GateConfig",
+    "GateResult",
     "InputError",
     "Judge",
     "JudgeClient",
@@ -120,6 +124,7 @@ __all__ = [
     "compare_async",
     "evaluate",
     "evaluate_async",
+    "evaluate_gates",
     "get_provider",
     "grade",
     "grade_async",

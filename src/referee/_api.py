@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from .cases import Case, CaseSet, cases_from
+from ._cases import Case, CaseSet, cases_from
 from .errors import MissingExtraError, ProviderAuthError, UserError
 from .evaluators._base import Evaluator, function_evaluator
 from .providers._base import Provider
@@ -34,9 +34,9 @@ from .results._schema import ResultRow
 from .runner._client import JudgeClient
 
 if TYPE_CHECKING:
+    from ._gates import GateResult
     from .aggregate import Summary
     from .engines import Engine
-    from .gates import GateResult
     from .suites import Gates, Suite
 
 P = ParamSpec("P")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ._api import EvalResult, Judge, as_judge, sync_twin
-from .cases import Case, cases_from
+from ._cases import Case, cases_from
 from .errors import InputError, UserError
 from .evaluators._base import JudgeSettings
 from .providers._base import Provider
@@ -62,9 +62,9 @@ async def grade_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`grade` for async code."""
+    from ._templates import placeholders, preflight, require_valid
     from .evaluators._judge import TemplateJudge
     from .runner._session import error_row
-    from .templates import placeholders, preflight, require_valid
 
     if repeat < 1:
         raise UserError(f"repeat={repeat}: must be >= 1")
@@ -147,8 +147,8 @@ async def compare_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`compare` for async code."""
+    from ._templates import placeholders, preflight, require_valid
     from .evaluators._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
-    from .templates import placeholders, preflight, require_valid
 
     if reconcile not in RECONCILE_MODES:
         raise UserError(f"reconcile={reconcile!r}: one of {', '.join(RECONCILE_MODES)}")
@@ -506,9 +506,9 @@ async def grade_rubric_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`grade_rubric` for async code."""
+    from ._templates import preflight
     from .evaluators._rubric import RubricJudge
     from .rubrics import load_rubric
-    from .templates import preflight
 
     rb = load_rubric(rubric)
     if rb.kind == "gold":

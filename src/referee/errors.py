@@ -19,6 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+__all__ = [
+    "InputError",
+    "MissingExtraError",
+    "OptionError",
+    "ProviderAuthError",
+    "ProviderError",
+    "ProviderUnavailable",
+    "RefereeError",
+    "UserError",
+]
+
 
 class RefereeError(Exception):
     """Base class of referee's own errors."""

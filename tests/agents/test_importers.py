@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from referee.cases import Case
+from referee._cases import Case
 from referee.trajectories import (
     TrajectoryError,
     detect_format,

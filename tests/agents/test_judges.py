@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from referee.cases import Case
+from referee._cases import Case
 from referee.evaluators._base import JudgeSettings
 from referee.evaluators._conversation import ConversationJudge, conversation_of
 from referee.evaluators._prompt_guard import neutralise

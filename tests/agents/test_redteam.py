@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from referee.cases import Case
+from referee._cases import Case
 from referee.errors import InputError
 from referee.evaluators._base import CheckResult, build
 from referee.redteam import FAILURE_MODES, generate, load_seeds, load_templates

@@ -109,6 +109,29 @@ def test_implementation_modules_are_private() -> None:
     assert public == []
 
 
+# Top-level modules that stay public on purpose: the exception tree users catch, and the judges namespace
+# (`referee.judges.Rubric`). Everything else at the top is implementation, re-exported by `referee`.
+TOP_LEVEL_PUBLIC = {"errors", "judges"}
+
+
+def test_top_level_implementation_modules_are_private() -> None:
+    public = [info.name for info in pkgutil.iter_modules(referee.__path__)
+              if not info.ispkg and not info.name.startswith("_") and info.name not in TOP_LEVEL_PUBLIC]
+    assert public == []
+    assert referee.errors.__all__ == sorted(referee.errors.__all__)
+    assert all(issubclass(getattr(referee.errors, n), referee.RefereeError) for n in referee.errors.__all__)
+    assert all(getattr(referee, n) is getattr(referee.errors, n) for n in referee.errors.__all__
+               if n in referee.__all__)
+
+
+def test_re_exported_names_come_from_the_private_modules() -> None:
+    from referee import _calibrate, _cases, _gates, metaeval
+
+    assert referee.Case is _cases.Case and referee.load_cases is _cases.load_cases
+    assert referee.GateResult is _gates.GateResult and referee.evaluate_gates is _gates.evaluate_gates
+    assert metaeval.calibrate is _calibrate.calibrate and metaeval.read_labels is _calibrate.read_labels
+
+
 def test_a_private_packages_all_exports_names_not_modules() -> None:
     for pkg in PRIVATE_IMPLEMENTATION:
         mod = importlib.import_module(pkg)

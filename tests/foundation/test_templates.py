@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from referee.cases import Case
-from referee.templates import fill, fill_case, placeholders, preflight, transcript
+from referee._cases import Case
+from referee._templates import fill, fill_case, placeholders, preflight, transcript
 
 
 def _case(cid: str = "a", **data: object) -> Case:

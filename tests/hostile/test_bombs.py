@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from referee._cases import load_cases
 from referee._data import UnsafeData
 from referee._data import loads as safe_loads
-from referee.cases import load_cases
 from referee.cli import cli
 from referee.errors import InputError
 from referee.evaluators._reply import ReplyInvalid, parse_json_object

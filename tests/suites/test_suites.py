@@ -172,7 +172,7 @@ def test_a_plugin_module_that_raises_while_importing_is_a_one_line_error(
 
 
 def test_entry_point_plugins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from referee import plugins
+    from referee import _plugins as plugins
 
     class _EP:
         name = "shouts"

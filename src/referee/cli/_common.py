@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .._templates import Preflight
 from ..errors import UserError
 from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS
 from ..reports._safe import echo_err
 from ..results._manifest import JudgeConfig
 from ..runner import JudgeClient
-from ..templates import Preflight
 
 if TYPE_CHECKING:
     from .._api import Judge
@@ -198,7 +198,7 @@ def report_preflight(pf: Preflight, cases_path: str, *, skip_invalid: bool, verb
     Called before any API key is looked at, so a missing key is never reported before invalid cases.
     A field that no case has is a template typo, not bad cases: one line naming it, whatever the flags.
     """
-    from ..templates import require_valid
+    from .._templates import require_valid
 
     require_valid(pf, cases_path, skip_invalid=skip_invalid, verb=verb,
                   on_problem=lambda p: echo_err(f"invalid: {p}"))

@@ -104,7 +104,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     write_html(rows, out_dir / "report.html", title=f"referee gold: {rubric.skill or rubric.name}",
                source=str(results_path), manifest=result.manifest)
     if mlflow_uri:
-        from ..mlflow_log import log_gold_runs
+        from .._mlflow_log import log_gold_runs
 
         try:
             ids = log_gold_runs(rows, uri=mlflow_uri, experiment=mlflow_experiment, results_json=rj)

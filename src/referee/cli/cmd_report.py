@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from ..cases import load_cases
+from .._cases import load_cases
+from .._templates import render_value
 from ..errors import UserError
 from ..results._io import read_results
 from ..results._manifest import RunManifest
 from ..results._schema import ResultRow
-from ..templates import render_value
 from ._common import echo_err
 
 

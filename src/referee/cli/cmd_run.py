@@ -90,7 +90,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
 
     suite = load_suite(suite_file, run_user_code=not dry_run)  # a dry run imports no plugin module
     if cases_file:
-        from ..cases import load_cases
+        from .._cases import load_cases
 
         suite = dataclasses.replace(suite, cases=load_cases(cases_file).cases, cases_path=cases_file)
     if filters:

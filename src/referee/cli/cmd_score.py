@@ -11,6 +11,7 @@ import os
 import click
 from click.core import ParameterSource
 
+from .._gates import GateConfig, evaluate_gates
 from ..aggregate import (
     PASS_RULES,
     ScoreOptions,
@@ -22,7 +23,6 @@ from ..aggregate import (
 )
 from ..aggregate._format import printable
 from ..errors import UserError
-from ..gates import GateConfig, evaluate_gates
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from ._common import echo_err
 

@@ -21,7 +21,7 @@ from ..errors import UserError
 from ._limiter import Limiter, limit_provider
 
 if TYPE_CHECKING:
-    from ..cases import Case
+    from .._cases import Case
     from ..results._schema import ResultRow
     from ..runner._client import JudgeClient
     from ..suites._loader import Suite

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from ..cases import Case
+from .._cases import Case
 from ..errors import UserError
 from ..results._schema import JudgeInfo, ResultRow, Usage
 

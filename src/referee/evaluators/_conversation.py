@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..cases import Case
+from .._cases import Case
+from .._templates import transcript
 from ..errors import RefereeError
 from ..providers._base import JudgeRequest
-from ..templates import transcript
 from ._base import with_output
 from ._trajectory_judge import CriteriaJudge, PromptParts, build_prompt, prompt_text, rubric_text
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..cases import Case
+from .._cases import Case
+from .._templates import case_values
 from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, JudgeInfo, ResultRow
 from ..runner._client import JudgeClient
-from ..templates import case_values
 from ._base import CheckResult, JudgeSettings, LLMEvaluator
 from ._prompt_guard import fill_template, judge_request, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict

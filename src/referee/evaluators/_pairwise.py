@@ -24,11 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from ..cases import Case
+from .._cases import Case
+from .._templates import case_values
 from ..providers._base import JudgeRequest
 from ..results._schema import ResultRow, Usage
 from ..runner._client import COST_DECIMALS, JudgeClient
-from ..templates import case_values
 from ._base import CheckResult, JudgeSettings, LLMEvaluator
 from ._prompt_guard import fill_template, judge_request, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, ask_judge, case_text_in_scope, json_candidates, parse_verdict

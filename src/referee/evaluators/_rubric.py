@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_args
 
-from ..cases import Case
+from .._cases import Case
+from .._templates import render_value, transcript
 from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow
 from ..results._self_grading import same_model
 from ..rubrics._model import Criterion, Rubric, Ungrounded, normalise, scale_bounds
-from ..templates import render_value, transcript
 from ._base import CheckResult, LLMEvaluator, register, with_output
 from ._evidence import EvidenceChecker, QuoteCheck, grounded
 from ._judge import outcome_row

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .. import _regex
-from ..cases import Case
+from .._cases import Case
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
 from ..trajectories._parse import float_or_none
 from ._base import CheckResult, Evaluator, register

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..cases import Case
+from .._cases import Case
 from ..results._schema import CriterionScore, ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
 from ._base import CheckResult, Evaluator, register

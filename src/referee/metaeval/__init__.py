@@ -6,9 +6,12 @@
   :func:`check_published`, :func:`verdicts_meta`, :func:`judgebench_meta`, :func:`hanna_meta`,
   :func:`results_meta` (referee's pairwise results against gold), :func:`absolute_meta` (absolute scores
   against several human raters), :func:`replay_completions` (recorded completions through the reply parser).
+- calibration (:func:`calibrate`, ``referee calibrate``): a judge's scores against human labels, read by
+  :func:`read_labels`; :func:`update_log` records a check in the judge prompt's calibration table.
 - :func:`rank_results`: referee's pairwise results as a leaderboard with the judge's bias (``referee rank``).
 """
 
+from .._calibrate import Calibration, Labels, calibrate, parse_scale, read_labels, update_log
 from ._hanna import JUDGES as HANNA_JUDGES
 from ._hanna import hanna_meta
 from ._pairwise import BiasReport, PairVerdict, PairwiseMeta, bias, llmbar_statistics, pairwise_meta
@@ -29,8 +32,10 @@ from ._results import AbsoluteMeta, absolute_meta, judge_scores, read_human_rati
 __all__ = [
     "AbsoluteMeta",
     "BiasReport",
+    "Calibration",
     "HANNA_JUDGES",
     "JudgeBenchMeta",
+    "Labels",
     "PairVerdict",
     "PairwiseMeta",
     "PairwiseTally",
@@ -39,6 +44,7 @@ __all__ = [
     "Ranking",
     "absolute_meta",
     "bias",
+    "calibrate",
     "check_published",
     "hanna_meta",
     "judge_scores",
@@ -48,9 +54,12 @@ __all__ = [
     "named_leaderboard",
     "pairwise_meta",
     "pairwise_tally",
+    "parse_scale",
     "rank_results",
     "read_human_ratings",
+    "read_labels",
     "replay_completions",
     "results_meta",
+    "update_log",
     "verdicts_meta",
 ]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .. import _regex
-from ..cases import Case
+from .._cases import Case
 from ..evaluators._base import CheckResult, Evaluator, register
 from ..evaluators._output_text import as_text
 from ..evaluators._trajectory_judge import CriteriaJudge, PromptParts, build_prompt, prompt_text, rubric_text
@@ -170,7 +170,7 @@ class RedteamJudge(CriteriaJudge):
         behaviour = str(exp.get("behaviour", "refuse"))
         blocks: list[tuple[str, str]] = []
         if case.turns:
-            from ..templates import transcript
+            from .._templates import transcript
 
             blocks.append(("transcript", transcript(case.turns[:-1]) if len(case.turns) > 1 else ""))
         blocks.append(("input", prompt_text(case.input)))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._api import EvalResult, as_judge, sync_twin
-from ..cases import Case, load_cases
+from .._cases import Case, load_cases
 from ..errors import UserError
 from ..results._manifest import RunManifest, TemplateInfo, text_sha256
 from ..results._schema import ResultRow

@@ -1,4 +1,4 @@
-"""The tables of ``referee calibrate``: a :class:`~referee.calibrate.Calibration` on stdout."""
+"""The tables of ``referee calibrate``: a :class:`~referee.metaeval.Calibration` on stdout."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..stats._bootstrap import Interval
 from ._safe import SafeConsole
 
 if TYPE_CHECKING:
-    from ..calibrate import Calibration
+    from .._calibrate import Calibration
 
 
 def _fmt(iv: Interval | None, digits: int = 3, zero_width: str = "one-sided sample") -> str:

@@ -1,4 +1,4 @@
-"""The suite's gates, applied with ``referee score``'s own engine (``referee.aggregate`` + ``referee.gates``)
+"""The suite's gates, applied with ``referee score``'s own engine (``referee.aggregate`` + ``referee.evaluate_gates``)
 so a suite gates exactly as ``referee score RESULTS --pass-rule evaluator --<same options>`` would.
 
 The suite defines what a pass is (its scoring mode, critical evaluators, ``scoring.threshold``) and writes
@@ -18,8 +18,8 @@ from ..results._schema import ResultRow
 from ._model import BASELINE_ONLY_GATES, Gates
 
 if TYPE_CHECKING:
+    from .._gates import GateConfig, GateResult
     from ..aggregate import Summary
-    from ..gates import GateConfig, GateResult
 
 
 def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path, show: bool = True) -> int:
@@ -30,7 +30,7 @@ def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path
 
 def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Path,
                   show: bool = False) -> tuple[int, list[Any]]:
-    """(exit code, ``referee.gates.GateResult`` list) for ``results`` under ``gates``."""
+    """(exit code, ``referee.GateResult`` list) for ``results`` under ``gates``."""
     summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
     code = 1 if any(g.failed for g in verdicts) else 0
     if show:
@@ -44,8 +44,8 @@ def gate_summary(results: Any, gates: Gates, *, threshold: float,
                  base_dir: Path) -> tuple[Summary, list[GateResult]]:
     """The summary of ``results`` (a results file or rows in memory) and the verdict of each of ``gates``
     (the one gate model of suites, ``assert_eval`` and ``referee.evaluate``)."""
+    from .._gates import evaluate_gates
     from ..aggregate import ScoreOptions, summarize
-    from ..gates import evaluate_gates
     from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 
     baseline = None
@@ -67,7 +67,7 @@ def gate_summary(results: Any, gates: Gates, *, threshold: float,
 
 def gate_config(gates: Gates) -> GateConfig:
     """The gates of a suite (``referee score``'s option names) as the gate engine's configuration."""
-    from ..gates import GateConfig
+    from .._gates import GateConfig
 
     return GateConfig(
         fail_under=gates.fail_under, fail_on_regression=gates.fail_on_regression,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..cases import Case
+from .._cases import Case
 from ..evaluators._base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
 from ..results._manifest import RunManifest, text_sha256
 from ..results._schema import JudgeInfo, ResultRow, Usage

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..cases import Case
+from .._cases import Case
 from ._kinds import Generation, Target
 from ._loader import build_target, load_target_file, parse_targets, select
 from ._model import HttpSpec, ModelEntry, PromptEntry, TargetSpec, ToolSpec

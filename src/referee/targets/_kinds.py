@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from .._cases import Case
 from .._redact import redact_text
-from ..cases import Case
+from .._templates import PLACEHOLDER_RE, case_values, fill
 from ..errors import ProviderError, RefereeError, UserError
 from ..providers._base import JudgeRequest, Message
 from ..results._schema import Usage
 from ..runner._client import COST_DECIMALS, JudgeClient
-from ..templates import PLACEHOLDER_RE, case_values, fill
 from ..trajectories._model import Step, Trajectory
 from ._model import TargetSpec
 
@@ -84,7 +84,7 @@ class Generation:
 
 def import_attr(ref: str, what: str) -> Any:
     """``module:attr`` (attr may be dotted), as plugins are named; a failure is a UserError naming the reference."""
-    from ..plugins import import_dotted
+    from .._plugins import import_dotted
 
     try:
         obj = import_dotted(ref)

@@ -428,8 +428,8 @@ def estimate_generation(specs: Sequence[TargetSpec], cases: Sequence[Any], base:
     its ``max_tokens`` per call as the output bound, priced by its own prices, else the public price database
     (as the judge's estimate). One call per case (per user turn of a ``turns:`` case); a tool loop's further
     steps and the earlier replies of a conversation are not counted, so the input is a lower bound there."""
+    from .._templates import fill
     from ..runner._prices import BATCH_DISCOUNT, database_version, per_mtok
-    from ..templates import fill
     from ._kinds import case_inputs, user_turns
     from ._loader import _read
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...cases import Case
+from ..._cases import Case
+from ..._templates import case_values
 from ...providers._base import JudgeRequest
 from ...results._manifest import text_sha256
-from ...templates import case_values
 from .._base import CheckResult, LLMEvaluator, register
 from .._judge import JUDGE_SYSTEM, parse_template_reply, template_reply_schema
 from .._prompt_guard import fill_template, judge_request

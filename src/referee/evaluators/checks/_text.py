@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from ... import _regex
-from ...cases import Case
+from ..._cases import Case
 from .._base import CheckResult, Evaluator, register
 from ._common import OptionError, as_text, candidates, clip, expected_value, normalise
 
