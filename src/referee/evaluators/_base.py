@@ -89,7 +89,6 @@ class Evaluator:
     """Base class. Subclasses are dataclasses; ``name`` is how suite files refer to them."""
 
     name: ClassVar[str] = ""
-    version: ClassVar[int] = 1
     is_llm: ClassVar[bool] = False
     internal_options: ClassVar[frozenset[str]] = frozenset()
     """Constructor fields that commands set (a results file's category, a recorded template hash) and suite
