@@ -8,7 +8,10 @@ from typing import Any
 _LAZY = {
     "render_html": "._html", "write_html": "._html", "summary_dict": "._json_summary", "write_json": "._json_summary",
     "write_junit": "._junit", "leaderboard_fragment": "._leaderboard", "leaderboard_page": "._leaderboard",
-    "render_markdown": "._markdown_summary", "render_pairwise_meta": "._metaeval", "render_terminal": "._score_terminal", "render_verdict": "._verdict_md",
+    "render_markdown": "._markdown_summary", "write_markdown": "._markdown_summary",
+    "render_pairwise_meta": "._metaeval", "render_absolute": "._metaeval", "render_hanna": "._metaeval",
+    "render_judgebench": "._metaeval", "render_ranking": "._metaeval", "render_calibration": "._calibrate",
+    "render_tally": "._agents", "render_terminal": "._score_terminal", "render_verdict": "._verdict_md",
 }
 
 __all__ = sorted(_LAZY)
