@@ -191,6 +191,7 @@ def register(cls: type[Evaluator]) -> type[Evaluator]:
 
 
 def registry() -> dict[str, type[Evaluator]]:
+    """Every evaluator class by name: the built-ins (all imported) and those registered since."""
     _load_builtins()
     return dict(_REGISTRY)
 

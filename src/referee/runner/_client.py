@@ -39,6 +39,8 @@ class RetryPolicy:
 
 @dataclass
 class CallStats:
+    """A client's running counts: calls sent (failed ones too), answered from the cache, retries, tokens, cost."""
+
     calls: int = 0
     cached: int = 0
     retries: int = 0

@@ -19,6 +19,7 @@ from ._run import merged_case
 
 
 def as_spec(target: TargetSpec | dict[str, Any]) -> TargetSpec:
+    """``target`` as a validated :class:`TargetSpec` (a mapping is checked as a suite's ``targets:`` entry)."""
     return target if isinstance(target, TargetSpec) else TargetSpec.model_validate(target)
 
 

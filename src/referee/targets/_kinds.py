@@ -162,6 +162,9 @@ class Pacer:
 
 @dataclass
 class Target(ABC):
+    """A system under test built from its spec: ``generate(case)`` runs it on one case (paced by the run's
+    concurrency and the spec's rate limit) and returns the output, or the failure as data."""
+
     spec: TargetSpec
     base_dir: Path = field(default_factory=Path)
     pacer: Pacer | None = None
