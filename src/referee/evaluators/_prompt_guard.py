@@ -23,7 +23,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..providers._base import JudgeRequest, Message
@@ -120,13 +120,6 @@ def fill_template(template: str, values: Mapping[str, Any]) -> tuple[str, tuple[
         return inserted[key]
 
     return _PLACEHOLDER.sub(sub, template), tuple(inserted.values())
-
-
-def build_blocks(blocks: Sequence[tuple[str, ...]]) -> tuple[str, str]:
-    """Delimit ``(name, text[, attrs])`` blocks with one shared nonce: ``(nonce, "block\\n\\nblock...")``."""
-    nonce = make_nonce(*(b[1] for b in blocks))
-    body = "\n\n".join(data_block(b[0], b[1], nonce, b[2] if len(b) > 2 else "") for b in blocks)
-    return nonce, body
 
 
 def judge_request(system: str, user: str, case_text: Iterable[str], **settings: Any) -> JudgeRequest:

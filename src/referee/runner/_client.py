@@ -93,11 +93,6 @@ class JudgeClient:
         self._judge_info: dict[str | None, JudgeInfo] = {}
 
     @property
-    def prices_given(self) -> bool:
-        """Whether the user gave both prices (they win over the price database)."""
-        return self.pricer.user_prices
-
-    @property
     def price_source(self) -> str | None:
         """``user``, ``genai-prices <version>``, or None when no cost can be reported (local servers)."""
         return self.pricer.source
