@@ -15,9 +15,17 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as _st
 
 from ._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval, bootstrap_ci, bootstrap_stat
+
+
+def _scipy_stats() -> Any:
+    """scipy.stats, imported on first use: it costs ~0.5 s, which `referee --help` (it loads every command
+    module) and the commands that never compute an agreement statistic should not pay."""
+    from scipy import stats
+
+    return stats
+
 
 Weights = Literal["linear", "quadratic"] | None
 
@@ -98,11 +106,11 @@ def _corr(kind: str, a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "spearman":
-            r = _st.spearmanr(a, b).statistic
+            r = _scipy_stats().spearmanr(a, b).statistic
         elif kind == "kendall":
-            r = _st.kendalltau(a, b, variant="b").statistic
+            r = _scipy_stats().kendalltau(a, b, variant="b").statistic
         else:
-            r = _st.pearsonr(a, b).statistic
+            r = _scipy_stats().pearsonr(a, b).statistic
     return float(r)
 
 
@@ -150,8 +158,9 @@ def _vector_boot(kind: str, a: NDArray[np.float64], b: NDArray[np.float64], *, n
         x, y = a[ix], b[ix]
         with np.errstate(invalid="ignore", divide="ignore"):
             if kind == "spearman":
-                rx = _st.rankdata(x, axis=1)
-                ry = _st.rankdata(y, axis=1)
+                st = _scipy_stats()
+                rx = st.rankdata(x, axis=1)
+                ry = st.rankdata(y, axis=1)
                 rx = rx - rx.mean(axis=1, keepdims=True)
                 ry = ry - ry.mean(axis=1, keepdims=True)
                 vals[start:stop] = (rx * ry).sum(1) / np.sqrt((rx * rx).sum(1) * (ry * ry).sum(1))
