@@ -180,6 +180,14 @@ def test_unwritable_step_summary_keeps_the_gate_exit_code(tmp_path: Path, capsys
     assert code == 1 and "could not append to $GITHUB_STEP_SUMMARY" in err
 
 
+def test_markdown_goes_into_a_new_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # One write_markdown for `score` and `run`: both create the parent folder of --markdown.
+    p = write_rows(tmp_path / "r.jsonl", [{"id": "a", "score": 0.2}])
+    md = tmp_path / "new" / "dir" / "m.md"
+    code, _, _ = score([p, "--fail-under", "0.5", "--markdown", str(md)], capsys)
+    assert code == 1 and "gate failed" in md.read_text(encoding="utf-8")
+
+
 def test_adversarial_only_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = write_rows(tmp_path / "r.jsonl", [{"id": f"r{i}", "score": 1.0, "category": "jailbreak"} for i in range(3)])
     RunManifest(adversarial=True).write(p)

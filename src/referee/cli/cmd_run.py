@@ -229,16 +229,11 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
 
 def write_markdown(md: str, path: str | None) -> None:
     """``--markdown`` and, when set, ``$GITHUB_STEP_SUMMARY`` (appended: other steps write there too)."""
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(md, encoding="utf-8")
-    step = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step:
-        try:
-            with open(step, "a", encoding="utf-8") as f:
-                f.write(md + "\n")
-        except OSError as exc:
-            echo_err(f"warning: could not append to $GITHUB_STEP_SUMMARY ({step}): {exc}")
+    from ..reports._markdown_summary import write_markdown as write
+
+    warning = write(md, path, step_summary=os.environ.get("GITHUB_STEP_SUMMARY"))
+    if warning:
+        echo_err(f"warning: {warning}")
 
 
 def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:

@@ -112,8 +112,10 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
 def write_markdown(md: str, path: str | Path | None, *, step_summary: str | None = None) -> str | None:
     """Write ``md`` to ``path`` (``--markdown``) and append it to ``step_summary`` (``$GITHUB_STEP_SUMMARY``:
     other steps write there too). That append is an automatic extra the user did not ask for: its failure is
-    returned as a warning, never raised, so it cannot turn a gate result into exit 2."""
+    returned as a warning, never raised, so it cannot turn a gate result into exit 2. The parent folder of ``path``
+    is created, as for every other output file (``--out``, ``--html``)."""
     if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(md)
     if step_summary:
