@@ -295,3 +295,22 @@ async def test_a_reply_echoing_a_credential_is_masked_also_after_the_credential_
     assert first.text == "my credential is ***"
     assert second.text == "my credential is ***"
     assert tokens[1] not in second.text and tokens[0] not in first.text
+
+
+def test_every_totals_line_is_built_by_totals_line() -> None:
+    # One format: the default line, the gold line (PASS/FAIL counts, no time) and a target's line (no judge calls).
+    from referee.reports._gold import gold_run_notes
+    from referee.results._manifest import Totals
+    from referee.runner._session import totals_line
+
+    t = Totals(scored=3, unscored=1, error=2, skipped_invalid=1, cost_usd=0.01234, provider_calls=5,
+               cached_calls=2, wall_s=1.26)
+    assert totals_line(t, "r.jsonl") == ("3 scored, 1 unscored, 2 error, 1 skipped as invalid -> r.jsonl "
+                                         "(5 judge calls, 2 from cache, cost $0.0123), 1.3s")
+    assert totals_line(t, "r.jsonl", judged=False, timed=False, lead="v1: generated 6; 3 scored, ") == (
+        "v1: generated 6; 3 scored, 1 unscored, 2 error, 1 skipped as invalid -> r.jsonl")
+    rows = [ResultRow(id="a", status="scored", score=1.0, passed=True),
+            ResultRow(id="b", status="scored", score=0.0, passed=False),
+            ResultRow(id="c", status="error", error="boom")]
+    lines = gold_run_notes(rows, skipped=4, out_dir=Path("out"), totals=t, judge_pass_only=False)
+    assert lines[0] == "1 PASS, 1 FAIL, 1 unscored/error, 4 skipped -> out (5 judge calls, 2 from cache, cost $0.0123)"

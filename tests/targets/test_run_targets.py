@@ -89,6 +89,8 @@ def test_run_generates_evaluates_compares_and_gates_the_candidate(tmp_path: Path
     assert "best target: v1" in captured.out and "the lead is significant" in captured.out
     assert "gates on target v2 against baseline v1" in captured.err
     assert "1 generation(s) failed" in captured.err
+    assert f"v1: generated 30 (0 reused from v1.outputs.jsonl, 0 failed); 30 scored, 0 unscored, 0 error -> " \
+           f"{out / 'v1.jsonl'}\n" in captured.err  # one line per target, from totals_line
     # the existing score command compares the two files unchanged
     assert cli(["score", str(out / "v2.jsonl"), "--baseline", str(out / "v1.jsonl")]) == 0
     assert cli(["score", str(out / "v2.jsonl"), "--baseline", str(out / "v1.jsonl"), "--fail-on-regression"]) == 1

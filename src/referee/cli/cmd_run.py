@@ -211,9 +211,9 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
         t = o.outcome.manifest.totals
         g = o.generation
         gen_cost = f", generation cost ${g.cost_usd:.4f}" if g.cost_usd is not None else ""
-        echo_err(f"{o.target.id}: generated {g.generated} ({g.reused} reused from {o.outputs.name}, "
-                 f"{g.failed} failed{gen_cost}); {t.scored} scored, {t.unscored} unscored, {t.error} error "
-                 f"-> {o.results}")
+        echo_err(totals_line(t, o.results, judged=False, timed=False, lead=(
+            f"{o.target.id}: generated {g.generated} ({g.reused} reused from {o.outputs.name}, {g.failed} failed"
+            f"{gen_cost}); {t.scored} scored, ")))
     from ..reports._score_terminal import render_terminal
     from ..targets._compare import render_comparison
 

@@ -46,10 +46,10 @@ def gold_run_notes(rows: list[ResultRow], *, skipped: int, out_dir: Path, totals
     n_fail = sum(r.passed is False for r in rows)
     n_bad = sum(r.status != "scored" and r.passed is None for r in rows)
     n_partial = sum(r.status != "scored" and r.passed is False for r in rows)
-    t = totals
-    lines = [f"{sum(r.passed is True for r in rows)} PASS, {n_fail} FAIL, {n_bad} unscored/error, {skipped} skipped "
-             f"-> {out_dir} ({t.provider_calls} judge calls, {t.cached_calls} from cache"
-             + (f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else "") + ")"]
+    from ..runner._session import totals_line
+
+    counts = f"{sum(r.passed is True for r in rows)} PASS, {n_fail} FAIL, {n_bad} unscored/error, {skipped} skipped"
+    lines = [totals_line(totals, out_dir, counts=counts, timed=False)]
     if n_partial:
         lines.append(f"{n_partial} FAIL case(s) have unscored criteria: FAIL is settled by the graded ones, but they "
                      "get no score or grade")

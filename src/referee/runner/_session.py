@@ -153,18 +153,21 @@ def totals(rows: Sequence[ResultRow], client: JudgeClient | None, wall_s: float,
     )
 
 
-def totals_line(t: Totals, out: str | Path, *, judged: bool = True, lead: str | None = None) -> str:
+def totals_line(t: Totals, out: str | Path, *, judged: bool = True, lead: str | None = None,
+                counts: str | None = None, timed: bool = True) -> str:
     """The one line every run ends with: counts, where the rows went, judge calls (cache hits, cost), time.
 
-    ``lead`` replaces the leading ``N scored, `` (pairwise reports wins there)."""
-    text = (lead if lead is not None else f"{t.scored} scored, ") + f"{t.unscored} unscored, {t.error} error"
-    if t.skipped_invalid:
-        text += f", {t.skipped_invalid} skipped as invalid"
-    text += f" -> {out}"
+    ``lead`` replaces the leading ``N scored, `` (pairwise reports wins there); ``counts`` replaces every count
+    before `` -> `` (gold reports PASS/FAIL per case); ``timed=False`` leaves the wall time out."""
+    if counts is None:
+        counts = (lead if lead is not None else f"{t.scored} scored, ") + f"{t.unscored} unscored, {t.error} error"
+        if t.skipped_invalid:
+            counts += f", {t.skipped_invalid} skipped as invalid"
+    text = f"{counts} -> {out}"
     if judged:
         cost = f", cost ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
         text += f" ({t.provider_calls} judge calls, {t.cached_calls} from cache{cost})"
-    return text + (f", {t.wall_s:.1f}s" if t.wall_s is not None else "")
+    return text + (f", {t.wall_s:.1f}s" if timed and t.wall_s is not None else "")
 
 
 def error_row(case_id: str, exc: BaseException, *, evaluator: str, category: str | None = None,
