@@ -108,3 +108,31 @@ def test_a_quote_that_failed_verification_is_not_highlighted() -> None:
     html = render_html([row])
     assert '<mark title="tone">older than 30 days</mark>' in html
     assert '<mark title="accuracy' not in html and "[not found in the judged text]" in html
+
+
+def test_the_html_figures_are_referee_scores(tmp_path: Path) -> None:
+    # Repeats (a case's score is the mean of its repeats), unscored and error rows: the report's cards and chart
+    # come from the aggregator, so they are the figures `referee score --json-out` writes.
+    from referee.aggregate import score_distribution
+
+    rows = [ResultRow(id="a", repeat=0, status="scored", score=1.0, passed=True),
+            ResultRow(id="a", repeat=1, status="scored", score=0.0, passed=False),
+            ResultRow(id="b", repeat=0, status="scored", score=0.9, passed=True),
+            ResultRow(id="b", repeat=1, status="unscored", error="reply was not JSON"),
+            ResultRow(id="c", repeat=0, status="scored", score=0.2, passed=False),
+            ResultRow(id="c", repeat=1, status="scored", score=0.3, passed=False),
+            ResultRow(id="d", repeat=0, status="error", error="timeout"),
+            ResultRow(id="d", repeat=1, status="unscored", error="no verdict")]
+    res = tmp_path / "r.jsonl"
+    res.write_text("".join(r.model_dump_json(exclude_none=True) + "\n" for r in rows), encoding="utf-8")
+    assert cli(["score", str(res), "--json-out", str(tmp_path / "s.json")]) == 0
+    s = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))["overall"]
+    assert cli(["report", str(res), "--html", str(tmp_path / "r.html")]) == 0
+    cards = dict((label, value) for value, label in re.findall(
+        r'<div class="card"><b[^>]*>([^<]*)</b><span>([^<]*)</span>', (tmp_path / "r.html").read_text()))
+    assert (s["rows"], s["cases"], s["unscored"], s["errors"]) == (8, 3, 2, 1)
+    assert cards["cases"] == "8" and cards["scored"] == "3" and cards["unscored"] == "2" and cards["error"] == "1"
+    assert cards["mean score (0-1)"] == f"{s['mean']['estimate']:.2f}" == "0.55"  # (0.5 + 0.9 + 0.25) / 3
+    assert cards["median score"] == "0.50"  # of the cases' scores 0.25, 0.5, 0.9 (the rows' median is 0.3)
+    median, hist = score_distribution(res)
+    assert median == 0.5 and hist == [0, 0, 1, 0, 0, 1, 0, 0, 0, 1] and sum(hist) == s["cases"]

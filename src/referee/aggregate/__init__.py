@@ -10,6 +10,7 @@ from ._summary import (
     ScoreOptions,
     Summary,
     all_cases,
+    score_distribution,
     summarize,
 )
 from ._tally import Tally, tally
@@ -29,6 +30,7 @@ __all__ = [
     "load_table",
     "load_tables",
     "normalise_category",
+    "score_distribution",
     "summarize",
     "tally",
 ]

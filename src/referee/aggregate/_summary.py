@@ -46,7 +46,8 @@ from ._units import build_units
 __all__ = [
     "LOWEST_SHOWN", "NEAR_DUPLICATE_RATIO", "PASS_RULE_WARNING", "SMALL_SAMPLE", "CaseLine", "Comparison", "Group",
     "PairedTest", "Power", "RepeatInfo", "Rows", "ScoreOptions", "Summary", "all_cases", "as_table", "by_code",
-    "case_lines", "format_p", "near_duplicate_categories", "printable", "self_grading_note", "summarize",
+    "case_lines", "format_p", "near_duplicate_categories", "printable", "score_distribution", "self_grading_note",
+    "summarize",
 ]
 
 _MAX_CATEGORIES_COMPARED = 400
@@ -173,6 +174,21 @@ def summarize(table: Rows, opts: ScoreOptions | None = None, *, baseline: Rows |
         small_sample=small, pass_rule=opts.pass_rule, cost_rows=opts.cost_rows,
         self_grading=self_grading_note(table), self_grading_rows=table.self_graded_rows,
     )
+
+
+def score_distribution(table: Rows, opts: ScoreOptions | None = None, *, bins: int = 10
+                       ) -> tuple[float | None, list[int]]:
+    """(median, histogram) of the cases' scores that ``summarize(table, opts).overall.mean`` averages: one score
+    per scored case of the correctness track (the mean of its scored repeats), ``bins`` equal bins over 0-1 (a
+    score of 1 in the last). The median is None when no case is scored."""
+    table = as_table(table)
+    opts = opts or ScoreOptions()
+    cor_rows, _ = _split(table, opts)
+    units = build_units(table, cor_rows, opts.threshold, opts.pass_rule)
+    means = units.mean[units.scored] if len(units) else np.zeros(0)
+    idx = np.clip((means * bins).astype(np.int64), 0, bins - 1)
+    hist = np.bincount(idx, minlength=bins).tolist()
+    return (float(np.median(means)) if len(means) else None), [int(n) for n in hist]
 
 
 def _pass_rule_warnings(table: ResultsTable, baseline: ResultsTable | None, opts: ScoreOptions) -> list[str]:

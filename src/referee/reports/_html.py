@@ -149,9 +149,14 @@ def _case_view(row: ResultRow, case_text: str | None) -> dict[str, Any]:
 
 def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
                   case_texts: Mapping[str, str] | None = None, manifest: Any = None) -> dict[str, Any]:
+    from ..aggregate._summary import as_table, score_distribution, summarize
+
     case_texts = case_texts or {}
+    # Counts, mean, median and histogram come from the one aggregator: the report and `referee score` agree.
+    table = as_table(list(rows))
+    overall = summarize(table).overall
+    median, hist = score_distribution(table, bins=HIST_BINS)
     scored = [r for r in rows if r.status == "scored" and r.score is not None]
-    scores = [r.score for r in scored if r.score is not None]
     passed = [r for r in rows if r.passed is True]
     failed = [r for r in rows if r.passed is False]
     verdicts = Counter(v for r in scored if (v := _verdict_label(r.details)))
@@ -166,16 +171,15 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
     return {
         "title": title, "source": source, "version": __version__,
         "generated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "n": len(rows), "n_scored": len(scored), "n_unscored": sum(r.status == "unscored" for r in rows),
-        "n_error": sum(r.status == "error" for r in rows), "n_passed": len(passed), "n_failed": len(failed),
+        "n": overall.rows, "n_scored": overall.cases, "n_unscored": overall.unscored,
+        "n_error": overall.errors, "n_passed": len(passed), "n_failed": len(failed),
         "n_unscored_failed": sum(r.status != "scored" and r.passed is False for r in rows),
-        "mean": statistics.fmean(scores) if scores else None,
-        "median": statistics.median(scores) if scores else None,
+        "mean": overall.mean.estimate, "median": median,
         "n_ungrounded": sum("ungrounded" in r.flags or any(c.grounded is False for c in r.criteria) for r in rows),
         "n_self": len(self_rows), "manifest_self": manifest_self, "sut": sut, "judge_model": judge_model,
         "self_models": sorted({r.judge.model for r in self_rows if r.judge}),
         "judges": judges, "verdicts": sorted(verdicts.items()),
-        "hist_pairs": [(f"{i / HIST_BINS:.1f}", n) for i, n in enumerate(histogram(scores))],
+        "hist_pairs": [(f"{i / HIST_BINS:.1f}", n) for i, n in enumerate(hist)],
         "criteria": _criterion_summary(rows), "lowest": lowest,
         "cases": [_case_view(r, case_texts.get(r.id)) for r in rows],
     }
