@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from .providers import Completion, FakeProvider, JudgeRequest, Message, Provider, get_provider
     from .results import CriterionScore, JudgeInfo, ResultRow, ResultWriter, RunManifest, Usage, read_results
     from .runner import JudgeClient, ResponseCache, RetryPolicy
+    from .suites._estimate import RunEstimate, estimate_run
+    from .targets._runs import TargetGate, TargetsRun, run_targets
 
 # Names are imported on first use (PEP 562): ``import referee`` (every CLI command starts with it) must not
 # pay for numpy, pydantic models or aiohttp that the command at hand never touches. Judging starts sooner.
@@ -64,6 +66,8 @@ _LAZY = {
     **dict.fromkeys(("CriterionScore", "JudgeInfo", "ResultRow", "ResultWriter", "RunManifest", "Usage",
                      "read_results"), ".results"),
     **dict.fromkeys(("JudgeClient", "ResponseCache", "RetryPolicy"), ".runner"),
+    **dict.fromkeys(("RunEstimate", "estimate_run"), ".suites._estimate"),
+    **dict.fromkeys(("TargetGate", "TargetsRun", "run_targets"), ".targets._runs"),
 }
 
 
@@ -110,8 +114,11 @@ __all__ = [
     "ResultRow",
     "ResultWriter",
     "RetryPolicy",
+    "RunEstimate",
     "RunManifest",
     "Summary",
+    "TargetGate",
+    "TargetsRun",
     "Usage",
     "UserError",
     "__version__",
@@ -122,6 +129,7 @@ __all__ = [
     "check_trajectories_async",
     "compare",
     "compare_async",
+    "estimate_run",
     "evaluate",
     "evaluate_async",
     "evaluate_gates",
@@ -140,5 +148,6 @@ __all__ = [
     "load_cases",
     "read_results",
     "register",
+    "run_targets",
     "summarize",
 ]

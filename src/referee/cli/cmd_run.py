@@ -85,7 +85,6 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     from ..engines import get_engine
     from ..suites import load_suite
     from ..suites._gating import apply_gates, evaluator_table
-    from ..suites._runner import dry_run as estimate
     from ..suites._runner import run_suite
 
     suite = load_suite(suite_file, run_user_code=not dry_run)  # a dry run imports no plugin module
@@ -112,41 +111,13 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         suite = dataclasses.replace(suite, targets=select(suite.targets, [t.strip() for t in target_ids.split(",")
                                                                           if t.strip()]))
     if dry_run:
-        if suite.targets:
-            click.echo(f"generation: {len(suite.cases)} case(s) x {len(suite.targets)} target(s) "
-                       f"({', '.join(t.id for t in suite.targets)}) = {len(suite.cases) * len(suite.targets)} "
-                       "generation(s), before the cache and earlier outputs; tool loops make more model calls")
-            from ..targets._suite import estimate_generation
+        from ..suites._estimate import estimate_run
 
-            gens = estimate_generation(suite.targets, suite.cases, suite.base_dir, batch=jo.batch)
-            click.echo("generation estimate (no call was made):")
-            for g in gens:
-                click.echo(g.describe())
-            priced = [g.cost_usd for g in gens if g.cost_usd is not None]
-            if priced:
-                unpriced = len(gens) - len(priced)
-                click.echo(f"  estimated generation cost at most ${sum(priced):.4f} (before cache hits and retries"
-                           + (f"; {unpriced} target(s) without a price not included)" if unpriced else ")"))
-            suite = dataclasses.replace(suite, cases=suite.cases * len(suite.targets))
-        ip, op = jo.input_price, jo.output_price
-        source = "your prices"
-        if ip is not None and op is not None and jo.batch:
-            from ..runner._prices import BATCH_DISCOUNT
-
-            ip, op = ip * BATCH_DISCOUNT, op * BATCH_DISCOUNT
-        elif ip is None or op is None:
-            from ..runner._prices import database_version, per_mtok
-
-            db = per_mtok(jo.provider, jo.model, base_url=jo.base_url, batch=jo.batch)
-            if db is not None:
-                (ip, op), source = db, str(database_version())
-        est = estimate(suite, max_tokens=jo.max_tokens, input_price=ip, output_price=op)
-        click.echo(f"{suite.name}: {len(suite.cases)} case(s), {len(suite.specs)} evaluator(s): "
-                   f"{', '.join(s.label for s in suite.specs)}")
-        click.echo(est.describe(ip is not None and op is not None))
-        if ip is not None and op is not None and est.calls:
-            click.echo(f"  prices: {source}, ${ip:g} / ${op:g} per million input / output tokens"
-                       + (" (batch rate)" if jo.batch else ""))
+        est = estimate_run(suite, provider=jo.provider, model=jo.model, base_url=jo.base_url,
+                           max_tokens=jo.max_tokens, input_price=jo.input_price, output_price=jo.output_price,
+                           batch=jo.batch)
+        for line in est.lines:
+            click.echo(line)
         return 0
 
     suite, client, judge_config = bind_judge(suite, jo)
@@ -223,23 +194,17 @@ def default_out_dir(suite_path: str) -> Path:
 def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOptions, *, concurrency: int,
                      no_gates: bool, judge_config: Any = None, markdown_out: str | None = None,
                      engine: Any = None, all_target_ids: list[str] | None = None) -> int:
-    """Generate with every target, evaluate, one results file per target, the comparison table, the gates."""
-    from ..targets._suite import build_targets, run_suite_targets
+    """``referee.run_targets`` with the command's options, printed: each target's totals, the comparison table,
+    the gates of each gated target; the Markdown written."""
+    from ..targets._runs import run_targets
 
     out_dir = Path(out) if out else default_out_dir(suite_file)
     if out_dir.suffix in (".jsonl", ".json", ".ndjson") or out_dir.is_file():
         raise UserError(f"--out {out_dir}: with targets, --out is a folder (one results file per target goes in it)")
-    gates = suite.gates
-    ids = [t.id for t in suite.targets]
-    candidate, baseline, baseline_path = gate_targets(gates, ids, all_target_ids or ids, out_dir, suite.base_dir)
-    targets = build_targets(suite.targets, suite.base_dir, use_cache=not jo.no_cache,
-                            batch=jo.batch)  # exit 2 before any call
-    if jo.batch:  # every case starts at once so that the requests go into one job
-        concurrency = max(concurrency, len(suite.cases))
-    outcomes = run_suite_targets(suite, targets, out_dir, bind=lambda s: bind_judge(s, jo)[:2],
-                                 concurrency=concurrency, command=invoked_argv(), judge_config=judge_config,
-                                 engine=engine)
-    for o in outcomes:
+    run = run_targets(suite, out_dir, bind=lambda s: bind_judge(s, jo)[:2], concurrency=concurrency,
+                      gates=not no_gates, use_cache=not jo.no_cache, batch=jo.batch, engine=engine,
+                      command=invoked_argv(), judge_config=judge_config, all_target_ids=all_target_ids)
+    for o in run.outcomes:
         for note in o.notes:
             echo_err(note)
         echo_failures(o.outcome.new_rows, limit=10)
@@ -249,41 +214,17 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
         echo_err(totals_line(t, o.results, judged=False, timed=False, lead=(
             f"{o.target.id}: generated {g.generated} ({g.reused} reused from {o.outputs.name}, {g.failed} failed"
             f"{gen_cost}); {t.scored} scored, ")))
-    # Imported once the targets have run (numpy, for the intervals, loads in the background while they do).
-    from ..targets._compare import compare_targets, render_comparison, render_comparison_markdown
+    from ..reports._score_terminal import render_terminal
+    from ..targets._compare import render_comparison
 
-    results = [(o.target.id, o.results) for o in outcomes]
-    if baseline is not None and baseline_path is not None and baseline not in ids:
-        results.append((baseline, baseline_path))  # an earlier run of that target, or a results file
-    comparison = compare_targets(results, threshold=gates.threshold if gates.threshold is not None
-                                 else suite.scoring.threshold, n_boot=gates.n_boot, boot_seed=gates.boot_seed,
-                                 rows={o.target.id: o.outcome.rows for o in outcomes})
-    click.echo(render_comparison(comparison))
-    failed = sum(o.generation.failed for o in outcomes)
-    code = 0
-    if failed:
-        echo_err(f"{failed} generation(s) failed (error rows, reasons above): exit 1")
-        code = 1
-    md = [render_comparison_markdown(comparison, suite.name)]
-    if failed:
-        md.append(f"\n{failed} generation(s) failed: they are error rows, never judged.\n")
-    if not no_gates:
-        from ..reports._markdown_summary import render_markdown
-
-        gated = [candidate] if candidate is not None else ids
-        for tid in gated:
-            # Absolute: gating resolves a relative baseline against the suite's folder, not the working one.
-            g = gates.model_copy(update={"baseline": str(baseline_path.resolve()) if baseline_path else None,
-                                         "candidate": None})
-            echo_err(f"gates on target {tid}" + (f" against baseline {baseline}:" if baseline else ":"))
-            gate_code, verdicts, summary = gate_and_show(out_dir / f"{tid}.jsonl", g,
-                                                         threshold=suite.scoring.threshold,
-                                                         base_dir=suite.base_dir)
-            code = max(code, gate_code)
-            md.append(f"\n#### target `{tid}`" + (f" against baseline `{baseline}`" if baseline else "") + "\n\n"
-                      + render_markdown(summary, verdicts, gate_code))
-    write_markdown("".join(md), markdown_out)
-    return code
+    click.echo(render_comparison(run.comparison))
+    if run.failed_generations:
+        echo_err(f"{run.failed_generations} generation(s) failed (error rows, reasons above): exit 1")
+    for gate in run.gated:
+        echo_err(f"gates on target {gate.target}" + (f" against baseline {gate.baseline}:" if gate.baseline else ":"))
+        render_terminal(gate.summary, gate.gates, gate.code)
+    write_markdown(run.markdown, markdown_out)
+    return run.exit_code
 
 
 def write_markdown(md: str, path: str | None) -> None:
@@ -293,36 +234,6 @@ def write_markdown(md: str, path: str | None) -> None:
     warning = write(md, path, step_summary=os.environ.get("GITHUB_STEP_SUMMARY"))
     if warning:
         echo_err(f"warning: {warning}")
-
-
-def gate_targets(gates: Any, ids: list[str], all_ids: list[str], out_dir: Path,
-                 base_dir: Path) -> tuple[str | None, str | None, Path | None]:
-    """(candidate target id, baseline label, baseline results file) of the gates; errors (exit 2) before anything
-    runs. ``gates.baseline`` names a target of the suite (its results in ``out_dir``) or a results file."""
-    from ..suites._model import BASELINE_ONLY_GATES
-
-    baseline = gates.baseline
-    candidate = gates.candidate
-    if candidate is not None and candidate not in ids:
-        raise UserError(f"gates.candidate '{candidate}' is not among the targets run ({', '.join(ids)})")
-    if baseline is None:
-        if any(getattr(gates, k) for k in BASELINE_ONLY_GATES):
-            raise UserError("the suite's gates compare with a baseline: set gates.baseline to a target id")
-        return candidate, None, None
-    if baseline not in all_ids:  # a results file, as in a suite without targets (the loader checked it exists)
-        path = Path(baseline) if Path(baseline).is_absolute() else base_dir / baseline
-        return candidate, baseline, path
-    path = out_dir / f"{baseline}.jsonl"
-    if baseline not in ids and not path.exists():
-        raise UserError(f"gates.baseline '{baseline}' is not among the targets run (--targets "
-                        f"{','.join(ids)}) and {path} does not exist: run it too")
-    if candidate is None:
-        others = [i for i in ids if i != baseline]
-        if len(others) != 1:
-            raise UserError(f"gates.baseline is target '{baseline}': name the gated target with gates.candidate "
-                            f"(one of {', '.join(others) or 'none'})")
-        candidate = others[0]
-    return candidate, baseline, path
 
 
 def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:

@@ -2,12 +2,13 @@
 
 from typing import Any
 
+from ._estimate import RunEstimate, estimate_run
 from ._loader import EvalSpec, Problem, Suite, SuiteInvalid, check_suite, load_suite
 from ._model import Gates, JudgeDefaults, Scoring, SuiteFile
 
 __all__ = [
-    "EvalSpec", "Gates", "JudgeDefaults", "Problem", "Scoring", "Suite", "SuiteFile", "SuiteInvalid",
-    "check_suite", "load_suite", "run_suite",
+    "EvalSpec", "Gates", "JudgeDefaults", "Problem", "RunEstimate", "Scoring", "Suite", "SuiteFile",
+    "SuiteInvalid", "check_suite", "estimate_run", "load_suite", "run_suite",
 ]
 
 
