@@ -427,3 +427,23 @@ evaluators:
     assert code == 2
     assert f"{p}:7 evaluators[0].trajectory.options.no_repeated_calls.max_identical: Input should be a valid " \
            "integer" in err
+
+
+def test_dry_run_counts_every_call_gold_and_pairwise_make(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         fake_server) -> None:  # type: ignore[no-untyped-def]
+    from referee.suites._runner import dry_run
+
+    cases = [{"id": f"c{i}", "output": "a plan", "reference": "the gold plan", "output_a": "x", "output_b": "y"}
+             for i in range(2)]
+    p = write(tmp_path, "cases: cases.jsonl\nevaluators:\n  - gold: gold-example-prd\n"
+                        "  - pairwise: {reconcile: average}\n    threshold: 0.5\n", cases)
+    # 2 cases x (3 criteria + 2 orders) = 10 calls, not one per evaluator per case (4)
+    est = dry_run(load_suite(p), max_tokens=100, input_price=None, output_price=None)
+    assert est.calls == 10 and est.max_output_tokens == 10 * 100
+    code = cli(["run", str(p), "--dry-run", "--provider", "openai", "--base-url", fake_server.url + "/v1",
+                "--model", "m", "--max-tokens", "100"])
+    text = capsys.readouterr().out
+    assert code == 0 and "= 10 judge call(s)" in text and not fake_server.requests
+    single = write(tmp_path, "cases: cases.jsonl\nevaluators:\n  - gold: {criteria: gold-example-prd, "
+                             "single_call: true}\n", cases)
+    assert dry_run(load_suite(single), max_tokens=100, input_price=None, output_price=None).calls == 2

@@ -161,6 +161,10 @@ class LLMEvaluator(Evaluator):
         """The judge request for ``case`` (for dry runs: counted, never sent)."""
         raise NotImplementedError(f"{type(self).__name__} does not build its request ahead of the call")
 
+    def call_requests(self, case: Case, output: Any) -> list[JudgeRequest]:
+        """Every judge request one case costs (for dry runs: counted, never sent); one unless a judge makes more."""
+        return [self.request(case, output)]
+
     def with_defaults(self, **defaults: Any) -> LLMEvaluator:
         """A copy taking the suite's ``judge:`` defaults (template, rubric, max_tokens) it leaves unset."""
         return self

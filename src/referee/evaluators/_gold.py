@@ -300,12 +300,16 @@ class GoldJudge(LLMEvaluator):
         return [self._request(case, criterion_prompt(case, c), _ITEM_SCHEMA, budget) for c in self.rubric.criteria]
 
     def request(self, case: Case, output: Any = None) -> JudgeRequest:
+        return self.call_requests(case, output)[0]
+
+    def call_requests(self, case: Case, output: Any = None) -> list[JudgeRequest]:
+        """One request per criterion (one in all with ``single_call``)."""
         try:
             gc = gold_case(case, output)
         except ValueError:  # the run makes it an error without a call; a dry run's estimate stays an upper bound
             gc = GoldCase(id=case.id, generated=str(output if output is not None else case.output or ""),
                           gold=str(case.reference or ""))
-        return self.requests(gc)[0]
+        return self.requests(gc)
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         if (none := self.unbound()) is not None:

@@ -247,6 +247,10 @@ class PairwiseJudge(LLMEvaluator):
                              schema_name="pairwise_verdict", max_tokens=s.max_tokens,
                              temperature=s.temperature, seed=s.seed)
 
+    def call_requests(self, case: Case, output: Any = None) -> list[JudgeRequest]:
+        """Both orders: two calls per case."""
+        return [self.request(case, output, shown_first="a"), self.request(case, output, shown_first="b")]
+
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         if (none := self.unbound()) is not None:
             return none

@@ -299,8 +299,11 @@ class DryRun:
     cost_usd: float | None
 
     def describe(self, prices_known: bool) -> str:
-        lines = [f"dry run: {self.cases} case(s) x {len(self.llm_evaluators)} LLM evaluator(s) "
+        times = "x" if self.calls == self.cases * len(self.llm_evaluators) else "with"  # gold, pairwise: more
+        lines = [f"dry run: {self.cases} case(s) {times} {len(self.llm_evaluators)} LLM evaluator(s) "
                  f"({', '.join(self.llm_evaluators) or 'none'}) = {self.calls} judge call(s); no call was made"]
+        if times == "with":
+            lines.append("  (gold makes one call per criterion unless single_call; pairwise two, one per order)")
         if self.calls:
             lines.append(f"  estimated input ~{self.input_tokens:,} tokens (4 characters per token), output at "
                          f"most {self.max_output_tokens:,} tokens (max_tokens per call)")
@@ -317,25 +320,29 @@ def dry_run(suite: Suite, *, max_tokens: int, input_price: float | None, output_
     specs = suite.llm_specs
     chars = 0
     out_tokens = 0
+    calls = 0
     for s in specs:
         ev = s.evaluator
         if isinstance(ev, LLMEvaluator) and ev.settings is None:
             ev = dataclasses.replace(ev)
             ev.bind(JudgeSettings(client=None, max_tokens=max_tokens))
         for c in suite.cases:
-            try:
-                req = ev.request(c, _output_of(c, s)) if isinstance(ev, LLMEvaluator) else None
+            try:  # gold makes one call per criterion, pairwise one per order
+                reqs = ev.call_requests(c, _output_of(c, s)) if isinstance(ev, LLMEvaluator) else None
             except NotImplementedError:
-                req = None
-            if req is None:
+                reqs = None
+            if reqs is None:
+                calls += 1
                 out_tokens += max_tokens
                 continue
-            chars += sum(len(m.content) for m in req.messages)
-            out_tokens += req.max_tokens
+            calls += len(reqs)
+            for req in reqs:
+                chars += sum(len(m.content) for m in req.messages)
+                out_tokens += req.max_tokens
     in_tokens = chars // 4
     cost = None
     if input_price is not None and output_price is not None:
         cost = in_tokens / 1e6 * input_price + out_tokens / 1e6 * output_price
-    return DryRun(calls=len(specs) * len(suite.cases), cases=len(suite.cases),
+    return DryRun(calls=calls, cases=len(suite.cases),
                   llm_evaluators=[s.label for s in specs], input_tokens=in_tokens, max_output_tokens=out_tokens,
                   cost_usd=cost)
