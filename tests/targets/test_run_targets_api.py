@@ -145,3 +145,23 @@ def test_reporter_hears_each_step_and_paid_work_shows_before_a_late_error(
     assert cli(["run", str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "bad_cli")]) == 2
     err = capsys.readouterr().err
     assert err.index("v1: generated 12") < err.index("v2: generated 12") < err.index("base.jsonl: no result rows")
+
+
+def test_run_targets_judges_llm_evaluators_with_the_given_judge(tmp_path: Path) -> None:
+    p = _suite(tmp_path, "agent_api_judge")
+    text = p.read_text(encoding="utf-8").replace(
+        '  - contains: {value: "5 business days"}\n',
+        '  - contains: {value: "5 business days"}\n  - llm_judge: {rubric: "- quality: answers the question"}\n')
+    p.write_text(text.split("gates:")[0], encoding="utf-8")
+    seen: list[str] = []
+
+    def reply(request: Any) -> str:
+        seen.append(request.messages[-1].content)
+        return '{"quality": {"score": 0.25, "rationale": "thin"}, "overall_score": 0.25}'
+
+    run = referee.run_targets(p, tmp_path / "out", judge=referee.Judge.fake(reply), gates=False)
+    assert len(seen) == 12 + 11  # every generated output judged once; v2's failed generation never is
+    for o in run.outcomes:
+        scored = [r for r in o.outcome.rows if r.status == "scored"]
+        assert scored and all(r.judge is not None for r in scored)
+        assert o.outcome.manifest.judge is not None and o.outcome.manifest.judge.provider == "fake"
