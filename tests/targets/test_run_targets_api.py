@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +107,41 @@ def test_estimate_run_prints_what_dry_run_prints(tmp_path: Path, capsys: pytest.
     assert est.describe() + "\n" == out
     assert [g.target for g in est.generation] == ["v1", "v2"] and est.judge.calls == 0
     assert "generation: 12 case(s) x 2 target(s)" in out
+
+
+class _Steps:
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+
+    def ran(self, outcomes: list[Any]) -> None:
+        self.steps.append("ran " + ",".join(o.target.id for o in outcomes))
+
+    def compared(self, comparison: Any, failed_generations: int) -> None:
+        self.steps.append(f"compared {failed_generations}")
+
+    def gating(self, target: str, baseline: str | None) -> None:
+        self.steps.append(f"gating {target} {baseline}")
+
+    def gated(self, gate: Any) -> None:
+        self.steps.append(f"gated {gate.target} {gate.code}")
+
+
+def test_reporter_hears_each_step_and_paid_work_shows_before_a_late_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = _suite(tmp_path, "agent_api_reporter")
+    steps = _Steps()
+    run = referee.run_targets(p, tmp_path / "out", reporter=steps)
+    assert steps.steps == ["ran v1,v2", "compared 1", "gating v2 v1", "gated v2 1"] and run.exit_code == 1
+
+    # A baseline results file that does not read fails after the targets ran (and were paid for): the reporter,
+    # and so `referee run`, has shown each target's totals by then.
+    (tmp_path / "base.jsonl").write_text("not json\n", encoding="utf-8")
+    text = p.read_text(encoding="utf-8").replace("baseline: v1\n  candidate: v2\n", "baseline: base.jsonl\n")
+    (tmp_path / "bad.yaml").write_text(text, encoding="utf-8")
+    steps = _Steps()
+    with pytest.raises(referee.RefereeError):
+        referee.run_targets(tmp_path / "bad.yaml", tmp_path / "bad", reporter=steps)
+    assert steps.steps == ["ran v1,v2"]
+    assert cli(["run", str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "bad_cli")]) == 2
+    err = capsys.readouterr().err
+    assert err.index("v1: generated 12") < err.index("v2: generated 12") < err.index("base.jsonl: no result rows")

@@ -203,28 +203,41 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
         raise UserError(f"--out {out_dir}: with targets, --out is a folder (one results file per target goes in it)")
     run = run_targets(suite, out_dir, bind=lambda s: bind_judge(s, jo)[:2], concurrency=concurrency,
                       gates=not no_gates, use_cache=not jo.no_cache, batch=jo.batch, engine=engine,
-                      command=invoked_argv(), judge_config=judge_config, all_target_ids=all_target_ids)
-    for o in run.outcomes:
-        for note in o.notes:
-            echo_err(note)
-        echo_failures(o.outcome.new_rows, limit=10)
-        t = o.outcome.manifest.totals
-        g = o.generation
-        gen_cost = f", generation cost ${g.cost_usd:.4f}" if g.cost_usd is not None else ""
-        echo_err(totals_line(t, o.results, judged=False, timed=False, lead=(
-            f"{o.target.id}: generated {g.generated} ({g.reused} reused from {o.outputs.name}, {g.failed} failed"
-            f"{gen_cost}); {t.scored} scored, ")))
-    from ..reports._score_terminal import render_terminal
-    from ..targets._compare import render_comparison
-
-    click.echo(render_comparison(run.comparison))
-    if run.failed_generations:
-        echo_err(f"{run.failed_generations} generation(s) failed (error rows, reasons above): exit 1")
-    for gate in run.gated:
-        echo_err(f"gates on target {gate.target}" + (f" against baseline {gate.baseline}:" if gate.baseline else ":"))
-        render_terminal(gate.summary, gate.gates, gate.code)
+                      command=invoked_argv(), judge_config=judge_config, all_target_ids=all_target_ids,
+                      reporter=_TargetsPrinter())
     write_markdown(run.markdown, markdown_out)
     return run.exit_code
+
+
+class _TargetsPrinter:
+    """Prints each step of ``run_targets`` as it completes: what was paid for shows even if a later step fails."""
+
+    def ran(self, outcomes: list[Any]) -> None:
+        for o in outcomes:
+            for note in o.notes:
+                echo_err(note)
+            echo_failures(o.outcome.new_rows, limit=10)
+            t = o.outcome.manifest.totals
+            g = o.generation
+            gen_cost = f", generation cost ${g.cost_usd:.4f}" if g.cost_usd is not None else ""
+            echo_err(totals_line(t, o.results, judged=False, timed=False, lead=(
+                f"{o.target.id}: generated {g.generated} ({g.reused} reused from {o.outputs.name}, {g.failed} "
+                f"failed{gen_cost}); {t.scored} scored, ")))
+
+    def compared(self, comparison: Any, failed_generations: int) -> None:
+        from ..targets._compare import render_comparison
+
+        click.echo(render_comparison(comparison))
+        if failed_generations:
+            echo_err(f"{failed_generations} generation(s) failed (error rows, reasons above): exit 1")
+
+    def gating(self, target: str, baseline: str | None) -> None:
+        echo_err(f"gates on target {target}" + (f" against baseline {baseline}:" if baseline else ":"))
+
+    def gated(self, gate: Any) -> None:
+        from ..reports._score_terminal import render_terminal
+
+        render_terminal(gate.summary, gate.gates, gate.code)
 
 
 def write_markdown(md: str, path: str | None) -> None:

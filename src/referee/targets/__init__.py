@@ -16,7 +16,7 @@ from ._kinds import Generation, Target
 from ._loader import build_target, load_target_file, parse_targets, select
 from ._model import HttpSpec, ModelEntry, PromptEntry, TargetSpec, ToolSpec
 from ._run import merged_case
-from ._runs import TargetGate, TargetsRun, run_targets
+from ._runs import TargetGate, TargetsReporter, TargetsRun, run_targets
 
 
 def as_spec(target: TargetSpec | dict[str, Any]) -> TargetSpec:
@@ -78,7 +78,7 @@ def generate_outputs(target: Any, cases: Iterable[Case | dict[str, Any]], *,
 
 
 __all__ = [
-    "Generation", "HttpSpec", "ModelEntry", "PromptEntry", "Target", "TargetGate", "TargetSpec", "TargetsRun",
-    "ToolSpec", "as_spec", "as_target", "build_target", "generate_outputs", "generate_outputs_async",
+    "Generation", "HttpSpec", "ModelEntry", "PromptEntry", "Target", "TargetGate", "TargetSpec", "TargetsReporter",
+    "TargetsRun", "ToolSpec", "as_spec", "as_target", "build_target", "generate_outputs", "generate_outputs_async",
     "load_target_file", "parse_targets", "run_targets", "select",
 ]

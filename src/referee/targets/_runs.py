@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UserError
 
@@ -51,6 +51,23 @@ class TargetsRun:
     def passed(self) -> bool:
         """Every generation succeeded and every gate passed."""
         return self.exit_code == 0
+
+
+class TargetsReporter(Protocol):
+    """Told each step of :func:`run_targets` as it completes (``referee run`` prints there), so that what was
+    already paid for is shown even when a later step (a baseline that does not read, a gate) raises."""
+
+    def ran(self, outcomes: list[TargetOutcome]) -> None:
+        """Every target has generated and been evaluated; its results file is written."""
+
+    def compared(self, comparison: TargetComparison, failed_generations: int) -> None:
+        """The targets x evaluators comparison is made."""
+
+    def gating(self, target: str, baseline: str | None) -> None:
+        """The gates of ``target`` (against ``baseline``) are about to be checked."""
+
+    def gated(self, gate: TargetGate) -> None:
+        """One gated target's verdicts are in (called per gated target, in order)."""
 
 
 def resolve_gate_targets(gates: Any, ids: list[str], all_ids: list[str], out_dir: Path,
@@ -111,7 +128,8 @@ def _judge_binder(judge: Any) -> tuple[Callable[[Any], tuple[Any, Any]], Any]:
 def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | None = None, judge: Any = None,
                 bind: Callable[[Any], tuple[Any, Any]] | None = None, concurrency: int = 8, gates: bool = True,
                 use_cache: bool = True, batch: bool = False, engine: Any = None, command: list[str] | None = None,
-                judge_config: Any = None, all_target_ids: Sequence[str] | None = None) -> TargetsRun:
+                judge_config: Any = None, all_target_ids: Sequence[str] | None = None,
+                reporter: TargetsReporter | None = None) -> TargetsRun:
     """Run every target of ``suite`` (a suite file's path or a loaded :class:`~referee.suites.Suite`) on its cases,
     evaluate each target's outputs, write one results file per target in ``out_dir`` (``<target id>.jsonl``, with
     its manifest), compare the targets and apply the suite's gates to ``gates.candidate`` against
@@ -119,7 +137,8 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
 
     ``targets``: run only these target ids. LLM evaluators are judged by ``judge`` (a :class:`referee.Judge` or
     ``"provider:model"``; default :meth:`referee.Judge.from_env`), or bound by ``bind(suite) -> (bound suite,
-    client or None)``, called once per target. ``gates=False`` reports only. ``concurrency`` bounds the judge
+    client or None)``, called once per target. ``gates=False`` reports only. ``reporter`` (a
+    :class:`TargetsReporter`) is told each step as it completes; nothing is printed otherwise. ``concurrency`` bounds the judge
     calls in flight across the run; ``batch`` generates and judges through the provider's batch API.
     What is wrong before any call (an unknown target id, a missing prompt file, a gate naming no target) raises
     :class:`~referee.UserError`; a failed generation is an ``error`` row and makes ``exit_code`` 1."""
@@ -156,6 +175,8 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
     outcomes = run_suite_targets(suite, built, out_dir, bind=bind, concurrency=concurrency,
                                  command=command if command is not None else ["referee", "python-api"],
                                  judge_config=judge_config, engine=engine)
+    if reporter is not None:
+        reporter.ran(outcomes)
     # Imported once the targets have run (numpy, for the intervals, loads in the background while they do).
     from ._compare import compare_targets, render_comparison_markdown
 
@@ -166,6 +187,8 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
                                  else suite.scoring.threshold, n_boot=suite_gates.n_boot,
                                  boot_seed=suite_gates.boot_seed, rows={o.target.id: o.outcome.rows for o in outcomes})
     failed = sum(o.generation.failed for o in outcomes)
+    if reporter is not None:
+        reporter.compared(comparison, failed)
     code = 1 if failed else 0
     md = [render_comparison_markdown(comparison, suite.name)]
     if failed:
@@ -177,12 +200,16 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
 
         for tid in [candidate] if candidate is not None else ids:
             # Absolute: gating resolves a relative baseline against the suite's folder, not the working one.
+            if reporter is not None:
+                reporter.gating(tid, baseline)
             g = suite_gates.model_copy(update={"baseline": str(baseline_path.resolve()) if baseline_path else None,
                                                "candidate": None})
             summary, verdicts = gate_summary(out_dir / f"{tid}.jsonl", g, threshold=suite.scoring.threshold,
                                              base_dir=suite.base_dir)
             gate_code = 1 if any(v.failed for v in verdicts) else 0
             gated.append(TargetGate(tid, baseline, gate_code, verdicts, summary))
+            if reporter is not None:
+                reporter.gated(gated[-1])
             code = max(code, gate_code)
             md.append(f"\n#### target `{tid}`" + (f" against baseline `{baseline}`" if baseline else "") + "\n\n"
                       + render_markdown(summary, verdicts, gate_code))
