@@ -128,11 +128,14 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
 def api_judge(jo: JudgeOptions) -> Judge:
     """The flags as the API's :class:`~referee.Judge` (run the API call under :func:`flag_errors`)."""
     from .._api import Judge
+    from . import freeze_imports
 
-    return Judge(jo.provider, model=jo.model, base_url=jo.base_url, max_tokens=jo.max_tokens,
-                 temperature=jo.temperature, seed=jo.seed, timeout=jo.timeout, max_retries=jo.max_retries,
-                 concurrency=jo.concurrency, cache=not jo.no_cache, input_price_per_mtok=jo.input_price,
-                 output_price_per_mtok=jo.output_price, batch=jo.batch)
+    judge = Judge(jo.provider, model=jo.model, base_url=jo.base_url, max_tokens=jo.max_tokens,
+                  temperature=jo.temperature, seed=jo.seed, timeout=jo.timeout, max_retries=jo.max_retries,
+                  concurrency=jo.concurrency, cache=not jo.no_cache, input_price_per_mtok=jo.input_price,
+                  output_price_per_mtok=jo.output_price, batch=jo.batch)
+    freeze_imports()  # the provider's modules (aiohttp) are imported now
+    return judge
 
 
 def echo_failures(rows: Sequence[ResultRow], limit: int = 20) -> None:

@@ -8,7 +8,7 @@ import click
 
 from .._grade import judge_conversations
 from ..evaluators._conversation import MODES
-from . import invoked_argv
+from . import invoked_argv, keep_until_exit
 from ._agents import report_outcome
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
@@ -33,6 +33,7 @@ def command(cases: str, out: str, mode: str, criteria_file: str | None, category
             cases, api_judge(judge), mode=mode.replace("-", "_"), criteria=criteria_file, out=out, category=category,
             on_invalid=lambda problem: echo_err(f"invalid: {problem}"), system_model=judge.system_model,
             progress=None, command=invoked_argv())
+    keep_until_exit(result)
     if result.resume_note:
         echo_err(result.resume_note)
     report_outcome(result, out, judged=True)

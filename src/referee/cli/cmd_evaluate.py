@@ -24,7 +24,7 @@ from ..rubrics._loader import read_text_file, rubric_hash
 from ..rubrics._model import UNGROUNDED_MODES
 from ..runner._engine import FatalRunError
 from ..runner._session import totals_line
-from . import invoked_argv
+from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
 __all__ = ["command", "read_text_file", "rubric_hash"]  # the helpers moved to the library; kept importable
@@ -144,6 +144,7 @@ def _batch(cases_path: str, out: str, rubric_arg: str, ungrounded_mode: str | No
                               ungrounded=ungrounded_mode, out=out, category=category,
                               on_invalid=lambda problem: echo_err(f"invalid: {problem}"), system_model=system_model,
                               progress=None, command=invoked_argv())
+    keep_until_exit(result)
     if result.resume_note:
         echo_err(result.resume_note)
     rows = result.rows

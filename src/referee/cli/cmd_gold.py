@@ -23,7 +23,7 @@ from ..evaluators._gold import threshold_warning
 from ..evaluators._gold_dataset import discover_gold_cases, gold_results_json, single_gold_case
 from ..reports._gold import gold_case_text, gold_run_notes
 from ..rubrics import load_rubric
-from . import invoked_argv
+from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
 
@@ -88,6 +88,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
                             single_call=single_call, judge_pass_only=judge_pass_only, out=results_path,
                             source=dataset or str(generated), skipped=len(skipped), system_model=system_model,
                             command=invoked_argv())
+    keep_until_exit(result)
     if result.resume_note:
         echo_err(result.resume_note)
     rows = result.rows

@@ -8,7 +8,7 @@ import click
 
 from .._grade import grade, read_template
 from ..runner._session import totals_line
-from . import invoked_argv
+from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options
 
 __all__ = ["command", "read_template"]
@@ -34,6 +34,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
                        criteria=criteria.split(",") if criteria else None, repeat=repeat, skip_invalid=skip_invalid,
                        on_invalid=lambda problem: echo_err(f"invalid: {problem}"), system_model=judge.system_model,
                        progress=None, command=invoked_argv())
+    keep_until_exit(result)
     if result.resume_note:
         echo_err(result.resume_note)
     echo_failures(result.new_rows)

@@ -9,7 +9,7 @@ import click
 from .._grade import compare
 from ..evaluators._pairwise import RECONCILE_MODES, Reconcile
 from ..runner._session import totals_line
-from . import invoked_argv
+from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options
 
 
@@ -40,6 +40,7 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
                          name_a=name_a, name_b=name_b, reconcile=reconcile, skip_invalid=skip_invalid,
                          on_invalid=lambda problem: echo_err(f"invalid: {problem}"), system_model=judge.system_model,
                          progress=None, command=invoked_argv())
+    keep_until_exit(result)
     if result.resume_note:
         echo_err(result.resume_note)
     echo_failures(result.new_rows)

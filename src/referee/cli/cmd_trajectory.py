@@ -8,7 +8,7 @@ import click
 
 from .._grade import check_trajectories, judge_trajectories
 from ..errors import UserError
-from . import invoked_argv
+from . import invoked_argv, keep_until_exit
 from ._agents import report_outcome
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
@@ -47,6 +47,7 @@ def command(cases: str, out: str, checks_file: str | None, cap: float | None, us
     if not use_judge:
         result = check_trajectories(cases, checks=checks_file, cap=cap, out=out, category=category,
                                     on_invalid=on_invalid, progress=None, command=invoked_argv())
+        keep_until_exit(result)
         if result.resume_note:
             echo_err(result.resume_note)
         report_outcome(result, out)
@@ -55,6 +56,7 @@ def command(cases: str, out: str, checks_file: str | None, cap: float | None, us
         result = judge_trajectories(cases, api_judge(judge), criteria=criteria_file, max_chars=max_chars, out=out,
                                     category=category, on_invalid=on_invalid, system_model=judge.system_model,
                                     progress=None, command=invoked_argv())
+    keep_until_exit(result)
     if result.resume_note:
         echo_err(result.resume_note)
     report_outcome(result, out, judged=True)

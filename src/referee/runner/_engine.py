@@ -57,7 +57,8 @@ async def run_rows(
     show_progress: bool | None = True,
     cost_so_far: Callable[[], float | None] | None = None,
 ) -> RunStats:
-    """Evaluate ``items`` with at most ``concurrency`` in flight; rows are written as they complete.
+    """Evaluate ``items`` with at most ``concurrency`` in flight; rows are written as they complete (at the end of
+    the event-loop turn that completed them).
 
     ``evaluate`` should turn per-case failures into rows itself. An unexpected exception becomes a row via
     ``on_error`` (one bad case never stops a run); a fatal one (see :func:`is_fatal`) stops the run after
@@ -71,11 +72,29 @@ async def run_rows(
     progress = Progress(total=len(items), label=label, enabled=show_progress is not False, cost=cost_so_far)
     fatal: list[BaseException] = []
 
+    loop = asyncio.get_running_loop()
+    unwritten: list[ResultRow] = []
+
+    def write_unwritten() -> None:
+        # Scheduled once per event-loop turn that completes rows, so it runs after every task of that turn: the
+        # requests a burst of answers frees up go out before the file is written (at concurrency 256 the write
+        # was on the path of every next request), and a turn's rows take one write and one flush.
+        if not unwritten or writer is None:
+            return
+        rows = unwritten[:]
+        unwritten.clear()
+        try:
+            writer.write_all(rows)
+        except Exception as exc:  # noqa: BLE001 - a full disk stops the run (is_fatal), reported after gather
+            fatal.append(exc if isinstance(exc, UserError) else UserError(f"cannot write {writer.path}: {exc}"))
+
     def emit(rows: ResultRow | list[ResultRow]) -> None:
-        for row in rows if isinstance(rows, list) else [rows]:
-            if writer is not None:
-                writer.write(row)
-            stats.rows.append(row)
+        batch = rows if isinstance(rows, list) else [rows]
+        stats.rows.extend(batch)
+        if writer is not None:
+            if not unwritten:
+                loop.call_soon(write_unwritten)
+            unwritten.extend(batch)
 
     async def worker() -> None:
         while not fatal:
@@ -103,6 +122,7 @@ async def run_rows(
     finally:
         for w in workers:
             w.cancel()
+        write_unwritten()  # also when interrupted: every row already paid for reaches the file
         progress.close()
         stats.wall_s = time.perf_counter() - start
     if fatal:
