@@ -136,3 +136,44 @@ def test_fast_benchmark_server_speaks_openai_chat_completions(tmp_path: Path) ->
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+_HARD_EXIT = """
+import atexit, sys
+from referee.cli import _hard_exit
+atexit.register(lambda: print("exit handler ran"))
+print("x" * 200_000)
+print("on stderr", file=sys.stderr)
+_hard_exit(3)
+"""
+
+
+def test_the_console_scripts_hard_exit_flushes_runs_exit_handlers_and_keeps_the_code() -> None:
+    done = subprocess.run([sys.executable, "-c", _HARD_EXIT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    assert done.stdout == "x" * 200_000 + "\nexit handler ran\n"
+    assert done.stderr == "on stderr\n"
+
+
+_HARD_EXIT_PIPE = """
+import sys
+from referee.cli import _hard_exit
+print("x", flush=True)
+sys.stdin.readline()  # the reader has gone
+print("more")  # buffered (a pipe's stdout, PYTHONUNBUFFERED unset): the flush at exit meets the closed pipe
+_hard_exit(3)
+"""
+
+
+def test_the_hard_exit_with_a_closed_pipe_keeps_the_code_without_a_traceback() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen([sys.executable, "-c", _HARD_EXIT_PIPE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(2) == b"x\n"
+    proc.stdout.close()  # `referee ... | head -n1`
+    proc.stdin.write(b"go\n")
+    proc.stdin.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 3
+    assert "Traceback" not in err and "Exception ignored" not in err

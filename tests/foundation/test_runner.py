@@ -141,6 +141,56 @@ async def test_one_bad_case_never_stops_a_run_but_a_fatal_error_does(tmp_path: P
     assert [r.id for r in read_results(tmp_path / "f.jsonl").rows] == ["0"]
 
 
+async def test_rows_of_one_turn_are_written_together_and_all_reach_the_file_when_the_run_stops(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writes: list[int] = []
+    orig = ResultWriter._append
+
+    def append(self: ResultWriter, text: str, rows: int) -> None:
+        writes.append(rows)
+        orig(self, text, rows)
+
+    monkeypatch.setattr(ResultWriter, "_append", append)
+    task: asyncio.Task[object] | None = None
+
+    async def evaluate(i: int) -> ResultRow:
+        if i == 8:  # answered a turn later, and the run is stopped (Ctrl-C) in that very turn
+            await asyncio.sleep(0.05)
+            assert task is not None
+            asyncio.get_running_loop().call_soon(task.cancel)
+        elif i == 9:
+            await asyncio.sleep(30)
+        return ResultRow(id=str(i), score=1.0)
+
+    with ResultWriter(tmp_path / "r.jsonl") as w:
+        task = asyncio.create_task(run_rows(list(range(10)), evaluate, writer=w, concurrency=10,
+                                            show_progress=False))
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert writes == [8, 1]  # the eight answers of the first turn in one write; case 8, answered as the run stops
+    assert sorted(int(r.id) for r in read_results(tmp_path / "r.jsonl").rows) == list(range(9))
+
+
+async def test_a_write_that_fails_stops_the_run_with_a_user_error(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    def broken(self: ResultWriter, text: str, rows: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(ResultWriter, "_append", broken)
+    calls: list[int] = []
+
+    async def evaluate(i: int) -> ResultRow:
+        calls.append(i)
+        await asyncio.sleep(0.01)
+        return ResultRow(id=str(i), score=1.0)
+
+    with ResultWriter(tmp_path / "r.jsonl") as w, pytest.raises(FatalRunError, match="cannot write .*Input/output"):
+        await run_rows(list(range(50)), evaluate, writer=w, concurrency=2, show_progress=False)
+    assert len(calls) <= 6  # the workers stop at their next case, not after all 50
+
+
 def _manifest() -> RunManifest:
     return RunManifest(kind="judge", judge=JudgeConfig(provider="fake", model="m"),
                        template=TemplateInfo(sha256="abc"))
