@@ -157,15 +157,36 @@ asyncio.run(main())
 
 def run_plain(n: int, concurrency: int, url: str, folder: Path) -> dict[str, float]:
     cases, template = folder / "cases.jsonl", folder / "judge.md"
+    _take_stats(url)
     cpu0 = _child_cpu()
+    started = time.time()
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", _PLAIN_SCRIPT, str(n), str(concurrency),
                            url + "/v1/chat/completions", str(cases), str(template)], capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    ended = time.time()
     cpu = _child_cpu() - cpu0
     if done.returncode != 0:
         raise SystemExit(f"the plain aiohttp loop failed:\n{done.stderr}")
-    return {"wall_s": wall, "cpu_s": cpu}
+    return {"wall_s": wall, "cpu_s": cpu, **_phases(url, started, ended)}
+
+
+def _take_stats(url: str) -> dict[str, Any]:
+    """The fast server's ``GET /_stats``: requests, first arrival and last answer since the previous call."""
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/_stats", timeout=10) as resp:
+        return dict(json.loads(resp.read()))
+
+
+def _phases(url: str, started: float, ended: float) -> dict[str, float]:
+    """A client run split by what the server saw (wall clock, seconds): ``startup_s`` from the client's start to
+    its first request, ``requests_s`` from there to the last answer, ``tail_s`` from that answer to its exit."""
+    st = _take_stats(url)
+    first, last = st["first_request_at"], st["last_response_at"]
+    if first is None or last is None:
+        return {}
+    return {"startup_s": first - started, "requests_s": last - first, "tail_s": ended - last}
 
 
 def _child_cpu() -> float:
@@ -185,17 +206,21 @@ def run_once(n: int, latency: float, concurrency: int, url: str, folder: Path,
            "--provider", "openai", "--base-url", url + "/v1", "--model", "bench-judge",
            "--concurrency", str(concurrency), "--no-cache", *extra]
     env = {**os.environ, "OPENAI_API_KEY": "sk-bench-not-a-real-key"}
+    _take_stats(url)
     cpu0 = _child_cpu()  # the server child is still running, so its CPU is not in RUSAGE_CHILDREN yet
+    started = time.time()
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    ended = time.time()
     cpu = _child_cpu() - cpu0
+    phases = _phases(url, started, ended)
     if done.returncode != 0:
         raise SystemExit(f"referee judge exited {done.returncode}:\n{done.stderr}")
     scored = sum(1 for line in out.read_text().splitlines() if '"score"' in line)
     if scored != n:
         raise SystemExit(f"expected {n} scored rows, found {scored}:\n{done.stderr}")
-    return {"wall_s": wall, "cpu_s": cpu, "scored": scored}
+    return {"wall_s": wall, "cpu_s": cpu, "scored": scored, **phases}
 
 
 def _median(results: list[dict[str, float]]) -> dict[str, float]:
@@ -249,7 +274,9 @@ def measure(n: int, concurrency: int, args: argparse.Namespace, url: str, extra:
         "runs": args.runs, "best_wall_s": round(best["wall_s"], 3),
         "best_wall_over_ideal": round(best["wall_s"] / ideal, 3), "load_before": loads[0], "load_after": loads[-1],
     }
+    summary["phases"] = _phase_medians(results)
     if plain:
+        summary["plain_phases"] = _phase_medians(plain)
         ref = _median(plain)
         plain_cpu = sorted(r["cpu_s"] for r in plain)[len(plain) // 2]
         summary.update(plain_wall_s=round(ref["wall_s"], 3), plain_wall_over_ideal=round(ref["wall_s"] / ideal, 3),
@@ -259,6 +286,20 @@ def measure(n: int, concurrency: int, args: argparse.Namespace, url: str, extra:
         peer = _median(sdk)
         summary.update(sdk_wall_s=round(peer["wall_s"], 3), sdk_cpu_s_per_1000=round(peer["cpu_s"] * 1000 / n, 3))
     return summary
+
+
+def _phase_medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    out = {}
+    for key in ("startup_s", "requests_s", "tail_s"):
+        values = sorted(r[key] for r in runs if key in r)
+        if values:
+            out[key] = round(values[len(values) // 2], 3)
+    return out
+
+
+def _phases_text(ph: dict[str, float]) -> str:
+    return (f"start-up {ph['startup_s']:.3f} s, requests {ph['requests_s']:.3f} s, after the last answer "
+            f"{ph['tail_s']:.3f} s")
 
 
 def report(summary: dict[str, Any]) -> None:
@@ -278,6 +319,13 @@ def report(summary: dict[str, Any]) -> None:
               f"{summary['plain_wall_s']:.2f} s = {summary['plain_wall_over_ideal']:.3f} x ideal, "
               f"{summary['plain_cpu_s_per_1000']:.2f} CPU-s per 1000 calls; referee / plain wall "
               f"{summary['referee_over_plain_wall']:.3f}")
+    ph, pp = summary.get("phases"), summary.get("plain_phases")
+    if ph and len(ph) == 3:
+        print(f"  where the wall time went (medians; the server's clock of first request and last answer; the "
+              f"requests need {summary['floor_s']:.2f} s in whole waves):")
+        print(f"    referee   {_phases_text(ph)}")
+        if pp and len(pp) == 3:
+            print(f"    plain     {_phases_text(pp)}")
     if "sdk_wall_s" in summary:
         print(f"  peer: official OpenAI SDK, same calls only: wall {summary['sdk_wall_s']:.2f} s, "
               f"{summary['sdk_cpu_s_per_1000']:.2f} CPU-s per 1000 calls")

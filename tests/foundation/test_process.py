@@ -127,6 +127,11 @@ def test_fast_benchmark_server_speaks_openai_chat_completions(tmp_path: Path) ->
         code = cli(["judge", str(cases), "-t", str(tmpl), "-o", str(out), "--provider", "openai",
                     "--base-url", url + "/v1", "--no-cache"])
         assert code == 0 and [r["score"] for r in read_rows(out)] == [0.8, 0.8, 0.8]
+        with urllib.request.urlopen(url + "/_stats", timeout=10) as resp:  # what bench_judge.py splits runs by
+            stats = json.loads(resp.read())
+        assert stats["requests"] == 3 and 0 < stats["first_request_at"] <= stats["last_response_at"]
+        with urllib.request.urlopen(url + "/_stats", timeout=10) as resp:  # taken: counted afresh
+            assert json.loads(resp.read()) == {"requests": 0, "first_request_at": None, "last_response_at": None}
         bad = urllib.request.Request(url + "/v1/embeddings", data=b"{}", method="POST")
         try:
             urllib.request.urlopen(bad, timeout=10)

@@ -5,6 +5,11 @@ fixed valid verdict per request after a fixed latency.
 requests) and spends about a CPU-millisecond per request; on a 2-core machine that distorts a throughput
 measurement of the client. This server answers with ``loop.call_later`` (no task per request) and spends a
 small fraction of that. Run with ``python -m referee.testing --fast --latency 0.2``.
+
+``GET /_stats`` returns, and then resets, what the server saw since the last such call: the number of requests,
+the wall-clock time (``time.time()``) of the first one's arrival and of the last answer sent. A benchmark splits a
+client's run with it into start-up (its start to the first request), the requests, and the tail (the last answer
+to its exit).
 """
 
 from __future__ import annotations
@@ -36,10 +41,25 @@ def _completion(model: str, text: str = _VERDICT) -> bytes:
     }).encode()
 
 
+class _Stats:
+    """What ``GET /_stats`` reports (then resets): requests seen, first arrival, last answer sent."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.first_request_at: float | None = None
+        self.last_response_at: float | None = None
+
+    def take(self) -> bytes:
+        body = json.dumps({"requests": self.requests, "first_request_at": self.first_request_at,
+                           "last_response_at": self.last_response_at}).encode()
+        self.requests, self.first_request_at, self.last_response_at = 0, None, None
+        return body
+
+
 class _Protocol(asyncio.Protocol):
-    def __init__(self, latency: float, counter: list[int]) -> None:
+    def __init__(self, latency: float, stats: _Stats) -> None:
         self.latency = latency
-        self.counter = counter
+        self.stats = stats
         self.buf = b""
         self.transport: asyncio.Transport | None = None
         self.loop = asyncio.get_running_loop()
@@ -67,9 +87,14 @@ class _Protocol(asyncio.Protocol):
             self._answer(head.split(b" ", 2), body)
 
     def _answer(self, request_line: list[bytes], body: bytes) -> None:
-        self.counter[0] += 1
+        if request_line[:2] == [b"GET", b"/_stats"]:
+            self._send(_response(200, self.stats.take()))
+            return
+        self.stats.requests += 1
+        if self.stats.first_request_at is None:
+            self.stats.first_request_at = time.time()
         if len(request_line) < 2 or request_line[0] != b"POST" or request_line[1] not in _PATHS:
-            self._send(_response(404, b'{"error": {"message": "not found"}}'))
+            self._reply(_response(404, b'{"error": {"message": "not found"}}'))
             return
         try:
             payload: Any = json.loads(body)
@@ -77,13 +102,17 @@ class _Protocol(asyncio.Protocol):
             if not isinstance(payload["messages"], list):
                 raise TypeError
         except (ValueError, KeyError, TypeError):
-            self._send(_response(400, b'{"error": {"message": "expected a chat.completions request"}}'))
+            self._reply(_response(400, b'{"error": {"message": "expected a chat.completions request"}}'))
             return
         data = _response(200, _completion(model, _VERDICT if "response_format" in payload else _ANSWER))
         if self.latency > 0:
-            self.loop.call_later(self.latency, self._send, data)
+            self.loop.call_later(self.latency, self._reply, data)
         else:
-            self._send(data)
+            self._reply(data)
+
+    def _reply(self, data: bytes) -> None:
+        self._send(data)
+        self.stats.last_response_at = time.time()
 
     def _send(self, data: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
@@ -97,8 +126,8 @@ async def serve(host: str = "127.0.0.1", port: int = 0, latency: float = 0.2,
                 started: asyncio.Future[str] | None = None) -> None:
     """Serve until cancelled; ``started`` receives the base URL once listening."""
     loop = asyncio.get_running_loop()
-    counter = [0]
-    server = await loop.create_server(lambda: _Protocol(latency, counter), host, port, backlog=1024)
+    stats = _Stats()
+    server = await loop.create_server(lambda: _Protocol(latency, stats), host, port, backlog=1024)
     sock_port = server.sockets[0].getsockname()[1]
     url = f"http://{host}:{sock_port}"
     if started is not None:
