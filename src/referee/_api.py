@@ -29,14 +29,14 @@ from ._cases import Case, CaseSet, cases_from
 from .errors import MissingExtraError, ProviderAuthError, UserError
 from .evaluators._base import Evaluator, function_evaluator
 from .providers._base import Provider
-from .results._manifest import JudgeConfig, RunManifest
-from .results._schema import ResultRow
 from .runner._client import JudgeClient
 
 if TYPE_CHECKING:
     from ._gates import GateResult
     from .aggregate import Summary
     from .engines import Engine
+    from .results._manifest import JudgeConfig, RunManifest
+    from .results._schema import ResultRow
     from .suites import Gates, Suite
 
 P = ParamSpec("P")
@@ -162,6 +162,7 @@ class Judge:
     def config(self, model: str, repeat: int = 1) -> JudgeConfig:
         """What the manifest records of this judge (never a key, nor credentials in the URL)."""
         from ._redact import bare_url
+        from .results._manifest import JudgeConfig
 
         return JudgeConfig(provider=self.provider_name, model=model, base_url=bare_url(self.base_url), repeat=repeat,
                            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,

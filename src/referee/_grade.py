@@ -23,11 +23,12 @@ from ._cases import Case, cases_from
 from .errors import InputError, UserError
 from .evaluators._base import JudgeSettings
 from .providers._base import Provider
-from .results._manifest import RunManifest, TemplateInfo, text_sha256
-from .results._schema import ResultRow
+from .results._files import text_sha256
 from .runner._client import JudgeClient
 
 if TYPE_CHECKING:
+    from .results._manifest import RunManifest
+    from .results._schema import ResultRow
     from .rubrics._model import Ungrounded
 
 T = TypeVar("T")
@@ -83,14 +84,22 @@ async def grade_async(
     tj = TemplateJudge(text, category=category, expected_criteria=expected)
     tj.bind(_settings(j, client))
     assert tj.template_hash is not None
-    manifest = RunManifest.for_cases(
-        "judge", _source(cases, case_set.path), [c.id for c in pf.valid], command=command or ["referee.grade"],
-        sha256=_cases_sha256(cases, case_set.cases),
-        template=TemplateInfo(path=template_path, sha256=tj.template_hash),
-        judge=j.config(client.provider.model, repeat), system_under_test=system_model,
-    )
-    if expected:
-        manifest.extra["config_hash"] = text_sha256(",".join(expected))
+    template_hash = tj.template_hash
+
+    def manifest() -> RunManifest:
+        # Built by the runner while the first requests are in flight (pydantic loads meanwhile).
+        from .results._manifest import RunManifest, TemplateInfo
+
+        m = RunManifest.for_cases(
+            "judge", _source(cases, case_set.path), [c.id for c in pf.valid], command=command or ["referee.grade"],
+            sha256=_cases_sha256(cases, case_set.cases),
+            template=TemplateInfo(path=template_path, sha256=template_hash),
+            judge=j.config(client.provider.model, repeat), system_under_test=system_model,
+        )
+        if expected:
+            m.extra["config_hash"] = text_sha256(",".join(expected))
+        return m
+
     items: list[tuple[Case, int | None]] = [(c, r if repeat > 1 else None) for c in pf.valid for r in range(repeat)]
     return await _run(
         items, cases=pf.valid, manifest=manifest, out=out, key=lambda it: (it[0].id, it[1], None),
@@ -149,6 +158,7 @@ async def compare_async(
     """:func:`compare` for async code."""
     from ._templates import placeholders, preflight, require_valid
     from .evaluators._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
+    from .results._manifest import RunManifest, TemplateInfo
 
     if reconcile not in RECONCILE_MODES:
         raise UserError(f"reconcile={reconcile!r}: one of {', '.join(RECONCILE_MODES)}")
@@ -273,6 +283,7 @@ async def judge_conversations_async(
 ) -> EvalResult:
     """:func:`judge_conversations` for async code."""
     from .evaluators._conversation import MODES, ConversationError, ConversationJudge, conversation_of
+    from .results._manifest import RunManifest, TemplateInfo
 
     if mode not in MODES:
         raise UserError(f"mode={mode!r}: one of {', '.join(MODES)}")
@@ -365,6 +376,7 @@ async def check_trajectories_async(
     """:func:`check_trajectories` for async code."""
     from .evaluators._base import build
     from .evaluators._trajectory import TrajectoryCheck, check_row
+    from .results._manifest import RunManifest
 
     source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
     options, text = _read_checks(checks, cap)
@@ -400,6 +412,7 @@ async def judge_trajectories_async(
 ) -> EvalResult:
     """:func:`judge_trajectories` for async code."""
     from .evaluators._trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
+    from .results._manifest import RunManifest, TemplateInfo
 
     if max_chars < 20:
         raise UserError(f"max_chars={max_chars}: at least 20")
@@ -425,7 +438,8 @@ async def judge_trajectories_async(
                       label="judging", skipped=skipped, progress=progress, threshold=threshold, gates=gates)
 
 
-async def _run(items: Sequence[T], *, cases: list[Case], manifest: RunManifest, out: str | Path | None,
+async def _run(items: Sequence[T], *, cases: list[Case], manifest: RunManifest | Callable[[], RunManifest],
+               out: str | Path | None,
                evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
                on_error: Callable[[T, BaseException], ResultRow], key: Callable[[T], RowKey] | None = None,
                client: JudgeClient | None, concurrency: int, label: str, skipped: int, progress: bool | None,
@@ -508,6 +522,7 @@ async def grade_rubric_async(
     """:func:`grade_rubric` for async code."""
     from ._templates import preflight
     from .evaluators._rubric import RubricJudge
+    from .results._manifest import RunManifest, TemplateInfo
     from .rubrics import load_rubric
 
     rb = load_rubric(rubric)
@@ -576,6 +591,7 @@ async def grade_gold_async(
 ) -> EvalResult:
     """:func:`grade_gold` for async code."""
     from .evaluators._gold import GoldCase, GoldJudge, gold_case
+    from .results._manifest import RunManifest, TemplateInfo
 
     try:
         gj = GoldJudge(str(criteria), single_call=single_call, judge_pass_only=judge_pass_only,

@@ -16,11 +16,11 @@ from .._templates import Preflight
 from ..errors import UserError
 from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS
 from ..reports._safe import echo_err
-from ..results._manifest import JudgeConfig
 from ..runner import JudgeClient
 
 if TYPE_CHECKING:
     from .._api import Judge
+    from ..results._manifest import JudgeConfig
     from ..results._schema import ResultRow
 
 F = TypeVar("F", bound=Callable[..., Any])

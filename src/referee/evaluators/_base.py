@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from .._cases import Case
 from ..errors import UserError
-from ..results._schema import JudgeInfo, ResultRow, Usage
 
 if TYPE_CHECKING:
     from ..providers._base import JudgeRequest
+    from ..results._schema import JudgeInfo, ResultRow, Usage
     from ..runner._client import JudgeClient
 
 

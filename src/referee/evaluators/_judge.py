@@ -7,16 +7,18 @@ The row's score is ``overall_score``; its rationale is the lowest-scoring criter
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._cases import Case
 from .._templates import case_values
 from ..providers._base import JudgeRequest
-from ..results._schema import CriterionScore, JudgeInfo, ResultRow
 from ..runner._client import JudgeClient
 from ._base import CheckResult, JudgeSettings, LLMEvaluator
 from ._prompt_guard import fill_template, judge_request, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
+
+if TYPE_CHECKING:
+    from ..results._schema import CriterionScore, JudgeInfo, ResultRow
 
 JUDGE_SYSTEM = system_prompt("You are a careful evaluation judge.")
 
@@ -64,6 +66,8 @@ def parse_template_reply(text: str, expected: list[str] | None = None) -> Templa
 
 def template_verdict(data: dict[str, Any], expected: list[str] | None = None) -> TemplateVerdict:
     """Validate one JSON object as a template-judge verdict; raises :class:`ReplyInvalid`."""
+    from ..results._schema import CriterionScore  # the models load while a run's first requests are in flight
+
     if "overall_score" not in data:
         raise ReplyInvalid("'overall_score' is missing")
     overall = as_number(data["overall_score"], "overall_score")
@@ -130,7 +134,7 @@ class TemplateJudge(LLMEvaluator):
     _schema: dict[str, Any] = field(init=False, repr=False, default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        from ..results._manifest import text_sha256
+        from ..results._files import text_sha256
 
         if self.template_hash is None:
             self.template_hash = text_sha256(self.template)
@@ -164,6 +168,8 @@ class TemplateJudge(LLMEvaluator):
             assert outcome.value is not None
             fields.update(score=outcome.value.overall, rationale=outcome.value.lowest_rationale,
                           criteria=outcome.value.criteria)
+        from ..results._schema import ResultRow
+
         return ResultRow(**fields)
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:

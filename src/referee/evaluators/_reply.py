@@ -19,14 +19,16 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from .._fastjson import loads as fast_loads
 from ..errors import ProviderError, RefereeError
 from ..providers._base import Completion, JudgeRequest, Message
-from ..results._schema import Usage
 from ..runner._client import COST_DECIMALS, JudgeClient
 from ..runner._engine import is_fatal
+
+if TYPE_CHECKING:
+    from ..results._schema import Usage
 
 T = TypeVar("T")
 
@@ -275,7 +277,7 @@ class JudgeOutcome(Generic[T]):
     value: T | None = None
     raw_excerpt: str | None = None
     error: str | None = None
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=lambda: _usage([]))
     latency_ms: float = 0.0
     cost_usd: float | None = None
     model: str = ""
@@ -345,5 +347,8 @@ def _usage(completions: list[Completion]) -> Usage:
     ins = [c.input_tokens for c in completions if c.input_tokens is not None]
     outs = [c.output_tokens for c in completions if c.output_tokens is not None]
     cached = sum(1 for c in completions if c.cached)
+    # Imported here: the result models (pydantic) load while a run's first requests are in flight.
+    from ..results._schema import Usage
+
     return Usage(input_tokens=sum(ins) if ins else None, output_tokens=sum(outs) if outs else None,
                  calls=len(completions) - cached, cached_calls=cached)

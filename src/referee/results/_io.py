@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import math
-import os
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from .. import _data
-from ..errors import InputError, UserError
-from ._lock import ResultsLock
+from ..errors import InputError
 from ._schema import ResultRow
+from ._writer import ResultWriter as ResultWriter  # its home before the writer had a module of its own
 
 # Keys of the seed's rows that map onto ResultRow fields directly.
 _LEGACY_FIELDS = {
@@ -107,85 +104,6 @@ def _problem(out: LoadedResults, strict: bool, path: Path, line: int, fld: str |
     if strict:
         raise err
     out.warnings.append(f"skipped {err}")
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-"""One encoder for every row (``json.dumps`` with these options builds a new one per call)."""
-
-
-class ResultWriter:
-    """Appends rows as they complete, flushing each write, so a crash or Ctrl-C keeps every row already paid for."""
-
-    def __init__(self, path: str | Path, *, append: bool = True) -> None:
-        self.path = Path(path)
-        if self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        # One writer per results file: a second process writing the same file stops here (exit 2).
-        self._lock = ResultsLock(self.path).acquire()
-        try:
-            self._f: IO[str] = open(self.path, "a" if append else "w", encoding="utf-8")
-        except BaseException:
-            self._lock.release()
-            raise
-        self.count = 0
-
-    def write(self, row: ResultRow) -> None:
-        """Append one row and flush it."""
-        self._append(_line(row), 1)
-
-    def write_all(self, rows: Iterable[ResultRow]) -> None:
-        """Append rows with one write and one flush (the run's engine hands over the rows of one event-loop turn:
-        a flush per row cost a system call per case)."""
-        lines = [_line(r) for r in rows]
-        if lines:
-            self._append("".join(lines), len(lines))
-
-    def _append(self, text: str, rows: int) -> None:
-        try:
-            self._f.write(text)
-            self._f.flush()
-        except OSError as exc:
-            if exc.errno == errno.ENOSPC:
-                raise UserError(
-                    f"disk full while writing {self.path}: {self.count} rows already written are kept; "
-                    "free space and rerun (finished cases are not judged again)"
-                ) from exc
-            raise
-        self.count += rows
-
-    def close(self) -> None:
-        if self._f.closed:
-            return
-        try:
-            self._close_file()
-        finally:
-            self._lock.release()
-
-    def _close_file(self) -> None:
-        try:
-            self._f.flush()
-            os.fsync(self._f.fileno())
-        except OSError:
-            pass
-        try:
-            self._f.close()
-        except OSError:
-            # A full disk: the text buffer still holds the line that failed, and closing retries the write.
-            # Every complete row is already on disk; losing the failed one is what the error said.
-            pass
-
-    def __enter__(self) -> ResultWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _line(row: ResultRow) -> str:
-    """A row's JSONL line; a lone surrogate from a provider's reply is not UTF-8: U+FFFD, not a crash."""
-    line = _ROW_ENCODER.encode(row.to_json_dict()) + "\n"
-    return _SURROGATE.sub("\ufffd", line) if _SURROGATE.search(line) else line
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -13,38 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .._redact import redact_argv, redact_url
 from .._version import __version__
+from ._files import file_sha256, manifest_path, utc_now_iso
+from ._files import text_sha256 as text_sha256  # imported from here by many modules
 
 MANIFEST_VERSION = 1
-
-
-def utc_now_iso() -> str:
-    """Now, as the ISO 8601 UTC timestamp (whole seconds) every manifest field uses."""
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-def manifest_path(results_path: str | Path) -> Path:
-    """``results.jsonl`` -> ``results.manifest.json`` (same folder)."""
-    p = Path(results_path)
-    stem = p.name
-    for suffix in (".jsonl", ".json", ".ndjson"):
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
-    return p.with_name(stem + ".manifest.json")
-
-
-def file_sha256(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes (read in 1 MB chunks), hex."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def text_sha256(text: str) -> str:
-    """The SHA-256 of ``text`` encoded as UTF-8, hex."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class _Model(BaseModel):

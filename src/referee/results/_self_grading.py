@@ -8,9 +8,10 @@ graded for its own model (``self_grading``) and every report says so.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._schema import ResultRow
+if TYPE_CHECKING:
+    from ._schema import ResultRow
 
 FLAG = "self_grading"
 SYSTEM_MODEL_KEYS = ("system_model", "system_under_test")

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 from .._redact import redact_text, secret_values
 from ..errors import ProviderError, ProviderUnavailable
 from ..providers._base import Completion, JudgeRequest, Provider
-from ..results._schema import JudgeInfo
 from ._cache import ResponseCache, cache_key
 from ._prices import COST_DECIMALS, Pricer
 
 if TYPE_CHECKING:
+    from ..results._schema import JudgeInfo
     from ._batch import BatchRunner
 
 
@@ -111,6 +111,9 @@ class JudgeClient:
         """The judge of every row this client's replies make (frozen, so one instance per template is shared)."""
         info = self._judge_info.get(template_hash)
         if info is None or info.model != self.provider.model:
+            # Once per template; imported here so that the models load after a run's first request.
+            from ..results._schema import JudgeInfo
+
             info = JudgeInfo(provider=self.provider.name, model=self.provider.model, template_hash=template_hash)
             self._judge_info[template_hash] = info
         return info

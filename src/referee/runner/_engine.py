@@ -8,12 +8,14 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable, UserError
-from ..results._io import ResultWriter
-from ..results._schema import ResultRow
 from ._progress import Progress
+
+if TYPE_CHECKING:
+    from ..results._schema import ResultRow
+    from ..results._writer import ResultWriter
 
 T = TypeVar("T")
 

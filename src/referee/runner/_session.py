@@ -13,17 +13,20 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .._redact import redact_text
 from ..errors import UserError
 from ..results import _self_grading as self_grading
-from ..results._io import ResultWriter, read_results
+from ..results._files import manifest_path, utc_now_iso
 from ..results._lock import ResultsLock
-from ..results._manifest import RunManifest, Totals, manifest_path, utc_now_iso
-from ..results._schema import ResultRow
+from ..results._writer import ResultWriter
 from ._client import JudgeClient
 from ._engine import run_rows
+
+if TYPE_CHECKING:
+    from ..results._manifest import RunManifest, Totals
+    from ..results._schema import ResultRow
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,6 +51,8 @@ def _same_config(old: RunManifest, new: RunManifest) -> bool:
 def _foreign_rows(out: Path, manifest: RunManifest) -> bool:
     """Whether the file holds rows another judge model wrote (a file two runs wrote at once, before results
     files were locked): its manifest cannot vouch for them, so none is kept."""
+    from ..results._io import read_results
+
     if manifest.judge is None:
         return False
     models = {r.judge.model for r in read_results(out).rows if r.judge is not None and r.judge.model}
@@ -80,6 +85,8 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
     res = Resume()
     if not out.exists():
         return res
+    from ..results._io import read_results
+    from ..results._manifest import RunManifest
     inputs = (("cases", manifest.eval_set.path if manifest.eval_set else None),
               ("--template", manifest.template.path if manifest.template else None))
     for name, given in inputs:
@@ -124,6 +131,8 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
 
 def totals(rows: Sequence[ResultRow], client: JudgeClient | None, wall_s: float, skipped: int = 0) -> Totals:
     # One pass over the rows (six took ~40 ms of a 10,000-case run's tail); sums of the same lists as before.
+    from ..results._manifest import Totals
+
     status = {"scored": 0, "unscored": 0, "error": 0}
     costs: list[float] = []
     ins: list[int] = []
@@ -172,6 +181,8 @@ def totals_line(t: Totals, out: str | Path, *, judged: bool = True, lead: str | 
 
 def error_row(case_id: str, exc: BaseException, *, evaluator: str, category: str | None = None,
               repeat: int | None = None) -> ResultRow:
+    from ..results._schema import ResultRow
+
     return ResultRow(id=case_id, status="error", evaluator=evaluator, category=category, repeat=repeat,
                      error=redact_text(f"{type(exc).__name__}: {exc}"))
 
@@ -210,7 +221,7 @@ def execute(
 async def execute_async(
     *,
     out: Path | None,
-    manifest: RunManifest,
+    manifest: RunManifest | Callable[[], RunManifest],
     items: Sequence[T],
     key: Callable[[T], tuple[str, int | None, int | None]],
     evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
@@ -226,9 +237,12 @@ async def execute_async(
     """:func:`execute` for async code: the one runner of every evaluation (resume, rows written as they
     complete, manifest totals). With ``out=None`` rows stay in memory (nothing to resume, no file).
     ``client`` is closed at the end. ``on_todo(n)``: told how many items are left to run once the resume is read
-    (a progress display of its own)."""
-    if client is not None and manifest.judge is not None:
-        manifest.judge.price_source = client.price_source
+    (a progress display of its own).
+
+    ``manifest`` may be given as the function that builds it: a new run (no results file yet, no batch) then
+    sends its first requests first and builds and writes the manifest while they are in flight, with the result
+    models (pydantic, ~0.1 s of imports) loaded in a worker thread; rows wait for it. A run that resumes or
+    batches builds it first, as before."""
     # One writer per results file, from before the resume read until the manifest is final: a second run on
     # the same --out stops here (exit 2, "in use by pid N") before it pays for anything.
     lock = ResultsLock(out).acquire() if out is not None else None
@@ -245,7 +259,7 @@ async def execute_async(
 async def _execute_locked(
     *,
     out: Path | None,
-    manifest: RunManifest,
+    manifest: RunManifest | Callable[[], RunManifest],
     items: Sequence[T],
     key: Callable[[T], tuple[str, int | None, int | None]],
     evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
@@ -258,44 +272,80 @@ async def _execute_locked(
     cleanup: Callable[[], Awaitable[None]] | None,
     on_todo: Callable[[int], None] | None = None,
 ) -> Outcome:
-    resume = prepare_output(out, manifest) if out is not None else Resume()
+    deferred = callable(manifest) and (out is None or not out.exists()) and (client is None or client.batch is None)
+    built: list[RunManifest] = [] if deferred else [manifest() if callable(manifest) else manifest]
+    ready = asyncio.Event()
+
+    def the_manifest() -> RunManifest:
+        if not built:
+            assert callable(manifest)
+            built.append(manifest())
+        m = built[0]
+        if client is not None and m.judge is not None:
+            m.judge.price_source = client.price_source
+        return m
+
+    resume = prepare_output(out, built[0]) if out is not None and built else Resume()
     todo = [it for it in items if key(it) not in resume.done]
     if on_todo is not None:
         on_todo(len(todo))
-    judge_model = manifest.judge.model if manifest.judge is not None else None
-    sut = manifest.system_under_test
-
-    def flagged(row: ResultRow) -> ResultRow:
-        return self_grading.mark(row, default_system_model=sut, judge_model=judge_model)
 
     async def evaluate_flagged(it: T) -> ResultRow | list[ResultRow]:
         # Every judging command goes through here, so every judged row is checked for self-grading once.
         res = await evaluate(it)
-        return [flagged(r) for r in res] if isinstance(res, list) else flagged(res)
+        if not ready.is_set():  # an answer (a cache hit) before a deferred manifest is written: it waits for it
+            await ready.wait()
+        m = built[0]
+        judge_model = m.judge.model if m.judge is not None else None
+        if isinstance(res, list):
+            return [self_grading.mark(r, default_system_model=m.system_under_test, judge_model=judge_model)
+                    for r in res]
+        return self_grading.mark(res, default_system_model=m.system_under_test, judge_model=judge_model)
 
     # No manifest beside a device or pipe (it would land in /dev).
     keep_manifest = out is not None and (not out.exists() or out.is_file())
-    if client is not None and client.batch is not None:
-        # Every case starts at once so that their requests go into one job; the manifest is saved as jobs change.
-        def save_manifest() -> None:
-            if keep_manifest and out is not None:
-                manifest.write(out)
+    if not deferred:
+        m = the_manifest()
+        if client is not None and client.batch is not None:
+            # Every case starts at once so that their requests go into one job; the manifest is saved as jobs
+            # change.
+            def save_manifest() -> None:
+                if keep_manifest and out is not None:
+                    m.write(out)
 
-        client.batch.attach(manifest.extra.setdefault("batch_jobs", []), save=save_manifest)
-        concurrency = max(concurrency, len(todo))
-    if keep_manifest:
-        assert out is not None
-        manifest.write(out)
+            client.batch.attach(m.extra.setdefault("batch_jobs", []), save=save_manifest)
+            concurrency = max(concurrency, len(todo))
+        if keep_manifest:
+            assert out is not None
+            m.write(out)
+        ready.set()
     writer = ResultWriter(out, append=True) if out is not None else None
     t0 = time.perf_counter()
     new_rows: list[ResultRow] = []
     status: Literal["complete", "interrupted", "failed"] = "complete"
     try:
         try:
-            stats = await run_rows(todo, evaluate_flagged, writer=writer, concurrency=concurrency, label=label,
-                                   on_error=on_error, show_progress=show_progress,
-                                   cost_so_far=(lambda: client.stats.cost_usd if client and client.price_source
-                                                else None))
+            run = run_rows(todo, evaluate_flagged, writer=writer, concurrency=concurrency, label=label,
+                           on_error=on_error, show_progress=show_progress,
+                           cost_so_far=(lambda: client.stats.cost_usd if client and client.price_source else None))
+            if deferred:
+                task = asyncio.ensure_future(run)
+                try:
+                    await asyncio.to_thread(_load_result_models)
+                    if keep_manifest:
+                        assert out is not None
+                        the_manifest().write(out)
+                    else:
+                        the_manifest()
+                except BaseException:
+                    task.cancel()
+                    await asyncio.wait([task])  # its rows so far are written by its own finally
+                    raise
+                finally:
+                    ready.set()
+                stats = await task
+            else:
+                stats = await run
             new_rows.extend(stats.rows)
         finally:
             if cleanup is not None:
@@ -314,21 +364,32 @@ async def _execute_locked(
         # Re-reading is for regular files only: /dev/full reads as endless zeros, a pipe would block.
         reread = _reread(out, resume.kept) if out is not None and not new_rows and keep_manifest else []
         all_rows = resume.kept + (new_rows or reread)
-        n_self = _record_self_grading(manifest, all_rows)
-        manifest.status = status
-        manifest.totals = totals(all_rows, client, time.perf_counter() - t0, skipped)
-        manifest.finished_at = utc_now_iso()
+        final = the_manifest()
+        n_self = _record_self_grading(final, all_rows)
+        final.status = status
+        final.totals = totals(all_rows, client, time.perf_counter() - t0, skipped)
+        final.finished_at = utc_now_iso()
         try:
             if keep_manifest:
                 assert out is not None
-                manifest.write(out)
+                final.write(out)
         except OSError as exc:  # a full disk must not hide the original error
             log.warning("warning: could not update the manifest: %s", exc)
     if reread:  # the manifest counted the rows found in the file; the caveat speaks of this run's
         n_self = self_grading.count(resume.kept + new_rows)
     if n_self:
+        judge_model = final.judge.model if final.judge is not None else None
         log.warning("%s", self_grading.caveat(n_self, len(resume.kept) + len(new_rows), judge_model))
-    return Outcome(rows=resume.kept + new_rows, new_rows=new_rows, manifest=manifest, resume_note=resume.note)
+    return Outcome(rows=resume.kept + new_rows, new_rows=new_rows, manifest=final, resume_note=resume.note)
+
+
+def _load_result_models() -> None:
+    """Import the result models and pydantic (~0.1 s): in a worker thread, while a run's first requests are in
+    flight (:func:`execute_async`)."""
+    from importlib import import_module
+
+    for name in ("..results._schema", "..results._manifest", "..results._io"):
+        import_module(name, __package__)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -374,6 +435,8 @@ def _record_self_grading(manifest: RunManifest, rows: Sequence[ResultRow]) -> in
 
 def _reread(out: Path, kept: list[ResultRow]) -> list[ResultRow]:
     """After an interruption the engine's list is lost: count what actually reached the file."""
+    from ..results._io import read_results
+
     try:
         rows = read_results(out).rows
     except Exception:  # noqa: BLE001 - best effort for the manifest totals only

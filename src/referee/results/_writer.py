@@ -1,0 +1,99 @@
+"""Appending result rows to a results file (JSONL, one row per line, flushed as they complete).
+
+Apart from the readers (``_io.py``): a run opens its writer before its first request, and the result models load
+while that request is in flight.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from ..errors import UserError
+from ._lock import ResultsLock
+
+if TYPE_CHECKING:
+    from ._schema import ResultRow
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+"""One encoder for every row (``json.dumps`` with these options builds a new one per call)."""
+
+
+class ResultWriter:
+    """Appends rows as they complete, flushing each write, so a crash or Ctrl-C keeps every row already paid for."""
+
+    def __init__(self, path: str | Path, *, append: bool = True) -> None:
+        self.path = Path(path)
+        if self.path.parent and not self.path.parent.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One writer per results file: a second process writing the same file stops here (exit 2).
+        self._lock = ResultsLock(self.path).acquire()
+        try:
+            self._f: IO[str] = open(self.path, "a" if append else "w", encoding="utf-8")
+        except BaseException:
+            self._lock.release()
+            raise
+        self.count = 0
+
+    def write(self, row: ResultRow) -> None:
+        """Append one row and flush it."""
+        self._append(_line(row), 1)
+
+    def write_all(self, rows: Iterable[ResultRow]) -> None:
+        """Append rows with one write and one flush (the run's engine hands over the rows of one event-loop turn:
+        a flush per row cost a system call per case)."""
+        lines = [_line(r) for r in rows]
+        if lines:
+            self._append("".join(lines), len(lines))
+
+    def _append(self, text: str, rows: int) -> None:
+        try:
+            self._f.write(text)
+            self._f.flush()
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise UserError(
+                    f"disk full while writing {self.path}: {self.count} rows already written are kept; "
+                    "free space and rerun (finished cases are not judged again)"
+                ) from exc
+            raise
+        self.count += rows
+
+    def close(self) -> None:
+        if self._f.closed:
+            return
+        try:
+            self._close_file()
+        finally:
+            self._lock.release()
+
+    def _close_file(self) -> None:
+        try:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+        except OSError:
+            pass
+        try:
+            self._f.close()
+        except OSError:
+            # A full disk: the text buffer still holds the line that failed, and closing retries the write.
+            # Every complete row is already on disk; losing the failed one is what the error said.
+            pass
+
+    def __enter__(self) -> ResultWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _line(row: ResultRow) -> str:
+    """A row's JSONL line; a lone surrogate from a provider's reply is not UTF-8: U+FFFD, not a crash."""
+    line = _ROW_ENCODER.encode(row.to_json_dict()) + "\n"
+    return _SURROGATE.sub("\ufffd", line) if _SURROGATE.search(line) else line
