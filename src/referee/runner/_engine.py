@@ -79,8 +79,8 @@ async def run_rows(
 
     def write_unwritten() -> None:
         # Scheduled once per event-loop turn that completes rows, so it runs after every task of that turn: the
-        # requests a burst of answers frees up go out before the file is written (at concurrency 256 the write
-        # was on the path of every next request), and a turn's rows take one write and one flush.
+        # requests a burst of answers frees up go out before the file is written, and a turn's rows take one write
+        # and one flush instead of one each (no change in wall time measured at concurrency 256).
         if not unwritten or writer is None:
             return
         rows = unwritten[:]
