@@ -1,4 +1,4 @@
-"""Reading and appending result rows (JSONL, one row per line)."""
+"""Reading result rows (JSONL, one row per line; seed rows load unchanged). Appending them: ``_writer.py``."""
 
 from __future__ import annotations
 
