@@ -62,3 +62,21 @@ def test_answers_before_the_manifest_is_built_wait_for_it_and_are_still_flagged(
     assert len(rows) == 6 and all("self_grading" in r["flags"] for r in rows)
     manifest = json.loads((tmp_path / "r.manifest.json").read_text(encoding="utf-8"))
     assert manifest["extra"]["self_grading_rows"] == 6 and manifest["status"] == "complete"
+
+
+def test_a_run_killed_before_its_manifest_was_written_is_set_aside_and_rerun(tmp_path: Path) -> None:
+    # kill -9 after a new run opened its results file but before the deferred manifest was written (and so before
+    # any row: rows wait for it) leaves a results file with no manifest. The rerun cannot vouch for it: it is
+    # moved aside, never overwritten, and the run starts afresh.
+    import referee
+    from referee import FakeProvider, Judge
+
+    cases = write_cases(tmp_path / "cases.jsonl", make_cases(3))
+    out = tmp_path / "r.jsonl"
+    out.write_text("", encoding="utf-8")
+    result = referee.grade(cases, template=TEMPLATE, out=out, progress=False,
+                           judge=Judge(FakeProvider([verdict(0.7)]), cache=False))
+    assert result.resume_note is not None and "r.prev.jsonl" in result.resume_note
+    assert (tmp_path / "r.prev.jsonl").exists()
+    assert [r["score"] for r in read_rows(out)] == [0.7, 0.7, 0.7]
+    assert json.loads((tmp_path / "r.manifest.json").read_text(encoding="utf-8"))["status"] == "complete"
