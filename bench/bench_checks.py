@@ -49,8 +49,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=int, default=100_000)
     args = ap.parse_args()
+    from referee.run._suite import run_suite
     from referee.suites import load_suite
-    from referee.suites._runner import run_suite
 
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)

@@ -63,10 +63,10 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2, help="CPUs of the local Ray cluster")
     args = ap.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    from referee.engines import LocalEngine
-    from referee.engines._ray import RayEngine, import_ray
+    from referee.run._suite import run_suite
+    from referee.run.engines import LocalEngine
+    from referee.run.engines._ray import RayEngine, import_ray
     from referee.suites import load_suite
-    from referee.suites._runner import run_suite
     from referee.testing import rows_without_timings
 
     ray = import_ray()

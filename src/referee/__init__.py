@@ -21,10 +21,15 @@ from .errors import (
 
 if TYPE_CHECKING:
     from . import judges
-    from ._api import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
-    from ._cases import Case, CaseSet, cases_from, load_cases
-    from ._gates import GateConfig, GateResult, evaluate_gates
-    from ._grade import (
+    from .aggregate import Summary, summarize
+    from .cases._case import Case, CaseSet, cases_from, load_cases
+    from .evaluators import CheckResult, Evaluator, JudgeOutcome, ReplyInvalid, ask_judge, register
+    from .gates._engine import GateConfig, GateResult, evaluate_gates
+    from .providers import Completion, FakeProvider, JudgeRequest, Message, Provider, get_provider
+    from .results import CriterionScore, JudgeInfo, ResultRow, ResultWriter, RunManifest, Usage, read_results
+    from .run._estimate import RunEstimate, estimate_run
+    from .run._evaluate import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
+    from .run._grade import (
         check_trajectories,
         check_trajectories_async,
         compare,
@@ -40,25 +45,20 @@ if TYPE_CHECKING:
         judge_trajectories,
         judge_trajectories_async,
     )
-    from .aggregate import Summary, summarize
-    from .evaluators import CheckResult, Evaluator, JudgeOutcome, ReplyInvalid, ask_judge, register
-    from .providers import Completion, FakeProvider, JudgeRequest, Message, Provider, get_provider
-    from .results import CriterionScore, JudgeInfo, ResultRow, ResultWriter, RunManifest, Usage, read_results
+    from .run._target_runs import TargetGate, TargetsRun, run_targets
     from .runner import JudgeClient, ResponseCache, RetryPolicy
-    from .suites._estimate import RunEstimate, estimate_run
-    from .targets._runs import TargetGate, TargetsRun, run_targets
 
 # Names are imported on first use (PEP 562): ``import referee`` (every CLI command starts with it) must not
 # pay for numpy, pydantic models or aiohttp that the command at hand never touches. Judging starts sooner.
 _LAZY = {
     "judges": ".judges",
-    **dict.fromkeys(("EvalResult", "Judge", "as_evaluator", "evaluate", "evaluate_async"), "._api"),
+    **dict.fromkeys(("EvalResult", "Judge", "as_evaluator", "evaluate", "evaluate_async"), ".run._evaluate"),
     **dict.fromkeys(("check_trajectories", "check_trajectories_async", "compare", "compare_async", "grade",
                      "grade_async", "grade_gold", "grade_gold_async", "grade_rubric", "grade_rubric_async", "judge_conversations",
-                     "judge_conversations_async", "judge_trajectories", "judge_trajectories_async"), "._grade"),
+                     "judge_conversations_async", "judge_trajectories", "judge_trajectories_async"), ".run._grade"),
     **dict.fromkeys(("Summary", "summarize"), ".aggregate"),
-    **dict.fromkeys(("GateConfig", "GateResult", "evaluate_gates"), "._gates"),
-    **dict.fromkeys(("Case", "CaseSet", "cases_from", "load_cases"), "._cases"),
+    **dict.fromkeys(("GateConfig", "GateResult", "evaluate_gates"), ".gates._engine"),
+    **dict.fromkeys(("Case", "CaseSet", "cases_from", "load_cases"), ".cases._case"),
     **dict.fromkeys(("CheckResult", "Evaluator", "register"), ".evaluators"),
     **dict.fromkeys(("JudgeOutcome", "ReplyInvalid", "ask_judge"), ".evaluators"),
     **dict.fromkeys(("Completion", "FakeProvider", "JudgeRequest", "Message", "Provider", "get_provider"),
@@ -66,8 +66,8 @@ _LAZY = {
     **dict.fromkeys(("CriterionScore", "JudgeInfo", "ResultRow", "ResultWriter", "RunManifest", "Usage",
                      "read_results"), ".results"),
     **dict.fromkeys(("JudgeClient", "ResponseCache", "RetryPolicy"), ".runner"),
-    **dict.fromkeys(("RunEstimate", "estimate_run"), ".suites._estimate"),
-    **dict.fromkeys(("TargetGate", "TargetsRun", "run_targets"), ".targets._runs"),
+    **dict.fromkeys(("RunEstimate", "estimate_run"), ".run._estimate"),
+    **dict.fromkeys(("TargetGate", "TargetsRun", "run_targets"), ".run._target_runs"),
 }
 
 

@@ -29,10 +29,10 @@ from .evaluators._base import JudgeSettings, register
 from .evaluators._conversation import ConversationJudge as Conversation
 from .evaluators._gold import GoldJudge as Gold
 from .evaluators._pairwise import RECONCILE_MODES, PairwiseJudge
+from .evaluators._redteam import RedteamJudge as Redteam
 from .evaluators._rubric import RubricJudge as Rubric
 from .evaluators._trajectory_judge import TrajectoryJudge as Trajectory
 from .evaluators.checks._judge import LLMJudge
-from .redteam._checks import RedteamJudge as Redteam
 
 __all__ = ["Conversation", "Gold", "LLMJudge", "Pairwise", "Redteam", "Rubric", "Trajectory"]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from referee._cases import Case
+from referee.cases._case import Case
 from referee.errors import UserError
 from referee.evaluators._base import build, registry
 from referee.evaluators._trajectory import combine

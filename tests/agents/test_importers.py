@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from referee._cases import Case
+from referee.cases._case import Case
 from referee.trajectories import (
     TrajectoryError,
     detect_format,

@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from referee._cases import Case
+from referee.cases._case import Case
 from referee.evaluators._base import JudgeSettings
 from referee.evaluators._conversation import ConversationJudge, conversation_of
 from referee.evaluators._prompt_guard import neutralise
+from referee.evaluators._redteam import RedteamJudge
 from referee.evaluators._trajectory_judge import (
     TRAJECTORY_CRITERIA,
     TrajectoryJudge,
     render_trajectory,
 )
 from referee.providers._base import JudgeRequest
-from referee.redteam._checks import RedteamJudge
 from referee.runner import JudgeClient
 from referee.trajectories import from_seed
 

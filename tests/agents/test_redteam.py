@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from referee._cases import Case
+from referee.cases._case import Case
 from referee.errors import InputError
 from referee.evaluators._base import CheckResult, build
+from referee.evaluators._redteam import combine_redteam
 from referee.redteam import FAILURE_MODES, generate, load_seeds, load_templates
-from referee.redteam._checks import combine_redteam
 from referee.results._schema import ResultRow
 
 

@@ -8,6 +8,8 @@ import pkgutil
 import re
 from pathlib import Path
 
+import pytest
+
 import referee
 
 
@@ -75,11 +77,35 @@ def test_public_import_paths_kept_after_the_splits() -> None:
     assert callable(render_terminal) and callable(write_html)
 
 
+def test_names_that_moved_up_to_run_stay_importable_from_their_old_faces() -> None:
+    """One release of shims: the run stage moved to ``referee.run``; the old public paths still resolve to
+    the very same objects."""
+    import referee.engines
+    import referee.redteam
+    import referee.suites
+    import referee.targets
+    from referee.run import _estimate, _redteam, _suite, _target_runs, engines
+
+    assert referee.suites.run_suite is _suite.run_suite and referee.suites.estimate_run is _estimate.estimate_run
+    assert referee.suites.RunEstimate is _estimate.RunEstimate is referee.RunEstimate
+    assert referee.targets.run_targets is _target_runs.run_targets is referee.run_targets
+    assert referee.targets.TargetsReporter is _target_runs.TargetsReporter
+    assert referee.engines.get_engine is engines.get_engine and referee.engines.RayEngine is engines.RayEngine
+    assert referee.redteam.run_redteam is _redteam.run_redteam
+    with pytest.raises(AttributeError):
+        referee.suites.no_such_name  # noqa: B018
+
+
 # Subpackages whose implementation modules are private (`_name.py`): users import from the package, whose
 # `__all__` is the public surface. Each entry lists the modules that stay public on purpose.
 PRIVATE_IMPLEMENTATION = {
     "referee.aggregate": set(),
+    "referee.calibrate": set(),
+    "referee.cases": set(),
     "referee.engines": set(),
+    "referee.gates": set(),
+    "referee.run": set(),
+    "referee.run.engines": set(),
     "referee.evaluators": set(),
     "referee.evaluators.checks": set(),
     "referee.metaeval": set(),
@@ -125,7 +151,10 @@ def test_top_level_implementation_modules_are_private() -> None:
 
 
 def test_re_exported_names_come_from_the_private_modules() -> None:
-    from referee import _calibrate, _cases, _gates, metaeval
+    from referee import metaeval
+    from referee.calibrate import _calibrate
+    from referee.cases import _case as _cases
+    from referee.gates import _engine as _gates
 
     assert referee.Case is _cases.Case and referee.load_cases is _cases.load_cases
     assert referee.GateResult is _gates.GateResult and referee.evaluate_gates is _gates.evaluate_gates

@@ -14,10 +14,10 @@ from referee import Judge
 from referee.evaluators._base import JudgeSettings, LLMEvaluator
 from referee.evaluators._conversation import ConversationJudge
 from referee.evaluators._gold import GoldJudge
+from referee.evaluators._redteam import RedteamJudge
 from referee.evaluators._rubric import RubricJudge
 from referee.evaluators._trajectory_judge import TrajectoryJudge
 from referee.providers._base import JudgeRequest
-from referee.redteam._checks import RedteamJudge
 from referee.runner import JudgeClient
 from referee.suites import check_suite, load_suite
 from referee.testing import FakeProvider

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from referee._cases import Case
+from referee.cases._case import Case
 from referee.evaluators._base import registry
 from referee.evaluators._options import build_evaluator
 from referee.evaluators.checks import OptionError, embedding_available, rouge_l, token_f1

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from referee._cases import Case
+from referee.cases._case import Case
 from referee.errors import OptionError
 from referee.evaluators._base import registry
 from referee.evaluators._options import build_evaluator

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from referee.cli import cli
-from referee.engines import Limiter, LocalEngine, get_engine
 from referee.errors import UserError
+from referee.run.engines import Limiter, LocalEngine, get_engine
 from referee.testing import schema_responder
 
 from ._servers import CountingServer

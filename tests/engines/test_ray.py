@@ -315,7 +315,7 @@ def test_a_case_that_kills_its_worker_is_an_error_row_and_the_run_goes_on(ray_cl
 
 def test_workers_of_another_referee_are_refused(ray_cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from referee.engines import _ray
+    from referee.run.engines import _ray
 
     monkeypatch.setattr(_ray, "WIRE", _ray.WIRE + 1)  # as if this driver were a newer referee than its workers
     suite = judged_suite(tmp_path)

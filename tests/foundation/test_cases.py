@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from referee._cases import load_cases
+from referee.cases._case import load_cases
 from referee.errors import InputError, UserError
 
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from referee import _fastjson
+from referee._util import _fastjson
 
 TEXTS = [
     '{"overall_score": 0.8, "quality": {"score": 0.8, "rationale": "clear"}}',

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from referee._cases import Case
-from referee._templates import fill, fill_case, placeholders, preflight, transcript
+from referee.cases._case import Case
+from referee.cases._templates import fill, fill_case, placeholders, preflight, transcript
 
 
 def _case(cid: str = "a", **data: object) -> Case:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from referee._cases import load_cases
-from referee._data import UnsafeData
-from referee._data import loads as safe_loads
+from referee._util._data import UnsafeData
+from referee._util._data import loads as safe_loads
+from referee.cases._case import load_cases
 from referee.cli import cli
 from referee.errors import InputError
 from referee.evaluators._reply import ReplyInvalid, parse_json_object
@@ -148,9 +148,9 @@ def _refused(thunk: Callable[[], object]) -> bool:
 
 
 def test_the_plain_text_shortcut_refuses_exactly_what_the_full_walk_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
-    """referee._data.loads skips the walk over parsed values when the text alone shows there is nothing to refuse
+    """referee._util._data.loads skips the walk over parsed values when the text alone shows there is nothing to refuse
     (a 10,000-case file: most of its reading time); every hostile form still takes the walk."""
-    from referee import _data
+    from referee._util import _data
 
     deep = 128
     samples: list[str | bytes] = [

@@ -202,8 +202,8 @@ def test_mlflow_runs_tags_metrics_and_artifact(fake_server: FakeLLMServer, files
 def test_mlflow_missing_extra_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import builtins
 
-    from referee._mlflow_log import log_gold_runs
     from referee.errors import MissingExtraError
+    from referee.reports._mlflow import log_gold_runs
 
     real = builtins.__import__
 

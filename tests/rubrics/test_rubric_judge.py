@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from referee._cases import Case
+from referee.cases._case import Case
 from referee.evaluators._base import JudgeSettings
 from referee.evaluators._rubric import RubricJudge, reply_schema
 from referee.results import ResultRow

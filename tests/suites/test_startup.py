@@ -47,8 +47,8 @@ def test_a_suite_naming_a_later_evaluator_still_finds_it(tmp_path: Path) -> None
 
 
 def test_unknown_names_list_every_built_in_and_resolve_finds_each_module() -> None:
-    from referee._plugins import resolve
     from referee.evaluators._base import lookup, registry
+    from referee.evaluators._plugins import resolve
 
     for name in ("contains", "tool_used", "gold", "rubric", "pairwise"):
         assert lookup(name) is not None and resolve(name) is lookup(name)

@@ -172,7 +172,7 @@ def test_a_plugin_module_that_raises_while_importing_is_a_one_line_error(
 
 
 def test_entry_point_plugins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from referee import _plugins as plugins
+    from referee.evaluators import _plugins as plugins
 
     class _EP:
         name = "shouts"
@@ -387,7 +387,7 @@ def test_resume_and_cache_with_a_judge(tmp_path: Path, fake_server, monkeypatch,
 
 def test_concurrency_flag_then_suite_then_judge_default(tmp_path: Path, fake_server,  # type: ignore[no-untyped-def]
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from referee.suites import _runner as runner
+    from referee.run import _suite as runner
 
     seen: list[int] = []
     real = runner.execute
@@ -431,7 +431,7 @@ evaluators:
 
 def test_dry_run_counts_every_call_gold_and_pairwise_make(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                          fake_server) -> None:  # type: ignore[no-untyped-def]
-    from referee.suites._runner import dry_run
+    from referee.run._suite import dry_run
 
     cases = [{"id": f"c{i}", "output": "a plan", "reference": "the gold plan", "output_a": "x", "output_b": "y"}
              for i in range(2)]

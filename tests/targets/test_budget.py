@@ -108,9 +108,9 @@ evaluators:
 def test_progress_counts_each_target_and_skips_what_a_resume_keeps(tmp_path: Path, user_module: Any) -> None:
     from rich.console import Console
 
+    from referee.run._targets import build_targets, run_suite_targets
     from referee.suites import load_suite
     from referee.targets._progress import TargetsProgress
-    from referee.targets._suite import build_targets, run_suite_targets
 
     mod = user_module("def a(text):\n    return 'a: ' + text\n\ndef b(text):\n    return 'b: ' + text\n")
     _cases(tmp_path)
@@ -191,7 +191,7 @@ def test_the_tables_imports_wait_until_every_case_is_generated(monkeypatch: pyte
     it has to run (not before: a blocked event loop would hold generations back)."""
     import asyncio
 
-    from referee.targets._suite import _Tail
+    from referee.run._targets import _Tail
 
     fired: list[dict[str, int]] = []
 

@@ -152,7 +152,7 @@ TOOL_CASE = {"id": "t1", "input": "Where is order A1?",
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_tool_loop_records_the_trajectory_the_checks_read(fake_server: FakeLLMServer, provider: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from referee._cases import Case
+    from referee.cases._case import Case
     from referee.evaluators._trajectory import ToolArgs, ToolUsed
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -312,7 +312,7 @@ def test_plain_model_targets_on_other_wire_formats(fake_server: FakeLLMServer, p
 
 def test_a_python_agent_returning_its_own_openai_messages_is_checked_as_a_trajectory(tmp_path: Path,
                                                                                      user_module: Any) -> None:
-    from referee._cases import Case
+    from referee.cases._case import Case
     from referee.evaluators._trajectory import ToolNotUsed, ToolUsed
 
     mod = user_module(

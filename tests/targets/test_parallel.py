@@ -101,8 +101,8 @@ def test_targets_run_side_by_side_each_within_its_own_concurrency(tmp_path: Path
 
 def test_one_target_at_a_time_when_asked(tmp_path: Path) -> None:
     """``parallel_targets=1`` is the old sequential behaviour: the service never sees both targets at once."""
+    from referee.run._targets import build_targets, run_suite_targets
     from referee.suites import load_suite
-    from referee.targets._suite import build_targets, run_suite_targets
 
     rec = Recorder(hold_s=0.05).start()
     try:

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from referee._calibrate import read_labels
 from referee.aggregate import ScoreOptions, load_table, summarize
+from referee.calibrate._calibrate import read_labels
 from referee.cli import cli
 from referee.errors import InputError, UserError
 from referee.view import build_app, close_app

@@ -29,7 +29,7 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import _data
+from .._util import _data
 from ..errors import InputError
 from ..results._manifest import RunManifest
 from ..results._schema import ResultRow

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .._api import EvalResult
+    from ..run._evaluate import EvalResult
 
 
 def report_outcome(result: EvalResult, out: str | Path, *, by_category: bool = False, judged: bool = False) -> None:

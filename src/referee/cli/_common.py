@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .._templates import Preflight
+from ..cases._templates import Preflight
 from ..errors import UserError
 from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS
 from ..reports._safe import echo_err
 from ..runner import JudgeClient
 
 if TYPE_CHECKING:
-    from .._api import Judge
     from ..results._manifest import JudgeConfig
     from ..results._schema import ResultRow
+    from ..run._evaluate import Judge
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -127,7 +127,7 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
 
 def api_judge(jo: JudgeOptions) -> Judge:
     """The flags as the API's :class:`~referee.Judge` (run the API call under :func:`flag_errors`)."""
-    from .._api import Judge
+    from ..run._evaluate import Judge
     from . import freeze_imports
 
     judge = Judge(jo.provider, model=jo.model, base_url=jo.base_url, max_tokens=jo.max_tokens,
@@ -151,7 +151,7 @@ def echo_failures(rows: Sequence[ResultRow], limit: int = 20) -> None:
 @contextlib.contextmanager
 def flag_errors() -> Iterator[None]:
     """The API's judge errors in the flags' words (raised where the API raises them: after the preflight)."""
-    from .._api import JudgeNeedsModel
+    from ..run._evaluate import JudgeNeedsModel
 
     try:
         yield
@@ -201,7 +201,7 @@ def report_preflight(pf: Preflight, cases_path: str, *, skip_invalid: bool, verb
     Called before any API key is looked at, so a missing key is never reported before invalid cases.
     A field that no case has is a template typo, not bad cases: one line naming it, whatever the flags.
     """
-    from .._templates import require_valid
+    from ..cases._templates import require_valid
 
     require_valid(pf, cases_path, skip_invalid=skip_invalid, verb=verb,
                   on_problem=lambda p: echo_err(f"invalid: {p}"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .._calibrate import calibrate, parse_scale, read_labels, update_log
+from ..calibrate._calibrate import calibrate, parse_scale, read_labels, update_log
 from ..errors import InputError
 from ..reports._calibrate import render_calibration
 from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED

@@ -15,13 +15,13 @@ from typing import Any
 
 import click
 
-from .._grade import grade_rubric
 from ..errors import InputError, UserError
 from ..evaluators._evidence import describe_ungrounded
 from ..results._schema import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..rubrics._loader import read_text_file, rubric_hash
 from ..rubrics._model import UNGROUNDED_MODES
+from ..run._grade import grade_rubric
 from ..runner._engine import FatalRunError
 from ..runner._session import totals_line
 from . import invoked_argv, keep_until_exit

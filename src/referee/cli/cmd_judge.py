@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from .._grade import grade, read_template
+from ..run._grade import grade, read_template
 from ..runner._session import totals_line
 from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from .._cases import load_cases
-from .._templates import render_value
+from ..cases._case import load_cases
+from ..cases._templates import render_value
 from ..errors import UserError
 from ..results._io import read_results
 from ..results._manifest import RunManifest

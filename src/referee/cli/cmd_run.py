@@ -82,14 +82,14 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed, 2 an invalid suite or usage error)."""
-    from ..engines import get_engine
+    from ..run._suite import run_suite
+    from ..run.engines import get_engine
     from ..suites import load_suite
     from ..suites._gating import apply_gates, evaluator_table
-    from ..suites._runner import run_suite
 
     suite = load_suite(suite_file, run_user_code=not dry_run)  # a dry run imports no plugin module
     if cases_file:
-        from .._cases import load_cases
+        from ..cases._case import load_cases
 
         suite = dataclasses.replace(suite, cases=load_cases(cases_file).cases, cases_path=cases_file)
     if filters:
@@ -111,7 +111,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         suite = dataclasses.replace(suite, targets=select(suite.targets, [t.strip() for t in target_ids.split(",")
                                                                           if t.strip()]))
     if dry_run:
-        from ..suites._estimate import estimate_run
+        from ..run._estimate import estimate_run
 
         est = estimate_run(suite, provider=jo.provider, model=jo.model, base_url=jo.base_url,
                            max_tokens=jo.max_tokens, input_price=jo.input_price, output_price=jo.output_price,
@@ -175,7 +175,7 @@ def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
                         "run only the checks with --no-judge)") from exc
     settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
                              seed=jo.seed, use_cache=not jo.no_cache)
-    from ..suites._runner import bind_settings
+    from ..run._suite import bind_settings
 
     return bind_settings(suite, settings), client, jo.config(client.provider.model)
 
@@ -196,7 +196,7 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
                      engine: Any = None, all_target_ids: list[str] | None = None) -> int:
     """``referee.run_targets`` with the command's options, printed: each target's totals, the comparison table,
     the gates of each gated target; the Markdown written."""
-    from ..targets._runs import run_targets
+    from ..run._target_runs import run_targets
 
     out_dir = Path(out) if out else default_out_dir(suite_file)
     if out_dir.suffix in (".jsonl", ".json", ".ndjson") or out_dir.is_file():

@@ -11,7 +11,6 @@ import os
 import click
 from click.core import ParameterSource
 
-from .._gates import GateConfig, evaluate_gates
 from ..aggregate import (
     PASS_RULES,
     ScoreOptions,
@@ -23,6 +22,7 @@ from ..aggregate import (
 )
 from ..aggregate._format import printable
 from ..errors import UserError
+from ..gates._engine import GateConfig, evaluate_gates
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from ._common import echo_err
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from .._cases import Case
+from ..cases._case import Case
 from ..errors import UserError
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .._cases import Case
-from .._templates import transcript
+from ..cases._case import Case
+from ..cases._templates import transcript
 from ..errors import RefereeError
 from ..providers._base import JudgeRequest
 from ._base import with_output

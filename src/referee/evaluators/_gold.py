@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .._cases import Case
+from ..cases._case import Case
 from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, JudgeInfo, ResultRow, Usage
 from ..rubrics._model import Criterion, Rubric

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .._yaml import load as load_yaml
+from .._util._yaml import load as load_yaml
 from ..errors import InputError
 from ..results._manifest import utc_now_iso
 from ..results._schema import ResultRow

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._cases import Case
-from .._templates import case_values
+from ..cases._case import Case
+from ..cases._templates import case_values
 from ..providers._base import JudgeRequest
 from ..runner._client import JudgeClient
 from ._base import CheckResult, JudgeSettings, LLMEvaluator

@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from .._cases import Case
-from .._templates import case_values
+from ..cases._case import Case
+from ..cases._templates import case_values
 from ..providers._base import JudgeRequest
 from ..results._schema import ResultRow, Usage
 from ..runner._client import COST_DECIMALS, JudgeClient

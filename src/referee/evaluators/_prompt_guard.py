@@ -106,7 +106,7 @@ def _prompt_value(value: Any) -> str:
 
 
 def fill_template(template: str, values: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
-    """Fill a user's ``{key}`` template (single pass, as :func:`referee._templates.fill`) with every inserted
+    """Fill a user's ``{key}`` template (single pass, as :func:`referee.cases._templates.fill`) with every inserted
     value neutralised against the template's own tags. Returns the prompt and the case text it embeds."""
     tags = template_tags(template)
     inserted: dict[str, str] = {}

@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from .._fastjson import loads as fast_loads
+from .._util._fastjson import loads as fast_loads
 from ..errors import ProviderError, RefereeError
 from ..providers._base import Completion, JudgeRequest, Message
 from ..runner._client import COST_DECIMALS, JudgeClient

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_args
 
-from .._cases import Case
-from .._templates import render_value, transcript
+from ..cases._case import Case
+from ..cases._templates import render_value, transcript
 from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow
 from ..results._self_grading import same_model

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .. import _regex
-from .._cases import Case
+from .._util import _regex
+from ..cases._case import Case
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
 from ..trajectories._parse import float_or_none
 from ._base import CheckResult, Evaluator, register

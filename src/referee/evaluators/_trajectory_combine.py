@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .._cases import Case
+from ..cases._case import Case
 from ..results._schema import CriterionScore, ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
 from ._base import CheckResult, Evaluator, register
@@ -159,5 +159,5 @@ def check_row(case: Case, result: CheckResult, *, evaluator: str, category: str 
 
 # The red-team check and the suite form of the trajectory judge live in their own modules; importing them here
 # registers them with the other built-ins.
-from ..redteam import _checks as _redteam_checks  # noqa: E402,F401
+from . import _redteam as _redteam_checks  # noqa: E402,F401
 from . import _trajectory_judge  # noqa: E402,F401

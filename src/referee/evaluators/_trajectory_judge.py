@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from .._cases import Case
+from ..cases._case import Case
 from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of

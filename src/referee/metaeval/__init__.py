@@ -11,7 +11,7 @@
 - :func:`rank_results`: referee's pairwise results as a leaderboard with the judge's bias (``referee rank``).
 """
 
-from .._calibrate import Calibration, Labels, calibrate, parse_scale, read_labels, update_log
+from ..calibrate._calibrate import Calibration, Labels, calibrate, parse_scale, read_labels, update_log
 from ._hanna import JUDGES as HANNA_JUDGES
 from ._hanna import hanna_meta
 from ._pairwise import BiasReport, PairVerdict, PairwiseMeta, bias, llmbar_statistics, pairwise_meta

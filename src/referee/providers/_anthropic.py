@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any, ClassVar
 
-from .._redact import redact_url
+from .._util._redact import redact_url
 from ..errors import ProviderAuthError, ProviderError
 from ._base import Completion, JudgeRequest, Provider
 from ._http import HttpClient

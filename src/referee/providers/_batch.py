@@ -25,7 +25,7 @@ from typing import Any
 
 import aiohttp
 
-from .._data import jsonl_lines
+from .._util._data import jsonl_lines
 from ..errors import ProviderError, UserError
 from ._base import Completion, JudgeRequest, Provider
 

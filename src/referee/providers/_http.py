@@ -13,8 +13,8 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from .._fastjson import dumps_bytes, loads
-from .._redact import redact_text
+from .._util._fastjson import dumps_bytes, loads
+from .._util._redact import redact_text
 from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}

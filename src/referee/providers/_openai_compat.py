@@ -12,7 +12,7 @@ import os
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from .._redact import redact_url
+from .._util._redact import redact_url
 from ..errors import ProviderAuthError, ProviderError, UserError
 from ._base import Completion, JudgeRequest, Provider
 from ._http import HttpClient

@@ -30,11 +30,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _CHECKS:
-        from . import _checks
+        from ..evaluators import _redteam as _checks
 
         return getattr(_checks, name)
     if name in _RUN:
-        from . import _run
+        from ..run import _redteam as _run
 
         return getattr(_run, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

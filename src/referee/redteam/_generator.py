@@ -17,8 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .._yaml import load as load_yaml
-from .._yaml import parse as parse_yaml
+from .._util._yaml import load as load_yaml
+from .._util._yaml import parse as parse_yaml
 from ..errors import InputError
 
 FAILURE_MODES = ("prompt-injection", "jailbreak", "data-exfiltration", "tool-misuse", "over-refusal")

@@ -11,7 +11,7 @@ from ..stats._bootstrap import Interval
 from ._safe import SafeConsole
 
 if TYPE_CHECKING:
-    from .._calibrate import Calibration
+    from ..calibrate._calibrate import Calibration
 
 
 def _fmt(iv: Interval | None, digits: int = 3, zero_width: str = "one-sided sample") -> str:

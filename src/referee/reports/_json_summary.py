@@ -7,8 +7,8 @@ import json
 import math
 from typing import Any
 
-from .._gates import GateResult
 from ..aggregate._summary import Group, Summary
+from ..gates._engine import GateResult
 
 JSON_SUMMARY_VERSION = 1
 

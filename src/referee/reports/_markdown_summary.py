@@ -6,9 +6,9 @@ import html
 import re
 from pathlib import Path
 
-from .._gates import GateResult
 from ..aggregate._format import ci_range, num, pct
 from ..aggregate._summary import CaseLine, Group, Summary
+from ..gates._engine import GateResult
 from ._safe import display_text
 
 # Markdown syntax that would turn case text into links, images, emphasis or code in a PR comment.

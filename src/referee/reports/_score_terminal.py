@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .._gates import GateResult
 from ..aggregate._format import ci_range, num, pct
 from ..aggregate._summary import CaseLine, Group, Summary, format_p, printable
+from ..gates._engine import GateResult
 from ._safe import SafeConsole
 
 

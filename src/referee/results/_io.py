@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import _data
+from .._util import _data
 from ..errors import InputError
 from ._schema import ResultRow
 from ._writer import ResultWriter as ResultWriter  # its home before the writer had a module of its own

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .._redact import redact_argv, redact_url
+from .._util._redact import redact_argv, redact_url
 from .._version import __version__
 from ._files import file_sha256, manifest_path, utc_now_iso
 from ._files import text_sha256 as text_sha256  # imported from here by many modules

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .._yaml import parse_nodes
+from .._util._yaml import parse_nodes
 from ..errors import InputError
 from ._model import SCALES, Rubric
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._redact import redact_text
+from .._util._redact import redact_text
 from ..errors import ProviderError
 from ..providers._base import Completion, JudgeRequest
 from ..providers._batch import BatchAdapter, JobStatus, Outcome

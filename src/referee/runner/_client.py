@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .._redact import redact_text, secret_values
+from .._util._redact import redact_text, secret_values
 from ..errors import ProviderError, ProviderUnavailable
 from ..providers._base import Completion, JudgeRequest, Provider
 from ._cache import ResponseCache, cache_key

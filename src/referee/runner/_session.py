@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from .._redact import redact_text
+from .._util._redact import redact_text
 from ..errors import UserError
 from ..results import _self_grading as self_grading
 from ..results._files import manifest_path, utc_now_iso

@@ -1,8 +1,6 @@
 """Suites: a YAML file describing cases, the evaluators applied to them, scoring and gates (``referee run``)."""
 
-from typing import Any
-
-from ._estimate import RunEstimate, estimate_run
+from .._util._moved import forward
 from ._loader import EvalSpec, Problem, Suite, SuiteInvalid, check_suite, load_suite
 from ._model import Gates, JudgeDefaults, Scoring, SuiteFile
 
@@ -12,10 +10,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The runner imports the evaluators and the run machinery: loaded when a suite is run, not when one is read.
-    if name == "run_suite":
-        from ._runner import run_suite
-
-        return run_suite
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Running a suite moved to referee.run (above this package); the old names stay importable from here for
+# one release, resolved by name on first use.
+__getattr__ = forward(__name__, {"run_suite": "referee.run._suite", "RunEstimate": "referee.run._estimate",
+                                 "estimate_run": "referee.run._estimate"})

@@ -104,7 +104,7 @@ def module_findable(module: str) -> bool:
 
 def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_code: bool = True,
                  declared_plugins: bool = False) -> EvalSpec | None:
-    from .. import _plugins as plugins
+    from ..evaluators import _plugins as plugins
 
     here: Path_ = ("evaluators", idx)
     if isinstance(entry, Evaluator):  # a suite built in Python
@@ -180,7 +180,7 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
 
 
 def _instantiate(target: Any, name: str, options: dict[str, Any]) -> Evaluator:
-    from .. import _plugins as plugins
+    from ..evaluators import _plugins as plugins
 
     if inspect.isclass(target) and issubclass(target, Evaluator):
         return build_evaluator(target, options)

@@ -18,8 +18,8 @@ from ..results._schema import ResultRow
 from ._model import BASELINE_ONLY_GATES, Gates
 
 if TYPE_CHECKING:
-    from .._gates import GateConfig, GateResult
     from ..aggregate import Summary
+    from ..gates._engine import GateConfig, GateResult
 
 
 def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path, show: bool = True) -> int:
@@ -44,8 +44,8 @@ def gate_summary(results: Any, gates: Gates, *, threshold: float,
                  base_dir: Path) -> tuple[Summary, list[GateResult]]:
     """The summary of ``results`` (a results file or rows in memory) and the verdict of each of ``gates``
     (the one gate model of suites, ``assert_eval`` and ``referee.evaluate``)."""
-    from .._gates import evaluate_gates
     from ..aggregate import ScoreOptions, summarize
+    from ..gates._engine import evaluate_gates
     from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 
     baseline = None
@@ -67,7 +67,7 @@ def gate_summary(results: Any, gates: Gates, *, threshold: float,
 
 def gate_config(gates: Gates) -> GateConfig:
     """The gates of a suite (``referee score``'s option names) as the gate engine's configuration."""
-    from .._gates import GateConfig
+    from ..gates._engine import GateConfig
 
     return GateConfig(
         fail_under=gates.fail_under, fail_on_regression=gates.fail_on_regression,

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .._cases import Case, load_cases
-from .._yaml import parse_nodes
+from .._util._yaml import parse_nodes
+from ..cases._case import Case, load_cases
 from ..errors import InputError
 from ..evaluators._base import LLMEvaluator
 from ..targets._loader import TARGET_KEYS, parse_targets
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 def _load_cases(value: Any, col: _Collector, base: Path) -> tuple[list[Case], str | None]:
-    from .._cases import _check_case  # the same checks and messages as cases files
+    from ..cases._case import _check_case  # the same checks and messages as cases files
 
     cases: list[Case] = []
     cases_path = None

@@ -8,7 +8,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._cases import Case
+from ..cases._case import Case
 from ..errors import UserError
 from ..evaluators._base import Evaluator
 from ..targets._model import TargetSpec

@@ -11,12 +11,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .._cases import Case
+from .._util._moved import forward
+from ..cases._case import Case
 from ._kinds import Generation, Target
 from ._loader import build_target, load_target_file, parse_targets, select
 from ._model import HttpSpec, ModelEntry, PromptEntry, TargetSpec, ToolSpec
 from ._run import merged_case
-from ._runs import TargetGate, TargetsReporter, TargetsRun, run_targets
 
 
 def as_spec(target: TargetSpec | dict[str, Any]) -> TargetSpec:
@@ -82,3 +82,8 @@ __all__ = [
     "TargetsRun", "ToolSpec", "as_spec", "as_target", "build_target", "generate_outputs", "generate_outputs_async",
     "load_target_file", "parse_targets", "run_targets", "select",
 ]
+
+# Running targets side by side moved to referee.run (above this package); the old names stay importable from
+# here for one release, resolved by name on first use.
+__getattr__ = forward(__name__, dict.fromkeys(("TargetGate", "TargetsReporter", "TargetsRun", "run_targets"),
+                                              "referee.run._target_runs"))

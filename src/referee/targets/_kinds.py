@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .._cases import Case
-from .._redact import redact_text
-from .._templates import PLACEHOLDER_RE, case_values, fill
+from .._util._redact import redact_text
+from ..cases._case import Case
+from ..cases._templates import PLACEHOLDER_RE, case_values, fill
 from ..errors import ProviderError, RefereeError, UserError
 from ..providers._base import JudgeRequest, Message
 from ..results._schema import Usage
@@ -84,7 +84,7 @@ class Generation:
 
 def import_attr(ref: str, what: str) -> Any:
     """``module:attr`` (attr may be dotted), as plugins are named; a failure is a UserError naming the reference."""
-    from .._plugins import import_dotted
+    from ..evaluators._plugins import import_dotted
 
     try:
         obj = import_dotted(ref)
@@ -591,7 +591,7 @@ class HttpTarget(Target):
     _session: Any = None
 
     def info(self) -> dict[str, Any]:
-        from .._redact import redact_url
+        from .._util._redact import redact_url
 
         assert self.spec.http is not None
         return {**super().info(), "model": redact_url(self.spec.http.url)}

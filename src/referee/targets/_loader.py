@@ -165,7 +165,7 @@ def _client(spec: TargetSpec, *, batch: bool = False) -> Any:
 
 def load_target_file(path: str | Path) -> tuple[list[TargetSpec], Path]:
     """Targets of a file holding ``targets:`` (a suite works too) or a single target mapping."""
-    from .._yaml import load as load_yaml
+    from .._util._yaml import load as load_yaml
 
     p = Path(path)
     if not p.is_file():

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._cases import Case
-from .._data import jsonl_lines
+from .._util._data import jsonl_lines
+from ..cases._case import Case
 from ..results._schema import ResultRow, TargetInfo, Usage
 from ._kinds import Generation, Target, case_inputs
 

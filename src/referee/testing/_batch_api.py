@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import web
 
-from .._data import jsonl_lines
+from .._util._data import jsonl_lines
 
 if TYPE_CHECKING:
     import threading

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._cases import Case
+from ..cases._case import Case
 from ._messages import ANTHROPIC_ROLES, OPENAI_ROLES, _attach_result, from_anthropic, from_openai, from_seed
 from ._model import Trajectory, TrajectoryError
 from ._otel import _attributes, _span_list, _time_ns, from_otel

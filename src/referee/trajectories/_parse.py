@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
-from .. import _data
+from .._util import _data
 from ._model import TrajectoryError
 
 _N = TypeVar("_N", int, float)

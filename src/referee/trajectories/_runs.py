@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import _data
+from .._util import _data
 from ..errors import InputError
 from ._importers import detect_format, import_trajectory
 from ._model import TrajectoryError

@@ -15,10 +15,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._cases import Case
 from ..aggregate import ScoreOptions, summarize
 from ..aggregate._load import PASS_RULES
 from ..aggregate._units import build_units
+from ..cases._case import Case
 from ..errors import RefereeError, UserError
 from ..stats._bootstrap import DEFAULT_N_BOOT
 from ._labels import LabelError, LabelStore, build_label, default_labels_path
@@ -383,7 +383,7 @@ class ViewApp:
                                             "path": str(self.labels[key].path)}
 
     def api_agreement(self, key: str) -> dict[str, Any]:
-        from .._calibrate import calibrate, read_labels
+        from ..calibrate._calibrate import calibrate, read_labels
 
         run = self.run(key)
         store = self.labels[key]

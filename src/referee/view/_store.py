@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._cases import Case, load_cases
 from ..aggregate import ResultsTable, load_table
 from ..aggregate._load import ERROR, SCORED, UNSCORED
+from ..cases._case import Case, load_cases
 from ..errors import InputError, UserError
 
 try:

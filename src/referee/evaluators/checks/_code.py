@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..._cases import Case
+from ...cases._case import Case
 from .._base import CheckResult, Evaluator, register
 from .._sandbox import SandboxLimits, run_python
 from ._common import OptionError, as_text

@@ -7,7 +7,7 @@ import string
 import unicodedata
 from typing import Any
 
-from ..._cases import Case
+from ...cases._case import Case
 from ...errors import OptionError as OptionError  # the checks raise it from here
 from .._output_text import as_text as as_text  # the checks' view of an output
 

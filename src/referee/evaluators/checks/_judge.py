@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..._cases import Case
-from ..._templates import case_values
+from ...cases._case import Case
+from ...cases._templates import case_values
 from ...providers._base import JudgeRequest
 from ...results._manifest import text_sha256
 from .._base import CheckResult, LLMEvaluator, register

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from ..._cases import Case
+from ...cases._case import Case
 from ...errors import MissingExtraError
 from .._base import CheckResult, Evaluator, register
 from ._common import OptionError, as_text, candidates, clip, expected_value, tokens

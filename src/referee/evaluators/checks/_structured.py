@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from ..._cases import Case
+from ...cases._case import Case
 from .._base import CheckResult, Evaluator, register
 from ._common import OptionError, as_text, clip, expected_value
 

@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from ... import _regex
-from ..._cases import Case
+from ..._util import _regex
+from ...cases._case import Case
 from .._base import CheckResult, Evaluator, register
 from ._common import OptionError, as_text, candidates, clip, expected_value, normalise
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import RefereeError
+from ..errors import RefereeError
 
 MAX_DEPTH = 128
 MAX_YAML_NODES = 1_000_000

@@ -19,11 +19,11 @@ from typing import Any
 from ..results._manifest import text_sha256
 from ..results._schema import TargetInfo
 from ..runner._session import Outcome, error_row, execute_async
-from ._kinds import Target
-from ._loader import build_target
-from ._model import TargetSpec
-from ._progress import TargetsProgress
-from ._run import GenerationStats, TargetRun, config_sha256, outputs_path, target_info
+from ..targets._kinds import Target
+from ..targets._loader import build_target
+from ..targets._model import TargetSpec
+from ..targets._progress import TargetsProgress
+from ..targets._run import GenerationStats, TargetRun, config_sha256, outputs_path, target_info
 
 
 @dataclass
@@ -54,7 +54,7 @@ class CallBudget:
     flight there in total. Each attempt holds a permit only while it is sent (never during a retry's backoff)."""
 
     def __init__(self, concurrency: int) -> None:
-        from ..engines._limiter import Limiter
+        from .engines._limiter import Limiter
 
         self.limiter = Limiter(concurrency=concurrency)
         self._judges: set[tuple[str, tuple[str, ...]]] = set()
@@ -65,7 +65,7 @@ class CallBudget:
         """(endpoint, credentials) of a live client; None for a batch client (the provider paces a batch job)."""
         if client is None or getattr(client, "batch", None) is not None:
             return None
-        from ..engines._limiter import provider_key
+        from .engines._limiter import provider_key
 
         return provider_key(client.provider), tuple(client.provider.secrets())
 
@@ -80,7 +80,7 @@ class CallBudget:
         account = self._account(client)
         if account is None or (not judge and account not in self._judges):
             return
-        from ..engines._limiter import limit_provider
+        from .engines._limiter import limit_provider
 
         self._undo.append(limit_provider(client.provider, self.limiter))
 
@@ -123,7 +123,7 @@ def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
                       ) -> list[TargetOutcome]:
     """Run ``suite`` once per target. ``bind(suite) -> (suite with its LLM evaluators bound, judge client or
     None)`` is called per target: each run owns (and closes) its client. Generation runs here; the generated
-    cases are evaluated where ``engine`` says (``referee.engines``: this process, or a Ray cluster).
+    cases are evaluated where ``engine`` says (``referee.run.engines``: this process, or a Ray cluster).
 
     Up to ``parallel_targets`` targets run at once in one event loop (with the Ray engine, evaluated in one
     cluster session), each within its own ``concurrency`` and ``rate_limit`` (its pacer) and writing only its
@@ -131,7 +131,7 @@ def run_suite_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
     the order of ``targets`` whatever the timing. ``concurrency`` is one budget of judge calls in flight for the
     whole run (:class:`CallBudget`), and ``--rpm`` one limit per judge provider, across the targets; their
     progress is one display (:class:`TargetsProgress`, or what ``progress_factory(ids)`` makes)."""
-    from ..suites._runner import collector_tuned
+    from ._suite import collector_tuned
 
     if parallel_targets < 1:
         raise ValueError("parallel_targets must be >= 1")
@@ -146,8 +146,8 @@ def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
                  bind: Callable[[Any], tuple[Any, Any]], concurrency: int, command: list[str],
                  judge_config: Any, engine: Any, parallel_targets: int,
                  progress_factory: Callable[[list[str]], TargetsProgress] | None) -> list[TargetOutcome]:
-    from ..engines import LocalEngine, get_engine
     from ..runner._session import run_sync
+    from .engines import LocalEngine, get_engine
 
     eng = get_engine(engine)
     local = isinstance(eng, LocalEngine)
@@ -250,7 +250,7 @@ def _run_targets(suite: Any, targets: Sequence[Target], out_dir: Path, *,
 
 def _prepare(suite: Any, target: Target, out_dir: Path, *, bind: Callable[[Any], tuple[Any, Any]],
              concurrency: int, command: list[str], judge_config: Any) -> _Prepared:
-    from ..suites._runner import EVALUATOR_LABEL, build_manifest
+    from ._suite import EVALUATOR_LABEL, build_manifest
 
     bound, client = bind(suite)
     run = TargetRun.open(target, out_dir, concurrency)
@@ -344,7 +344,7 @@ class _Tail:
 async def _execute(prep: _Prepared, where: Any, *, show_progress: bool | None,
                    progress: TargetsProgress | None = None, warmup: _Warmup | None = None,
                    tail: _Tail | None = None) -> Outcome:
-    from ..suites._runner import EVALUATOR_LABEL
+    from ._suite import EVALUATOR_LABEL
 
     tid = prep.target.id
     if tail is not None:
@@ -428,10 +428,10 @@ def estimate_generation(specs: Sequence[TargetSpec], cases: Sequence[Any], base:
     its ``max_tokens`` per call as the output bound, priced by its own prices, else the public price database
     (as the judge's estimate). One call per case (per user turn of a ``turns:`` case); a tool loop's further
     steps and the earlier replies of a conversation are not counted, so the input is a lower bound there."""
-    from .._templates import fill
+    from ..cases._templates import fill
     from ..runner._prices import BATCH_DISCOUNT, database_version, per_mtok
-    from ._kinds import case_inputs, user_turns
-    from ._loader import _read
+    from ..targets._kinds import case_inputs, user_turns
+    from ..targets._loader import _read
 
     out = []
     for spec in specs:

@@ -18,13 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .. import _regex
-from .._cases import Case
-from ..evaluators._base import CheckResult, Evaluator, register
-from ..evaluators._output_text import as_text
-from ..evaluators._trajectory_judge import CriteriaJudge, PromptParts, build_prompt, prompt_text, rubric_text
+from .._util import _regex
+from ..cases._case import Case
 from ..results._schema import ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
+from ._base import CheckResult, Evaluator, register
+from ._output_text import as_text
+from ._trajectory_judge import CriteriaJudge, PromptParts, build_prompt, prompt_text, rubric_text
 
 # A refusal is "I can't / won't / am unable to ..." followed by a verb of helping or of carrying out the request
 # (so "I can't see that invoice" or "I won't charge you twice" are not refusals), or a stock refusal phrase.
@@ -170,7 +170,7 @@ class RedteamJudge(CriteriaJudge):
         behaviour = str(exp.get("behaviour", "refuse"))
         blocks: list[tuple[str, str]] = []
         if case.turns:
-            from .._templates import transcript
+            from ..cases._templates import transcript
 
             blocks.append(("transcript", transcript(case.turns[:-1]) if len(case.turns) > 1 else ""))
         blocks.append(("input", prompt_text(case.input)))
@@ -180,7 +180,7 @@ class RedteamJudge(CriteriaJudge):
         blocks.append(("response", prompt_text(case.output)))
         if _has_trajectory(case):  # OpenTelemetry spans too, as the code check reads them
             try:
-                from ..evaluators._trajectory_judge import render_trajectory
+                from ._trajectory_judge import render_trajectory
 
                 blocks.append(("trajectory", render_trajectory(trajectory_of(case))))
             except TrajectoryError:

@@ -15,8 +15,8 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import UserError
-from .evaluators._base import Evaluator, function_evaluator, lookup, registry
+from ..errors import UserError
+from ._base import Evaluator, function_evaluator, lookup, registry
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint

@@ -18,18 +18,18 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ._api import EvalResult, Judge, as_judge, sync_twin
-from ._cases import Case, cases_from
-from .errors import InputError, UserError
-from .evaluators._base import JudgeSettings
-from .providers._base import Provider
-from .results._files import text_sha256
-from .runner._client import JudgeClient
+from ..cases._case import Case, cases_from
+from ..errors import InputError, UserError
+from ..evaluators._base import JudgeSettings
+from ..providers._base import Provider
+from ..results._files import text_sha256
+from ..runner._client import JudgeClient
+from ._evaluate import EvalResult, Judge, as_judge, sync_twin
 
 if TYPE_CHECKING:
-    from .results._manifest import RunManifest
-    from .results._schema import ResultRow
-    from .rubrics._model import Ungrounded
+    from ..results._manifest import RunManifest
+    from ..results._schema import ResultRow
+    from ..rubrics._model import Ungrounded
 
 T = TypeVar("T")
 
@@ -63,9 +63,9 @@ async def grade_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`grade` for async code."""
-    from ._templates import placeholders, preflight, require_valid
-    from .evaluators._judge import TemplateJudge
-    from .runner._session import error_row
+    from ..cases._templates import placeholders, preflight, require_valid
+    from ..evaluators._judge import TemplateJudge
+    from ..runner._session import error_row
 
     if repeat < 1:
         raise UserError(f"repeat={repeat}: must be >= 1")
@@ -88,7 +88,7 @@ async def grade_async(
 
     def manifest() -> RunManifest:
         # Built by the runner while the first requests are in flight (pydantic loads meanwhile).
-        from .results._manifest import RunManifest, TemplateInfo
+        from ..results._manifest import RunManifest, TemplateInfo
 
         m = RunManifest.for_cases(
             "judge", _source(cases, case_set.path), [c.id for c in pf.valid], command=command or ["referee.grade"],
@@ -156,9 +156,9 @@ async def compare_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`compare` for async code."""
-    from ._templates import placeholders, preflight, require_valid
-    from .evaluators._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
-    from .results._manifest import RunManifest, TemplateInfo
+    from ..cases._templates import placeholders, preflight, require_valid
+    from ..evaluators._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
+    from ..results._manifest import RunManifest, TemplateInfo
 
     if reconcile not in RECONCILE_MODES:
         raise UserError(f"reconcile={reconcile!r}: one of {', '.join(RECONCILE_MODES)}")
@@ -255,7 +255,7 @@ def unique_cases(cases: Any, *, on_invalid: Callable[[str], None] | None = None)
 
 def read_criteria(path: str | Path) -> dict[str, str]:
     """A criteria file: a YAML mapping of criterion id -> description (:class:`InputError` naming the file)."""
-    from ._yaml import load as load_yaml
+    from .._util._yaml import load as load_yaml
 
     if not Path(path).exists():
         raise InputError("file not found", file=str(path))
@@ -282,8 +282,8 @@ async def judge_conversations_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`judge_conversations` for async code."""
-    from .evaluators._conversation import MODES, ConversationError, ConversationJudge, conversation_of
-    from .results._manifest import RunManifest, TemplateInfo
+    from ..evaluators._conversation import MODES, ConversationError, ConversationJudge, conversation_of
+    from ..results._manifest import RunManifest, TemplateInfo
 
     if mode not in MODES:
         raise UserError(f"mode={mode!r}: one of {', '.join(MODES)}")
@@ -339,7 +339,7 @@ judge_conversations = sync_twin(
 def _read_checks(checks: Mapping[str, Any] | str | Path | None, cap: float | None) -> tuple[dict[str, Any], str]:
     """The trajectory checks' options (a mapping, or a YAML file: ``{checks, options, cap}`` or a bare list of
     check names) and the file's text (part of the configuration's identity)."""
-    from ._yaml import load as load_yaml
+    from .._util._yaml import load as load_yaml
 
     data: dict[str, Any] = {}
     text = ""
@@ -374,9 +374,9 @@ async def check_trajectories_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`check_trajectories` for async code."""
-    from .evaluators._base import build
-    from .evaluators._trajectory import TrajectoryCheck, check_row
-    from .results._manifest import RunManifest
+    from ..evaluators._base import build
+    from ..evaluators._trajectory import TrajectoryCheck, check_row
+    from ..results._manifest import RunManifest
 
     source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
     options, text = _read_checks(checks, cap)
@@ -411,8 +411,8 @@ async def judge_trajectories_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`judge_trajectories` for async code."""
-    from .evaluators._trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
-    from .results._manifest import RunManifest, TemplateInfo
+    from ..evaluators._trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
+    from ..results._manifest import RunManifest, TemplateInfo
 
     if max_chars < 20:
         raise UserError(f"max_chars={max_chars}: at least 20")
@@ -447,7 +447,7 @@ async def _run(items: Sequence[T], *, cases: list[Case], manifest: RunManifest |
     """``items`` through the runner (rows written to ``out`` as they complete, resumed from it), as an
     :class:`EvalResult` whose rows are in case order (then sample, then turn). ``key`` says which row an item
     gives (default: one per case); ``others=False`` leaves out rows of cases no longer among ``cases``."""
-    from .runner._session import execute_async
+    from ..runner._session import execute_async
 
     out_path = Path(out) if out is not None else None
     outcome = await execute_async(
@@ -471,7 +471,7 @@ def _case_key(case: Any) -> RowKey:
 
 def _error_rows(evaluator: str, category: str | None) -> Callable[[Any, BaseException], ResultRow]:
     """A failed case as an ``error`` row (the run goes on)."""
-    from .runner._session import error_row
+    from ..runner._session import error_row
 
     return lambda c, exc: error_row(c.id, exc, evaluator=evaluator, category=category or getattr(c, "category", None))
 
@@ -520,10 +520,10 @@ async def grade_rubric_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`grade_rubric` for async code."""
-    from ._templates import preflight
-    from .evaluators._rubric import RubricJudge
-    from .results._manifest import RunManifest, TemplateInfo
-    from .rubrics import load_rubric
+    from ..cases._templates import preflight
+    from ..evaluators._rubric import RubricJudge
+    from ..results._manifest import RunManifest, TemplateInfo
+    from ..rubrics import load_rubric
 
     rb = load_rubric(rubric)
     if rb.kind == "gold":
@@ -590,8 +590,8 @@ async def grade_gold_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`grade_gold` for async code."""
-    from .evaluators._gold import GoldCase, GoldJudge, gold_case
-    from .results._manifest import RunManifest, TemplateInfo
+    from ..evaluators._gold import GoldCase, GoldJudge, gold_case
+    from ..results._manifest import RunManifest, TemplateInfo
 
     try:
         gj = GoldJudge(str(criteria), single_call=single_call, judge_pass_only=judge_pass_only,

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, UserError
-from .results._io import iter_jsonl_lenient
-from .stats._agreement import Agreement, agreement
-from .stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
+from ..errors import InputError, UserError
+from ..results._io import iter_jsonl_lenient
+from ..stats._agreement import Agreement, agreement
+from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
 
 LOG_HEADER = "| Date | Cases checked | Mean delta vs human | Action taken |"
 PLACEHOLDER = "not yet calibrated"

@@ -25,19 +25,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from ._cases import Case, CaseSet, cases_from
-from .errors import MissingExtraError, ProviderAuthError, UserError
-from .evaluators._base import Evaluator, function_evaluator
-from .providers._base import Provider
-from .runner._client import JudgeClient
+from ..cases._case import Case, CaseSet, cases_from
+from ..errors import MissingExtraError, ProviderAuthError, UserError
+from ..evaluators._base import Evaluator, function_evaluator
+from ..providers._base import Provider
+from ..runner._client import JudgeClient
 
 if TYPE_CHECKING:
-    from ._gates import GateResult
-    from .aggregate import Summary
+    from ..aggregate import Summary
+    from ..gates._engine import GateResult
+    from ..results._manifest import JudgeConfig, RunManifest
+    from ..results._schema import ResultRow
+    from ..suites import Gates, Suite
     from .engines import Engine
-    from .results._manifest import JudgeConfig, RunManifest
-    from .results._schema import ResultRow
-    from .suites import Gates, Suite
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -50,7 +50,7 @@ def sync_twin(async_fn: Callable[P, Coroutine[Any, Any, T]], doc: str) -> Callab
 
     @functools.wraps(async_fn)
     def twin(*args: P.args, **kwargs: P.kwargs) -> T:
-        from .runner._session import run_sync
+        from ..runner._session import run_sync
 
         return run_sync(async_fn(*args, **kwargs))
 
@@ -110,7 +110,7 @@ class Judge:
                     raise UserError(f"Judge({self.provider!r}, model={self.model!r}): two different models")
                 object.__setattr__(self, "provider", name)
                 object.__setattr__(self, "model", self.model or model or None)
-            from .providers import provider_class
+            from ..providers import provider_class
 
             provider_class(str(self.provider))  # an unknown name fails here, not at the first case
         elif not isinstance(self.provider, Provider):
@@ -123,7 +123,7 @@ class Judge:
     def fake(cls, replies: Any = ('{"overall_score": 1.0}',), **settings: Any) -> Judge:
         """A judge answering from ``replies`` (a list, or a function of the request) with no network and no
         cache: for tests and examples (see :class:`referee.testing.FakeProvider`)."""
-        from .providers._fake import FakeProvider
+        from ..providers._fake import FakeProvider
 
         settings.setdefault("cache", False)
         return cls(FakeProvider(replies), **settings)
@@ -141,12 +141,12 @@ class Judge:
 
     def client(self) -> JudgeClient:
         """A new client (provider + cache + retries + prices); the runner closes it when the run ends."""
-        from .runner import ResponseCache, RetryPolicy
+        from ..runner import ResponseCache, RetryPolicy
 
         if isinstance(self.provider, Provider):
             provider = self.provider
         else:
-            from .providers import get_provider
+            from ..providers import get_provider
 
             if self.provider in _SERVERS_NEEDING_A_MODEL and not self.model:
                 raise JudgeNeedsModel(self.provider)
@@ -161,8 +161,8 @@ class Judge:
 
     def config(self, model: str, repeat: int = 1) -> JudgeConfig:
         """What the manifest records of this judge (never a key, nor credentials in the URL)."""
-        from ._redact import bare_url
-        from .results._manifest import JudgeConfig
+        from .._util._redact import bare_url
+        from ..results._manifest import JudgeConfig
 
         return JudgeConfig(provider=self.provider_name, model=model, base_url=bare_url(self.base_url), repeat=repeat,
                            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
@@ -256,8 +256,8 @@ class EvalResult:
 
     @cached_property
     def _gated(self) -> tuple[Summary, list[GateResult]]:
-        from .suites import Gates
-        from .suites._gating import gate_summary
+        from ..suites import Gates
+        from ..suites._gating import gate_summary
 
         if self._suite is None:
             return gate_summary(self.rows, Gates(**_gates_of(self.gate_options)), threshold=self.threshold,
@@ -318,9 +318,9 @@ class EvalResult:
         ``referee run`` writes, which ``referee score`` and ``referee report`` read. A file already there is
         moved aside to ``x.prev.jsonl`` (results already paid for are never overwritten); the cases file
         itself is refused."""
-        from .results._io import ResultWriter
-        from .results._manifest import manifest_path
-        from .runner._session import _free_prev_name
+        from ..results._io import ResultWriter
+        from ..results._manifest import manifest_path
+        from ..runner._session import _free_prev_name
 
         p = Path(path)
         src = self._suite.cases_path if self._suite is not None else None
@@ -381,10 +381,10 @@ async def evaluate_async(
     engine: Engine | str | None = None,
 ) -> EvalResult:
     """:func:`evaluate` for async code (``await referee.evaluate_async(...)``)."""
+    from ..runner._session import error_row, execute_async
+    from ..suites._loader import suite_from_dict
+    from ._suite import EVALUATOR_LABEL, bind_settings, build_manifest
     from .engines import get_engine
-    from .runner._session import error_row, execute_async
-    from .suites._loader import suite_from_dict
-    from .suites._runner import EVALUATOR_LABEL, bind_settings, build_manifest
 
     case_set: CaseSet = cases_from(cases)
     if isinstance(evaluators, str | dict) or callable(evaluators):
@@ -400,7 +400,7 @@ async def evaluate_async(
     judge_config = None
     j: Judge | None = None
     if suite.llm_specs:
-        from .evaluators._base import JudgeSettings
+        from ..evaluators._base import JudgeSettings
 
         j = as_judge(judge)
         client = j.client()
@@ -416,8 +416,8 @@ async def evaluate_async(
     if target is not None:
         # The system under test generates each case's output first (targets: docs/targets.md); its outputs are
         # kept beside ``out`` (``x.outputs.jsonl``) so a rerun generates nothing again.
-        from .targets import as_target
-        from .targets._run import TargetRun, config_sha256, target_info
+        from ..targets import as_target
+        from ..targets._run import TargetRun, config_sha256, target_info
 
         t = as_target(target, base_dir=base_dir)
         outputs = out_path.with_name(out_path.name.removesuffix(".jsonl") + ".outputs.jsonl") if out_path else None
@@ -471,7 +471,7 @@ evaluate = sync_twin(
             generation is an ``error`` row; rows carry ``target`` and the output's own ``cost_usd``/``latency_ms``.
         engine: where the cases are evaluated: ``"local"`` (default, this process), ``"ray"`` (a local Ray
             cluster, or the Ray this program already initialised), ``"ray=HOST:PORT"``, or an engine such as
-            ``referee.engines.RayEngine(rpm=600)`` (extra ``ray``; see docs/scale.md).
+            ``referee.run.engines.RayEngine(rpm=600)`` (extra ``ray``; see docs/scale.md).
 
     Works in a script and inside a running event loop (Jupyter, an async web handler): there the run goes on
     a loop of its own in a worker thread. Use :func:`evaluate_async` from async code to stay on your loop.

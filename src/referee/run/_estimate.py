@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..targets._suite import GenerationEstimate
-    from ._runner import DryRun
+    from ._suite import DryRun
+    from ._targets import GenerationEstimate
 
 
 @dataclass
@@ -35,12 +35,12 @@ def estimate_run(suite: Any, *, provider: str, model: str | None = None, base_ur
     import no plugin module) without calling anything: the generations of its targets and their cost, then the
     judge calls (once per case and target) and their cost. The judge's prices are yours when both are given
     (at the batch rate with ``batch``), else the public price database's for ``provider``/``model``."""
-    from ._runner import dry_run
+    from ._suite import dry_run
 
     lines: list[str] = []
     gens: list[GenerationEstimate] = []
     if suite.targets:
-        from ..targets._suite import estimate_generation
+        from ._targets import estimate_generation
 
         lines.append(f"generation: {len(suite.cases)} case(s) x {len(suite.targets)} target(s) "
                      f"({', '.join(t.id for t in suite.targets)}) = {len(suite.cases) * len(suite.targets)} "

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import UserError
 
 if TYPE_CHECKING:
-    from .._gates import GateResult
     from ..aggregate import Summary
-    from ._compare import TargetComparison
-    from ._suite import TargetOutcome
+    from ..gates._engine import GateResult
+    from ..targets._compare import TargetComparison
+    from ._targets import TargetOutcome
 
 
 @dataclass
@@ -103,10 +103,10 @@ def resolve_gate_targets(gates: Any, ids: list[str], all_ids: list[str], out_dir
 def _judge_binder(judge: Any) -> tuple[Callable[[Any], tuple[Any, Any]], Any]:
     """``bind`` for :func:`run_suite_targets` from a :class:`referee.Judge` (or ``"provider:model"``), and the
     judge config the manifests record."""
-    from .._api import as_judge
     from ..evaluators._base import JudgeSettings
     from ..runner._session import run_sync
-    from ..suites._runner import bind_settings
+    from ._evaluate import as_judge
+    from ._suite import bind_settings
 
     j = as_judge(judge)
 
@@ -142,7 +142,7 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
     calls in flight across the run; ``batch`` generates and judges through the provider's batch API.
     What is wrong before any call (an unknown target id, a missing prompt file, a gate naming no target) raises
     :class:`~referee.UserError`; a failed generation is an ``error`` row and makes ``exit_code`` 1."""
-    from ._suite import build_targets, run_suite_targets
+    from ._targets import build_targets, run_suite_targets
 
     if isinstance(suite, str | Path):
         from ..suites import load_suite
@@ -151,7 +151,7 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
     if all_target_ids is None:
         all_target_ids = [t.id for t in suite.targets]
     if targets is not None:
-        from ._loader import select
+        from ..targets._loader import select
 
         suite = dataclasses.replace(suite, targets=select(suite.targets, list(targets)))
     if not suite.targets:
@@ -178,7 +178,7 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
     if reporter is not None:
         reporter.ran(outcomes)
     # Imported once the targets have run (numpy, for the intervals, loads in the background while they do).
-    from ._compare import compare_targets, render_comparison_markdown
+    from ..targets._compare import compare_targets, render_comparison_markdown
 
     results = [(o.target.id, o.results) for o in outcomes]
     if baseline is not None and baseline_path is not None and baseline not in ids:

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._api import EvalResult, as_judge, sync_twin
-from .._cases import Case, load_cases
+from ..cases._case import Case, load_cases
 from ..errors import UserError
 from ..results._manifest import RunManifest, TemplateInfo, text_sha256
 from ..results._schema import ResultRow
+from ._evaluate import EvalResult, as_judge, sync_twin
 
 if TYPE_CHECKING:
-    from .._api import Judge
     from ..providers._base import Provider
+    from ._evaluate import Judge
 
 REPLY_KEYS = ("output", "final_output", "trajectory", "messages", "spans", "trajectory_format", "final_state",
               "cost_usd", "latency_ms")
@@ -88,10 +88,10 @@ async def run_redteam_async(
     command: list[str] | None = None,
 ) -> RedteamRun:
     """:func:`run_redteam` for async code."""
-    from .._grade import _cases_sha256, unique_cases
     from ..evaluators._base import JudgeSettings
+    from ..evaluators._redteam import RedteamExpectation, RedteamJudge, combine_redteam
     from ..runner._session import error_row, execute_async
-    from ._checks import RedteamExpectation, RedteamJudge, combine_redteam
+    from ._grade import _cases_sha256, unique_cases
 
     source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
     built_target = None

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _data
-from .errors import InputError, MissingExtraError, UserError
+from .._util import _data
+from ..errors import InputError, MissingExtraError, UserError
 
 NESTED_FIELDS = ("turns", "trajectory", "metadata", "expect", "messages")
 """Fields holding lists or objects: in a table (CSV, Parquet, DataFrame) a string there is parsed as JSON."""
@@ -203,7 +203,7 @@ def _load_json_list(raw: bytes, path: str) -> list[Case]:
 def _load_yaml(raw: bytes, path: str) -> list[Case]:
     import yaml  # imported here: JSONL runs (the common case) do not pay for it at start-up
 
-    from ._yaml import parse_nodes
+    from .._util._yaml import parse_nodes
 
     text = _decode(raw, path)
     node, data = parse_nodes(text, path)

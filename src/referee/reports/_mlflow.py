@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import MissingExtraError
-from .results._schema import ResultRow
+from ..errors import MissingExtraError
+from ..results._schema import ResultRow
 
 DEFAULT_EXPERIMENT = "forge-skill-eval"
 

@@ -31,10 +31,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import MissingExtraError, UserError
-from ..providers._base import Completion, JudgeRequest, Provider
-from ..runner._cache import ResponseCache, cache_key
-from ..runner._client import COST_DECIMALS, CallStats, JudgeClient, RetryPolicy
+from ...errors import MissingExtraError, UserError
+from ...providers._base import Completion, JudgeRequest, Provider
+from ...runner._cache import ResponseCache, cache_key
+from ...runner._client import COST_DECIMALS, CallStats, JudgeClient, RetryPolicy
 from . import Engine, EngineRun, _check_rpm
 from ._limiter import Limiter, limit_provider
 
@@ -149,7 +149,7 @@ class _CaseWorker:
     """Evaluates whole cases on one CPU of the cluster."""
 
     def __init__(self, suites: dict[Any, Any], run_id: str) -> None:
-        from ..suites._runner import CaseEvaluator
+        from .._suite import CaseEvaluator
 
         self._run_id = run_id
         # One sandboxed check at a time: this actor holds one CPU of the cluster (whichever suite it is for).
@@ -160,7 +160,7 @@ class _CaseWorker:
         self._seq = 0
 
     async def ready(self) -> dict[str, Any]:
-        from .._version import __version__
+        from ..._version import __version__
 
         return {"host": socket.gethostname(), "wire": WIRE, "referee": __version__}
 
@@ -345,7 +345,7 @@ class RayEngine(Engine):
                                 "files the suite uses must be importable/readable on every node)") from None
             odd = [a for a in answers if not isinstance(a, dict) or a.get("wire") != WIRE]
             if odd:
-                from .._version import __version__
+                from ..._version import __version__
 
                 theirs = odd[0].get("referee", "an older version") if isinstance(odd[0], dict) else "an older version"
                 raise UserError(f"the Ray workers run another referee ({theirs}) than this one ({__version__}): "

@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._cases import Case
+from ..cases._case import Case
 from ..evaluators._base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
 from ..results._manifest import RunManifest, text_sha256
 from ..results._schema import JudgeInfo, ResultRow, Usage
 from ..runner._session import Outcome, error_row, execute
-from ._loader import EvalSpec, Suite
+from ..suites._loader import EvalSpec, Suite
 
 if TYPE_CHECKING:
-    from ..engines import Engine
+    from .engines import Engine
 
 EVALUATOR_LABEL = "suite"
 
@@ -251,9 +251,9 @@ def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int =
     """Run ``suite`` writing rows to ``out`` (resuming a crashed identical run) and the manifest beside it.
 
     ``engine`` says where cases are evaluated (``local``, the default, or ``ray[=ADDRESS]``; see
-    :mod:`referee.engines`); rows come back here to the one writer either way.
+    :mod:`referee.run.engines`); rows come back here to the one writer either way.
     """
-    from ..engines import get_engine
+    from .engines import get_engine
 
     manifest = build_manifest(suite, command=command or ["referee", *sys.argv[1:]], judge_config=judge_config,
                               system_model=system_model)

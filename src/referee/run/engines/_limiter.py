@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from ..providers._base import Completion, JudgeRequest, Provider
+from ...providers._base import Completion, JudgeRequest, Provider
 
 
 class Permits(Protocol):

@@ -13,7 +13,7 @@ from typing import Any
 
 import regex
 
-from .errors import RefereeError
+from ..errors import RefereeError
 
 TIMEOUT_S = 1.0
 """Seconds one match may take (a linear pattern scans about 100 MB in that time)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .aggregate._summary import Summary
+from ..aggregate._summary import Summary
 
 
 @dataclass

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
+from ..errors import InputError
 from ._data import MAX_DEPTH, MAX_YAML_NODES, UnsafeData, check_data
-from .errors import InputError
 
 
 def yaml_error(exc: yaml.YAMLError, source: str) -> InputError:
@@ -88,7 +88,7 @@ def _load(text: str, source: str) -> tuple[yaml.Node | None, Any]:
 
 def parse(text: str, source: str) -> Any:
     """The data of YAML ``text``; ``source`` names the file in errors. Alias bombs, deep nesting and lone
-    surrogates are refused (see :mod:`referee._data`)."""
+    surrogates are refused (see :mod:`referee._util._data`)."""
     return _load(text, source)[1]
 
 

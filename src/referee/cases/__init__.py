@@ -1,0 +1,7 @@
+"""Cases: what a run evaluates. ``Case`` (an id and its fields: input, output, reference, turns, ...),
+``load_cases`` (JSONL, YAML, JSON lists, CSV, Parquet; errors name file, line and field) and ``cases_from``
+(lists of dicts or strings, pandas and polars DataFrames). Template filling lives in ``_templates``."""
+
+from ._case import Case, CaseSet, CasesLike, cases_from, load_cases
+
+__all__ = ["Case", "CaseSet", "CasesLike", "cases_from", "load_cases"]
