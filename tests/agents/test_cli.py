@@ -172,7 +172,7 @@ def test_example_step_runs_without_a_key(tmp_path: Path, capsys: pytest.CaptureF
     from referee.example import step_60_agent as step
 
     prepare(tmp_path)
-    outcome = step.run(ExampleContext(dir=tmp_path, judge=False, echo=lambda s: None))
+    outcome = step.run(ExampleContext(run_cli=cli, dir=tmp_path, judge=False, echo=lambda s: None))
     assert outcome is not None
     assert "trajectory checks: 6 passed, 5 failed, 1 error" in outcome
     assert "red team: 12 passed, 4 failed, 1 unscored" in outcome

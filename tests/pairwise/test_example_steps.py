@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from referee.cli import cli
 from referee.example import ExampleContext, prepare
 from referee.example import step_50_pairwise as step50
 from referee.example import step_55_calibrate as step55
@@ -16,7 +17,7 @@ from referee.testing import FakeLLMServer, WireRequest
 def _ctx(tmp_path: Path, judge_args: list[str] | None = None) -> tuple[ExampleContext, list[str]]:
     prepare(tmp_path)
     lines: list[str] = []
-    return ExampleContext(dir=tmp_path, judge=judge_args is not None, judge_args=judge_args or [],
+    return ExampleContext(run_cli=cli, dir=tmp_path, judge=judge_args is not None, judge_args=judge_args or [],
                           echo=lines.append), lines
 
 

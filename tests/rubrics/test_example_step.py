@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from referee.cli import cli
 from referee.example import ExampleContext, prepare
 from referee.example import step_40_rubric as step
 from referee.results import ResultRow, ResultWriter, RunManifest, read_results
@@ -26,7 +27,7 @@ def test_step_grades_after_answers_and_renders_reports(fake_server: FakeLLMServe
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     prepare(tmp_path)
     fake_server.responder = _reply_for_case
-    ctx = ExampleContext(dir=tmp_path, judge=True, judge_args=["--provider", "openai", "--base-url",
+    ctx = ExampleContext(run_cli=cli, dir=tmp_path, judge=True, judge_args=["--provider", "openai", "--base-url",
                                                                 fake_server.openai_base_url, "--model", "m"])
     outcome = step.run(ctx)
     rows = read_results(tmp_path / "rubric_after.jsonl", strict=True).rows
@@ -43,7 +44,7 @@ def test_step_without_judge_skips_grading_but_reports(tmp_path: Path, capsys: py
     with ResultWriter(res) as w:
         w.write(ResultRow(id="refund-01", score=0.0, passed=False, evaluator="regex", rationale="wrong window"))
     RunManifest(kind="suite").write(res)
-    outcome = step.run(ExampleContext(dir=tmp_path, judge=False))
+    outcome = step.run(ExampleContext(run_cli=cli, dir=tmp_path, judge=False))
     assert outcome is not None and "skipped" in outcome
     assert "no judge is configured" in capsys.readouterr().out
     html = (tmp_path / "report_suite_after.html").read_text()

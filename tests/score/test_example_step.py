@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from referee.cli import cli
 from referee.example import ExampleContext
 from referee.example import step_30_score as step
 
@@ -14,7 +15,7 @@ from .helpers import seed_rows, write_rows
 
 
 def _ctx(tmp_path: Path, lines: list[str]) -> ExampleContext:
-    return ExampleContext(dir=tmp_path, judge=False, echo=lines.append)
+    return ExampleContext(run_cli=cli, dir=tmp_path, judge=False, echo=lines.append)
 
 
 def test_step_says_so_when_nothing_to_score(tmp_path: Path) -> None:

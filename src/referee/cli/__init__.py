@@ -21,7 +21,7 @@ from typing import NoReturn
 
 import click
 
-from .._version import __version__
+from .. import __version__
 from ..errors import UserError
 from ._outputs import guard
 

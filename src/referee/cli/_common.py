@@ -19,9 +19,8 @@ from ..reports._safe import echo_err
 from ..runner import JudgeClient
 
 if TYPE_CHECKING:
-    from ..results._manifest import JudgeConfig
-    from ..results._schema import ResultRow
-    from ..run._evaluate import Judge
+    from .. import Judge
+    from ..results import JudgeConfig, ResultRow
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -127,7 +126,7 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
 
 def api_judge(jo: JudgeOptions) -> Judge:
     """The flags as the API's :class:`~referee.Judge` (run the API call under :func:`flag_errors`)."""
-    from ..run._evaluate import Judge
+    from .. import Judge
     from . import freeze_imports
 
     judge = Judge(jo.provider, model=jo.model, base_url=jo.base_url, max_tokens=jo.max_tokens,

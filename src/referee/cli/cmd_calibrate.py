@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from ..calibrate._calibrate import calibrate, parse_scale, read_labels, update_log
+from ..calibrate import calibrate, parse_scale, read_labels, update_log
 from ..errors import InputError
-from ..reports._calibrate import render_calibration
-from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
+from ..reports import render_calibration
+from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from ._common import echo_err
 
 _MAX_WARNINGS = 20

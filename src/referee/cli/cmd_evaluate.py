@@ -15,14 +15,14 @@ from typing import Any
 
 import click
 
+from .. import grade_rubric
 from ..errors import InputError, UserError
 from ..evaluators._evidence import describe_ungrounded
-from ..results._schema import ResultRow
+from ..results import ResultRow
 from ..rubrics import Rubric, load_rubric
 from ..rubrics._loader import read_text_file, rubric_hash
 from ..rubrics._model import UNGROUNDED_MODES
-from ..run._grade import grade_rubric
-from ..runner._engine import FatalRunError
+from ..runner import FatalRunError
 from ..runner._session import totals_line
 from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
@@ -109,14 +109,14 @@ def command(output: str | None, task: str | None, contexts: tuple[str, ...], rub
     except FatalRunError as exc:  # a bad key, an unknown model, a server that is down
         raise UserError(f"the judge could not be called: {exc.__cause__ or exc}") from exc
     row = result.rows[0]
-    from ..reports._verdict_md import render_verdict
+    from ..reports import render_verdict
 
     click.echo(render_verdict(row, rb, evaluated=evaluated or cid, evaluator=evaluator_name or ""))
     if json_out:
         Path(json_out).write_text(json.dumps(_row_json(row, rb), indent=2, ensure_ascii=False) + "\n",
                                   encoding="utf-8")
     if html_out:
-        from ..reports._html import write_html
+        from ..reports import write_html
 
         write_html([row], html_out, title=f"referee evaluate: {cid}", source="referee evaluate")
     if row.status != "scored" and row.passed is False:
@@ -152,7 +152,7 @@ def _batch(cases_path: str, out: str, rubric_arg: str, ungrounded_mode: str | No
         if r.status != "scored":
             echo_err(f"warning: case '{r.id}' {r.status}: {r.error}")
     if html_out:
-        from ..reports._html import write_html
+        from ..reports import write_html
 
         write_html(rows, html_out, title=f"referee evaluate: {Path(cases_path).name}", source=out)
     t = result.manifest.totals

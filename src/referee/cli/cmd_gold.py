@@ -17,12 +17,12 @@ from pathlib import Path
 
 import click
 
+from .. import grade_gold
 from ..errors import UserError
 from ..evaluators._gold import threshold_warning
 from ..evaluators._gold_dataset import discover_gold_cases, gold_results_json, single_gold_case
 from ..reports._gold import gold_case_text, gold_run_notes
 from ..rubrics import load_rubric
-from ..run._grade import grade_gold
 from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
@@ -100,7 +100,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     data = gold_results_json(rows, rubric, criteria, judge_desc, skipped, warnings)
     rj = out_dir / "results.json"
     rj.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    from ..reports._html import write_html
+    from ..reports import write_html
 
     write_html(rows, out_dir / "report.html", title=f"referee gold: {rubric.skill or rubric.name}",
                source=str(results_path), manifest=result.manifest)

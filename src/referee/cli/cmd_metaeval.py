@@ -22,9 +22,9 @@ from ..metaeval import (
     verdicts_meta,
 )
 from ..metaeval import check_published as _check_published
-from ..reports._metaeval import render_absolute, render_hanna, render_judgebench
-from ..reports._metaeval import render_pairwise_meta as _print_pairwise
-from ..stats._bootstrap import DEFAULT_SEED
+from ..reports import render_absolute, render_hanna, render_judgebench
+from ..reports import render_pairwise_meta as _print_pairwise
+from ..stats import DEFAULT_SEED
 from ._common import echo_err
 
 

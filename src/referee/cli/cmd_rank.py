@@ -11,7 +11,7 @@ import click
 
 from ..evaluators._pairwise import RECONCILE_MODES, Reconcile
 from ..metaeval import rank_results
-from ..stats._bootstrap import DEFAULT_SEED
+from ..stats import DEFAULT_SEED
 from ._common import echo_err
 
 
@@ -34,8 +34,7 @@ def command(results: tuple[str, ...], json_out: str | None, html_out: str | None
     System names come from --name-a/--name-b of `referee pairwise` (or the cases' system_a/system_b);
     unnamed files contribute '<file>:a' and '<file>:b'. With 3+ systems a Bradley-Terry leaderboard is shown.
     """
-    from ..reports._leaderboard import leaderboard_page
-    from ..reports._metaeval import render_ranking
+    from ..reports import leaderboard_page, render_ranking
 
     ranking = rank_results(results, reconcile=reconcile, n_boot=n_boot, seed=boot_seed, on_note=echo_err)
     click.echo(f"Reconciliation of the two orders: {reconcile} (--reconcile "

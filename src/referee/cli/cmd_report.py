@@ -6,12 +6,10 @@ from pathlib import Path
 
 import click
 
-from ..cases._case import load_cases
+from ..cases import load_cases
 from ..cases._templates import render_value
 from ..errors import UserError
-from ..results._io import read_results
-from ..results._manifest import RunManifest
-from ..results._schema import ResultRow
+from ..results import ResultRow, RunManifest, read_results
 from ._common import echo_err
 
 
@@ -22,7 +20,7 @@ def _leaderboard(rows: list[ResultRow]) -> list[str]:
     lb = named_leaderboard(rows)
     if lb is None:
         return []
-    from ..reports._leaderboard import leaderboard_fragment
+    from ..reports import leaderboard_fragment
 
     return [leaderboard_fragment(lb, title="Pairwise leaderboard")]
 
@@ -54,7 +52,7 @@ def command(results: tuple[str, ...], html_out: str, cases_path: str | None, tit
         for c in load_cases(cases_path):
             if c.output is not None:
                 texts[c.id] = render_value(c.output)
-    from ..reports._html import write_html
+    from ..reports import write_html
 
     write_html(rows, html_out, title=title or f"referee report: {', '.join(Path(r).name for r in results)}",
                source=", ".join(results), case_texts=texts, manifest=manifest,

@@ -89,7 +89,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
 
     suite = load_suite(suite_file, run_user_code=not dry_run)  # a dry run imports no plugin module
     if cases_file:
-        from ..cases._case import load_cases
+        from ..cases import load_cases
 
         suite = dataclasses.replace(suite, cases=load_cases(cases_file).cases, cases_path=cases_file)
     if filters:
@@ -104,14 +104,14 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
 
     all_target_ids = [t.id for t in suite.targets]
     if target_ids is not None:
-        from ..targets._loader import select
+        from ..targets import select
 
         if not suite.targets:
             raise UserError(f"--targets: {suite_file} has no targets")
         suite = dataclasses.replace(suite, targets=select(suite.targets, [t.strip() for t in target_ids.split(",")
                                                                           if t.strip()]))
     if dry_run:
-        from ..run._estimate import estimate_run
+        from .. import estimate_run
 
         est = estimate_run(suite, provider=jo.provider, model=jo.model, base_url=jo.base_url,
                            max_tokens=jo.max_tokens, input_price=jo.input_price, output_price=jo.output_price,
@@ -153,7 +153,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         return 0
     if not markdown_out and not os.environ.get("GITHUB_STEP_SUMMARY"):
         return apply_gates(out_path, suite.gates, threshold=suite.scoring.threshold, base_dir=suite.base_dir)
-    from ..reports._markdown_summary import render_markdown
+    from ..reports import render_markdown
 
     code, verdicts, summary = gate_and_show(out_path, suite.gates, threshold=suite.scoring.threshold,
                                             base_dir=suite.base_dir)
@@ -166,7 +166,7 @@ def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
     None when the suite has no LLM evaluator."""
     if not suite.llm_specs:
         return suite, None, None
-    from ..evaluators._base import JudgeSettings
+    from ..evaluators import JudgeSettings
 
     try:
         client = build_client(jo)
@@ -196,7 +196,7 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
                      engine: Any = None, all_target_ids: list[str] | None = None) -> int:
     """``referee.run_targets`` with the command's options, printed: each target's totals, the comparison table,
     the gates of each gated target; the Markdown written."""
-    from ..run._target_runs import run_targets
+    from .. import run_targets
 
     out_dir = Path(out) if out else default_out_dir(suite_file)
     if out_dir.suffix in (".jsonl", ".json", ".ndjson") or out_dir.is_file():
@@ -235,14 +235,14 @@ class _TargetsPrinter:
         echo_err(f"gates on target {target}" + (f" against baseline {baseline}:" if baseline else ":"))
 
     def gated(self, gate: Any) -> None:
-        from ..reports._score_terminal import render_terminal
+        from ..reports import render_terminal
 
         render_terminal(gate.summary, gate.gates, gate.code)
 
 
 def write_markdown(md: str, path: str | None) -> None:
     """``--markdown`` and, when set, ``$GITHUB_STEP_SUMMARY`` (appended: other steps write there too)."""
-    from ..reports._markdown_summary import write_markdown as write
+    from ..reports import write_markdown as write
 
     warning = write(md, path, step_summary=os.environ.get("GITHUB_STEP_SUMMARY"))
     if warning:
@@ -251,7 +251,7 @@ def write_markdown(md: str, path: str | None) -> None:
 
 def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:
     """(exit code, gate results, summary) of ``results`` under ``gates``, printed as ``referee score`` does."""
-    from ..reports._score_terminal import render_terminal
+    from ..reports import render_terminal
     from ..suites._gating import gate_summary
 
     summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)

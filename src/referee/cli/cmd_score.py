@@ -22,7 +22,7 @@ from ..aggregate import (
 )
 from ..aggregate._format import printable
 from ..errors import UserError
-from ..gates._engine import GateConfig, evaluate_gates
+from ..gates import GateConfig, evaluate_gates
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from ._common import echo_err
 
@@ -142,21 +142,21 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
     ))
     code = 1 if any(g.failed for g in gates) else 0
 
-    from ..reports._score_terminal import render_terminal
+    from ..reports import render_terminal
 
     render_terminal(summary, gates, code)
     if json_out:
-        from ..reports._json_summary import write_json
+        from ..reports import write_json
 
         write_json(json_out, summary, gates, code)
     if junit_xml:
-        from ..reports._junit import write_junit
+        from ..reports import write_junit
 
         cases, adv_cases = all_cases(table, opts)
         write_junit(junit_xml, cases, adv_cases, threshold, pass_rule=pass_rule)
     step_summary = None if no_step_summary else os.environ.get("GITHUB_STEP_SUMMARY")
     if markdown_out or step_summary:
-        from ..reports._markdown_summary import render_markdown, write_markdown
+        from ..reports import render_markdown, write_markdown
 
         warning = write_markdown(render_markdown(summary, gates, code), markdown_out, step_summary=step_summary)
         if warning:

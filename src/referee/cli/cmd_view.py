@@ -11,7 +11,7 @@ import click
 
 from ..aggregate import PASS_RULES
 from ..errors import UserError
-from ..stats._bootstrap import DEFAULT_N_BOOT
+from ..stats import DEFAULT_N_BOOT
 from ._common import echo_err
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")

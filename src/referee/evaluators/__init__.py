@@ -12,13 +12,13 @@ from ._base import (
     Evaluator,
     JudgeSettings,
     LLMEvaluator,
-    build,
     function_evaluator,
     register,
     registry,
 )
 
 _LAZY = {
+    "build": "._options",  # its option models need pydantic: loaded when a suite is built, not on import
     **dict.fromkeys(("JudgeOutcome", "ReplyInvalid", "ask_judge"), "._reply"),
     **dict.fromkeys(("PairwiseJudge", "parse_pairwise_reply"), "._pairwise"),
     **dict.fromkeys(("ToolUsed", "TrajectoryCheck", "combine"), "._trajectory"),

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from ..cases._case import Case
-from ..errors import UserError
 
 if TYPE_CHECKING:
     from ..providers._base import JudgeRequest
@@ -227,19 +226,6 @@ def _load_builtins(until: str | None = None) -> None:
             if exc.name != mod:
                 raise
 
-
-def build(name: str, options: dict[str, Any] | None = None, *, where: str = "") -> Evaluator:
-    """Instantiate an evaluator by name with its options, type-checked as a suite file's are
-    (:func:`referee.evaluators._options.build_evaluator`); UserError naming what is wrong."""
-    cls = lookup(name)
-    if cls is None:
-        raise UserError(f"{where}unknown evaluator '{name}' (known: {', '.join(sorted(registry()))})")
-    from ._options import build_evaluator  # pydantic option models, built when first needed
-
-    try:
-        return build_evaluator(cls, dict(options or {}))
-    except UserError as exc:
-        raise UserError(f"{where}evaluator '{name}': {exc}") from exc
 
 
 def function_evaluator(fn: Callable[..., Any], name: str | None = None) -> Evaluator:

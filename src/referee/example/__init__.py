@@ -34,16 +34,19 @@ class ExampleContext:
     judge_args: list[str] = field(default_factory=list)
     """Provider flags passed through from ``referee example`` to the judging commands."""
     echo: Callable[[str], None] = click.echo
+    run_cli: Callable[[list[str]], int] | None = None
+    """Runs one ``referee`` command line and returns its exit code: ``referee.cli.cli``, given by the command
+    that runs the example (the example sits below the CLI and does not import it)."""
+    how_to_configure: str = "no judge is configured, so the model-graded step was skipped."
+    """How to configure a judge, said the first time a model-graded step is skipped."""
     _told_how: bool = False
 
     def judge_skipped(self, what: str) -> None:
         """Say that a model-graded part was skipped: how to configure a judge the first time, briefly after."""
-        from ..cli._common import HOW_TO_CONFIGURE
-
         if self._told_how:
             self.echo(f"skipped {what}: no judge is configured (see above for how to configure one).")
         else:
-            self.echo(f"skipped {what}: {HOW_TO_CONFIGURE}")
+            self.echo(f"skipped {what}: {self.how_to_configure}")
             self._told_how = True
 
     def path(self, name: str) -> str:
@@ -51,10 +54,10 @@ class ExampleContext:
 
     def run(self, *args: str, expect: tuple[int, ...] = (0,)) -> int:
         """Run one referee command as a user would, showing it first."""
-        from ..cli import cli
-
+        if self.run_cli is None:
+            raise TypeError("ExampleContext.run_cli is not set: pass referee.cli.cli")
         self.echo(click.style("$ referee " + " ".join(args), fg="cyan"))
-        code = cli(list(args))
+        code = self.run_cli(list(args))
         if code not in expect:
             raise click.ClickException(f"example step failed: 'referee {' '.join(args)}' exited {code}")
         return code

@@ -24,7 +24,7 @@ from .._util._data import jsonl_lines
 if TYPE_CHECKING:
     import threading
 
-    from ._server import Reply, WireRequest
+    from ._wire import Reply, WireRequest
 
 Outcome = Literal["completed", "expired", "cancelled", "failed"]
 
@@ -168,7 +168,7 @@ class BatchRoutes:
         return web.Response(body=data, content_type="application/octet-stream")
 
     async def _openai_batch_create(self, request: web.Request) -> web.StreamResponse:
-        from ._server import WireRequest
+        from ._wire import WireRequest
 
         self._call(request)
         if (bad := self._key_check(request, "Authorization")) is not None:
@@ -253,7 +253,7 @@ class BatchRoutes:
 
     # -- Anthropic Message Batches -----------------------------------------------------------------------------
     async def _anthropic_batch_create(self, request: web.Request) -> web.StreamResponse:
-        from ._server import WireRequest
+        from ._wire import WireRequest
 
         self._call(request)
         if (bad := self._key_check(request, "x-api-key")) is not None:
@@ -317,7 +317,7 @@ class BatchRoutes:
 
     # -- Gemini batch mode -------------------------------------------------------------------------------------
     async def gemini_batch_create(self, request: web.Request, model: str) -> web.StreamResponse:
-        from ._server import WireRequest
+        from ._wire import WireRequest
 
         self._call(request)
         if (bad := self._key_check(request, "x-goog-api-key")) is not None:
