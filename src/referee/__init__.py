@@ -3,10 +3,9 @@
 The public API is what ``__all__`` lists; everything else is implementation and may change.
 """
 
-from __future__ import annotations
-
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from ._version import __version__
 from .errors import (
@@ -19,7 +18,7 @@ from .errors import (
     UserError,
 )
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from . import judges
     from .aggregate import Summary, summarize
     from .cases._case import Case, CaseSet, cases_from, load_cases
@@ -71,11 +70,11 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     where = _LAZY.get(name)
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = import_module(where, __name__)
+    module = _import_module(where, __name__)
     value = module if name == "judges" else getattr(module, name)
     globals()[name] = value
     return value

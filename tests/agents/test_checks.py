@@ -8,7 +8,7 @@ import pytest
 
 from referee.cases._case import Case
 from referee.errors import UserError
-from referee.evaluators._base import build, registry
+from referee.evaluators import build, registry
 from referee.evaluators._trajectory import combine
 
 LOOKUP = {"tool": "lookup_invoice", "args": {"invoice_id": "INV-1"}, "result": {"status": "paid", "amount": 30}}

@@ -11,7 +11,7 @@ import pytest
 
 from referee.cases._case import Case
 from referee.errors import InputError
-from referee.evaluators._base import CheckResult, build
+from referee.evaluators import CheckResult, build
 from referee.evaluators._redteam import combine_redteam
 from referee.redteam import FAILURE_MODES, generate, load_seeds, load_templates
 from referee.results._schema import ResultRow

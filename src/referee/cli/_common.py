@@ -182,17 +182,6 @@ def judge_configured(provider_flag: str | None = None) -> bool:
     return any(api_key_for(p) for p in ("anthropic", "openai", "gemini"))
 
 
-HOW_TO_CONFIGURE = (
-    "no judge is configured, so the model-graded step was skipped. To configure one, either\n"
-    "  export ANTHROPIC_API_KEY=...                        (Anthropic; add --provider anthropic)\n"
-    "  export OPENAI_API_KEY=...; export REFEREE_PROVIDER=openai     (OpenAI)\n"
-    "  export GEMINI_API_KEY=...; export REFEREE_PROVIDER=gemini     (Gemini)\n"
-    "  export REFEREE_PROVIDER=ollama REFEREE_MODEL=llama3.1          (local Ollama at localhost:11434)\n"
-    "  export REFEREE_PROVIDER=openai REFEREE_BASE_URL=http://localhost:8000/v1 REFEREE_MODEL=<m>\n"
-    "                                                      (vLLM, LM Studio, llama.cpp server, any gateway)"
-    "\n  export REFEREE_PROVIDER=azure|bedrock|vertex ...     (Azure OpenAI, AWS Bedrock, Vertex AI: docs/scale.md)"
-)
-
 
 def report_preflight(pf: Preflight, cases_path: str, *, skip_invalid: bool, verb: str = "judge") -> None:
     """The seed's preflight outcome: every problem on stderr, then exit 2 unless ``--skip-invalid``.

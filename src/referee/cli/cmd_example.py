@@ -33,10 +33,9 @@ def command(workdir: str, provider: str | None, model: str | None, base_url: str
     if base_url:
         judge_args += ["--base-url", base_url]
     from . import cli
-    from ._common import HOW_TO_CONFIGURE
 
     ctx = ExampleContext(dir=target, judge=judge_configured(provider) or base_url is not None,
-                         judge_args=judge_args, run_cli=cli, how_to_configure=HOW_TO_CONFIGURE)
+                         judge_args=judge_args, run_cli=cli)
     click.echo(f"referee example: files in {target}/")
     outcomes = []
     for _name, mod in steps():

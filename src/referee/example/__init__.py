@@ -23,6 +23,18 @@ __all__ = ["DATA", "ExampleContext", "Step", "prepare", "steps"]
 DATA = Path(__file__).parent / "data"
 
 
+HOW_TO_CONFIGURE = (
+    "no judge is configured, so the model-graded step was skipped. To configure one, either\n"
+    "  export ANTHROPIC_API_KEY=...                        (Anthropic; add --provider anthropic)\n"
+    "  export OPENAI_API_KEY=...; export REFEREE_PROVIDER=openai     (OpenAI)\n"
+    "  export GEMINI_API_KEY=...; export REFEREE_PROVIDER=gemini     (Gemini)\n"
+    "  export REFEREE_PROVIDER=ollama REFEREE_MODEL=llama3.1          (local Ollama at localhost:11434)\n"
+    "  export REFEREE_PROVIDER=openai REFEREE_BASE_URL=http://localhost:8000/v1 REFEREE_MODEL=<m>\n"
+    "                                                      (vLLM, LM Studio, llama.cpp server, any gateway)"
+    "\n  export REFEREE_PROVIDER=azure|bedrock|vertex ...     (Azure OpenAI, AWS Bedrock, Vertex AI: docs/scale.md)"
+)
+
+
 @dataclass
 class ExampleContext:
     """What every step of the built-in example gets: its folder, whether a judge is configured, and how to
@@ -37,8 +49,6 @@ class ExampleContext:
     run_cli: Callable[[list[str]], int] | None = None
     """Runs one ``referee`` command line and returns its exit code: ``referee.cli.cli``, given by the command
     that runs the example (the example sits below the CLI and does not import it)."""
-    how_to_configure: str = "no judge is configured, so the model-graded step was skipped."
-    """How to configure a judge, said the first time a model-graded step is skipped."""
     _told_how: bool = False
 
     def judge_skipped(self, what: str) -> None:
@@ -46,7 +56,7 @@ class ExampleContext:
         if self._told_how:
             self.echo(f"skipped {what}: no judge is configured (see above for how to configure one).")
         else:
-            self.echo(f"skipped {what}: {self.how_to_configure}")
+            self.echo(f"skipped {what}: {HOW_TO_CONFIGURE}")
             self._told_how = True
 
     def path(self, name: str) -> str:
