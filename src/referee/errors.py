@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "InputError",
+    "JudgeNeedsModel",
     "MissingExtraError",
     "OptionError",
     "ProviderAuthError",
@@ -112,3 +113,11 @@ class ProviderAuthError(ProviderError):
 
 class ProviderUnavailable(ProviderError):
     """The provider could not be reached at all."""
+
+class JudgeNeedsModel(UserError):
+    """A local server that routes by model name was given no model (raised before any call)."""
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+        super().__init__(f"provider {provider} needs a model: the name of a model the server serves, "
+                         f"e.g. Judge('{provider}:llama3.1')")

@@ -1,5 +1,6 @@
 """Aggregation of results files: the engine behind ``referee score`` (columns in, a ``Summary`` out)."""
 
+from ._format import printable
 from ._load import PASS_RULES, ResultsTable, load_table, load_tables, normalise_category
 from ._summary import (
     CaseLine,
@@ -30,6 +31,7 @@ __all__ = [
     "load_table",
     "load_tables",
     "normalise_category",
+    "printable",
     "score_distribution",
     "summarize",
     "tally",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ..errors import InputError, UserError
 from ._case import Case
 
 PLACEHOLDER_RE = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
@@ -142,3 +142,13 @@ def require_valid(pf: Preflight, cases_path: str | Path, *, skip_invalid: bool, 
         raise UserError(f"{len(pf.problems)} invalid case(s) in {cases_path}; fix them or pass --skip-invalid")
     if not pf.valid:
         raise UserError(f"no valid cases to {verb} in {cases_path}")
+
+def read_template(path: str | Path) -> str:
+    """A template file's text; :class:`InputError` naming the file when it is missing or not UTF-8."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("template file not found", file=str(path))
+    try:
+        return p.read_text(encoding="utf-8-sig")  # a BOM from a Windows editor is not prompt text
+    except UnicodeDecodeError as exc:
+        raise InputError("template is not valid UTF-8", file=str(path)) from exc

@@ -92,7 +92,7 @@ def invoked_argv() -> list[str]:
 
 
 def _echo_err(message: str) -> None:
-    from ..reports._safe import echo_err  # imported on the error path only: --help stays fast
+    from ..reports import echo_err  # imported on the error path only: --help stays fast
 
     echo_err(message)
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..cases._templates import Preflight
+from ..cases import Preflight
 from ..errors import UserError
 from ..providers import CLOUD_PROVIDERS, LOCAL_SERVERS
-from ..reports._safe import echo_err
+from ..reports import echo_err
 from ..runner import JudgeClient
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ def echo_failures(rows: Sequence[ResultRow], limit: int = 20) -> None:
 @contextlib.contextmanager
 def flag_errors() -> Iterator[None]:
     """The API's judge errors in the flags' words (raised where the API raises them: after the preflight)."""
-    from ..run._evaluate import JudgeNeedsModel
+    from ..errors import JudgeNeedsModel
 
     try:
         yield
@@ -189,7 +189,7 @@ def report_preflight(pf: Preflight, cases_path: str, *, skip_invalid: bool, verb
     Called before any API key is looked at, so a missing key is never reported before invalid cases.
     A field that no case has is a template typo, not bad cases: one line naming it, whatever the flags.
     """
-    from ..cases._templates import require_valid
+    from ..cases import require_valid
 
     require_valid(pf, cases_path, skip_invalid=skip_invalid, verb=verb,
                   on_problem=lambda p: echo_err(f"invalid: {p}"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from .. import judge_conversations
-from ..evaluators._conversation import MODES
+from ..evaluators import CONVERSATION_MODES as MODES
 from . import invoked_argv, keep_until_exit
 from ._agents import report_outcome
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options

@@ -17,13 +17,10 @@ import click
 
 from .. import grade_rubric
 from ..errors import InputError, UserError
-from ..evaluators._evidence import describe_ungrounded
+from ..evaluators import describe_ungrounded
 from ..results import ResultRow
-from ..rubrics import Rubric, load_rubric
-from ..rubrics._loader import read_text_file, rubric_hash
-from ..rubrics._model import UNGROUNDED_MODES
-from ..runner import FatalRunError
-from ..runner._session import totals_line
+from ..rubrics import UNGROUNDED_MODES, Rubric, load_rubric, read_text_file, rubric_hash
+from ..runner import FatalRunError, totals_line
 from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 

@@ -19,9 +19,8 @@ import click
 
 from .. import grade_gold
 from ..errors import UserError
-from ..evaluators._gold import threshold_warning
-from ..evaluators._gold_dataset import discover_gold_cases, gold_results_json, single_gold_case
-from ..reports._gold import gold_case_text, gold_run_notes
+from ..evaluators import discover_gold_cases, gold_results_json, single_gold_case, threshold_warning
+from ..reports import gold_case_text, gold_run_notes
 from ..rubrics import load_rubric
 from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
@@ -105,7 +104,7 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     write_html(rows, out_dir / "report.html", title=f"referee gold: {rubric.skill or rubric.name}",
                source=str(results_path), manifest=result.manifest)
     if mlflow_uri:
-        from ..reports._mlflow import log_gold_runs
+        from ..reports import log_gold_runs
 
         try:
             ids = log_gold_runs(rows, uri=mlflow_uri, experiment=mlflow_experiment, results_json=rj)

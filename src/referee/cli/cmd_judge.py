@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import click
 
-from ..run._grade import grade, read_template
-from ..runner._session import totals_line
+from .. import grade
+from ..cases import read_template
+from ..runner import totals_line
 from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import click
 
 from .. import compare
-from ..evaluators._pairwise import RECONCILE_MODES, Reconcile
-from ..runner._session import totals_line
+from ..evaluators import RECONCILE_MODES, Reconcile
+from ..runner import totals_line
 from . import invoked_argv, keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options
 

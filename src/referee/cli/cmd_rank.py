@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..evaluators._pairwise import RECONCILE_MODES, Reconcile
+from ..evaluators import RECONCILE_MODES, Reconcile
 from ..metaeval import rank_results
 from ..stats import DEFAULT_SEED
 from ._common import echo_err

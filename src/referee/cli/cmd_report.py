@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..cases import load_cases
-from ..cases._templates import render_value
+from ..cases import load_cases, render_value
 from ..errors import UserError
 from ..results import ResultRow, RunManifest, read_results
 from ._common import echo_err

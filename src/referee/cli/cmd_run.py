@@ -11,7 +11,7 @@ import click
 from click.core import ParameterSource
 
 from ..errors import UserError
-from ..runner._session import totals_line
+from ..runner import totals_line
 from . import invoked_argv
 from ._common import JudgeOptions, build_client, echo_err, echo_failures, judge_options
 
@@ -82,10 +82,9 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed, 2 an invalid suite or usage error)."""
-    from ..run._suite import run_suite
+    from ..run import run_suite
     from ..run.engines import get_engine
-    from ..suites import load_suite
-    from ..suites._gating import apply_gates, evaluator_table
+    from ..suites import apply_gates, evaluator_table, load_suite
 
     suite = load_suite(suite_file, run_user_code=not dry_run)  # a dry run imports no plugin module
     if cases_file:
@@ -175,7 +174,7 @@ def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
                         "run only the checks with --no-judge)") from exc
     settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
                              seed=jo.seed, use_cache=not jo.no_cache)
-    from ..run._suite import bind_settings
+    from ..run import bind_settings
 
     return bind_settings(suite, settings), client, jo.config(client.provider.model)
 
@@ -225,7 +224,7 @@ class _TargetsPrinter:
                 f"failed{gen_cost}); {t.scored} scored, ")))
 
     def compared(self, comparison: Any, failed_generations: int) -> None:
-        from ..targets._compare import render_comparison
+        from ..targets import render_comparison
 
         click.echo(render_comparison(comparison))
         if failed_generations:
@@ -252,7 +251,7 @@ def write_markdown(md: str, path: str | None) -> None:
 def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:
     """(exit code, gate results, summary) of ``results`` under ``gates``, printed as ``referee score`` does."""
     from ..reports import render_terminal
-    from ..suites._gating import gate_summary
+    from ..suites import gate_summary
 
     summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
     code = 1 if any(g.failed for g in verdicts) else 0

@@ -18,9 +18,9 @@ from ..aggregate import (
     load_table,
     load_tables,
     normalise_category,
+    printable,
     summarize,
 )
-from ..aggregate._format import printable
 from ..errors import UserError
 from ..gates import GateConfig, evaluate_gates
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED

@@ -18,6 +18,11 @@ from ._base import (
 )
 
 _LAZY = {
+    "CONVERSATION_MODES": "._conversation",
+    **dict.fromkeys(("RECONCILE_MODES", "Reconcile"), "._pairwise"),
+    "describe_ungrounded": "._evidence",
+    "threshold_warning": "._gold",
+    **dict.fromkeys(("discover_gold_cases", "gold_results_json", "single_gold_case"), "._gold_dataset"),
     "build": "._options",  # its option models need pydantic: loaded when a suite is built, not on import
     **dict.fromkeys(("JudgeOutcome", "ReplyInvalid", "ask_judge"), "._reply"),
     **dict.fromkeys(("PairwiseJudge", "parse_pairwise_reply"), "._pairwise"),
@@ -25,9 +30,30 @@ _LAZY = {
 }
 
 __all__ = [
-    "CheckResult", "Evaluator", "JudgeOutcome", "JudgeSettings", "LLMEvaluator", "PairwiseJudge", "ReplyInvalid",
-    "ToolUsed", "TrajectoryCheck", "ask_judge", "build", "combine", "function_evaluator", "parse_pairwise_reply",
-    "register", "registry",
+    "CONVERSATION_MODES",
+    "CheckResult",
+    "Evaluator",
+    "JudgeOutcome",
+    "JudgeSettings",
+    "LLMEvaluator",
+    "PairwiseJudge",
+    "RECONCILE_MODES",
+    "Reconcile",
+    "ReplyInvalid",
+    "ToolUsed",
+    "TrajectoryCheck",
+    "ask_judge",
+    "build",
+    "combine",
+    "describe_ungrounded",
+    "discover_gold_cases",
+    "function_evaluator",
+    "gold_results_json",
+    "parse_pairwise_reply",
+    "register",
+    "registry",
+    "single_gold_case",
+    "threshold_warning",
 ]
 
 

@@ -25,6 +25,8 @@ from ._trajectory_judge import CriteriaJudge, PromptParts, build_prompt, prompt_
 
 ROLES = ("system", "user", "assistant", "tool")
 MODES = ("final", "conversation", "per_turn")
+CONVERSATION_MODES = MODES
+"""How a conversation is judged: its final turn, the whole conversation, or each turn."""
 
 FINAL_TURN_CRITERIA: dict[str, str] = {
     "relevance": "Does the final reply answer what the user asked in the final turn, read in context?",

@@ -189,6 +189,8 @@ def ungrounded_counts(rows: Iterable[Any]) -> dict[str, int]:
 
 
 def describe_ungrounded(rows: Iterable[Any]) -> str | None:
+    """One line counting, per criterion, the rows whose evidence was not found in the judged text (None: all
+    found)."""
     counts = ungrounded_counts(rows)
     if not counts:
         return None

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from ..cases._case import Case, CaseSet, cases_from
-from ..errors import MissingExtraError, ProviderAuthError, UserError
+from ..errors import JudgeNeedsModel, MissingExtraError, ProviderAuthError, UserError
 from ..evaluators._base import Evaluator, function_evaluator
 from ..providers._base import Provider
 from ..runner._client import JudgeClient
@@ -63,14 +63,6 @@ def sync_twin(async_fn: Callable[P, Coroutine[Any, Any, T]], doc: str) -> Callab
 # Local servers that route by model name (llama.cpp serves its one loaded model whatever the name).
 _SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
 
-
-class JudgeNeedsModel(UserError):
-    """A local server that routes by model name was given no model (raised before any call)."""
-
-    def __init__(self, provider: str) -> None:
-        self.provider = provider
-        super().__init__(f"provider {provider} needs a model: the name of a model the server serves, "
-                         f"e.g. Judge('{provider}:llama3.1')")
 
 
 @dataclass(frozen=True)

@@ -33,16 +33,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-def read_template(path: str | Path) -> str:
-    """A template file's text; :class:`InputError` naming the file when it is missing or not UTF-8."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError("template file not found", file=str(path))
-    try:
-        return p.read_text(encoding="utf-8-sig")  # a BOM from a Windows editor is not prompt text
-    except UnicodeDecodeError as exc:
-        raise InputError("template is not valid UTF-8", file=str(path)) from exc
-
 
 async def grade_async(
     cases: Any,
@@ -63,7 +53,7 @@ async def grade_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`grade` for async code."""
-    from ..cases._templates import placeholders, preflight, require_valid
+    from ..cases._templates import placeholders, preflight, read_template, require_valid
     from ..evaluators._judge import TemplateJudge
     from ..runner._session import error_row
 
@@ -156,7 +146,7 @@ async def compare_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`compare` for async code."""
-    from ..cases._templates import placeholders, preflight, require_valid
+    from ..cases._templates import placeholders, preflight, read_template, require_valid
     from ..evaluators._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
     from ..results._manifest import RunManifest, TemplateInfo
 

@@ -3,6 +3,7 @@
 from ._cache import ResponseCache, cache_key, default_cache_path
 from ._client import CallStats, JudgeClient, RetryPolicy
 from ._engine import FatalRunError, RunStats, is_fatal, run_rows
+from ._session import totals_line
 
 __all__ = [
     "CallStats",
@@ -15,4 +16,5 @@ __all__ = [
     "default_cache_path",
     "is_fatal",
     "run_rows",
+    "totals_line",
 ]

@@ -80,10 +80,12 @@ def generate_outputs(target: Any, cases: Iterable[Case | dict[str, Any]], *,
 __all__ = [
     "Generation", "HttpSpec", "ModelEntry", "PromptEntry", "Target", "TargetGate", "TargetSpec", "TargetsReporter",
     "TargetsRun", "ToolSpec", "as_spec", "as_target", "build_target", "generate_outputs", "generate_outputs_async",
-    "load_target_file", "parse_targets", "run_targets", "select",
+    "load_target_file", "parse_targets", "render_comparison", "run_targets", "select",
 ]
 
 # Running targets side by side moved to referee.run (above this package); the old names stay importable from
 # here for one release, resolved by name on first use.
-__getattr__ = forward(__name__, dict.fromkeys(("TargetGate", "TargetsReporter", "TargetsRun", "run_targets"),
-                                              "referee.run._target_runs"))
+__getattr__ = forward(__name__, {**dict.fromkeys(("TargetGate", "TargetsReporter", "TargetsRun", "run_targets"),
+                                                 "referee.run._target_runs"),
+                                  # the targets table's text: statistics imported when a comparison is shown
+                                  "render_comparison": "referee.targets._compare"})
