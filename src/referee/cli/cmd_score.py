@@ -11,7 +11,7 @@ import os
 import click
 from click.core import ParameterSource
 
-from .._gates import GateConfig, evaluate_gates
+from .._gates import GateConfig, evaluate_gates, exit_code, graded_counts, verdict, with_graded_check
 from ..aggregate import (
     PASS_RULES,
     ScoreOptions,
@@ -24,7 +24,7 @@ from ..aggregate import (
 from ..aggregate._format import printable
 from ..errors import UserError
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
-from ._common import echo_err
+from ._common import echo_err, echo_nothing_graded
 
 _MAX_WARNINGS = 20
 
@@ -140,7 +140,13 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         fail_on_inconclusive=fail_on_inconclusive, max_unscored_rate=fail_if_unscored_above,
         min_case_pass_rate=min_case_pass_rate,
     ))
-    code = 1 if any(g.failed for g in gates) else 0
+    # The verdict rule when a gate is given (a gate over results with no scored row passes nothing); with no
+    # gate, score is a report of results already written: exit 0, as the seed's score_eval.py.
+    code = 0
+    if gates:
+        gates = with_graded_check(gates, summary)
+        code = exit_code(verdict(gates, graded_counts(summary)[0]))
+    echo_nothing_graded(gates)
 
     from ..reports._score_terminal import render_terminal
 
