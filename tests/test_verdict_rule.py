@@ -120,6 +120,19 @@ def test_run_without_gates_that_graded_nothing_fails(
     assert code == 1 and _nothing_graded(err)
 
 
+def test_run_no_gates_reports_but_a_run_that_graded_nothing_still_fails(
+        tmp_path: Path, judge_server: FakeLLMServer, capsys: pytest.CaptureFixture[str]) -> None:
+    p = _suite(tmp_path, "gates: {fail_under: 1.0}\n")
+    code, _, err = run_cli(["run", str(p), "--out", str(tmp_path / "r.jsonl"), "--no-gates",
+                            *_judge_args(judge_server)], capsys)
+    assert code == 1 and _nothing_graded(err)
+    half = tmp_path / "half"
+    half.mkdir()
+    code, _, err = run_cli(["run", str(_half_passing(half, "gates: {fail_under: 1.0}\n")), "--out",
+                            str(half / "r.jsonl"), "--no-gates"], capsys)
+    assert code == 0 and not _nothing_graded(err)  # graded, and the failing gate is not applied
+
+
 def _targets_suite(tmp_path: Path) -> Path:
     mod = f"verdict_agent_{uuid.uuid4().hex[:8]}"
     (tmp_path / f"{mod}.py").write_text("def v1(text):\n    return 'one: ' + text\n\n"
@@ -314,6 +327,14 @@ def test_run_targets_that_graded_nothing_is_not_passed(tmp_path: Path, judge_ser
     assert [g.flag for g in gated.gates if g.failed] == ["graded"]
     assert run.passed is False and run.exit_code == 1
     assert "`graded`" in run.markdown
+
+
+def test_run_targets_without_gates_that_graded_nothing_is_not_passed(
+        tmp_path: Path, judge_server: FakeLLMServer) -> None:
+    run = referee.run_targets(_targets_suite(tmp_path), tmp_path / "o", judge=_judge(judge_server), gates=False)
+    assert run.gated == [] and run.failed_generations == 0
+    assert run.exit_code == 1 and not run.passed
+    assert run.nothing_graded == ["nothing was graded (0 of 4 rows scored)"]
 
 
 def test_redteam_that_graded_nothing_is_not_passed(tmp_path: Path, judge_server: FakeLLMServer) -> None:

@@ -68,8 +68,8 @@ def default_out(suite_path: str) -> Path:
 @click.option("--dry-run", is_flag=True,
               help="Show the number of judge calls and the estimated cost; call nothing, write nothing.")
 @click.option("--no-judge", is_flag=True, help="Leave out the LLM evaluators (run the programmatic checks only).")
-@click.option("--no-gates", is_flag=True, help="Report only: do not apply the suite's gates (exit 0; with targets, "
-                                               "1 when a generation failed).")
+@click.option("--no-gates", is_flag=True, help="Report only: do not apply the suite's gates (exit 0, or 1 when "
+                                               "nothing was graded; with targets, also when a generation failed).")
 @click.option("--targets", "target_ids", default=None, metavar="ID,ID",
               help="Run only these targets of the suite (comma-separated ids).")
 @click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), default=None,
@@ -89,7 +89,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             rpm: float | None,
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
-    (exit 0 pass, 1 a gate failed, 2 an invalid suite or usage error)."""
+    (exit 0 pass, 1 a gate failed or nothing was graded, 2 an invalid suite or usage error)."""
     from ..engines import get_engine
     from ..suites import load_suite
     from ..suites._gating import evaluator_table

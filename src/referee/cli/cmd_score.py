@@ -112,7 +112,8 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
             allow_case_set_change: bool, adversarial_categories: str | None, junit_xml: str | None,
             markdown_out: str | None, no_step_summary: bool, strict: bool) -> int:
     """Pass rates and means with confidence intervals, per category, the failures behind them, regressions
-    against --baseline, and CI gates (exit 0 pass, 1 gate failed, 2 usage or input error)."""
+    against --baseline, and CI gates (exit 0 pass, 1 gate failed or, with a gate, nothing scored, 2 usage or
+    input error)."""
     if baseline is None:
         for name, flag in _BASELINE_ONLY.items():
             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
