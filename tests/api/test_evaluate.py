@@ -37,9 +37,13 @@ def test_checks_and_functions_give_rows_summary_and_gates() -> None:
     assert r.summary.overall.pass_rate.estimate == pytest.approx(2 / 3)
     by_cat = {g.name: g.pass_rate.estimate for g in r.summary.categories}
     assert by_cat == {"geo": 1.0, "math": 0.5}
-    # No gate given: every case must pass.
-    assert not r.passed
-    assert [(g.flag, g.failed) for g in r.gates] == [("--fail-under", True)]
+    # No gate given: none applies (as `referee run`); something was graded, so it passes.
+    assert r.passed and r.gates == []
+    # Every case must pass, asked for explicitly.
+    strict = referee.evaluate(CASES, ["equals", lambda output: output[0].isupper() or output.isdigit()],
+                              gates={"fail_under": 1.0}, progress=False)
+    assert not strict.passed
+    assert [(g.flag, g.failed) for g in strict.gates] == [("--fail-under", True)]
     assert referee.evaluate(CASES, ["equals"], gates={"fail_under": 0.6}, progress=False).passed
 
 

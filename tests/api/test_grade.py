@@ -45,8 +45,9 @@ def test_grade_gives_the_seed_rows_summary_and_gates() -> None:
     assert r.rows[0].judge.template_hash == r.manifest.template.sha256  # type: ignore[union-attr]
     assert r.manifest.kind == "judge" and r.manifest.eval_set is not None and r.manifest.eval_set.n_cases == 3
     assert r.summary.overall.pass_rate.estimate == pytest.approx(2 / 3) and r.passed
-    strict = referee.grade(CASES, TEMPLATE, Judge.fake(by_answer), progress=False)
-    assert not strict.passed  # default gate, as evaluate's: every case must pass
+    strict = referee.grade(CASES, TEMPLATE, Judge.fake(by_answer), gates={"fail_under": 1.0}, progress=False)
+    assert not strict.passed  # every case must pass, asked for explicitly
+    assert referee.grade(CASES, TEMPLATE, Judge.fake(by_answer), progress=False).passed  # no gate by default
 
 
 def test_the_cli_is_one_call_of_grade_same_rows_same_manifest(tmp_path: Path, fake_server: Any,

@@ -19,9 +19,9 @@ def test_assert_eval_passes_and_fails_with_the_reasons(pytester: pytest.Pytester
             rows = assert_eval(cases=CASES[:1], evaluators=[{"contains": {"value": "business days"}}])
             assert rows[0].status == "scored" and rows[0].score == 1.0
 
-        def test_every_case_must_pass_by_default(assert_eval):
+        def test_every_case_must_pass_when_asked(assert_eval):
             with pytest.raises(EvalFailed) as exc:
-                assert_eval(cases=CASES, evaluators=[{"not_contains": ["immediately"]}])
+                assert_eval(cases=CASES, evaluators=[{"not_contains": ["immediately"]}], fail_under=1.0)
             assert "bad" in str(exc.value) and "--fail-under" in str(exc.value)
             assert {r.id for r in exc.value.rows} == {"ok", "bad"}
 
@@ -45,7 +45,7 @@ def test_assert_eval_passes_and_fails_with_the_reasons(pytester: pytest.Pytester
             assert rows[0].passed is False
 
         def test_deliberately_failing(assert_eval):
-            assert_eval(cases=CASES, evaluators=[{"not_contains": ["immediately"]}])
+            assert_eval(cases=CASES, evaluators=[{"not_contains": ["immediately"]}], fail_under=1.0)
     """)
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=6, failed=1)

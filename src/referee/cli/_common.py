@@ -19,7 +19,8 @@ from ..reports import echo_err
 from ..runner import JudgeClient
 
 if TYPE_CHECKING:
-    from .. import Judge
+    from .. import EvalResult, Judge
+    from ..gates import GateResult
     from ..results import JudgeConfig, ResultRow
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -145,6 +146,35 @@ def echo_failures(rows: Sequence[ResultRow], limit: int = 20) -> None:
         echo_err(f"warning: case '{r.id}' {r.status}: {r.error}")
     if len(bad) > limit:
         echo_err(f"warning: ... and {len(bad) - limit} more unscored/error cases (see the results file)")
+
+
+def echo_nothing_graded(gates: Sequence[GateResult], lead: str = "") -> None:
+    """The verdict rule's failed ``graded`` entry, if among ``gates``, in plain words on stderr."""
+    from ..gates import GRADED_FLAG
+
+    for g in gates:
+        if g.flag == GRADED_FLAG and g.failed:
+            echo_err(f"error: {lead}{g.message}")
+
+
+def echo_verdict(scored: int, rows: int) -> int:
+    """The exit code of a run with no gate (``--no-gates``): the verdict rule alone, said on stderr when it
+    fails."""
+    from ..gates import exit_code, graded_check, verdict
+
+    entry = graded_check(scored, rows)
+    echo_nothing_graded([entry] if entry is not None else [])
+    return exit_code(verdict([], scored))
+
+
+def result_exit(result: EvalResult, checks: Sequence[GateResult] = ()) -> int:
+    """The exit code of a command that made ``result``: the verdict rule (``EvalResult.passed``) over its gates
+    and the command's own ``checks`` (``--fail-below``, the gold verdicts); nothing graded is said on stderr."""
+    from ..gates import exit_code, verdict
+
+    gates = [*result.gates, *checks]
+    echo_nothing_graded(gates)
+    return exit_code(verdict(gates, result.scored))
 
 
 @contextlib.contextmanager

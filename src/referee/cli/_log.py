@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 class _StderrLines(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
-        from ..reports._safe import echo_err
+        from ..reports import echo_err
 
         try:
             echo_err(f"referee: {record.getMessage()}")

@@ -10,7 +10,7 @@ from .. import judge_conversations
 from ..evaluators import CONVERSATION_MODES as MODES
 from . import invoked_argv, keep_until_exit
 from ._agents import report_outcome
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit
 
 
 @click.command("conversation")
@@ -37,4 +37,4 @@ def command(cases: str, out: str, mode: str, criteria_file: str | None, category
     if result.resume_note:
         echo_err(result.resume_note)
     report_outcome(result, out, judged=True)
-    return 0 if result.manifest.totals.scored else 1
+    return result_exit(result)

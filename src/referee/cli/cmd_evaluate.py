@@ -18,11 +18,12 @@ import click
 from .. import grade_rubric
 from ..errors import InputError, UserError
 from ..evaluators import describe_ungrounded
+from ..gates import GateResult, exit_code, verdict
 from ..results import ResultRow
 from ..rubrics import UNGROUNDED_MODES, Rubric, load_rubric, read_text_file, rubric_hash
 from ..runner import FatalRunError, totals_line
 from . import invoked_argv, keep_until_exit
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit
 
 __all__ = ["command", "read_text_file", "rubric_hash"]  # the helpers moved to the library; kept importable
 
@@ -116,20 +117,24 @@ def command(output: str | None, task: str | None, contexts: tuple[str, ...], rub
         from ..reports import write_html
 
         write_html([row], html_out, title=f"referee evaluate: {cid}", source="referee evaluate")
-    if row.status != "scored" and row.passed is False:
-        echo_err(f"referee: FAIL: a critical criterion failed; the rest could not be graded ({row.error})")
-        return 1
-    if row.status != "scored":
-        echo_err(f"referee: the output could not be graded ({row.status}: {row.error}); not a pass")
-        return 1
+    # The command's own checks (the first that applies is said), then the verdict rule over them.
+    checks: list[GateResult] = []
     composite = row.details.get("composite")
-    if threshold is not None and composite is not None and composite < threshold:
-        echo_err(f"composite {composite:.2f} is below --fail-below {threshold:g}: rework needed")
-        return 1
-    if row.passed is False and row.details.get("critical_failures"):
-        echo_err(f"FAIL: critical criterion failed: {', '.join(row.details['critical_failures'])}")
-        return 1
-    return 0
+    if row.status != "scored" and row.passed is False:
+        msg = f"a critical criterion failed; the rest could not be graded ({row.error})"
+        echo_err(f"referee: FAIL: {msg}")
+        checks.append(GateResult("critical criteria", True, msg))
+    elif row.status != "scored":  # nothing was graded: the verdict rule fails it
+        echo_err(f"referee: the output could not be graded ({row.status}: {row.error}); not a pass")
+    elif threshold is not None and composite is not None and composite < threshold:
+        msg = f"composite {composite:.2f} is below --fail-below {threshold:g}"
+        echo_err(f"{msg}: rework needed")
+        checks.append(GateResult("--fail-below", True, msg))
+    elif row.passed is False and row.details.get("critical_failures"):
+        msg = f"critical criterion failed: {', '.join(row.details['critical_failures'])}"
+        echo_err(f"FAIL: {msg}")
+        checks.append(GateResult("critical criteria", True, msg))
+    return exit_code(verdict([*result.gates, *checks], result.scored))
 
 
 def _batch(cases_path: str, out: str, rubric_arg: str, ungrounded_mode: str | None, ctx: dict[str, str],
@@ -161,17 +166,16 @@ def _batch(cases_path: str, out: str, rubric_arg: str, ungrounded_mode: str | No
     if ungrounded:
         echo_err(f"{ungrounded} case(s) cite evidence not found in the judged text (flag 'ungrounded'); "
                  f"{describe_ungrounded(rows)}")
+    checks: list[GateResult] = []
     if critical:
-        echo_err(f"{len(critical)} case(s) FAIL on a critical criterion: "
-                 + ", ".join(r.id for r in critical[:10]) + (" ..." if len(critical) > 10 else ""))
-    if t.scored == 0:
-        echo_err("error: nothing was graded")
-        return 1
-    if critical and not below:
-        return 1
+        msg = (f"{len(critical)} case(s) FAIL on a critical criterion: "
+               + ", ".join(r.id for r in critical[:10]) + (" ..." if len(critical) > 10 else ""))
+        echo_err(msg)
+        checks.append(GateResult("critical criteria", True, msg))
     if below:
         assert threshold is not None
-        echo_err(f"{len(below)} case(s) have a composite below {threshold:g}: "
-                 + ", ".join(r.id for r in below[:10]) + (" ..." if len(below) > 10 else ""))
-        return 1
-    return 0
+        msg = (f"{len(below)} case(s) have a composite below {threshold:g}: "
+               + ", ".join(r.id for r in below[:10]) + (" ..." if len(below) > 10 else ""))
+        echo_err(msg)
+        checks.append(GateResult("--fail-below", True, msg))
+    return result_exit(result, checks)

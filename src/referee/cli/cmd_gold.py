@@ -20,10 +20,11 @@ import click
 from .. import grade_gold
 from ..errors import UserError
 from ..evaluators import discover_gold_cases, gold_results_json, single_gold_case, threshold_warning
+from ..gates import GateResult
 from ..reports import gold_case_text, gold_run_notes
 from ..rubrics import load_rubric
 from . import invoked_argv, keep_until_exit
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit
 
 
 @click.command("gold")
@@ -117,5 +118,8 @@ def command(criteria: str, generated: str | None, gold: str | None, dataset: str
     for line in gold_run_notes(rows, skipped=len(skipped), out_dir=out_dir, totals=result.manifest.totals,
                                judge_pass_only=judge_pass_only):
         echo_err(line)
-    # A FAIL, or a case that could not be graded: never a pass.
-    return 1 if any(r.passed is False or (r.status != "scored" and r.passed is None) for r in rows) else 0
+    # The command's own check: a FAIL, or a case that could not be graded, is never a pass; then the verdict rule.
+    bad = [r.id for r in rows if r.passed is False or (r.status != "scored" and r.passed is None)]
+    checks = [GateResult("gold verdicts", True, f"{len(bad)} case(s) FAIL or could not be graded: "
+                         + ", ".join(bad[:10]) + (" ..." if len(bad) > 10 else ""))] if bad else []
+    return result_exit(result, checks)

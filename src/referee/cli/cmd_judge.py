@@ -10,7 +10,7 @@ from .. import grade
 from ..cases import read_template
 from ..runner import totals_line
 from . import invoked_argv, keep_until_exit
-from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options, result_exit
 
 __all__ = ["command", "read_template"]
 
@@ -41,7 +41,4 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
     echo_failures(result.new_rows)
     t = result.manifest.totals
     echo_err(totals_line(t, out))
-    if t.scored == 0:
-        echo_err("error: nothing was graded")
-        return 1
-    return 0
+    return result_exit(result)

@@ -10,7 +10,7 @@ from .. import compare
 from ..evaluators import RECONCILE_MODES, Reconcile
 from ..runner import totals_line
 from . import invoked_argv, keep_until_exit
-from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, echo_failures, flag_errors, judge_options, result_exit
 
 
 @click.command("pairwise")
@@ -54,7 +54,4 @@ def command(cases: str, template: str, out: str, category: str | None, skip_inva
         + (f"({biased} of them position bias); " if reconcile == "strict" else
            f"({biased} rows with position bias, averaged over both orders); ")
         + f"mean score of A {pt.mean_score_a:.3f} (--reconcile {reconcile}); ")))
-    if t.scored == 0:
-        echo_err("error: nothing was graded")
-        return 1
-    return 0
+    return result_exit(result)

@@ -7,10 +7,11 @@ from collections import Counter
 import click
 
 from ..errors import UserError
+from ..gates import exit_code
 from ..redteam import FAILURE_MODES, SURFACES, generate, load_seeds, load_templates, write_cases
 from . import invoked_argv
 from ._agents import report_outcome
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, echo_nothing_graded, flag_errors, judge_options
 
 
 @click.group("redteam")
@@ -86,5 +87,5 @@ def run_cmd(cases: str, out: str, outputs: str | None, target_file: str | None, 
     if run.failed_generations:
         echo_err(f"{run.failed_generations} generation(s) by target {run.target_id or ''} failed (error rows): "
                  "exit 1")
-        return 1
-    return 0 if any(r.status == "scored" for r in result.rows) else 1
+    echo_nothing_graded(result.gates)
+    return exit_code(run.passed)

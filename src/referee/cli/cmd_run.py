@@ -13,7 +13,15 @@ from click.core import ParameterSource
 from ..errors import UserError
 from ..runner import totals_line
 from . import invoked_argv
-from ._common import JudgeOptions, build_client, echo_err, echo_failures, judge_options
+from ._common import (
+    JudgeOptions,
+    build_client,
+    echo_err,
+    echo_failures,
+    echo_nothing_graded,
+    echo_verdict,
+    judge_options,
+)
 
 # JudgeOptions field -> (click parameter name, suite judge default name)
 _FROM_SUITE = {
@@ -60,8 +68,8 @@ def default_out(suite_path: str) -> Path:
 @click.option("--dry-run", is_flag=True,
               help="Show the number of judge calls and the estimated cost; call nothing, write nothing.")
 @click.option("--no-judge", is_flag=True, help="Leave out the LLM evaluators (run the programmatic checks only).")
-@click.option("--no-gates", is_flag=True, help="Report only: do not apply the suite's gates (exit 0; with targets, "
-                                               "1 when a generation failed).")
+@click.option("--no-gates", is_flag=True, help="Report only: do not apply the suite's gates (exit 0, or 1 when "
+                                               "nothing was graded; with targets, also when a generation failed).")
 @click.option("--targets", "target_ids", default=None, metavar="ID,ID",
               help="Run only these targets of the suite (comma-separated ids).")
 @click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), default=None,
@@ -81,10 +89,10 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             rpm: float | None,
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
-    (exit 0 pass, 1 a gate failed, 2 an invalid suite or usage error)."""
+    (exit 0 pass, 1 a gate failed or nothing was graded, 2 an invalid suite or usage error)."""
     from ..run import run_suite
     from ..run.engines import get_engine
-    from ..suites import apply_gates, evaluator_table, load_suite
+    from ..suites import evaluator_table, load_suite
 
     suite = load_suite(suite_file, run_user_code=not dry_run)  # a dry run imports no plugin module
     if cases_file:
@@ -148,15 +156,15 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     if table:
         click.echo(table)
     echo_err(totals_line(outcome.manifest.totals, out_path, judged=client is not None))
-    if no_gates:
-        return 0
-    if not markdown_out and not os.environ.get("GITHUB_STEP_SUMMARY"):
-        return apply_gates(out_path, suite.gates, threshold=suite.scoring.threshold, base_dir=suite.base_dir)
-    from ..reports import render_markdown
-
+    if no_gates:  # report only; the verdict rule still holds: a run that graded nothing is not a pass
+        return echo_verdict(outcome.manifest.totals.scored, len(outcome.rows))
     code, verdicts, summary = gate_and_show(out_path, suite.gates, threshold=suite.scoring.threshold,
                                             base_dir=suite.base_dir)
-    write_markdown(render_markdown(summary, verdicts, code), markdown_out)
+    echo_nothing_graded(verdicts)
+    if markdown_out or os.environ.get("GITHUB_STEP_SUMMARY"):
+        from ..reports import render_markdown
+
+        write_markdown(render_markdown(summary, verdicts, code), markdown_out)
     return code
 
 
@@ -204,6 +212,8 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
                       gates=not no_gates, use_cache=not jo.no_cache, batch=jo.batch, engine=engine,
                       command=invoked_argv(), judge_config=judge_config, all_target_ids=all_target_ids,
                       reporter=_TargetsPrinter())
+    for line in run.nothing_graded:
+        echo_err(f"error: {line}")
     write_markdown(run.markdown, markdown_out)
     return run.exit_code
 
@@ -251,9 +261,9 @@ def write_markdown(md: str, path: str | None) -> None:
 def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:
     """(exit code, gate results, summary) of ``results`` under ``gates``, printed as ``referee score`` does."""
     from ..reports import render_terminal
-    from ..suites import gate_summary
+    from ..suites import gate_summary, summary_exit_code
 
     summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
-    code = 1 if any(g.failed for g in verdicts) else 0
+    code = summary_exit_code(summary, verdicts)
     render_terminal(summary, verdicts, code)
     return code, verdicts, summary

@@ -22,9 +22,9 @@ from ..aggregate import (
     summarize,
 )
 from ..errors import UserError
-from ..gates import GateConfig, evaluate_gates
+from ..gates import GateConfig, evaluate_gates, exit_code, graded_counts, verdict, with_graded_check
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
-from ._common import echo_err
+from ._common import echo_err, echo_nothing_graded
 
 _MAX_WARNINGS = 20
 
@@ -112,7 +112,8 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
             allow_case_set_change: bool, adversarial_categories: str | None, junit_xml: str | None,
             markdown_out: str | None, no_step_summary: bool, strict: bool) -> int:
     """Pass rates and means with confidence intervals, per category, the failures behind them, regressions
-    against --baseline, and CI gates (exit 0 pass, 1 gate failed, 2 usage or input error)."""
+    against --baseline, and CI gates (exit 0 pass, 1 gate failed or, with a gate, nothing scored, 2 usage or
+    input error)."""
     if baseline is None:
         for name, flag in _BASELINE_ONLY.items():
             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
@@ -140,7 +141,13 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         fail_on_inconclusive=fail_on_inconclusive, max_unscored_rate=fail_if_unscored_above,
         min_case_pass_rate=min_case_pass_rate,
     ))
-    code = 1 if any(g.failed for g in gates) else 0
+    # The verdict rule when a gate is given (a gate over results with no scored row passes nothing); with no
+    # gate, score is a report of results already written: exit 0, as the seed's score_eval.py.
+    code = 0
+    if gates:
+        gates = with_graded_check(gates, summary)
+        code = exit_code(verdict(gates, graded_counts(summary)[0]))
+    echo_nothing_graded(gates)
 
     from ..reports import render_terminal
 

@@ -10,7 +10,7 @@ from .. import check_trajectories, judge_trajectories
 from ..errors import UserError
 from . import invoked_argv, keep_until_exit
 from ._agents import report_outcome
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit
 
 
 @click.command("trajectory")
@@ -51,7 +51,7 @@ def command(cases: str, out: str, checks_file: str | None, cap: float | None, us
         if result.resume_note:
             echo_err(result.resume_note)
         report_outcome(result, out)
-        return 0 if any(r.status == "scored" for r in result.rows) else 1
+        return result_exit(result)
     with flag_errors():
         result = judge_trajectories(cases, api_judge(judge), criteria=criteria_file, max_chars=max_chars, out=out,
                                     category=category, on_invalid=on_invalid, system_model=judge.system_model,
@@ -60,4 +60,4 @@ def command(cases: str, out: str, checks_file: str | None, cap: float | None, us
     if result.resume_note:
         echo_err(result.resume_note)
     report_outcome(result, out, judged=True)
-    return 0 if result.manifest.totals.scored else 1
+    return result_exit(result)

@@ -1,6 +1,19 @@
 """Gates: CI verdicts over a summary (pass-rate floors, regressions against a baseline, cost, latency,
-unscored share). ``GateConfig`` -> ``evaluate_gates(summary, config)`` -> ``GateResult`` per gate."""
+unscored share). ``GateConfig`` -> ``evaluate_gates(summary, config)`` -> ``GateResult`` per gate, and the one
+verdict rule every entry point ends with: ``verdict(gates, scored)`` (passed only when every gate passed and
+something was graded) -> ``exit_code``."""
 
-from ._engine import GateConfig, GateResult, evaluate_gates
+from ._engine import (
+    GRADED_FLAG,
+    GateConfig,
+    GateResult,
+    evaluate_gates,
+    exit_code,
+    graded_check,
+    graded_counts,
+    verdict,
+    with_graded_check,
+)
 
-__all__ = ["GateConfig", "GateResult", "evaluate_gates"]
+__all__ = ["GRADED_FLAG", "GateConfig", "GateResult", "evaluate_gates", "exit_code", "graded_check", "graded_counts", "verdict",
+           "with_graded_check"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..aggregate._summary import Summary
@@ -112,3 +113,51 @@ def evaluate_gates(s: Summary, cfg: GateConfig) -> list[GateResult]:
                               f"{cfg.min_case_pass_rate:.0%} of their repeats"
                               + (": " + ", ".join(c.id for c in bad[:5]) if bad else "")))
     return out
+
+
+# -- the verdict rule ------------------------------------------------------------------------------------------
+
+GRADED_FLAG = "graded"
+"""The flag of the verdict rule's own check (see :func:`graded_check`), shown beside the gates."""
+
+
+def verdict(gates: Sequence[GateResult], scored: int) -> bool:
+    """The verdict rule of every entry point (``referee run``/``score``/``judge``/..., ``EvalResult.passed``,
+    ``assert_eval``, ``run_targets``): passed only when every gate passed **and** the gated run has at least one
+    scored row. A run that graded nothing never passes, whatever its gates say (they are computed over nothing)."""
+    return scored > 0 and not any(g.failed for g in gates)
+
+
+def exit_code(passed: bool) -> int:
+    """The exit code of a verdict: 0 passed, 1 a gate failed or nothing was graded (2, usage errors, is raised
+    before any verdict)."""
+    return 0 if passed else 1
+
+
+def graded_check(scored: int, rows: int, *, unscored: int | None = None,
+                 errors: int | None = None) -> GateResult | None:
+    """The failed gate-like entry that says why a run that graded nothing fails (``scored`` of ``rows`` rows
+    scored), so that the gate list, the terminal and the Markdown summary show it; None when something was
+    scored (the entry is then left out: the gates read as before)."""
+    if scored > 0:
+        return None
+    detail = f"0 of {rows} rows scored"
+    if unscored is not None and errors is not None:
+        detail += f": {unscored} unscored, {errors} error"
+    return GateResult(GRADED_FLAG, True, f"nothing was graded ({detail})")
+
+
+def graded_counts(s: Summary) -> tuple[int, int, int, int]:
+    """(scored rows, rows, unscored, errors) of a summary, the correctness and adversarial tracks together."""
+    groups = [s.overall, *s.adversarial]
+    rows = sum(g.rows for g in groups)
+    unscored = sum(g.unscored for g in groups)
+    errors = sum(g.errors for g in groups)
+    return rows - unscored - errors, rows, unscored, errors
+
+
+def with_graded_check(gates: list[GateResult], s: Summary) -> list[GateResult]:
+    """``gates`` and, when ``s`` has no scored row, the failed :func:`graded_check` entry after them."""
+    scored, rows, unscored, errors = graded_counts(s)
+    entry = graded_check(scored, rows, unscored=unscored, errors=errors)
+    return gates if entry is None else [*gates, entry]

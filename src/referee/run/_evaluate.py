@@ -247,15 +247,20 @@ class EvalResult:
     _suite: Suite | None = field(default=None, repr=False)
 
     @cached_property
-    def _gated(self) -> tuple[Summary, list[GateResult]]:
+    def _gate_setup(self) -> tuple[Gates, float, Path]:
+        """(the gates, the pass threshold, the folder a relative baseline is read from)."""
         from ..suites import Gates
-        from ..suites._gating import gate_summary
 
         if self._suite is None:
-            return gate_summary(self.rows, Gates(**_gates_of(self.gate_options)), threshold=self.threshold,
-                                base_dir=Path("."))
-        return gate_summary(self.rows, self._suite.gates, threshold=self._suite.scoring.threshold,
-                            base_dir=self._suite.base_dir)
+            return Gates(**_gates_of(self.gate_options)), self.threshold, Path(".")
+        return self._suite.gates, self._suite.scoring.threshold, self._suite.base_dir
+
+    @cached_property
+    def _gated(self) -> tuple[Summary, list[GateResult]]:
+        from ..suites._gating import gate_summary
+
+        gates, threshold, base_dir = self._gate_setup
+        return gate_summary(self.rows, gates, threshold=threshold, base_dir=base_dir)
 
     @property
     def summary(self) -> Summary:
@@ -263,14 +268,32 @@ class EvalResult:
         return self._gated[0]
 
     @property
+    def scored(self) -> int:
+        """Rows that were scored (neither ``unscored`` nor ``error``): none, and the run cannot pass."""
+        return sum(1 for r in self.rows if r.status == "scored")
+
+    @property
     def gates(self) -> list[GateResult]:
-        """Each gate's verdict (``flag``, ``failed``, ``message``)."""
+        """Each gate's verdict (``flag``, ``failed``, ``message``), then the verdict rule's failed ``graded``
+        entry when no row was scored."""
+        from ..gates._engine import GateConfig, graded_check
+        from ..suites._gating import gate_config
+
+        if gate_config(self._gate_setup[0]) == GateConfig():
+            # No gate asked: the verdict rule's own check only, without aggregating the rows.
+            entry = graded_check(self.scored, len(self.rows),
+                                 unscored=sum(1 for r in self.rows if r.status == "unscored"),
+                                 errors=sum(1 for r in self.rows if r.status == "error"))
+            return [] if entry is None else [entry]
         return self._gated[1]
 
     @property
     def passed(self) -> bool:
-        """True when no gate failed."""
-        return not any(g.failed for g in self.gates)
+        """The verdict rule (as every command's exit code): True when every gate passed and at least one row
+        was scored. With no gate given, that something was graded."""
+        from ..gates._engine import verdict
+
+        return verdict(self.gates, self.scored)
 
     def records(self) -> list[dict[str, Any]]:
         """One plain dict per case x evaluator (what :meth:`to_pandas` tabulates)."""
@@ -349,7 +372,7 @@ _COLUMNS = ["id", "repeat", "category", "evaluator", "status", "score", "passed"
 
 def _gates_of(gates: Gates | dict[str, Any] | None) -> dict[str, Any]:
     if gates is None:
-        return {"fail_under": 1.0}  # no gate given: every case must pass (as assert_eval)
+        return {}  # no gate by default (as ``referee run``): the verdict rule alone, something must be graded
     if isinstance(gates, dict):
         return dict(gates)
     dump: dict[str, Any] = gates.model_dump(exclude_defaults=True)
@@ -453,7 +476,8 @@ evaluate = sync_twin(
         threshold: a case passes when its combined score >= threshold.
         scoring: how evaluators combine into a case's score: ``weighted_mean``, ``all_pass`` or ``min``.
         gates: ``referee score``'s gates by their suite names (``{"fail_under": 0.9,
-            "fail_if_unscored_above": 0}``); default: every case must pass.
+            "fail_if_unscored_above": 0}``); default: none, as ``referee run`` (``passed`` then means that
+            something was graded; give ``{"fail_under": 1.0}`` for "every case must pass").
         out: also write the rows and manifest here as they complete; rerunning with the same ``out`` resumes.
         concurrency: cases in flight at once (default: the judge's, 8).
         progress: None/True show progress (terminal or notebook) for runs over a second; False hides it.

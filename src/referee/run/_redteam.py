@@ -37,6 +37,12 @@ class RedteamRun:
     failed_generations: int = 0
     """Cases the target could not answer (error rows)."""
 
+    @property
+    def passed(self) -> bool:
+        """The verdict rule (``result.passed``: something was graded and every gate passed), and every
+        generation by the target succeeded (``referee redteam run``'s exit 0)."""
+        return self.result.passed and self.failed_generations == 0
+
 
 def merge_replies(cases: list[Case], outputs: str | Path | None,
                   on_note: Callable[[str], None] | None = None) -> list[Case]:

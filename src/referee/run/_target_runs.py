@@ -29,7 +29,7 @@ class TargetGate:
     target: str
     baseline: str | None
     code: int
-    """1 when a gate failed, else 0."""
+    """1 when a gate failed or the target graded nothing (the verdict rule), else 0."""
     gates: list[GateResult]
     summary: Summary
 
@@ -38,7 +38,8 @@ class TargetGate:
 class TargetsRun:
     """The outcome of :func:`run_targets`: each target's run (results file, rows, generation counts), the targets x
     evaluators comparison, the gated targets' verdicts, the Markdown summary (the ``--markdown`` text) and the
-    exit code ``referee run`` returns (1 when a generation or a gate failed, else 0)."""
+    exit code ``referee run`` returns (1 when a generation or a gate failed, or the gated run graded nothing,
+    else 0)."""
 
     outcomes: list[TargetOutcome]
     comparison: TargetComparison
@@ -46,10 +47,13 @@ class TargetsRun:
     gated: list[TargetGate]
     markdown: str
     exit_code: int
+    nothing_graded: list[str] = dataclasses.field(default_factory=list)
+    """Why the run fails by the verdict rule, one line each: every gated target that graded nothing (with
+    ``gates=False``, the run as a whole), e.g. ``target v2: nothing was graded (0 of 12 rows scored: ...)``."""
 
     @property
     def passed(self) -> bool:
-        """Every generation succeeded and every gate passed."""
+        """Every generation succeeded, every gate passed and the gated run graded something."""
         return self.exit_code == 0
 
 
@@ -194,9 +198,20 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
     if failed:
         md.append(f"\n{failed} generation(s) failed: they are error rows, never judged.\n")
     gated: list[TargetGate] = []
-    if gates:
+    nothing_graded: list[str] = []
+    if not gates:  # report only; the verdict rule still holds over the run as a whole
+        from ..gates._engine import exit_code, graded_check, verdict
+
+        scored = sum(o.outcome.manifest.totals.scored for o in outcomes)
+        entry = graded_check(scored, sum(len(o.outcome.rows) for o in outcomes))
+        if entry is not None:
+            nothing_graded.append(entry.message)
+            md.append(f"\n{entry.message}.\n")
+        code = max(code, exit_code(verdict([], scored)))
+    else:
+        from ..gates._engine import GRADED_FLAG
         from ..reports._markdown_summary import render_markdown
-        from ..suites._gating import gate_summary
+        from ..suites._gating import gate_summary, summary_exit_code
 
         for tid in [candidate] if candidate is not None else ids:
             # Absolute: gating resolves a relative baseline against the suite's folder, not the working one.
@@ -206,7 +221,8 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
                                                "candidate": None})
             summary, verdicts = gate_summary(out_dir / f"{tid}.jsonl", g, threshold=suite.scoring.threshold,
                                              base_dir=suite.base_dir)
-            gate_code = 1 if any(v.failed for v in verdicts) else 0
+            gate_code = summary_exit_code(summary, verdicts)
+            nothing_graded += [f"target {tid}: {v.message}" for v in verdicts if v.flag == GRADED_FLAG and v.failed]
             gated.append(TargetGate(tid, baseline, gate_code, verdicts, summary))
             if reporter is not None:
                 reporter.gated(gated[-1])
@@ -214,4 +230,4 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
             md.append(f"\n#### target `{tid}`" + (f" against baseline `{baseline}`" if baseline else "") + "\n\n"
                       + render_markdown(summary, verdicts, gate_code))
     return TargetsRun(outcomes=outcomes, comparison=comparison, failed_generations=failed, gated=gated,
-                      markdown="".join(md), exit_code=code)
+                      markdown="".join(md), exit_code=code, nothing_graded=nothing_graded)

@@ -1,14 +1,14 @@
 """Suites: a YAML file describing cases, the evaluators applied to them, scoring and gates (``referee run``)."""
 
 from .._util._moved import forward
-from ._gating import apply_gates, evaluator_table, gate_summary
+from ._gating import apply_gates, evaluator_table, gate_summary, summary_exit_code
 from ._loader import EvalSpec, Problem, Suite, SuiteInvalid, check_suite, load_suite
 from ._model import Gates, JudgeDefaults, Scoring, SuiteFile
 
 __all__ = [
     "EvalSpec", "Gates", "JudgeDefaults", "Problem", "RunEstimate", "Scoring", "Suite", "SuiteFile",
     "SuiteInvalid", "apply_gates", "check_suite", "estimate_run", "evaluator_table", "gate_summary", "load_suite",
-    "run_suite",
+    "run_suite", "summary_exit_code",
 ]
 
 

@@ -30,9 +30,9 @@ def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path
 
 def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Path,
                   show: bool = False) -> tuple[int, list[Any]]:
-    """(exit code, ``referee.GateResult`` list) for ``results`` under ``gates``."""
+    """(exit code, ``referee.GateResult`` list) for ``results`` under ``gates``, by the verdict rule."""
     summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
-    code = 1 if any(g.failed for g in verdicts) else 0
+    code = summary_exit_code(summary, verdicts)
     if show:
         from ..reports._score_terminal import render_terminal
 
@@ -43,9 +43,10 @@ def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Pa
 def gate_summary(results: Any, gates: Gates, *, threshold: float,
                  base_dir: Path) -> tuple[Summary, list[GateResult]]:
     """The summary of ``results`` (a results file or rows in memory) and the verdict of each of ``gates``
-    (the one gate model of suites, ``assert_eval`` and ``referee.evaluate``)."""
+    (the one gate model of suites, ``assert_eval`` and ``referee.evaluate``), followed by the verdict rule's
+    failed ``graded`` entry when ``results`` has no scored row."""
     from ..aggregate import ScoreOptions, summarize
-    from ..gates._engine import evaluate_gates
+    from ..gates._engine import evaluate_gates, with_graded_check
     from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 
     baseline = None
@@ -62,7 +63,15 @@ def gate_summary(results: Any, gates: Gates, *, threshold: float,
                         pass_rule=suite_pass_rule(gates, threshold))
     summary = summarize(results if not isinstance(results, Path) else str(results), opts, baseline=baseline,
                         min_case_pass_rate=gates.min_case_pass_rate)
-    return summary, evaluate_gates(summary, gate_config(gates))
+    return summary, with_graded_check(evaluate_gates(summary, gate_config(gates)), summary)
+
+
+def summary_exit_code(summary: Summary, verdicts: list[GateResult]) -> int:
+    """The exit code of ``summary`` gated by ``verdicts`` (:func:`referee._gates.verdict`: 1 when a gate failed
+    or nothing was scored)."""
+    from ..gates._engine import exit_code, graded_counts, verdict
+
+    return exit_code(verdict(verdicts, graded_counts(summary)[0]))
 
 
 def gate_config(gates: Gates) -> GateConfig:

@@ -56,13 +56,16 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
                 evaluators: Sequence[Any] | None = None, judge: JudgeClient | None = None,
                 threshold: float | None = None, fail_under: float | None = None, out: str | Path | None = None,
                 base_dir: str | Path | None = None, **gates: Any) -> list[ResultRow]:
-    """Evaluate and gate; returns the rows, raises :class:`EvalFailed` (an AssertionError) when a gate fails.
+    """Evaluate and gate; returns the rows, raises :class:`EvalFailed` (an AssertionError) when a gate fails
+    or nothing was graded.
 
     ``suite`` is a suite file, a mapping like one, or a loaded Suite; or give ``cases`` and ``evaluators``
     (entries as in a suite file: ``"is_json"``, ``{"regex": {"pattern": "..."}, "critical": True}``).
     Gates: the suite's own, overridden by ``fail_under`` and any other ``referee score`` gate given as a
-    keyword (``fail_if_unscored_above=0``, ``baseline="main.jsonl"``, ...). With no gate at all every case
-    must pass. ``judge`` binds LLM evaluators to a client (e.g. the ``fake_judge`` fixture's).
+    keyword (``fail_if_unscored_above=0``, ``baseline="main.jsonl"``, ...). With no gate at all, as with
+    ``referee run``, the run passes when something was graded: give ``fail_under=1.0`` for "every case must
+    pass". A run that graded nothing fails whatever the gates (the verdict rule). ``judge`` binds LLM
+    evaluators to a client (e.g. the ``fake_judge`` fixture's).
     """
     import asyncio
     import dataclasses
@@ -82,8 +85,6 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
     if fail_under is not None:
         updates["fail_under"] = fail_under
     g = s.gates.model_validate({**s.gates.model_dump(), **updates}) if updates else s.gates
-    if g == type(g)():
-        g = g.model_copy(update={"fail_under": 1.0})  # no gate given: every case must pass
 
     ce = CaseEvaluator(s)
 
