@@ -138,6 +138,20 @@ def api_judge(jo: JudgeOptions) -> Judge:
     return judge
 
 
+def graded_count(rows: Sequence[ResultRow], case_ids: Sequence[str]) -> int:
+    """How many of ``case_ids`` have a scored row: the N of the seed runners' ``N/M case(s)`` line."""
+    scored = {r.id for r in rows if r.status == "scored"}
+    return sum(1 for c in dict.fromkeys(case_ids) if c in scored)
+
+
+def echo_seed_line(text: str) -> None:
+    """The seed runner's closing line on stdout, where scripts that ran the seed read it (referee's own lines
+    are on stderr), shown by the rules of every line of case text."""
+    from ..reports._safe import display_text
+
+    click.echo(display_text(text))
+
+
 def echo_failures(rows: Sequence[ResultRow], limit: int = 20) -> None:
     """The seed's habit: every case not scored is a warning line on stderr (never a fabricated score), up to
     ``limit`` of them, then how many more the results file holds."""
