@@ -105,9 +105,9 @@ def test_look_alike_categories_across_the_two_runs_are_warned(tmp_path: Path,
     cur = write_rows(tmp_path / "c.jsonl", [{"id": f"c{i}", "score": 0.9, "category": "biling"}
                                             for i in range(4)])
     code, _, err = score([cur, "--baseline", base], capsys)
-    assert code == 0 and "'biling' and 'billing' look alike" in err
+    assert code == 0 and "'biling' and 'billing' look similar" in err
     _, _, alone = score([cur], capsys)
-    assert "look alike" not in alone
+    assert "look similar" not in alone
 
 
 def test_markdown_defuses_links_images_and_mentions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

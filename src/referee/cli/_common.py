@@ -95,9 +95,11 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
                          show_default=True, help="Judge calls in flight at once."),
             click.option("--no-cache", is_flag=True, help="Do not read or write the response cache."),
             click.option("--input-price-per-mtok", "input_price", type=float, default=None,
-                         help="USD per million input tokens (cost is reported only with both prices)."),
+                         help="USD per million input tokens. With both prices given they price every call; "
+                              "otherwise the model is priced from the genai-prices database (no cost for a "
+                              "model it does not know)."),
             click.option("--output-price-per-mtok", "output_price", type=float, default=None,
-                         help="USD per million output tokens."),
+                         help="USD per million output tokens (see --input-price-per-mtok)."),
             click.option("--batch", is_flag=True,
                          help="Judge through the provider's batch API (OpenAI, Anthropic, Gemini, Azure): half price, "
                               "answers within 24 h; jobs are kept in the manifest and a rerun resumes them."),

@@ -147,6 +147,9 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         min_case_pass_rate=min_case_pass_rate,
     ))
     code = 1 if any(g.failed for g in gates) else 0
+    for g in gates:
+        if g.failed:  # the seed's stderr line, which CI logs and scripts look for
+            echo_err(f"GATE FAILED: {g.flag}: {printable(g.message)}")
 
     from ..reports._score_terminal import render_terminal
 
