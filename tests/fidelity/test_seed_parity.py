@@ -372,3 +372,11 @@ def test_migration_table_flags_exist_in_the_cli() -> None:
                 assert flag in _flags(command), f"referee {command} has no {flag}"
                 named += 1
     assert named >= 5
+
+
+def test_migration_table_referee_column_names_only_real_flags() -> None:
+    every = set().union(*(_flags(name) for name in referee.list_commands(click.Context(referee))))
+    named = {flag for _, ours, _ in _migration_rows() for code in re.findall(r"`([^`]*)`", ours)
+             for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", code)}
+    assert named, "the referee column names no flag"
+    assert named <= every, f"flags no referee command has: {sorted(named - every)}"
