@@ -67,7 +67,9 @@ class Pairwise(PairwiseJudge):
     ``{response_1}`` and ``{response_2}`` plus any case field) replaces referee's."""
 
     name: ClassVar[str] = "pairwise"
-    internal_options: ClassVar[frozenset[str]] = frozenset({"category", "template_hash", "name_a", "name_b"})
+    # request_format (the seed-exact request) is for `referee pairwise` runs migrated from the seed.
+    internal_options: ClassVar[frozenset[str]] = frozenset({"category", "template_hash", "name_a", "name_b",
+                                                            "request_format"})
     template: str = ""
     """The prompt, with ``{response_1}`` and ``{response_2}`` (default: referee's)."""
     max_tokens: int | None = None

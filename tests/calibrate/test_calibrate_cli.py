@@ -49,7 +49,7 @@ def test_seed_behaviour_mean_delta_and_worst_first(files: tuple[str, str], tmp_p
     assert data["n"] == 4
     assert data["mean_abs_delta"] == pytest.approx(0.175)
     assert [r["id"] for r in data["per_case"]] == ["c", "b", "a", "d"]
-    text = capsys.readouterr().out
+    text = capsys.readouterr().err  # referee's tables are on stderr, the seed's lines on stdout
     assert "0.175" in text and text.index("│ c") < text.index("│ b")
     assert any("unscored" in n for n in data["notes"])
     assert cli(["calibrate", judge, human, "--threshold", "0.1"]) == 1
@@ -65,7 +65,8 @@ def test_update_log_replaces_placeholder_then_appends(files: tuple[str, str], tm
     assert "| 4 | 0.175 | tightened rubric |" in text
     assert cli(["calibrate", judge, human, "--update-log", str(log), "--threshold", "0.01"]) == 1
     lines = [ln for ln in log.read_text().splitlines() if ln.startswith("| 2")]
-    assert len(lines) == 2 and lines[1].endswith("| 4 | 0.175 | none |")
+    assert len(lines) == 2 and lines[1].endswith(
+        "| 4 | 0.175 | ACTION NEEDED: mean delta 0.175 exceeds 0.01 — revise the judge prompt |")
     assert log.read_text().rstrip().endswith("Prompt text continues here.")
 
 
@@ -133,7 +134,7 @@ def test_float_noise_does_not_fail_the_threshold(tmp_path: Path, capsys: pytest.
     judge = _jsonl(tmp_path / "j.jsonl", [{"id": "a", "score": 0.9}, {"id": "b", "score": 0.3}])
     human = _jsonl(tmp_path / "h.jsonl", [{"id": "a", "score": 0.7}, {"id": "b", "score": 0.1}])
     assert cli(["calibrate", judge, human, "--threshold", "0.2"]) == 0
-    assert "0.200 over 2 cases (threshold 0.2): OK" in capsys.readouterr().out
+    assert "0.200 over 2 cases (threshold 0.2): OK" in capsys.readouterr().err
     assert cli(["calibrate", judge, human, "--threshold", "0.19"]) == 1
 
 
@@ -143,7 +144,7 @@ def test_missing_log_file_fails_before_the_report(files: tuple[str, str], tmp_pa
     assert cli(["calibrate", judge, human, "--update-log", str(tmp_path / "nope.md")]) == 2
     cap = capsys.readouterr()
     assert "nope.md" in cap.err and "not found" in cap.err
-    assert "Mean delta" not in cap.out  # nothing computed or printed for a run that cannot be logged
+    assert "Mean delta" not in cap.out + cap.err  # nothing computed or printed for a run that cannot be logged
 
 
 def test_continuous_scores_get_no_exact_agreement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,7 +154,7 @@ def test_continuous_scores_get_no_exact_agreement(tmp_path: Path, capsys: pytest
     assert cli(["calibrate", judge, human, "--threshold", "1", "--json-out", str(out)]) == 0
     ag = json.loads(out.read_text())["agreement"]
     assert ag["exact_agreement"] is None and ag["kappa"] is None
-    assert "exact agreement                   │           not computed" in capsys.readouterr().out
+    assert "exact agreement                   │           not computed" in capsys.readouterr().err
     assert cli(["calibrate", judge, human, "--threshold", "1", "--min-agreement", "0.5"]) == 1
 
 
@@ -161,7 +162,7 @@ def test_zero_width_interval_is_labelled(tmp_path: Path, capsys: pytest.CaptureF
     judge = _jsonl(tmp_path / "j.jsonl", [{"id": str(i), "score": i % 2} for i in range(6)])
     human = _jsonl(tmp_path / "h.jsonl", [{"id": str(i), "score": i % 2} for i in range(6)])
     assert cli(["calibrate", judge, human]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     # Perfect agreement on 6 cases bootstraps to [1, 1]; the table must not present that as certainty.
     assert "zero-width CI" in out
 
@@ -178,8 +179,8 @@ def test_every_case_is_listed_by_default(tmp_path: Path, capsys: pytest.CaptureF
     judge = _jsonl(tmp_path / "j.jsonl", [{"id": f"case{i:02d}", "score": 0.5} for i in range(30)])
     human = _jsonl(tmp_path / "h.jsonl", [{"id": f"case{i:02d}", "score": (i % 3) / 2} for i in range(30)])
     assert cli(["calibrate", judge, human, "--threshold", "1"]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "(all 30)" in out and all(f"case{i:02d}" in out for i in range(30))
     assert cli(["calibrate", judge, human, "--threshold", "1", "--show", "3"]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "(top 3 of 30)" in out and sum(f"case{i:02d}" in out for i in range(30)) == 3

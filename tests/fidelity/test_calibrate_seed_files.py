@@ -57,4 +57,4 @@ def test_update_log_recognises_a_padded_aligned_table(tmp_path: Path) -> None:
     assert cli(["calibrate", str(judge), str(human), "--threshold", "1", "--update-log", str(log)]) == 0
     text = log.read_text()
     assert text.count("Mean delta vs human") == 1 and text.count("| 0.200 |") == 2
-    assert text.index("| 0.200 | none |") < text.index("Other text.")
+    assert text.index("| 0.200 | none needed (mean delta 0.200 within 1.0) |") < text.index("Other text.")

@@ -53,8 +53,8 @@ def test_categories_normalised_with_first_spelling_and_near_duplicates_warned(
     assert code == 0
     cats = {c["name"]: c["cases"] for c in summary(tmp_path / "s.json")["categories"]}
     assert cats == {"Billing": 3, "biling": 1, "shipping": 1}
-    assert "'Billing' and 'biling' look alike" in err and "kept apart" in err
-    assert "shipping' look alike" not in err
+    assert "'Billing' and 'biling' look similar" in err and "kept apart" in err
+    assert "shipping' look similar" not in err
 
 
 def test_fail_under(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

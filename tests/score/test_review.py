@@ -57,9 +57,10 @@ def test_hand_computed_seed_pair(tmp_path: Path, capsys: pytest.CaptureFixture[s
                                             "mean_cost_usd": 0.01, "mean_latency_ms": 500})
     assert [c["id"] for c in s["lowest"]] == ["f3", "u1", "f1"]
     # Passed before (>= 0.7) and fail now: a2 .75->.5, f1 .9->.2, u1 .7->.1, in the file's order.
-    assert s["regressions"] == [{"id": "a2", "baseline_score": 0.75, "current_score": 0.5},
-                                {"id": "f1", "baseline_score": 0.9, "current_score": 0.2},
-                                {"id": "u1", "baseline_score": 0.7, "current_score": 0.1}]
+    kind = {"kind": "threshold_crossing"}
+    assert s["regressions"] == [{"id": "a2", "baseline_score": 0.75, "current_score": 0.5, **kind},
+                                {"id": "f1", "baseline_score": 0.9, "current_score": 0.2, **kind},
+                                {"id": "u1", "baseline_score": 0.7, "current_score": 0.1, **kind}]
     comp = s["comparison"]
     # One fixed (f2 .6 -> .7); exact McNemar on 3 vs 1 discordant pairs: 2 * (1 + 4) / 16.
     assert comp["fixed"] == 1 and comp["mcnemar_p"] == pytest.approx(0.625)
@@ -104,9 +105,9 @@ def test_look_alike_categories_across_the_two_runs_are_warned(tmp_path: Path,
     cur = write_rows(tmp_path / "c.jsonl", [{"id": f"c{i}", "score": 0.9, "category": "biling"}
                                             for i in range(4)])
     code, _, err = score([cur, "--baseline", base], capsys)
-    assert code == 0 and "'biling' and 'billing' look alike" in err
+    assert code == 0 and "'biling' and 'billing' look similar" in err
     _, _, alone = score([cur], capsys)
-    assert "look alike" not in alone
+    assert "look similar" not in alone
 
 
 def test_markdown_defuses_links_images_and_mentions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -65,6 +65,21 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
         line.baseline_score = float(bunits.mean[b_unit])
     regression_scores = list(zip([units.keys[i] for i in reg.tolist()], bunits.mean[reg_bi].tolist(),
                                  units.mean[reg].tolist(), strict=True))
+    drop_lines: list[CaseLine] = []
+    drop_scores: list[tuple[str, float, float]] = []
+    n_drops = 0
+    if opts.regression_min_drop is not None:
+        # Rounded so that float noise (0.9 - 0.7 = 0.20000000000000007) is no drop "by more than 0.2".
+        fell = np.round(bunits.mean[bi] - units.mean[ci], 9) > opts.regression_min_drop
+        dropped = base_pass & cur_pass & fell
+        drop, drop_bi = ci[dropped], bi[dropped]
+        n_drops = len(drop)
+        biggest = np.argsort(units.mean[drop] - bunits.mean[drop_bi], kind="stable")[:200]
+        drop_lines = case_lines(table, units, drop[biggest].tolist())
+        for line, b_unit in zip(drop_lines, drop_bi[biggest].tolist(), strict=True):
+            line.baseline_score = float(bunits.mean[b_unit])
+        drop_scores = list(zip([units.keys[i] for i in drop.tolist()], bunits.mean[drop_bi].tolist(),
+                               units.mean[drop].tolist(), strict=True))
     fixed = int((~base_pass & cur_pass).sum())
     lost_mask = (units.n_scored[cur_i] == 0) & (bunits.n_scored[base_i] > 0) & (bunits.pass_share[base_i] >= 0.5)
     lost = [units.keys[i] for i in cur_i[lost_mask].tolist()]
@@ -73,18 +88,27 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
     d_score = units.mean[ci] - bunits.mean[bi]
     tests: list[PairedTest] = []
     skipped: list[str] = []
+    category_tests: dict[str, tuple[int, str | None]] = {}
+    sides = {"pass rate": (units.pass_share[ci], bunits.pass_share[bi]),
+             "mean score": (units.mean[ci], bunits.mean[bi])}
 
     def _run(scope: str, sel: NDArray[np.int64] | None) -> None:
         dp = d_pass if sel is None else d_pass[sel]
         ds = d_score if sel is None else d_score[sel]
         if dp.size < 3:
-            skipped.append(f"{scope}: {dp.size} shared scored case(s), fewer than 3")
+            why = f"{dp.size} shared scored case(s), fewer than 3"
+            skipped.append(f"{scope}: {why}")
+            if sel is not None:
+                category_tests[scope] = (int(dp.size), why)
             return
+        if sel is not None:
+            category_tests[scope] = (int(dp.size), None)
         for metric, d in (("pass rate", dp), ("mean score", ds)):
             r = paired_bootstrap(d, n_boot=opts.n_boot, seed=opts.boot_seed, alpha=opts.alpha)
             direction = "drop" if r.diff < 0 else "improvement" if r.diff > 0 else "none"
+            cur, base = (x if sel is None else x[sel] for x in sides[metric])
             tests.append(PairedTest(scope, metric, r.n, r.diff, r.lo, r.hi, r.p_value, direction=direction,
-                                    method=r.method))
+                                    method=r.method, point_a=float(cur.mean()), point_b=float(base.mean())))
 
     _run("overall", None)
     present = by_code(units.category[ci])
@@ -93,6 +117,9 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
             _run(table.category_names[code], sel)
     elif present:
         skipped.append("per-category tests: one category covers every case (the overall test is the same)")
+        code, sel = next(iter(present.items()))
+        category_tests[table.category_names[code]] = (
+            int(sel.size), "one category covers every shared case: the run-wide test is the same")
     # As the seed: drops form one family and everything else (improvements and zero differences, whose p of 1
     # still counts towards m) the other, so an improvement can never lower the bar for a drop.
     for family in ({"drop"}, {"improvement", "none"}):
@@ -136,6 +163,8 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
         skipped=skipped,
         mcnemar_b=b, mcnemar_c=c, mcnemar_p=mc.p_value, verdict=verdict, verdict_reason=reason,
         adversarial_regressions=adv_regs, warnings=warnings, regression_scores=regression_scores,
+        magnitude_drops=drop_lines, magnitude_drop_count=n_drops, magnitude_drop_scores=drop_scores,
+        regression_min_drop=opts.regression_min_drop, category_tests=category_tests,
     )
     return comp, d_pass
 

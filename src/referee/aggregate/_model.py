@@ -35,6 +35,9 @@ class ScoreOptions:
     cost_rows: str = "scored"
     """Rows whose cost and latency enter the means (and their gates): ``scored`` (the seed's meaning: its
     runners write no row for a case they could not grade) or ``all`` (unscored and error rows too)."""
+    regression_min_drop: float | None = None
+    """A case still passing whose score fell by more than this since the baseline is a regression too (kind
+    ``magnitude_drop``; the seed's ``--regression-min-drop``). None: only pass-to-fail cases are."""
 
 
 @dataclass
@@ -102,6 +105,10 @@ class PairedTest:
     direction: str = "none"
     """``drop``, ``improvement`` or ``none``; drops are one Benjamini-Hochberg family, the rest the other."""
     significant: bool = False
+    point_a: float | None = None
+    """The current run's mean of the metric on the tested shared cases (the seed's ``point_a``)."""
+    point_b: float | None = None
+    """The baseline's mean on the same cases (``point_b``)."""
     method: str = "paired percentile bootstrap"
     """With ``(Cornish-Fisher expansion, n large)`` where resampling would be slow and the expansion is as
     accurate (see ``stats.counts``)."""
@@ -150,7 +157,17 @@ class Comparison:
     """Differences between the runs other than the system (judge prompt, judge model)."""
     regression_scores: list[tuple[str, float, float]] = field(default_factory=list)
     """Every correctness regression as (id, baseline score, current score), in the current file's order:
-    the seed's JSON ``regressions`` list."""
+    the seed's JSON ``regressions`` list (kind ``threshold_crossing``)."""
+    magnitude_drops: list[CaseLine] = field(default_factory=list)
+    """With ``regression_min_drop``: cases passing in both runs whose score fell by more than it (the first
+    200, largest drop first)."""
+    magnitude_drop_count: int = 0
+    magnitude_drop_scores: list[tuple[str, float, float]] = field(default_factory=list)
+    """Every magnitude drop as (id, baseline score, current score), in the current file's order (kind
+    ``magnitude_drop`` in the JSON ``regressions`` list)."""
+    regression_min_drop: float | None = None
+    category_tests: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    """Per category of the shared cases: (shared scored cases, why its paired tests were skipped or None)."""
 
 
 @dataclass

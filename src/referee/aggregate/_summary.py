@@ -65,7 +65,7 @@ def near_duplicate_categories(keys: list[str], names: list[str]) -> list[str]:
                 continue
             r = sm.ratio()
             if r >= NEAR_DUPLICATE_RATIO:
-                out.append(f"categories '{names[i]}' and '{names[j]}' look alike (similarity {r:.2f}); "
+                out.append(f"categories '{names[i]}' and '{names[j]}' look similar (similarity {r:.2f}); "
                            "they are kept apart: fix the spelling if they are the same")
     return out
 

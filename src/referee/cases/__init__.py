@@ -3,7 +3,7 @@
 (lists of dicts or strings, pandas and polars DataFrames). Template filling lives in ``_templates``."""
 
 from ._case import Case, CaseSet, CasesLike, cases_from, load_cases
-from ._templates import Preflight, preflight, read_template, render_value, require_valid
+from ._templates import NoValidCases, Preflight, preflight, read_template, render_value, require_valid
 
-__all__ = ["Case", "CaseSet", "CasesLike", "Preflight", "cases_from", "load_cases", "preflight", "read_template",
+__all__ = ["Case", "CaseSet", "CasesLike", "NoValidCases", "Preflight", "cases_from", "load_cases", "preflight", "read_template",
            "render_value", "require_valid"]

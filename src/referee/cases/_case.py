@@ -79,6 +79,8 @@ class CaseSet:
 
     path: str
     cases: list[Case] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """Lines left out when loaded with ``skip_bad_lines`` (each ``file:line: why``)."""
 
     @property
     def ids(self) -> list[str]:
@@ -129,11 +131,13 @@ def _check_types(data: dict[str, Any], path: str, line: int | None) -> None:
                                  field=f"trajectory[{i}]")
 
 
-def load_cases(path: str | Path) -> CaseSet:
+def load_cases(path: str | Path, *, skip_bad_lines: bool = False) -> CaseSet:
     """Load cases from ``.jsonl`` (or ``.ndjson``), ``.yaml``/``.yml``, ``.json`` (a list), ``.csv`` or
     ``.parquet`` (the extra ``parquet``).
 
-    Raises :class:`InputError` naming the file, line and field of the first problem.
+    Raises :class:`InputError` naming the file, line and field of the first problem. ``skip_bad_lines``
+    (``--skip-invalid``): a JSONL line that cannot be decoded or is not a valid case is left out instead, its
+    problem in :attr:`CaseSet.problems`.
     """
     p = Path(path)
     sp = str(p)
@@ -151,6 +155,12 @@ def load_cases(path: str | Path) -> CaseSet:
         cases = _load_parquet(p, sp)
     elif suffix == ".json":
         cases = _load_json_list(raw, sp)
+    elif skip_bad_lines:
+        problems: list[str] = []
+        cases = _load_jsonl(raw, sp, problems)
+        if not cases and not problems:
+            raise InputError("no cases in file (it is empty)", file=sp)
+        return CaseSet(path=sp, cases=cases, problems=problems)
     else:
         cases = _load_jsonl(raw, sp)
     if not cases:
@@ -168,19 +178,43 @@ def _decode(raw: bytes, path: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text  # a BOM (Windows editors) is not content
 
 
-def _load_jsonl(raw: bytes, path: str) -> list[Case]:
-    text = _decode(raw, path)
+def _load_jsonl(raw: bytes, path: str, problems: list[str] | None = None) -> list[Case]:
+    """The cases of a JSONL file. With ``problems``, a bad line is recorded there and left out, so one
+    undecodable line does not refuse the whole file; without, the first one raises."""
+    if problems is None:
+        lines = _data.jsonl_lines(_decode(raw, path))
+    else:
+        lines = _decoded_lines(raw, path, problems)
     out: list[Case] = []
-    for lineno, line in _data.jsonl_lines(text):
+    for lineno, line in lines:
         try:
-            obj = _data.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=path,
-                             line=lineno) from exc
-        except _data.UnsafeData as exc:
-            raise InputError(f"refused JSON: {exc}", file=path, line=lineno) from None
-        out.append(_check_case(obj, path, lineno, len(out)))
+            try:
+                obj = _data.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=path,
+                                 line=lineno) from exc
+            except _data.UnsafeData as exc:
+                raise InputError(f"refused JSON: {exc}", file=path, line=lineno) from None
+            out.append(_check_case(obj, path, lineno, len(out)))
+        except InputError as exc:
+            if problems is None:
+                raise
+            problems.append(f"{exc}; line skipped")
     return out
+
+
+def _decoded_lines(raw: bytes, path: str, problems: list[str]) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of ``raw`` decoded one by one: a line that is not UTF-8 goes to ``problems``."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]  # a BOM (Windows editors) is not content
+    for n, chunk in enumerate(raw.split(b"\n"), 1):
+        try:
+            line = chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(f"{path}:{n}: not valid UTF-8 (byte 0x{chunk[exc.start]:02x}); line skipped")
+            continue
+        if line.strip():
+            yield n, line
 
 
 def _load_json_list(raw: bytes, path: str) -> list[Case]:
@@ -305,7 +339,7 @@ CasesLike = Any
 """What :func:`cases_from` accepts (see there)."""
 
 
-def cases_from(source: CasesLike, *, name: str = "<cases>") -> CaseSet:
+def cases_from(source: CasesLike, *, name: str = "<cases>", skip_bad_lines: bool = False) -> CaseSet:
     """Cases from what a Python user has at hand.
 
     * a path (``str`` or ``Path``) to a cases file (see :func:`load_cases`);
@@ -313,12 +347,13 @@ def cases_from(source: CasesLike, *, name: str = "<cases>") -> CaseSet:
       strings (each an ``output``);
     * a pandas or polars DataFrame (one case per row; columns are fields; nested fields may be JSON strings).
 
-    Errors name the item (``<cases>:3``) and the field, as for files.
+    Errors name the item (``<cases>:3``) and the field, as for files. ``skip_bad_lines``: as for
+    :func:`load_cases`.
     """
     if isinstance(source, CaseSet):
         return source
     if isinstance(source, str | Path):
-        return load_cases(source)
+        return load_cases(source, skip_bad_lines=skip_bad_lines)
     module = type(source).__module__.split(".")[0]
     if module == "pandas" and hasattr(source, "to_dict"):
         records = source.to_dict(orient="records")

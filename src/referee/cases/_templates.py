@@ -7,6 +7,7 @@ so a case value that itself contains ``{other}`` is inserted literally and never
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -126,6 +127,20 @@ def preflight(cases: list[Case], required: list[str], *, label: str = "template"
     return pf
 
 
+class NoValidCases(UserError):
+    """``--skip-invalid`` left no case to run: exit 1 (nothing was graded), as the seed's runners."""
+
+    exit_code = 1
+
+
+def with_line_problems(pf: Preflight, problems: list[str]) -> Preflight:
+    """``pf`` with the lines the loader left out (``--skip-invalid``) counted as invalid cases, first."""
+    if problems:
+        pf.problems[:0] = problems
+        pf.skipped += len(problems)
+    return pf
+
+
 def require_valid(pf: Preflight, cases_path: str | Path, *, skip_invalid: bool, verb: str = "judge",
                   on_problem: Callable[[str], None] | None = None) -> None:
     """The seed's preflight outcome: each problem to ``on_problem``, then a :class:`UserError` unless
@@ -140,8 +155,12 @@ def require_valid(pf: Preflight, cases_path: str | Path, *, skip_invalid: bool, 
             on_problem(problem)
     if not pf.ok and not skip_invalid:
         raise UserError(f"{len(pf.problems)} invalid case(s) in {cases_path}; fix them or pass --skip-invalid")
+    if not pf.ok:
+        # The seed's line, word for word: scripts and CI logs look for it.
+        logging.getLogger("referee").info("--skip-invalid: continuing with %d/%d valid case(s).", len(pf.valid),
+                                          len(pf.valid) + pf.skipped)
     if not pf.valid:
-        raise UserError(f"no valid cases to {verb} in {cases_path}")
+        raise NoValidCases(f"no valid cases to {verb} in {cases_path}")
 
 def read_template(path: str | Path) -> str:
     """A template file's text; :class:`InputError` naming the file when it is missing or not UTF-8."""

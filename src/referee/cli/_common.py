@@ -95,9 +95,11 @@ def judge_options(*, default_concurrency: int = 8, default_provider: str = "anth
                          show_default=True, help="Judge calls in flight at once."),
             click.option("--no-cache", is_flag=True, help="Do not read or write the response cache."),
             click.option("--input-price-per-mtok", "input_price", type=float, default=None,
-                         help="USD per million input tokens (cost is reported only with both prices)."),
+                         help="USD per million input tokens. With both prices given they price every call; "
+                              "otherwise the model is priced from the genai-prices database (no cost for a "
+                              "model it does not know)."),
             click.option("--output-price-per-mtok", "output_price", type=float, default=None,
-                         help="USD per million output tokens."),
+                         help="USD per million output tokens (see --input-price-per-mtok)."),
             click.option("--batch", is_flag=True,
                          help="Judge through the provider's batch API (OpenAI, Anthropic, Gemini, Azure): half price, "
                               "answers within 24 h; jobs are kept in the manifest and a rerun resumes them."),
@@ -136,6 +138,20 @@ def api_judge(jo: JudgeOptions) -> Judge:
                   output_price_per_mtok=jo.output_price, batch=jo.batch)
     freeze_imports()  # the provider's modules (aiohttp) are imported now
     return judge
+
+
+def graded_count(rows: Sequence[ResultRow], case_ids: Sequence[str]) -> int:
+    """How many of ``case_ids`` have a scored row: the N of the seed runners' ``N/M case(s)`` line."""
+    scored = {r.id for r in rows if r.status == "scored"}
+    return sum(1 for c in dict.fromkeys(case_ids) if c in scored)
+
+
+def echo_seed_line(text: str) -> None:
+    """The seed runner's closing line on stdout, where scripts that ran the seed read it (referee's own lines
+    are on stderr), shown by the rules of every line of case text."""
+    from ..reports import display_text
+
+    click.echo(display_text(text))
 
 
 def echo_failures(rows: Sequence[ResultRow], limit: int = 20) -> None:

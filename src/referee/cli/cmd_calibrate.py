@@ -9,7 +9,7 @@ import click
 
 from ..calibrate import calibrate, parse_scale, read_labels, update_log
 from ..errors import InputError
-from ..reports import render_calibration
+from ..reports import display_text, render_calibration, seed_calibration_lines
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from ._common import echo_err
 
@@ -23,7 +23,9 @@ _MAX_WARNINGS = 20
               help="Exit 1 when the mean absolute delta is above this.")
 @click.option("--update-log", "log_file", type=click.Path(dir_okay=False), default=None,
               help="Record this check in the judge prompt's calibration table.")
-@click.option("--action", default="none", show_default=True, help="'Action taken' text for --update-log.")
+@click.option("--action", default=None,
+              help="'Action taken' text for --update-log (default: the seed's, 'ACTION NEEDED: mean delta ... "
+                   "exceeds ... — revise the judge prompt' or 'none needed (...)').")
 @click.option("--min-kappa", type=float, default=None, help="Exit 1 when Cohen's kappa is below this.")
 @click.option("--min-agreement", type=float, default=None, help="Exit 1 when exact agreement is below this.")
 @click.option("--min-spearman", type=float, default=None, help="Exit 1 when Spearman's rho is below this.")
@@ -38,7 +40,7 @@ _MAX_WARNINGS = 20
 @click.option("--boot-seed", type=int, default=DEFAULT_SEED, show_default=True)
 @click.option("--strict", is_flag=True,
               help="A malformed line is an error (exit 2) instead of a warning naming file and line.")
-def command(judge_file: str, human_file: str, threshold: float, log_file: str | None, action: str,
+def command(judge_file: str, human_file: str, threshold: float, log_file: str | None, action: str | None,
             min_kappa: float | None, min_agreement: float | None, min_spearman: float | None,
             min_kendall: float | None, judge_field: str | None, human_field: str | None,
             judge_scale: str | None, human_scale: str | None, show: int | None, json_out: str | None,
@@ -61,7 +63,11 @@ def command(judge_file: str, human_file: str, threshold: float, log_file: str | 
         echo_err(f"warning: ... and {n_warn - _MAX_WARNINGS} more malformed lines skipped")
     cal = calibrate(judge, human, n_boot=n_boot, seed=boot_seed, judge_scaled=js is not None,
                     human_scaled=hs is not None)
-    render_calibration(cal, threshold, show)
+    # The seed's report on stdout (scripts parse it), referee's tables and statistics on stderr.
+    seed_lines, seed_action = seed_calibration_lines(cal, threshold)
+    render_calibration(cal, threshold, show, stderr=True)
+    for line in seed_lines:
+        click.echo(display_text(line))
     failures = cal.gate_failures(threshold, min_kappa=min_kappa, min_agreement=min_agreement,
                                  min_spearman=min_spearman, min_kendall=min_kendall)
     if json_out:
@@ -69,8 +75,10 @@ def command(judge_file: str, human_file: str, threshold: float, log_file: str | 
         data.update(threshold=threshold, gate_failures=failures)
         Path(json_out).write_text(json.dumps(data, indent=2, allow_nan=False), encoding="utf-8")
     if log_file:
-        row = update_log(log_file, cases=cal.n, mean_delta=cal.mean_abs_delta, action=action)
+        row = update_log(log_file, cases=cal.n, mean_delta=cal.mean_abs_delta,
+                         action=seed_action if action is None else action)
         echo_err(f"calibration log updated in {log_file}: {row}")
+        click.echo(display_text(f"\nLogged to {log_file}"))
     for f in failures:
         echo_err(f"gate failed: {f}")
     return 1 if failures else 0

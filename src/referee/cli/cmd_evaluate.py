@@ -55,7 +55,7 @@ def _row_json(row: ResultRow, rubric: Rubric) -> dict[str, Any]:
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Batch mode: results JSONL.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Also write the self-contained HTML report.")
-@click.option("--category", default=None, help="Category for every row (batch mode).")
+@click.option("--category", default=None, help="Category of cases that have none (batch mode; a case's own category wins).")
 @click.option("--ungrounded", "ungrounded_mode", type=click.Choice(UNGROUNDED_MODES), default=None,
               help="What an evidence quote not found in the judged text costs (default: the rubric's; invalid for "
                    "agent-evaluation: re-asked once, then that dimension and the composite are unscored). "

@@ -38,6 +38,7 @@ _BASELINE_ONLY = {
     "fail_on_significant_regression": "--fail-on-significant-regression",
     "fail_on_inconclusive": "--fail-on-inconclusive",
     "allow_case_set_change": "--allow-case-set-change",
+    "regression_min_drop": "--regression-min-drop",
 }
 
 _RATE = click.FloatRange(0.0, 1.0)
@@ -56,6 +57,9 @@ _RATE = click.FloatRange(0.0, 1.0)
 @click.option("--fail-under", type=_RATE, default=None, help="Exit 1 when the pass rate is under this.")
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when a case that passed in the baseline fails now (needs --baseline).")
+@click.option("--regression-min-drop", type=_RATE, default=None,
+              help="A case still passing whose score fell by more than X since the baseline is a regression "
+                   "too (kind magnitude_drop; --fail-on-regression fails on it). Needs --baseline.")
 @click.option("--fail-on-cost-regression", is_flag=True,
               help="Exit 1 when mean cost > baseline mean cost x (1 + tolerance).")
 @click.option("--fail-on-latency-regression", is_flag=True,
@@ -74,7 +78,8 @@ _RATE = click.FloatRange(0.0, 1.0)
                    "meaning: its runners write no row for a case they could not grade) or all (unscored and "
                    "error rows too: retries of a failed call then move the means).")
 @click.option("--ci", "ci_flag", is_flag=True,
-              help="Seed flag (confidence intervals): referee always computes and shows them.")
+              help="Confidence intervals: referee always computes and shows them; with --json-out this adds the "
+                   "seed's confidence, per_category_confidence and multiple_comparisons_correction keys.")
 @click.option("--fail-on-significant-regression", is_flag=True,
               help="Exit 1 when any drop vs the baseline is significant after Benjamini-Hochberg.")
 @click.option("--fail-on-inconclusive", is_flag=True,
@@ -103,7 +108,8 @@ _RATE = click.FloatRange(0.0, 1.0)
 @click.pass_context
 def command(ctx: click.Context, results: str, baseline: str | None, threshold: float, pass_rule: str,
             json_out: str | None,
-            fail_under: float | None, fail_on_regression: bool, fail_on_cost_regression: bool,
+            fail_under: float | None, fail_on_regression: bool, regression_min_drop: float | None,
+            fail_on_cost_regression: bool,
             fail_on_latency_regression: bool, cost_tolerance: float, latency_tolerance: float,
             fail_if_mean_cost_above: float | None, fail_if_mean_latency_above: float | None, cost_rows: str,
             ci_flag: bool,
@@ -121,7 +127,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
     adv = frozenset(normalise_category(c) for c in (adversarial_categories or "").split(",") if c.strip())
     opts = ScoreOptions(threshold=threshold, n_boot=n_boot, boot_seed=boot_seed, adversarial_categories=adv,
                         target_drop=target_drop, allow_case_set_change=allow_case_set_change, pass_rule=pass_rule,
-                        cost_rows=cost_rows)
+                        cost_rows=cost_rows, regression_min_drop=regression_min_drop)
     if baseline:
         table, base_table = load_tables([results, baseline], strict=strict)
     else:
@@ -148,6 +154,9 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         gates = with_graded_check(gates, summary)
         code = exit_code(verdict(gates, graded_counts(summary)[0]))
     echo_nothing_graded(gates)
+    for g in gates:
+        if g.failed:  # the seed's stderr line, which CI logs and scripts look for
+            echo_err(f"GATE FAILED: {g.flag}: {printable(g.message)}")
 
     from ..reports import render_terminal
 
@@ -155,7 +164,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
     if json_out:
         from ..reports import write_json
 
-        write_json(json_out, summary, gates, code)
+        write_json(json_out, summary, gates, code, ci=ci_flag)
     if junit_xml:
         from ..reports import write_junit
 

@@ -14,7 +14,7 @@ from ..cases._templates import case_values
 from ..providers._base import JudgeRequest
 from ..runner._client import JudgeClient
 from ._base import CheckResult, JudgeSettings, LLMEvaluator
-from ._prompt_guard import fill_template, judge_request, system_prompt
+from ._prompt_guard import REQUEST_FORMATS, fill_template, judge_request, seed_request, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def outcome_row(case: Case, outcome: JudgeOutcome[Any], *, evaluator: str, judge
     return {
         "id": case.id,
         "status": outcome.status,
-        "category": category if category is not None else case.category,
+        "category": case.category if case.category is not None else category,
         "evaluator": evaluator,
         "judge": judge,
         "usage": outcome.usage,
@@ -126,16 +126,22 @@ class TemplateJudge(LLMEvaluator):
     evaluator: ClassVar[str] = "judge"
     template: str = ""
     category: str | None = None
-    """Category of every row (default: each case's own)."""
+    """Category of the rows of cases without one (a case's own category wins, as in the seed)."""
     expected_criteria: list[str] | None = None
     """Criteria the reply must contain (a reply missing one is invalid: unscored)."""
     template_hash: str | None = None
     """Recorded in each row's judge info (default: the template's sha256)."""
+    request_format: str = "referee"
+    """``referee`` (system prompt, neutralised values, verdict schema) or ``seed`` (the seed's exact request:
+    see :data:`~referee.evaluators._prompt_guard.REQUEST_FORMATS`)."""
     _schema: dict[str, Any] = field(init=False, repr=False, default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         from ..results._files import text_sha256
 
+        if self.request_format not in REQUEST_FORMATS:
+            raise ValueError(f"request_format must be one of {', '.join(REQUEST_FORMATS)}, not "
+                             f"{self.request_format!r}")
         if self.template_hash is None:
             self.template_hash = text_sha256(self.template)
         self._schema = template_reply_schema(self.expected_criteria)  # the same for every case: built once
@@ -147,6 +153,9 @@ class TemplateJudge(LLMEvaluator):
             seed = (seed or 0) + repeat  # distinct seeds so repeats are independent samples
         if output is not None and output is not case.output:
             case = Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
+        if self.request_format == "seed":
+            user, case_text = fill_template(self.template, case_values(case), neutralised=False)
+            return seed_request(user, case_text, max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)
         user, case_text = fill_template(self.template, case_values(case))
         return judge_request(JUDGE_SYSTEM, user, case_text, response_schema=self._schema,
                              max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)

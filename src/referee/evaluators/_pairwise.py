@@ -30,7 +30,7 @@ from ..providers._base import JudgeRequest
 from ..results._schema import ResultRow, Usage
 from ..runner._client import COST_DECIMALS, JudgeClient
 from ._base import CheckResult, JudgeSettings, LLMEvaluator
-from ._prompt_guard import fill_template, judge_request, system_prompt
+from ._prompt_guard import REQUEST_FORMATS, fill_template, judge_request, seed_request, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, ask_judge, case_text_in_scope, json_candidates, parse_verdict
 
 Pick = Literal["1", "2", "tie"]
@@ -220,10 +220,15 @@ class PairwiseJudge(LLMEvaluator):
     reconcile: Reconcile = "strict"
     template_hash: str | None = None
     """Recorded in each row's judge info (default: the template's sha256)."""
+    request_format: str = "referee"
+    """``referee`` or ``seed`` (the seed's exact request: see ``_prompt_guard.REQUEST_FORMATS``)."""
 
     def __post_init__(self) -> None:
         from ..results._manifest import text_sha256
 
+        if self.request_format not in REQUEST_FORMATS:
+            raise ValueError(f"request_format must be one of {', '.join(REQUEST_FORMATS)}, not "
+                             f"{self.request_format!r}")
         if self.reconcile not in RECONCILE_MODES:
             raise ValueError(f"reconcile must be one of {', '.join(RECONCILE_MODES)}, not {self.reconcile!r}")
         if self.template_hash is None:
@@ -242,6 +247,9 @@ class PairwiseJudge(LLMEvaluator):
         a, b = case.get("output_a"), case.get("output_b")
         first, second = (a, b) if shown_first == "a" else (b, a)
         values.update(response_1=first, response_2=second)
+        if self.request_format == "seed":
+            user, case_text = fill_template(self.template, values, neutralised=False)
+            return seed_request(user, case_text, max_tokens=s.max_tokens, temperature=s.temperature, seed=s.seed)
         user, case_text = fill_template(self.template, values)
         return judge_request(PAIRWISE_SYSTEM, user, case_text, response_schema=PAIRWISE_REPLY_SCHEMA,
                              schema_name="pairwise_verdict", max_tokens=s.max_tokens,
@@ -293,7 +301,7 @@ class PairwiseJudge(LLMEvaluator):
             details["system_b"] = str(system_b)
         fields: dict[str, Any] = {
             "id": case.id, "evaluator": self.evaluator, "judge": client.judge_info(self.template_hash),
-            "category": self.category if self.category is not None else case.category,
+            "category": case.category if case.category is not None else self.category,
             "metadata": case.metadata, "details": details, **_combine(outcomes),
         }
         if all(o.usage.cached_calls and not o.usage.calls for o in outcomes):
@@ -314,7 +322,10 @@ class PairwiseJudge(LLMEvaluator):
         details["reconcile"] = self.reconcile
         details["scores"] = {m: reconciled_score(w1, w2, m)[0] for m in RECONCILE_MODES}
         r1, r2 = orders[0].get("rationale"), orders[1].get("rationale")
-        rationale = r1 if not bias else f"[A shown first: {w1}] {r1 or ''} | [B shown first: {w2}] {r2 or ''}"
+        # The seed's rationale, word for word: scripts that read it (and its "Position bias detected" prefix).
+        rationale = (r1 or r2) if not bias else (
+            f"Position bias detected — orderings disagreed (favored {w1} first, {w2} second). "
+            f"Ordering 1: {r1 or ''} | Ordering 2: {r2 or ''}")
         fields.update(status="scored", score=score, winner=winner, position_bias_detected=bias,
                       rationale=rationale)
         return ResultRow(**fields)

@@ -105,9 +105,18 @@ def _prompt_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, indent=2)
 
 
-def fill_template(template: str, values: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+REQUEST_FORMATS = ("referee", "seed")
+"""How a user's template is sent. ``referee``: system prompt with the data notice, values neutralised, the
+verdict schema as the provider's structured output. ``seed``: the seed runners' exact request, one user
+message holding the filled template and nothing else (fewer tokens, none of the three defences but the
+reply parser's: a verdict copied from case text is still refused)."""
+
+
+def fill_template(template: str, values: Mapping[str, Any], *,
+                  neutralised: bool = True) -> tuple[str, tuple[str, ...]]:
     """Fill a user's ``{key}`` template (single pass, as :func:`referee.cases._templates.fill`) with every inserted
-    value neutralised against the template's own tags. Returns the prompt and the case text it embeds."""
+    value neutralised against the template's own tags (``neutralised=False``: inserted as the seed inserts
+    them, byte for byte). Returns the prompt and the case text it embeds."""
     tags = template_tags(template)
     inserted: dict[str, str] = {}
 
@@ -116,7 +125,8 @@ def fill_template(template: str, values: Mapping[str, Any]) -> tuple[str, tuple[
         if key not in values:
             return m.group(0)
         if key not in inserted:
-            inserted[key] = neutralise(_prompt_value(values[key]), tags)
+            text = _prompt_value(values[key])
+            inserted[key] = neutralise(text, tags) if neutralised else text
         return inserted[key]
 
     return _PLACEHOLDER.sub(sub, template), tuple(inserted.values())
@@ -126,3 +136,11 @@ def judge_request(system: str, user: str, case_text: Iterable[str], **settings: 
     """A two-message judge request that carries the case text it embeds (for the reply parser)."""
     return JudgeRequest(messages=(Message("system", system), Message("user", user)),
                         case_text=tuple(t for t in case_text if t), **settings)
+
+
+def seed_request(user: str, case_text: Iterable[str], *, max_tokens: int, temperature: float | None,
+                 seed: int | None) -> JudgeRequest:
+    """The seed runners' request (``--request-format seed``): the filled template as the one user message, no
+    system prompt and no response schema. It still carries its case text for the reply parser."""
+    return JudgeRequest(messages=(Message("user", user),), case_text=tuple(t for t in case_text if t),
+                        max_tokens=max_tokens, temperature=temperature, seed=seed)

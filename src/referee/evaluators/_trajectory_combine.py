@@ -148,7 +148,7 @@ def check_row(case: Case, result: CheckResult, *, evaluator: str, category: str 
                                score=c.get("score") if c.get("status", "scored") == "scored" else None,
                                passed=c.get("passed"), critical=c.get("critical"), rationale=c.get("rationale"),
                                evidence=list(c.get("evidence") or [])) for c in raw]
-    common: dict[str, Any] = {"id": case.id, "evaluator": evaluator, "category": category or case.category,
+    common: dict[str, Any] = {"id": case.id, "evaluator": evaluator, "category": case.category or category,
                               "criteria": criteria, "metadata": case.metadata, "details": details}
     if result.status == "scored" and result.score is not None:
         return ResultRow(status="scored", score=round(result.score, 6), passed=result.passed,

@@ -294,7 +294,7 @@ class CriteriaJudge(LLMEvaluator):
     @staticmethod
     def error(case: Case, message: str, *, evaluator: str, category: str | None = None,
               turn: int | None = None) -> ResultRow:
-        return ResultRow(id=case.id, status="error", evaluator=evaluator, category=category or case.category,
+        return ResultRow(id=case.id, status="error", evaluator=evaluator, category=case.category or category,
                          error=message, turn=turn, metadata=case.metadata)
 
 

@@ -76,8 +76,16 @@ def evaluate_gates(s: Summary, cfg: GateConfig) -> list[GateResult]:
     if cfg.fail_on_regression and comp is not None:
         n = comp.regression_count + len(comp.adversarial_regressions)
         ids = ", ".join(c.id for c in (comp.regressions + comp.adversarial_regressions)[:5])
-        out.append(GateResult("--fail-on-regression", n > 0,
-                              f"{n} case(s) passed in the baseline and fail now" + (f": {ids}" if n else "")))
+        msg = f"{n} case(s) passed in the baseline and fail now" + (f": {ids}" if n else "")
+        if comp.regression_min_drop is not None:
+            # The seed's --regression-min-drop: a sharp drop of a still-passing case fails the gate too.
+            sharp = comp.magnitude_drop_count
+            msg += (f"; {sharp} case(s) still passing, but dropped sharply (by more than "
+                    f"{comp.regression_min_drop:g})")
+            if sharp:
+                msg += ": " + ", ".join(c.id for c in comp.magnitude_drops[:5])
+            n += sharp
+        out.append(GateResult("--fail-on-regression", n > 0, msg))
     if cfg.fail_on_cost_regression and comp is not None:
         out.append(_relative("--fail-on-cost-regression", "cost", o.mean_cost, comp.baseline_overall.mean_cost,
                              cfg.cost_tolerance, " USD"))

@@ -11,6 +11,7 @@ _LAZY = {
     "render_markdown": "._markdown_summary", "write_markdown": "._markdown_summary",
     "render_pairwise_meta": "._metaeval", "render_absolute": "._metaeval", "render_hanna": "._metaeval",
     "render_judgebench": "._metaeval", "render_ranking": "._metaeval", "render_calibration": "._calibrate",
+    "seed_calibration_lines": "._calibrate", "display_text": "._safe",
     "render_tally": "._agents", "render_terminal": "._score_terminal", "render_verdict": "._verdict_md",
     "echo_err": "._safe", "gold_case_text": "._gold", "gold_run_notes": "._gold", "log_gold_runs": "._mlflow",
 }

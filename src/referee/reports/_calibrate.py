@@ -22,10 +22,29 @@ def _fmt(iv: Interval | None, digits: int = 3, zero_width: str = "one-sided samp
     return interval_text(iv, digits, zero_width=zero_width)
 
 
-def render_calibration(cal: Calibration, threshold: float, show: int | None = None) -> None:
+def seed_calibration_lines(cal: Calibration, threshold: float) -> tuple[list[str], str]:
+    """The seed's ``calibrate_judge.py`` report, line for line (its stdout, which scripts parse), and its
+    default "Action taken" text for the calibration log."""
+    lines = [f"Calibration: {cal.n} case(s) checked, mean delta {cal.mean_abs_delta:.3f} (threshold {threshold})",
+             "", "Per-case (worst agreement first):"]
+    for r in cal.per_case:
+        lines.append(f"  {r['id']}: judge={r['judge']:.2f} human={r['human']:.2f} delta={abs(r['delta']):.2f}")
+    lines.append("")
+    if cal.above(threshold):
+        action = (f"ACTION NEEDED: mean delta {cal.mean_abs_delta:.3f} exceeds {threshold} — revise the judge "
+                  "prompt")
+        lines.append(f"⚠ {action}")
+    else:
+        action = f"none needed (mean delta {cal.mean_abs_delta:.3f} within {threshold})"
+        lines.append(f"OK: {action}")
+    return lines, action
+
+
+def render_calibration(cal: Calibration, threshold: float, show: int | None = None, *,
+                       stderr: bool = False) -> None:
     """The per-case deltas (worst first; ``show`` limits them), the agreement statistics, the confusion matrix,
-    the notes and the verdict against ``threshold``."""
-    con = SafeConsole(highlight=False, soft_wrap=True)
+    the notes and the verdict against ``threshold`` (on stdout, or ``stderr``)."""
+    con = SafeConsole(highlight=False, soft_wrap=True, stderr=stderr)
     con.print(f"Calibration: {cal.n} case(s) in both files "
               f"({cal.judge_only} judge-only, {cal.human_only} human-only ids ignored); labels {cal.scale_note}")
     # Like the seed, every shared case is listed unless --show limits it.

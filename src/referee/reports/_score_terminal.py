@@ -142,6 +142,16 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
             con.print(_case(c, base))
         if comp.regression_count > 10:
             con.print(f"  ... and {comp.regression_count - 10} more (see --json-out / --junit-xml)")
+        if comp.regression_min_drop is not None:
+            # The seed's two headings, so a script reading its report finds both kinds.
+            con.print(f"  Passed before, failing now: {comp.regression_count}")
+            con.print(f"  Still passing, but dropped sharply (by more than {comp.regression_min_drop:g}): "
+                      f"{comp.magnitude_drop_count}")
+            for c in comp.magnitude_drops[:10]:
+                base = "" if c.baseline_score is None else f" (baseline {c.baseline_score:.3f})"
+                con.print(_case(c, base))
+            if comp.magnitude_drop_count > 10:
+                con.print(f"  ... and {comp.magnitude_drop_count - 10} more (see --json-out)")
         if comp.lost_scores:
             con.print(f"  [yellow]{len(comp.lost_scores)} case(s) passed in the baseline and are unscored now"
                       f"[/yellow]: {_safe(', '.join(comp.lost_scores[:10]))}")

@@ -27,6 +27,7 @@ from ..runner._client import JudgeClient
 from ._evaluate import EvalResult, Judge, as_judge, sync_twin
 
 if TYPE_CHECKING:
+    from ..cases._templates import Preflight
     from ..results._manifest import RunManifest
     from ..results._schema import ResultRow
     from ..rubrics._model import Ungrounded
@@ -51,9 +52,10 @@ async def grade_async(
     gates: dict[str, Any] | None = None,
     progress: bool | None = None,
     command: list[str] | None = None,
+    request_format: str = "referee",
 ) -> EvalResult:
     """:func:`grade` for async code."""
-    from ..cases._templates import placeholders, preflight, read_template, require_valid
+    from ..cases._templates import placeholders, preflight, read_template, with_line_problems
     from ..evaluators._judge import TemplateJudge
     from ..runner._session import error_row
 
@@ -63,15 +65,16 @@ async def grade_async(
         raise UserError("grade: give the template's text (template=) or its file (template_file=), not both")
     template_path = str(template_file) if template_file is not None else None
     text = read_template(template_file) if template_file is not None else str(template)
-    case_set = cases_from(cases)
-    pf = preflight(case_set.cases, placeholders(text))
+    case_set = cases_from(cases, skip_bad_lines=skip_invalid)
+    pf = with_line_problems(preflight(case_set.cases, placeholders(text)), case_set.problems)
     # Before any key is looked at: a missing key is never reported ahead of invalid cases.
-    require_valid(pf, _source(cases, case_set.path), skip_invalid=skip_invalid, on_problem=on_invalid)
+    _require_valid(pf, _source(cases, case_set.path), skip_invalid=skip_invalid, on_problem=on_invalid, out=out)
 
     j = as_judge(judge)
     client = j.client()
     expected = [c.strip() for c in criteria if c.strip()] if criteria else None
-    tj = TemplateJudge(text, category=category, expected_criteria=expected)
+    _check_request_format(request_format)
+    tj = TemplateJudge(text, category=category, expected_criteria=expected, request_format=request_format)
     tj.bind(_settings(j, client))
     assert tj.template_hash is not None
     template_hash = tj.template_hash
@@ -86,8 +89,12 @@ async def grade_async(
             template=TemplateInfo(path=template_path, sha256=template_hash),
             judge=j.config(client.provider.model, repeat), system_under_test=system_model,
         )
-        if expected:
-            m.extra["config_hash"] = text_sha256(",".join(expected))
+        if expected or request_format != "referee":
+            # referee's format keeps the hash of earlier runs, so they still resume.
+            m.extra["config_hash"] = text_sha256(",".join(expected or [])
+                                                 + ("" if request_format == "referee" else f"\x00{request_format}"))
+        if request_format != "referee":
+            m.extra["request_format"] = request_format
         return m
 
     items: list[tuple[Case, int | None]] = [(c, r if repeat > 1 else None) for c in pf.valid for r in range(repeat)]
@@ -95,7 +102,7 @@ async def grade_async(
         items, cases=pf.valid, manifest=manifest, out=out, key=lambda it: (it[0].id, it[1], None),
         evaluate=lambda it: tj.judge_row(it[0], it[1]),
         on_error=lambda it, exc: error_row(it[0].id, exc, evaluator=tj.evaluator,
-                                           category=category or it[0].category, repeat=it[1]),
+                                           category=it[0].category or category, repeat=it[1]),
         client=client, concurrency=j.concurrency, label="judging", skipped=pf.skipped, progress=progress,
         threshold=threshold, gates=gates)
 
@@ -111,15 +118,25 @@ grade = sync_twin(
         judge: a :class:`Judge`, ``"provider:model"`` or a Provider (default :meth:`Judge.from_env`).
         out: also write rows and the manifest here as they complete; a rerun with the same ``out`` resumes
             (finished rows are kept, errors retried; another configuration's file is moved aside).
-        category: the category of every row (default: each case's own).
+        category: the category of the rows of cases without one (a case's own category wins).
         criteria: criterion names the reply must contain (a reply missing one is unscored).
         repeat: judge every case this many times with distinct seeds (bypassing the cache).
         skip_invalid: leave out cases missing a placeholder's field or repeating an id (else a UserError).
         on_invalid: called with each invalid case's description (file:line, what is wrong) before the run.
         system_model: the model that wrote the outputs (rows it judges itself are flagged ``self_grading``).
         threshold, gates: for :attr:`EvalResult.summary` and :attr:`EvalResult.passed`, as in :func:`evaluate`.
+        request_format: ``referee`` (system prompt saying case text is data, neutralised values, the verdict
+            schema as structured output) or ``seed`` (the seed runner's exact request: the filled template as
+            the one user message; fewer tokens, weaker defences).
     """,
 )
+
+
+def _check_request_format(request_format: str) -> None:
+    from ..evaluators._prompt_guard import REQUEST_FORMATS
+
+    if request_format not in REQUEST_FORMATS:
+        raise UserError(f"request_format={request_format!r}: one of {', '.join(REQUEST_FORMATS)}")
 
 
 _RUNNER_FIELDS = ("response_1", "response_2")
@@ -144,9 +161,10 @@ async def compare_async(
     gates: dict[str, Any] | None = None,
     progress: bool | None = None,
     command: list[str] | None = None,
+    request_format: str = "referee",
 ) -> EvalResult:
     """:func:`compare` for async code."""
-    from ..cases._templates import placeholders, preflight, read_template, require_valid
+    from ..cases._templates import placeholders, preflight, read_template, with_line_problems
     from ..evaluators._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
     from ..results._manifest import RunManifest, TemplateInfo
 
@@ -162,14 +180,17 @@ async def compare_async(
     if missing:
         raise UserError(f"{template_path or 'template'}: the template must use {{response_1}} and {{response_2}} "
                         f"(missing: {', '.join('{' + k + '}' for k in missing)})")
-    case_set = cases_from(cases)
+    case_set = cases_from(cases, skip_bad_lines=skip_invalid)
     required = ["output_a", "output_b", *[k for k in keys if k not in _RUNNER_FIELDS]]
-    pf = preflight(case_set.cases, list(dict.fromkeys(required)), label="pairwise template")
-    require_valid(pf, _source(cases, case_set.path), skip_invalid=skip_invalid, on_problem=on_invalid)
+    pf = with_line_problems(preflight(case_set.cases, list(dict.fromkeys(required)), label="pairwise template"),
+                            case_set.problems)
+    _require_valid(pf, _source(cases, case_set.path), skip_invalid=skip_invalid, on_problem=on_invalid, out=out)
 
     j = as_judge(judge)
     client = j.client()
-    pj = PairwiseJudge(text, category=category, name_a=name_a, name_b=name_b, reconcile=mode)
+    _check_request_format(request_format)
+    pj = PairwiseJudge(text, category=category, name_a=name_a, name_b=name_b, reconcile=mode,
+                       request_format=request_format)
     pj.bind(_settings(j, client))
     assert pj.template_hash is not None
     manifest = RunManifest.for_cases(
@@ -179,10 +200,13 @@ async def compare_async(
         template=TemplateInfo(path=template_path, sha256=pj.template_hash),
         judge=j.config(client.provider.model), system_under_test=system_model,
     )
-    if name_a or name_b or mode != "strict":
+    if name_a or name_b or mode != "strict" or request_format != "referee":
         # strict keeps the hash of runs made before reconcile existed, so they still resume.
         manifest.extra["config_hash"] = text_sha256(f"{name_a}\x00{name_b}"
-                                                    + ("" if mode == "strict" else f"\x00{mode}"))
+                                                    + ("" if mode == "strict" else f"\x00{mode}")
+                                                    + ("" if request_format == "referee" else f"\x01{request_format}"))
+    if request_format != "referee":
+        manifest.extra["request_format"] = request_format
     manifest.extra["reconcile"] = mode
     return await _run(pf.valid, cases=pf.valid, manifest=manifest, out=out, evaluate=pj.judge_row,
                       on_error=_error_rows(pj.evaluator, category), client=client, concurrency=j.concurrency,
@@ -202,9 +226,23 @@ compare = sync_twin(
         name_a, name_b: the two systems' names (stored in each row's details; default the cases' ``system_a``
             and ``system_b``).
         threshold, gates: for :attr:`EvalResult.summary` and :attr:`EvalResult.passed` (a passes at 0.5: a tie).
-        The other arguments are :func:`grade`'s.
+        The other arguments (``request_format`` included) are :func:`grade`'s.
     """,
 )
+
+
+def _require_valid(pf: Preflight, source: str, *, skip_invalid: bool, on_problem: Callable[[str], None] | None,
+                   out: str | Path | None) -> None:
+    """The seed's preflight outcome. When ``--skip-invalid`` leaves no case, the results file is still
+    created (empty, as the seed's runners leave it: the next CI step finds its file) before the error."""
+    from ..cases._templates import NoValidCases, require_valid
+
+    try:
+        require_valid(pf, source, skip_invalid=skip_invalid, on_problem=on_problem)
+    except NoValidCases:
+        if out is not None:
+            Path(out).touch()
+        raise
 
 
 def _settings(j: Judge, client: JudgeClient) -> JudgeSettings:
@@ -463,7 +501,7 @@ def _error_rows(evaluator: str, category: str | None) -> Callable[[Any, BaseExce
     """A failed case as an ``error`` row (the run goes on)."""
     from ..runner._session import error_row
 
-    return lambda c, exc: error_row(c.id, exc, evaluator=evaluator, category=category or getattr(c, "category", None))
+    return lambda c, exc: error_row(c.id, exc, evaluator=evaluator, category=getattr(c, "category", None) or category)
 
 
 check_trajectories = sync_twin(
