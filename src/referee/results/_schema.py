@@ -8,9 +8,12 @@ seed ("legacy") rows, whose unknown keys are kept in ``metadata`` so nothing a u
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from ._check import CheckResult
 
 SCHEMA_VERSION = 1
 
@@ -155,6 +158,28 @@ class ResultRow(_Model):
     def key(self) -> tuple[str, int | None, int | None]:
         """Identity of a row inside one results file."""
         return (self.id, self.repeat, self.turn)
+
+    @property
+    def checks(self) -> dict[str, CheckResult]:
+        """Each evaluator's typed result (:class:`~referee.CheckResult`) by its label: on a one-evaluator row
+        (``evaluator`` is the evaluator's name) the row itself; on a suite's combined row (``evaluator:
+        suite``) one per evaluator, with its score, verdict, reason, criteria, winner and details."""
+        from ._check import checks_of
+
+        return checks_of(self)
+
+    def check(self, label: str | None = None) -> CheckResult:
+        """One evaluator's typed result on this row (see :attr:`checks`); ``label`` may be left out on a
+        one-evaluator row. KeyError naming the labels there are."""
+        checks = self.checks
+        if label is None:
+            if len(checks) != 1:
+                raise KeyError(f"row {self.id!r} combines {len(checks)} evaluators: name one of "
+                               f"{', '.join(checks)}")
+            return next(iter(checks.values()))
+        if label not in checks:
+            raise KeyError(f"row {self.id!r} has no evaluator {label!r} (it has: {', '.join(checks) or 'none'})")
+        return checks[label]
 
     def to_json_dict(self) -> dict[str, Any]:
         """The compact persisted form: defaults and empty collections are left out."""

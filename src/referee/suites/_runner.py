@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._cases import Case
-from ..evaluators._base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
+from ..evaluators._base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator, result_row
+from ..results._check import SUITE_EVALUATOR
 from ..results._manifest import RunManifest, text_sha256
 from ..results._schema import JudgeInfo, ResultRow, Usage
 from ..runner._session import Outcome, error_row, execute
@@ -29,7 +30,7 @@ from ._loader import EvalSpec, Suite
 if TYPE_CHECKING:
     from ..engines import Engine
 
-EVALUATOR_LABEL = "suite"
+EVALUATOR_LABEL = SUITE_EVALUATOR
 
 
 def _safe_check(spec: EvalSpec, case: Case, output: Any) -> CheckResult:
@@ -111,7 +112,12 @@ def _passed(spec: EvalSpec, r: CheckResult, default_threshold: float) -> bool | 
 
 
 def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms: float) -> ResultRow:
-    """One row from one case's evaluator results (the suite's scoring rule)."""
+    """One row from one case's evaluator results: with one evaluator, that evaluator's own row (the command's
+    row: its name as ``evaluator``, its criteria, winner, flags and details); with several, the combined row
+    (the suite's scoring rule; each evaluator one of its ``criteria``, its details under
+    ``details["checks"][label]``, its typed result at ``row.check(label)``)."""
+    if len(results) == 1:
+        return own_row(suite, case, suite.specs[0], results[0], latency_ms)
     sc = suite.scoring
     criteria: list[dict[str, Any]] = []
     usage: Usage | None = None
@@ -135,8 +141,10 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
             cost = (cost or 0.0) + r.cost_usd
         judge = r.judge or judge
         raw_reply = r.raw_reply or raw_reply
-        if r.details:
-            details[spec.label] = r.details
+        kept = _kept_details(r)
+        if kept:
+            details[spec.label] = kept
+        reason = r.reason if r.status == "scored" else r.problem
         # Plain dicts with only the keys that differ from the defaults: validating the whole row once is
         # twice as fast as building each CriterionScore (this loop runs 500,000 times in the benchmark).
         crit: dict[str, Any] = {"id": spec.label}
@@ -152,15 +160,15 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
             crit["weight"] = spec.weight
         if spec.critical:
             crit["critical"] = True
-        if r.reason:
-            crit["rationale"] = r.reason
+        if reason:
+            crit["rationale"] = reason
         if r.evidence:
             crit["evidence"] = [str(e) for e in r.evidence[:5]]
         if r.status == "error":
-            crit["error"] = r.reason
+            crit["error"] = reason
         criteria.append(crit)
         if r.status != "scored":
-            bad.append(f"{spec.label} {r.status}: {r.reason}")
+            bad.append(f"{spec.label} {r.status}: {reason}")
             continue
         assert r.score is not None
         wsum += spec.weight * r.score
@@ -170,7 +178,7 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
         lowest = min(lowest, r.score)
         if not passed:
             all_pass = False
-            bad.append(f"{spec.label}: {r.reason}" if r.reason else f"{spec.label} failed")
+            bad.append(f"{spec.label}: {reason}" if reason else f"{spec.label} failed")
             if spec.critical:
                 critical_failed.append(spec.label)
     common: dict[str, Any] = {
@@ -210,6 +218,38 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
         common["flags"] = flags
     return ResultRow.model_validate({**common, "status": "scored", "score": round(score, 6), "passed": ok,
                                      "rationale": rationale[:1000]})
+
+
+def _kept_details(r: CheckResult) -> dict[str, Any]:
+    """What a combined row keeps of one evaluator's result beyond its criterion entry: its details, its own
+    criteria and its winner (read back typed by ``row.check(label)``)."""
+    if not (r.criteria or r.winner is not None or r.position_bias_detected is not None):
+        return r.details
+    kept: dict[str, Any] = {}
+    if r.criteria:
+        kept["criteria"] = [c.model_dump(mode="json", exclude_defaults=True) for c in r.criteria]
+    kept.update(r.details)
+    if r.winner is not None or r.position_bias_detected is not None:
+        kept.update(winner=r.winner, position_bias_detected=r.position_bias_detected)
+    return kept
+
+
+def own_row(suite: Suite, case: Case, spec: EvalSpec, r: CheckResult, latency_ms: float) -> ResultRow:
+    """The row of a suite with one evaluator: the evaluator's own row (:func:`result_row`, as its command writes
+    it), under the suite's rules where they decide more than the evaluator did: an entry's ``threshold`` sets
+    ``passed``, ``all_pass`` scoring makes the score 1 or 0, and a failed ``critical`` entry scores 0."""
+    label = spec.evaluator.row_evaluator if spec.label == spec.name else spec.label
+    if r.status == "scored" and r.score is not None and (
+            spec.threshold is not None or spec.critical or suite.scoring.mode == "all_pass"):
+        passed = _passed(spec, r, suite.scoring.threshold)
+        r = dataclasses.replace(r, passed=passed)
+        if suite.scoring.mode == "all_pass":
+            r.score = 1.0 if passed else 0.0
+        if spec.critical and not passed:
+            r.score = 0.0
+            r.flags = [*r.flags, "critical_failed"]
+    return result_row(case, r, evaluator=label, category=getattr(spec.evaluator, "category", None),
+                      latency_ms=latency_ms)
 
 
 def bind_settings(suite: Suite, settings: Any) -> Suite:
