@@ -16,7 +16,6 @@ judge reply an ``unscored`` one: neither stops a run, and neither is ever turned
 from __future__ import annotations
 
 import copy
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -205,29 +204,9 @@ def build(name: str, options: dict[str, Any] | None = None, *, where: str = "") 
 
 
 def function_evaluator(fn: Callable[..., Any], name: str | None = None) -> Evaluator:
-    """Wrap a plain function ``fn(case, output) -> bool | float | CheckResult`` as an evaluator (plugins)."""
-    fname: str = name or str(getattr(fn, "__name__", "function"))
-    is_async = inspect.iscoroutinefunction(fn)
+    """Wrap a plain function as an evaluator (plugins): ``fn(case, output) -> bool | float | CheckResult``, by
+    the one rule of :mod:`referee.evaluators._functions` (parameters named ``case`` and ``output`` receive
+    those, in any order; two unnamed parameters are refused rather than guessed)."""
+    from ._functions import function_adapter
 
-    def coerce(value: Any) -> CheckResult:
-        if isinstance(value, CheckResult):
-            return value
-        if isinstance(value, bool):
-            return CheckResult.from_bool(value)
-        if isinstance(value, int | float):
-            return CheckResult(score=float(value))
-        raise TypeError(f"{fname} returned {type(value).__name__}; expected bool, float or CheckResult")
-
-    @dataclass
-    class _Fn(Evaluator):
-        name: ClassVar[str] = fname
-
-        def evaluate(self, case: Case, output: Any) -> CheckResult:
-            return coerce(fn(case, output))
-
-        async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
-            if is_async:
-                return coerce(await fn(case, output))
-            return coerce(fn(case, output))
-
-    return _Fn()
+    return function_adapter(fn, name, unnamed_pair_refused=True)
