@@ -294,8 +294,7 @@ async def judge_conversations_async(
         cj = ConversationJudge(mode=mode, criteria=crit or {}, category=category, threshold=threshold)
     except ValueError as exc:
         raise UserError(f"judge_conversations: {exc}") from None
-    rubric_hash = text_sha256(mode + repr(sorted(cj.criteria.items())))
-    cj.template_hash = rubric_hash
+    rubric_hash = cj.template_hash or ""  # the mode and the criteria (ConversationJudge.default_template_hash)
     j = as_judge(judge)
     client = j.client()
     cj.bind(_settings(j, client))

@@ -198,7 +198,11 @@ class CriteriaJudge(LLMEvaluator):
         if not self.criteria:
             raise ValueError("a judge needs at least one criterion")
         if self.template_hash is None:
-            self.template_hash = make_nonce(json.dumps(self.criteria, sort_keys=True))
+            self.template_hash = self.default_template_hash()
+
+    def default_template_hash(self) -> str:
+        """What the rows' judge info records when no ``template_hash`` is given: the hash of the rubric."""
+        return make_nonce(json.dumps(self.criteria, sort_keys=True))
 
     @property
     def default_rubric(self) -> Mapping[str, str]:
@@ -317,6 +321,12 @@ class TrajectoryJudge(CriteriaJudge):
 
     max_chars: int = 200
     """Arguments and results longer than this are truncated in the prompt."""
+
+    def default_template_hash(self) -> str:
+        """``referee trajectory --judge``'s: the criteria and ``max_chars`` (so the command and Python agree)."""
+        from ..results._files import text_sha256
+
+        return text_sha256(repr(sorted(self.criteria.items())) + f"|{self.max_chars}")
 
     def prompt(self, case: Case, traj: Trajectory) -> PromptParts:
         blocks = [("input", prompt_text(case.input))]
