@@ -206,7 +206,9 @@ class EvalResult:
     """The outcome of :func:`evaluate`: one row per case, the summary ``referee score`` prints, the gates."""
 
     rows: list[ResultRow]
-    """One :class:`~referee.ResultRow` per case (in case order); each evaluator is one of its ``criteria``."""
+    """One :class:`~referee.ResultRow` per case (in case order): with one evaluator, that evaluator's own row (as
+    its command writes it); with several, the combined row, each evaluator one of its ``criteria`` and its typed
+    result at ``row.check(label)``."""
     manifest: RunManifest
     """What was run, with what, and the totals (cost, tokens, calls, wall time)."""
     cases: list[Case] = field(repr=False, default_factory=list)
@@ -249,13 +251,16 @@ class EvalResult:
         return not any(g.failed for g in self.gates)
 
     def records(self) -> list[dict[str, Any]]:
-        """One plain dict per case x evaluator (what :meth:`to_pandas` tabulates)."""
+        """One plain dict per case x evaluator (what :meth:`to_pandas` tabulates): a suite's combined row gives one
+        per evaluator (its criteria), a one-evaluator row one (its own criteria are that evaluator's parts)."""
+        from .results._check import SUITE_EVALUATOR
+
         outputs = {c.id: c.output for c in self.cases}
         out: list[dict[str, Any]] = []
         for r in self.rows:
             base = {"id": r.id, "repeat": r.repeat, "category": r.category, "output": outputs.get(r.id),
                     "case_status": r.status, "case_score": r.score, "case_passed": r.passed}
-            crits = r.criteria or []
+            crits = r.criteria if r.evaluator == SUITE_EVALUATOR else []
             if not crits:
                 out.append({**base, "evaluator": r.evaluator, "status": r.status, "score": r.score,
                             "passed": r.passed, "rationale": r.rationale, "error": r.error})

@@ -78,6 +78,7 @@ def test_rubric(server: FakeLLMServer, tmp_path: Path) -> None:
                          out=tmp_path / "api.jsonl", progress=False)
     same_rows(tmp_path / "cli.jsonl", r, scored=3, evaluator="rubric")
     assert all(len(row.criteria) > 1 for row in r.rows)  # the rubric's criteria, typed
+    assert [rec["evaluator"] for rec in r.records()] == ["rubric"] * 3  # one evaluator: one record per case
 
 
 def test_pairwise(server: FakeLLMServer, tmp_path: Path) -> None:
