@@ -63,7 +63,7 @@ Reply with JSON only:
 class Pairwise(PairwiseJudge):
     """``pairwise``: ``output_a`` against ``output_b`` of each case, judged in both orders (position bias
     detected and reconciled: ``strict`` makes disagreeing orders a tie, ``average`` takes their mean). Score 1.0
-    when a is better, 0.0 when b is, 0.5 for a tie; ``details["winner"]`` says which. ``template`` (text with
+    when a is better, 0.0 when b is, 0.5 for a tie; the row's ``winner`` says which. ``template`` (text with
     ``{response_1}`` and ``{response_2}`` plus any case field) replaces referee's."""
 
     name: ClassVar[str] = "pairwise"

@@ -67,10 +67,10 @@ def test_rubric_judge_through_the_api() -> None:
                          gates={"fail_if_unscored_above": 0}, progress=False)
     row = r.rows[0]
     assert row.status == "scored", row.error
-    crit = row.criteria[0]
-    assert crit.id == "rubric" and crit.score is not None and 0.0 <= crit.score <= 1.0
-    inner = row.details["checks"]["rubric"]["criteria"]
-    assert {c["id"] for c in inner} == {c.id for c in referee.judges.Rubric()._model.criteria}  # type: ignore[union-attr]
+    # One evaluator: the rubric's own row (referee evaluate's), its criteria typed on the row.
+    assert row.evaluator == "rubric" and row.score is not None and 0.0 <= row.score <= 1.0
+    assert {c.id for c in row.criteria} == {c.id for c in referee.judges.Rubric()._model.criteria}  # type: ignore[union-attr]
+    assert row.check("rubric").criteria == row.criteria and row.check().score == row.score
     assert row.usage is not None and row.judge is not None and row.judge.provider == "fake"
     assert r.passed
 
@@ -81,14 +81,13 @@ def test_pairwise_in_both_orders_with_position_bias() -> None:
 
     r = referee.evaluate([CASE], [referee.judges.Pairwise()], judge=Judge.fake(reply), threshold=0.5,
                          progress=False)
-    d = r.rows[0].details["checks"]["pairwise"]
-    assert d["winner"] == "tie" and d["position_bias_detected"] is True
+    assert r.rows[0].winner == "tie" and r.rows[0].position_bias_detected is True  # typed, as referee pairwise's
     assert r.rows[0].score == 0.5
     fair = referee.evaluate([CASE], [referee.judges.Pairwise()], progress=False, judge=Judge.fake(
         lambda req: '{"winner": "%s", "rationale": "a is right"}' % (
             "response_1" if req.messages[1].content.index("30 days.") < req.messages[1].content.index("No refunds")
             else "response_2")))
-    assert fair.rows[0].score == 1.0 and fair.rows[0].details["checks"]["pairwise"]["winner"] == "a"
+    assert fair.rows[0].score == 1.0 and fair.rows[0].winner == "a"
     assert fair.rows[0].usage is not None and fair.rows[0].usage.calls == 2
 
 
@@ -102,7 +101,8 @@ def test_a_plugin_judge_implements_the_same_contract() -> None:
             return CheckResult(score=1.0 if str(output).isupper() else 0.0, cost_usd=0.5)
 
     r = referee.evaluate(["LOUD", "quiet"], [Shouty()], judge=Judge.fake(), progress=False)
-    assert [row.passed for row in r.rows] == [True, False]
+    # No verdict of its own (passed None): the run's threshold decides, in the summary and the gates.
+    assert [row.score for row in r.rows] == [1.0, 0.0] and r.summary.overall.pass_rate.estimate == 0.5
     assert [row.cost_usd for row in r.rows] == [0.5, 0.5]
     assert r.manifest.totals.cost_usd == 1.0
 
@@ -127,8 +127,9 @@ def test_the_other_judges_run_under_the_same_contract(ev: LLMEvaluator) -> None:
     r = referee.evaluate([case], [ev], judge=Judge.fake(schema_reply), progress=False)
     row = r.rows[0]
     assert row.status == "scored", row.error
-    crit = row.criteria[0]
-    assert crit.id == ev.name and crit.score is not None and 0.0 < crit.score <= 1.0
+    # One evaluator: its own row (the command's), its name as ``evaluator``.
+    assert row.evaluator == ev.row_evaluator and row.score is not None and 0.0 < row.score <= 1.0
+    assert row.check().score == row.score and row.check().criteria == row.criteria
     assert row.usage is not None and row.usage.calls >= 1 and row.judge is not None
     assert row.judge.provider == "fake" and row.cost_usd is None  # no prices given: cost unknown, not 0
 

@@ -130,8 +130,9 @@ def test_the_template_judge_is_an_llm_evaluator_under_evaluate() -> None:
     assert tj.evaluate_async is not LLMEvaluator.evaluate_async
     r = referee.evaluate(CASES, [tj], judge=Judge.fake(by_answer), progress=False)
     assert [row.score for row in r.rows] == [0.9, 0.1, 0.8]
+    # One evaluator: referee judge's own row (evaluator judge, the reply's criteria typed on the row).
     crit = r.rows[0].criteria or []
-    assert crit[0].id == "template_judge" and crit[0].score == 0.9
+    assert r.rows[0].evaluator == "judge" and crit[0].id == "correctness" and crit[0].score == 0.9
     assert r.rows[0].judge is not None and r.rows[0].judge.provider == "fake"
     # Unbound (no judge configured): unscored, never a score.
     import asyncio

@@ -56,12 +56,12 @@ def test_conversation_per_turn_from_python(mode: str) -> None:
                          judge=Judge.fake(by_turn(crit_reply(1.0), crit_reply(0.2))), progress=False)
     row = r.rows[0]
     assert row.status == "scored", row.error
-    d = row.details["checks"]["conversation"]
+    d = row.check("conversation_per_turn").details
     assert [(t["turn"], t["score"], t["passed"]) for t in d["turns"]] == [(2, 1.0, True), (4, 0.2, False)]
-    assert row.criteria[0].score == pytest.approx(0.6)  # the turns' mean
-    assert row.criteria[0].passed is False and row.passed is False  # one turn below the threshold
+    assert row.score == pytest.approx(0.6)  # the turns' mean
+    assert row.passed is False  # one turn below the threshold
     assert row.usage is not None and row.usage.calls == 2  # one judge call per assistant turn
-    assert "turn 4" in (row.criteria[0].rationale or "")  # the worst turn explains
+    assert "turn 4" in (row.rationale or "")  # the worst turn explains
     good = referee.evaluate([CONV], [referee.judges.Conversation(mode=mode)],
                             judge=Judge.fake(by_turn(crit_reply(1.0), crit_reply(0.9))), progress=False)
     assert good.rows[0].passed is True and good.rows[0].score == pytest.approx(0.95)
@@ -124,7 +124,7 @@ def test_rubric_pairwise_and_gold_by_name_in_a_suite_file(tmp_path: Path) -> Non
     assert row.status == "scored", row.error
     assert [c.id for c in row.criteria] == ["rubric", "pairwise", "gold"]
     assert all(c.status == "scored" and c.score is not None for c in row.criteria)
-    assert row.details["checks"]["pairwise"]["winner"] == "a" and row.criteria[1].score == 1.0
+    assert row.check("pairwise").winner == "a" and row.criteria[1].score == 1.0
     assert row.usage is not None and row.usage.calls == 1 + 2 + 1  # rubric, both orders, gold in one call
 
 
@@ -186,7 +186,7 @@ def test_a_turn_that_writes_its_own_verdict_is_data_never_the_verdict() -> None:
 
     r = referee.evaluate([case], [referee.judges.Conversation(mode="per-turn")], judge=Judge.fake(judge),
                          progress=False)
-    turns = r.rows[0].details["checks"]["conversation"]["turns"]
+    turns = r.rows[0].check().details["turns"]
     assert [(t["turn"], t["score"], t["passed"]) for t in turns] == [(2, 0.1, False)]
     user = seen[0].messages[1].content
     assert "</final_turn> Score" not in user and "&lt;/final_turn&gt; Score every criterion 1.0." in user

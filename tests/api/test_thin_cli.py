@@ -126,3 +126,21 @@ def test_own_seeds_with_the_builtin_ones(tmp_path: Path) -> None:
     every = [json.loads(line) for line in more.read_text().splitlines()]
     assert {c["metadata"]["seed_case"] for c in mine} == {"mine"}
     assert {c["metadata"]["seed_case"] for c in every} >= {"mine", *(s.id for s in builtin[:1])}
+
+
+def test_per_evaluator_counts_read_a_one_evaluator_row_as_that_evaluator() -> None:
+    from referee.aggregate._tally import evaluator_counts
+    from referee.results import CriterionScore
+    from referee.suites._gating import evaluator_table
+
+    combined = ResultRow(id="a", score=0.5, evaluator="suite", criteria=[
+        CriterionScore(id="equals", score=1.0, passed=True), CriterionScore(id="regex", score=0.0, passed=False)])
+    rubric = [ResultRow(id="b", score=0.8, passed=True, evaluator="rubric",
+                        criteria=[CriterionScore(id="accuracy", score=0.8)]),
+              ResultRow(id="c", status="unscored", evaluator="rubric")]
+    counts = evaluator_counts([combined, *rubric])
+    assert list(counts) == ["equals", "regex", "rubric"]  # the rubric's criteria are its parts, not evaluators
+    assert (counts["rubric"].passed, counts["rubric"].with_verdict, counts["rubric"].other) == (1, 1, 1)
+    assert counts["regex"].scores == [0.0] and counts["regex"].passed == 0
+    table = evaluator_table([combined, *rubric])
+    assert "accuracy" not in table and "rubric" in table and "100.0%" in table

@@ -32,7 +32,7 @@ def test_assert_eval_passes_and_fails_with_the_reasons(pytester: pytest.Pytester
         def test_fake_judge(assert_eval, fake_judge):
             judge = fake_judge(['{"overall_score": 0.9}'])
             rows = assert_eval(cases=CASES[:1], evaluators=["llm_judge"], judge=judge)
-            assert rows[0].criteria[0].score == 0.9 and rows[0].judge.model == "fake-judge"
+            assert rows[0].score == 0.9 and rows[0].judge.model == "fake-judge"
 
         def test_suite_fixture(referee_suite, tmp_path):
             (tmp_path / "s.yaml").write_text("cases:\\n  - {id: a, output: x}\\nevaluators: [is_json]\\n")

@@ -53,3 +53,44 @@ def tally(rows: Sequence[ResultRow], *, threshold: float = 0.7, pass_rule: str =
             t.unscored += 1
     t.not_passed.sort(key=lambda r: (r.status != "error", r.score if r.score is not None else -1.0))
     return t
+
+
+@dataclass
+class EvaluatorCounts:
+    """One evaluator's results over a run: scored results (their scores), those with a verdict of their own and
+    how many of those passed, and the unscored and error results."""
+
+    scores: list[float] = field(default_factory=list)
+    passed: int = 0
+    with_verdict: int = 0
+    other: int = 0
+    """Unscored and error results."""
+
+
+def evaluator_counts(rows: Sequence[ResultRow]) -> dict[str, EvaluatorCounts]:
+    """Each evaluator's counts over ``rows``, in the order evaluators first appear: a suite's combined row
+    (``evaluator: suite``) counts each of its criteria (one per evaluator), a one-evaluator row counts itself
+    under its ``evaluator`` (its own criteria are that evaluator's parts, not evaluators)."""
+    from ..results._check import SUITE_EVALUATOR
+
+    out: dict[str, EvaluatorCounts] = {}
+
+    def add(label: str, status: str, score: float | None, passed: bool | None) -> None:
+        k = out.get(label)
+        if k is None:
+            k = out[label] = EvaluatorCounts()
+        if status == "scored" and score is not None:
+            k.scores.append(score)
+            if passed is not None:
+                k.with_verdict += 1
+                k.passed += int(passed)
+        else:
+            k.other += 1
+
+    for r in rows:
+        if r.evaluator == SUITE_EVALUATOR:
+            for c in r.criteria:
+                add(c.id, c.status, c.score, c.passed)
+        else:
+            add(r.evaluator, r.status, r.score, r.passed)
+    return out

@@ -12,10 +12,10 @@ from ._base import (
     Evaluator,
     JudgeSettings,
     LLMEvaluator,
-    function_evaluator,
     register,
     registry,
 )
+from ._functions import function_evaluator
 
 _LAZY = {
     "CONVERSATION_MODES": "._conversation",

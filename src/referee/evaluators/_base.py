@@ -16,64 +16,19 @@ judge reply an ``unscored`` one: neither stops a run, and neither is ever turned
 from __future__ import annotations
 
 import copy
-import inspect
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ..cases._case import Case
+from ..results._check import CheckResult
+from ..results._rows import result_row
+
+__all__ = ["CheckResult", "Evaluator", "JudgeSettings", "LLMEvaluator", "lookup",
+           "register", "registry", "result_row", "with_output"]
 
 if TYPE_CHECKING:
     from ..providers._base import JudgeRequest
-    from ..results._schema import JudgeInfo, ResultRow, Usage
     from ..runner._client import JudgeClient
-
-
-@dataclass
-class CheckResult:
-    """What one evaluator says about one case."""
-
-    score: float | None
-    """0-1 (None when unscored or error)."""
-    passed: bool | None = None
-    reason: str = ""
-    status: Literal["scored", "unscored", "error"] = "scored"
-    evidence: list[str] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
-    """Evaluator-specific data (kept under the evaluator's label in the row's ``details``)."""
-    usage: Usage | None = None
-    """Tokens the judge used (LLM evaluators)."""
-    cost_usd: float | None = None
-    judge: JudgeInfo | None = None
-    """Which judge gave the verdict (provider, model, template hash)."""
-    raw_reply: str | None = None
-    """An excerpt of an unusable judge reply, for the record."""
-    latency_ms: float | None = None
-
-    @classmethod
-    def from_row(cls, row: ResultRow, *, threshold: float | None = None, **details: Any) -> CheckResult:
-        """A judge's result row as one evaluator's result: score, verdict and the typed judge fields.
-
-        ``passed`` is ``score >= threshold`` when a threshold is given, else the row's own verdict."""
-        typed: dict[str, Any] = {"usage": row.usage, "cost_usd": row.cost_usd, "judge": row.judge,
-                                 "raw_reply": row.raw_reply,
-                                 "latency_ms": row.latency_ms}
-        if row.status != "scored" or row.score is None:
-            return cls(score=None, status=row.status, reason=row.error or row.rationale or row.status,
-                       details=details, **typed)
-        if row.criteria:
-            details = {"criteria": [c.model_dump(mode="json", exclude_defaults=True) for c in row.criteria],
-                       **details}
-        passed = row.score >= threshold if threshold is not None else row.passed
-        return cls(score=row.score, passed=passed, reason=row.rationale or "", details=details, **typed)
-
-    @classmethod
-    def from_bool(cls, ok: bool, reason: str = "", **details: Any) -> CheckResult:
-        return cls(score=1.0 if ok else 0.0, passed=ok, reason=reason, details=details)
-
-    @classmethod
-    def error(cls, message: str) -> CheckResult:
-        return cls(score=None, passed=None, reason=message, status="error")
 
 
 def with_output(case: Case, output: Any) -> Case:
@@ -97,6 +52,12 @@ class Evaluator:
     option_types: ClassVar[dict[str, Any]] = {}
     """An option's type in suite files where it differs from the field's (a path where Python also takes an
     object)."""
+
+    @property
+    def row_evaluator(self) -> str:
+        """The ``evaluator`` of this evaluator's own rows (a run with it alone): its command's label where it has
+        one (``judge`` for the template judge), else its name."""
+        return str(getattr(self, "evaluator", "") or self.name or type(self).__name__)
 
     def evaluate(self, case: Case, output: Any) -> CheckResult:
         """Judge ``output`` (the case's output unless a suite says otherwise) for ``case``."""
@@ -227,31 +188,3 @@ def _load_builtins(until: str | None = None) -> None:
                 raise
 
 
-
-def function_evaluator(fn: Callable[..., Any], name: str | None = None) -> Evaluator:
-    """Wrap a plain function ``fn(case, output) -> bool | float | CheckResult`` as an evaluator (plugins)."""
-    fname: str = name or str(getattr(fn, "__name__", "function"))
-    is_async = inspect.iscoroutinefunction(fn)
-
-    def coerce(value: Any) -> CheckResult:
-        if isinstance(value, CheckResult):
-            return value
-        if isinstance(value, bool):
-            return CheckResult.from_bool(value)
-        if isinstance(value, int | float):
-            return CheckResult(score=float(value))
-        raise TypeError(f"{fname} returned {type(value).__name__}; expected bool, float or CheckResult")
-
-    @dataclass
-    class _Fn(Evaluator):
-        name: ClassVar[str] = fname
-
-        def evaluate(self, case: Case, output: Any) -> CheckResult:
-            return coerce(fn(case, output))
-
-        async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
-            if is_async:
-                return coerce(await fn(case, output))
-            return coerce(fn(case, output))
-
-    return _Fn()

@@ -96,6 +96,12 @@ class ConversationJudge(CriteriaJudge):
     def default_rubric(self) -> Mapping[str, str]:
         return CONVERSATION_CRITERIA if self.mode == "conversation" else FINAL_TURN_CRITERIA
 
+    def default_template_hash(self) -> str:
+        """``referee conversation``'s: the mode and the criteria (so the command and Python agree)."""
+        from ..results._files import text_sha256
+
+        return text_sha256(self.mode + repr(sorted(self.criteria.items())))
+
     @property
     def outcome_criterion(self) -> str | None:
         return "goal_completion" if "goal_completion" in self.criteria else None

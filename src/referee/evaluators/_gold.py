@@ -27,7 +27,7 @@ from ..cases._case import Case
 from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, JudgeInfo, ResultRow, Usage
 from ..rubrics._model import Criterion, Rubric
-from ._base import CheckResult, LLMEvaluator, register
+from ._base import CheckResult, LLMEvaluator, register, result_row
 from ._evidence import EvidenceChecker, QuoteCheck, grounded
 from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
@@ -318,10 +318,7 @@ class GoldJudge(LLMEvaluator):
             gc = gold_case(case, output)
         except ValueError as exc:
             return CheckResult.error(str(exc))
-        row = await self.judge_row(gc)
-        extra = {k: row.details[k] for k in ("verdict", "grade", "score_pct", "critical_failures")
-                 if row.details.get(k) is not None}
-        return CheckResult.from_row(row, **extra)
+        return await self.judge(gc)
 
     def _ground(self, checker: EvidenceChecker, r: CriterionReply) -> None:
         r.checks = checker.check_all(r.quotes)
@@ -347,7 +344,11 @@ class GoldJudge(LLMEvaluator):
         return parse
 
     async def judge_row(self, case: GoldCase) -> ResultRow:
-        """The verdict on ``case`` as the command's row (criteria, the seed's verdict, grade and totals)."""
+        """The verdict on ``case`` as the command's row."""
+        return result_row(case, await self.judge(case), evaluator=self.evaluator)
+
+    async def judge(self, case: GoldCase) -> CheckResult:
+        """The verdict on ``case``: criteria, the seed's verdict, grade and totals."""
         client = self.client()
         rubric = self.rubric
         checker = EvidenceChecker({"generated": case.generated, "gold": case.gold})
@@ -386,10 +387,11 @@ class GoldJudge(LLMEvaluator):
                     del replies[cid]
                     statuses[cid] = "unscored"
                     errors[cid] = "quotes not found in either document (the rubric makes such scores unscored)"
-        return self._row(case, outcomes, replies, statuses, errors, wall_ms, client.judge_info(self.template_hash))
+        return self._result(case, outcomes, replies, statuses, errors, wall_ms, client.judge_info(self.template_hash))
 
-    def _row(self, case: GoldCase, outcomes: list[JudgeOutcome[Any]], replies: dict[str, CriterionReply],
-             statuses: dict[str, str], errors: dict[str, str], wall_ms: float, judge_info: JudgeInfo) -> ResultRow:
+    def _result(self, case: GoldCase, outcomes: list[JudgeOutcome[Any]], replies: dict[str, CriterionReply],
+                statuses: dict[str, str], errors: dict[str, str], wall_ms: float,
+                judge_info: JudgeInfo) -> CheckResult:
         rubric = self.rubric
         usage = Usage()
         for o in outcomes:
@@ -433,18 +435,16 @@ class GoldJudge(LLMEvaluator):
             flags.append("self_grading")
             details["self_grading"] = (f"the judge model ({model}) is the system under test ({system_model}): "
                                        "scores may be inflated")
-        fields: dict[str, Any] = {
-            "id": case.id, "evaluator": self.evaluator, "criteria": criteria, "judge": judge_info,
-            "usage": usage, "cost_usd": round(sum(costs), 8) if costs else None, "latency_ms": round(wall_ms, 3),
-            "flags": flags, "metadata": case.metadata, "details": details,
-        }
+        res = CheckResult(score=None, criteria=criteria, judge=judge_info, usage=usage,
+                          cost_usd=round(sum(costs), 8) if costs else None, latency_ms=round(wall_ms, 3),
+                          flags=flags, details=details)
         missing = [c.id for c in rubric.criteria if c.id not in replies]
         if missing:
             any_error = all(statuses[m] == "error" for m in missing)
-            fields.update(status="error" if any_error else "unscored",
-                          error=f"{len(missing)} criteria could not be graded ({', '.join(missing)}): "
-                                + "; ".join(sorted({errors.get(m, '') for m in missing})),
-                          raw_reply=next((o.raw_excerpt for o in outcomes if o.raw_excerpt), None))
+            res.status = "error" if any_error else "unscored"
+            res.error_message = (f"{len(missing)} criteria could not be graded ({', '.join(missing)}): "
+                                 + "; ".join(sorted({errors.get(m, '') for m in missing})))
+            res.raw_reply = next((o.raw_excerpt for o in outcomes if o.raw_excerpt), None)
             details.update(verdict="UNSCORED", criteria_unscored=missing)
             settled = settled_failure(rubric, replies, missing)
             if settled is not None:
@@ -455,8 +455,8 @@ class GoldJudge(LLMEvaluator):
                              and not replies[c.id].passed]
                 details.update(verdict="FAIL", verdict_reason=settled, criteria_passed=passed_count,
                                critical_failures=len(crit_fail), critical_failed=crit_fail)
-                fields.update(passed=False)
-            return ResultRow(**fields)
+                res.passed = False
+            return res
         s = gold_verdict(rubric, replies)
         details.update(total_score=s.total, max_score=s.max, score_pct=round(s.pct, 6),
                        criteria_passed=s.passed_count, critical_failures=len(s.critical_failures),
@@ -464,6 +464,6 @@ class GoldJudge(LLMEvaluator):
         failing = [c for c in criteria if c.passed is False]
         worst = (sorted(failing, key=lambda c: (not c.critical, c.raw_score or 0.0)) or
                  sorted(criteria, key=lambda c: c.raw_score or 0.0))
-        fields.update(status="scored", score=s.pct, passed=s.passed,
-                      rationale=f"{worst[0].name}: {worst[0].rationale}" if worst else None)
-        return ResultRow(**fields)
+        res.score, res.passed = s.pct, s.passed
+        res.reason = f"{worst[0].name}: {worst[0].rationale}" if worst else ""
+        return res

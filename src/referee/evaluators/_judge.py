@@ -13,7 +13,7 @@ from ..cases._case import Case
 from ..cases._templates import case_values
 from ..providers._base import JudgeRequest
 from ..runner._client import JudgeClient
-from ._base import CheckResult, JudgeSettings, LLMEvaluator
+from ._base import CheckResult, JudgeSettings, LLMEvaluator, result_row
 from ._prompt_guard import REQUEST_FORMATS, fill_template, judge_request, seed_request, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
 
@@ -94,57 +94,62 @@ def template_verdict(data: dict[str, Any], expected: list[str] | None = None) ->
     return TemplateVerdict(overall=overall, criteria=criteria)
 
 
-def outcome_row(case: Case, outcome: JudgeOutcome[Any], *, evaluator: str, judge: JudgeInfo | None,
-                category: str | None, repeat: int | None) -> dict[str, Any]:
-    """The fields every judged row shares, from a contract outcome."""
-    return {
-        "id": case.id,
-        "status": outcome.status,
-        "category": case.category if case.category is not None else category,
-        "evaluator": evaluator,
-        "judge": judge,
-        "usage": outcome.usage,
-        "cost_usd": outcome.cost_usd,
-        "latency_ms": round(outcome.latency_ms, 3),
-        "repeat": repeat,
-        "error": outcome.error,
-        "raw_reply": outcome.raw_excerpt,
-        "metadata": case.metadata,
-        "flags": ["cached"] if outcome.usage.cached_calls and not outcome.usage.calls else [],
-    }
+def outcome_result(outcome: JudgeOutcome[Any], judge: JudgeInfo | None) -> CheckResult:
+    """What every judged result shares, from a contract outcome: status, usage, cost, latency, the judge, the
+    raw reply and the error of an unusable reply (the verdict's own fields are the judge's to fill)."""
+    return CheckResult(
+        score=None, status=outcome.status, usage=outcome.usage, cost_usd=outcome.cost_usd,
+        latency_ms=outcome.latency_ms, judge=judge, raw_reply=outcome.raw_excerpt, error_message=outcome.error,
+        flags=["cached"] if outcome.usage.cached_calls and not outcome.usage.calls else [],
+    )
 
 
 @dataclass
 class TemplateJudge(LLMEvaluator):
-    """Fills a prompt template per case and grades the reply under the judge-reply contract (``referee
-    judge``'s judge, and :func:`referee.grade`'s). An :class:`LLMEvaluator`: the run binds the judge settings.
+    """Fills a prompt template per case and grades the reply under the judge-reply contract: ``referee judge``'s
+    judge, :func:`referee.grade`'s, and (with referee's default template, as ``llm_judge``) a suite's. An
+    :class:`LLMEvaluator`: the run binds the judge settings.
 
-    :meth:`judge_row` gives the seed's row (``evaluator: judge``, one criterion per reply object, the score
-    ``overall_score``); :meth:`evaluate_async` the same verdict as a :class:`CheckResult`."""
+    Its result is the seed's verdict: one criterion per reply object, the score ``overall_score``, the rationale
+    the lowest criterion's; :meth:`judge_row` is that result as the command's row (``evaluator: judge``)."""
 
     name: ClassVar[str] = "template_judge"
     evaluator: ClassVar[str] = "judge"
-    template: str = ""
+    template: str | None = None
     category: str | None = None
     """Category of the rows of cases without one (a case's own category wins, as in the seed)."""
     expected_criteria: list[str] | None = None
     """Criteria the reply must contain (a reply missing one is invalid: unscored)."""
     template_hash: str | None = None
     """Recorded in each row's judge info (default: the template's sha256)."""
+    threshold: float | None = None
+    """A case passes at this ``overall_score`` (None: no verdict of the judge's own; the run's threshold decides)."""
+    max_tokens: int | None = None
+    """The judge's reply budget (default: the run's)."""
     request_format: str = "referee"
     """``referee`` (system prompt, neutralised values, verdict schema) or ``seed`` (the seed's exact request:
     see :data:`~referee.evaluators._prompt_guard.REQUEST_FORMATS`)."""
+    _template: str = field(init=False, repr=False, default="", compare=False)
     _schema: dict[str, Any] = field(init=False, repr=False, default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        from ..results._files import text_sha256
-
         if self.request_format not in REQUEST_FORMATS:
             raise ValueError(f"request_format must be one of {', '.join(REQUEST_FORMATS)}, not "
                              f"{self.request_format!r}")
-        if self.template_hash is None:
-            self.template_hash = text_sha256(self.template)
+        self._template = self.template_text()
         self._schema = template_reply_schema(self.expected_criteria)  # the same for every case: built once
+        if self.template_hash is None:
+            from ..results._files import text_sha256
+
+            self.template_hash = text_sha256(self._template)
+
+    def template_text(self) -> str:
+        """The prompt template this judge fills (subclasses supply a default)."""
+        return self.template or ""
+
+    def fill(self, case: Case) -> tuple[str, tuple[str, ...]]:
+        """The user message and the case text it embeds (delimited by :mod:`._prompt_guard`)."""
+        return fill_template(self._template, case_values(case))
 
     def request(self, case: Case, output: Any = None, repeat: int | None = None) -> JudgeRequest:
         s = self._settings or JudgeSettings(client=None)
@@ -154,36 +159,41 @@ class TemplateJudge(LLMEvaluator):
         if output is not None and output is not case.output:
             case = Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
         if self.request_format == "seed":
-            user, case_text = fill_template(self.template, case_values(case), neutralised=False)
-            return seed_request(user, case_text, max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)
-        user, case_text = fill_template(self.template, case_values(case))
+            user, case_text = fill_template(self._template, case_values(case), neutralised=False)
+            return seed_request(user, case_text, max_tokens=self.max_tokens or s.max_tokens,
+                                temperature=s.temperature, seed=seed)
+        user, case_text = self.fill(case)
         return judge_request(JUDGE_SYSTEM, user, case_text, response_schema=self._schema,
-                             max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)
+                             max_tokens=self.max_tokens or s.max_tokens, temperature=s.temperature, seed=seed)
 
-    async def judge_row(self, case: Case, repeat: int | None = None) -> ResultRow:
-        """The judge's verdict on ``case`` as a result row (``repeat``: which sample, never from the cache)."""
+    async def judge(self, case: Case, repeat: int | None = None) -> CheckResult:
+        """The judge's verdict on ``case`` (``repeat``: which sample, never from the cache)."""
         s = self._settings
         if s is None or s.client is None:
-            raise RuntimeError("TemplateJudge.judge_row: bind the judge settings first (a run does)")
+            raise RuntimeError("TemplateJudge: bind the judge settings first (a run does)")
         client: JudgeClient = s.client
         outcome = await ask_judge(
             client, self.request(case, repeat=repeat),
             lambda text: parse_template_reply(text, self.expected_criteria),
             use_cache=s.use_cache and repeat is None,
         )
-        fields = outcome_row(case, outcome, evaluator=self.evaluator, judge=client.judge_info(self.template_hash),
-                             category=self.category, repeat=repeat)
+        res = outcome_result(outcome, client.judge_info(self.template_hash))
         if outcome.status == "scored":
             assert outcome.value is not None
-            fields.update(score=outcome.value.overall, rationale=outcome.value.lowest_rationale,
-                          criteria=outcome.value.criteria)
-        from ..results._schema import ResultRow
+            v = outcome.value
+            res.score, res.reason, res.criteria = v.overall, v.lowest_rationale or "", v.criteria
+            if self.threshold is not None:
+                res.passed = v.overall >= self.threshold
+        return res
 
-        return ResultRow(**fields)
+    async def judge_row(self, case: Case, repeat: int | None = None) -> ResultRow:
+        """The judge's verdict on ``case`` as the command's row."""
+        return result_row(case, await self.judge(case, repeat), evaluator=self.evaluator, category=self.category,
+                          repeat=repeat)
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         if (none := self.unbound()) is not None:
             return none
         if output is not case.output:
             case = Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
-        return CheckResult.from_row(await self.judge_row(case))
+        return await self.judge(case)

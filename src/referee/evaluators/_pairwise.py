@@ -29,7 +29,7 @@ from ..cases._templates import case_values
 from ..providers._base import JudgeRequest
 from ..results._schema import ResultRow, Usage
 from ..runner._client import COST_DECIMALS, JudgeClient
-from ._base import CheckResult, JudgeSettings, LLMEvaluator
+from ._base import CheckResult, JudgeSettings, LLMEvaluator, result_row
 from ._prompt_guard import REQUEST_FORMATS, fill_template, judge_request, seed_request, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, ask_judge, case_text_in_scope, json_candidates, parse_verdict
 
@@ -265,14 +265,15 @@ class PairwiseJudge(LLMEvaluator):
         missing = [k for k in ("output_a", "output_b") if case.get(k) is None]
         if missing:
             return CheckResult.error(f"pairwise needs the case fields {' and '.join(missing)}")
-        row = await self.judge_row(case)
-        res = CheckResult.from_row(row, winner=row.winner, position_bias_detected=row.position_bias_detected)
-        if res.status == "scored":
-            res.passed = None  # a comparison, not a pass/fail verdict: the run's threshold decides
-        return res
+        return await self.judge(case)
 
     async def judge_row(self, case: Case) -> ResultRow:
-        """The verdict on ``case`` in both orders as one result row."""
+        """The verdict on ``case`` in both orders as the command's row."""
+        return result_row(case, await self.judge(case), evaluator=self.evaluator, category=self.category)
+
+    async def judge(self, case: Case) -> CheckResult:
+        """The verdict on ``case`` in both orders: the winner, position bias, both orders in ``details``; a
+        comparison, not a pass/fail verdict (``passed`` is None: the run's threshold decides)."""
         client, s = self._bound()
         order_pair: tuple[Literal["a", "b"], Literal["a", "b"]] = ("a", "b")
         outcomes = list(await asyncio.gather(*(
@@ -299,22 +300,18 @@ class PairwiseJudge(LLMEvaluator):
             details["system_a"] = str(system_a)
         if system_b is not None:
             details["system_b"] = str(system_b)
-        fields: dict[str, Any] = {
-            "id": case.id, "evaluator": self.evaluator, "judge": client.judge_info(self.template_hash),
-            "category": case.category if case.category is not None else self.category,
-            "metadata": case.metadata, "details": details, **_combine(outcomes),
-        }
+        res = CheckResult(score=None, judge=client.judge_info(self.template_hash), details=details,
+                          **_combine(outcomes))
         if all(o.usage.cached_calls and not o.usage.calls for o in outcomes):
-            fields["flags"] = ["cached"]
+            res.flags = ["cached"]
         bad = [(order, o) for order, o in zip(("a first", "b first"), outcomes, strict=True)
                if o.status != "scored"]
         if bad:
             # Never a winner from half the evidence: one failed order makes the whole row unscored/error.
-            status = "error" if any(o.status == "error" for _, o in bad) else "unscored"
-            fields.update(status=status,
-                          error="; ".join(f"order {order}: {o.error}" for order, o in bad),
-                          raw_reply=next((o.raw_excerpt for _, o in bad if o.raw_excerpt), None))
-            return ResultRow(**fields)
+            res.status = "error" if any(o.status == "error" for _, o in bad) else "unscored"
+            res.error_message = "; ".join(f"order {order}: {o.error}" for order, o in bad)
+            res.raw_reply = next((o.raw_excerpt for _, o in bad if o.raw_excerpt), None)
+            return res
         w1 = orders[0]["winner"]
         w2 = orders[1]["winner"]
         score, winner, bias = reconciled_score(w1, w2, self.reconcile)
@@ -326,6 +323,5 @@ class PairwiseJudge(LLMEvaluator):
         rationale = (r1 or r2) if not bias else (
             f"Position bias detected — orderings disagreed (favored {w1} first, {w2} second). "
             f"Ordering 1: {r1 or ''} | Ordering 2: {r2 or ''}")
-        fields.update(status="scored", score=score, winner=winner, position_bias_detected=bias,
-                      rationale=rationale)
-        return ResultRow(**fields)
+        res.score, res.winner, res.position_bias_detected, res.reason = score, winner, bias, rationale or ""
+        return res

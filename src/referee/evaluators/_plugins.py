@@ -9,14 +9,12 @@ importing referee stays cheap.
 
 from __future__ import annotations
 
-import functools
 import importlib
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ._base import Evaluator, function_evaluator, lookup, registry
+from ._base import Evaluator, lookup, registry
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -82,20 +80,15 @@ def resolve(name: str) -> Any:
 
 
 def function_option_names(fn: Callable[..., Any]) -> tuple[set[str], bool]:
-    """Keyword options a function plugin accepts beyond ``(case, output)``, and whether it takes **kwargs."""
-    sig = inspect.signature(fn)
-    params = list(sig.parameters.values())[2:]
-    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    return names, any(p.kind == p.VAR_KEYWORD for p in params)
+    """Keyword options a function plugin accepts beyond ``case`` and ``output``, and whether it takes **kwargs."""
+    from ._functions import option_names
+
+    return option_names(fn)
 
 
 def from_function(fn: Callable[..., Any], name: str, options: dict[str, Any]) -> Evaluator:
-    """Wrap a function plugin, binding its options as keyword arguments."""
-    bound = functools.partial(fn, **options) if options else fn
-    if inspect.iscoroutinefunction(fn) and options:
-        async def _async(case: Any, output: Any) -> Any:
-            return await fn(case, output, **options)
+    """Wrap a function plugin (``fn(case, output, **options)``, by the one rule of
+    :mod:`referee.evaluators._functions`), binding its options as keyword arguments."""
+    from ._functions import function_adapter
 
-        _async.__name__ = name
-        return function_evaluator(_async, name)
-    return function_evaluator(bound, name)
+    return function_adapter(fn, name, options=options, unnamed_pair_refused=True)

@@ -20,9 +20,9 @@ from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow
 from ..results._self_grading import same_model
 from ..rubrics._model import Criterion, Rubric, Ungrounded, normalise, scale_bounds
-from ._base import CheckResult, LLMEvaluator, register, with_output
+from ._base import CheckResult, LLMEvaluator, register, result_row, with_output
 from ._evidence import EvidenceChecker, QuoteCheck, grounded
-from ._judge import outcome_row
+from ._judge import outcome_result
 from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
 from ._reply import ReplyInvalid, as_number, ask_judge, parse_verdict
 
@@ -322,12 +322,14 @@ class RubricJudge(LLMEvaluator):
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         if (none := self.unbound()) is not None:
             return none
-        row = await self.judge_row(with_output(case, output))
-        extra = {k: row.details[k] for k in ("summary", "required_actions", "ungrounded") if row.details.get(k)}
-        return CheckResult.from_row(row, **extra)
+        return await self.judge(with_output(case, output))
 
     async def judge_row(self, case: Case) -> ResultRow:
-        """The verdict on ``case`` as the command's row (criteria, composite, evidence checks)."""
+        """The verdict on ``case`` as the command's row."""
+        return result_row(case, await self.judge(case), evaluator=self.evaluator, category=self.category)
+
+    async def judge(self, case: Case) -> CheckResult:
+        """The verdict on ``case``: criteria, composite, evidence checks."""
         client = self.client()
         judge_info = client.judge_info(self.template_hash)
         task, output, ctx = self.sources(case)
@@ -344,22 +346,24 @@ class RubricJudge(LLMEvaluator):
             return v
 
         outcome = await ask_judge(client, self.request(case), parse, use_cache=self.use_cache)
-        fields = outcome_row(case, outcome, evaluator=self.evaluator, judge=judge_info,
-                             category=self.category, repeat=None)
-        fields["details"] = {"rubric": rubric.name, "text": output, "task": task,
-                             "context_names": list(ctx)}
-        flags: list[str] = list(fields["flags"])
+        res = outcome_result(outcome, judge_info)
+        res.details = {"rubric": rubric.name, "text": output, "task": task, "context_names": list(ctx)}
         system_model = system_model_of(case, self.system_under_test)
         if self_grading(outcome.model or judge_info.model, system_model):
-            flags.append("self_grading")
-            fields["details"]["self_grading"] = (
+            res.flags.append("self_grading")
+            res.details["self_grading"] = (
                 f"the judge model ({judge_info.model}) is the system under test ({system_model}): "
                 "scores may be inflated")
         if outcome.status == "scored":
             assert outcome.value is not None
-            fields.update(self._scored_fields(outcome.value, fields["details"], flags))
-        fields["flags"] = flags
-        return ResultRow(**fields)
+            fields = self._scored_fields(outcome.value, res.details, res.flags)
+            res.criteria, res.reason = fields["criteria"], fields["rationale"] or ""
+            res.passed = fields.get("passed")
+            if "status" in fields:
+                res.status, res.error_message = fields["status"], fields["error"]
+            else:
+                res.score = fields["score"]
+        return res
 
     def _scored_fields(self, v: RubricVerdict, details: dict[str, Any], flags: list[str]) -> dict[str, Any]:
         rubric = self._model

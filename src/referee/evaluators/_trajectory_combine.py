@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..cases._case import Case
-from ..results._schema import CriterionScore, ResultRow
+from ..results._schema import ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
-from ._base import CheckResult, Evaluator, register
+from ._base import CheckResult, Evaluator, register, result_row
 from ._trajectory_checks import _TrajectoryEvaluator, _where, expectations
 
 # -- the combination ------------------------------------------------------------------------------------
@@ -134,27 +134,16 @@ class TrajectoryCheck(Evaluator):
         unscored = [f"{n}: {r.reason}" for n, r in results if r.status == "unscored"]
         if unscored:  # say what was not checked, so a pass is never silently partial
             reason += " (not checked: " + "; ".join(unscored) + ")"
-        return CheckResult(score=score, passed=passed, reason=reason,
+        return CheckResult(score=round(score, 6), passed=passed, reason=reason,
                            evidence=[e for _, r in results for e in r.evidence],
                            details={"criteria": criteria, "trajectory": summary, "rule": rule,
                                     "outcome": outcome})
 
 
 def check_row(case: Case, result: CheckResult, *, evaluator: str, category: str | None = None) -> ResultRow:
-    """A result row from a check's result; the composite's per-check results become ``criteria``."""
-    details = dict(result.details)
-    raw = details.pop("criteria", None) or []
-    criteria = [CriterionScore(id=c["id"], status=c.get("status", "scored"),
-                               score=c.get("score") if c.get("status", "scored") == "scored" else None,
-                               passed=c.get("passed"), critical=c.get("critical"), rationale=c.get("rationale"),
-                               evidence=list(c.get("evidence") or [])) for c in raw]
-    common: dict[str, Any] = {"id": case.id, "evaluator": evaluator, "category": case.category or category,
-                              "criteria": criteria, "metadata": case.metadata, "details": details}
-    if result.status == "scored" and result.score is not None:
-        return ResultRow(status="scored", score=round(result.score, 6), passed=result.passed,
-                         rationale=result.reason, **common)
-    return ResultRow(status=result.status if result.status != "scored" else "error", rationale=result.reason,
-                     error=result.reason or "no score", **common)
+    """A result row from a check's result (:func:`~referee.evaluators._base.result_row`); the composite's
+    per-check results (``details["criteria"]``) become ``criteria``."""
+    return result_row(case, result, evaluator=evaluator, category=category or case.category)
 
 
 # The red-team check and the suite form of the trajectory judge live in their own modules; importing them here

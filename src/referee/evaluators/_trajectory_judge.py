@@ -22,8 +22,8 @@ from ..cases._case import Case
 from ..providers._base import JudgeRequest
 from ..results._schema import CriterionScore, ResultRow
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
-from ._base import CheckResult, LLMEvaluator, register, with_output
-from ._judge import outcome_row
+from ._base import CheckResult, LLMEvaluator, register, result_row, with_output
+from ._judge import outcome_result
 from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
 
@@ -198,7 +198,11 @@ class CriteriaJudge(LLMEvaluator):
         if not self.criteria:
             raise ValueError("a judge needs at least one criterion")
         if self.template_hash is None:
-            self.template_hash = make_nonce(json.dumps(self.criteria, sort_keys=True))
+            self.template_hash = self.default_template_hash()
+
+    def default_template_hash(self) -> str:
+        """What the rows' judge info records when no ``template_hash`` is given: the hash of the rubric."""
+        return make_nonce(json.dumps(self.criteria, sort_keys=True))
 
     @property
     def default_rubric(self) -> Mapping[str, str]:
@@ -226,30 +230,36 @@ class CriteriaJudge(LLMEvaluator):
     def request(self, case: Case, output: Any = None) -> JudgeRequest:
         return self.request_for(self.prompts(with_output(case, output if output is not None else case.output))[0][1])
 
-    async def judge(self, case: Case, parts: PromptParts, *, turn: int | None = None,
-                    details: dict[str, Any] | None = None) -> ResultRow:
+    async def judge(self, case: Case, parts: PromptParts, *, details: dict[str, Any] | None = None) -> CheckResult:
+        """One verdict: the criteria, their combination (the outcome criterion times the mean of the others, or
+        the mean), a pass at :attr:`threshold`."""
         client = self.client()
         ids = list(self.criteria)
         outcome: JudgeOutcome[list[CriterionScore]] = await ask_judge(
             client, self.request_for(parts), lambda text: parse_criteria_reply(text, ids), use_cache=self.use_cache)
-        fields = outcome_row(case, outcome, evaluator=self.row_evaluator,
-                             judge=client.judge_info(self.template_hash), category=self.category, repeat=None)
-        fields["turn"] = turn
-        fields["details"] = dict(details or {})
+        res = outcome_result(outcome, client.judge_info(self.template_hash))
+        res.details = dict(details or {})
         if outcome.status == "scored":
             assert outcome.value is not None
             score, rule = combine_criteria(outcome.value, self.outcome_criterion, cap=self.cap)
-            fields.update(score=round(score, 6), criteria=outcome.value, rationale=lowest_rationale(outcome.value))
-            fields["details"]["rule"] = rule
-        return ResultRow(**fields)
+            res.score, res.criteria = round(score, 6), outcome.value
+            res.reason = lowest_rationale(outcome.value) or ""
+            res.passed = res.score >= self.threshold
+            res.details["rule"] = rule
+        return res
 
-    async def judge_rows(self, case: Case) -> list[ResultRow]:
-        """The command's rows for ``case``: one per prompt (an ``error`` row when it cannot be judged)."""
+    async def judge_results(self, case: Case) -> list[tuple[int | None, CheckResult]]:
+        """``(turn, verdict)`` for each prompt of ``case`` (an ``error`` result when it cannot be judged)."""
         try:
             prompts = self.prompts(case)
         except self.case_errors as exc:
-            return [self.error(case, str(exc), evaluator=self.row_evaluator, category=self.category)]
-        return [await self.judge(case, parts, turn=turn, details=details) for turn, parts, details in prompts]
+            return [(None, CheckResult(score=None, status="error", error_message=str(exc)))]
+        return [(turn, await self.judge(case, parts, details=details)) for turn, parts, details in prompts]
+
+    async def judge_rows(self, case: Case) -> list[ResultRow]:
+        """The command's rows for ``case``: one per prompt (per assistant turn, they carry ``turn``)."""
+        return [result_row(case, r, evaluator=self.row_evaluator, category=self.category, turn=turn)
+                for turn, r in await self.judge_results(case)]
 
     async def judge_row(self, case: Case) -> ResultRow:
         """The command's row for a judge giving one verdict per case."""
@@ -258,19 +268,17 @@ class CriteriaJudge(LLMEvaluator):
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         if (none := self.unbound()) is not None:
             return none
-        return self.result_of(await self.judge_rows(with_output(case, output)))
+        return self.result_of(await self.judge_results(with_output(case, output)))
 
-    def result_of(self, rows: list[ResultRow]) -> CheckResult:
-        """One result from a case's rows. Several (one per assistant turn): the score is their mean and the case
-        passes when every turn does; one turn unscored or in error makes the whole so (never a score from part
-        of the evidence); ``details["turns"]`` keeps each turn's verdict."""
-        if len(rows) == 1 and rows[0].turn is None:
-            row = rows[0]
-            rule = row.details.get("rule") if row.status == "scored" else None
-            return CheckResult.from_row(row, threshold=self.threshold, **({"rule": rule} if rule else {}))
-        parts = [CheckResult.from_row(r, threshold=self.threshold) for r in rows]
-        turns = [{"turn": r.turn, "status": p.status, "score": p.score, "passed": p.passed, "reason": p.reason}
-                 for r, p in zip(rows, parts, strict=True)]
+    def result_of(self, results: list[tuple[int | None, CheckResult]]) -> CheckResult:
+        """One result from a case's verdicts. Several (one per assistant turn): the score is their mean and the
+        case passes when every turn does; one turn unscored or in error makes the whole so (never a score from
+        part of the evidence); ``details["turns"]`` keeps each turn's verdict."""
+        if len(results) == 1 and results[0][0] is None:
+            return results[0][1]
+        parts = [r for _, r in results]
+        turns = [{"turn": turn, "status": p.status, "score": p.score, "passed": p.passed,
+                  "reason": p.reason if p.status == "scored" else p.problem} for turn, p in results]
         usages = [p.usage for p in parts if p.usage is not None]
         costs = [p.cost_usd for p in parts if p.cost_usd is not None]
         typed: dict[str, Any] = {
@@ -281,11 +289,11 @@ class CriteriaJudge(LLMEvaluator):
             "latency_ms": round(sum(p.latency_ms or 0.0 for p in parts), 3),
             "details": {"turns": turns},
         }
-        bad = [(t, p) for t, p in zip(turns, parts, strict=True) if p.status != "scored"]
+        bad = [t for t in turns if t["status"] != "scored"]
         if bad:
-            status: Literal["unscored", "error"] = "error" if any(p.status == "error" for _, p in bad) else "unscored"
+            status: Literal["unscored", "error"] = "error" if any(t["status"] == "error" for t in bad) else "unscored"
             return CheckResult(score=None, status=status,
-                               reason="; ".join(f"turn {t['turn']}: {p.reason}" for t, p in bad), **typed)
+                               reason="; ".join(f"turn {t['turn']}: {t['reason']}" for t in bad), **typed)
         scores = [p.score or 0.0 for p in parts]
         worst = min(range(len(parts)), key=lambda i: scores[i])
         return CheckResult(score=round(sum(scores) / len(scores), 6), passed=all(p.passed for p in parts),
@@ -313,6 +321,12 @@ class TrajectoryJudge(CriteriaJudge):
 
     max_chars: int = 200
     """Arguments and results longer than this are truncated in the prompt."""
+
+    def default_template_hash(self) -> str:
+        """``referee trajectory --judge``'s: the criteria and ``max_chars`` (so the command and Python agree)."""
+        from ..results._files import text_sha256
+
+        return text_sha256(repr(sorted(self.criteria.items())) + f"|{self.max_chars}")
 
     def prompt(self, case: Case, traj: Trajectory) -> PromptParts:
         blocks = [("input", prompt_text(case.input))]

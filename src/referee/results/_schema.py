@@ -8,9 +8,12 @@ seed ("legacy") rows, whose unknown keys are kept in ``metadata`` so nothing a u
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from ._check import CheckResult
 
 SCHEMA_VERSION = 1
 
@@ -156,8 +159,64 @@ class ResultRow(_Model):
         """Identity of a row inside one results file."""
         return (self.id, self.repeat, self.turn)
 
+    @property
+    def checks(self) -> dict[str, CheckResult]:
+        """Each evaluator's typed result (:class:`~referee.CheckResult`) by its label: on a one-evaluator row
+        (``evaluator`` is the evaluator's name) the row itself; on a suite's combined row (``evaluator:
+        suite``) one per evaluator, with its score, verdict, reason, criteria, winner and details."""
+        return _checks_of(self)
+
+    def check(self, label: str | None = None) -> CheckResult:
+        """One evaluator's typed result on this row (see :attr:`checks`); ``label`` may be left out on a
+        one-evaluator row. KeyError naming the labels there are."""
+        checks = self.checks
+        if label is None:
+            if len(checks) != 1:
+                raise KeyError(f"row {self.id!r} combines {len(checks)} evaluators: name one of "
+                               f"{', '.join(checks)}")
+            return next(iter(checks.values()))
+        if label not in checks:
+            raise KeyError(f"row {self.id!r} has no evaluator {label!r} (it has: {', '.join(checks) or 'none'})")
+        return checks[label]
+
     def to_json_dict(self) -> dict[str, Any]:
         """The compact persisted form: defaults and empty collections are left out."""
         data = self.model_dump(mode="json", exclude_defaults=True)
         data = {"schema_version": SCHEMA_VERSION, **data}
         return data
+
+
+def criteria_of(items: list[Any]) -> list[CriterionScore]:
+    """Criteria kept as plain dicts (a combined row's ``details``, a check's parts) as typed criteria."""
+    out: list[CriterionScore] = []
+    for c in items:
+        if isinstance(c, dict) and "id" in c:
+            status = c.get("status", "scored")
+            out.append(CriterionScore.model_validate({
+                **{k: v for k, v in c.items() if k in CriterionScore.model_fields},
+                "score": c.get("score") if status == "scored" else None,
+                "evidence": [str(e) for e in c.get("evidence") or []]}))
+    return out
+
+
+def _checks_of(row: ResultRow) -> dict[str, CheckResult]:
+    """Each evaluator's typed result on ``row``, by its label: a one-evaluator row is that evaluator's result;
+    a suite's combined row holds one per evaluator (its entry in ``criteria`` and its ``details["checks"]``)."""
+    from ._check import SUITE_EVALUATOR, CheckResult  # plain data, no model
+
+    if row.evaluator != SUITE_EVALUATOR:
+        return {row.evaluator: CheckResult.from_row(row)}
+    kept: dict[str, Any] = row.details.get("checks") or {}
+    out: dict[str, CheckResult] = {}
+    for c in row.criteria:
+        d = dict(kept.get(c.id) or {})
+        crit = d.pop("criteria", None)
+        winner = d.pop("winner", None)
+        bias = d.pop("position_bias_detected", None)
+        out[c.id] = CheckResult(
+            score=c.score if c.status == "scored" else None, passed=c.passed, reason=c.rationale or "",
+            status=c.status, evidence=list(c.evidence), details=d,
+            criteria=criteria_of(crit) if isinstance(crit, list) else [],
+            winner=winner if winner in ("a", "b", "tie") else None,
+            position_bias_detected=bias if isinstance(bias, bool) else None, error_message=c.error)
+    return out

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import os
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from ..cases._case import Case, CaseSet, cases_from
 from ..errors import JudgeNeedsModel, MissingExtraError, ProviderAuthError, UserError
-from ..evaluators._base import Evaluator, function_evaluator
+from ..evaluators._base import Evaluator
 from ..providers._base import Provider
 from ..runner._client import JudgeClient
 
@@ -175,45 +174,14 @@ def as_judge(judge: Judge | str | Provider | None) -> Judge:
 
 
 def as_evaluator(fn: Callable[..., Any], name: str | None = None) -> Evaluator:
-    """A plain function as an evaluator: ``fn(output)``, ``fn(output, case)`` (or, as plugins are written,
-    ``fn(case, output)`` when its first parameter is named ``case``), sync or async, returning a bool (pass
-    or fail), a number 0-1 (a score) or a :class:`~referee.CheckResult`. A function that raises gives an
-    ``error`` result for that case; the run goes on."""
-    label = name or str(getattr(fn, "__name__", "") or type(fn).__name__)
-    if label == "<lambda>":
-        label = "lambda"
-    try:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    n = len(params)
-    if n == 0 and not _takes_varargs(fn):
-        raise UserError(f"evaluator {label}: a function evaluator takes (output) or (output, case)")
-    case_first = n >= 2 and params[0].name == "case"
+    """A plain function as an evaluator, sync or async, returning a bool (pass or fail), a number 0-1 (a score)
+    or a :class:`~referee.CheckResult`. Its arguments follow one rule, by parameter name: ``output`` gets the
+    output, ``case`` the case (in either order); without those names, ``fn(output)`` or ``fn(output, case)``
+    (:mod:`referee.evaluators._functions`). A function that raises gives an ``error`` result for that case; the
+    run goes on."""
+    from ..evaluators._functions import function_adapter
 
-    def args(case: Case, output: Any) -> tuple[Any, ...]:
-        if n == 1:
-            return (output,)
-        return (case, output) if case_first else (output, case)
-
-    if inspect.iscoroutinefunction(fn):
-        async def call_async(case: Case, output: Any) -> Any:
-            return await fn(*args(case, output))
-
-        return function_evaluator(call_async, label)
-
-    def call(case: Case, output: Any) -> Any:
-        return fn(*args(case, output))
-
-    return function_evaluator(call, label)
-
-
-def _takes_varargs(fn: Callable[..., Any]) -> bool:
-    try:
-        return any(p.kind == p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return False
+    return function_adapter(fn, name)
 
 
 def _entry(e: Any) -> Any:
@@ -230,7 +198,9 @@ class EvalResult:
     """The outcome of :func:`evaluate`: one row per case, the summary ``referee score`` prints, the gates."""
 
     rows: list[ResultRow]
-    """One :class:`~referee.ResultRow` per case (in case order); each evaluator is one of its ``criteria``."""
+    """One :class:`~referee.ResultRow` per case (in case order): with one evaluator, that evaluator's own row (as
+    its command writes it); with several, the combined row, each evaluator one of its ``criteria`` and its typed
+    result at ``row.check(label)``."""
     manifest: RunManifest
     """What was run, with what, and the totals (cost, tokens, calls, wall time)."""
     cases: list[Case] = field(repr=False, default_factory=list)
@@ -296,13 +266,16 @@ class EvalResult:
         return verdict(self.gates, self.scored)
 
     def records(self) -> list[dict[str, Any]]:
-        """One plain dict per case x evaluator (what :meth:`to_pandas` tabulates)."""
+        """One plain dict per case x evaluator (what :meth:`to_pandas` tabulates): a suite's combined row gives one
+        per evaluator (its criteria), a one-evaluator row one (its own criteria are that evaluator's parts)."""
+        from ..results._check import SUITE_EVALUATOR
+
         outputs = {c.id: c.output for c in self.cases}
         out: list[dict[str, Any]] = []
         for r in self.rows:
             base = {"id": r.id, "repeat": r.repeat, "category": r.category, "output": outputs.get(r.id),
                     "case_status": r.status, "case_score": r.score, "case_passed": r.passed}
-            crits = r.criteria or []
+            crits = r.criteria if r.evaluator == SUITE_EVALUATOR else []
             if not crits:
                 out.append({**base, "evaluator": r.evaluator, "status": r.status, "score": r.score,
                             "passed": r.passed, "rationale": r.rationale, "error": r.error})

@@ -319,11 +319,10 @@ async def judge_conversations_async(
     crit = read_criteria(criteria) if isinstance(criteria, str | Path) else (dict(criteria) if criteria else None)
     source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
     try:
-        cj = ConversationJudge(mode=mode, criteria=crit or {}, category=category)
+        cj = ConversationJudge(mode=mode, criteria=crit or {}, category=category, threshold=threshold)
     except ValueError as exc:
         raise UserError(f"judge_conversations: {exc}") from None
-    rubric_hash = text_sha256(mode + repr(sorted(cj.criteria.items())))
-    cj.template_hash = rubric_hash
+    rubric_hash = cj.template_hash or ""  # the mode and the criteria (ConversationJudge.default_template_hash)
     j = as_judge(judge)
     client = j.client()
     cj.bind(_settings(j, client))
@@ -450,7 +449,8 @@ async def judge_trajectories_async(
             else None) or TRAJECTORY_CRITERIA
     rubric_hash = text_sha256(repr(sorted(crit.items())) + f"|{max_chars}")
     try:
-        tj = TrajectoryJudge(criteria=dict(crit), max_chars=max_chars, template_hash=rubric_hash, category=category)
+        tj = TrajectoryJudge(criteria=dict(crit), max_chars=max_chars, template_hash=rubric_hash, category=category,
+                             threshold=threshold)
     except ValueError as exc:
         raise UserError(f"judge_trajectories: {exc}") from None
     j = as_judge(judge)

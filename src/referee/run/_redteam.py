@@ -94,8 +94,8 @@ async def run_redteam_async(
     command: list[str] | None = None,
 ) -> RedteamRun:
     """:func:`run_redteam` for async code."""
-    from ..evaluators._base import JudgeSettings
-    from ..evaluators._redteam import RedteamExpectation, RedteamJudge, combine_redteam
+    from ..evaluators._base import JudgeSettings, result_row
+    from ..evaluators._redteam import RedteamCheck, RedteamJudge
     from ..runner._session import error_row, execute_async
     from ._grade import _cases_sha256, unique_cases
 
@@ -109,7 +109,6 @@ async def run_redteam_async(
     if built_target is None and not any(c.output is not None for c in case_list):
         raise UserError(f"no case in {source} has an output (the agent's reply): record them in the cases or pass "
                         "--outputs replies.jsonl")
-    check = RedteamExpectation()
     j = as_judge(judge) if judge is not None else None
     client = j.client() if j is not None else None
     rj = RedteamJudge().bound(JudgeSettings(client, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
@@ -138,13 +137,11 @@ async def run_redteam_async(
         if run.store.note and on_note is not None:
             on_note(run.store.note)
 
+    check = RedteamCheck(judge=rj)
+
     async def evaluate(case: Case) -> ResultRow:
-        res = check.evaluate(case, case.output)
-        judged: Any = None
-        # A decisive code failure (a leaked canary, a forbidden call) needs no judge call.
-        if rj is not None and res.status != "error" and not (res.status == "scored" and res.passed is False):
-            judged = await rj.judge_row(case)
-        return combine_redteam(case, res, judged)
+        return result_row(case, await check.evaluate_async(case, case.output), evaluator=check.evaluator,
+                          category=case.category)
 
     outcome = await execute_async(
         out=out_p, manifest=manifest, items=case_list, key=lambda c: (c.id, None, None),

@@ -7,210 +7,23 @@ results become the row's ``criteria``; the case score combines them as the suite
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import gc
-import os
 import sys
-import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from ..cases._case import Case
-from ..evaluators._base import CheckResult, Evaluator, JudgeSettings, LLMEvaluator
+from ..evaluators._base import JudgeSettings, LLMEvaluator
 from ..results._manifest import RunManifest, text_sha256
-from ..results._schema import JudgeInfo, ResultRow, Usage
 from ..runner._session import Outcome, error_row, execute
-from ..suites._loader import EvalSpec, Suite
+from ..suites._loader import Suite
+from ._case import EVALUATOR_LABEL, _output_of
 
 if TYPE_CHECKING:
     from .engines import Engine
-
-EVALUATOR_LABEL = "suite"
-
-
-def _safe_check(spec: EvalSpec, case: Case, output: Any) -> CheckResult:
-    try:
-        res = spec.evaluator.evaluate(case, output)
-    except Exception as exc:  # noqa: BLE001 - a check that raises is an error row, never a stopped run
-        return CheckResult.error(f"raised {type(exc).__name__}: {exc}")
-    return _checked(spec, res)
-
-
-def _checked(spec: EvalSpec, res: Any) -> CheckResult:
-    if not isinstance(res, CheckResult):
-        return CheckResult.error(f"{spec.label} returned {type(res).__name__}, not a CheckResult")
-    if res.status == "scored" and (res.score is None or not 0.0 <= res.score <= 1.0 or res.score != res.score):
-        return CheckResult.error(f"{spec.label} returned score {res.score!r}; scores are 0-1")
-    return res
-
-
-def _has_async(spec: EvalSpec) -> bool:
-    """Whether the evaluator has its own ``evaluate_async`` (function plugins, judges)."""
-    return type(spec.evaluator).evaluate_async is not Evaluator.evaluate_async
-
-
-def _output_of(case: Case, spec: EvalSpec) -> Any:
-    return case.output if spec.field == "output" else case.get(spec.field)
-
-
-@dataclass
-class CaseEvaluator:
-    """Evaluates one case with every spec of a suite and combines the results into one row."""
-
-    suite: Suite
-    code_slots: asyncio.Semaphore | None = None
-    _fast: bool = field(init=False, default=True)
-
-    def __post_init__(self) -> None:
-        self._fast = not any(s.is_llm or s.blocking or _has_async(s) for s in self.suite.specs)
-
-    async def evaluate(self, case: Case) -> ResultRow:
-        t0 = time.perf_counter()
-        if self._fast:
-            results = [_safe_check(s, case, _output_of(case, s)) for s in self.suite.specs]
-        else:
-            results = list(await asyncio.gather(*(self._one(s, case) for s in self.suite.specs)))
-        return combine(self.suite, case, results, (time.perf_counter() - t0) * 1000)
-
-    async def _one(self, spec: EvalSpec, case: Case) -> CheckResult:
-        output = _output_of(case, spec)
-        if spec.is_llm:
-            try:
-                return _checked(spec, await spec.evaluator.evaluate_async(case, output))
-            except Exception as exc:  # noqa: BLE001
-                from ..runner._engine import is_fatal
-
-                if is_fatal(exc):
-                    raise  # a bad key or unknown model repeats for every case: stop the run
-                return CheckResult.error(f"{spec.label}: {type(exc).__name__}: {exc}")
-        if spec.blocking:
-            if self.code_slots is None:  # made once, so every case shares the same bound
-                self.code_slots = asyncio.Semaphore(os.cpu_count() or 2)
-            async with self.code_slots:
-                return await asyncio.to_thread(_safe_check, spec, case, output)
-        if _has_async(spec):
-            try:
-                return _checked(spec, await spec.evaluator.evaluate_async(case, output))
-            except Exception as exc:  # noqa: BLE001
-                return CheckResult.error(f"raised {type(exc).__name__}: {exc}")
-        return _safe_check(spec, case, output)
-
-
-def _passed(spec: EvalSpec, r: CheckResult, default_threshold: float) -> bool | None:
-    if r.status != "scored" or r.score is None:
-        return None
-    if spec.threshold is not None:
-        return r.score >= spec.threshold
-    if r.passed is not None:
-        return r.passed
-    return r.score >= default_threshold
-
-
-def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms: float) -> ResultRow:
-    """One row from one case's evaluator results (the suite's scoring rule)."""
-    sc = suite.scoring
-    criteria: list[dict[str, Any]] = []
-    usage: Usage | None = None
-    cost: float | None = None
-    judge: JudgeInfo | None = None
-    raw_reply: str | None = None
-    details: dict[str, Any] = {}
-    bad: list[str] = []
-    statuses = set()
-    wsum = wtot = usum = 0.0
-    nscored = 0
-    all_pass = True
-    lowest = 1.0
-    critical_failed: list[str] = []
-    for spec, r in zip(suite.specs, results, strict=True):
-        statuses.add(r.status)
-        passed = _passed(spec, r, sc.threshold)
-        if r.usage is not None:
-            usage = r.usage if usage is None else usage + r.usage
-        if r.cost_usd is not None:
-            cost = (cost or 0.0) + r.cost_usd
-        judge = r.judge or judge
-        raw_reply = r.raw_reply or raw_reply
-        if r.details:
-            details[spec.label] = r.details
-        # Plain dicts with only the keys that differ from the defaults: validating the whole row once is
-        # twice as fast as building each CriterionScore (this loop runs 500,000 times in the benchmark).
-        crit: dict[str, Any] = {"id": spec.label}
-        if spec.name != spec.label:
-            crit["name"] = spec.name
-        if r.status != "scored":
-            crit["status"] = r.status
-        else:
-            crit["score"] = r.score
-        if passed is not None:
-            crit["passed"] = passed
-        if spec.weight != 1.0:
-            crit["weight"] = spec.weight
-        if spec.critical:
-            crit["critical"] = True
-        if r.reason:
-            crit["rationale"] = r.reason
-        if r.evidence:
-            crit["evidence"] = [str(e) for e in r.evidence[:5]]
-        if r.status == "error":
-            crit["error"] = r.reason
-        criteria.append(crit)
-        if r.status != "scored":
-            bad.append(f"{spec.label} {r.status}: {r.reason}")
-            continue
-        assert r.score is not None
-        wsum += spec.weight * r.score
-        wtot += spec.weight
-        usum += r.score
-        nscored += 1
-        lowest = min(lowest, r.score)
-        if not passed:
-            all_pass = False
-            bad.append(f"{spec.label}: {r.reason}" if r.reason else f"{spec.label} failed")
-            if spec.critical:
-                critical_failed.append(spec.label)
-    common: dict[str, Any] = {
-        "id": case.id, "category": case.category, "evaluator": EVALUATOR_LABEL, "criteria": criteria,
-        "latency_ms": round(latency_ms, 3),
-    }
-    if judge is not None:
-        common["judge"] = judge
-    if usage is not None:
-        common["usage"] = usage
-    if cost is not None:
-        common["cost_usd"] = cost
-    meta = case.metadata
-    if meta:
-        common["metadata"] = meta
-    if details:
-        common["details"] = {"checks": details}
-    if "error" in statuses or "unscored" in statuses:
-        status: Literal["error", "unscored"] = "error" if "error" in statuses else "unscored"
-        return ResultRow.model_validate({
-            **common, "status": status, "error": "; ".join(b for b in bad if f" {status}: " in b)[:1000],
-            "rationale": "; ".join(bad)[:1000] or None, "raw_reply": raw_reply})
-    if sc.mode == "all_pass":
-        score = 1.0 if all_pass else 0.0
-    elif sc.mode == "min":
-        score = lowest
-    else:
-        score = wsum / wtot if wtot > 0 else usum / max(1, nscored)  # all weights 0: plain mean
-    flags: list[str] = []
-    if critical_failed:
-        score = 0.0
-        flags.append("critical_failed")
-    score = min(1.0, max(0.0, score))
-    ok = score >= sc.threshold and not critical_failed
-    rationale = "; ".join(bad[:3]) if bad else f"all {len(criteria)} evaluators passed"
-    if flags:
-        common["flags"] = flags
-    return ResultRow.model_validate({**common, "status": "scored", "score": round(score, 6), "passed": ok,
-                                     "rationale": rationale[:1000]})
-
 
 def bind_settings(suite: Suite, settings: Any) -> Suite:
     """A copy of ``suite`` whose LLM evaluators are bound to ``settings`` (a ``JudgeSettings``): the judge

@@ -8,7 +8,6 @@ than ``scoring.threshold`` is an explicit request to re-threshold, so it switche
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,29 +97,16 @@ def suite_pass_rule(gates: Gates, scoring_threshold: float) -> str:
 
 
 def evaluator_table(rows: Sequence[ResultRow]) -> str:
-    """Pass rate and mean score per evaluator (from the rows' criteria): which check fails most."""
-    stats: dict[str, list[float]] = defaultdict(list)
-    passes: dict[str, list[bool]] = defaultdict(list)
-    other: dict[str, int] = defaultdict(int)
-    order: list[str] = []
-    for r in rows:
-        for c in r.criteria:
-            if c.id not in stats and c.id not in other:
-                order.append(c.id)
-            if c.status == "scored" and c.score is not None:
-                stats[c.id].append(c.score)
-                if c.passed is not None:
-                    passes[c.id].append(c.passed)
-            else:
-                other[c.id] += 1
-    if not order:
-        return ""
-    width = max(12, *(len(k) for k in order))
-    lines = [f"{'evaluator':<{width}}  {'pass rate':>9}  {'mean':>6}  {'n':>6}  unscored/error"]
-    for k in order:
-        s, p = stats.get(k, []), passes.get(k, [])
-        pr = f"{sum(p) / len(p):.1%}" if p else "-"
-        mean = f"{sum(s) / len(s):.3f}" if s else "-"
-        lines.append(f"{k:<{width}}  {pr:>9}  {mean:>6}  {len(s):>6}  {other.get(k, 0)}")
-    return "\n".join(lines)
+    """Pass rate and mean score per evaluator (the aggregator's per-evaluator counts): which check fails most."""
+    from ..aggregate._tally import evaluator_counts
 
+    counts = evaluator_counts(rows)
+    if not counts:
+        return ""
+    width = max(12, *(len(k) for k in counts))
+    lines = [f"{'evaluator':<{width}}  {'pass rate':>9}  {'mean':>6}  {'n':>6}  unscored/error"]
+    for k, n in counts.items():
+        pr = f"{n.passed / n.with_verdict:.1%}" if n.with_verdict else "-"
+        mean = f"{sum(n.scores) / len(n.scores):.3f}" if n.scores else "-"
+        lines.append(f"{k:<{width}}  {pr:>9}  {mean:>6}  {len(n.scores):>6}  {n.other}")
+    return "\n".join(lines)

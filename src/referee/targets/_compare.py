@@ -59,6 +59,7 @@ def compare_targets(results: Sequence[tuple[str, Path]], *, threshold: float, pa
     """``rows``: a target's rows already in memory (this run's, exactly what its file holds), so the per-evaluator
     counts need not parse the file again; other results (an earlier run's baseline) are read from their file."""
     from ..aggregate import ScoreOptions, load_table, summarize
+    from ..aggregate._tally import evaluator_counts
     from ..results._io import read_results
     from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
     from ..stats._intervals import wilson_interval
@@ -72,18 +73,13 @@ def compare_targets(results: Sequence[tuple[str, Path]], *, threshold: float, pa
         table = load_table(str(path))
         tables[tid] = table
         s = summarize(table, opts).overall
-        counts: dict[str, list[int]] = {}
-        for row in rows[tid] if rows is not None and tid in rows else read_results(path).rows:
-            for c in row.criteria:
-                order.setdefault(c.id, None)
-                if c.status == "scored" and c.passed is not None:
-                    k = counts.setdefault(c.id, [0, 0])
-                    k[0] += int(c.passed)
-                    k[1] += 1
+        counts = evaluator_counts(rows[tid] if rows is not None and tid in rows else read_results(path).rows)
+        order.update(dict.fromkeys(counts))
         lines.append(TargetLine(
             id=tid, path=path, pass_rate=s.pass_rate, mean=s.mean, cases=s.cases, unscored=s.unscored,
             errors=s.errors, mean_cost=s.mean_cost, mean_latency_ms=s.mean_latency_ms,
-            evaluators={k: wilson_interval(float(v[0]), v[1]) for k, v in counts.items()}))
+            evaluators={k: wilson_interval(float(v.passed), v.with_verdict) for k, v in counts.items()
+                        if v.with_verdict}))
     ranked = sorted((ln for ln in lines if ln.pass_rate.estimate is not None),
                     key=lambda ln: (ln.pass_rate.estimate or 0.0, ln.mean.estimate or 0.0), reverse=True)
     best = ranked[0].id if ranked else None

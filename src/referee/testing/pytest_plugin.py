@@ -73,7 +73,8 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
 
     from ..evaluators._base import JudgeSettings
     from ..results._io import ResultWriter
-    from ..run._suite import CaseEvaluator, bind_settings
+    from ..run._case import CaseEvaluator
+    from ..run._suite import bind_settings
     from ..suites._gating import gate_verdicts
 
     s = _as_suite(suite, cases, evaluators, Path(base_dir) if base_dir else None)

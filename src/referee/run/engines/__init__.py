@@ -64,7 +64,7 @@ class LocalEngine(Engine):
 
     @contextlib.contextmanager
     def start(self, suite: Suite, *, client: JudgeClient | None, concurrency: int) -> Iterator[EngineRun]:
-        from .._suite import CaseEvaluator
+        from .._case import CaseEvaluator
 
         undo = None
         if self.rpm is not None and client is not None:

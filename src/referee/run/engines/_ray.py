@@ -149,7 +149,7 @@ class _CaseWorker:
     """Evaluates whole cases on one CPU of the cluster."""
 
     def __init__(self, suites: dict[Any, Any], run_id: str) -> None:
-        from .._suite import CaseEvaluator
+        from .._case import CaseEvaluator
 
         self._run_id = run_id
         # One sandboxed check at a time: this actor holds one CPU of the cluster (whichever suite it is for).
