@@ -46,7 +46,7 @@ class LLMJudge(TemplateJudge):
 
     name: ClassVar[str] = "llm_judge"
     primary: ClassVar[str] = "rubric"
-    internal_options: ClassVar[frozenset[str]] = frozenset({"category", "expected_criteria", "template_hash"})
+    internal_options: ClassVar[frozenset[str]] = frozenset({"category", "expected_criteria", "request_format", "template_hash"})
     template: str | None = None
     template_file: str | None = None
     rubric: str | None = None
