@@ -443,3 +443,56 @@ def test_the_local_cluster_listens_on_loopback_only_and_dies_with_referee(tmp_pa
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_an_address_of_a_token_authenticated_cluster_is_joined_with_the_token(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    token = "0123456789abcdef0123456789abcdef"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    import shutil
+    import tempfile
+
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    temp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's Unix socket paths must fit in 107 bytes
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH"))}
+    base.update(HOME=str(tmp_path), RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=os.pathsep.join(sys.path))
+    head = subprocess.Popen([ray_bin, "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
+                             "--num-cpus=1", "--include-dashboard=false", f"--temp-dir={temp}"],
+                            env={**base, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    seen: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            time.sleep(0.5)
+        suite = judged_suite(tmp_path, n=2)
+        suite.write_text("name: t\ncases: cases.jsonl\nevaluators:\n  - contains: answer\n", encoding="utf-8")
+        # The user names the cluster and gives its token as Ray documents (RAY_AUTH_TOKEN); RAY_AUTH_MODE unset.
+        done = subprocess.run([sys.executable, "-m", "referee", "run", str(suite), "--no-gates", "--out",
+                               str(tmp_path / "r.jsonl"), "--engine", f"ray=127.0.0.1:{port}"],
+                              env={**base, "RAY_AUTH_TOKEN": token}, capture_output=True, text=True, timeout=240,
+                              start_new_session=True)
+        seen = _descendants(head.pid)
+        assert done.returncode == 0, done.stderr[-2000:]
+        rows = read_results(tmp_path / "r.jsonl").rows
+        assert len(rows) == 2 and all(r.status == "scored" for r in rows)
+    finally:
+        seen.update(_descendants(head.pid))
+        head.send_signal(signal.SIGTERM)  # --block: stops the cluster it started
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait(timeout=30)
+        for p, s in seen.items():
+            if _alive(p, s):
+                with contextlib.suppress(OSError):
+                    os.kill(p, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
