@@ -35,7 +35,11 @@ ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed (scrip
 def ray_cluster() -> Iterator[None]:
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"  # never report to the internet
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+        from referee.engines._ray_local import LOOPBACK, loopback_node
+
+        with loopback_node():  # as referee starts its own: nothing of the tests' cluster listens beyond loopback
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                     _node_ip_address=LOOPBACK)
     yield
     ray.shutdown()
 

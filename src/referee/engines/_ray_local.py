@@ -118,10 +118,14 @@ def tracking_new_children() -> Iterator[list[subprocess.Popen[bytes]]]:
     list holds the watchdog for :func:`stop_watchdog`."""
     holder: list[subprocess.Popen[bytes]] = []
     before = _children() if sys.platform.startswith("linux") else None
-    yield holder
-    if before is None:
-        return
-    new = {p: s for p, s in _children().items() if before.get(p) != s}
+    try:
+        yield holder
+    finally:  # a start that failed half-way too: what it left is killed when referee ends
+        if before is not None:
+            _watch({p: s for p, s in _children().items() if before.get(p) != s}, holder)
+
+
+def _watch(new: dict[int, str], holder: list[subprocess.Popen[bytes]]) -> None:
     if not new:
         return
     try:

@@ -19,7 +19,7 @@ from yarl import URL
 
 from .._fastjson import dumps_bytes, loads
 from .._redact import redact_text
-from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable, UserError
+from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable, RefereeError, UserError
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _JSON_HEADERS = {"Content-Type": "application/json"}
@@ -49,13 +49,13 @@ def max_reply_bytes() -> int:
     return int(value)
 
 
-class ReplyTooLarge(Exception):  # noqa: N818 - reads as the condition it names
+class ReplyTooLarge(RefereeError):  # noqa: N818 - reads as the condition it names
     def __init__(self, limit: int) -> None:
         super().__init__(f"reply larger than {limit} bytes (the limit; {MAX_REPLY_ENV} raises it)")
         self.limit = limit
 
 
-class RedirectRefused(Exception):  # noqa: N818
+class RedirectRefused(RefereeError):  # noqa: N818
     """A redirect referee does not follow (another origin, too many hops, an upload to re-send)."""
 
     def __init__(self, message: str, *, status: int) -> None:
