@@ -402,7 +402,8 @@ def _is_loopback(hex_addr: str) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_the_local_cluster_listens_on_loopback_only_and_dies_with_referee(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_the_local_cluster_listens_on_loopback_only_and_dies_with_referee(tmp_path: Path, how: str) -> None:
     import signal
     import subprocess
 
@@ -432,8 +433,9 @@ def test_the_local_cluster_listens_on_loopback_only_and_dies_with_referee(tmp_pa
         sockets = _listening(set(seen) | {proc.pid})
         assert len(sockets) >= 4, sockets  # the GCS, the raylet, the driver, the workers ...
         assert [s for s in sockets if not _is_loopback(s[1])] == [], names
-        os.kill(proc.pid, signal.SIGKILL)  # referee alone, as a crash or the OOM killer would
-        proc.wait(timeout=30)
+        # referee alone: as the OOM killer would (SIGKILL), or CI cancelling a job (SIGTERM)
+        os.kill(proc.pid, getattr(signal, how))
+        proc.wait(timeout=60)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and any(_alive(p, s) for p, s in seen.items()):
             time.sleep(0.5)
