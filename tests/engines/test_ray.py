@@ -6,6 +6,7 @@ shared limiter across workers, resume and the cache across engines, fatal errors
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -34,7 +35,11 @@ ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed (scrip
 def ray_cluster() -> Iterator[None]:
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"  # never report to the internet
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+        from referee.run.engines._ray_local import LOOPBACK, loopback_node
+
+        with loopback_node():  # as referee starts its own: nothing of the tests' cluster listens beyond loopback
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                     _node_ip_address=LOOPBACK)
     yield
     ray.shutdown()
 
@@ -323,3 +328,177 @@ def test_workers_of_another_referee_are_refused(ray_cluster: None, tmp_path: Pat
     err = capsys.readouterr().err
     assert "install the same referee on every node" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "suite_results.jsonl").exists()
+
+
+SLOW_PLUGIN = '''\
+import time
+
+
+def slow(case, output):
+    time.sleep(1.0)
+    return True
+'''
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """pid -> start time of every process under ``root`` (root included), from /proc."""
+    parent: dict[int, list[tuple[int, str]]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                fields = Path(f"/proc/{d}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            parent.setdefault(int(fields[1]), []).append((int(d), fields[19].decode()))
+    out, todo = {}, [root]
+    while todo:
+        for pid, start in parent.get(todo.pop(), []):
+            out[pid] = start
+            todo.append(pid)
+    return out
+
+
+def _alive(pid: int, start: str) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19].decode() == start
+    except OSError:
+        return False
+
+
+def _listening(pids: set[int]) -> list[tuple[int, str]]:
+    """(pid, local address) of every listening TCP socket the processes hold (/proc/net/tcp and tcp6)."""
+    inodes: dict[str, str] = {}
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if f[3] == "0A":  # LISTEN
+                inodes[f[9]] = f[1]
+    out = []
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                out.append((pid, inodes[target[8:-1]]))
+    return out
+
+
+def _is_loopback(hex_addr: str) -> bool:
+    ip = hex_addr.split(":")[0]
+    if len(ip) == 8:  # IPv4, little-endian: 127.x.x.x ends in 7F
+        return ip.endswith("7F")
+    # IPv6: ::1, or ::ffff:127.x.x.x (an IPv4 loopback bound through a v6 socket)
+    return ip == "00000000000000000000000001000000" or (ip[:24] == "0000000000000000FFFF0000" and ip.endswith("7F"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_the_local_cluster_listens_on_loopback_only_and_dies_with_referee(tmp_path: Path, how: str) -> None:
+    import signal
+    import subprocess
+
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"c{i}", "input": "q", "output": "a"}) + "\n" for i in range(40)), encoding="utf-8")
+    (tmp_path / "slow_plugin.py").write_text(SLOW_PLUGIN, encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text('name: slow\ncases: cases.jsonl\nevaluators:\n  - "slow_plugin:slow"\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
+    env.update(PYTHONPATH=os.pathsep.join(sys.path), RAY_USAGE_STATS_ENABLED="0")
+    proc = subprocess.Popen([sys.executable, "-m", "referee", "run", str(suite), "--no-gates", "--out",
+                             str(tmp_path / "r.jsonl"), "--engine", "ray"], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    seen: dict[int, str] = {}
+    try:
+        # Until the cluster's workers evaluate cases: rows arrive.
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline and proc.poll() is None:
+            out = tmp_path / "r.jsonl"
+            if out.exists() and out.read_text().count("\n") >= 2:
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        seen = _descendants(proc.pid)
+        names = {Path(f"/proc/{p}/comm").read_text().strip() for p in seen if _alive(p, seen[p])}
+        assert {"gcs_server", "raylet"} <= names, names
+        sockets = _listening(set(seen) | {proc.pid})
+        assert len(sockets) >= 4, sockets  # the GCS, the raylet, the driver, the workers ...
+        assert [s for s in sockets if not _is_loopback(s[1])] == [], names
+        # referee alone: as the OOM killer would (SIGKILL), or CI cancelling a job (SIGTERM)
+        os.kill(proc.pid, getattr(signal, how))
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(p, s) for p, s in seen.items()):
+            time.sleep(0.5)
+        left = {p: Path(f"/proc/{p}/cmdline").read_bytes()[:80] for p, s in seen.items() if _alive(p, s)}
+        assert left == {}, left
+    finally:
+        for p, s in seen.items():  # never leave a cluster behind, whatever failed above
+            if _alive(p, s):
+                with contextlib.suppress(OSError):
+                    os.kill(p, signal.SIGKILL)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_an_address_of_a_token_authenticated_cluster_is_joined_with_the_token(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    token = "0123456789abcdef0123456789abcdef"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    import shutil
+    import tempfile
+
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    temp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's Unix socket paths must fit in 107 bytes
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH"))}
+    base.update(HOME=str(tmp_path), RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=os.pathsep.join(sys.path))
+    head = subprocess.Popen([ray_bin, "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
+                             "--num-cpus=1", "--include-dashboard=false", f"--temp-dir={temp}"],
+                            env={**base, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    seen: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            time.sleep(0.5)
+        suite = judged_suite(tmp_path, n=2)
+        suite.write_text("name: t\ncases: cases.jsonl\nevaluators:\n  - contains: answer\n", encoding="utf-8")
+        # The user names the cluster and gives its token as Ray documents (RAY_AUTH_TOKEN); RAY_AUTH_MODE unset.
+        done = subprocess.run([sys.executable, "-m", "referee", "run", str(suite), "--no-gates", "--out",
+                               str(tmp_path / "r.jsonl"), "--engine", f"ray=127.0.0.1:{port}"],
+                              env={**base, "RAY_AUTH_TOKEN": token}, capture_output=True, text=True, timeout=240,
+                              start_new_session=True)
+        seen = _descendants(head.pid)
+        assert done.returncode == 0, done.stderr[-2000:]
+        rows = read_results(tmp_path / "r.jsonl").rows
+        assert len(rows) == 2 and all(r.status == "scored" for r in rows)
+    finally:
+        seen.update(_descendants(head.pid))
+        head.send_signal(signal.SIGTERM)  # --block: stops the cluster it started
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait(timeout=30)
+        for p, s in seen.items():
+            if _alive(p, s):
+                with contextlib.suppress(OSError):
+                    os.kill(p, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)

@@ -117,3 +117,84 @@ def test_a_blocking_python_target_gets_the_concurrency_asked_for(tmp_path: Path,
 
     # asyncio's default thread pool (cores + 4) would cap this at 6 on a 2-core machine
     assert importlib.import_module(mod).FLIGHT[1] >= 38
+
+
+def _http_suite(tmp_path: Path, url: str, n: int = 1) -> Path:
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CASES[:n]), encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"""\
+cases: cases.jsonl
+targets:
+  - id: app
+    http: {{url: "{url}/chat", headers: {{X-Api-Key: "${{APP_TOKEN}}"}}, body: {{m: "{{input}}"}}, max_retries: 0}}
+evaluators: [is_json]
+""", encoding="utf-8")
+    return suite
+
+
+@pytest.mark.parametrize("status", [307, 302])
+def test_a_targets_secret_header_never_follows_a_redirect_to_another_origin(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
+    from ..http_helpers import raw_server, record_only, redirect_to
+
+    monkeypatch.setenv("APP_TOKEN", "tok3n-Very-Secret-42")
+    with raw_server(record_only) as login, raw_server(redirect_to(lambda: login.url, status)) as gateway:
+        code = cli(["run", str(_http_suite(tmp_path, gateway.url)), "--out", str(tmp_path / "out")])
+    assert gateway.requests[0]["headers"]["x-api-key"] == "tok3n-Very-Secret-42"
+    assert login.requests == []
+    assert code == 1
+    (row,) = [json.loads(line) for line in (tmp_path / "out" / "app.jsonl").read_text().splitlines()]
+    assert row["status"] == "error"
+    assert f"HTTP {status} redirect to another origin (http://127.0.0.1:{login.port}), not followed" in row["error"]
+
+
+def test_a_redirect_within_the_targets_origin_is_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiohttp import web
+
+    from ..http_helpers import RawServer, raw_server
+
+    async def handle(srv: RawServer, request: web.Request) -> web.StreamResponse:
+        if request.path == "/chat":
+            return web.Response(status=307, headers={"Location": "/v2/chat"})
+        return web.json_response({"answer": "ok"})
+
+    monkeypatch.setenv("APP_TOKEN", "tok3n-Very-Secret-42")
+    with raw_server(handle) as srv:
+        assert cli(["run", str(_http_suite(tmp_path, srv.url)), "--out", str(tmp_path / "out")]) == 0
+    assert [(r["method"], r["path"], r["headers"]["x-api-key"]) for r in srv.requests] == [
+        ("POST", "/chat", "tok3n-Very-Secret-42"), ("POST", "/v2/chat", "tok3n-Very-Secret-42")]
+
+
+def test_a_targets_reply_over_the_bound_is_an_error_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ..http_helpers import endless_body, raw_server
+
+    monkeypatch.setenv("APP_TOKEN", "t")
+    monkeypatch.setenv("REFEREE_MAX_REPLY_BYTES", "200000")
+    with raw_server(endless_body(chunk=16 * 1024)) as srv:
+        assert cli(["run", str(_http_suite(tmp_path, srv.url, n=2)), "--out", str(tmp_path / "out")]) == 1
+    rows = [json.loads(line) for line in (tmp_path / "out" / "app.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all("reply larger than 200000 bytes" in r["error"] for r in rows)
+
+
+def test_an_endless_target_reply_under_a_memory_cap_is_an_error_row(tmp_path: Path) -> None:
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from ..http_helpers import endless_body, raw_server
+
+    def one_gib() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "APP_TOKEN": "t",
+           "REFEREE_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("REFEREE_MAX_REPLY_BYTES", None)
+    with raw_server(endless_body()) as srv:  # the default bound (32 MiB)
+        done = subprocess.run([sys.executable, "-m", "referee", "run", str(_http_suite(tmp_path, srv.url, n=2)),
+                               "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True,
+                              timeout=180, preexec_fn=one_gib, start_new_session=True)
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 1, done.stderr[-2000:]
+    rows = [json.loads(line) for line in (tmp_path / "out" / "app.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(f"reply larger than {32 * 1024 * 1024} bytes" in r["error"] for r in rows)

@@ -331,3 +331,36 @@ def test_a_python_agent_returning_its_own_openai_messages_is_checked_as_a_trajec
     assert ToolNotUsed(tools=["stale_old_tool"]).evaluate(c, c.output).passed is True  # the old recording is gone
     traj = gen.trajectory_model()
     assert traj is not None and traj.source_format == "target" and traj.tools == ["issue_refund"]
+
+
+@pytest.mark.parametrize(("first", "second", "shared"), [
+    ("a", "a.outputs", "a.outputs.jsonl"), ("a", "a.prev", "a.prev.jsonl"), ("a", "a.prev3", "a.prev3.jsonl"),
+    ("a", "a.labels", "a.labels.jsonl"), ("a.outputs", "a", "a.outputs.jsonl"),
+    ("v1", "V1", "v1.jsonl"), ("x.outputs", "x.outputs.prev", "x.outputs.prev.jsonl")])
+def test_target_ids_whose_files_collide_are_refused(tmp_path: Path, first: str, second: str, shared: str) -> None:
+    _, problems = parse_targets({"targets": [{"id": first, "python": "m:f"}, {"id": second, "python": "m:f"}]},
+                                tmp_path)
+    ((loc, msg),) = problems
+    assert loc == ("targets", 1, "id")
+    assert f"target ids '{first}' and '{second}'" in msg and "rename one" in msg
+    assert shared.casefold() in msg.casefold()
+
+
+def test_target_ids_that_only_look_alike_are_kept(tmp_path: Path) -> None:
+    ids = ["a", "a.b", "a.jsonl", "a.manifest", "a.lock", "a.outputsx", "a.prevx", "a-outputs", "ab"]
+    _, problems = parse_targets({"targets": [{"id": i, "python": "m:f"} for i in ids]}, tmp_path)
+    assert problems == []
+
+
+def test_validate_refuses_colliding_target_ids_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.cli import cli
+
+    (tmp_path / "cases.jsonl").write_text('{"id": "c1", "input": "q"}\n', encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("cases: cases.jsonl\ntargets:\n  - {id: a, exec: 'cat'}\n  - {id: a.outputs, exec: 'cat'}\n"
+                     "evaluators: [is_json]\n", encoding="utf-8")
+    assert cli(["validate", str(suite)]) == 2
+    err = capsys.readouterr().err
+    assert "target ids 'a' and 'a.outputs' would share a.outputs.jsonl" in err
+    assert cli(["run", str(suite), "--out", str(tmp_path / "out")]) == 2
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

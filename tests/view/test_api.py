@@ -361,3 +361,30 @@ def test_a_labels_file_that_cannot_be_written_is_a_clear_error(data: Data) -> No
     # A folder that is a file cannot hold the labels (nor its lock); root passes read-only checks, not this one.
     with pytest.raises(UserError, match="cannot write the labels file .*name a writable file with --labels"):
         build_app([str(data.results)], labels=str(data.cases / "labels.jsonl"))
+
+
+def test_a_changed_label_keeps_every_line_written_meanwhile(tmp_path: Path) -> None:
+    from referee.view._labels import LabelStore
+
+    path = tmp_path / "r.labels.jsonl"
+    path.write_text(json.dumps({"id": "a", "score": 1.0, "reviewer": "ann"}) + "\n", encoding="utf-8")
+    store = LabelStore(path, [])
+    store.acquire()
+    try:
+        # Lines another tool (or a rater outside the viewer) adds while the viewer runs, one of them not JSON.
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"id": "b", "score": 0.0, "rater": "bob"}) + "\n")
+            f.write(json.dumps({"id": "a", "score": 0.5, "reviewer": "cy"}) + "\n")
+        assert store.put({"id": "a", "score": 0.0, "reviewer": "ann"}) is True  # ann changes her label
+        got = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        assert got == [{"id": "a", "score": 0.0, "reviewer": "ann"}, {"id": "b", "score": 0.0, "rater": "bob"},
+                       {"id": "a", "score": 0.5, "reviewer": "cy"}]
+        assert store.lines == got and store.ids() == {"a", "b"}
+        # A label another writer already gave for this (id, reviewer) is replaced, not duplicated.
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"id": "c", "score": 1.0, "reviewer": "ann"}) + "\n")
+        assert store.put({"id": "c", "score": 0.0, "reviewer": "ann"}) is True
+        got = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        assert [(o["id"], o["score"]) for o in got if o.get("reviewer") == "ann"] == [("a", 0.0), ("c", 0.0)]
+    finally:
+        store.release()

@@ -89,3 +89,16 @@ def test_ipv6_loopback_is_served_too(data: Data) -> None:
         server.shutdown()
         server.server_close()
         close_app(app)
+
+
+def test_a_second_viewer_on_the_labels_file_through_a_symlink_is_refused(data: Data) -> None:
+    alias = data.dir / "alias.jsonl"
+    alias.symlink_to(data.dir / "results.labels.jsonl")  # dangling until the first label: still the same file
+    proc, _url, _ = _start(str(data.results), "--port", "0")
+    try:
+        second = subprocess.run([sys.executable, "-m", "referee", "view", str(data.results), "--labels", str(alias),
+                                 "--port", "0"], capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2 and f"in use by pid {proc.pid}" in second.stderr, second.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0

@@ -28,6 +28,7 @@ import aiohttp
 from .._util._data import jsonl_lines
 from ..errors import ProviderError, UserError
 from ._base import Completion, JudgeRequest, Provider
+from ._http import BATCH_RESULTS_FACTOR, HttpClient
 
 BATCH_PROVIDERS = ("openai", "anthropic", "gemini", "azure")
 
@@ -65,6 +66,10 @@ class BatchAdapter(abc.ABC):
     @abc.abstractmethod
     async def results(self, job_id: str, status: JobStatus, keys: list[str]) -> dict[str, Outcome]:
         """What an ended job produced; ``keys`` are its custom ids in submission order."""
+
+
+def _results_bound(http: HttpClient) -> int:
+    return http.max_bytes * BATCH_RESULTS_FACTOR
 
 
 def _origin(url: str) -> tuple[str, str]:
@@ -135,7 +140,8 @@ class OpenAIBatch(BatchAdapter):
             if not file_id:
                 continue
             text, _ = await self.p._http.request("GET", self._url(f"/files/{file_id}/content"),
-                                                 headers=await self.p._auth_headers())
+                                                 headers=await self.p._auth_headers(),
+                                                 max_bytes=_results_bound(self.p._http))
             for line in _lines(text):
                 cid = line.get("custom_id")
                 if not isinstance(cid, str):
@@ -213,7 +219,7 @@ class AnthropicBatch(BatchAdapter):
         url = str((status.raw or {}).get("results_url") or own)
         if _origin(url) != _origin(own):
             url = own  # the key goes with the download: never to a host the reply named
-        text, _ = await self.p._http.request("GET", url)
+        text, _ = await self.p._http.request("GET", url, max_bytes=_results_bound(self.p._http))
         out: dict[str, Outcome] = {}
         for line in _lines(text):
             cid, result = line.get("custom_id"), line.get("result") or {}
@@ -254,7 +260,9 @@ class GeminiBatch(BatchAdapter):
         return name
 
     async def status(self, job_id: str) -> JobStatus:
-        data = await self.p._http.get_json(f"{self.p.base_url}/v1beta/{job_id}")
+        # An ended job's status holds its inlined replies: the bound of a results file.
+        data = await self.p._http.get_json(f"{self.p.base_url}/v1beta/{job_id}",
+                                           max_bytes=_results_bound(self.p._http))
         meta = data.get("metadata") or {}
         state = str(meta.get("state") or data.get("state") or "unknown")
         # The REST API says BATCH_STATE_*, the SDKs' docs JOB_STATE_*: the suffix is what matters.

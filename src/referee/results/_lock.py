@@ -3,7 +3,8 @@
 A run holds an exclusive ``flock`` on ``<results>.lock`` (beside the results, holding the writer's pid) from
 before it reads the file to resume until its manifest is final. A second run on the same file stops at once,
 before any call is paid for: "in use by pid N". The kernel drops the lock when the process dies (kill -9
-included), so a stale lock file never blocks a rerun. Re-entrant within one process (the run and its
+included), so a stale lock file never blocks a rerun. The lock is beside the real file (symlinks resolved), so
+every name of one file takes the same lock. Re-entrant within one process (the run and its
 :class:`~referee.results._io.ResultWriter` share it).
 """
 
@@ -37,7 +38,8 @@ class ResultsLock:
 
     def __init__(self, results: str | Path) -> None:
         self.results = Path(results)
-        self.path = lock_path(self.results)
+        # Keyed on the real file: two names of one file (a symlink, a symlinked folder) share one lock.
+        self.path = lock_path(os.path.realpath(self.results))
         self._key = str(self.path.resolve()) if _lockable(self.results) else ""
 
     def acquire(self) -> ResultsLock:

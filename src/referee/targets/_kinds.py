@@ -610,7 +610,14 @@ class HttpTarget(Target):
     async def _call(self, case_dict: dict[str, Any], _inp: Any) -> Any:
         import aiohttp
 
-        from ..providers._http import _RETRYABLE_STATUS, parse_retry_after
+        from ..providers._http import (
+            _RETRYABLE_STATUS,
+            RedirectRefused,
+            ReplyTooLarge,
+            fetch,
+            max_reply_bytes,
+            parse_retry_after,
+        )
         from ..runner._client import RetryPolicy
 
         http = self.spec.http
@@ -628,10 +635,14 @@ class HttpTarget(Target):
         while True:
             retry_after = None
             try:
-                async with self._session.request(http.method, url, json=body) as resp:
-                    text = await resp.text(errors="replace")
-                    status = resp.status
-                    retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+                # The service's headers carry the user's ${VAR} secrets: a redirect to another origin (an SSO
+                # gateway's login host, another private address) is an error row, never followed with them.
+                reply = await fetch(self._session, http.method, url, limit=max_reply_bytes(), json=body)
+                text = reply.text()
+                status = reply.status
+                retry_after = parse_retry_after(reply.headers.get("Retry-After"))
+            except (ReplyTooLarge, RedirectRefused) as exc:
+                raise GenerationFailed(f"{http.method} {self.info()['model']}: {exc}") from None
             except (TimeoutError, aiohttp.ClientError) as exc:
                 problem = ("timed out" if isinstance(exc, TimeoutError)
                            else f"cannot reach the service ({type(exc).__name__}: {exc})")

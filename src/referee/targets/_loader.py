@@ -7,6 +7,7 @@ import, a missing key. The run stops with exit 2 before anything is generated.
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -70,7 +71,44 @@ def parse_targets(data: dict[str, Any], base: Path) -> tuple[list[TargetSpec], l
         if s.tools and s.provider in ("gemini", "vertex", "bedrock"):
             problems.append((("targets", i, "tools"), f"target '{s.id}': tools need the OpenAI or Anthropic wire "
                                                       f"format ({s.provider} targets run without tools)"))
+    problems += _colliding_files([s.id for s in specs])
     return specs, problems
+
+
+def target_files(tid: str, prevs: Sequence[str] = ("", "2")) -> list[str]:
+    """Every file a target's runs, reruns and reviews name in the output folder: results, outputs and labels
+    (each with its lock), their manifests, and the ``.prev`` files a rerun sets earlier ones aside as."""
+    from ..results._files import manifest_path
+
+    names = []
+    for f in (f"{tid}.jsonl", f"{tid}.outputs.jsonl", f"{tid}.labels.jsonl"):
+        names += [f, f + ".lock", manifest_path(f).name]
+        for n in prevs:
+            prev = f"{f.removesuffix('.jsonl')}.prev{n}.jsonl"
+            names += [prev, manifest_path(prev).name]
+    return names
+
+
+def _colliding_files(ids: Sequence[str]) -> list[tuple[Loc, str]]:
+    """Ids whose files would be the same file (``a`` and ``a.outputs`` share ``a.outputs.jsonl``: each run would
+    move the other's aside), also on a case-insensitive file system."""
+    # Every .prevN an id spells out, so that ``a`` and ``a.prev7`` are compared on ``a.prev7.jsonl`` too.
+    prevs = sorted({"", "2", *(m for i in ids for m in re.findall(r"\.prev(\d+)", i))})
+    owner: dict[str, tuple[int, str]] = {}
+    problems: list[tuple[Loc, str]] = []
+    for i, tid in enumerate(ids):
+        clash = None
+        for name in target_files(tid, prevs):
+            first = owner.get(name.casefold())
+            if first is not None and first[1] != tid and clash is None:
+                clash = (first[1], name)
+            owner.setdefault(name.casefold(), (i, tid))
+        if clash is not None:
+            other, name = clash
+            same = "" if other.casefold() != tid.casefold() else " (on a case-insensitive file system)"
+            problems.append((("targets", i, "id"), f"target ids '{other}' and '{tid}' would share {name} in the "
+                             f"output folder{same}: rename one"))
+    return problems
 
 
 def _validate(model: Any, entry: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> Any:

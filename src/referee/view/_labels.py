@@ -5,9 +5,10 @@ rows (pass 1.0 / fail 0.0; a rubric-scale score mapped from its scale, kept as `
 pairwise preference as the pairwise rows score it: a 1.0, tie 0.5, b 0.0), so
 ``referee calibrate results.jsonl labels.jsonl`` compares them unchanged. A new label is appended and flushed
 to disk before the request returns; a reviewer changing their own label rewrites the file through a temporary
-file and an atomic rename (``calibrate`` averages repeated ids, so a superseded label must not stay). Lines the
-viewer did not write (other tools, other raters) are kept as they are. One writer: the lock results files
-have (``results.lock``), beside the labels file.
+file and an atomic rename (``calibrate`` averages repeated ids, so a superseded label must not stay), merged into
+the file as it is on disk at that moment. Lines the viewer did not write (other tools, other raters) are kept as
+they are. One writer: the lock results files have (``results.lock``), beside the real labels file (a symlink to
+it takes the same lock).
 """
 
 from __future__ import annotations
@@ -123,31 +124,55 @@ class LabelStore:
     # -- writing -----------------------------------------------------------------------------------------
 
     def put(self, label: dict[str, Any]) -> bool:
-        """Store ``label`` (already validated). Returns True when it replaced this reviewer's earlier label."""
+        """Store ``label`` (already validated). Returns True when it replaced this reviewer's earlier label.
+
+        The file is read again first (under the lock): a change is merged into what is on disk, so a line
+        another tool or rater added since the viewer started is never written over from this viewer's memory.
+        """
         key = (str(label["id"]), _reviewer_of(label))
+        line = json.dumps(label, ensure_ascii=False, allow_nan=False) + "\n"
         with self._mutex:
-            old = [i for i, o in enumerate(self.lines) if (str(o["id"]), _reviewer_of(o)) == key]
-            if not old:
-                line = json.dumps(label, ensure_ascii=False, allow_nan=False) + "\n"
+            disk = self._read_disk()
+            hits = [i for i, (_, o) in enumerate(disk) if o is not None and (str(o["id"]), _reviewer_of(o)) == key]
+            if not hits:
                 with open(self.path, "a", encoding="utf-8") as f:
+                    if disk and not disk[-1][0].endswith("\n"):
+                        f.write("\n")  # a last line without its newline (another tool's) stays its own line
                     f.write(line)
                     f.flush()
                     os.fsync(f.fileno())
-                self.lines.append(label)
+                self.lines = [o for _, o in disk if o is not None] + [label]
                 self.version += 1
                 return False
-            lines = [o for i, o in enumerate(self.lines) if i not in set(old[1:])]
-            lines[old[0]] = label
-            self._rewrite(lines)
-            self.lines = lines
+            # This reviewer's first line for the case becomes the new label, later duplicates go; every other
+            # line is written back exactly as it was read.
+            kept = [(line, label) if i == hits[0] else (text if text.endswith("\n") else text + "\n", o)
+                    for i, (text, o) in enumerate(disk) if i not in hits[1:]]
+            self._rewrite("".join(text for text, _ in kept))
+            self.lines = [o for _, o in kept if o is not None]
             self.version += 1
             return True
 
-    def _rewrite(self, lines: list[dict[str, Any]]) -> None:
+    def _read_disk(self) -> list[tuple[str, dict[str, Any] | None]]:
+        """The file's non-blank lines now, each with its object (None for a line that is not one with an id)."""
+        try:
+            with open(self.path, encoding="utf-8", newline="") as f:
+                texts = [t for t in f if t.strip()]
+        except FileNotFoundError:
+            return []
+        out: list[tuple[str, dict[str, Any] | None]] = []
+        for text in texts:
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                obj = None
+            out.append((text, obj if isinstance(obj, dict) and obj.get("id") not in (None, "") else None))
+        return out
+
+    def _rewrite(self, text: str) -> None:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", encoding="utf-8") as f:
-            for o in lines:
-                f.write(json.dumps(o, ensure_ascii=False, allow_nan=False) + "\n")
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)

@@ -247,6 +247,7 @@ class RayEngine(Engine):
         self.rpm = rpm
         self.num_cpus = num_cpus
         self.workers = workers
+        self._watchdog: list[Any] = []
 
     def describe(self) -> str:
         return f"ray={self.address}" if self.address else "ray"
@@ -258,11 +259,22 @@ class RayEngine(Engine):
             check_reachable(address)
         if ray.is_initialized():
             return False
+        from ._ray_local import LOOPBACK, enable_token_auth_for_address, loopback_node, tracking_new_children
+
         kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
-        if address is None:
-            kwargs.update(num_cpus=self.num_cpus, include_dashboard=False)
+        local = address in (None, "local")
+        if local:
+            # A cluster of this machine alone: every process on loopback, none outliving referee (_ray_local).
+            kwargs.update(num_cpus=self.num_cpus, include_dashboard=False, _node_ip_address=LOOPBACK,
+                          dashboard_host=LOOPBACK)
+        else:
+            enable_token_auth_for_address()
         try:
-            ray.init(address=address, **kwargs)
+            if local:
+                with tracking_new_children() as self._watchdog, loopback_node():
+                    ray.init(address=address, **kwargs)
+            else:
+                ray.init(address=address, **kwargs)
         except Exception as exc:  # noqa: BLE001 - whatever Ray raises, the user sees one line
             where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
             raise UserError(f"cannot connect to {where}: {_first_line(exc)}") from None
@@ -464,3 +476,6 @@ class RayEngine(Engine):
         if owned:
             with contextlib.suppress(Exception):
                 ray.shutdown()
+            from ._ray_local import stop_watchdog
+
+            stop_watchdog(self._watchdog)
