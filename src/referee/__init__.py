@@ -27,7 +27,7 @@ if _TYPE_CHECKING:
     from .providers import Completion, FakeProvider, JudgeRequest, Message, Provider, get_provider
     from .results import CriterionScore, JudgeInfo, ResultRow, ResultWriter, RunManifest, Usage, read_results
     from .run._estimate import RunEstimate, estimate_run
-    from .run._evaluate import EvalResult, Judge, as_evaluator, evaluate, evaluate_async
+    from .run._evaluate import EvalResult, as_evaluator, evaluate, evaluate_async
     from .run._grade import (
         check_trajectories,
         check_trajectories_async,
@@ -44,6 +44,7 @@ if _TYPE_CHECKING:
         judge_trajectories,
         judge_trajectories_async,
     )
+    from .run._judge import Judge
     from .run._target_runs import TargetGate, TargetsRun, run_targets
     from .runner import JudgeClient, ResponseCache, RetryPolicy
 
@@ -51,7 +52,8 @@ if _TYPE_CHECKING:
 # pay for numpy, pydantic models or aiohttp that the command at hand never touches. Judging starts sooner.
 _LAZY = {
     "judges": ".judges",
-    **dict.fromkeys(("EvalResult", "Judge", "as_evaluator", "evaluate", "evaluate_async"), ".run._evaluate"),
+    **dict.fromkeys(("EvalResult", "as_evaluator", "evaluate", "evaluate_async"), ".run._evaluate"),
+    "Judge": ".run._judge",
     **dict.fromkeys(("check_trajectories", "check_trajectories_async", "compare", "compare_async", "grade",
                      "grade_async", "grade_gold", "grade_gold_async", "grade_rubric", "grade_rubric_async", "judge_conversations",
                      "judge_conversations_async", "judge_trajectories", "judge_trajectories_async"), ".run._grade"),

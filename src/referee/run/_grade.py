@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..cases._case import Case, cases_from
 from ..errors import InputError, UserError
-from ..evaluators._base import JudgeSettings
 from ..providers._base import Provider
 from ..results._files import text_sha256
 from ..runner._client import JudgeClient
-from ._evaluate import EvalResult, Judge, as_judge, sync_twin
+from ._evaluate import EvalResult
+from ._judge import Judge, as_judge, sync_twin
 
 if TYPE_CHECKING:
     from ..cases._templates import Preflight
@@ -75,7 +75,7 @@ async def grade_async(
     expected = [c.strip() for c in criteria if c.strip()] if criteria else None
     _check_request_format(request_format)
     tj = TemplateJudge(text, category=category, expected_criteria=expected, request_format=request_format)
-    tj.bind(_settings(j, client))
+    tj.bind(j.settings(client))
     assert tj.template_hash is not None
     template_hash = tj.template_hash
 
@@ -191,7 +191,7 @@ async def compare_async(
     _check_request_format(request_format)
     pj = PairwiseJudge(text, category=category, name_a=name_a, name_b=name_b, reconcile=mode,
                        request_format=request_format)
-    pj.bind(_settings(j, client))
+    pj.bind(j.settings(client))
     assert pj.template_hash is not None
     manifest = RunManifest.for_cases(
         "pairwise", _source(cases, case_set.path), [c.id for c in pf.valid],
@@ -244,11 +244,6 @@ def _require_valid(pf: Preflight, source: str, *, skip_invalid: bool, on_problem
             Path(out).touch()
         raise
 
-
-def _settings(j: Judge, client: JudgeClient) -> JudgeSettings:
-    """The judge settings a run binds its evaluator to."""
-    return JudgeSettings(client=client, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
-                         use_cache=j.cache)
 
 
 def _source(cases: Any, loaded_from: str) -> str:
@@ -325,7 +320,7 @@ async def judge_conversations_async(
     rubric_hash = cj.template_hash or ""  # the mode and the criteria (ConversationJudge.default_template_hash)
     j = as_judge(judge)
     client = j.client()
-    cj.bind(_settings(j, client))
+    cj.bind(j.settings(client))
     manifest = RunManifest.for_cases(
         "conversation", source, [c.id for c in case_list], command=command or ["referee.judge_conversations"],
         sha256=_cases_sha256(cases, case_list), judge=j.config(client.provider.model),
@@ -455,7 +450,7 @@ async def judge_trajectories_async(
         raise UserError(f"judge_trajectories: {exc}") from None
     j = as_judge(judge)
     client = j.client()
-    tj.bind(_settings(j, client))
+    tj.bind(j.settings(client))
     manifest = RunManifest.for_cases(
         "trajectory-judge", source, [c.id for c in case_list], command=command or ["referee.judge_trajectories"],
         sha256=_cases_sha256(cases, case_list), judge=j.config(client.provider.model),
@@ -570,7 +565,7 @@ async def grade_rubric_async(
         raise UserError(f"grade_rubric: {exc}") from None
     j = as_judge(judge)
     client = j.client()
-    rj.bind(_settings(j, client))
+    rj.bind(j.settings(client))
     h = rj.template_hash  # the rubric's hash, ungrounded override included: no stale resume
     assert h is not None
     ctx, threshold = rj.contexts, rj.threshold
@@ -638,7 +633,7 @@ async def grade_gold_async(
         source, skipped = source or src, skipped + n_dup
     j = as_judge(judge)
     client = j.client()
-    gj.bind(_settings(j, client))
+    gj.bind(j.settings(client))
     docs = [[c.id, text_sha256(c.generated), text_sha256(c.gold)] for c in gold]
     manifest = RunManifest.for_cases(
         "gold", source, [c.id for c in gold], command=command or ["referee.grade_gold"],

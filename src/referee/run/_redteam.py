@@ -15,11 +15,12 @@ from ..cases._case import Case, load_cases
 from ..errors import UserError
 from ..results._manifest import RunManifest, TemplateInfo, text_sha256
 from ..results._schema import ResultRow
-from ._evaluate import EvalResult, as_judge, sync_twin
+from ._evaluate import EvalResult
+from ._judge import as_judge, sync_twin
 
 if TYPE_CHECKING:
     from ..providers._base import Provider
-    from ._evaluate import Judge
+    from ._judge import Judge
 
 REPLY_KEYS = ("output", "final_output", "trajectory", "messages", "spans", "trajectory_format", "final_state",
               "cost_usd", "latency_ms")
@@ -94,7 +95,7 @@ async def run_redteam_async(
     command: list[str] | None = None,
 ) -> RedteamRun:
     """:func:`run_redteam` for async code."""
-    from ..evaluators._base import JudgeSettings, result_row
+    from ..evaluators._base import result_row
     from ..evaluators._redteam import RedteamCheck, RedteamJudge
     from ..runner._session import error_row, execute_async
     from ._grade import _cases_sha256, unique_cases
@@ -111,8 +112,7 @@ async def run_redteam_async(
                         "--outputs replies.jsonl")
     j = as_judge(judge) if judge is not None else None
     client = j.client() if j is not None else None
-    rj = RedteamJudge().bound(JudgeSettings(client, max_tokens=j.max_tokens, temperature=j.temperature, seed=j.seed,
-                                            use_cache=j.cache)) if j is not None and client is not None else None
+    rj = RedteamJudge().bound(j.settings(client)) if j is not None and client is not None else None
     manifest = RunManifest.for_cases(
         "redteam", source, [c.id for c in case_list], command=command or ["referee.redteam.run_redteam"],
         sha256=_cases_sha256(cases, case_list), adversarial=True, judge=j.config(client.provider.model) if j is not None and client is not None else None,

@@ -107,9 +107,8 @@ def resolve_gate_targets(gates: Any, ids: list[str], all_ids: list[str], out_dir
 def _judge_binder(judge: Any) -> tuple[Callable[[Any], tuple[Any, Any]], Any]:
     """``bind`` for :func:`run_suite_targets` from a :class:`referee.Judge` (or ``"provider:model"``), and the
     judge config the manifests record."""
-    from ..evaluators._base import JudgeSettings
     from ..runner._session import run_sync
-    from ._evaluate import as_judge
+    from ._judge import as_judge
     from ._suite import bind_settings
 
     j = as_judge(judge)
@@ -118,8 +117,7 @@ def _judge_binder(judge: Any) -> tuple[Callable[[Any], tuple[Any, Any]], Any]:
         if not suite.llm_specs:
             return suite, None
         client = j.client()
-        return bind_settings(suite, JudgeSettings(client=client, max_tokens=j.max_tokens, temperature=j.temperature,
-                                                  seed=j.seed, use_cache=j.cache)), client
+        return bind_settings(suite, j.settings(client)), client
 
     probe = j.client()  # the key and the model are checked before any target runs
     try:
