@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from typing import Any
+
 import pytest
 
 from referee.cli import cli
@@ -12,3 +15,11 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     code = cli(args)
     cap = capsys.readouterr()
     return code, cap.out, cap.err
+
+
+def close_pipes(proc: subprocess.Popen[Any]) -> None:
+    """Close a finished child's pipes (what ``with Popen(...)`` does): an open pipe is a ResourceWarning, and
+    warnings are errors in this suite."""
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        if f is not None:
+            f.close()

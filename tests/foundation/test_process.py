@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from referee.testing import FakeLLMServer, Reply
+from tests.cli_helpers import close_pipes
 
 from .util import KEY, judge_args, make_cases, read_rows, verdict
 
@@ -141,6 +142,7 @@ def test_fast_benchmark_server_speaks_openai_chat_completions(tmp_path: Path) ->
     finally:
         proc.terminate()
         proc.wait(10)
+        close_pipes(proc)
 
 
 _HARD_EXIT = """
@@ -181,4 +183,5 @@ def test_the_hard_exit_with_a_closed_pipe_keeps_the_code_without_a_traceback() -
     proc.stdin.close()
     err = proc.stderr.read().decode()
     assert proc.wait(60) == 3
+    close_pipes(proc)
     assert "Traceback" not in err and "Exception ignored" not in err

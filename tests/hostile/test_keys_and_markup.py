@@ -24,6 +24,7 @@ from referee.reports._safe import CSP, SafeConsole
 from referee.results import read_results
 from referee.results._manifest import RunManifest
 from referee.testing import FakeLLMServer
+from tests.cli_helpers import close_pipes
 
 KEY = "sk-test-abcdefghijklmnopqrstuvwxyz0123"
 NASTY = "a\x00b\x07c\x1b[31md\ufffee \u202egnp.exe\u202c f"
@@ -183,7 +184,9 @@ def test_sigterm_leaves_the_manifest_interrupted_and_keeps_rows(tmp_path: Path) 
             code = p.wait(timeout=60)
         finally:
             released.set()
-    assert code == 130, p.stderr.read() if p.stderr else ""
+    err = p.stderr.read() if p.stderr else ""
+    close_pipes(p)
+    assert code == 130, err
     man = RunManifest.read(tmp_path / "r.jsonl")
     assert man is not None and man.status == "interrupted"
     rows = read_results(tmp_path / "r.jsonl", strict=True).rows

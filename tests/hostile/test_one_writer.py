@@ -18,6 +18,7 @@ from referee.results import ResultRow, ResultWriter, read_results
 from referee.results._lock import ResultsLock, lock_path
 from referee.results._manifest import RunManifest
 from referee.testing import FakeLLMServer
+from tests.cli_helpers import close_pipes
 
 
 def _inputs(tmp: Path, n: int = 3) -> tuple[Path, Path]:
@@ -62,7 +63,10 @@ def test_a_second_run_on_a_file_in_use_exits_2_at_once_and_pays_nothing(
                 assert other.requests == []  # refused before a single call
         finally:
             released.set()
-            assert first.wait(timeout=120) == 0, first.stderr.read() if first.stderr else ""
+            code = first.wait(timeout=120)
+            err = first.stderr.read() if first.stderr else b""
+            close_pipes(first)
+            assert code == 0, err
     rows = read_results(out, strict=True).rows
     assert sorted(r.id for r in rows) == ["c0", "c1", "c2"]
     assert {r.judge.model for r in rows if r.judge} == {"model-a"}
@@ -93,6 +97,7 @@ def test_a_killed_writer_leaves_no_lock_behind(tmp_path: Path) -> None:
         ResultsLock(out).acquire()
     p.kill()
     p.wait()
+    close_pipes(p)
     ResultsLock(out).acquire().release()  # kill -9 released it
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from referee.evaluators import _sandbox as sandbox
 from referee.evaluators._sandbox import SandboxLimits, run_python
+from tests.cli_helpers import close_pipes
 
 pytestmark = pytest.mark.slow  # subprocesses: `pytest -m 'not slow'` skips them in a quick loop
 
@@ -118,6 +119,7 @@ def test_when_referee_dies_the_sandbox_tree_and_folder_go_too(how: int, tmp_path
     assert dirs, "the sandbox never started"
     os.kill(host.pid, how)
     host.wait(timeout=30)
+    close_pipes(host)
     deadline = time.monotonic() + 10
     left = sandbox_procs(host.pid)
     while left and time.monotonic() < deadline:

@@ -66,7 +66,8 @@ def test_check_published_cli(shared_data: Path, capsys: pytest.CaptureFixture[st
 
 def test_check_published_cli_catches_a_wrong_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "verdicts.csv").write_bytes((DATA / "llmbar_mtbench_verdicts.csv").read_bytes())
-    rows = list(csv.reader(open(DATA / "llmbar_mtbench_statistics_published.csv", encoding="utf-8")))
+    with open(DATA / "llmbar_mtbench_statistics_published.csv", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
     rows[1][4] = "126 / 200 = 63.0%"
     with open(tmp_path / "statistics_published.csv", "w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows(rows)

@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 from referee.cli import cli
+from tests.cli_helpers import close_pipes
 
 from .conftest import Data
 
@@ -46,6 +47,7 @@ def test_view_prints_its_url_serves_and_releases_the_labels_lock(data: Data) -> 
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=30)
+        close_pipes(proc)
     assert code == 0
     assert not (data.dir / "results.labels.jsonl.lock").exists()
 
@@ -58,7 +60,9 @@ def test_another_host_is_warned_about(data: Data) -> None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
     assert proc.stderr is not None
-    assert "warning: listening on 0.0.0.0" in proc.stderr.read()
+    err = proc.stderr.read()
+    close_pipes(proc)
+    assert "warning: listening on 0.0.0.0" in err
 
 
 def test_usage_errors_exit_2(data: Data, tmp_path: Path) -> None:
@@ -102,3 +106,4 @@ def test_a_second_viewer_on_the_labels_file_through_a_symlink_is_refused(data: D
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+        close_pipes(proc)

@@ -99,7 +99,8 @@ def parse_nodes(text: str, source: str) -> tuple[yaml.Node | None, Any]:
 
 def read_text(path: str) -> str:
     """A YAML file's text; bytes that are not UTF-8 are an InputError naming the line."""
-    raw = open(path, "rb").read()
+    with open(path, "rb") as f:
+        raw = f.read()
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

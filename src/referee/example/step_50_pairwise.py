@@ -11,8 +11,9 @@ TITLE = "Pairwise: before vs after, head to head, each pair judged in both order
 
 def write_pairs(ctx: ExampleContext) -> str:
     """One pairwise case per id: output_a = the answer before the change, output_b = after."""
-    before = {c["id"]: c for c in map(json.loads, open(ctx.path("before.jsonl"), encoding="utf-8"))}
-    after = {c["id"]: c for c in map(json.loads, open(ctx.path("after.jsonl"), encoding="utf-8"))}
+    with open(ctx.path("before.jsonl"), encoding="utf-8") as fb, open(ctx.path("after.jsonl"), encoding="utf-8") as fa:
+        before = {c["id"]: c for c in map(json.loads, fb)}
+        after = {c["id"]: c for c in map(json.loads, fa)}
     path = ctx.path("pairs.jsonl")
     with open(path, "w", encoding="utf-8") as f:
         for cid, b in before.items():

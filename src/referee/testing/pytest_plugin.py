@@ -90,7 +90,11 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
     ce = CaseEvaluator(s)
 
     async def _all() -> list[ResultRow]:
-        return list(await asyncio.gather(*(ce.evaluate(c) for c in s.cases)))
+        try:
+            return list(await asyncio.gather(*(ce.evaluate(c) for c in s.cases)))
+        finally:
+            if judge is not None:  # its connections belong to this call's own event loop: closed before it ends
+                await judge.provider.aclose()
 
     try:
         asyncio.get_running_loop()
