@@ -449,6 +449,8 @@ def test_the_local_cluster_listens_on_loopback_only_and_dies_with_referee(tmp_pa
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

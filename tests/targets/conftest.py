@@ -66,6 +66,7 @@ class Service:
             self._ready.set()
             loop.run_forever()
             loop.run_until_complete(runner.cleanup())
+            loop.close()
 
         threading.Thread(target=run, daemon=True).start()
         assert self._ready.wait(10)
