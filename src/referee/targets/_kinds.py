@@ -9,12 +9,13 @@ import asyncio
 import hashlib
 import inspect
 import json
+import math
 import os
 import re
 import shlex
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,13 +201,18 @@ class Target(ABC):
                 gen = await self._generate(case)
         except (GenerationFailed, ProviderError) as exc:
             return Generation(error=redact_text(str(exc), secrets=self.secrets()), latency_ms=_ms(t0))
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
             raise
-        except Exception as exc:  # noqa: BLE001 - the system under test failing is data, not a crash
+        except BaseException as exc:  # noqa: BLE001 - the system under test failing (even exiting) is data
             return Generation(error=redact_text(f"{type(exc).__name__}: {exc}", secrets=self.secrets()),
                               latency_ms=_ms(t0))
         if gen.latency_ms is None:
             gen.latency_ms = _ms(t0)
+        bad = non_finite_field(gen)
+        if bad is not None:
+            # Refused here, so a NaN or an Infinity is never judged, stored in an outputs file or reused.
+            return Generation(error=f"the target returned a non-finite number (NaN or Infinity) in {bad}",
+                              latency_ms=gen.latency_ms)
         if gen.error is None and (gen.output is None or gen.output == ""):
             gen.error = "the target produced no output"
         return gen
@@ -220,6 +226,32 @@ class Target(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - a hook with a safe default
         """Release connections."""
+
+
+def non_finite_path(value: Any, path: str) -> str | None:
+    """The path (``output.scores[1]``) of the first NaN or Infinity in a JSON-like value, else None."""
+    stack = [(value, path)]
+    while stack:
+        v, p = stack.pop()
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return p
+        elif isinstance(v, dict):
+            stack.extend((item, f"{p}.{k}") for k, item in reversed(list(v.items())))
+        elif isinstance(v, list | tuple):
+            stack.extend((item, f"{p}[{i}]") for i, item in reversed(list(enumerate(v))))
+    return None
+
+
+def non_finite_field(gen: Generation) -> str | None:
+    """The first field of a generation holding a non-finite number (output, trajectory, turns, cost, latency)."""
+    for k in ("cost_usd", "latency_ms", "output", "trajectory", "turns"):
+        bad = non_finite_path(getattr(gen, k), k)
+        if bad is not None:
+            return bad
+    if gen.usage is not None:
+        return non_finite_path(gen.usage.model_dump(), "usage")
+    return None
 
 
 def _ms(t0: float | None) -> float | None:
@@ -425,6 +457,8 @@ def _from_result(value: Any, what: str) -> Generation:
         gen = Generation(output=value["output"])
         for k in ("cost_usd", "latency_ms"):
             v = value.get(k)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise GenerationFailed(f"{what} returned a non-finite {k} ({v!r}): expected a finite number")
             if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0:
                 setattr(gen, k, float(v))
         traj = value.get("trajectory", value.get("messages"))  # the agent's own recording, any known format
@@ -434,25 +468,51 @@ def _from_result(value: Any, what: str) -> Generation:
     return Generation(output=value)
 
 
+def _in_thread(call: Callable[[], Any], name: str) -> asyncio.Future[Any]:
+    """``call()`` on a daemon thread of its own: a call that hangs past its timeout is left behind without holding
+    a pool's slot, and without keeping the interpreter from exiting (pool threads are joined at exit)."""
+    import threading
+
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, exc: BaseException | None) -> None:
+        if not fut.done():
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(value)
+
+    def run() -> None:
+        try:
+            value, exc = call(), None
+        except BaseException as e:  # noqa: BLE001 - SystemExit too: it becomes the case's error
+            value, exc = None, e
+        try:
+            loop.call_soon_threadsafe(settle, value, exc)
+        except RuntimeError:
+            pass  # the run ended (its loop closed) while this call was still going
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return fut
+
+
+async def _contained(call: Awaitable[Any], what: str) -> Any:
+    """``await call``, with ``sys.exit()`` (or any BaseException that is not an interrupt or a cancellation)
+    turned into the case's failure: it must not end the run, and asyncio re-raises it out of the event loop."""
+    try:
+        return await call
+    except (Exception, KeyboardInterrupt, asyncio.CancelledError, GeneratorExit):
+        raise
+    except SystemExit as exc:
+        raise GenerationFailed(f"{what} raised SystemExit ({exc.code!r}): a target must return, not exit") from exc
+    except BaseException as exc:
+        raise GenerationFailed(f"{what} raised {type(exc).__name__}: {exc}") from exc
+
+
 @dataclass
 class PythonTarget(Target):
     fn: Callable[..., Any] | None = None
-    _pool: Any = None
-
-    def start(self, concurrency: int) -> None:
-        super().start(concurrency)
-        if not inspect.iscoroutinefunction(self.fn):
-            # A pool of the target's own size: asyncio's default (cores + 4 threads) would quietly cap a blocking
-            # agent's concurrency far below what the run asked for.
-            import concurrent.futures
-
-            self._pool = concurrent.futures.ThreadPoolExecutor(self.spec.concurrency or concurrency,
-                                                               thread_name_prefix=f"target-{self.id}")
-
-    async def aclose(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "source_sha256": source_sha256(self.fn)}
@@ -461,6 +521,17 @@ class PythonTarget(Target):
         return {**super().info(), "model": self.spec.python}
 
     async def _call(self, case_dict: dict[str, Any], inp: Any) -> Any:
+        what = f"python target {self.spec.python}"
+        limit = asyncio.timeout(self.spec.timeout)
+        try:
+            async with limit:
+                return await _contained(self._call_once(case_dict, inp), what)
+        except TimeoutError as exc:
+            if not limit.expired():
+                raise  # the callable's own TimeoutError: its message is the case's error
+            raise GenerationFailed(f"{what} timed out after {self.spec.timeout:g} s") from exc
+
+    async def _call_once(self, case_dict: dict[str, Any], inp: Any) -> Any:
         assert self.fn is not None
         args = _call_args(self.fn, case_dict, inp)
         if inspect.iscoroutinefunction(self.fn):
@@ -468,9 +539,8 @@ class PythonTarget(Target):
         import contextvars
         import functools
 
-        loop = asyncio.get_running_loop()
         call = functools.partial(contextvars.copy_context().run, self.fn, *args)
-        res = await loop.run_in_executor(self._pool, call)  # a blocking agent must not stall the other cases
+        res = await _in_thread(call, f"target-{self.id}")  # a blocking agent must not stall the other cases
         if inspect.isawaitable(res):
             res = await res
         return res
@@ -503,6 +573,92 @@ async def _replay(case: Case, call: Callable[[dict[str, Any], Any], Any], what: 
     return gen
 
 
+MAX_COMMAND_OUTPUT = 64 * 2**20
+"""A command printing more than this many bytes on stdout is stopped (its process group killed) and the case is an
+error row: a runaway printer must not take referee's memory with it."""
+_STDERR_TAIL = 64 * 1024
+"""Of stderr only the last bytes are kept (the error row shows its tail)."""
+_PIPE_GRACE_S = 0.5
+"""Once the command has exited, how long its pipes may stay open (held by a child it left running) before what it
+printed is taken as its output."""
+
+
+class _OutputTooLarge(Exception):
+    pass
+
+
+async def _exchange(proc: asyncio.subprocess.Process, data: bytes, limit: int) -> tuple[bytes, bytes]:
+    """Feed stdin, read stdout (at most ``limit`` bytes, else :class:`_OutputTooLarge`) and the tail of stderr
+    until the command exits; never waits for pipes a leftover child holds open."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    out = bytearray()
+    err = bytearray()
+
+    async def feed() -> None:
+        try:
+            stdin.write(data)
+            await stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the command did not read its input: its exit status and output say the rest
+        finally:
+            stdin.close()
+
+    async def read_out() -> None:
+        while chunk := await stdout.read(1 << 16):
+            if len(out) + len(chunk) > limit:
+                raise _OutputTooLarge
+            out.extend(chunk)
+
+    async def read_err() -> None:
+        while chunk := await stderr.read(1 << 16):
+            err.extend(chunk)
+            if len(err) > _STDERR_TAIL:
+                del err[:-_STDERR_TAIL]
+
+    async def exited() -> None:
+        # Process.wait() also waits for every pipe to close, which a grandchild may hold forever.
+        while proc.returncode is None:
+            await asyncio.sleep(0.02)
+
+    loop = asyncio.get_running_loop()
+    feeder = asyncio.ensure_future(feed())
+    ex = asyncio.ensure_future(exited())
+    pending: set[asyncio.Future[None]] = {asyncio.ensure_future(read_out()), asyncio.ensure_future(read_err()), ex}
+    deadline: float | None = None
+    try:
+        while pending:
+            wait = None if deadline is None else max(0.0, deadline - loop.time())
+            done, pending = await asyncio.wait(pending, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                if t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+            if ex.done() and deadline is None:
+                deadline = loop.time() + _PIPE_GRACE_S
+            if deadline is not None and loop.time() >= deadline:
+                break
+    finally:
+        for t in (*pending, feeder):
+            t.cancel()
+    return bytes(out), bytes(err)
+
+
+def _end(proc: asyncio.subprocess.Process) -> None:
+    """Kill what is left of the command's process group and close referee's ends of its pipes."""
+    import signal
+
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        elif proc.returncode is None:
+            proc.kill()  # no process groups on this platform
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()  # pipes a child outside the group still holds: nothing more is read from them
+
+
 @dataclass
 class ExecTarget(Target):
     argv: list[str] = field(default_factory=list)
@@ -518,18 +674,23 @@ class ExecTarget(Target):
 
     async def _run(self, case_dict: dict[str, Any], _inp: Any) -> Any:
         data = json.dumps(case_dict, ensure_ascii=False).encode()
+        limit = MAX_COMMAND_OUTPUT
         try:
+            # Its own process group: a timeout or a flood kills the wrapper (sh -c, uv run, npm start) and what it
+            # started, not just the direct child.
             proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=str(self.base_dir))
+                stderr=asyncio.subprocess.PIPE, cwd=str(self.base_dir), start_new_session=True)
         except OSError as exc:
             raise GenerationFailed(f"cannot start {self.argv[0]}: {exc.strerror or exc}") from exc
         try:
-            out, err = await asyncio.wait_for(proc.communicate(data), timeout=self.spec.timeout)
+            out, err = await asyncio.wait_for(_exchange(proc, data, limit), timeout=self.spec.timeout)
         except TimeoutError as exc:
-            proc.kill()
-            await proc.wait()
             raise GenerationFailed(f"the command timed out after {self.spec.timeout:g}s") from exc
+        except _OutputTooLarge as exc:
+            raise GenerationFailed(f"the command's output larger than {limit} bytes (stopped)") from exc
+        finally:
+            _end(proc)
         if proc.returncode != 0:
             tail = err.decode("utf-8", "replace").strip()[-300:]
             raise GenerationFailed(f"the command exited {proc.returncode}" + (f": {tail}" if tail else ""))

@@ -33,6 +33,10 @@ def case_sha256(case: Case) -> str:
                                      default=str).encode()).hexdigest()
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
 def outputs_path(out_dir: Path, target_id: str) -> Path:
     return out_dir / f"{target_id}{OUTPUTS_SUFFIX}"
 
@@ -73,9 +77,9 @@ class OutputStore:
         lines = [line for _, line in jsonl_lines(old)]  # newlines only: outputs may hold U+2028 unescaped
         for line in lines:
             try:
-                obj = json.loads(line)
+                obj = json.loads(line, parse_constant=_refuse_constant)
             except ValueError:
-                continue  # a line torn by a crash
+                continue  # a line torn by a crash, or an older run's NaN / Infinity: generated again
             gen = obj.get("_generation") if isinstance(obj, dict) else None
             if not isinstance(gen, dict) or gen.get("config") != self.config:
                 foreign += 1
@@ -122,7 +126,11 @@ class OutputStore:
         meta["turns"] = gen.turns is not None
         data["_generation"] = meta
         if self._f is not None:
-            self._f.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+            try:
+                line = json.dumps(data, ensure_ascii=False, default=str, allow_nan=False)
+            except ValueError:
+                return  # a NaN in the case itself: never written as bare NaN; the case is generated again
+            self._f.write(line + "\n")
             self._f.flush()
 
     def close(self) -> None:
