@@ -242,6 +242,21 @@ def build(name: str, options: dict[str, Any] | None = None, *, where: str = "") 
         raise UserError(f"{where}evaluator '{name}': {exc}") from exc
 
 
+def _python_scalar(value: Any) -> Any:
+    """A numpy scalar (``numpy.bool_``, ``int64``, ``float32`` ...: what ``arr.mean() > 0.5`` returns) as the Python
+    value it holds; anything else unchanged. numpy is never imported here."""
+    cls = type(value)
+    if cls.__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _type_name(value: Any) -> str:
+    """``str``, ``numpy.ndarray``: the real type, even where a foreign type shares a builtin's name."""
+    cls = type(value)
+    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
 def function_evaluator(fn: Callable[..., Any], name: str | None = None) -> Evaluator:
     """Wrap a plain function ``fn(case, output) -> bool | float | CheckResult`` as an evaluator (plugins)."""
     fname: str = name or str(getattr(fn, "__name__", "function"))
@@ -250,11 +265,12 @@ def function_evaluator(fn: Callable[..., Any], name: str | None = None) -> Evalu
     def coerce(value: Any) -> CheckResult:
         if isinstance(value, CheckResult):
             return value
+        value = _python_scalar(value)
         if isinstance(value, bool):
             return CheckResult.from_bool(value)
         if isinstance(value, int | float):
             return CheckResult(score=float(value))
-        raise TypeError(f"{fname} returned {type(value).__name__}; expected bool, float or CheckResult")
+        raise TypeError(f"{fname} returned {_type_name(value)}; expected bool, float or CheckResult")
 
     @dataclass
     class _Fn(Evaluator):
