@@ -272,3 +272,106 @@ def test_validate_refuses_non_finite_numbers_in_targets_and_models(tmp_path: Pat
     assert cli(["validate", str(suite)]) == 2
     err = capsys.readouterr().err
     assert f"suite.yaml:{line + 1} {where}" in err and "finite" in err, err
+
+
+# -- what a target's identity hashes ----------------------------------------------------------------------
+
+def _notebook_cell(source: str, ns: dict[str, Any]) -> None:
+    """Run ``source`` as a notebook cell does: code with no file behind it."""
+    exec(compile(source, "<ipython-input-1-0123456789ab>", "exec"), ns)  # noqa: S102 - the test's own code
+
+
+def test_a_function_redefined_without_a_source_file_is_a_new_version(tmp_path: Path) -> None:
+    import referee
+
+    ns: dict[str, Any] = {"__name__": "__main__"}
+    _notebook_cell("def helper(x):\n    return 'v1 ' + x\ndef agent(x):\n    return helper(x)\n", ns)
+    out = tmp_path / "res.jsonl"
+
+    def run() -> list[Any]:
+        for f in (out, out.with_name("res.manifest.json")):  # the results go; the outputs file stays
+            f.unlink(missing_ok=True)
+        result = referee.evaluate(CASES[:1], [{"contains": {"value": "q"}}], target=ns["agent"], out=out,
+                                  gates={"fail_under": 0.0}, progress=False)
+        return [(c.output, r.target.reused if r.target else "no target") for c, r in zip(result.cases, result.rows,
+                                                                                            strict=True)]
+
+    assert run() == [("v1 q0", None)]
+    assert run() == [("v1 q0", True)]  # unchanged: reused
+    _notebook_cell("def agent(x):\n    return 'v2 ' + x\n", ns)
+    assert run() == [("v2 q0", None)]  # redefined: generated again
+    _notebook_cell("def agent(x):\n    return helper(x)\n", ns)
+    assert run() == [("v1 q0", None)]
+    _notebook_cell("def helper(x):\n    return 'v3 ' + x\n", ns)  # only the function it calls changed
+    assert run() == [("v3 q0", None)]
+
+
+def test_a_functions_identity_is_stable_across_processes_and_sees_defaults(tmp_path: Path) -> None:
+    from referee.targets._kinds import source_sha256
+
+    script = ("import sys\nsys.path.insert(0, {src!r})\nfrom referee.targets._kinds import source_sha256\n"
+              "ns = {{'__name__': '__main__'}}\n"
+              "exec(compile('N = 3\\ndef f(x, k=2):\\n    return [x] * k * N\\n', '<cell>', 'exec'), ns)\n"
+              "print(source_sha256(ns['f']))\n")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    runs = {subprocess.run([sys.executable, "-c", script.format(src=src)], capture_output=True, text=True,
+                           check=True, start_new_session=True).stdout.strip() for _ in range(2)}
+    assert len(runs) == 1 and len(runs.pop()) == 64
+    ns: dict[str, Any] = {"__name__": "__main__"}
+    _notebook_cell("N = 3\ndef f(x, k=2):\n    return [x] * k * N\n", ns)
+    first = source_sha256(ns["f"])
+    _notebook_cell("N = 3\ndef f(x, k=5):\n    return [x] * k * N\n", ns)
+    assert source_sha256(ns["f"]) != first  # another default
+    _notebook_cell("N = 4\ndef f(x, k=2):\n    return [x] * k * N\n", ns)
+    assert source_sha256(ns["f"]) != first  # another module constant it reads
+
+
+def test_a_file_named_in_a_command_is_hashed_by_content(tmp_path: Path) -> None:
+    import hashlib
+
+    from referee.targets import as_target
+
+    model = tmp_path / "model.bin"
+    model.write_bytes(b"weights v1" * 300_000)
+    t = as_target({"id": "t", "exec": "python agent.py model.bin"}, base_dir=tmp_path)
+    (tmp_path / "agent.py").write_text("print('x')\n", encoding="utf-8")
+    files = t.identity()["files_sha256"]
+    assert hashlib.sha256(model.read_bytes()).hexdigest() in files
+    model.write_bytes(b"weights v2" * 300_000)
+    assert t.identity()["files_sha256"] != files
+
+
+_HASH_UNDER_A_CAP = """\
+import resource, sys
+from referee.targets import as_target
+t = as_target({{"id": "t", "exec": ["python", "agent.py", "model.bin"]}}, base_dir=sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
+print(t.identity()["files_sha256"][-1])
+"""
+
+
+@pytest.mark.slow
+def test_hashing_a_300_mb_file_keeps_memory_flat(tmp_path: Path) -> None:
+    import hashlib
+
+    with (tmp_path / "model.bin").open("wb") as f:  # sparse: 300 MB that take no disk
+        f.seek(300 * 2**20 - 1)
+        f.write(b"\0")
+    (tmp_path / "agent.py").write_text("print('x')\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # The cap: what the interpreter and referee use now, plus 150 MB (half the file).
+    import resource
+
+    probe = subprocess.run([sys.executable, "-c", "import referee.targets, resource, sys\n"
+                            "print(int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize())"],
+                           capture_output=True, text=True, check=True, env=env, start_new_session=True)
+    cap = int(probe.stdout) + 150 * 2**20
+    assert resource.getpagesize() > 0
+    proc = subprocess.run([sys.executable, "-c", _HASH_UNDER_A_CAP.format(cap=cap), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, env=env, start_new_session=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    h = hashlib.sha256()
+    with (tmp_path / "model.bin").open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    assert proc.stdout.strip() == h.hexdigest()
