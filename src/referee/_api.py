@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import os
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,15 @@ class JudgeNeedsModel(UserError):
                          f"e.g. Judge('{provider}:llama3.1')")
 
 
+def whole_number(value: Any, what: str, *, minimum: int = 1) -> int:
+    """``value`` when it is a whole number >= ``minimum`` (not a bool, a float or NaN); else UserError naming it."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise UserError(f"{what} must be a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
 @dataclass(frozen=True)
 class Judge:
     """The LLM judge of a run: which provider and model, and how to call it.
@@ -116,8 +126,17 @@ class Judge:
         elif not isinstance(self.provider, Provider):
             raise UserError(f"Judge(provider=...): expected a provider name or a Provider, got "
                             f"{type(self.provider).__name__}")
-        if self.concurrency < 1 or self.max_tokens < 1 or self.max_retries < 0 or self.timeout <= 0:
-            raise UserError("Judge: concurrency and max_tokens must be >= 1, max_retries >= 0, timeout > 0")
+        whole_number(self.concurrency, "Judge: concurrency")
+        whole_number(self.max_tokens, "Judge: max_tokens")
+        whole_number(self.max_retries, "Judge: max_retries", minimum=0)
+        for name in ("timeout", "temperature", "input_price_per_mtok", "output_price_per_mtok"):
+            v = getattr(self, name)
+            if v is None and name != "timeout":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0 or (
+                    name == "timeout" and v == 0):
+                need = "> 0" if name == "timeout" else ">= 0"
+                raise UserError(f"Judge: {name} must be a finite number {need}, got {v!r}")
 
     @classmethod
     def fake(cls, replies: Any = ('{"overall_score": 1.0}',), **settings: Any) -> Judge:
@@ -386,6 +405,8 @@ async def evaluate_async(
     from .suites._loader import suite_from_dict
     from .suites._runner import EVALUATOR_LABEL, bind_settings, build_manifest
 
+    if concurrency is not None:
+        concurrency = whole_number(concurrency, "evaluate(concurrency=...)")
     case_set: CaseSet = cases_from(cases)
     if isinstance(evaluators, str | dict) or callable(evaluators):
         evaluators = [evaluators]
@@ -463,7 +484,8 @@ evaluate = sync_twin(
         gates: ``referee score``'s gates by their suite names (``{"fail_under": 0.9,
             "fail_if_unscored_above": 0}``); default: every case must pass.
         out: also write the rows and manifest here as they complete; rerunning with the same ``out`` resumes.
-        concurrency: cases in flight at once (default: the judge's, 8).
+        concurrency: cases in flight at once, a whole number >= 1 (default: the judge's, 8); anything else is a
+            UserError.
         progress: None/True show progress (terminal or notebook) for runs over a second; False hides it.
         target: the system under test, run on each case before the evaluators (its output replaces the case's):
             a function ``(input) -> str | dict`` (or ``(case)``, ``(input, case)``), sync or async, or a target

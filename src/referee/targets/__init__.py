@@ -54,6 +54,9 @@ async def generate_outputs_async(target: Any, cases: Iterable[Case | dict[str, A
     ``Generation.error``."""
     import asyncio
 
+    from .._api import whole_number
+
+    whole_number(concurrency, "generate_outputs(concurrency=...)")
     t = as_target(target, base_dir=base_dir, use_cache=use_cache)
     t.start(concurrency)
     items = [c if isinstance(c, Case) else Case(id=str(c["id"]), data={**c, "id": str(c["id"])}) for c in cases]
