@@ -375,3 +375,25 @@ def test_hashing_a_300_mb_file_keeps_memory_flat(tmp_path: Path) -> None:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     assert proc.stdout.strip() == h.hexdigest()
+
+
+@pytest.mark.slow
+def test_an_unchanged_rerun_needs_no_more_memory_than_the_first_run(tmp_path: Path, user_module: Any) -> None:
+    import tracemalloc
+
+    mod = user_module("def answer(x):\n    return 'reply to ' + x\n")
+    cases = [{"id": f"c{i}", "input": f"question {i} " + "lorem ipsum " * 20, "category": "x"} for i in range(2000)]
+    suite = _suite(tmp_path, f"{{id: t, python: '{mod}:answer'}}", cases)
+    out = tmp_path / "out"
+    assert cli(["run", str(suite), "--out", str(tmp_path / "warm")]) == 0  # imports and caches are not the run's
+    tracemalloc.start()
+    try:
+        assert cli(["run", str(suite), "--out", str(out)]) == 0
+        first = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        assert cli(["run", str(suite), "--out", str(out)]) == 0  # every row kept, every output reusable
+        rerun = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # It held the results file twice and every outputs line parsed: 1.5x the first run's peak.
+    assert rerun < 1.2 * first, (first, rerun)

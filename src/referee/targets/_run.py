@@ -37,6 +37,10 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"non-finite number {name}")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+"""Outputs lines as ``json.loads`` reads them, except a bare NaN or Infinity (an older run's), which is refused."""
+
+
 def outputs_path(out_dir: Path, target_id: str) -> Path:
     return out_dir / f"{target_id}{OUTPUTS_SUFFIX}"
 
@@ -49,7 +53,9 @@ class OutputStore:
         self.path = path
         """None: kept in memory only (a Python run without ``out=``)."""
         self.config = config
-        self.reusable: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.reusable: dict[str, tuple[str, str]] = {}
+        """id -> (case hash, the line): kept as text and parsed when reused (a parsed line is several times its
+        size, and an unchanged rerun of a large suite held every one of them for the whole run)."""
         self.note: str | None = None
         self._f: Any = None
         if path is not None:
@@ -77,7 +83,7 @@ class OutputStore:
         lines = [line for _, line in jsonl_lines(old)]  # newlines only: outputs may hold U+2028 unescaped
         for line in lines:
             try:
-                obj = json.loads(line, parse_constant=_refuse_constant)
+                obj = _DECODER.decode(line)
             except ValueError:
                 continue  # a line torn by a crash, or an older run's NaN / Infinity: generated again
             gen = obj.get("_generation") if isinstance(obj, dict) else None
@@ -85,7 +91,7 @@ class OutputStore:
                 foreign += 1
                 continue
             if gen.get("error") is None and "id" in obj:
-                self.reusable[str(obj["id"])] = (str(gen.get("case_sha256")), obj)
+                self.reusable[str(obj["id"])] = (str(gen.get("case_sha256")), line)
                 keep.append(line + "\n")
         if foreign:
             # Outputs of another configuration (the prompt changed): set aside, never overwritten.
@@ -105,7 +111,7 @@ class OutputStore:
         hit = self.reusable.get(case.id)
         if hit is None or hit[0] != sha:
             return None
-        obj = hit[1]
+        obj = _DECODER.decode(hit[1])
         gen = obj["_generation"]
         usage = gen.get("usage")
         return Generation(output=obj.get("output"), latency_ms=gen.get("latency_ms"), cost_usd=gen.get("cost_usd"),
