@@ -679,7 +679,22 @@ class _OutputTooLarge(Exception):
     pass
 
 
-async def _exchange(proc: asyncio.subprocess.Process, data: bytes, limit: int) -> tuple[bytes, bytes]:
+class _ExitWatch(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's protocol for a subprocess, telling when the process exits: ``Process.wait()`` also waits for
+    every pipe to close, which a grandchild may hold open forever."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _exchange(proc: asyncio.subprocess.Process, exited: asyncio.Future[None], data: bytes,
+                    limit: int) -> tuple[bytes, bytes]:
     """Feed stdin, read stdout (at most ``limit`` bytes, else :class:`_OutputTooLarge`) and the tail of stderr
     until the command exits; never waits for pipes a leftover child holds open."""
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -708,14 +723,9 @@ async def _exchange(proc: asyncio.subprocess.Process, data: bytes, limit: int) -
             if len(err) > _STDERR_TAIL:
                 del err[:-_STDERR_TAIL]
 
-    async def exited() -> None:
-        # Process.wait() also waits for every pipe to close, which a grandchild may hold forever.
-        while proc.returncode is None:
-            await asyncio.sleep(0.02)
-
     loop = asyncio.get_running_loop()
     feeder = asyncio.ensure_future(feed())
-    ex = asyncio.ensure_future(exited())
+    ex = asyncio.ensure_future(asyncio.shield(exited))
     pending: set[asyncio.Future[None]] = {asyncio.ensure_future(read_out()), asyncio.ensure_future(read_err()), ex}
     deadline: float | None = None
     try:
@@ -735,7 +745,7 @@ async def _exchange(proc: asyncio.subprocess.Process, data: bytes, limit: int) -
     return bytes(out), bytes(err)
 
 
-def _end(proc: asyncio.subprocess.Process) -> None:
+def _end(proc: asyncio.subprocess.Process, transport: asyncio.BaseTransport) -> None:
     """Kill what is left of the command's process group and close referee's ends of its pipes."""
     import signal
 
@@ -746,9 +756,7 @@ def _end(proc: asyncio.subprocess.Process) -> None:
             proc.kill()  # no process groups on this platform
     except (ProcessLookupError, PermissionError):
         pass  # the group is gone already
-    transport = getattr(proc, "_transport", None)
-    if transport is not None:
-        transport.close()  # pipes a child outside the group still holds: nothing more is read from them
+    transport.close()  # pipes a child outside the group still holds: nothing more is read from them
 
 
 @dataclass
@@ -767,22 +775,26 @@ class ExecTarget(Target):
     async def _run(self, case_dict: dict[str, Any], _inp: Any) -> Any:
         data = json.dumps(case_dict, ensure_ascii=False).encode()
         limit = MAX_COMMAND_OUTPUT
+        loop = asyncio.get_running_loop()
+        pipe = asyncio.subprocess.PIPE
         try:
             # Its own process group: a timeout or a flood kills the wrapper (sh -c, uv run, npm start) and what it
             # started, not just the direct child.
-            proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=str(self.base_dir), start_new_session=True)
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _ExitWatch(1 << 16, loop), *self.argv, stdin=pipe, stdout=pipe, stderr=pipe,
+                cwd=str(self.base_dir), start_new_session=True)
         except OSError as exc:
             raise GenerationFailed(f"cannot start {self.argv[0]}: {exc.strerror or exc}") from exc
+        proc = asyncio.subprocess.Process(transport, protocol, loop)
         try:
-            out, err = await asyncio.wait_for(_exchange(proc, data, limit), timeout=self.spec.timeout)
+            out, err = await asyncio.wait_for(_exchange(proc, protocol.exited, data, limit),
+                                              timeout=self.spec.timeout)
         except TimeoutError as exc:
             raise GenerationFailed(f"the command timed out after {self.spec.timeout:g}s") from exc
         except _OutputTooLarge as exc:
             raise GenerationFailed(f"the command's output larger than {limit} bytes (stopped)") from exc
         finally:
-            _end(proc)
+            _end(proc, transport)
         if proc.returncode != 0:
             tail = err.decode("utf-8", "replace").strip()[-300:]
             raise GenerationFailed(f"the command exited {proc.returncode}" + (f": {tail}" if tail else ""))
