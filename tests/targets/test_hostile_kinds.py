@@ -78,6 +78,25 @@ def test_a_python_targets_timeout_is_applied(tmp_path: Path, user_module: Any, k
         assert g.error is not None and "timed out after 0.5 s" in g.error
 
 
+def test_a_function_target_takes_its_timeout_from_a_mapping(tmp_path: Path) -> None:
+    import threading
+
+    release = threading.Event()
+
+    def slow(x: str) -> str:
+        release.wait(0.8)
+        return x
+
+    try:
+        [(_, quick)] = generate_outputs({"python": slow, "timeout": 0.2}, CASES[:1], base_dir=tmp_path)
+        [(_, patient)] = generate_outputs({"id": "patient", "python": slow, "timeout": 5}, CASES[:1],
+                                          base_dir=tmp_path)
+    finally:
+        release.set()
+    assert quick.error is not None and "timed out after 0.2 s" in quick.error
+    assert patient.error is None and patient.output == "q0"
+
+
 # -- a command that floods stdout, or leaves children behind ---------------------------------------------
 
 def test_a_command_printing_more_than_the_limit_is_an_error_row(tmp_path: Path,
