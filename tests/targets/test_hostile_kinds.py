@@ -234,6 +234,14 @@ def test_a_non_finite_number_printed_by_a_command_is_an_error(tmp_path: Path, pr
     assert gen.error is not None and "non-finite" in gen.error, gen.error
 
 
+def test_a_case_holding_nan_is_never_sent_to_a_command_as_bare_nan(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text("import sys\nprint(sys.stdin.read())\n", encoding="utf-8")
+    [(_, gen)] = generate_outputs({"id": "t", "exec": "python agent.py"}, [{"id": "a", "input": "q",
+                                                                            "weight": float("nan")}],
+                                  base_dir=tmp_path)
+    assert gen.error is not None and "NaN" in gen.error and gen.output is None
+
+
 def test_non_finite_costs_never_reach_the_outputs_file_and_a_stored_one_is_regenerated(
         tmp_path: Path, user_module: Any) -> None:
     mod = user_module("import os\nCALLS = []\n"

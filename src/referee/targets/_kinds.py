@@ -773,7 +773,11 @@ class ExecTarget(Target):
         return {**super().info(), "model": shlex.join(self.argv)}
 
     async def _run(self, case_dict: dict[str, Any], _inp: Any) -> Any:
-        data = json.dumps(case_dict, ensure_ascii=False).encode()
+        try:
+            data = json.dumps(case_dict, ensure_ascii=False, allow_nan=False).encode()
+        except ValueError as exc:  # a bare NaN is not JSON: the command's parser may refuse it, or misread it
+            raise GenerationFailed("the case holds a NaN or an Infinity, which JSON cannot carry to the "
+                                   "command") from exc
         limit = MAX_COMMAND_OUTPUT
         loop = asyncio.get_running_loop()
         pipe = asyncio.subprocess.PIPE
