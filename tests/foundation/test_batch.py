@@ -22,7 +22,7 @@ from .util import KEY, judge_args, make_cases, read_rows, run, verdict
 
 @pytest.fixture(autouse=True)
 def _fast_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("REFEREE_BATCH_POLL_S", "0.01")
+    monkeypatch.setenv("REFEREE_BATCH_POLL_S", "0.05")
     monkeypatch.setenv("REFEREE_BATCH_WINDOW_S", "0.05")
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.setenv(var, KEY)

@@ -58,7 +58,7 @@ def test_a_batch_reply_echoing_the_api_key_reaches_no_file(tmp_path: Path, provi
                                                            monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """Batch results fill the cache before any caller sees them: they go through the same redaction first."""
-    monkeypatch.setenv("REFEREE_BATCH_POLL_S", "0.01")
+    monkeypatch.setenv("REFEREE_BATCH_POLL_S", "0.05")
     monkeypatch.setenv("REFEREE_BATCH_WINDOW_S", "0.05")
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.setenv(var, KEY)

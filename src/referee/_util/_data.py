@@ -5,6 +5,7 @@
 - Lone surrogates (``"\\ud800"``): valid JSON escapes but not Unicode, so writing them to a results file
   would fail after calls were paid for, and again on every resume.
 - YAML whose aliases expand to more than :data:`MAX_YAML_NODES` values (a 500-byte "billion laughs").
+- Table cells longer than :data:`MAX_CELL_BYTES`, Parquet files decoding to more than :data:`MAX_TABLE_BYTES`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from ..errors import RefereeError
 
 MAX_DEPTH = 128
 MAX_YAML_NODES = 1_000_000
+MAX_CELL_BYTES = 32 * 2**20
+"""One cell of a table (CSV, Parquet) at most, decoded: a longer value is an error naming its row and column."""
+MAX_TABLE_BYTES = 2**30
+"""A Parquet file's decoded values at most (a few KB of compressed Parquet can expand to gigabytes)."""
 
 
 def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:

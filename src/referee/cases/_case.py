@@ -18,6 +18,7 @@ from typing import Any
 from .._util import _data
 from ..errors import InputError, MissingExtraError, UserError
 
+_INF = float("inf")
 NESTED_FIELDS = ("turns", "trajectory", "metadata", "expect", "messages")
 """Fields holding lists or objects: in a table (CSV, Parquet, DataFrame) a string there is parsed as JSON."""
 
@@ -269,6 +270,8 @@ def _table_record(record: dict[str, Any], path: str, line: int | None) -> dict[s
         value = _plain(value)
         if value is None or value == "":
             continue
+        if isinstance(value, float) and value in (_INF, -_INF):
+            raise InputError(f"{value} is not a finite number", file=path, line=line, field=key)
         if key in NESTED_FIELDS and isinstance(value, str):
             try:
                 value = _data.loads(value)
@@ -282,18 +285,55 @@ def _table_record(record: dict[str, Any], path: str, line: int | None) -> dict[s
 
 
 def _plain(value: Any) -> Any:
-    """numpy/pandas scalars and arrays as plain Python values; NaN/NaT (a missing cell) as None."""
-    if value is None or isinstance(value, str | bool | int | dict):
+    """numpy/pandas scalars and arrays as plain Python values; NaN/NaT (a missing cell) as None; the values JSON
+    has no type for as JSON values (:func:`_json_safe`), so templates and commands can use every column."""
+    if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
         return None if value != value else value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    safe = _json_safe(value)
+    if safe is not value:
+        return safe
     tolist = getattr(value, "tolist", None)  # numpy scalars and arrays (pyarrow lists arrive as arrays)
     if callable(tolist):
         return _plain(tolist())
-    if type(value).__name__ in ("NAType", "NaTType"):
-        return None
+    return value
+
+
+def _json_safe(value: Any) -> Any:
+    """Timestamps, dates and times as ISO 8601 text; durations as seconds; decimals as their exact text (a
+    non-finite one as missing); bytes as UTF-8 text, else ``base64:`` and the base64 text. Anything else is
+    returned as it is."""
+    import datetime
+    import decimal
+
+    if isinstance(value, datetime.date | datetime.time):  # datetime and pandas' Timestamp are dates too
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):  # pandas' Timedelta too
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value) if value.is_finite() else None
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            import base64
+
+            return "base64:" + base64.b64encode(raw).decode("ascii")
+    name = type(value).__name__
+    if name in ("datetime64", "timedelta64") and type(value).__module__ == "numpy":
+        if value != value:  # NaT
+            return None
+        if name == "timedelta64":
+            return float(value / value.__class__(1, "s"))
+        return str(value)
     return value
 
 
@@ -302,10 +342,19 @@ def _load_csv(raw: bytes, path: str, *, delimiter: str = ",") -> list[Case]:
     import io
 
     text = _decode(raw, path)
+    # The module's default (128 KiB) would refuse a long answer as "malformed"; the data limit applies instead.
+    if csv.field_size_limit() != _data.MAX_CELL_BYTES:
+        csv.field_size_limit(_data.MAX_CELL_BYTES)
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-    if reader.fieldnames is None:
+    line = 1  # the header
+    try:
+        fieldnames = reader.fieldnames
+    except csv.Error as exc:
+        raise InputError(_csv_problem(exc), file=path, line=1) from exc
+    if fieldnames is None:
         return []
-    dupes = sorted({f for f in reader.fieldnames if reader.fieldnames.count(f) > 1})
+    line = reader.line_num
+    dupes = sorted({f for f in fieldnames if fieldnames.count(f) > 1})
     if dupes:
         raise InputError(f"duplicate column(s) {', '.join(dupes)}", file=path, line=1)
     out: list[Case] = []
@@ -313,26 +362,90 @@ def _load_csv(raw: bytes, path: str, *, delimiter: str = ",") -> list[Case]:
         for row in reader:
             line = reader.line_num
             if None in row:
-                raise InputError(f"more cells than the {len(reader.fieldnames)} columns of the header",
+                raise InputError(f"more cells than the {len(fieldnames)} columns of the header",
                                  file=path, line=line)
             if not any(v for v in row.values()):
                 continue
             out.append(_check_case(_table_record(row, path, line), path, line, len(out)))
     except csv.Error as exc:
-        raise InputError(f"malformed CSV ({exc})", file=path, line=reader.line_num) from exc
+        # The record that failed starts on the line after the last one read whole.
+        raise InputError(_csv_problem(exc), file=path, line=line + 1) from exc
     return out
+
+
+def _csv_problem(exc: Exception) -> str:
+    if "field larger than field limit" in str(exc):
+        return f"a cell is larger than {_data.MAX_CELL_BYTES:,} bytes (the limit of one table cell)"
+    return f"malformed CSV ({exc})"
 
 
 def _load_parquet(p: Path, path: str) -> list[Case]:
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet  # noqa: F401 - the extra is installed
     except ImportError:
         raise MissingExtraError("parquet", "pyarrow", "reading cases from Parquet") from None
     try:
-        records = pq.read_table(p).to_pylist()
+        records = _parquet_records(p, path)
+    except InputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
         raise InputError(f"not a readable Parquet file ({type(exc).__name__}: {exc})", file=path) from exc
     return [_check_case(_table_record(r, path, i + 1), path, i + 1, i) for i, r in enumerate(records)]
+
+
+def _parquet_records(p: Path, path: str) -> list[dict[str, Any]]:
+    """The rows of a Parquet file, with the decoded sizes bounded before Python objects are built: a few KB of
+    compressed (or dictionary-encoded) Parquet can expand to gigabytes. Rows are numbered from 1."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(p).metadata
+    first = 1
+    total = 0
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        rows = f"rows {first}-{first + rg.num_rows - 1}"
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            size = col.total_uncompressed_size
+            total += size
+            # A column's bytes in a row group over rows x the cell limit: some cell is over it (checked before
+            # anything is decompressed).
+            if size > _data.MAX_CELL_BYTES * max(rg.num_rows, 1) + 2**20:
+                raise InputError(f"{rows} hold a cell larger than {_data.MAX_CELL_BYTES:,} bytes (the limit of "
+                                 "one table cell)", file=path, field=col.path_in_schema)
+        if total > _data.MAX_TABLE_BYTES:
+            raise InputError(f"decodes to more than {_data.MAX_TABLE_BYTES:,} bytes (by {rows}); split it, or "
+                             "use JSONL", file=path)
+        first += rg.num_rows
+    schema = pq.read_schema(p)
+    text_cols = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+                 or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+    # Text columns read as dictionaries: a value repeated on many rows is decoded once, and measured per row.
+    f = pq.ParquetFile(p, read_dictionary=text_cols)
+    records: list[dict[str, Any]] = []
+    decoded = 0
+    for batch in f.iter_batches(batch_size=1024):
+        for name, arr in zip(batch.schema.names, batch.columns, strict=True):
+            if isinstance(arr, pa.DictionaryArray):
+                lengths = pc.binary_length(arr.dictionary).take(arr.indices)
+            elif name in text_cols:
+                lengths = pc.binary_length(arr)
+            else:
+                decoded += arr.nbytes
+                continue
+            biggest = pc.max(lengths).as_py() or 0
+            if biggest > _data.MAX_CELL_BYTES:
+                row = len(records) + pc.index(lengths, biggest).as_py() + 1
+                raise InputError(f"a cell larger than {_data.MAX_CELL_BYTES:,} bytes ({biggest:,}; the limit of one "
+                                 "table cell)", file=path, line=row, field=name)
+            decoded += pc.sum(lengths).as_py() or 0
+        if decoded > _data.MAX_TABLE_BYTES:
+            raise InputError(f"decodes to more than {_data.MAX_TABLE_BYTES:,} bytes (by row "
+                             f"{len(records) + batch.num_rows}); split it, or use JSONL", file=path)
+        records.extend(batch.to_pylist())
+    return records
 
 
 CasesLike = Any

@@ -108,6 +108,9 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         suite = dataclasses.replace(suite, specs=kept)
     jo = merge_judge_options(judge, suite.judge)
     chosen = get_engine(engine, rpm=rpm)  # a bad --engine is a usage error before anything runs
+    from ..runner import check_env
+
+    check_env()  # and a bad number knob in the environment (a run of targets alone has no judge client)
 
     all_target_ids = [t.id for t in suite.targets]
     if target_ids is not None:

@@ -24,6 +24,9 @@ def command(suites: tuple[str, ...], print_schema: bool) -> int:
         return 0
     if not suites:
         raise click.UsageError("give at least one suite file (or --print-schema)")
+    from ..runner import check_env
+
+    check_env()  # the environment's number knobs, as a run would read them
     bad = 0
     for path in suites:
         suite, problems = check_suite(path, run_user_code=False)  # validate runs no user code

@@ -43,6 +43,21 @@ class CallPlan:
     """It takes ``**options`` (any option)."""
 
 
+def _python_scalar(value: Any) -> Any:
+    """A numpy scalar (``numpy.bool_``, ``int64``, ``float32`` ...: what ``arr.mean() > 0.5`` returns) as the Python
+    value it holds; anything else unchanged. numpy is never imported here."""
+    cls = type(value)
+    if cls.__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _type_name(value: Any) -> str:
+    """``str``, ``numpy.ndarray``: the real type, even where a foreign type shares a builtin's name."""
+    cls = type(value)
+    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
 def call_plan(fn: Callable[..., Any], label: str, *, unnamed_pair_refused: bool = False) -> CallPlan:
     """The module docstring's rule applied to ``fn``'s signature; :class:`UserError` naming ``label`` when it
     cannot take an output (or, with ``unnamed_pair_refused``, when two unnamed parameters are ambiguous)."""
@@ -111,11 +126,14 @@ def function_adapter(fn: Callable[..., Any], name: str | None = None, *, options
     def coerce(value: Any) -> CheckResult:
         if isinstance(value, CheckResult):
             return value
+        value = _python_scalar(value)
+        if isinstance(value, CheckResult):
+            return value
         if isinstance(value, bool):
             return CheckResult.from_bool(value)
         if isinstance(value, int | float):
             return CheckResult(score=float(value))
-        raise TypeError(f"{label} returned {type(value).__name__}; expected bool, float or CheckResult")
+        raise TypeError(f"{label} returned {_type_name(value)}; expected bool, float or CheckResult")
 
     @dataclass
     class _Fn(Evaluator):

@@ -23,6 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._util._numbers import whole_number
 from ..cases._case import Case, CaseSet, cases_from
 from ..errors import MissingExtraError, UserError
 from ..evaluators._base import Evaluator
@@ -238,6 +239,8 @@ async def evaluate_async(
     from ._suite import EVALUATOR_LABEL, bind_settings, build_manifest
     from .engines import get_engine
 
+    if concurrency is not None:
+        concurrency = whole_number(concurrency, "evaluate(concurrency=...)")
     case_set: CaseSet = cases_from(cases)
     if isinstance(evaluators, str | dict) or callable(evaluators):
         evaluators = [evaluators]
@@ -314,7 +317,8 @@ evaluate = sync_twin(
             "fail_if_unscored_above": 0}``); default: none, as ``referee run`` (``passed`` then means that
             something was graded; give ``{"fail_under": 1.0}`` for "every case must pass").
         out: also write the rows and manifest here as they complete; rerunning with the same ``out`` resumes.
-        concurrency: cases in flight at once (default: the judge's, 8).
+        concurrency: cases in flight at once, a whole number >= 1 (default: the judge's, 8); anything else is a
+            UserError.
         progress: None/True show progress (terminal or notebook) for runs over a second; False hides it.
         target: the system under test, run on each case before the evaluators (its output replaces the case's):
             a function ``(input) -> str | dict`` (or ``(case)``, ``(input, case)``), sync or async, or a target

@@ -5,11 +5,13 @@ point to its synchronous twin. Every entry point in ``run/`` configures its judg
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from .._util._numbers import whole_number
 from ..errors import JudgeNeedsModel, ProviderAuthError, UserError
 from ..providers._base import Provider
 from ..runner._client import JudgeClient
@@ -41,6 +43,7 @@ def sync_twin(async_fn: Callable[P, Coroutine[Any, Any, T]], doc: str) -> Callab
 
 # Local servers that route by model name (llama.cpp serves its one loaded model whatever the name).
 _SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
+
 
 
 
@@ -87,8 +90,17 @@ class Judge:
         elif not isinstance(self.provider, Provider):
             raise UserError(f"Judge(provider=...): expected a provider name or a Provider, got "
                             f"{type(self.provider).__name__}")
-        if self.concurrency < 1 or self.max_tokens < 1 or self.max_retries < 0 or self.timeout <= 0:
-            raise UserError("Judge: concurrency and max_tokens must be >= 1, max_retries >= 0, timeout > 0")
+        whole_number(self.concurrency, "Judge: concurrency")
+        whole_number(self.max_tokens, "Judge: max_tokens")
+        whole_number(self.max_retries, "Judge: max_retries", minimum=0)
+        for name in ("timeout", "temperature", "input_price_per_mtok", "output_price_per_mtok"):
+            v = getattr(self, name)
+            if v is None and name != "timeout":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0 or (
+                    name == "timeout" and v == 0):
+                need = "> 0" if name == "timeout" else ">= 0"
+                raise UserError(f"Judge: {name} must be a finite number {need}, got {v!r}")
 
     @classmethod
     def fake(cls, replies: Any = ('{"overall_score": 1.0}',), **settings: Any) -> Judge:

@@ -3,6 +3,7 @@
 from ._cache import ResponseCache, cache_key, default_cache_path
 from ._client import CallStats, JudgeClient, RetryPolicy
 from ._engine import FatalRunError, RunStats, is_fatal, run_rows
+from ._env import check_env
 from ._session import totals_line
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "RetryPolicy",
     "RunStats",
     "cache_key",
+    "check_env",
     "default_cache_path",
     "is_fatal",
     "run_rows",

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,14 +25,7 @@ from .._util._redact import redact_text
 from ..errors import ProviderError
 from ..providers._base import Completion, JudgeRequest
 from ..providers._batch import BatchAdapter, JobStatus, Outcome
-
-
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, "") or default)
-    except ValueError:
-        return default
-
+from ._env import env_seconds
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +40,9 @@ class BatchRunner:
     def __init__(self, adapter: BatchAdapter, *, window_s: float | None = None, poll_s: float | None = None,
                  max_poll_s: float = 60.0, report: Callable[[str], None] = _report) -> None:
         self.adapter = adapter
-        self.window_s = window_s if window_s is not None else _env_float("REFEREE_BATCH_WINDOW_S", 0.5)
+        self.window_s = window_s if window_s is not None else env_seconds("REFEREE_BATCH_WINDOW_S")
         """Requests arriving less than this apart go into the same job."""
-        self.poll_s = poll_s if poll_s is not None else _env_float("REFEREE_BATCH_POLL_S", 5.0)
+        self.poll_s = poll_s if poll_s is not None else env_seconds("REFEREE_BATCH_POLL_S")
         """First wait between status polls; it grows by half each poll up to ``max_poll_s``."""
         self.max_poll_s = max(max_poll_s, self.poll_s)
         self.report = report

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -13,6 +12,7 @@ from .._util._redact import redact_text, secret_values
 from ..errors import ProviderError, ProviderUnavailable
 from ..providers._base import Completion, JudgeRequest, Provider
 from ._cache import ResponseCache, cache_key
+from ._env import check_env, env_seconds
 from ._prices import COST_DECIMALS, Pricer
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ class RetryPolicy:
     """Exponential backoff with jitter on retryable errors, honouring Retry-After."""
 
     max_retries: int = 4
-    base_delay: float = field(default_factory=lambda: float(os.environ.get("REFEREE_RETRY_BASE_DELAY", "0.5")))
+    base_delay: float = field(default_factory=lambda: env_seconds("REFEREE_RETRY_BASE_DELAY"))
     max_delay: float = 30.0
     max_retry_after: float = 120.0
 
@@ -67,6 +67,7 @@ class JudgeClient:
     def __init__(self, provider: Provider, *, cache: ResponseCache | None = None,
                  retry: RetryPolicy | None = None, input_price_per_mtok: float | None = None,
                  output_price_per_mtok: float | None = None, batch: bool = False) -> None:
+        check_env()  # a bad knob stops the command here, before its first call (not at its first retry)
         self.provider = provider
         self.cache = cache
         self.retry = retry or RetryPolicy()

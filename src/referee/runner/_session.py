@@ -362,7 +362,8 @@ async def _execute_locked(
         if writer is not None:
             writer.close()
         # Re-reading is for regular files only: /dev/full reads as endless zeros, a pipe would block.
-        reread = _reread(out, resume.kept) if out is not None and not new_rows and keep_manifest else []
+        # With nothing to do (an unchanged rerun) nothing was written: no second copy of every kept row.
+        reread = _reread(out, resume.kept) if out is not None and todo and not new_rows and keep_manifest else []
         all_rows = resume.kept + (new_rows or reread)
         final = the_manifest()
         n_self = _record_self_grading(final, all_rows)

@@ -66,7 +66,7 @@ def gate_summary(results: Any, gates: Gates, *, threshold: float,
 
 
 def summary_exit_code(summary: Summary, verdicts: list[GateResult]) -> int:
-    """The exit code of ``summary`` gated by ``verdicts`` (:func:`referee._gates.verdict`: 1 when a gate failed
+    """The exit code of ``summary`` gated by ``verdicts`` (:func:`referee.gates.verdict`: 1 when a gate failed
     or nothing was scored)."""
     from ..gates._engine import exit_code, graded_counts, verdict
 

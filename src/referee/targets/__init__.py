@@ -26,24 +26,41 @@ def as_spec(target: TargetSpec | dict[str, Any]) -> TargetSpec:
 
 def as_target(target: Any, *, base_dir: str | Path = ".", use_cache: bool = True) -> Target:
     """A runnable target from a :class:`TargetSpec`, its mapping (as in a suite's ``targets:``), a built
-    :class:`Target`, or a plain Python function ``(input) | (case) | (input, case) -> str | dict``, sync or async."""
-    import re
-
+    :class:`Target`, or a plain Python function ``(input) | (case) | (input, case) -> str | dict``, sync or async
+    (with a target's settings: ``{"python": fn, "timeout": 600, "concurrency": 4}``)."""
     from ..errors import UserError
     from ._kinds import PythonTarget
 
     if isinstance(target, Target):
         return target
+    if isinstance(target, dict) and callable(target.get("python")):
+        # {"python": fn, "timeout": 600, ...}: a function with a target's settings.
+        fn = target["python"]
+        spec = as_spec({"id": _function_id(fn), **target, "python": _function_ref(fn)})
+        return PythonTarget(spec, Path(base_dir).resolve(), fn=fn)
     if isinstance(target, TargetSpec | dict):
         return build_target(as_spec(target), Path(base_dir).resolve(), use_cache=use_cache)
     if callable(target):
-        name = str(getattr(target, "__name__", "") or type(target).__name__)
-        module = str(getattr(target, "__module__", "") or "callable")
-        ref = f"{module}:{name}" if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", f"{module}:{name}") \
-            else "callable:target"
-        tid = re.sub(r"[^A-Za-z0-9._+-]+", "-", name).strip("-.") or "target"
-        return PythonTarget(TargetSpec(id=tid, python=ref), Path(base_dir).resolve(), fn=target)
+        return PythonTarget(TargetSpec(id=_function_id(target), python=_function_ref(target)),
+                            Path(base_dir).resolve(), fn=target)
     raise UserError(f"target: expected a target mapping, a TargetSpec or a function, got {type(target).__name__}")
+
+
+def _function_id(fn: Any) -> str:
+    import re
+
+    name = str(getattr(fn, "__name__", "") or type(fn).__name__)
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", name).strip("-.") or "target"
+
+
+def _function_ref(fn: Any) -> str:
+    """``module:name`` for the records (``callable:target`` when the function has no usable name)."""
+    import re
+
+    name = str(getattr(fn, "__name__", "") or type(fn).__name__)
+    module = str(getattr(fn, "__module__", "") or "callable")
+    ref = f"{module}:{name}"
+    return ref if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", ref) else "callable:target"
 
 
 async def generate_outputs_async(target: Any, cases: Iterable[Case | dict[str, Any]], *,
@@ -54,6 +71,9 @@ async def generate_outputs_async(target: Any, cases: Iterable[Case | dict[str, A
     ``Generation.error``."""
     import asyncio
 
+    from .._util._numbers import whole_number
+
+    whole_number(concurrency, "generate_outputs(concurrency=...)")
     t = as_target(target, base_dir=base_dir, use_cache=use_cache)
     t.start(concurrency)
     items = [c if isinstance(c, Case) else Case(id=str(c["id"]), data={**c, "id": str(c["id"])}) for c in cases]

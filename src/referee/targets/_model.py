@@ -18,7 +18,9 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$"
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN / Infinity (YAML's .nan, .inf) are refused in every number: a NaN temperature or an infinite price
+    # must not pass validate and reach a provider or a total.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class HttpSpec(_M):

@@ -33,6 +33,14 @@ def case_sha256(case: Case) -> str:
                                      default=str).encode()).hexdigest()
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+"""Outputs lines as ``json.loads`` reads them, except a bare NaN or Infinity (an older run's), which is refused."""
+
+
 def outputs_path(out_dir: Path, target_id: str) -> Path:
     return out_dir / f"{target_id}{OUTPUTS_SUFFIX}"
 
@@ -45,7 +53,9 @@ class OutputStore:
         self.path = path
         """None: kept in memory only (a Python run without ``out=``)."""
         self.config = config
-        self.reusable: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.reusable: dict[str, tuple[str, str]] = {}
+        """id -> (case hash, the line): kept as text and parsed when reused (a parsed line is several times its
+        size, and an unchanged rerun of a large suite held every one of them for the whole run)."""
         self.note: str | None = None
         self._f: Any = None
         if path is not None:
@@ -73,15 +83,15 @@ class OutputStore:
         lines = [line for _, line in jsonl_lines(old)]  # newlines only: outputs may hold U+2028 unescaped
         for line in lines:
             try:
-                obj = json.loads(line)
+                obj = _DECODER.decode(line)
             except ValueError:
-                continue  # a line torn by a crash
+                continue  # a line torn by a crash, or an older run's NaN / Infinity: generated again
             gen = obj.get("_generation") if isinstance(obj, dict) else None
             if not isinstance(gen, dict) or gen.get("config") != self.config:
                 foreign += 1
                 continue
             if gen.get("error") is None and "id" in obj:
-                self.reusable[str(obj["id"])] = (str(gen.get("case_sha256")), obj)
+                self.reusable[str(obj["id"])] = (str(gen.get("case_sha256")), line)
                 keep.append(line + "\n")
         if foreign:
             # Outputs of another configuration (the prompt changed): set aside, never overwritten.
@@ -101,7 +111,7 @@ class OutputStore:
         hit = self.reusable.get(case.id)
         if hit is None or hit[0] != sha:
             return None
-        obj = hit[1]
+        obj = _DECODER.decode(hit[1])
         gen = obj["_generation"]
         usage = gen.get("usage")
         return Generation(output=obj.get("output"), latency_ms=gen.get("latency_ms"), cost_usd=gen.get("cost_usd"),
@@ -122,7 +132,11 @@ class OutputStore:
         meta["turns"] = gen.turns is not None
         data["_generation"] = meta
         if self._f is not None:
-            self._f.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+            try:
+                line = json.dumps(data, ensure_ascii=False, default=str, allow_nan=False)
+            except ValueError:
+                return  # a NaN in the case itself: never written as bare NaN; the case is generated again
+            self._f.write(line + "\n")
             self._f.flush()
 
     def close(self) -> None:
