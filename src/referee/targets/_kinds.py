@@ -6,6 +6,7 @@ an empty output judged as bad.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import json
@@ -745,8 +746,10 @@ async def _exchange(proc: asyncio.subprocess.Process, exited: asyncio.Future[Non
     return bytes(out), bytes(err)
 
 
-def _end(proc: asyncio.subprocess.Process, transport: asyncio.BaseTransport) -> None:
-    """Kill what is left of the command's process group and close referee's ends of its pipes."""
+async def _end(proc: asyncio.subprocess.Process, transport: asyncio.BaseTransport,
+               exited: asyncio.Future[None]) -> None:
+    """Kill what is left of the command's process group, reap the command, and close referee's ends of its
+    pipes."""
     import signal
 
     try:
@@ -756,6 +759,9 @@ def _end(proc: asyncio.subprocess.Process, transport: asyncio.BaseTransport) -> 
             proc.kill()  # no process groups on this platform
     except (ProcessLookupError, PermissionError):
         pass  # the group is gone already
+    if not exited.done():  # killed just now (a timeout, a flood): reaped, not left behind as a zombie
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(exited), _PIPE_GRACE_S * 10)
     transport.close()  # pipes a child outside the group still holds: nothing more is read from them
 
 
@@ -798,7 +804,7 @@ class ExecTarget(Target):
         except _OutputTooLarge as exc:
             raise GenerationFailed(f"the command's output larger than {limit} bytes (stopped)") from exc
         finally:
-            _end(proc, transport)
+            await _end(proc, transport, protocol.exited)
         if proc.returncode != 0:
             tail = err.decode("utf-8", "replace").strip()[-300:]
             raise GenerationFailed(f"the command exited {proc.returncode}" + (f": {tail}" if tail else ""))
