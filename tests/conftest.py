@@ -30,11 +30,18 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("REFEREE_RETRY_BASE_DELAY", "0.01")
 
 
-@pytest.fixture
-def fake_server() -> Iterator[FakeLLMServer]:
-    """A server on 127.0.0.1 speaking the OpenAI, Anthropic and Gemini wire formats."""
+@pytest.fixture(scope="session")
+def _shared_fake_server() -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as srv:
         yield srv
+
+
+@pytest.fixture
+def fake_server(_shared_fake_server: FakeLLMServer) -> FakeLLMServer:
+    """A server on 127.0.0.1 speaking the OpenAI, Anthropic and Gemini wire formats: one for the whole session,
+    reset to a fresh server's state for each test (a test that needs a private one starts its own)."""
+    _shared_fake_server.reset()
+    return _shared_fake_server
 
 
 @pytest.fixture

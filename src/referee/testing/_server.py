@@ -60,6 +60,19 @@ class FakeLLMServer(BatchRoutes):
         self._ready = threading.Event()
 
     # -- configuration -------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Back to a fresh server's state on the same port: the default responder and formats, no latency, no
+        script, nothing recorded, no batch jobs. One server can then serve test after test."""
+        with self._lock:
+            self.responder = default_responder
+            self.latency = 0.0
+            self.openai_formats = ("json_schema", "json_object", "none")
+            self.record = True
+            self.requests.clear()
+            self.token_requests.clear()
+            self._script.clear()
+            self._batch_init()
+
     def script(self, *replies: Reply | str) -> None:
         """Queue replies served in order before the responder is used again."""
         with self._lock:
