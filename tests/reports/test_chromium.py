@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from referee.reports._html import write_html
-
-from .test_html import rows
+from tests.reports.test_html import rows
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .test_run_targets import _suite
+from tests.run.test_target_runs import _suite
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -135,7 +135,7 @@ evaluators: [is_json]
 @pytest.mark.parametrize("status", [307, 302])
 def test_a_targets_secret_header_never_follows_a_redirect_to_another_origin(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
-    from ..http_helpers import raw_server, record_only, redirect_to
+    from tests.support.http import raw_server, record_only, redirect_to
 
     monkeypatch.setenv("APP_TOKEN", "tok3n-Very-Secret-42")
     with raw_server(record_only) as login, raw_server(redirect_to(lambda: login.url, status)) as gateway:
@@ -151,7 +151,7 @@ def test_a_targets_secret_header_never_follows_a_redirect_to_another_origin(
 def test_a_redirect_within_the_targets_origin_is_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from aiohttp import web
 
-    from ..http_helpers import RawServer, raw_server
+    from tests.support.http import RawServer, raw_server
 
     async def handle(srv: RawServer, request: web.Request) -> web.StreamResponse:
         if request.path == "/chat":
@@ -166,7 +166,7 @@ def test_a_redirect_within_the_targets_origin_is_followed(tmp_path: Path, monkey
 
 
 def test_a_targets_reply_over_the_bound_is_an_error_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ..http_helpers import endless_body, raw_server
+    from tests.support.http import endless_body, raw_server
 
     monkeypatch.setenv("APP_TOKEN", "t")
     monkeypatch.setenv("REFEREE_MAX_REPLY_BYTES", "200000")
@@ -182,7 +182,7 @@ def test_an_endless_target_reply_under_a_memory_cap_is_an_error_row(tmp_path: Pa
     import subprocess
     import sys
 
-    from ..http_helpers import endless_body, raw_server
+    from tests.support.http import endless_body, raw_server
 
     def one_gib() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))

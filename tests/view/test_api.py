@@ -18,8 +18,7 @@ from referee.cli import cli
 from referee.errors import InputError, UserError
 from referee.view import build_app, close_app
 from referee.view._server import CSP
-
-from .conftest import PAYLOAD, XSS, Data, Served, serve
+from tests.view.conftest import PAYLOAD, XSS, Data, Served, serve
 
 
 def call(s: Served, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,

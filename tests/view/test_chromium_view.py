@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from referee.cli import cli
-
-from . import browser
-from .conftest import PAYLOAD, XSS, Data, Served
+from tests.support import browser
+from tests.view.conftest import PAYLOAD, XSS, Data, Served
 
 pytestmark = [pytest.mark.chromium]
 

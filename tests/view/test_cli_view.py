@@ -11,9 +11,8 @@ import urllib.request
 from pathlib import Path
 
 from referee.cli import cli
-from tests.cli_helpers import close_pipes
-
-from .conftest import Data
+from tests.support.cli import close_pipes
+from tests.view.conftest import Data
 
 
 def _start(*args: str) -> tuple[subprocess.Popen[str], str, list[str]]:

@@ -13,7 +13,7 @@ from ._common import echo_err
 
 
 def _leaderboard(rows: list[ResultRow]) -> list[str]:
-    """The pairwise leaderboard section (issue 5's fragment) when rows compare named systems."""
+    """The pairwise leaderboard section when rows compare named systems."""
     from ..metaeval import named_leaderboard
 
     lb = named_leaderboard(rows)

@@ -1,0 +1,193 @@
+"""The columnar reader: same rows as read_results, bad lines named by file and line, duplicates, strictness."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import referee.aggregate._load as load_mod
+from referee.aggregate import load_table
+from referee.aggregate._load import SCORED, UNSCORED, _Reader, load_tables
+from referee.errors import InputError
+from referee.results import ResultRow, ResultWriter, read_results
+from tests.support.scores import write_rows
+
+
+def test_seed_rows_load_unchanged_and_match_read_results(tmp_path: Path) -> None:
+    rows = [{"id": 7, "score": True, "category": "Billing"}, {"id": "b", "score": 0.25, "cost_usd": 0.002,
+                                                             "latency_ms": 120, "custom": "kept"},
+            {"id": "c", "score": False, "category": " billing "}]
+    p = write_rows(tmp_path / "r.jsonl", rows)
+    t = load_table(p)
+    ref = read_results(p)
+    assert t.ids == [r.id for r in ref.rows] == ["7", "b", "c"]
+    assert t.score.tolist() == [r.score for r in ref.rows] == [1.0, 0.25, 0.0]
+    assert t.categories == ["billing", ""] and t.category_names == ["Billing", "(uncategorized)"]
+    assert t.category.tolist() == [0, 1, 0]
+    assert np.isnan(t.cost[0]) and t.cost[1] == 0.002 and t.latency[1] == 120
+
+
+def test_referee_rows_with_unscored_and_repeats(tmp_path: Path) -> None:
+    p = tmp_path / "r.jsonl"
+    with ResultWriter(p) as w:
+        w.write(ResultRow(id="a", score=0.9, repeat=0, category="x"))
+        w.write(ResultRow(id="a", score=0.2, repeat=1, category="x"))
+        w.write(ResultRow(id="b", status="unscored", error="reply was not JSON", category="x"))
+    t = load_table(p)
+    assert t.status.tolist() == [SCORED, SCORED, UNSCORED]
+    assert t.repeat.tolist() == [0, 1, -1] and t.has_repeats
+    assert np.isnan(t.score[2])
+    assert t.read_rows([2])[2]["error"] == "reply was not JSON"
+
+
+@pytest.mark.parametrize(("line", "needle"), [
+    ("not json at all", "malformed JSON"),
+    ('{"score": 0.5}', "missing field 'id'"),
+    ('{"id": "x"}', "missing field 'score'"),
+    ('{"id": "x", "score": 1.5}', "outside 0-1"),
+    ('{"id": "x", "score": -0.1}', "outside 0-1"),
+    ('{"id": "x", "score": NaN}', "score is NaN"),
+    ('{"id": "x", "score": "high"}', "must be a number"),
+    ('{"id": "x", "score": "nan"}', "score is NaN"),
+    ('{"id": "x", "score": "2"}', "outside 0-1"),
+    ('{"id": "x", "score": 0.5, "cost_usd": -1}', "cost_usd"),
+    ('{"id": "x", "status": "unscored", "score": 0.5}', "must not carry a score"),
+    ('[1, 2]', "expected a JSON object"),
+])
+def test_bad_lines_are_skipped_with_file_and_line(tmp_path: Path, line: str, needle: str) -> None:
+    p = write_rows(tmp_path / "r.jsonl", [{"id": "ok", "score": 0.8}], [line, '{"id": "ok2", "score": 0.1}'])
+    t = load_table(p)
+    assert t.ids == ["ok", "ok2"]
+    assert len(t.warnings) == 1
+    assert f"{p}:2" in t.warnings[0] and needle in t.warnings[0]
+    with pytest.raises(InputError, match=needle) as exc:
+        load_table(p, strict=True)
+    assert exc.value.line == 2 and exc.value.file == p
+
+
+def test_duplicate_ids_keep_the_first_and_name_both_lines(tmp_path: Path) -> None:
+    rows = [{"id": "a", "score": 0.9}, {"id": "b", "score": 0.5}, {"id": "a", "score": 0.1}]
+    p = write_rows(tmp_path / "r.jsonl", rows)
+    t = load_table(p)
+    assert t.ids == ["a", "b"] and t.score.tolist() == [0.9, 0.5]
+    assert any(":3" in w and "duplicate row for id 'a'" in w and "first on line 1" in w for w in t.warnings)
+    with pytest.raises(InputError, match="duplicate"):
+        load_table(p, strict=True)
+
+
+def test_same_id_with_distinct_repeats_is_not_a_duplicate(tmp_path: Path) -> None:
+    rows = [{"id": "a", "score": 0.9, "repeat": 0}, {"id": "a", "score": 0.1, "repeat": 1},
+            {"id": "a", "score": 0.3, "repeat": 1}]
+    t = load_table(write_rows(tmp_path / "r.jsonl", rows))
+    assert len(t) == 2 and len(t.warnings) == 1 and "repeat 1" in t.warnings[0]
+
+
+def test_empty_file_is_an_input_error(tmp_path: Path) -> None:
+    p = tmp_path / "empty.jsonl"
+    p.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match="no result rows"):
+        load_table(p)
+    q = write_rows(tmp_path / "bad.jsonl", [], ["nope"])
+    with pytest.raises(InputError, match="1 line"):
+        load_table(q)
+
+
+def test_fast_and_row_by_row_paths_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(4)
+    rows = [{"id": f"c{i}", "score": float(round(rng.random(), 2)), "category": ["A", "b", None][i % 3],
+             "cost_usd": None if i % 7 == 0 else 0.001 * i, "latency_ms": 10 * i} for i in range(500)]
+    for i in range(0, 500, 9):  # unscored and error rows stay on the fast path
+        rows[i] = {"id": f"c{i}", "status": "unscored" if i % 2 else "error", "error": "no reply"}
+    for i in range(5, 500, 11):  # the seed's boolean pass/fail scores stay on the fast path too
+        if "score" in rows[i]:
+            rows[i]["score"] = bool(i % 2)
+    with monkeypatch.context() as m:
+        m.setattr(_Reader, "_slow", lambda *a: pytest.fail("the row-by-row reader was used"))
+        fast = load_table(write_rows(tmp_path / "fast.jsonl", rows))
+    # A blank line forces the whole chunk through the row-by-row reader.
+    slow = load_table(write_rows(tmp_path / "slow.jsonl", rows, [""]))
+    assert fast.ids == slow.ids and fast.categories == slow.categories
+    for col in ("score", "cost", "latency", "category", "status", "line", "offset", "repeat"):
+        np.testing.assert_array_equal(getattr(fast, col), getattr(slow, col))
+    assert not slow.warnings
+    assert int((fast.status != 0).sum()) == len(range(0, 500, 9))
+    assert fast.score[5] == 1.0 and fast.score[16] == 0.0
+
+
+def test_offsets_point_at_each_row(tmp_path: Path) -> None:
+    rows = [{"id": f"c{i}", "score": 0.5, "rationale": f"reason {i} é"} for i in range(50)]
+    t = load_table(write_rows(tmp_path / "r.jsonl", rows))
+    got = t.read_rows([0, 17, 49])
+    assert [got[i]["rationale"] for i in (0, 17, 49)] == ["reason 0 é", "reason 17 é", "reason 49 é"]
+
+
+def test_manifest_marks_a_file_adversarial(tmp_path: Path) -> None:
+    from referee.results import RunManifest
+
+    p = write_rows(tmp_path / "rt.jsonl", [{"id": "a", "score": 1.0, "category": "jailbreak"}])
+    RunManifest(kind="redteam", adversarial=True).write(p)
+    assert load_table(p).adversarial
+    (tmp_path / "rt.manifest.json").write_text(json.dumps({"adversarial": "maybe", "bogus": 1}))
+    t = load_table(p)
+    assert not t.adversarial and any("manifest" in w for w in t.warnings)
+
+
+def test_a_byte_order_mark_does_not_cost_the_first_row(tmp_path: Path) -> None:
+    p = tmp_path / "bom.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf{"id": "a", "score": 0.9, "rationale": "first"}\n{"id": "b", "score": 0.1}\n')
+    t = load_table(p)
+    assert t.ids == ["a", "b"] and not t.warnings
+    assert t.read_rows([0])[0]["rationale"] == "first"  # offsets still point at the rows
+
+
+def _same_tables(a: object, b: object) -> None:
+    for name, va in vars(a).items():
+        vb = getattr(b, name)
+        if isinstance(va, np.ndarray):
+            np.testing.assert_array_equal(va, vb, err_msg=name)
+        else:
+            assert va == vb, name
+
+
+@pytest.mark.skipif(not load_mod._parallel_ok(), reason="the forked reader runs on Linux with 2+ CPUs only")
+@pytest.mark.parametrize("newline_in_id", [False, True])
+def test_forked_reading_gives_the_same_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              newline_in_id: bool) -> None:
+    rows = [{"id": f"c{i}", "score": round(i / 300, 3), "category": "AB"[i % 2], "cost_usd": 0.001}
+            for i in range(300)]
+    if newline_in_id:  # ids travel back joined by newlines unless one holds a newline
+        rows[4]["id"] = "two\nlines"
+    cur = write_rows(tmp_path / "c.jsonl", rows, ["{not json"])
+    base = write_rows(tmp_path / "b.jsonl", rows[::-1] + [{"id": "c1", "score": 0.5}])
+    sequential = [load_table(cur), load_table(base)]
+    monkeypatch.setattr(load_mod, "_PARALLEL_MIN_BYTES", 0)
+    spawned = []
+    real = load_mod.multiprocessing.get_context
+
+    def spy(method: str) -> object:
+        spawned.append(method)
+        return real(method)
+
+    monkeypatch.setattr(load_mod.multiprocessing, "get_context", spy)
+    parallel = load_tables([cur, base])
+    assert spawned == ["fork"]
+    for a, b in zip(sequential, parallel, strict=True):
+        _same_tables(a, b)
+    assert parallel[1].ids[0] == "c299" and any("duplicate" in w for w in parallel[1].warnings)
+    assert any("c.jsonl:301" in w for w in parallel[0].warnings)
+
+
+@pytest.mark.skipif(not load_mod._parallel_ok(), reason="the forked reader runs on Linux with 2+ CPUs only")
+def test_forked_reading_raises_the_baselines_own_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cur = write_rows(tmp_path / "c.jsonl", [{"id": "a", "score": 0.5}])
+    base = write_rows(tmp_path / "b.jsonl", [{"id": "a", "score": 0.5}], ["{broken"])
+    monkeypatch.setattr(load_mod, "_PARALLEL_MIN_BYTES", 0)
+    with pytest.raises(InputError) as err:
+        load_tables([cur, base], strict=True)
+    assert err.value.file == base and err.value.line == 2
+    missing = str(tmp_path / "nope.jsonl")
+    with pytest.raises(InputError, match="file not found"):
+        load_tables([cur, missing])
