@@ -23,7 +23,7 @@ _LAZY = {
     "describe_ungrounded": "._evidence",
     "threshold_warning": "._gold",
     **dict.fromkeys(("discover_gold_cases", "gold_results_json", "single_gold_case"), "._gold_dataset"),
-    "build": "._options",  # its option models need pydantic: loaded when a suite is built, not on import
+    "build": "._plugins",  # its option models need pydantic: loaded when a suite is built, not on import
     **dict.fromkeys(("JudgeOutcome", "ReplyInvalid", "ask_judge"), "._reply"),
     **dict.fromkeys(("PairwiseJudge", "parse_pairwise_reply"), "._pairwise"),
     **dict.fromkeys(("ToolUsed", "TrajectoryCheck", "combine"), "._trajectory"),

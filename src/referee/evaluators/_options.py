@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..errors import OptionError, UserError
-from ._base import Evaluator, lookup, registry
+from ._base import Evaluator
 
 
 def _field_doc(cls: type, name: str) -> str | None:
@@ -120,14 +120,3 @@ def options_json_schema(cls: type[Evaluator]) -> dict[str, Any]:
     schema.pop("title", None)
     return schema
 
-
-def build(name: str, options: dict[str, Any] | None = None, *, where: str = "") -> Evaluator:
-    """Instantiate an evaluator by name with its options, type-checked as a suite file's are
-    (:func:`referee.evaluators._options.build_evaluator`); UserError naming what is wrong."""
-    cls = lookup(name)
-    if cls is None:
-        raise UserError(f"{where}unknown evaluator '{name}' (known: {', '.join(sorted(registry()))})")
-    try:
-        return build_evaluator(cls, dict(options or {}))
-    except UserError as exc:
-        raise UserError(f"{where}evaluator '{name}': {exc}") from exc

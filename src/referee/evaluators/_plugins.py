@@ -1,5 +1,6 @@
-"""Users' own evaluators: registered with ``@register``, by the ``referee.evaluators`` entry point group, or
-named by a dotted path (``package.module:attr``) in a suite file.
+"""Every evaluator by name, in one place: the built-in and ``@register``-ed classes, the ``referee.evaluators``
+entry point group and dotted paths (``package.module:attr``) all resolve here (:func:`resolve`), and every one is
+built the same way (:func:`instantiate`, :func:`build`), from a suite file and from Python alike.
 
 A plugin object may be an :class:`~referee.evaluators._base.Evaluator` subclass (options are its dataclass
 fields), an Evaluator instance, or a function ``fn(case, output, **options) -> bool | float | CheckResult``
@@ -10,11 +11,13 @@ importing referee stays cheap.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
+from ..errors import OptionError, UserError
 from ._base import Evaluator, lookup, registry
+from ._options import build_evaluator
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -92,3 +95,37 @@ def from_function(fn: Callable[..., Any], name: str, options: dict[str, Any]) ->
     from ._functions import function_adapter
 
     return function_adapter(fn, name, options=options, unnamed_pair_refused=True)
+
+
+def instantiate(target: Any, name: str, options: dict[str, Any]) -> Evaluator:
+    """``target`` (what :func:`resolve` found) as an evaluator with ``options``: a class built with its options
+    type-checked, an instance as it is, a function through the one function adapter; OptionError naming each
+    bad option."""
+    if inspect.isclass(target) and issubclass(target, Evaluator):
+        return build_evaluator(target, options)
+    if isinstance(target, Evaluator):
+        if options:
+            raise OptionError("", f"'{name}' is an evaluator instance and takes no options")
+        return target
+    if callable(target):
+        accepted, var_kw = function_option_names(target)
+        unknown = sorted(set(options) - accepted) if not var_kw else []
+        if unknown:
+            raise OptionError.of([(u, f"unknown option (options: {', '.join(sorted(accepted)) or 'none'})")
+                                  for u in unknown])
+        return from_function(target, name, options)
+    raise OptionError("", f"'{name}' is a {type(target).__name__}, not an evaluator class, instance or "
+                          "function")
+
+
+def build(name: str, options: dict[str, Any] | None = None, *, where: str = "") -> Evaluator:
+    """An evaluator by any name a suite file accepts (a built-in or registered class, an entry point, a dotted
+    path) with its options, checked as a suite file's are; UserError naming what is wrong."""
+    try:
+        target = resolve(name)
+    except UserError as exc:
+        raise UserError(f"{where}{exc}") from exc
+    try:
+        return instantiate(target, name, dict(options or {}))
+    except UserError as exc:
+        raise UserError(f"{where}evaluator '{name}': {exc}") from exc

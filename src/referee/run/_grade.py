@@ -396,7 +396,7 @@ async def check_trajectories_async(
     command: list[str] | None = None,
 ) -> EvalResult:
     """:func:`check_trajectories` for async code."""
-    from ..evaluators._options import build
+    from ..evaluators._plugins import build
     from ..evaluators._trajectory import TrajectoryCheck, check_row
     from ..results._manifest import RunManifest
 

@@ -14,7 +14,6 @@ from pydantic import ValidationError
 
 from ..errors import OptionError, UserError
 from ..evaluators._base import CheckResult, Evaluator, lookup, registry
-from ..evaluators._options import build_evaluator
 from ._model import (
     RESERVED_ENTRY_KEYS,
     EntryMeta,
@@ -163,7 +162,7 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
         return None
     options = _resolve_files(options, base, getattr(target, "path_options", frozenset()))
     try:
-        evaluator = _instantiate(target, name, options)
+        evaluator = plugins.instantiate(target, name, options)
     except OptionError as exc:
         for opt, msg in exc.problems:
             sub = tuple(int(x) if x.isdigit() else x for x in opt.split(".")) if opt else ()
@@ -178,22 +177,3 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
                     threshold=meta.threshold, critical=meta.critical, field=meta.field,
                     line=col.line(here))
 
-
-def _instantiate(target: Any, name: str, options: dict[str, Any]) -> Evaluator:
-    from ..evaluators import _plugins as plugins
-
-    if inspect.isclass(target) and issubclass(target, Evaluator):
-        return build_evaluator(target, options)
-    if isinstance(target, Evaluator):
-        if options:
-            raise OptionError("", f"'{name}' is an evaluator instance and takes no options")
-        return target
-    if callable(target):
-        accepted, var_kw = plugins.function_option_names(target)
-        unknown = sorted(set(options) - accepted) if not var_kw else []
-        if unknown:
-            raise OptionError.of([(u, f"unknown option (options: {', '.join(sorted(accepted)) or 'none'})")
-                                  for u in unknown])
-        return plugins.from_function(target, name, options)
-    raise OptionError("", f"'{name}' is a {type(target).__name__}, not an evaluator class, instance or "
-                          "function")
