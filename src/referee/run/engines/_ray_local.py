@@ -95,7 +95,9 @@ def loopback_node() -> Iterator[None]:
     processes it spawns now (they inherit the variable)."""
     consts: Any = None
     with contextlib.suppress(ImportError):
-        import ray._private.ray_constants as consts
+        import ray._private.ray_constants as ray_constants
+
+        consts = ray_constants
     old_env = os.environ.get(_CLUSTER_ENV)
     old = getattr(consts, "ENABLE_RAY_CLUSTER", None)
     os.environ[_CLUSTER_ENV] = "0"
