@@ -3,9 +3,7 @@ serves another test's module) and a small HTTP service on 127.0.0.1."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +11,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+
+from tests.support.http import RawServer
 
 
 @pytest.fixture(autouse=True)
@@ -33,52 +33,23 @@ def user_module(tmp_path: Path) -> Callable[[str], str]:
     return write
 
 
-class Service:
-    """An HTTP service under test: ``handler(body) -> (status, reply)`` decides each answer."""
+class Service(RawServer):
+    """An HTTP service under test: ``handler(body) -> (status, reply)`` decides each answer; ``requests`` holds
+    each request's body, headers and path."""
 
     def __init__(self, handler: Callable[[Any], tuple[int, Any]]) -> None:
-        self.handler = handler
-        self.requests: list[Any] = []
-        self.port = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._ready = threading.Event()
+        super().__init__(self._answer)
+        self.answer = handler
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        return await self._answer(self, request)
+
+    async def _answer(self, _srv: RawServer, request: web.Request) -> web.StreamResponse:
         body = await request.json() if request.can_read_body else None
         self.requests.append({"body": body, "headers": dict(request.headers), "path": request.path_qs})
-        status, reply = self.handler(body)
+        status, reply = self.answer(body)
         text = reply if isinstance(reply, str) else json.dumps(reply)
         return web.Response(status=status, text=text, content_type="application/json")
-
-    def start(self) -> Service:
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            app = web.Application()
-            app.router.add_route("*", "/{tail:.*}", self._handle)
-            runner = web.AppRunner(app, access_log=None)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            server = site._server
-            assert server is not None
-            self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-            self._ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        threading.Thread(target=run, daemon=True).start()
-        assert self._ready.wait(10)
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
 
 @pytest.fixture
