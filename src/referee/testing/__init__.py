@@ -1,6 +1,8 @@
 """Test helpers shipped with referee: the fake provider and a local server speaking the real wire formats.
 
-``python -m referee.testing --latency 0.2`` runs the fake server standalone (``bench/`` uses it). The server
+``python -m referee.testing --latency 0.2`` runs the fake server standalone (``bench/`` uses it);
+``python -m referee.testing --standin`` serves the stand-in judge and model (to try referee without a key;
+``--provider standin`` is the same without a server). The server
 module is imported lazily so that this entry point does not import it twice (runpy's RuntimeWarning).
 """
 
@@ -12,11 +14,11 @@ from ..providers._fake import FakeProvider
 from ._compare import rows_without_timings
 
 if TYPE_CHECKING:
-    from ._responders import instance_for_schema, schema_responder
+    from ._responders import instance_for_schema, schema_responder, standin_judge, standin_responder
     from ._server import BatchPlan, FakeLLMServer, Reply, WireRequest, default_responder
 
 _SERVER_NAMES = ("BatchPlan", "FakeLLMServer", "Reply", "WireRequest", "default_responder")
-_RESPONDER_NAMES = ("instance_for_schema", "schema_responder")
+_RESPONDER_NAMES = ("instance_for_schema", "schema_responder", "standin_judge", "standin_responder")
 
 
 def __getattr__(name: str) -> Any:
@@ -41,4 +43,6 @@ __all__ = [
     "instance_for_schema",
     "rows_without_timings",
     "schema_responder",
+    "standin_judge",
+    "standin_responder",
 ]
