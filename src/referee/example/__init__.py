@@ -19,7 +19,12 @@ from typing import Protocol, cast
 
 import click
 
-__all__ = ["DATA", "STANDIN_NOTICE", "STANDIN_PROVIDER", "ExampleContext", "Step", "prepare", "steps"]
+from ._scaffold import FILES as INIT_FILES
+from ._scaffold import SWITCH as INIT_SWITCH
+from ._scaffold import scaffold
+
+__all__ = ["DATA", "INIT_FILES", "INIT_SWITCH", "STANDIN_NOTICE", "STANDIN_PROVIDER", "ExampleContext", "Step",
+           "prepare", "scaffold", "steps"]
 
 DATA = Path(__file__).parent / "data"
 

@@ -2,7 +2,8 @@
 
 **The stand-in judge** reads the judged text and the reference out of the prompt's delimited blocks (referee's
 ``<output-NONCE>`` blocks, or a user template's own ``<answer>`` / ``<policy>`` tags), scores by token overlap
-with the reference (token F1 over content words), gives 0 to refusals and "I don't know" answers, halves the score
+with the reference (token F1 over content words), gives 0 to refusals and "I don't know" answers, at most 0.3 to an answer
+that gives another number where the reference gives one, halves the score
 of an answer far too short or too long for its reference, and replies in exactly the shape the request's schema
 asks for (template, rubric with quotes copied from the judged text, pairwise, gold, criteria judges, red team).
 Every rationale says "stand-in judge". Same request, same verdict.
@@ -103,6 +104,10 @@ def token_f1(candidate: str, reference: str) -> float:
     return 2 * p * rec / (p + rec)
 
 
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"\d+(?:\.\d+)?", text.replace(",", "")))
+
+
 def is_refusal(text: str) -> bool:
     """A refusal or an "I don't know"-style answer (short texts only: a long answer that mentions one is judged
     on its content)."""
@@ -140,6 +145,10 @@ def grade_text(judged: str, reference: str | None, question: str | None = None, 
         score = min(1.0, f1 / 0.6)
         why = f"{LABEL}: token overlap {f1:.2f} with the reference (score {score:.2f})"
         m = len(tokens(reference))
+        wrong, missing = sorted(_numbers(judged) - _numbers(reference)), sorted(_numbers(reference) - _numbers(judged))
+        if wrong and missing:  # another number where the reference gives one: the classic wrong answer
+            score = min(score, 0.3)
+            why += f"; gives {', '.join(wrong)} where the reference says {', '.join(missing)}: at most 0.30"
         if n < max(2, m // 4) or n > 6 * m + 20:
             score /= 2
             why += f"; {n} words against the reference's {m}: halved to {score:.2f}"

@@ -14,11 +14,13 @@ from ..providers._fake import FakeProvider
 from ._compare import rows_without_timings
 
 if TYPE_CHECKING:
-    from ._responders import instance_for_schema, schema_responder, standin_judge, standin_responder
+    from ._responders import instance_for_schema, schema_responder
     from ._server import BatchPlan, FakeLLMServer, Reply, WireRequest, default_responder
+    from ._standin import standin_judge, standin_responder
 
 _SERVER_NAMES = ("BatchPlan", "FakeLLMServer", "Reply", "WireRequest", "default_responder")
-_RESPONDER_NAMES = ("instance_for_schema", "schema_responder", "standin_judge", "standin_responder")
+_RESPONDER_NAMES = ("instance_for_schema", "schema_responder")
+_STANDIN_NAMES = ("standin_judge", "standin_responder")
 
 
 def __getattr__(name: str) -> Any:
@@ -30,6 +32,10 @@ def __getattr__(name: str) -> Any:
         from . import _responders as responders
 
         return getattr(responders, name)
+    if name in _STANDIN_NAMES:
+        from . import _standin as standin
+
+        return getattr(standin, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

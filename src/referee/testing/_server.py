@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.standin or args.standin_model or args.replies:
         from ..errors import UserError
         from ..providers._standin import load_replies
-        from ._responders import standin_responder
+        from ._standin import standin_responder
 
         try:
             replies = load_replies(args.replies) if args.replies else {}
