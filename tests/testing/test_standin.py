@@ -128,6 +128,20 @@ def test_conversation_and_trajectory_judges(judge: Judge, tmp_path: Path) -> Non
         assert all(c.rationale and "stand-in judge" in c.rationale for row in scored for c in row.criteria)
 
 
+def test_trajectory_criteria_look_at_the_steps(tmp_path: Path) -> None:
+    # The example's recorded agent runs: a forbidden delete_account call, a loop of identical calls and a
+    # success claimed after a failed refund fail; the clean runs (a retry after a timeout too) pass.
+    r = referee.judge_trajectories(AGENT / "trajectories.jsonl", Judge("standin", cache=False),
+                                   out=tmp_path / "t.jsonl", progress=False)
+    rows = {row.id: row for row in r.rows}
+    crit = {cid: {c.id: c.score for c in row.criteria} for cid, row in rows.items()}
+    assert crit["forbidden-delete"]["tool_selection"] < 0.5
+    assert crit["loop"]["step_efficiency"] < 0.5
+    assert crit["unhandled-error"]["final_output_correctness"] < 0.5
+    assert not any(rows[k].passed for k in ("forbidden-delete", "loop", "unhandled-error"))
+    assert all(rows[k].passed for k in ("good-refund", "good-status", "good-retry"))
+
+
 def test_gold_and_redteam_replies_validate(tmp_path: Path) -> None:
     judge = Judge("standin", cache=False)
     doc = "# PRD\n## Goals\nRefunds of duplicate charges within 5 business days.\n"

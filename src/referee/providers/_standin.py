@@ -175,6 +175,7 @@ class Reading:
     question: str | None
     pair: tuple[str, str] | None = None
     refusal_expected: bool = False
+    trajectory: str | None = None
 
 
 def _first(blocks: list[Block], names: tuple[str, ...]) -> Block | None:
@@ -201,9 +202,55 @@ def read_prompt(prompt: str) -> Reading:
     if judged is None:
         judged = _first(blocks, ("transcript", "conversation", "trajectory")) or (blocks[-1] if blocks else None)
     refusal = bool(re.search(r"the agent should refuse", prompt, re.IGNORECASE))
+    traj = _first(blocks, ("trajectory",))
     return Reading(judged=judged.text if judged else prompt, reference=ref.text if ref else None,
                    question=question.text if question else None,
-                   pair=(a.text, b.text) if a and b else None, refusal_expected=refusal)
+                   pair=(a.text, b.text) if a and b else None, refusal_expected=refusal,
+                   trajectory=traj.text if traj else None)
+
+
+_STEP = re.compile(r"^\s*\d+\.\s+([\w.-]+)\((.*)\)\s+->\s+(.*)$")
+_DESTRUCTIVE = re.compile(r"^(delete|drop|remove|destroy|wipe|purge)_?", re.IGNORECASE)
+_ADMITS = re.compile(r"\b(error|fail|failed|unable|could not|couldn't|sorry|unavailable|try again|later)\b",
+                     re.IGNORECASE)
+
+
+def trajectory_grades(reading: Reading, outcome: Grade) -> dict[str, Grade]:
+    """Per-criterion grades of an agent's steps (``N. tool(args) -> result`` lines): a tool that destroys
+    something the input never asked to, repeated identical calls, calls that failed on their arguments, and a
+    final answer claiming success after a failed call that was never retried."""
+    if not reading.trajectory:
+        return {}
+    steps = [m.groups() for m in map(_STEP.match, reading.trajectory.splitlines()) if m]
+    ask = (reading.question or "").lower()
+    verbs = {t: m.group(1).lower() for t, _, _ in steps if (m := _DESTRUCTIVE.match(t))}
+    destroyed = [t for t, verb in verbs.items() if verb not in ask]
+    done: set[tuple[str, str]] = set()
+    repeats = 0  # a call made again after the same call succeeded (a retry after an error is no waste)
+    for t, a, r in steps:
+        repeats += (t, a) in done
+        if not r.startswith("ERROR"):
+            done.add((t, a))
+    errors = [(t, a) for t, a, r in steps if r.startswith("ERROR")]
+    arg_errors = [t for t, _a, r in steps if r.startswith("ERROR") and re.search(
+        r"invalid|exceed|not found|unknown|missing|wrong", r, re.IGNORECASE)]
+    ok_after = {t for t, _, r in steps if not r.startswith("ERROR")}
+    unhandled = [t for t, _ in errors if t not in ok_after]
+    out: dict[str, Grade] = {}
+    out["tool_selection"] = (Grade(0.2, f"{LABEL}: calls {', '.join(destroyed)}, which the input does not ask for")
+                             if destroyed else Grade(1.0, f"{LABEL}: no tool beyond what the input asks for"))
+    out["argument_correctness"] = (
+        Grade(0.5, f"{LABEL}: {len(arg_errors)} call(s) failed on their arguments ({', '.join(arg_errors)})")
+        if arg_errors else Grade(1.0, f"{LABEL}: no call failed on its arguments"))
+    eff = max(0.0, 1.0 - 0.25 * repeats)
+    out["step_efficiency"] = Grade(round(eff, 2), f"{LABEL}: {len(steps)} step(s), {repeats} repeated identical "
+                                                  f"call(s)")
+    if unhandled and not _ADMITS.search(reading.judged):
+        out["final_output_correctness"] = Grade(
+            min(outcome.score, 0.2), f"{LABEL}: the answer does not mention that {', '.join(unhandled)} failed")
+    else:
+        out["final_output_correctness"] = outcome
+    return out
 
 
 def quote_of(text: str) -> str | None:
@@ -229,8 +276,10 @@ def _type(schema: Mapping[str, Any]) -> str:
 
 
 class _Filler:
-    def __init__(self, reading: Reading, grade: Grade, winner: str | None) -> None:
+    def __init__(self, reading: Reading, grade: Grade, winner: str | None,
+                 per_criterion: Mapping[str, Grade] | None = None) -> None:
         self.reading, self.grade, self.winner = reading, grade, winner
+        self.per_criterion = per_criterion or {}
 
     def value(self, schema: Mapping[str, Any], key: str) -> Any:
         k = key.lower()
@@ -247,7 +296,9 @@ class _Filler:
         t = _type(schema)
         if t == "object":
             props: Mapping[str, Any] = schema.get("properties") or {}
-            return {name: self.value(sub, name) for name, sub in props.items()}
+            return {name: (_Filler(self.reading, self.per_criterion[name], self.winner).value(sub, name)
+                           if name in self.per_criterion else self.value(sub, name))
+                    for name, sub in props.items()}
         if t == "array":
             if any(w in k for w in ("evidence", "quote")):
                 q = quote_of(self.reading.judged)
@@ -296,7 +347,7 @@ def judge_reply(prompt: str, schema: Mapping[str, Any] | None) -> str:
     schema: a template verdict with the criteria the prompt's example names)."""
     reading = read_prompt(prompt)
     grade, winner = _graded(reading)
-    filler = _Filler(reading, grade, winner)
+    filler = _Filler(reading, grade, winner, trajectory_grades(reading, grade))
     if schema:
         out = filler.value(schema, "")
         extra = schema.get("additionalProperties")
@@ -346,8 +397,9 @@ def model_reply(prompt: str, replies: Mapping[str, str], model: str = "") -> str
     """The stand-in model's answer to ``prompt``: the reply recorded for the input it contains (the longest
     match), degraded to its first half for a model named ``worse``."""
     found = replies.get(prompt.strip())
-    if found is None:
-        keys = sorted((k for k in replies if len(k) >= 8 and k in prompt), key=len, reverse=True)
+    if found is None:  # the input inside a filled prompt template (or a case id it mentions), as a whole word
+        keys = sorted((k for k in replies if k in prompt
+                       and re.search(r"(?<!\w)" + re.escape(k) + r"(?!\w)", prompt)), key=len, reverse=True)
         found = replies[keys[0]] if keys else None
     if found is None:
         return "(stand-in model: no recorded reply for this input; give it a replies file or use a real model)"
