@@ -23,7 +23,7 @@ from ._scaffold import FILES as INIT_FILES
 from ._scaffold import SWITCH as INIT_SWITCH
 from ._scaffold import scaffold
 
-__all__ = ["DATA", "INIT_FILES", "INIT_SWITCH", "STANDIN_NOTICE", "STANDIN_PROVIDER", "ExampleContext", "Step",
+__all__ = ["DATA", "ExampleContext", "INIT_FILES", "INIT_SWITCH", "STANDIN_NOTICE", "STANDIN_PROVIDER", "Step",
            "prepare", "scaffold", "steps"]
 
 DATA = Path(__file__).parent / "data"

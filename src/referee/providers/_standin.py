@@ -18,6 +18,7 @@ Both run in this process as ``--provider standin`` (no server, no key), and over
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -30,6 +31,8 @@ from ..errors import UserError
 from ._base import Completion, JudgeRequest, Provider
 
 LABEL = "stand-in judge"
+RULES = "1"
+"""The version of the stand-in's rules, part of its cache identity: a cached verdict of older rules is not reused."""
 REPLIES_ENV = "REFEREE_STANDIN_REPLIES"
 """A replies file for the stand-in model when ``--provider standin`` is used as a target."""
 
@@ -336,9 +339,9 @@ def _graded(reading: Reading) -> tuple[Grade, str | None]:
     if abs(g1.score - g2.score) < 0.05:
         return Grade(0.5, f"{LABEL}: the responses score alike ({g1.score:.2f} and {g2.score:.2f})"), "tie"
     first = g1.score > g2.score
+    basis = "is closer to the reference" if reading.reference is not None else "takes up more of the question"
     return (Grade(1.0 if first else 0.0,
-                  f"{LABEL}: response {'1' if first else '2'} is closer to the reference "
-                  f"({g1.score:.2f} against {g2.score:.2f})"),
+                  f"{LABEL}: response {'1' if first else '2'} {basis} ({g1.score:.2f} against {g2.score:.2f})"),
             "response_1" if first else "response_2")
 
 
@@ -435,6 +438,11 @@ class StandinProvider(Provider):
         replies = base_url if base_url and not base_url.startswith(("http://", "https://")) else \
             os.environ.get(REPLIES_ENV)
         self._replies = load_replies(replies) if replies else {}
+
+    def describe(self) -> dict[str, Any]:
+        # The replies are part of the model's identity: another file must not be served from the cache.
+        digest = hashlib.sha256(json.dumps(sorted(self._replies.items())).encode()).hexdigest()[:16]
+        return {**super().describe(), "standin_rules": RULES, "replies": digest if self._replies else None}
 
     async def complete(self, request: JudgeRequest) -> Completion:
         user = "\n".join(m.content for m in request.messages if m.role == "user")

@@ -11,7 +11,9 @@ Shipped in the package so users can test their own judge setups without a networ
         srv.script(Reply(status=429, retry_after="0"), Reply(text='{"overall_score": 1}'))
         # point a provider at srv.openai_base_url, srv.url (Anthropic / Gemini base URL)
 
-Run standalone (used by ``bench/``): ``python -m referee.testing --latency 0.2`` (prints its URL).
+Run standalone (used by ``bench/``): ``python -m referee.testing --latency 0.2`` (prints its URL);
+``--standin`` serves the stand-in judge and model (``testing/_standin.py``: verdicts from token overlap with the
+reference, labelled as the stand-in's; not a model).
 """
 
 from __future__ import annotations
