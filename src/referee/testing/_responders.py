@@ -87,4 +87,3 @@ def schema_responder(req: WireRequest) -> str:
     if not schema:
         return default_responder(req)
     return json.dumps(instance_for_schema(schema, req.last_user_text))
-
