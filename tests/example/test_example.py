@@ -14,7 +14,8 @@ from referee.view import build_app
 
 def test_example_without_a_judge_skips_only_model_graded_steps(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli(["example", "--dir", str(tmp_path / "ex")])
+    # --no-standin: no judge at all (by default the stand-in judge grades, tests/example/test_standin_steps.py).
+    code = cli(["example", "--dir", str(tmp_path / "ex"), "--no-standin"])
     out = capsys.readouterr()
     assert code == 0, out.err
     text = out.out + out.err

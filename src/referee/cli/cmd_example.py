@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..example import ExampleContext, prepare, steps
+from ..example import STANDIN_NOTICE, STANDIN_PROVIDER, ExampleContext, prepare, steps
 from ._common import judge_configured
 
 
@@ -17,11 +17,15 @@ from ._common import judge_configured
 @click.option("--provider", default=None, help="Judge provider for the model-graded steps (see referee judge).")
 @click.option("--model", default=None)
 @click.option("--base-url", default=None)
-def command(workdir: str, provider: str | None, model: str | None, base_url: str | None) -> int:
+@click.option("--standin/--no-standin", default=True, show_default=True,
+              help="Without a configured judge, grade with the local stand-in judge (--provider standin: token "
+                   "overlap with the reference, not a model); --no-standin skips the model-graded steps instead.")
+def command(workdir: str, provider: str | None, model: str | None, base_url: str | None, standin: bool) -> int:
     """Run the built-in example: a support agent before and after a prompt change, evaluated end to end.
 
-    Model-graded steps run when a judge is configured (an API key in the environment, REFEREE_PROVIDER, or
-    --provider/--base-url); otherwise they are skipped with instructions and everything else still runs.
+    Model-graded steps use the configured judge (an API key in the environment, REFEREE_PROVIDER, or
+    --provider/--base-url); without one, the local stand-in judge grades them (no key, no network), or with
+    --no-standin they are skipped with instructions. Everything else runs either way.
     """
     target = Path(workdir)
     prepare(target)
@@ -34,9 +38,15 @@ def command(workdir: str, provider: str | None, model: str | None, base_url: str
         judge_args += ["--base-url", base_url]
     from . import cli
 
-    ctx = ExampleContext(dir=target, judge=judge_configured(provider) or base_url is not None,
-                         judge_args=judge_args, run_cli=cli)
+    configured = judge_configured(provider) or base_url is not None
+    use_standin = standin and not configured
+    if use_standin:
+        judge_args = ["--provider", STANDIN_PROVIDER]
+    ctx = ExampleContext(dir=target, judge=configured or use_standin, judge_args=judge_args, run_cli=cli,
+                         standin=use_standin)
     click.echo(f"referee example: files in {target}/")
+    if use_standin:
+        click.echo(click.style(STANDIN_NOTICE, fg="yellow"))
     outcomes = []
     for _name, mod in steps():
         click.echo("")

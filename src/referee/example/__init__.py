@@ -2,8 +2,9 @@
 
 ``referee example`` copies the example files into a work folder and runs each step through the real CLI.
 Steps live in ``step_<NN>_<name>.py`` modules (run in name order), each exposing ``TITLE`` and
-``run(ctx) -> str | None`` (a one-line outcome). Model-graded steps run only when a judge is configured;
-otherwise they say how to configure one and the rest still runs.
+``run(ctx) -> str | None`` (a one-line outcome). Model-graded steps use the configured judge; without one,
+the local stand-in judge (``--provider standin``, not a model) grades them, or with ``--no-standin`` they say how
+to configure one and the rest still runs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from typing import Protocol, cast
 
 import click
 
-__all__ = ["DATA", "ExampleContext", "Step", "prepare", "steps"]
+from ._scaffold import FILES as INIT_FILES
+from ._scaffold import SWITCH as INIT_SWITCH
+from ._scaffold import scaffold
+
+__all__ = ["DATA", "ExampleContext", "INIT_FILES", "INIT_SWITCH", "STANDIN_NOTICE", "STANDIN_PROVIDER", "Step",
+           "prepare", "scaffold", "steps"]
 
 DATA = Path(__file__).parent / "data"
 
@@ -32,6 +38,18 @@ HOW_TO_CONFIGURE = (
     "  export REFEREE_PROVIDER=openai REFEREE_BASE_URL=http://localhost:8000/v1 REFEREE_MODEL=<m>\n"
     "                                                      (vLLM, LM Studio, llama.cpp server, any gateway)"
     "\n  export REFEREE_PROVIDER=azure|bedrock|vertex ...     (Azure OpenAI, AWS Bedrock, Vertex AI: docs/scale.md)"
+)
+
+STANDIN_PROVIDER = "standin"
+STANDIN_NOTICE = (
+    "No judge is configured, so the model-graded steps use the local STAND-IN judge (--provider standin): it is\n"
+    "not a model. Its verdicts come from token overlap with each case's reference (0 for refusals and \"I don't\n"
+    "know\"), and every rationale says \"stand-in judge\". To grade with a real model, set a provider's key and\n"
+    "run again, for example\n"
+    "  export ANTHROPIC_API_KEY=...                        (Anthropic)\n"
+    "  export OPENAI_API_KEY=...; export REFEREE_PROVIDER=openai     (OpenAI)\n"
+    "  export REFEREE_PROVIDER=ollama REFEREE_MODEL=llama3.1          (a local Ollama)\n"
+    "or pass --provider/--model/--base-url (see docs/judge.md); --no-standin skips the model-graded steps instead."
 )
 
 
@@ -49,6 +67,8 @@ class ExampleContext:
     run_cli: Callable[[list[str]], int] | None = None
     """Runs one ``referee`` command line and returns its exit code: ``referee.cli.cli``, given by the command
     that runs the example (the example sits below the CLI and does not import it)."""
+    standin: bool = False
+    """Whether the judge is the local stand-in (no key configured)."""
     _told_how: bool = False
 
     def judge_skipped(self, what: str) -> None:

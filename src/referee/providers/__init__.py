@@ -3,7 +3,8 @@
 ``openai`` (chat completions) serves OpenAI and any compatible server by ``base_url`` (vLLM, Ollama,
 LM Studio, llama.cpp); ``anthropic`` (Messages) and ``gemini`` (generateContent) have their own. The clouds reuse
 them at other endpoints: ``azure`` (OpenAI wire format at a deployment), ``vertex`` (Gemini wire format, Google
-Cloud credentials); ``bedrock`` speaks AWS's Converse API. All speak HTTP through aiohttp; no SDK is required
+Cloud credentials); ``bedrock`` speaks AWS's Converse API. ``standin`` is no model: the local stand-in judge and model, to try
+referee without a key (verdicts from token overlap with the reference, labelled as the stand-in's). All speak HTTP through aiohttp; no SDK is required
 (the clouds' sign-in libraries are extras: ``azure``, ``vertex``, ``bedrock``).
 """
 
@@ -46,6 +47,7 @@ _BUILTIN = {
     "azure": "referee.providers._azure:AzureOpenAIProvider",
     "bedrock": "referee.providers._bedrock:BedrockProvider",
     "vertex": "referee.providers._vertex:VertexProvider",
+    "standin": "referee.providers._standin:StandinProvider",
     **{name: "referee.providers._openai_compat:OpenAICompatProvider" for name in LOCAL_SERVERS},
 }
 _REGISTERED: dict[str, type[Provider] | Callable[[], type[Provider]]] = {}

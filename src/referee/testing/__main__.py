@@ -1,4 +1,5 @@
-"""``python -m referee.testing [--port P] [--latency S]``: run the fake LLM server standalone."""
+"""``python -m referee.testing [--port P] [--latency S] [--standin [--replies FILE]]``: run the local LLM server
+standalone (``--standin``: the stand-in judge and model, to try referee without a key)."""
 
 from ._server import main
 

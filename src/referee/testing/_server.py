@@ -11,7 +11,9 @@ Shipped in the package so users can test their own judge setups without a networ
         srv.script(Reply(status=429, retry_after="0"), Reply(text='{"overall_score": 1}'))
         # point a provider at srv.openai_base_url, srv.url (Anthropic / Gemini base URL)
 
-Run standalone (used by ``bench/``): ``python -m referee.testing --latency 0.2`` (prints its URL).
+Run standalone (used by ``bench/``): ``python -m referee.testing --latency 0.2`` (prints its URL);
+``--standin`` serves the stand-in judge and model (``testing/_standin.py``: verdicts from token overlap with the
+reference, labelled as the stand-in's; not a model).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -308,6 +311,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
     ap.add_argument("--fast", action="store_true",
                     help="OpenAI chat completions only, fixed verdict, minimal CPU per request (benchmarks)")
+    ap.add_argument("--standin", action="store_true",
+                    help="serve the stand-in judge (verdicts from token overlap with the reference, 0 for refusals, "
+                         "labelled 'stand-in judge'; not a model) and answer other prompts as the stand-in model")
+    ap.add_argument("--standin-model", action="store_true",
+                    help="answer every request as the stand-in model: the recorded reply from --replies")
+    ap.add_argument("--replies", default=None, metavar="FILE",
+                    help="JSONL of {input (or id), output}: the stand-in model's answers")
     args = ap.parse_args(argv)
     if args.fast:
         from ._fastserver import serve
@@ -317,8 +327,23 @@ def main(argv: list[str] | None = None) -> None:
         except KeyboardInterrupt:
             pass
         return
-    srv = FakeLLMServer(latency=args.latency, port=args.port, record=False).start()
+    responder: Responder | None = None
+    if args.standin or args.standin_model or args.replies:
+        from ..errors import UserError
+        from ..providers._standin import load_replies
+        from ._standin import standin_responder
+
+        try:
+            replies = load_replies(args.replies) if args.replies else {}
+        except UserError as exc:
+            ap.error(str(exc))
+        responder = standin_responder(replies, model_only=args.standin_model)
+    srv = FakeLLMServer(responder, latency=args.latency, port=args.port, record=False).start()
     print(srv.url, flush=True)
+    if responder is not None:
+        print(f"stand-in judge and model (not a model: token overlap with the reference), OpenAI-compatible at "
+              f"{srv.openai_base_url}: --provider openai --base-url {srv.openai_base_url} --model standin; "
+              "for a real judge, set a provider's key instead (see docs/judge.md)", file=sys.stderr, flush=True)
     try:
         while True:
             time.sleep(3600)
