@@ -83,6 +83,15 @@ def test_types_int_for_float_is_accepted_bool_is_not_an_int() -> None:
     assert "wrong type for 'alerts': int, expected boolean" in grade({"city": "SF", "alerts": 1}).reason
 
 
+def test_strings_deeper_than_one_level_are_compared_exactly_as_bfcl_does() -> None:
+    docs = [{"name": "deal", "parameters": {"type": "dict", "required": ["hands"], "properties": {
+        "hands": {"type": "array", "items": {"type": "array"}}, "names": {"type": "array", "items": {"type": "string"}}}}}]
+    exp = [{"deal": {"hands": [[["Ace", "King"]]], "names": [["Ann Lee"], ""]}}]
+    assert match_tool_calls([{"deal": {"hands": [["Ace", "King"]], "names": ["ann-lee"]}}], exp, docs).passed
+    r = match_tool_calls([{"deal": {"hands": [["ace", "king"]]}}], exp, docs)
+    assert not r.passed and "argument 'hands'" in r.reason
+
+
 def test_nested_lists_and_dicts() -> None:
     assert grade({"city": "SF", "hours": [6, 12]}).passed
     assert "argument 'hours'" in grade({"city": "SF", "hours": [12, 6]}).reason  # order matters in a list

@@ -48,14 +48,17 @@ def standardize(text: str) -> str:
 
 
 def _std(value: Any) -> Any:
-    """``value`` with every string in it standardised (at every depth)."""
+    """``value`` standardised as BFCL compares it: a string, or the strings directly inside a list (deeper ones,
+    as in a list of lists, are compared exactly, as BFCL compares them)."""
     if isinstance(value, str):
         return standardize(value)
     if isinstance(value, list):
-        return [_std(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _std(v) for k, v in value.items()}
+        return [standardize(v) if isinstance(v, str) else v for v in value]
     return value
+
+
+def _one(value: Any) -> Any:
+    return standardize(value) if isinstance(value, str) else value
 
 
 def _shown(possible: Sequence[Any]) -> str:
@@ -101,7 +104,7 @@ def _dict_value(param: str, value: dict[str, Any], possible: Sequence[Any]) -> s
                 why = f"argument '{param}': unexpected key '{key}'"
                 break
             options = answer[key] if isinstance(answer[key], list) else [answer[key]]
-            if _std(v) not in [_std(o) for o in options]:
+            if _one(v) not in [_one(o) for o in options]:
                 why = f"argument '{param}': key '{key}': {v!r} is not one of {_shown(options)}"
                 break
         if not why:
