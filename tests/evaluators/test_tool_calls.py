@@ -152,6 +152,9 @@ def test_arguments_that_are_not_json_are_a_failed_match() -> None:
     assert r.score == 0.0 and "call 1 get_weather: arguments are not JSON" in r.reason
     r = match_tool_calls([{"function": {"name": "get_weather", "arguments": "[1]"}}], EXPECTED, WEATHER)
     assert "arguments must be a JSON object, got list" in r.reason
+    deep = "[" * 5000 + "]" * 5000  # parses, but nested past the bound every read of users' JSON keeps
+    assert "arguments refused" in match_tool_calls([{"name": "get_weather", "arguments": deep}], EXPECTED).reason
+    assert "tool calls refused" in match_tool_calls(deep, [], category="irrelevance").reason
     ok = match_tool_calls([{"function": {"name": "get_weather", "arguments": '{"city": "SF"}'}}], EXPECTED, WEATHER)
     assert ok.passed  # OpenAI's shape, arguments as JSON text
 
@@ -207,6 +210,32 @@ def test_calls_from_a_tool_loop_the_output_or_a_field(tmp_path: Path) -> None:
     assert rows["field"].score == 0.0 and "'Paris' is not one of" in (rows["field"].rationale or "")
     assert rows["text"].score == 0.0 and "expected 1 call, got 0" in (rows["text"].rationale or "")
     assert rows["nothing"].status == "unscored" and rows["nothing"].score is None
+
+
+def test_a_model_targets_tool_loop_through_the_local_server(fake_server: Any) -> None:
+    from referee.targets import generate_outputs
+    from referee.testing import Reply
+
+    tools = [{"name": "lookup_order", "parameters": {"type": "object", "required": ["order_id"],
+                                                      "properties": {"order_id": {"type": "string"}}}}]
+    expected = [{"lookup_order": {"order_id": ["A1"]}}, {"lookup_order": {"order_id": ["B2"]}}]
+    spec = {"id": "agent", "provider": "openai", "model": "m", "base_url": fake_server.openai_base_url,
+            "template": "{input}", "tools": tools}
+    evaluator = referee.evaluators.build("tool_calls", {"expected": expected, "functions": tools})
+    fake_server.script(Reply(tool_calls=[{"name": "lookup_order", "arguments": {"order_id": "b-2"}},
+                                         {"name": "lookup_order", "arguments": {"order_id": "a1"}}]),
+                       Reply(text="Both shipped."))
+    [(case, gen)] = generate_outputs(spec, [{"id": "o", "input": "Orders A1 and B2?"}])
+    assert gen.error is None
+    r = evaluator.evaluate(case, case.output)
+    assert r.passed and r.score == 1.0, r.reason
+    # The model writes arguments that are not JSON: the loop keeps the text, the match fails naming the call.
+    fake_server.script(Reply(tool_calls=[{"name": "lookup_order", "arguments": {"order_id": "A1"}},
+                                         {"name": "lookup_order", "arguments": "{order_id: B2"}]),
+                       Reply(text="One shipped."))
+    [(case, gen)] = generate_outputs(spec, [{"id": "o2", "input": "Where are orders A1 and B2?"}])
+    r = evaluator.evaluate(case, case.output)
+    assert r.score == 0.0 and "call 2 lookup_order" in r.reason and "arguments are not JSON" in r.reason, r.reason
 
 
 def test_suite_options_are_validated() -> None:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from .._util import _data
 from ..cases._case import Case
 from ..errors import OptionError
 from ..trajectories import TrajectoryError, trajectory_of
@@ -223,11 +224,13 @@ def _parse_args(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
         return {}, None
     value = raw
     if isinstance(raw, str):
+        shown = raw if len(raw) <= 60 else raw[:60] + "..."
         try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            shown = raw if len(raw) <= 60 else raw[:60] + "..."
-            return None, f"arguments are not JSON ({getattr(exc, 'msg', exc)}): {shown!r}"
+            value = _data.loads(raw)
+        except _data.UnsafeData as exc:  # parses, but too deep or with numbers too large to use
+            return None, f"arguments refused ({exc}): {shown!r}"
+        except json.JSONDecodeError as exc:
+            return None, f"arguments are not JSON ({exc.msg}): {shown!r}"
     if not isinstance(value, dict):
         return None, f"arguments must be a JSON object, got {_word(value)}"
     return value, None
@@ -258,9 +261,11 @@ def _one_call(raw: Any, i: int) -> _Call:
 def _calls(actual: Any) -> list[_Call]:
     if isinstance(actual, str):
         try:
-            actual = json.loads(actual)
-        except ValueError:
-            return []  # a text answer: no call
+            actual = _data.loads(actual)
+        except _data.UnsafeData as exc:
+            raise ValueError(f"tool calls refused: {exc}") from None
+        except json.JSONDecodeError:  # a text answer: no call
+            return []
     if isinstance(actual, dict):
         if "tool_calls" not in actual:
             actual = [actual]
@@ -505,7 +510,7 @@ class ToolCalls(Evaluator):
             return CheckResult.error(f"{where}case '{case.id}': tool_calls: {exc}")
 
 
-def _output_calls(output: Any) -> list[Any] | None:
+def _output_calls(output: Any) -> Any:
     """The tool calls an output carries (an assistant turn, a list of calls, or their JSON text); None when it
     is an answer without calls."""
     value = output
@@ -514,8 +519,10 @@ def _output_calls(output: Any) -> list[Any] | None:
         if s[:1] not in ("{", "["):
             return None
         try:
-            value = json.loads(s)
-        except ValueError:
+            value = _data.loads(s)
+        except _data.UnsafeData:
+            return s  # graded as calls, and refused there with the reason
+        except json.JSONDecodeError:
             return None
     if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
         return list(value["tool_calls"])
