@@ -27,6 +27,7 @@ _LAZY = {
     **dict.fromkeys(("JudgeOutcome", "ReplyInvalid", "ask_judge"), "._reply"),
     **dict.fromkeys(("PairwiseJudge", "parse_pairwise_reply"), "._pairwise"),
     **dict.fromkeys(("ToolUsed", "TrajectoryCheck", "combine"), "._trajectory"),
+    **dict.fromkeys(("ToolCalls", "match_tool_calls"), "._tool_calls"),
 }
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "RECONCILE_MODES",
     "Reconcile",
     "ReplyInvalid",
+    "ToolCalls",
     "ToolUsed",
     "TrajectoryCheck",
     "ask_judge",
@@ -49,6 +51,7 @@ __all__ = [
     "discover_gold_cases",
     "function_evaluator",
     "gold_results_json",
+    "match_tool_calls",
     "parse_pairwise_reply",
     "register",
     "registry",

@@ -169,7 +169,8 @@ def lookup(name: str) -> type[Evaluator] | None:
     return _REGISTRY.get(name)
 
 
-_BUILTIN_MODULES = ("referee.evaluators.checks", "referee.evaluators._trajectory", "referee.judges")
+_BUILTIN_MODULES = ("referee.evaluators.checks", "referee.evaluators._trajectory", "referee.evaluators._tool_calls",
+                    "referee.judges")
 _loaded = 0
 """How many of ``_BUILTIN_MODULES`` are imported (in order)."""
 

@@ -1,7 +1,7 @@
 """The JSON Schema of suite files, published with the package as ``suite.schema.json`` for editors.
 
 Generated from :class:`~referee.suites._model.SuiteFile` plus the options of every built-in check and of the
-``rubric``, ``pairwise`` and ``gold`` judges, so an editor validates ``regex: {pattern: ...}`` entries too. Names
+``rubric``, ``pairwise`` and ``gold`` judges and the ``tool_calls`` matcher, so an editor validates ``regex: {pattern: ...}`` entries too. Names
 it does not know (trajectory checks, plugins, dotted paths) are accepted with any options; ``referee validate``
 checks those.
 Regenerate with ``python -m referee.suites.schema`` (a test fails when the file is stale).
@@ -20,11 +20,12 @@ SCHEMA_ID = "https://referee.dev/schemas/suite.schema.json"
 
 
 def _entry_schemas() -> list[dict[str, Any]]:
+    from ..evaluators import ToolCalls
     from ..evaluators._base import Evaluator
     from ..evaluators.checks import BUILTIN_CHECKS
     from ..judges import Gold, Pairwise, Rubric
 
-    checks: list[type[Evaluator]] = [*BUILTIN_CHECKS, Rubric, Pairwise, Gold]
+    checks: list[type[Evaluator]] = [*BUILTIN_CHECKS, Rubric, Pairwise, Gold, ToolCalls]
     from ..evaluators._options import options_json_schema, options_model
 
     meta = EntryMeta.model_json_schema()["properties"]
