@@ -435,7 +435,7 @@ def test_agrees_with_bfcl_on_irrelevance() -> None:
 
 
 def test_referee_validate_and_run_a_suite_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.cli_helpers import run_cli
+    from tests.support.cli import run_cli
 
     cases = [{"id": "c1", "input": "weather?", "output": "Sunny.",
               "trajectory": [{"tool": "get_weather", "args": {"city": "SF", "unit": "Celsius"}}]}]
