@@ -47,6 +47,12 @@ _SERVERS_NEEDING_A_MODEL = ("ollama", "vllm", "lmstudio")
 
 
 
+_SUITE_JUDGE_FIELDS = ("provider", "model", "base_url", "max_tokens", "temperature", "seed", "timeout",
+                       "max_retries", "concurrency", "input_price_per_mtok", "output_price_per_mtok")
+"""The settings of a suite's ``judge:`` block that configure its judge (the template and rubric are the
+evaluators')."""
+
+
 @dataclass(frozen=True)
 class Judge:
     """The LLM judge of a run: which provider and model, and how to call it.
@@ -117,6 +123,24 @@ class Judge:
         ``REFEREE_MODEL`` and ``REFEREE_BASE_URL``."""
         return cls(os.environ.get("REFEREE_PROVIDER") or "anthropic", model=os.environ.get("REFEREE_MODEL") or None,
                    base_url=os.environ.get("REFEREE_BASE_URL") or None)
+
+    @classmethod
+    def for_suite(cls, defaults: Any | None) -> Judge:
+        """The judge a suite runs with when none is given, by the precedence of ``referee run`` (whose flags come
+        first): ``REFEREE_PROVIDER``, ``REFEREE_MODEL`` and ``REFEREE_BASE_URL``, then the suite's ``judge:``
+        settings (``defaults``), then referee's defaults; field by field."""
+        fields: dict[str, Any] = {}
+        if defaults is not None:
+            for name in _SUITE_JUDGE_FIELDS:
+                value = getattr(defaults, name, None)
+                if value is not None:
+                    fields[name] = value
+        for name, var in (("provider", "REFEREE_PROVIDER"), ("model", "REFEREE_MODEL"),
+                          ("base_url", "REFEREE_BASE_URL")):
+            if os.environ.get(var):
+                fields[name] = os.environ[var]
+        fields.setdefault("provider", "anthropic")
+        return cls(**fields)
 
     @property
     def provider_name(self) -> str:

@@ -138,7 +138,7 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
     ``gates.baseline`` (every target when no candidate is named) - ``referee run suite.yaml`` with targets.
 
     ``targets``: run only these target ids. LLM evaluators are judged by ``judge`` (a :class:`referee.Judge` or
-    ``"provider:model"``; default :meth:`referee.Judge.from_env`), or bound by ``bind(suite) -> (bound suite,
+    ``"provider:model"``; default :meth:`referee.Judge.for_suite`: the environment, then the suite's ``judge:``), or bound by ``bind(suite) -> (bound suite,
     client or None)``, called once per target. ``gates=False`` reports only. ``reporter`` (a
     :class:`TargetsReporter`) is told each step as it completes; nothing is printed otherwise. ``concurrency`` bounds the judge
     calls in flight across the run; ``batch`` generates and judges through the provider's batch API.
@@ -163,7 +163,10 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
         raise UserError(f"{out_dir}: with targets, the output is a folder (one results file per target goes in it)")
     if bind is None:
         if suite.llm_specs:
-            bind, judge_config = _judge_binder(judge)
+            from ._judge import Judge
+
+            # No judge given: the suite's own ``judge:`` settings, under the environment's, as ``referee run``.
+            bind, judge_config = _judge_binder(judge if judge is not None else Judge.for_suite(suite.judge))
         else:
             def bind(s: Any) -> tuple[Any, Any]:
                 return s, None
