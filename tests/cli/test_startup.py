@@ -31,3 +31,14 @@ def test_agreement_statistics_still_use_scipy() -> None:
 
     assert abs(correlation([1, 2, 3, 4], [1, 3, 2, 4], "spearman") - 0.8) < 1e-12
     assert abs(correlation([1, 2, 3, 4], [1, 3, 2, 4], "kendall") - 2 / 3) < 1e-12
+
+
+def test_dash_v_prints_the_version_like_dash_dash_version() -> None:
+    import subprocess
+    import sys
+
+    import referee
+
+    for flag in ("-V", "--version"):
+        out = subprocess.run([sys.executable, "-m", "referee", flag], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and out.stdout.strip() == f"referee, version {referee.__version__}", out

@@ -76,7 +76,7 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.version_option(__version__, prog_name="referee")
+@click.version_option(__version__, "-V", "--version", prog_name="referee")
 def referee() -> None:
     """referee: trustworthy verdicts on LLM prompts and agents, and CI gates that stop regressions."""
 
