@@ -42,3 +42,18 @@ def test_dash_v_prints_the_version_like_dash_dash_version() -> None:
     for flag in ("-V", "--version"):
         out = subprocess.run([sys.executable, "-m", "referee", flag], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0 and out.stdout.strip() == f"referee, version {referee.__version__}", out
+
+
+def test_shell_completion_works_as_the_readme_says() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "_REFEREE_COMPLETE": "bash_source"}
+    out = subprocess.run([sys.executable, "-c", "from referee.cli import main; main()"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert "_referee_completion()" in out.stdout and "complete " in out.stdout, out
+    env = {**os.environ, "_REFEREE_COMPLETE": "bash_complete", "COMP_WORDS": "referee sco", "COMP_CWORD": "1"}
+    out = subprocess.run([sys.executable, "-c", "from referee.cli import main; main()"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert "plain,score" in out.stdout, out
