@@ -27,6 +27,12 @@ result = referee.evaluate(cases, evaluators=["equals", {"regex": {"pattern": "^[
     "result.summary",
     "result.summary.overall.pass_rate",
     "result.gates",
+    # A run longer than a second shows its progress in the cell (an HTML bar), not as stderr lines.
+    """import time
+def slow(output):
+    time.sleep(0.15)
+    return True
+slow_result = referee.evaluate(cases, evaluators=[slow], concurrency=1)""",
 ]
 
 
@@ -55,6 +61,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str,
 def test_a_notebook_displays_tables_not_raw_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     outputs = _run(tmp_path, monkeypatch)
     assert not [o for cell in outputs for o in cell if o.get("output_type") in ("error", "stream")]
+    *outputs, progress = outputs
     results = [cell[0]["data"] for cell in outputs[1:]]
     assert all(len(cell) == 1 for cell in outputs[1:])
     for data in results:
@@ -71,3 +78,5 @@ def test_a_notebook_displays_tables_not_raw_data(tmp_path: Path, monkeypatch: py
     pass_rate = results[2]["text/plain"]
     assert pass_rate.endswith("]") and "%" in pass_rate and "n/a" not in pass_rate
     assert pass_rate in summary_html and pass_rate in result_html
+    bars = [o["data"]["text/html"] for o in progress if o.get("output_type") == "display_data"]
+    assert len(bars) == 1 and '<progress value="12" max="12"' in bars[0] and "12/12" in bars[0]
