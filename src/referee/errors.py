@@ -17,7 +17,9 @@ Failures of single cases are not exceptions that stop a run: they become rows wi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 __all__ = [
     "InputError",
@@ -121,3 +123,31 @@ class JudgeNeedsModel(UserError):
         self.provider = provider
         super().__init__(f"provider {provider} needs a model: the name of a model the server serves, "
                          f"e.g. Judge('{provider}:llama3.1')")
+
+
+# -- how a message names a setting ------------------------------------------------------------------------------
+# The command line's flag (``--base-url``) when the CLI runs, the Python parameter (``base_url=``) when a program
+# calls the library. The CLI marks its calls with ``cli_wording``; everything else reads as Python. (Helpers, not
+# exceptions: left out of ``__all__``.)
+
+_CLI: ContextVar[bool] = ContextVar("referee_cli_wording", default=False)
+
+
+def setting(name: str) -> str:
+    """``name`` (a Python parameter, ``base_url``) as the caller knows it: ``--base-url`` or ``base_url=``."""
+    return "--" + name.replace("_", "-") if _CLI.get() else f"{name}="
+
+
+def setting_with(name: str, value: str) -> str:
+    """``name`` given ``value``: ``--base-url URL`` or ``base_url=URL``."""
+    return f"{setting(name)} {value}" if _CLI.get() else f"{setting(name)}{value}"
+
+
+@contextmanager
+def cli_wording() -> Iterator[None]:
+    """Messages raised inside name the CLI's flags (asyncio tasks and ``run_sync``'s worker thread inherit it)."""
+    token = _CLI.set(True)
+    try:
+        yield
+    finally:
+        _CLI.reset(token)

@@ -51,3 +51,5 @@ def test_every_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert ns["pairs"] and "p1 " in out
     assert [(r.evaluator, r.status) for r in ns["graded"].rows] == [("judge", "scored")] * 2
     assert "q1 scored" in out
+    assert "75.0% [55.0%, 90.0%]\n0.750 [0.550, 0.900]\n<Summary 20 cases scored" in out  # "In a notebook"
+    assert ns["html"].index("FAILED: --fail-under") < ns["html"].index("<table")

@@ -225,7 +225,7 @@ async def test_server_down_names_base_url_and_hides_credentials() -> None:
     finally:
         await p.aclose()
     msg = str(ei.value)
-    assert "--base-url" in msg and "cannot connect" in msg and "pa55word" not in msg and KEY not in msg
+    assert "base_url=" in msg and "cannot connect" in msg and "pa55word" not in msg and KEY not in msg
 
 
 def test_url_credentials_and_openai_key_conflict_is_a_user_error() -> None:

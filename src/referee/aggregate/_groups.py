@@ -32,7 +32,7 @@ def _group(name: str, table: ResultsTable, units: Units, sel: NDArray[np.int64] 
     n = int(scored.sum())
     rows = units.rows[row_sel]
     cost_rows = rows if opts.cost_rows == "all" else rows[table.status[rows] == SCORED]
-    pass_rate = mean_interval(share, n_boot=opts.n_boot, seed=opts.boot_seed, alpha=opts.alpha)
+    pass_rate = mean_interval(share, n_boot=opts.n_boot, seed=opts.boot_seed, alpha=opts.alpha).as_percent()
     g = Group(
         name=name, rows=len(rows), cases=n,
         unscored=int(units.n_unscored[sel].sum()), errors=int(units.n_error[sel].sum()),

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .._util._display import to_html, to_rich
 from ..stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
     Interval,
 )
+from . import _display
 
 SMALL_SAMPLE = 20
 NEAR_DUPLICATE_RATIO = 0.82
@@ -60,6 +62,9 @@ class Group:
     """Share of cases where at least one repeat passes (repeats only)."""
     pass_all_k: float | None = None
     """pass^k: share of cases where every repeat passes (repeats only)."""
+
+    def __repr__(self) -> str:
+        return f"<Group {self.name}: {self.cases} cases, pass rate {self.pass_rate}, mean {self.mean}>"
 
     @property
     def unscored_rate(self) -> float:
@@ -169,6 +174,17 @@ class Comparison:
     category_tests: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     """Per category of the shared cases: (shared scored cases, why its paired tests were skipped or None)."""
 
+    def __repr__(self) -> str:
+        return _display.comparison_repr(self)
+
+    def _repr_html_(self) -> str:
+        return to_html(_display.comparison_headline(self), _display.comparison_blocks(self),
+                       ok=self.verdict != "REGRESSED")
+
+    def __rich__(self) -> object:
+        return to_rich(_display.comparison_headline(self), _display.comparison_blocks(self),
+                       ok=self.verdict != "REGRESSED")
+
 
 @dataclass
 class RepeatInfo:
@@ -206,3 +222,12 @@ class Summary:
     self_grading: str | None = None
     """The self-grading caveat (rows whose judge graded its own model's output), or None."""
     self_grading_rows: int = 0
+
+    def __repr__(self) -> str:
+        return _display.summary_repr(self)
+
+    def _repr_html_(self) -> str:
+        return to_html(_display.summary_headline(self), _display.summary_blocks(self))
+
+    def __rich__(self) -> object:
+        return to_rich(_display.summary_headline(self), _display.summary_blocks(self))

@@ -262,13 +262,21 @@ def _load_yaml(raw: bytes, path: str) -> list[Case]:
     return out
 
 
-def _table_record(record: dict[str, Any], path: str, line: int | None) -> dict[str, Any]:
-    """A table row as a case object: empty cells dropped, nested fields given as JSON strings decoded."""
+# Fields whose empty string means "not given" even in a DataFrame: the id (numbered by position), the category
+# and the nested fields (JSON strings).
+_MISSING_WHEN_EMPTY = frozenset({"id", "category", *NESTED_FIELDS})
+
+
+def _table_record(record: dict[str, Any], path: str, line: int | None, *,
+                  keep_empty: bool = False) -> dict[str, Any]:
+    """A table row as a case object: missing cells dropped, nested fields given as JSON strings decoded.
+    ``keep_empty``: an empty string is a value, not a missing cell (a DataFrame tells the two apart, as
+    None/NaN and ""; a CSV file does not)."""
     out: dict[str, Any] = {}
     for key, value in record.items():
         key = str(key)
         value = _plain(value)
-        if value is None or value == "":
+        if value is None or (value == "" and not (keep_empty and key not in _MISSING_WHEN_EMPTY)):
             continue
         if isinstance(value, float) and value in (_INF, -_INF):
             raise InputError(f"{value} is not a finite number", file=path, line=line, field=key)
@@ -470,10 +478,10 @@ def cases_from(source: CasesLike, *, name: str = "<cases>", skip_bad_lines: bool
     module = type(source).__module__.split(".")[0]
     if module == "pandas" and hasattr(source, "to_dict"):
         records = source.to_dict(orient="records")
-        return _from_records([_table_record(r, name, i + 1) for i, r in enumerate(records)], name)
+        return _from_records([_table_record(r, name, i + 1, keep_empty=True) for i, r in enumerate(records)], name)
     if module == "polars" and hasattr(source, "to_dicts"):
         rows = source.to_dicts()
-        return _from_records([_table_record(r, name, i + 1) for i, r in enumerate(rows)], name)
+        return _from_records([_table_record(r, name, i + 1, keep_empty=True) for i, r in enumerate(rows)], name)
     if isinstance(source, dict):
         raise UserError("cases: give a list of dicts (one per case), not a single dict")
     try:

@@ -22,7 +22,7 @@ from typing import NoReturn
 import click
 
 from .. import __version__
-from ..errors import UserError
+from ..errors import UserError, cli_wording
 from ._outputs import guard
 
 __all__ = ["cli", "invoked_argv", "main"]
@@ -107,7 +107,7 @@ def cli(args: list[str] | None = None, *, prog_name: str = "referee") -> int:
 
     token = _ARGV.set(list(args) if args is not None else sys.argv[1:])
     try:
-        with library_messages():
+        with library_messages(), cli_wording():  # messages name flags (--base-url), not parameters
             return _cli(args, prog_name)
     finally:
         _ARGV.reset(token)

@@ -7,6 +7,7 @@ from ._engine import (
     GRADED_FLAG,
     GateConfig,
     GateResult,
+    GateResults,
     evaluate_gates,
     exit_code,
     graded_check,
@@ -15,5 +16,5 @@ from ._engine import (
     with_graded_check,
 )
 
-__all__ = ["GRADED_FLAG", "GateConfig", "GateResult", "evaluate_gates", "exit_code", "graded_check", "graded_counts", "verdict",
+__all__ = ["GRADED_FLAG", "GateConfig", "GateResult", "GateResults", "evaluate_gates", "exit_code", "graded_check", "graded_counts", "verdict",
            "with_graded_check"]

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._util._display import Block, Table, to_html, to_rich
+
 if TYPE_CHECKING:  # the verdict rule runs at every command's exit: it must not load the aggregator
     from ..aggregate._summary import Summary
 
@@ -19,6 +21,25 @@ class GateResult:
     message: str
     evaluated: bool = True
     """False when the gate could not be checked (e.g. no cost data); it then does not fail."""
+
+
+class GateResults(list[GateResult]):
+    """A list of gate verdicts that displays as a table in a notebook or a rich terminal."""
+
+    def headline(self) -> str:
+        failed = [g.flag for g in self if g.failed]
+        return f"gates: {len(failed)} of {len(self)} failed" + (f" ({', '.join(failed)})" if failed else "")
+
+    def blocks(self) -> list[Block]:
+        rows = [[g.flag, "failed" if g.failed else ("passed" if g.evaluated else "not evaluated"), g.message]
+                for g in self]
+        return [Table("", ["gate", "result", "message"], rows)] if rows else ["no gate was set"]
+
+    def _repr_html_(self) -> str:
+        return to_html(self.headline(), self.blocks(), ok=not any(g.failed for g in self))
+
+    def __rich__(self) -> object:
+        return to_rich(self.headline(), self.blocks(), ok=not any(g.failed for g in self))
 
 
 @dataclass

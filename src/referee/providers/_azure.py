@@ -14,7 +14,7 @@ import time
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from ..errors import MissingExtraError, ProviderAuthError, UserError
+from ..errors import MissingExtraError, ProviderAuthError, UserError, setting, setting_with
 from ._http import HttpClient
 from ._openai_compat import OpenAICompatProvider
 
@@ -35,10 +35,10 @@ class AzureOpenAIProvider(OpenAICompatProvider):
         endpoint = (base_url or os.environ.get("AZURE_OPENAI_ENDPOINT") or "").rstrip("/")
         if not endpoint:
             raise UserError("no Azure OpenAI endpoint: set AZURE_OPENAI_ENDPOINT "
-                            "(https://<resource>.openai.azure.com) or pass --base-url")
+                            f"(https://<resource>.openai.azure.com) or pass {setting('base_url')}")
         deployment = model or os.environ.get("AZURE_OPENAI_DEPLOYMENT")
         if not deployment:
-            raise UserError("no Azure OpenAI deployment: pass --model <deployment name> "
+            raise UserError(f"no Azure OpenAI deployment: pass {setting_with('model', '<deployment name>')} "
                             "(or set AZURE_OPENAI_DEPLOYMENT)")
         self.api_version = os.environ.get("AZURE_OPENAI_API_VERSION") or DEFAULT_API_VERSION
         # The OpenAI base class wants an OpenAI-style base URL; Azure's routing lives in _chat_url.

@@ -19,7 +19,7 @@ from yarl import URL
 
 from .._util._fastjson import dumps_bytes, loads
 from .._util._redact import redact_text
-from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable, RefereeError, UserError
+from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable, RefereeError, UserError, setting
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _JSON_HEADERS = {"Content-Type": "application/json"}
@@ -254,18 +254,18 @@ class HttpClient:
             raise ProviderError(f"{self._label}: {exc}") from None
         except RedirectRefused as exc:
             # Every later call would be redirected the same way: the run stops (exit 2) instead of failing each.
-            raise ProviderUnavailable(f"{self._label}: {exc} (check --base-url)", status=exc.status) from None
+            raise ProviderUnavailable(f"{self._label}: {exc} (check {setting('base_url')})", status=exc.status) from None
         except TimeoutError as exc:
             raise ProviderError(f"{self._label}: timed out after {self._timeout:g}s", retryable=True) from exc
         except aiohttp.ClientConnectorError as exc:
             raise ProviderUnavailable(
                 f"{self._label}: cannot connect to {exc.host}:{exc.port} (is the server running? check "
-                "--base-url)", retryable=True) from exc
+                f"{setting('base_url')})", retryable=True) from exc
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as exc:
             raise ProviderError(f"{self._label}: connection dropped ({type(exc).__name__})",
                                 retryable=True) from exc
         except aiohttp.InvalidURL as exc:
-            raise ProviderUnavailable(f"{self._label}: invalid URL {exc} (check --base-url)") from exc
+            raise ProviderUnavailable(f"{self._label}: invalid URL {exc} (check {setting('base_url')})") from exc
         except aiohttp.ClientError as exc:
             raise ProviderError(f"{self._label}: {type(exc).__name__}: {exc}", retryable=True) from exc
         latency = (time.perf_counter() - t0) * 1000
@@ -274,7 +274,7 @@ class HttpClient:
             if status in (401, 403):
                 raise ProviderAuthError(msg + " (check the API key)", status=status)
             if status == 404:
-                raise ProviderError(msg + " (unknown model or wrong --base-url?)", status=status)
+                raise ProviderError(msg + f" (unknown model or wrong {setting('base_url')}?)", status=status)
             raise ProviderError(msg, status=status, retryable=status in _RETRYABLE_STATUS,
                                 retry_after=retry_after)
         return body, latency, status

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from .._util._redact import redact_url
-from ..errors import ProviderAuthError, ProviderError, UserError
+from ..errors import ProviderAuthError, ProviderError, UserError, setting, setting_with
 from ._base import Completion, JudgeRequest, Provider
 from ._http import HttpClient
 
@@ -33,11 +33,11 @@ class OpenAICompatProvider(Provider):
         super().__init__(model, base_url=base, api_key=api_key, timeout=timeout)
         self._official = base.startswith(OPENAI_BASE_URL)
         if self._official and not api_key:
-            raise ProviderAuthError("no OpenAI API key: set OPENAI_API_KEY (or use --base-url for a local "
+            raise ProviderAuthError(f"no OpenAI API key: set OPENAI_API_KEY (or use {setting('base_url')} for a local "
                                     "OpenAI-compatible server)")
         if api_key and urlsplit(base).username:
             # aiohttp would refuse at the first call: both want the one Authorization header.
-            raise UserError(f"--base-url {redact_url(base)} holds credentials (user:password@) and "
+            raise UserError(f"{setting_with('base_url', redact_url(base))} holds credentials (user:password@) and "
                             f"{self.key_env_vars[0]} is set; both go in the Authorization header: use one")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = HttpClient(timeout=timeout, headers=headers, label=f"openai-compatible server {base}")

@@ -32,7 +32,7 @@ from ._judge import Judge, as_judge, sync_twin
 
 if TYPE_CHECKING:
     from ..aggregate import Summary
-    from ..gates._engine import GateResult
+    from ..gates._engine import GateResult, GateResults
     from ..results._manifest import RunManifest
     from ..results._schema import ResultRow
     from ..suites import Gates, Suite
@@ -108,10 +108,10 @@ class EvalResult:
         return sum(1 for r in self.rows if r.status == "scored")
 
     @property
-    def gates(self) -> list[GateResult]:
+    def gates(self) -> GateResults:
         """Each gate's verdict (``flag``, ``failed``, ``message``), then the verdict rule's failed ``graded``
         entry when no row was scored."""
-        from ..gates._engine import GateConfig, graded_check
+        from ..gates._engine import GateConfig, GateResults, graded_check
         from ..suites._gating import gate_config
 
         if gate_config(self._gate_setup[0]) == GateConfig():
@@ -119,8 +119,8 @@ class EvalResult:
             entry = graded_check(self.scored, len(self.rows),
                                  unscored=sum(1 for r in self.rows if r.status == "unscored"),
                                  errors=sum(1 for r in self.rows if r.status == "error"))
-            return [] if entry is None else [entry]
-        return self._gated[1]
+            return GateResults([] if entry is None else [entry])
+        return GateResults(self._gated[1])
 
     @property
     def passed(self) -> bool:
@@ -202,6 +202,41 @@ class EvalResult:
                 text += f"; pass rate {pr:.1%}"
             text += "; gates " + ("passed" if self.passed else "FAILED")
         return text + ")"
+
+    def _headline(self) -> tuple[str, bool]:
+        """The verdict line (the one verdict rule, as ``passed``) and whether it passed."""
+        if self.passed:
+            n = len(self.gates)
+            return (f"PASSED: {self.scored} of {len(self.rows)} rows scored"
+                    + (f", {n} gate(s) passed" if n else ", no gate set")), True
+        why = "; ".join(f"{g.flag}: {g.message}" for g in self.gates if g.failed)
+        return f"FAILED: {why or 'nothing was graded'}", False
+
+    def _blocks(self) -> list[Any]:
+        from .._util._display import Block
+        from ..aggregate._display import summary_blocks, summary_headline
+
+        blocks: list[Block] = []
+        if self.rows:
+            s = self.summary
+            blocks += [summary_headline(s), *summary_blocks(s)]
+        gates = self.gates
+        blocks += [gates.headline(), *gates.blocks()]
+        t = self.manifest.totals
+        blocks.append(f"{len(self.rows)} rows: {t.scored} scored, {t.unscored} unscored, {t.error} error")
+        return blocks
+
+    def _repr_html_(self) -> str:
+        from .._util._display import to_html
+
+        headline, ok = self._headline()
+        return to_html(headline, self._blocks(), ok=ok)
+
+    def __rich__(self) -> object:
+        from .._util._display import to_rich
+
+        headline, ok = self._headline()
+        return to_rich(headline, self._blocks(), ok=ok)
 
 
 _COLUMNS = ["id", "repeat", "category", "evaluator", "status", "score", "passed", "rationale", "error", "output",

@@ -160,7 +160,7 @@ class Judge:
             try:
                 provider = get_provider(self.provider, self.model, base_url=self.base_url, timeout=self.timeout)
             except ProviderAuthError as exc:
-                raise UserError(str(exc)) from exc
+                raise UserError(str(exc)) from None  # the message says it all; the chain is noise
         return JudgeClient(provider, cache=ResponseCache() if self.cache else None,
                            retry=RetryPolicy(max_retries=self.max_retries),
                            input_price_per_mtok=self.input_price_per_mtok,

@@ -1,12 +1,14 @@
-"""A progress bar on stderr (cases done, rate, cost so far), shown only for runs longer than a second: a rich bar
-in a terminal, a one-line counter rewritten in place in a notebook (Jupyter shows stderr, not a terminal)."""
+"""A progress bar (cases done, rate, cost so far), shown only for runs longer than a second: a rich bar on stderr
+in a terminal; in a notebook an HTML ``<progress>`` bar in the cell, updated in place through IPython's display
+(Jupyter shows stderr as a pink box of ``\r`` lines; IPython is there whenever a kernel is, and needs no widget
+library)."""
 
 from __future__ import annotations
 
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # rich is imported only when a bar is actually shown (start-up time of every run)
     from rich.progress import Progress as _RichProgress
@@ -27,6 +29,8 @@ class Progress:
         self._bar: _RichProgress | None = None
         self._task: TaskID | None = None
         self._last = 0.0
+        self._display: Any = None
+        """The notebook's display handle (``IPython.display.DisplayHandle``) once the bar is shown."""
 
     def _describe(self) -> str:
         elapsed = max(time.perf_counter() - self.start, 1e-9)
@@ -65,13 +69,22 @@ class Progress:
             self._bar.update(self._task, completed=self.done, description=self._describe())
 
     def _line(self) -> None:
-        sys.stderr.write(f"\r{self._describe()} {self.done}/{self.total}")
-        sys.stderr.flush()
+        import html
+
+        from IPython.display import HTML, display
+
+        elapsed = time.perf_counter() - self.start
+        bar = HTML(f'<div class="referee-progress"><progress value="{self.done}" max="{self.total}" '
+                   f'style="width:20em;vertical-align:middle"></progress> {self.done}/{self.total} '
+                   f"{html.escape(self._describe())} {elapsed:.0f}s</div>")
+        if self._display is None:
+            self._display = display(bar, display_id=True)
+        else:
+            self._display.update(bar)
 
     def close(self) -> None:
         if self.notebook and self._last:
             self._line()
-            sys.stderr.write("\n")
         if self._bar is not None:
             assert self._task is not None
             self._bar.update(self._task, completed=self.done, description=self._describe())

@@ -421,6 +421,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        in_loop = False
+    else:
+        in_loop = True
+    if not in_loop:
+        # Outside the except block: an error from the run is then not chained to "no running event loop".
         asyncio.run(main())
         return box[0]
     import concurrent.futures

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -21,6 +22,28 @@ class Interval:
     hi: float | None
     n: int
     method: str = "percentile bootstrap"
+    percent: ClassVar[bool] = False
+    """Shown as a percentage (a rate or proportion: ``84.2% [63.2%, 100.0%]``) rather than a mean (``0.576
+    [0.350, 0.793]``). Display only, so not a field: equality, ``to_dict`` and ``dataclasses.asdict`` (the JSON
+    summary) are unchanged. Set by :meth:`as_percent`."""
+
+    def _fmt(self, x: float | None) -> str:
+        if x is None:
+            return "n/a"
+        return f"{x:.1%}" if self.percent else f"{x:.3f}"
+
+    def __str__(self) -> str:
+        return f"{self._fmt(self.estimate)} [{self._fmt(self.lo)}, {self._fmt(self.hi)}]"
+
+    def __repr__(self) -> str:
+        # Short on purpose: notebooks and ``print(summary.overall)`` show this, not the six fields.
+        return str(self)
+
+    def as_percent(self) -> Interval:
+        """The same interval, displayed as a percentage."""
+        out = replace(self)
+        object.__setattr__(out, "percent", True)
+        return out
 
     def to_dict(self) -> dict[str, float | int | None]:
         """The JSON shape every report uses (``method`` is left out)."""
