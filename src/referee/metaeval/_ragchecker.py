@@ -276,7 +276,7 @@ def _answer_scores(path: str | Path, metrics: Mapping[str, str]) -> tuple[dict[s
                 unscored.setdefault(row.id, set()).add(row.evaluator)
         for c in row.criteria:
             name = c.id if c.id in wanted else c.name if c.name in wanted else None
-            if name is None:
+            if name is None or name == row.evaluator:  # the row's own score already counted
                 continue
             if c.status == "scored" and c.score is not None:
                 scored.setdefault(row.id, {}).setdefault(name, []).append(float(c.score))

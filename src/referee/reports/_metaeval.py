@@ -124,8 +124,8 @@ def render_ragchecker(meta: RagCheckerMeta) -> None:
     con = SafeConsole(highlight=False, soft_wrap=False, width=80)
     t = Table(title=f"Correlation with human preferences, x100 ({meta.instances} answer pairs, 2 annotators)",
               title_justify="left")
-    for c in ("aspect", "evaluator", "metric", "Pearson", "Spearman", "pairs"):
-        t.add_column(c, justify="left" if c in ("aspect", "evaluator", "metric") else "right")
+    for col in ("aspect", "evaluator", "metric", "Pearson", "Spearman", "pairs"):
+        t.add_column(col, justify="left" if col in ("aspect", "evaluator", "metric") else "right")
     by_aspect: dict[str, list[Any]] = {}
     for c in (*meta.ragchecker, *meta.referee, *meta.human):
         by_aspect.setdefault(c.aspect, []).append(c)
