@@ -22,17 +22,15 @@ TABLE_2_HUMAN = {"correctness": (63.67, 59.19), "completeness": (71.91, 68.36), 
 METRICS = {"correctness": "claim_precision", "completeness": "claim_recall", "overall": "claim_f1"}
 
 
-@pytest.fixture(scope="module")
-def root() -> Path:
-    from tests.conftest import SHARED_DATA
-
-    path = SHARED_DATA / "ragchecker"
+@pytest.fixture
+def root(shared_data: Path) -> Path:
+    path = shared_data / "ragchecker"
     if not (path / "human_labeled_data.json").is_file():
-        pytest.skip(f"shared evaluation data not found at {path}")
+        pytest.skip(f"RAGChecker's meta-evaluation data not found at {path}")
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def baseline(root: Path) -> list[dict[str, Any]]:
     data: list[dict[str, Any]] = json.loads((root / "baseline_ragchecker.json").read_text(encoding="utf-8"))
     return data
