@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from ..errors import InputError, UserError
 from ..results._io import read_results
@@ -170,6 +169,8 @@ def read_ragchecker(root: str | Path | None = None, *, human: str | Path | None 
 def correlate(x: Any, y: Any) -> tuple[float | None, float | None]:
     """Pearson and Spearman x100, rounded to 2 decimals as the paper prints them; None when undefined (fewer
     than 3 values, or a constant side)."""
+    from scipy import stats  # here, not at import: listing the commands must not load scipy
+
     a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return None, None
