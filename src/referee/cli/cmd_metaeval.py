@@ -16,13 +16,17 @@ from ..metaeval import (
     judge_scores,
     judgebench_meta,
     llmbar_meta,
+    metric_map,
+    ragchecker_meta,
     read_human_ratings,
+    read_ragchecker,
     replay_completions,
     results_meta,
     verdicts_meta,
+    write_ragchecker_cases,
 )
 from ..metaeval import check_published as _check_published
-from ..reports import render_absolute, render_hanna, render_judgebench
+from ..reports import render_absolute, render_hanna, render_judgebench, render_ragchecker
 from ..reports import render_pairwise_meta as _print_pairwise
 from ..stats import DEFAULT_SEED
 from ._common import echo_err
@@ -147,6 +151,31 @@ def hanna_cmd(csv_path: str, judges: tuple[str, ...], prompts: tuple[int, ...], 
                      seed=boot_seed)
     render_hanna(rep)
     _write_json(json_out, rep)
+    return 0
+
+
+@command.command("ragchecker")
+@click.argument("root", type=click.Path(file_okay=False))
+@click.option("--results", type=click.Path(dir_okay=False), default=None,
+              help="A referee results file over the cases --write-cases writes: its rows beside RAGChecker's.")
+@click.option("--metric", "metric_pairs", multiple=True, metavar="ASPECT=NAME",
+              help="Evaluator or criterion read for an aspect (default correctness=claim_precision, "
+                   "completeness=claim_recall, overall=claim_f1); repeatable.")
+@click.option("--write-cases", type=click.Path(dir_okay=False), default=None,
+              help="Write the 560 answers as a JSONL cases file (ids <instance_id>:model1|model2) and stop.")
+@_json_opt
+def ragchecker_cmd(root: str, results: str | None, metric_pairs: tuple[str, ...], write_cases: str | None,
+                   json_out: str | None) -> int:
+    """RAGChecker's human preferences (ROOT = the folder with human_labeled_data.json and
+    baseline_ragchecker.json): the paper's Table 2 from the recorded scores, and referee's own rows."""
+    metrics = metric_map(metric_pairs)
+    if write_cases:
+        n = write_ragchecker_cases(read_ragchecker(root), write_cases)
+        echo_err(f"wrote {n} cases to {write_cases}")
+        return 0
+    meta = ragchecker_meta(root, results=results, metrics=metrics)
+    render_ragchecker(meta)
+    _write_json(json_out, meta.to_dict())
     return 0
 
 

@@ -5,7 +5,9 @@
 - one call per data set or file kind (what ``referee metaeval`` prints): :func:`llmbar_meta`,
   :func:`check_published`, :func:`verdicts_meta`, :func:`judgebench_meta`, :func:`hanna_meta`,
   :func:`results_meta` (referee's pairwise results against gold), :func:`absolute_meta` (absolute scores
-  against several human raters), :func:`replay_completions` (recorded completions through the reply parser).
+  against several human raters), :func:`replay_completions` (recorded completions through the reply parser),
+  :func:`ragchecker_meta` (RAGChecker's Table 2 from its recorded scores, and referee's claim precision /
+  recall / F1 results on the same 280 answer pairs; :func:`read_ragchecker`, :func:`write_ragchecker_cases`).
 - calibration (:func:`calibrate`, ``referee calibrate``): a judge's scores against human labels, read by
   :func:`read_labels`; :func:`update_log` records a check in the judge prompt's calibration table.
 - :func:`rank_results`: referee's pairwise results as a leaderboard with the judge's bias (``referee rank``).
@@ -15,6 +17,14 @@ from ..calibrate._calibrate import Calibration, Labels, calibrate, parse_scale, 
 from ._hanna import JUDGES as HANNA_JUDGES
 from ._hanna import hanna_meta
 from ._pairwise import BiasReport, PairVerdict, PairwiseMeta, bias, llmbar_statistics, pairwise_meta
+from ._ragchecker import (
+    RagCheckerData,
+    RagCheckerMeta,
+    metric_map,
+    ragchecker_meta,
+    read_ragchecker,
+)
+from ._ragchecker import write_cases as write_ragchecker_cases
 from ._rank import PairwiseTally, Ranking, named_leaderboard, pairwise_tally, rank_results
 from ._replay import (
     JudgeBenchMeta,
@@ -41,6 +51,8 @@ __all__ = [
     "PairwiseTally",
     "ParseReplay",
     "PublishedCheck",
+    "RagCheckerData",
+    "RagCheckerMeta",
     "Ranking",
     "absolute_meta",
     "bias",
@@ -51,15 +63,19 @@ __all__ = [
     "judgebench_meta",
     "llmbar_meta",
     "llmbar_statistics",
+    "metric_map",
     "named_leaderboard",
     "pairwise_meta",
     "pairwise_tally",
     "parse_scale",
+    "ragchecker_meta",
     "rank_results",
     "read_human_ratings",
     "read_labels",
+    "read_ragchecker",
     "replay_completions",
     "results_meta",
     "update_log",
     "verdicts_meta",
+    "write_ragchecker_cases",
 ]

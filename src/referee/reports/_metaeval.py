@@ -15,6 +15,7 @@ from ..stats._bootstrap import Interval
 from ._safe import SafeConsole
 
 if TYPE_CHECKING:
+    from ..metaeval._ragchecker import RagCheckerMeta
     from ..metaeval._rank import Ranking
     from ..metaeval._replay import JudgeBenchMeta
     from ..metaeval._results import AbsoluteMeta
@@ -111,6 +112,35 @@ def _tau_cell(v: Any) -> str:
             cell += f" [{v['lo']:.3f}, {v['hi']:.3f}]"
         return cell
     return "n/a" if v != v else f"{v:.3f}"
+
+
+def _x100(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def render_ragchecker(meta: RagCheckerMeta) -> None:
+    """RAGChecker's meta-evaluation on stdout, 80 columns: per aspect, each evaluator's Pearson and Spearman
+    (x100) against the human labels, the human-human row, then referee's rows when a results file was given."""
+    con = SafeConsole(highlight=False, soft_wrap=False, width=80)
+    t = Table(title=f"Correlation with human preferences, x100 ({meta.instances} answer pairs, 2 annotators)",
+              title_justify="left")
+    for col in ("aspect", "evaluator", "metric", "Pearson", "Spearman", "pairs"):
+        t.add_column(col, justify="left" if col in ("aspect", "evaluator", "metric") else "right")
+    by_aspect: dict[str, list[Any]] = {}
+    for c in (*meta.ragchecker, *meta.referee, *meta.human):
+        by_aspect.setdefault(c.aspect, []).append(c)
+    for n, (aspect, cells) in enumerate(by_aspect.items()):
+        for k, c in enumerate(cells):
+            pairs = str(c.pairs) + (f" (-{c.left_out})" if c.left_out else "")
+            t.add_row(aspect if k == 0 else "", c.evaluator, c.metric, _x100(c.pearson), _x100(c.spearman),
+                      pairs, end_section=k == len(cells) - 1 and n < len(by_aspect) - 1)
+    con.print(t)
+    if meta.referee:
+        left = max(c.left_out for c in meta.referee)
+        con.print(f"referee: {meta.unscored_answers} answer(s) unscored; pairs with an unscored or missing "
+                  f"side are left out (up to {left} per aspect, shown as -N)", markup=False)
+    for note in meta.notes:
+        con.print(f"note: {note}", markup=False)
 
 
 def render_ranking(ranking: Ranking) -> None:
