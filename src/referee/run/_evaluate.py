@@ -112,13 +112,20 @@ class EvalResult:
         """Each gate's verdict (``flag``, ``failed``, ``message``), then the verdict rule's failed ``graded``
         entry when no row was scored."""
         from ..gates._engine import GateConfig, GateResults, graded_check
-        from ..suites._gating import gate_config
 
-        if gate_config(self._gate_setup[0]) == GateConfig():
-            # No gate asked: the verdict rule's own check only, without aggregating the rows.
-            entry = graded_check(self.scored, len(self.rows),
-                                 unscored=sum(1 for r in self.rows if r.status == "unscored"),
-                                 errors=sum(1 for r in self.rows if r.status == "error"))
+        # No gate asked (a command's run, a plain evaluate): the verdict rule's own check only, without
+        # aggregating the rows or loading the suite models (every judging command's exit goes through here).
+        no_gates = self._suite is None and not self.gate_options
+        if not no_gates:
+            from ..suites._gating import gate_config
+
+            no_gates = gate_config(self._gate_setup[0]) == GateConfig()
+        if no_gates:
+            counts = {"scored": 0, "unscored": 0, "error": 0}
+            for r in self.rows:
+                counts[r.status] += 1
+            entry = graded_check(counts["scored"], len(self.rows), unscored=counts["unscored"],
+                                 errors=counts["error"])
             return GateResults([] if entry is None else [entry])
         return GateResults(self._gated[1])
 
