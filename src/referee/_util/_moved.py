@@ -1,7 +1,8 @@
-"""Names that moved to a higher package, kept importable from their old package face for one release.
+"""A package face's names resolved by module path on first use.
 
-The old face sits below the package the name now lives in, so it may not import it (the layer contract in
-``.importlinter``); it resolves the name by its module path on first use instead.
+Two uses: names that moved to a higher package stay importable from their old face for one release (the old
+face sits below, so the layer contract in ``.importlinter`` forbids importing it), and a face that should not
+load its heavy modules until a name is asked for (``referee.run``).
 """
 
 from __future__ import annotations

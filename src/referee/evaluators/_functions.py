@@ -124,8 +124,6 @@ def function_adapter(fn: Callable[..., Any], name: str | None = None, *, options
         return fn(*(values[k] for k in plan.positional), **kwargs, **opts)
 
     def coerce(value: Any) -> CheckResult:
-        if isinstance(value, CheckResult):
-            return value
         value = _python_scalar(value)
         if isinstance(value, CheckResult):
             return value

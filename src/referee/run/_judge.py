@@ -121,8 +121,7 @@ class Judge:
     def from_env(cls) -> Judge:
         """The judge ``referee`` commands use by default: ``REFEREE_PROVIDER`` (else anthropic),
         ``REFEREE_MODEL`` and ``REFEREE_BASE_URL``."""
-        return cls(os.environ.get("REFEREE_PROVIDER") or "anthropic", model=os.environ.get("REFEREE_MODEL") or None,
-                   base_url=os.environ.get("REFEREE_BASE_URL") or None)
+        return cls.for_suite(None)
 
     @classmethod
     def for_suite(cls, defaults: Any | None) -> Judge:
