@@ -96,7 +96,10 @@ def _counter() -> tuple[str, Callable[[str], int]]:
         import tiktoken
     except ImportError:
         return "characters / 4 (no tokenizer installed)", lambda text: round(len(text) / 4)
-    enc = tiktoken.get_encoding("cl100k_base")
+    try:
+        enc = tiktoken.get_encoding("cl100k_base")
+    except Exception:  # tiktoken downloads its encodings on first use: offline, none may be cached
+        return "characters / 4 (tiktoken's cl100k_base not cached, and no network)", lambda text: round(len(text) / 4)
     return "tiktoken cl100k_base", lambda text: len(enc.encode(text))
 
 

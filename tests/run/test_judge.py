@@ -27,6 +27,15 @@ def test_the_suites_judge_settings_apply_under_the_environment(monkeypatch: pyte
     assert Judge.for_suite(None) == Judge.from_env() == Judge("anthropic")
 
 
+def test_what_the_caller_gave_comes_first_then_the_suites_concurrency(monkeypatch: pytest.MonkeyPatch) -> None:
+    defaults = JudgeDefaults(provider="openai", model="gpt-4o-mini", max_tokens=300, concurrency=4)
+    monkeypatch.setenv("REFEREE_MODEL", "from-the-environment")
+    j = Judge.for_suite(defaults, concurrency=2)  # the suite's top-level `concurrency:` beats its judge block's
+    assert (j.model, j.max_tokens, j.concurrency) == ("from-the-environment", 300, 2)
+    j = Judge.for_suite(defaults, given={"model": "typed", "concurrency": 16, "max_tokens": 50}, concurrency=2)
+    assert (j.provider, j.model, j.max_tokens, j.concurrency) == ("openai", "typed", 50, 16)
+
+
 def test_run_targets_without_a_judge_uses_the_suites_judge_block(tmp_path: Path, fake_server: FakeLLMServer,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     fake_server.responder = lambda req: '{"criteria": [{"name": "c", "score": 1, "rationale": "ok"}], ' \

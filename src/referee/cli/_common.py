@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from ..cases import Preflight
 from ..errors import UserError
@@ -138,6 +139,31 @@ def api_judge(jo: JudgeOptions) -> Judge:
                   output_price_per_mtok=jo.output_price, batch=jo.batch)
     freeze_imports()  # the provider's modules (aiohttp) are imported now
     return judge
+
+
+# JudgeOptions field -> the API's Judge field
+_JUDGE_FIELDS = {
+    "provider": "provider", "model": "model", "base_url": "base_url", "max_tokens": "max_tokens",
+    "temperature": "temperature", "seed": "seed", "timeout": "timeout", "max_retries": "max_retries",
+    "concurrency": "concurrency", "input_price": "input_price_per_mtok", "output_price": "output_price_per_mtok",
+}
+
+
+def suite_judge(jo: JudgeOptions, suite: Any) -> JudgeOptions:
+    """The options a suite runs with: :meth:`referee.Judge.for_suite` (the one precedence rule) given the flags
+    the user set (on the command line or by their environment variable); the rest come from the suite."""
+    from .. import Judge
+
+    ctx = click.get_current_context(silent=True)
+    typed = {name for name in _JUDGE_FIELDS if ctx is not None and ctx.get_parameter_source(name) in (
+        ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
+    given: dict[str, Any] = {_JUDGE_FIELDS[n]: getattr(jo, n) for n in typed}
+    given.update(cache=not jo.no_cache, batch=jo.batch)  # flags only: a suite does not set them
+    with flag_errors():
+        judge = Judge.for_suite(suite.judge, given=given, concurrency=suite.concurrency)
+    assert isinstance(judge.provider, str)  # a suite names its provider
+    return dataclasses.replace(jo, provider=judge.provider,
+                               **{n: getattr(judge, f) for n, f in _JUDGE_FIELDS.items() if n != "provider"})
 
 
 def graded_count(rows: Sequence[ResultRow], case_ids: Sequence[str]) -> int:

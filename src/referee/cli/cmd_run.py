@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from ..errors import UserError
 from ..runner import totals_line
@@ -21,33 +20,8 @@ from ._common import (
     echo_nothing_graded,
     echo_verdict,
     judge_options,
+    suite_judge,
 )
-
-# JudgeOptions field -> (click parameter name, suite judge default name)
-_FROM_SUITE = {
-    "provider": ("provider", "provider"), "model": ("model", "model"), "base_url": ("base_url", "base_url"),
-    "max_tokens": ("max_tokens", "max_tokens"), "temperature": ("temperature", "temperature"),
-    "seed": ("seed", "seed"), "timeout": ("timeout", "timeout"), "max_retries": ("max_retries", "max_retries"),
-    "concurrency": ("concurrency", "concurrency"), "input_price": ("input_price", "input_price_per_mtok"),
-    "output_price": ("output_price", "output_price_per_mtok"),
-}
-
-
-def merge_judge_options(jo: JudgeOptions, defaults: object | None) -> JudgeOptions:
-    """Flags and environment variables win; the suite's ``judge:`` settings replace built-in defaults only."""
-    if defaults is None:
-        return jo
-    ctx = click.get_current_context(silent=True)
-    changes = {}
-    for attr, (param, key) in _FROM_SUITE.items():
-        value = getattr(defaults, key, None)
-        if value is None:
-            continue
-        source = ctx.get_parameter_source(param) if ctx is not None else None
-        if source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
-            continue
-        changes[attr] = value
-    return dataclasses.replace(jo, **changes)
 
 
 def default_out(suite_path: str) -> Path:
@@ -106,7 +80,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         if not kept:
             raise UserError(f"--no-judge leaves no evaluator in {suite_file}")
         suite = dataclasses.replace(suite, specs=kept)
-    jo = merge_judge_options(judge, suite.judge)
+    jo = suite_judge(judge, suite)
     chosen = get_engine(engine, rpm=rpm)  # a bad --engine is a usage error before anything runs
     from ..runner import check_env
 
@@ -131,11 +105,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
         return 0
 
     suite, client, judge_config = bind_judge(suite, jo)
-    # --concurrency (or its env var) wins, then the suite's top-level `concurrency:`, then `judge.concurrency`
-    ctx = click.get_current_context(silent=True)
-    from_flag = ctx is not None and ctx.get_parameter_source("concurrency") in (
-        ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-    concurrency = jo.concurrency if from_flag else (suite.concurrency or jo.concurrency)
+    concurrency = jo.concurrency
     if suite.targets:
         if client is not None:  # the key is checked; each target's run builds (and closes) its own client
             await_close(client)

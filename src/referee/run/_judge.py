@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -124,20 +124,25 @@ class Judge:
         return cls.for_suite(None)
 
     @classmethod
-    def for_suite(cls, defaults: Any | None) -> Judge:
-        """The judge a suite runs with when none is given, by the precedence of ``referee run`` (whose flags come
-        first): ``REFEREE_PROVIDER``, ``REFEREE_MODEL`` and ``REFEREE_BASE_URL``, then the suite's ``judge:``
-        settings (``defaults``), then referee's defaults; field by field."""
+    def for_suite(cls, defaults: Any | None, *, given: Mapping[str, Any] | None = None,
+                  concurrency: int | None = None) -> Judge:
+        """The judge a suite runs with, by the one precedence rule, field by field: ``given`` (what the caller set
+        explicitly: ``referee run``'s flags and their environment variables), then ``REFEREE_PROVIDER``,
+        ``REFEREE_MODEL`` and ``REFEREE_BASE_URL``, then the suite's top-level ``concurrency`` (``concurrency``),
+        then its ``judge:`` settings (``defaults``), then referee's defaults."""
         fields: dict[str, Any] = {}
         if defaults is not None:
             for name in _SUITE_JUDGE_FIELDS:
                 value = getattr(defaults, name, None)
                 if value is not None:
                     fields[name] = value
+        if concurrency is not None:
+            fields["concurrency"] = concurrency
         for name, var in (("provider", "REFEREE_PROVIDER"), ("model", "REFEREE_MODEL"),
                           ("base_url", "REFEREE_BASE_URL")):
             if os.environ.get(var):
                 fields[name] = os.environ[var]
+        fields.update(given or {})
         fields.setdefault("provider", "anthropic")
         return cls(**fields)
 
