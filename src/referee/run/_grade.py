@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -28,6 +29,7 @@ from ._judge import Judge, as_judge, sync_twin
 
 if TYPE_CHECKING:
     from ..cases._templates import Preflight
+    from ..evaluators._base import LLMEvaluator
     from ..results._manifest import RunManifest
     from ..results._schema import ResultRow
     from ..rubrics._model import Ungrounded
@@ -70,41 +72,23 @@ async def grade_async(
     # Before any key is looked at: a missing key is never reported ahead of invalid cases.
     _require_valid(pf, _source(cases, case_set.path), skip_invalid=skip_invalid, on_problem=on_invalid, out=out)
 
-    j = as_judge(judge)
-    client = j.client()
     expected = [c.strip() for c in criteria if c.strip()] if criteria else None
     _check_request_format(request_format)
     tj = TemplateJudge(text, category=category, expected_criteria=expected, request_format=request_format)
-    tj.bind(j.settings(client))
-    assert tj.template_hash is not None
-    template_hash = tj.template_hash
-
-    def manifest() -> RunManifest:
-        # Built by the runner while the first requests are in flight (pydantic loads meanwhile).
-        from ..results._manifest import RunManifest, TemplateInfo
-
-        m = RunManifest.for_cases(
-            "judge", _source(cases, case_set.path), [c.id for c in pf.valid], command=command or ["referee.grade"],
-            sha256=_cases_sha256(cases, case_set.cases),
-            template=TemplateInfo(path=template_path, sha256=template_hash),
-            judge=j.config(client.provider.model, repeat), system_under_test=system_model,
-        )
-        if expected or request_format != "referee":
-            # referee's format keeps the hash of earlier runs, so they still resume.
-            m.extra["config_hash"] = text_sha256(",".join(expected or [])
-                                                 + ("" if request_format == "referee" else f"\x00{request_format}"))
-        if request_format != "referee":
-            m.extra["request_format"] = request_format
-        return m
-
     items: list[tuple[Case, int | None]] = [(c, r if repeat > 1 else None) for c in pf.valid for r in range(repeat)]
-    return await _run(
-        items, cases=pf.valid, manifest=manifest, out=out, key=lambda it: (it[0].id, it[1], None),
-        evaluate=lambda it: tj.judge_row(it[0], it[1]),
+    return await _execute(_Plan(
+        "judge", "referee.grade", tj, pf.valid, _source(cases, case_set.path), _cases_sha256(cases, case_set.cases),
+        items=items, key=lambda it: (it[0].id, it[1], None), evaluate=lambda it: tj.judge_row(it[0], it[1]),
         on_error=lambda it, exc: error_row(it[0].id, exc, evaluator=tj.evaluator,
                                            category=it[0].category or category, repeat=it[1]),
-        client=client, concurrency=j.concurrency, label="judging", skipped=pf.skipped, progress=progress,
-        threshold=threshold, gates=gates)
+        label="judging", skipped=pf.skipped, repeat=repeat, template_path=template_path,
+        # referee's format keeps the hash of earlier runs, so they still resume.
+        config_hash=text_sha256(",".join(expected or []) + ("" if request_format == "referee"
+                                                           else f"\x00{request_format}"))
+        if expected or request_format != "referee" else None,
+        extra={"request_format": request_format} if request_format != "referee" else {},
+    ), judge, out=out, system_model=system_model, threshold=threshold, gates=gates, progress=progress,
+        command=command)
 
 
 grade = sync_twin(
@@ -166,7 +150,6 @@ async def compare_async(
     """:func:`compare` for async code."""
     from ..cases._templates import placeholders, preflight, read_template, with_line_problems
     from ..evaluators._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile
-    from ..results._manifest import RunManifest, TemplateInfo
 
     if reconcile not in RECONCILE_MODES:
         raise UserError(f"reconcile={reconcile!r}: one of {', '.join(RECONCILE_MODES)}")
@@ -186,31 +169,20 @@ async def compare_async(
                             case_set.problems)
     _require_valid(pf, _source(cases, case_set.path), skip_invalid=skip_invalid, on_problem=on_invalid, out=out)
 
-    j = as_judge(judge)
-    client = j.client()
     _check_request_format(request_format)
     pj = PairwiseJudge(text, category=category, name_a=name_a, name_b=name_b, reconcile=mode,
                        request_format=request_format)
-    pj.bind(j.settings(client))
-    assert pj.template_hash is not None
-    manifest = RunManifest.for_cases(
-        "pairwise", _source(cases, case_set.path), [c.id for c in pf.valid],
-        command=command or ["referee.compare"],
-        sha256=_cases_sha256(cases, case_set.cases),
-        template=TemplateInfo(path=template_path, sha256=pj.template_hash),
-        judge=j.config(client.provider.model), system_under_test=system_model,
-    )
-    if name_a or name_b or mode != "strict" or request_format != "referee":
+    return await _execute(_Plan(
+        "pairwise", "referee.compare", pj, pf.valid, _source(cases, case_set.path),
+        _cases_sha256(cases, case_set.cases), evaluate=pj.judge_row, on_error=_error_rows(pj.evaluator, category),
+        label="pairwise", skipped=pf.skipped, template_path=template_path,
         # strict keeps the hash of runs made before reconcile existed, so they still resume.
-        manifest.extra["config_hash"] = text_sha256(f"{name_a}\x00{name_b}"
-                                                    + ("" if mode == "strict" else f"\x00{mode}")
-                                                    + ("" if request_format == "referee" else f"\x01{request_format}"))
-    if request_format != "referee":
-        manifest.extra["request_format"] = request_format
-    manifest.extra["reconcile"] = mode
-    return await _run(pf.valid, cases=pf.valid, manifest=manifest, out=out, evaluate=pj.judge_row,
-                      on_error=_error_rows(pj.evaluator, category), client=client, concurrency=j.concurrency,
-                      label="pairwise", skipped=pf.skipped, progress=progress, threshold=threshold, gates=gates)
+        config_hash=text_sha256(f"{name_a}\x00{name_b}" + ("" if mode == "strict" else f"\x00{mode}")
+                                + ("" if request_format == "referee" else f"\x01{request_format}"))
+        if name_a or name_b or mode != "strict" or request_format != "referee" else None,
+        extra={**({"request_format": request_format} if request_format != "referee" else {}), "reconcile": mode},
+    ), judge, out=out, system_model=system_model, threshold=threshold, gates=gates, progress=progress,
+        command=command)
 
 
 compare = sync_twin(
@@ -306,7 +278,6 @@ async def judge_conversations_async(
 ) -> EvalResult:
     """:func:`judge_conversations` for async code."""
     from ..evaluators._conversation import MODES, ConversationError, ConversationJudge, conversation_of
-    from ..results._manifest import RunManifest, TemplateInfo
 
     if mode not in MODES:
         raise UserError(f"mode={mode!r}: one of {', '.join(MODES)}")
@@ -318,15 +289,6 @@ async def judge_conversations_async(
     except ValueError as exc:
         raise UserError(f"judge_conversations: {exc}") from None
     rubric_hash = cj.template_hash or ""  # the mode and the criteria (ConversationJudge.default_template_hash)
-    j = as_judge(judge)
-    client = j.client()
-    cj.bind(j.settings(client))
-    manifest = RunManifest.for_cases(
-        "conversation", source, [c.id for c in case_list], command=command or ["referee.judge_conversations"],
-        sha256=_cases_sha256(cases, case_list), judge=j.config(client.provider.model),
-        system_under_test=system_model, template=TemplateInfo(path=criteria_path, sha256=rubric_hash),
-    )
-    manifest.extra["mode"] = mode
 
     def key(c: Case) -> tuple[str, int | None, int | None]:
         """Per-turn rows carry their turn: a case is done when its first judged turn is in the file."""
@@ -338,9 +300,12 @@ async def judge_conversations_async(
             return (c.id, None, None)
         return (c.id, None, next(i + 1 for i, t in enumerate(conv) if t["role"] == "assistant"))
 
-    return await _run(case_list, cases=case_list, manifest=manifest, out=out, key=key, evaluate=cj.judge_rows,
-                      on_error=_error_rows(cj.row_evaluator, category), client=client, concurrency=j.concurrency,
-                      label="judging", skipped=skipped, progress=progress, threshold=threshold, gates=gates)
+    return await _execute(_Plan(
+        "conversation", "referee.judge_conversations", cj, case_list, source, _cases_sha256(cases, case_list),
+        key=key, evaluate=cj.judge_rows, on_error=_error_rows(cj.row_evaluator, category), label="judging",
+        skipped=skipped, template_path=criteria_path, template_hash=rubric_hash, extra={"mode": mode},
+    ), judge, out=out, system_model=system_model, threshold=threshold, gates=gates, progress=progress,
+        command=command)
 
 
 judge_conversations = sync_twin(
@@ -398,23 +363,20 @@ async def check_trajectories_async(
     """:func:`check_trajectories` for async code."""
     from ..evaluators._plugins import build
     from ..evaluators._trajectory import TrajectoryCheck, check_row
-    from ..results._manifest import RunManifest
 
     source, case_list, skipped = unique_cases(cases, on_invalid=on_invalid)
     options, text = _read_checks(checks, cap)
     check = build("trajectory", options, where=f"{checks}: " if isinstance(checks, str | Path) else "")
     assert isinstance(check, TrajectoryCheck)
-    manifest = RunManifest.for_cases("trajectory", source, [c.id for c in case_list],
-                                     command=command or ["referee.check_trajectories"],
-                                     sha256=_cases_sha256(cases, case_list))
-    manifest.extra["config_hash"] = text_sha256(repr(sorted(options.items())) + text)
 
     async def evaluate(case: Case) -> ResultRow:
         return check_row(case, check.evaluate(case, case.output), evaluator="trajectory", category=category)
 
-    return await _run(case_list, cases=case_list, manifest=manifest, out=out, evaluate=evaluate,
-                      on_error=_error_rows("trajectory", category), client=None, concurrency=4, label="checking",
-                      skipped=skipped, progress=progress, threshold=threshold, gates=gates)
+    return await _execute(_Plan(
+        "trajectory", "referee.check_trajectories", None, case_list, source, _cases_sha256(cases, case_list),
+        evaluate=evaluate, on_error=_error_rows("trajectory", category), label="checking", skipped=skipped,
+        config_hash=text_sha256(repr(sorted(options.items())) + text),
+    ), None, out=out, threshold=threshold, gates=gates, progress=progress, command=command)
 
 
 async def judge_trajectories_async(
@@ -434,7 +396,6 @@ async def judge_trajectories_async(
 ) -> EvalResult:
     """:func:`judge_trajectories` for async code."""
     from ..evaluators._trajectory_judge import TRAJECTORY_CRITERIA, TrajectoryJudge
-    from ..results._manifest import RunManifest, TemplateInfo
 
     if max_chars < 20:
         raise UserError(f"max_chars={max_chars}: at least 20")
@@ -448,17 +409,80 @@ async def judge_trajectories_async(
                              threshold=threshold)
     except ValueError as exc:
         raise UserError(f"judge_trajectories: {exc}") from None
-    j = as_judge(judge)
-    client = j.client()
-    tj.bind(j.settings(client))
-    manifest = RunManifest.for_cases(
-        "trajectory-judge", source, [c.id for c in case_list], command=command or ["referee.judge_trajectories"],
-        sha256=_cases_sha256(cases, case_list), judge=j.config(client.provider.model),
-        system_under_test=system_model, template=TemplateInfo(path=criteria_path, sha256=rubric_hash),
-    )
-    return await _run(case_list, cases=case_list, manifest=manifest, out=out, evaluate=tj.judge_row,
-                      on_error=_error_rows("trajectory_judge", category), client=client, concurrency=j.concurrency,
-                      label="judging", skipped=skipped, progress=progress, threshold=threshold, gates=gates)
+    return await _execute(_Plan(
+        "trajectory-judge", "referee.judge_trajectories", tj, case_list, source, _cases_sha256(cases, case_list),
+        evaluate=tj.judge_row, on_error=_error_rows("trajectory_judge", category), label="judging",
+        skipped=skipped, template_path=criteria_path, template_hash=rubric_hash,
+    ), judge, out=out, system_model=system_model, threshold=threshold, gates=gates, progress=progress,
+        command=command)
+
+
+@dataclass
+class _Plan:
+    """What one grading function's run is, declared; :func:`_execute` does the rest the same way for all (the
+    judge, its binding, the manifest, the runner)."""
+
+    kind: str
+    """The manifest's ``kind`` (the command: ``judge``, ``pairwise``, ...)."""
+    api: str
+    """The manifest's ``command`` when the caller names none (``referee.grade``)."""
+    evaluator: LLMEvaluator | None
+    """Bound to the run's judge (None: checks by code, no judge)."""
+    cases: list[Case]
+    source: str
+    sha256: str | None
+    evaluate: Callable[[Any], Awaitable[ResultRow | list[ResultRow]]]
+    on_error: Callable[[Any, BaseException], ResultRow]
+    label: str
+    items: Sequence[Any] | None = None
+    """What the runner runs (default: ``cases``)."""
+    key: Callable[[Any], RowKey] | None = None
+    skipped: int = 0
+    repeat: int = 1
+    template_path: str | None = None
+    template_hash: str | None = None
+    """Default: the evaluator's, once bound."""
+    config_hash: str | None = None
+    """The options' identity (another configuration's results file is moved aside, not resumed)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    others: bool = True
+
+
+async def _execute(plan: _Plan, judge: Judge | str | Provider | None, *, out: str | Path | None,
+                   progress: bool | None, command: list[str] | None, system_model: str | None = None,
+                   threshold: float = 0.7, gates: dict[str, Any] | None = None) -> EvalResult:
+    """``plan`` run: its evaluator bound to the judge (after every usage error, so a missing key is never
+    reported ahead of them), the manifest, then the runner."""
+    client: JudgeClient | None = None
+    concurrency = 4
+    j: Judge | None = None
+    if plan.evaluator is not None:
+        j = as_judge(judge)
+        client = j.client()
+        plan.evaluator.bind(j.settings(client))
+        concurrency = j.concurrency
+    template_hash = plan.template_hash if plan.template_hash is not None else getattr(plan.evaluator,
+                                                                                      "template_hash", None)
+
+    def manifest() -> RunManifest:
+        # Built by the runner while the first requests are in flight (pydantic loads meanwhile).
+        from ..results._manifest import RunManifest, TemplateInfo
+
+        judged: dict[str, Any] = {}
+        if j is not None and client is not None:
+            judged = {"judge": j.config(client.provider.model, plan.repeat), "system_under_test": system_model,
+                      "template": TemplateInfo(path=plan.template_path, sha256=template_hash or "")}
+        m = RunManifest.for_cases(plan.kind, plan.source, [c.id for c in plan.cases],
+                                  command=command or [plan.api], sha256=plan.sha256, **judged)
+        if plan.config_hash is not None:
+            m.extra["config_hash"] = plan.config_hash
+        m.extra.update(plan.extra)
+        return m
+
+    return await _run(plan.items if plan.items is not None else plan.cases, cases=plan.cases, manifest=manifest,
+                      out=out, key=plan.key, evaluate=plan.evaluate, on_error=plan.on_error, client=client,
+                      concurrency=concurrency, label=plan.label, skipped=plan.skipped, progress=progress,
+                      threshold=threshold, gates=gates, others=plan.others)
 
 
 async def _run(items: Sequence[T], *, cases: list[Case], manifest: RunManifest | Callable[[], RunManifest],
@@ -545,7 +569,6 @@ async def grade_rubric_async(
     """:func:`grade_rubric` for async code."""
     from ..cases._templates import preflight
     from ..evaluators._rubric import RubricJudge
-    from ..results._manifest import RunManifest, TemplateInfo
     from ..rubrics import load_rubric
 
     rb = load_rubric(rubric)
@@ -563,22 +586,13 @@ async def grade_rubric_async(
                          category=category, contexts=dict(contexts or {}), system_under_test=system_model)
     except ValueError as exc:
         raise UserError(f"grade_rubric: {exc}") from None
-    j = as_judge(judge)
-    client = j.client()
-    rj.bind(j.settings(client))
-    h = rj.template_hash  # the rubric's hash, ungrounded override included: no stale resume
-    assert h is not None
-    ctx, threshold = rj.contexts, rj.threshold
-    manifest = RunManifest.for_cases(
-        "rubric", _source(cases, case_set.path), [c.id for c in pf.valid],
-        command=command or ["referee.grade_rubric"],
-        sha256=_cases_sha256(cases, case_set.cases), template=TemplateInfo(path=str(rubric), sha256=h),
-        judge=j.config(client.provider.model), system_under_test=system_model,
-    )
-    manifest.extra["config_hash"] = text_sha256(json.dumps([sorted(ctx.items()), threshold]))
-    return await _run(pf.valid, cases=pf.valid, manifest=manifest, out=out, evaluate=rj.judge_row,
-                      on_error=_error_rows("rubric", category), client=client, concurrency=j.concurrency,
-                      label="rubric", skipped=pf.skipped, progress=progress, gates=gates)
+    # The manifest's template hash is the rubric's, ungrounded override included: no stale resume.
+    return await _execute(_Plan(
+        "rubric", "referee.grade_rubric", rj, pf.valid, _source(cases, case_set.path),
+        _cases_sha256(cases, case_set.cases), evaluate=rj.judge_row, on_error=_error_rows("rubric", category),
+        label="rubric", skipped=pf.skipped, template_path=str(rubric),
+        config_hash=text_sha256(json.dumps([sorted(rj.contexts.items()), rj.threshold])),
+    ), judge, out=out, system_model=system_model, gates=gates, progress=progress, command=command)
 
 
 grade_rubric = sync_twin(
@@ -614,7 +628,6 @@ async def grade_gold_async(
 ) -> EvalResult:
     """:func:`grade_gold` for async code."""
     from ..evaluators._gold import GoldCase, GoldJudge, gold_case
-    from ..results._manifest import RunManifest, TemplateInfo
 
     try:
         gj = GoldJudge(str(criteria), single_call=single_call, judge_pass_only=judge_pass_only,
@@ -631,25 +644,19 @@ async def grade_gold_async(
         except ValueError as exc:
             raise UserError(f"{src}: {exc}") from None
         source, skipped = source or src, skipped + n_dup
-    j = as_judge(judge)
-    client = j.client()
-    gj.bind(j.settings(client))
     docs = [[c.id, text_sha256(c.generated), text_sha256(c.gold)] for c in gold]
-    manifest = RunManifest.for_cases(
-        "gold", source, [c.id for c in gold], command=command or ["referee.grade_gold"],
-        sha256=text_sha256(json.dumps(docs)), template=TemplateInfo(path=str(criteria), sha256=gj.template_hash or ""),
-        judge=j.config(client.provider.model), system_under_test=system_model,
-    )
-    # The documents are part of the configuration: rows graded on an earlier version of a generated or gold
-    # file must not be resumed (the case id stays the same when the file is regenerated).
-    manifest.extra["config_hash"] = text_sha256(json.dumps(
-        {"single_call": single_call, **({"judge_pass_only": True} if judge_pass_only else {}),
-         "documents": sorted(docs)}))
     as_cases = [Case(id=c.id, data={"id": c.id, "output": c.generated, "reference": c.gold, "metadata": c.metadata})
                 for c in gold]
-    return await _run(gold, cases=as_cases, manifest=manifest, out=out, evaluate=gj.judge_row,
-                      on_error=_error_rows("gold", None), client=client, concurrency=j.concurrency, label="gold",
-                      skipped=skipped, progress=progress, gates=gates, others=False)
+    return await _execute(_Plan(
+        "gold", "referee.grade_gold", gj, as_cases, source, text_sha256(json.dumps(docs)), items=gold,
+        evaluate=gj.judge_row, on_error=_error_rows("gold", None), label="gold", skipped=skipped,
+        template_path=str(criteria), others=False,
+        # The documents are part of the configuration: rows graded on an earlier version of a generated or gold
+        # file must not be resumed (the case id stays the same when the file is regenerated).
+        config_hash=text_sha256(json.dumps({"single_call": single_call,
+                                            **({"judge_pass_only": True} if judge_pass_only else {}),
+                                            "documents": sorted(docs)})),
+    ), judge, out=out, system_model=system_model, gates=gates, progress=progress, command=command)
 
 
 grade_gold = sync_twin(
