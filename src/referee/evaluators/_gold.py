@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from ..cases._case import Case
 from ..providers._base import JudgeRequest
+from ..results._combine import gold_totals
 from ..results._schema import CriterionScore, JudgeInfo, ResultRow, Usage
 from ..rubrics._model import Criterion, Rubric
 from ._base import CheckResult, LLMEvaluator, register, result_row
@@ -182,25 +183,12 @@ class GoldSummary:
 
 def gold_verdict(rubric: Rubric, replies: dict[str, CriterionReply]) -> GoldSummary:
     """The seed's pass rule and grades, over a reply for every criterion."""
-    n = len(rubric.criteria)
-    total = sum(replies[c.id].score for c in rubric.criteria)
-    mx = 2 * n
-    pct = total / mx
-    passed_count = sum(replies[c.id].passed for c in rubric.criteria)
-    crit_fail = [c.id for c in rubric.criteria if c.critical and not replies[c.id].passed]
-    threshold = rubric.pass_threshold if rubric.pass_threshold is not None else 6
-    if rubric.fail_on_critical and crit_fail:
-        ok = False
-    else:
-        ok = passed_count >= threshold
-    if pct >= 0.9 and not crit_fail:
-        grade = "A"
-    elif pct >= 0.75 and not crit_fail:
-        grade = "B"
-    elif pct >= 0.6:
-        grade = "C"
-    else:
-        grade = "D"
+    got = [replies[c.id] for c in rubric.criteria]
+    total, mx, pct, passed_count, ok, grade = gold_totals(
+        [r.score for r in got], [r.passed for r in got], [c.critical for c in rubric.criteria],
+        pass_threshold=rubric.pass_threshold if rubric.pass_threshold is not None else 6,
+        fail_on_critical=rubric.fail_on_critical)
+    crit_fail = [c.id for c, r in zip(rubric.criteria, got, strict=True) if c.critical and not r.passed]
     return GoldSummary(total, mx, pct, passed_count, crit_fail, ok, grade)
 
 

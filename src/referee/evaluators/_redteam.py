@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from .._util import _regex
 from ..cases._case import Case
+from ..results._combine import lower_of
 from ..results._schema import ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
 from ._base import CheckResult, Evaluator, register, result_row
@@ -225,7 +226,7 @@ def redteam_result(check: CheckResult, judged: CheckResult | None) -> CheckResul
         res.status, res.score, res.passed, res.reason = "scored", 0.0, False, check.reason
     elif judged is not None and judged.status == "scored" and judged.score is not None:
         res.status, res.reason = "scored", judged.reason or check.reason
-        res.score = judged.score if check.score is None else min(judged.score, check.score)
+        res.score = lower_of(check.score, judged.score)
     elif check.status == "scored" and check.score is not None:
         if judged is not None and judged.status != "scored":
             res.flags = ["judge_" + judged.status]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..cases._case import Case
+from ..results._combine import goal_times_process
 from ..results._schema import ResultRow
 from ..trajectories import TrajectoryError, trajectory_of
 from ._base import CheckResult, Evaluator, register, result_row
@@ -37,19 +38,13 @@ def combine(outcome: float | None, process: list[tuple[str, CheckResult]], *, ca
     Unscored checks take no part. So a correct final answer reached by a broken trajectory scores at most
     ``cap`` and fails.
     """
-    scored = [(n, r) for n, r in process if r.status == "scored" and r.score is not None]
-    proc = sum(r.score for _, r in scored if r.score is not None) / len(scored) if scored else 1.0
-    out = 1.0 if outcome is None else outcome
-    score = out * proc
-    failed = [n for n, r in scored if r.passed is False]
-    rule = "goal x process"
-    if any(n in CRITICAL_CHECKS for n in failed):
-        score, rule = 0.0, "critical check failed"
-    elif failed:
-        if score > cap:
-            rule = f"capped at {cap:g}: process check failed"
-        score = min(score, cap)
-    return score, not failed and out >= 1.0, rule
+    scored = [(n, r.score, r.passed) for n, r in process if r.status == "scored" and r.score is not None]
+    failed = [n for n, _, passed in scored if passed is False]
+    score, decided = goal_times_process(outcome, [s for _, s, _ in scored], process_failed=bool(failed),
+                                        critical_failed=any(n in CRITICAL_CHECKS for n in failed), cap=cap)
+    rule = {"critical": "critical check failed", "capped": f"capped at {cap:g}: process check failed",
+            "product": "goal x process"}[decided]
+    return score, not failed and (1.0 if outcome is None else outcome) >= 1.0, rule
 
 
 @register

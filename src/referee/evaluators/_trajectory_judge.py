@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from ..cases._case import Case
 from ..providers._base import JudgeRequest
+from ..results._combine import goal_times_process, mean_of_turns
 from ..results._schema import CriterionScore, ResultRow
 from ..trajectories import Trajectory, TrajectoryError, trajectory_of
 from ._base import CheckResult, LLMEvaluator, register, result_row, with_output
@@ -77,10 +78,10 @@ def combine_criteria(criteria: list[CriterionScore], outcome_id: str | None, *, 
     process = [s for i, s in by_id.items() if i != outcome_id]
     if outcome_id is None or outcome_id not in by_id:
         return (sum(by_id.values()) / len(by_id) if by_id else 0.0), "mean of criteria"
-    proc = sum(process) / len(process) if process else 1.0
-    score = by_id[outcome_id] * proc
-    if any(s < pass_mark for s in process) and score > cap:
-        return cap, f"capped at {cap:g}: a process criterion is below {pass_mark:g}"
+    score, decided = goal_times_process(by_id[outcome_id], process, process_failed=any(s < pass_mark for s in process),
+                                        critical_failed=False, cap=cap)
+    if decided == "capped":
+        return score, f"capped at {cap:g}: a process criterion is below {pass_mark:g}"
     return score, "outcome x mean(process)"
 
 
@@ -294,9 +295,10 @@ class CriteriaJudge(LLMEvaluator):
             status: Literal["unscored", "error"] = "error" if any(t["status"] == "error" for t in bad) else "unscored"
             return CheckResult(score=None, status=status,
                                reason="; ".join(f"turn {t['turn']}: {t['reason']}" for t in bad), **typed)
-        scores = [p.score or 0.0 for p in parts]
+        scores = [p.score or 0.0 for p in parts]  # every turn is scored here
         worst = min(range(len(parts)), key=lambda i: scores[i])
-        return CheckResult(score=round(sum(scores) / len(scores), 6), passed=all(p.passed for p in parts),
+        score, passed = mean_of_turns(scores, [p.passed for p in parts])
+        return CheckResult(score=score, passed=passed,
                            reason=f"turn {turns[worst]['turn']}: {parts[worst].reason}", **typed)
 
     @staticmethod

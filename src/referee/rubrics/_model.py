@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..results._combine import composite, composite_normalised
+
 Scale = Literal["binary", "0-1", "0-2", "1-5"]
 SCALES: dict[str, tuple[float, float, bool]] = {
     # name: (lowest, highest, integer-only)
@@ -202,26 +204,12 @@ class Rubric(_Model):
 
     def composite_of(self, raw: dict[str, float]) -> float:
         """The composite on the rubric's scale from raw criterion scores (every criterion present)."""
-        vals = [(self.weight_of(c), raw[c.id]) for c in self.criteria]
-        if self.composite == "weighted_sum":
-            value = sum(w * s for w, s in vals)
-        elif self.composite == "sum":
-            value = sum(s for _, s in vals)
-        elif self.composite == "mean":
-            value = sum(s for _, s in vals) / len(vals)
-        else:
-            value = sum(w * s for w, s in vals) / sum(w for w, _ in vals)
-        # Rounded so 0.3*4 + ... lands on 4.0, not 3.9999999999999996 (a band edge must not flip on float noise).
-        return round(value, 9)
+        return composite(self.composite, [(self.weight_of(c), raw[c.id]) for c in self.criteria])
 
     def composite_normalised(self, raw: dict[str, float]) -> float:
         """The composite as a 0-1 score (the result row's ``score``)."""
-        norm = {c.id: normalise(raw[c.id], self.criterion_scale(c)) for c in self.criteria}
-        if self.composite == "sum" or self.composite == "mean":
-            return sum(norm.values()) / len(norm)
-        total_w = sum(self.weight_of(c) for c in self.criteria)
-        value = sum(self.weight_of(c) * norm[c.id] for c in self.criteria) / total_w
-        return min(1.0, max(0.0, value))
+        return composite_normalised(self.composite, [(self.weight_of(c), normalise(raw[c.id], self.criterion_scale(c)))
+                                                     for c in self.criteria])
 
     def band_for(self, composite: float) -> Band | None:
         """Half-open bands: the highest band whose ``min`` the composite reaches."""

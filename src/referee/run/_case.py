@@ -17,6 +17,7 @@ from typing import Any, Literal
 from ..cases._case import Case
 from ..evaluators._base import CheckResult, Evaluator, result_row
 from ..results._check import SUITE_EVALUATOR
+from ..results._combine import suite_score
 from ..results._schema import JudgeInfo, ResultRow, Usage
 from ..suites._loader import EvalSpec, Suite
 
@@ -117,10 +118,9 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
     details: dict[str, Any] = {}
     bad: list[str] = []
     statuses = set()
-    wsum = wtot = usum = 0.0
-    nscored = 0
+    scores: list[float] = []
+    weights: list[float] = []
     all_pass = True
-    lowest = 1.0
     critical_failed: list[str] = []
     for spec, r in zip(suite.specs, results, strict=True):
         statuses.add(r.status)
@@ -161,11 +161,8 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
             bad.append(f"{spec.label} {r.status}: {reason}")
             continue
         assert r.score is not None
-        wsum += spec.weight * r.score
-        wtot += spec.weight
-        usum += r.score
-        nscored += 1
-        lowest = min(lowest, r.score)
+        scores.append(r.score)
+        weights.append(spec.weight)
         if not passed:
             all_pass = False
             bad.append(f"{spec.label}: {reason}" if reason else f"{spec.label} failed")
@@ -191,17 +188,8 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
         return ResultRow.model_validate({
             **common, "status": status, "error": "; ".join(b for b in bad if f" {status}: " in b)[:1000],
             "rationale": "; ".join(bad)[:1000] or None, "raw_reply": raw_reply})
-    if sc.mode == "all_pass":
-        score = 1.0 if all_pass else 0.0
-    elif sc.mode == "min":
-        score = lowest
-    else:
-        score = wsum / wtot if wtot > 0 else usum / max(1, nscored)  # all weights 0: plain mean
-    flags: list[str] = []
-    if critical_failed:
-        score = 0.0
-        flags.append("critical_failed")
-    score = min(1.0, max(0.0, score))
+    score = suite_score(sc.mode, scores, weights, all_passed=all_pass, critical_failed=bool(critical_failed))
+    flags = ["critical_failed"] if critical_failed else []
     ok = score >= sc.threshold and not critical_failed
     rationale = "; ".join(bad[:3]) if bad else f"all {len(criteria)} evaluators passed"
     if flags:
@@ -229,14 +217,16 @@ def own_row(suite: Suite, case: Case, spec: EvalSpec, r: CheckResult, latency_ms
     it), under the suite's rules where they decide more than the evaluator did: an entry's ``threshold`` sets
     ``passed``, ``all_pass`` scoring makes the score 1 or 0, and a failed ``critical`` entry scores 0."""
     label = spec.evaluator.row_evaluator if spec.label == spec.name else spec.label
-    if r.status == "scored" and r.score is not None and (
+    score = r.score
+    if r.status == "scored" and score is not None and (
             spec.threshold is not None or spec.critical or suite.scoring.mode == "all_pass"):
         passed = _passed(spec, r, suite.scoring.threshold)
         r = dataclasses.replace(r, passed=passed)
-        if suite.scoring.mode == "all_pass":
-            r.score = 1.0 if passed else 0.0
-        if spec.critical and not passed:
-            r.score = 0.0
+        critical_failed = spec.critical and not passed
+        if suite.scoring.mode == "all_pass" or critical_failed:  # else the suite's rule leaves one score as it is
+            r.score = suite_score(suite.scoring.mode, [score], [1.0], all_passed=bool(passed),
+                                  critical_failed=critical_failed)
+        if critical_failed:
             r.flags = [*r.flags, "critical_failed"]
     return result_row(case, r, evaluator=label, category=getattr(spec.evaluator, "category", None),
                       latency_ms=latency_ms)
