@@ -116,7 +116,9 @@ class DryRun:
         lines = [f"dry run: {self.cases} case(s) {times} {len(self.llm_evaluators)} LLM evaluator(s) "
                  f"({', '.join(self.llm_evaluators) or 'none'}) = {self.calls} judge call(s); no call was made"]
         if times == "with":
-            lines.append("  (gold makes one call per criterion unless single_call; pairwise two, one per order)")
+            lines.append("  (gold makes one call per criterion unless single_call; pairwise two, one per order; the claim "
+                         "metrics extract and verify each text's claims once for all of them, claims estimated one "
+                         "per sentence)")
         if self.calls:
             lines.append(f"  estimated input ~{self.input_tokens:,} tokens (4 characters per token), output at "
                          f"most {self.max_output_tokens:,} tokens (max_tokens per call)")
@@ -128,12 +130,25 @@ class DryRun:
         return "\n".join(lines)
 
 
+def _once(seen: set[tuple[str, str]], case_id: str, request: Any) -> bool:
+    import hashlib
+    import json
+
+    key = (case_id, hashlib.sha256(json.dumps(request.cache_material(), sort_keys=True, default=str).encode())
+           .hexdigest())
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
 def dry_run(suite: Suite, *, max_tokens: int, input_price: float | None, output_price: float | None) -> DryRun:
     """Count judge calls and estimate tokens/cost from the filled prompts, without any provider."""
     specs = suite.llm_specs
     chars = 0
     out_tokens = 0
     calls = 0
+    seen: set[tuple[str, str]] = set()
     for s in specs:
         ev = s.evaluator
         if isinstance(ev, LLMEvaluator) and ev.settings is None:
@@ -148,6 +163,9 @@ def dry_run(suite: Suite, *, max_tokens: int, input_price: float | None, output_
                 calls += 1
                 out_tokens += max_tokens
                 continue
+            # A request two evaluators of one case would both make is made once (the claim metrics share their
+            # claim extraction and verification steps).
+            reqs = [r for r in reqs if _once(seen, c.id, r)]
             calls += len(reqs)
             for req in reqs:
                 chars += sum(len(m.content) for m in req.messages)
