@@ -256,11 +256,18 @@ class ClaimMetric(LLMEvaluator):
 
     # -- dry runs -----------------------------------------------------------------------------------------
     def request(self, case: Case, output: Any) -> JudgeRequest:
-        return self.call_requests(case, output)[0]
+        t = _texts(case, output)
+        return extract_request(t.answer or t.reference or "", t.question or None, sampling=self._sampling(),
+                               max_claims=self.max_claims)
 
     def call_requests(self, case: Case, output: Any) -> list[JudgeRequest]:
-        """The calls one case is expected to cost (claims estimated one per sentence): counted by dry runs."""
+        """The calls one case is expected to cost (claims estimated one per sentence; none for a case that is
+        unscored before any call, such as a refusal): counted by dry runs."""
         t = _texts(case, output)
+        try:
+            self._preflight(t)
+        except _Unscored:
+            return []
         s = self._sampling()
         reqs: list[JudgeRequest] = []
         answer = _estimated_claims(t.answer, "a", self.max_claims)
@@ -279,7 +286,7 @@ class ClaimMetric(LLMEvaluator):
                 reqs.append(verify_request(ref, [Passage("answer", t.answer)], sampling=s))
             elif kind == "rel" and answer:
                 reqs.append(relevance_request(t.question, answer, sampling=s))
-        return reqs or [extract_request(t.answer, None, sampling=s, max_claims=self.max_claims)]
+        return reqs
 
     def steps(self) -> tuple[str, ...]:
         """The steps this metric takes: ``A``/``G`` extraction, ``AK``/``GK``/``Aref``/``Gans`` verification,
@@ -434,6 +441,11 @@ class AnswerRelevancy(ClaimMetric):
 
     def _scores_refusal(self) -> bool:
         return self.refusal == "zero"
+
+    def call_requests(self, case: Case, output: Any) -> list[JudgeRequest]:
+        if is_refusal(_texts(case, output).answer):
+            return []  # unscored, or 0 by the refusal rule: no call either way
+        return super().call_requests(case, output)
 
     def steps(self) -> tuple[str, ...]:
         return ("A", "rel")
