@@ -12,7 +12,8 @@ gets a local hashed bag-of-words embedding (no call, no token), referee's uses n
     bench/.venv-ragas/bin/pip install ragas==0.4.3               # once: Ragas in its own environment (not committed)
     .venv/bin/python bench/bench_rag.py --ragas-python bench/.venv-ragas/bin/python
 
-Printed per tool: judge calls per case, input and output tokens, wall time, and the NaN / unscored count.
+Printed per tool: judge calls per case, input and output tokens, wall time (of the whole process, start-up and
+imports included, for both), and the NaN / unscored count.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _instance(schema: dict[str, Any], defs: dict[str, Any], key: str = "") -> An
     if t == "array":
         return [_instance(schema.get("items") or {"type": "string"}, defs, key) for _ in range(3)]
     if t == "integer":
-        return 1
+        return 0 if "noncommittal" in key else 1  # a committal answer, every statement supported
     if t == "number":
         return 1.0
     if t == "boolean":
@@ -284,13 +285,18 @@ def main(argv: list[str] | None = None) -> int:
             print(_line("referee", _stats(url, reset=True), res, args.n))
             if args.ragas_python:
                 env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}  # no telemetry: nothing leaves the machine
+                t0 = time.perf_counter()
                 proc = subprocess.run([args.ragas_python, __file__, "--ragas", url, str(cases)], capture_output=True,
                                       text=True, start_new_session=True, env=env)
+                process_wall = time.perf_counter() - t0
                 if proc.returncode != 0:
                     print(f"ragas failed ({proc.returncode}): {proc.stderr[-3000:]}")
                 else:
                     rres = json.loads(proc.stdout.strip().splitlines()[-1])
-                    print(_line("ragas", _stats(url, reset=True), rres, args.n))
+                    scoring = rres["wall_s"]
+                    rres["wall_s"] = process_wall
+                    print(_line("ragas", _stats(url, reset=True), rres, args.n)
+                          + f"\n         (of the wall, {process_wall - scoring:.2f} s is importing Ragas)")
     finally:
         os.killpg(server.pid, 15)
         server.wait(timeout=10)
