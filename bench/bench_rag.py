@@ -49,7 +49,7 @@ def make_cases(n: int = N_CASES) -> list[dict[str, Any]]:
                   f"The {name} weighs {2 + i % 7} kilograms and ships in a {colours[i % 5]} box.",
                   f"Support tickets about other products are answered within {1 + i % 3} days.",
                   f"The company's annual report for {2000 + i % 20} lists many unrelated figures.",
-                  f"Shipping to islands costs extra for every order placed on weekends."]
+                  "Shipping to islands costs extra for every order placed on weekends."]
         order = [(i + k) % CHUNKS for k in range(CHUNKS)]  # the relevant chunks at varying ranks
         out.append({
             "id": f"rag-{i:04d}", "input": f"Where is {name} made, and how much does it weigh?",
@@ -95,7 +95,8 @@ def _instance(schema: dict[str, Any], defs: dict[str, Any], key: str = "") -> An
 
 
 def serve(latency: float) -> None:
-    from referee.providers._standin_claims import claims_reply, is_claims_schema
+    from referee.providers._standin import judge_reply
+    from referee.providers._standin_claims import is_claims_schema
     from referee.testing import FakeLLMServer, Reply
 
     stats = {"calls": 0, "input_tokens": 0, "output_tokens": 0}
@@ -107,7 +108,7 @@ def serve(latency: float) -> None:
         prompt = "\n".join(str(m.get("content", "")) for m in messages)
         schema = req.schema
         if schema and is_claims_schema(schema):
-            text = claims_reply(prompt, schema)
+            text = judge_reply(prompt, schema)
         else:
             system = next((str(m.get("content", "")) for m in messages if m.get("role") == "system"), prompt)
             rs = _ragas_schema(system) or _ragas_schema(prompt)

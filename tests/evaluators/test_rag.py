@@ -153,7 +153,6 @@ def test_noise_sensitivity_hallucination_and_self_knowledge(fake_server: Any) ->
     answer = "Five claims."
     a = ["The tower is in Paris.", "The tower is painted yearly.", "The tower was moved to Lyon.",
          "The tower is 5 km tall.", "The tower has three levels."]
-    ref = "Two claims."
     g = ["The Eiffel Tower is located in Paris.", "The tower was finished in 1889."]
     supports = {
         a[0]: [("Paris holds", "Paris holds the tower"), ("in Paris", "The tower is in Paris")],  # correct, relevant
@@ -249,3 +248,35 @@ def test_unbound_is_unscored() -> None:
 
     res = asyncio.run(referee.judges.Faithfulness().evaluate_async(Case("x", _case()), ANSWER))
     assert res.status == "unscored" and res.score is None
+
+
+def test_repeat_measures_each_case_spread_and_flags_it_flaky(fake_server: Any, tmp_path: Any,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tests.support.cli import run_cli
+
+    supports_even = _judge().supports
+    supports_odd = {k: v for k, v in supports_even.items() if k != ANSWER_CLAIMS[1]}
+
+    def judge(req: Any) -> str:
+        # A judge that changes its mind with the sampling seed: seed 0 and 2 support two claims, seed 1 one.
+        j = _judge(supports=supports_odd if (req.body.get("seed") or 0) % 2 else supports_even)
+        return j(req)
+
+    fake_server.responder = judge
+    (tmp_path / "cases.jsonl").write_text(json.dumps(_case()) + "\n", encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text("cases: cases.jsonl\nevaluators:\n  - faithfulness: {threshold: 0.5}\n",
+                                         encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    code, _, err = run_cli(["run", str(tmp_path / "suite.yaml"), "--provider", "openai", "--model", "m",
+                            "--base-url", fake_server.url + "/v1", "--repeat", "3", "--out", str(out),
+                            "--no-gates"], capsys)
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["repeat"] for r in rows) == [0, 1, 2]
+    assert sorted(r["score"] for r in rows) == pytest.approx([1 / 3, 2 / 3, 2 / 3])
+    code, text, _ = run_cli(["score", str(out), "--threshold", "0.5"], capsys)
+    assert "Flaky cases" in text and "3 repeats" in text
+    manifest = json.loads((tmp_path / "r.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["judge"]["repeat"] == 3

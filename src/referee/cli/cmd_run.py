@@ -83,10 +83,13 @@ def default_out(suite_path: str) -> Path:
               help="At most this many judge calls started per minute per provider (with --engine ray: across "
                    "every worker, as --concurrency is; with targets: across all of them). A target's own calls "
                    "are paced by its rate_limit, not by --rpm.")
+@click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
+              help="Evaluate every case N times (LLM evaluators with distinct seeds, cache bypassed); referee score "
+                   "then reports each case's spread and the flaky cases.")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
-            rpm: float | None,
+            rpm: float | None, repeat: int,
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed or nothing was graded, 2 an invalid suite or usage error)."""
@@ -136,6 +139,8 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     from_flag = ctx is not None and ctx.get_parameter_source("concurrency") in (
         ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
     concurrency = jo.concurrency if from_flag else (suite.concurrency or jo.concurrency)
+    if suite.targets and repeat > 1:
+        raise UserError("--repeat: not with targets (repeat the judging of one target's outputs file instead)")
     if suite.targets:
         if client is not None:  # the key is checked; each target's run builds (and closes) its own client
             await_close(client)
@@ -146,7 +151,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
                         command=invoked_argv(), judge_config=judge_config, system_model=jo.system_model,
-                        engine=chosen)
+                        engine=chosen, repeat=repeat)
     if outcome.resume_note:
         echo_err(outcome.resume_note)
     n_adv = sum(1 for c in suite.cases if c.metadata.get("adversarial") is True)

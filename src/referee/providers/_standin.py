@@ -352,7 +352,7 @@ def judge_reply(prompt: str, schema: Mapping[str, Any] | None) -> str:
     from ._standin_claims import claims_reply, is_claims_schema
 
     if schema and is_claims_schema(schema):
-        return claims_reply(prompt, schema)
+        return claims_reply(prompt, schema, tokens=tokens, is_refusal=is_refusal)
     reading = read_prompt(prompt)
     grade, winner = _graded(reading)
     filler = _Filler(reading, grade, winner, trajectory_grades(reading, grade))

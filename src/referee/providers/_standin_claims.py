@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 SCHEMAS = ("referee_claims", "referee_claim_support", "referee_claim_relevance")
@@ -23,7 +23,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def is_claims_schema(schema: Mapping[str, Any] | None) -> bool:
-    return bool(schema) and schema.get("title") in SCHEMAS  # type: ignore[union-attr]
+    return schema is not None and schema.get("title") in SCHEMAS
 
 
 def _plain(text: str) -> str:
@@ -52,10 +52,10 @@ def _claims(block: str) -> list[tuple[str, str]]:
     return out
 
 
-def claims_reply(prompt: str, schema: Mapping[str, Any]) -> str:
-    """The stand-in's reply to one of the claim metrics' requests (``schema``'s title says which)."""
-    from ._standin import is_refusal, tokens
-
+def claims_reply(prompt: str, schema: Mapping[str, Any], *, tokens: Callable[[str], list[str]],
+                 is_refusal: Callable[[str], bool]) -> str:
+    """The stand-in's reply to one of the claim metrics' requests (``schema``'s title says which), with the
+    stand-in's content words and refusal rule (:mod:`._standin` passes its own)."""
     blocks = _blocks(prompt)
     title = schema.get("title")
     if title == "referee_claims":
@@ -63,9 +63,9 @@ def claims_reply(prompt: str, schema: Mapping[str, Any]) -> str:
         limit = int(schema.get("properties", {}).get("claims", {}).get("maxItems", 64))
         if is_refusal(text):
             return json.dumps({"claims": []})
-        claims = [s for s in _sentences(text) if not s.endswith("?") and tokens(s) and not is_refusal(s)]
-        return json.dumps({"claims": claims[:limit]})
-    claims = next((_claims(t) for n, _, t in blocks if n == "claims"), [])
+        found = [s for s in _sentences(text) if not s.endswith("?") and tokens(s) and not is_refusal(s)]
+        return json.dumps({"claims": found[:limit]})
+    claims: list[tuple[str, str]] = next((_claims(t) for n, _, t in blocks if n == "claims"), [])
     if title == "referee_claim_relevance":
         q = set(tokens(next((_plain(t) for n, _, t in blocks if n == "question"), "")))
         return json.dumps({"verdicts": {cid: bool(q & set(tokens(text))) for cid, text in claims}})
@@ -74,7 +74,7 @@ def claims_reply(prompt: str, schema: Mapping[str, Any]) -> str:
     for cid, text in claims:
         want = set(tokens(text))
         nums = set(re.findall(r"\d+", text))
-        found = []
+        cited: list[dict[str, str]] = []
         for label, body in passages:
             best, share = None, 0.0
             for s in _sentences(body):
@@ -83,6 +83,6 @@ def claims_reply(prompt: str, schema: Mapping[str, Any]) -> str:
                 if sh > share and nums <= set(re.findall(r"\d+", s)):
                     best, share = s, sh
             if best is not None and share >= SUPPORT_SHARE:
-                found.append({"passage": label, "quote": best})
-        verdicts[cid] = found
+                cited.append({"passage": label, "quote": best})
+        verdicts[cid] = cited
     return json.dumps({"verdicts": verdicts})

@@ -60,23 +60,70 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
 
 def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int = 8,
               command: list[str] | None = None, judge_config: Any = None,
-              system_model: str | None = None, engine: Engine | str | None = None) -> Outcome:
+              system_model: str | None = None, engine: Engine | str | None = None, repeat: int = 1) -> Outcome:
     """Run ``suite`` writing rows to ``out`` (resuming a crashed identical run) and the manifest beside it.
 
     ``engine`` says where cases are evaluated (``local``, the default, or ``ray[=ADDRESS]``; see
-    :mod:`referee.run.engines`); rows come back here to the one writer either way.
+    :mod:`referee.run.engines`); rows come back here to the one writer either way. ``repeat`` > 1 evaluates every
+    case that many times (rows ``repeat`` 0..N-1; the LLM evaluators with distinct seeds and the cache bypassed), so
+    ``referee score`` reports each case's spread and its flaky cases.
     """
     from .engines import get_engine
 
     manifest = build_manifest(suite, command=command or ["referee", *sys.argv[1:]], judge_config=judge_config,
                               system_model=system_model)
     eng = get_engine(engine)
+    if repeat > 1:
+        return _run_repeats(suite, out, manifest, client=client, concurrency=concurrency, engine=eng,
+                            repeat=repeat)
     with collector_tuned(checks_only=not any(s.is_llm or s.blocking for s in suite.specs)), \
             eng.start(suite, client=client, concurrency=concurrency) as run:
         return execute(
             out=out, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None),
             evaluate=run.evaluate,
             on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
+            client=client, concurrency=run.concurrency, label="evaluating",
+        )
+
+
+def _repeat_suite(suite: Suite, r: int) -> Suite:
+    """``suite`` for sample ``r``: each LLM evaluator's seed moved by ``r`` and the cache bypassed (a repeat is a
+    new sample, never the first one read back)."""
+    specs = []
+    for s in suite.specs:
+        ev = s.evaluator
+        if isinstance(ev, LLMEvaluator) and ev.settings is not None:
+            st = ev.settings
+            ev = ev.bound(dataclasses.replace(st, seed=(st.seed or 0) + r, use_cache=False))
+            s = dataclasses.replace(s, evaluator=ev)
+        specs.append(s)
+    return dataclasses.replace(suite, specs=specs)
+
+
+def _run_repeats(suite: Suite, out: Path, manifest: RunManifest, *, client: Any, concurrency: int, engine: Engine,
+                 repeat: int) -> Outcome:
+    from ..errors import UserError
+    from ._case import CaseEvaluator
+
+    if engine.name != "local":
+        raise UserError(f"--repeat runs on the local engine only (not {engine.name})")
+    if manifest.judge is not None:
+        manifest.judge = manifest.judge.model_copy(update={"repeat": repeat})
+    manifest.extra["repeat"] = repeat
+    manifest.extra["config_hash"] = text_sha256(f"{manifest.extra.get('config_hash', '')}\x00repeat={repeat}")
+    evaluators = [CaseEvaluator(_repeat_suite(suite, r)) for r in range(repeat)]
+    items = [(c, r) for c in suite.cases for r in range(repeat)]
+
+    async def evaluate(it: Any) -> Any:
+        row = await evaluators[it[1]].evaluate(it[0])
+        return row.model_copy(update={"repeat": it[1]})
+
+    with collector_tuned(checks_only=not any(s.is_llm or s.blocking for s in suite.specs)), \
+            engine.start(suite, client=client, concurrency=concurrency) as run:
+        return execute(
+            out=out, manifest=manifest, items=items, key=lambda it: (it[0].id, it[1], None), evaluate=evaluate,
+            on_error=lambda it, exc: error_row(it[0].id, exc, evaluator=EVALUATOR_LABEL, category=it[0].category,
+                                               repeat=it[1]),
             client=client, concurrency=run.concurrency, label="evaluating",
         )
 
