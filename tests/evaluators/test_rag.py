@@ -226,7 +226,7 @@ def test_five_metrics_extract_each_text_once(fake_server: Any) -> None:
     assert judge.count("referee_claim_relevance") == 1
     # the metric that made a call carries its usage; the others (and the case sharing the texts) none
     assert sum(row.usage.calls for row in r.rows if row.usage is not None) == 6
-    assert sum(c.details["calls"] for row in r.rows for c in row.checks.values()) == 6
+    assert sum(c.details["judge_calls"] for row in r.rows for c in row.checks.values()) == 6
     assert r.manifest.totals.provider_calls == 6
 
 
@@ -280,3 +280,31 @@ def test_repeat_measures_each_case_spread_and_flags_it_flaky(fake_server: Any, t
     assert "Flaky cases" in text and "3 repeats" in text
     manifest = json.loads((tmp_path / "r.manifest.json").read_text(encoding="utf-8"))
     assert manifest["judge"]["repeat"] == 3
+
+
+def test_dry_run_estimate_and_the_manifest_per_metric(fake_server: Any, tmp_path: Any,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tests.support.cli import run_cli
+
+    fake_server.responder = _judge(claims={ANSWER: ANSWER_CLAIMS, REF: REF_CLAIMS,
+                                           "The tower is in Paris.": ["The tower is in Paris."]})
+    cases = [_case(), _case(id="refusal", output="I don't know.", reference="The tower is in Paris.")]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text("cases: cases.jsonl\nevaluators:\n  - faithfulness\n  - context_precision\n"
+                                         "  - context_recall\n  - answer_relevancy\n", encoding="utf-8")
+    args = ["run", str(tmp_path / "suite.yaml"), "--provider", "openai", "--model", "m", "--base-url",
+            fake_server.url + "/v1", "--no-gates", "--no-cache"]
+    code, out, _ = run_cli([*args, "--dry-run"], capsys)
+    # case 1: the answer's and the reference's claims, answer x chunks, reference x chunks, relevance = 5;
+    # the refusal: its reference's claims and their check against the chunks = 2 (its answer metrics are unscored)
+    assert code == 0 and "= 7 judge call(s)" in out
+    assert fake_server.requests == []
+    code, _, err = run_cli([*args, "--out", str(tmp_path / "r.jsonl")], capsys)
+    assert code == 0, err
+    manifest = json.loads((tmp_path / "r.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["totals"]["provider_calls"] == 7 == len(fake_server.requests)
+    per = manifest["extra"]["per_evaluator"]
+    assert sum(v["calls"] for v in per.values()) == 7
+    assert sum(v["input_tokens"] for v in per.values()) == manifest["totals"]["input_tokens"]

@@ -33,8 +33,9 @@ counts in the metric's numerator, ``passed`` whether that is good, ``evidence`` 
 every quote was found, ``rationale`` which passage supports it or why none does); ``details`` holds ``metric``,
 ``formula``, ``numerator``, ``denominator``, ``claims`` (each ``{id, of, text, checks: {contexts|reference|answer:
 {supported, by, supports: [{passage, quote, found, related, match, problem}]}}, relevant}``), ``chunks`` (``{id,
-rank, empty, relevant}``, where chunks matter) and ``calls`` (provider calls and cache hits this metric made;
-steps it shared with another metric cost it none, counted in ``shared_steps``).
+rank, empty, relevant}``, where chunks matter), ``judge_calls`` and ``judge_tokens`` (``{input, output}``: the provider calls and
+cache hits this metric made and their tokens; steps it shared with another metric cost it none, counted in
+``shared_steps``).
 """
 
 from __future__ import annotations
@@ -224,7 +225,9 @@ class ClaimMetric(LLMEvaluator):
         res.usage, res.cost_usd, res.latency_ms = usage, cost, latency
         res.judge = client.judge_info(TEMPLATE_HASH)
         res.raw_reply = res.raw_reply or (costs.raw_reply if res.status != "scored" else None)
-        res.details.update(calls=costs.calls, shared_steps=costs.shared)
+        res.details.update(judge_calls=costs.calls, shared_steps=costs.shared)
+        if usage is not None:  # this metric's share (a suite's combined row sums them into its typed usage)
+            res.details["judge_tokens"] = {"input": usage.input_tokens, "output": usage.output_tokens}
         if usage is not None and usage.cached_calls and not usage.calls:
             res.flags.append("cached")
         if any(c.grounded is False for c in res.criteria):

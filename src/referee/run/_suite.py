@@ -74,16 +74,37 @@ def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int =
                               system_model=system_model)
     eng = get_engine(engine)
     if repeat > 1:
-        return _run_repeats(suite, out, manifest, client=client, concurrency=concurrency, engine=eng,
-                            repeat=repeat)
+        return _per_evaluator(_run_repeats(suite, out, manifest, client=client, concurrency=concurrency, engine=eng,
+                                           repeat=repeat), out)
     with collector_tuned(checks_only=not any(s.is_llm or s.blocking for s in suite.specs)), \
             eng.start(suite, client=client, concurrency=concurrency) as run:
-        return execute(
+        return _per_evaluator(execute(
             out=out, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None),
             evaluate=run.evaluate,
             on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
             client=client, concurrency=run.concurrency, label="evaluating",
-        )
+        ), out)
+
+
+def _per_evaluator(outcome: Outcome, out: Path) -> Outcome:
+    """The manifest's ``extra["per_evaluator"]``: provider calls and tokens of each evaluator that reports its own
+    share in its details (the claim metrics: ``judge_calls`` and ``judge_tokens``), summed over the rows; the manifest is
+    written again with it. Nothing is added when no evaluator reports one."""
+    per: dict[str, dict[str, int]] = {}
+    for row in outcome.rows:
+        parts = row.details.get("checks") if row.evaluator == EVALUATOR_LABEL else {row.evaluator: row.details}
+        for label, d in (parts or {}).items():
+            if not isinstance(d, dict) or not isinstance(d.get("judge_calls"), int):
+                continue
+            t = per.setdefault(label, {"calls": 0, "input_tokens": 0, "output_tokens": 0})
+            t["calls"] += d["judge_calls"]
+            tokens = d.get("judge_tokens") or {}
+            t["input_tokens"] += int(tokens.get("input") or 0)
+            t["output_tokens"] += int(tokens.get("output") or 0)
+    if per:
+        outcome.manifest.extra["per_evaluator"] = per
+        outcome.manifest.write(out)
+    return outcome
 
 
 def _repeat_suite(suite: Suite, r: int) -> Suite:
