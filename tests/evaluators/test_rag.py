@@ -239,6 +239,7 @@ def test_names_resolve_in_suites_and_refusals_are_detected() -> None:
         assert build(name, {}).name == name
     assert is_refusal("I don't know.") and is_refusal("The context does not mention it.")
     assert not is_refusal("Paris. " * 50 + "I don't know everything, but the tower is in Paris.")
+    assert not is_refusal("Refunds cannot be provided after 30 days; you cannot find them in Settings.")
 
 
 def test_unbound_is_unscored() -> None:

@@ -396,7 +396,8 @@ async def verify(client: JudgeClient, claims: Sequence[Claim], passages: Sequenc
     groups = batches(passages)
     if not groups:
         return Step("scored", [ClaimCheck(c) for c in claims])
-    steps = [await _verify_one(client, claims, g, sampling=sampling, use_cache=use_cache) for g in groups]
+    steps = list(await asyncio.gather(*(_verify_one(client, claims, g, sampling=sampling, use_cache=use_cache)
+                                        for g in groups)))
     usage, cost, latency = _merge(steps)
     calls = sum(s.calls for s in steps)
     bad = next((s for s in steps if s.status != "scored"), None)

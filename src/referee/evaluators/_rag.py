@@ -79,12 +79,14 @@ TEMPLATE_HASH = hashlib.sha256(PROMPT_VERSION.encode()).hexdigest()
 
 _REFUSAL = re.compile(
     r"\b(i\s+(?:do\s+not|don'?t)\s+know|i\s*(?:am|'m)\s+not\s+sure|no\s+idea|not\s+enough\s+information|"
-    r"(?:cannot|can'?t|could\s+not|couldn'?t|unable\s+to)\s+(?:answer|help|find|determine|say|provide)|"
-    r"i\s+(?:must|have\s+to)\s+(?:decline|refuse)|(?:the\s+)?(?:context|documents?|passages?)\s+(?:does|do)\s+not\s+"
-    r"(?:say|mention|contain|provide))", re.IGNORECASE)
-REFUSAL_WORDS = 40
-"""An answer of at most this many words that matches a refusal phrase is a refusal (a long answer that mentions
-one is judged on its content)."""
+    r"i\s+(?:cannot|can'?t|could\s+not|couldn'?t|am\s+unable\s+to|'m\s+unable\s+to|am\s+not\s+able\s+to)\s+"
+    r"(?:answer|help|find|determine|say|tell)|i\s+(?:must|have\s+to)\s+(?:decline|refuse)|"
+    r"(?:the\s+)?(?:context|documents?|passages?|sources?)\s+(?:does|do)\s+not\s+(?:say|mention|contain|provide))",
+    re.IGNORECASE)
+REFUSAL_WORDS = 25
+"""An answer of at most this many words that matches a refusal phrase ("I don't know", "I cannot answer", "the
+context does not mention") is a refusal: unscored, never a number. A long answer that mentions one is judged on its
+content; a short hedged answer ("I don't know the date, but ...") is treated as a refusal, the safe direction."""
 
 
 def is_refusal(text: str) -> bool:
