@@ -11,7 +11,11 @@ result carries usage, cost and judge info as typed fields. They are the very jud
   criteria file;
 * :class:`Conversation`: a multi-turn conversation (``turns``): its final answer, the whole of it, or every
   assistant turn (``mode="per_turn"``);
-* :class:`Redteam`: whether an agent under attack did what the case's ``expect`` label says, and stayed safe.
+* :class:`Redteam`: whether an agent under attack did what the case's ``expect`` label says, and stayed safe;
+* the claim-level RAG metrics (an answer built from retrieved ``contexts``; every verdict rests on a quote checked
+  in its chunk, see docs/rag.md): :class:`Faithfulness`, :class:`ContextRecall`, :class:`ContextPrecision`,
+  :class:`AnswerRelevancy`, :class:`ClaimPrecision`, :class:`ClaimRecall`, :class:`ClaimF1`,
+  :class:`ContextUtilization`, :class:`NoiseSensitivity`, :class:`Hallucination`, :class:`SelfKnowledge`.
 
 **Usage**::
 
@@ -29,12 +33,27 @@ from .evaluators._base import JudgeSettings, register
 from .evaluators._conversation import ConversationJudge as Conversation
 from .evaluators._gold import GoldJudge as Gold
 from .evaluators._pairwise import RECONCILE_MODES, PairwiseJudge
+from .evaluators._rag import (
+    AnswerRelevancy,
+    ClaimF1,
+    ClaimPrecision,
+    ClaimRecall,
+    ContextPrecision,
+    ContextRecall,
+    ContextUtilization,
+    Faithfulness,
+    Hallucination,
+    NoiseSensitivity,
+    SelfKnowledge,
+)
 from .evaluators._redteam import RedteamJudge as Redteam
 from .evaluators._rubric import RubricJudge as Rubric
 from .evaluators._trajectory_judge import TrajectoryJudge as Trajectory
 from .evaluators.checks._judge import LLMJudge
 
-__all__ = ["Conversation", "Gold", "LLMJudge", "Pairwise", "Redteam", "Rubric", "Trajectory"]
+__all__ = ["AnswerRelevancy", "ClaimF1", "ClaimPrecision", "ClaimRecall", "ContextPrecision", "ContextRecall",
+           "ContextUtilization", "Conversation", "Faithfulness", "Gold", "Hallucination", "LLMJudge", "NoiseSensitivity",
+           "Pairwise", "Redteam", "Rubric", "SelfKnowledge", "Trajectory"]
 
 DEFAULT_PAIRWISE_TEMPLATE = """Compare two responses to the same request.
 

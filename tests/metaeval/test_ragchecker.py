@@ -250,3 +250,36 @@ def test_cli_missing_folder_and_results_are_exit_2(root: Path, tmp_path: Path,
 def test_read_checks_pairing(root: Path) -> None:
     data = read_ragchecker(root)
     assert len(data.instances) == 280 and all(v.size == 560 for v in data.labels.values())
+
+
+def test_referee_run_of_the_claim_metrics_with_a_scripted_judge_is_correlated(
+        root: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The loop end to end: --write-cases, `referee run` of claim_precision / claim_recall / claim_f1 judged by the
+    stand-in (deterministic claims and quotes, not a model), then --results; referee's rows are the paper's method
+    applied to the scores that run wrote (computed here independently from the results file)."""
+    cases = tmp_path / "cases.jsonl"
+    assert run_cli(["metaeval", "ragchecker", str(root), "--write-cases", str(cases)], capsys)[0] == 0
+    (tmp_path / "suite.yaml").write_text("cases: cases.jsonl\nevaluators:\n  - claim_precision\n  - claim_recall\n"
+                                         "  - claim_f1\n", encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    code, _, err = run_cli(["run", str(tmp_path / "suite.yaml"), "--provider", "standin", "--out", str(results),
+                            "--no-gates", "--no-cache"], capsys)
+    assert code == 0, err
+    meta = ragchecker_meta(root, results=results)
+    rows = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    score = {(r["id"], c["id"]): c["score"] for r in rows for c in r.get("criteria", [])
+             if c.get("status", "scored") == "scored"}
+    human = json.loads((root / "human_labeled_data.json").read_text(encoding="utf-8"))
+    ids = [h["instance_id"] for h in human[::2]]
+    for cell in meta.referee:
+        metric = METRICS[cell.aspect]
+        keep = [(f"{i}:model1", metric) in score and (f"{i}:model2", metric) in score for i in ids]
+        d = np.array([score[(f"{i}:model2", metric)] - score[(f"{i}:model1", metric)]
+                      for i, k in zip(ids, keep, strict=True) if k])
+        d = ((d - d.min()) / (d.max() - d.min()) - 0.5) * 4
+        y = np.array([h[f"{cell.aspect}_label"] for n, h in enumerate(human) if keep[n // 2]], dtype=float)
+        x = np.repeat(d, 2)
+        assert (cell.pearson, cell.spearman) == (round(float(stats.pearsonr(x, y)[0]) * 100, 2),
+                                                 round(float(stats.spearmanr(x, y)[0]) * 100, 2))
+        assert cell.pairs == sum(keep) and cell.left_out == 280 - sum(keep)
+        assert 250 < cell.pairs <= 280 and cell.pearson is not None and cell.pearson > 0

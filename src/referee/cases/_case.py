@@ -2,9 +2,10 @@
 built in memory from a list of dicts or a pandas/polars DataFrame (:func:`cases_from`).
 
 Known fields follow the seed's case shapes: ``id``, ``input``, ``output``, ``final_output``, ``reference``,
-``turns`` (``[{role, content}]``), ``trajectory`` (``[{step, tool, args, ...}]``), ``category``,
-``metadata``. Any other key is kept and can be used by a template placeholder. In tables (CSV, Parquet,
-DataFrames) each column is a field; the nested fields (:data:`NESTED_FIELDS`) may be JSON strings.
+``turns`` (``[{role, content}]``), ``trajectory`` (``[{step, tool, args, ...}]``), ``contexts`` (retrieved
+chunks, see :mod:`._contexts`), ``category``, ``metadata``. Any other key is kept and can be used by a template
+placeholder. In tables (CSV, Parquet, DataFrames) each column is a field; the nested fields (:data:`NESTED_FIELDS`)
+may be JSON strings.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import Any
 
 from .._util import _data
 from ..errors import InputError, MissingExtraError, UserError
+from ._contexts import Chunk, check_contexts, chunks_of
 
 _INF = float("inf")
-NESTED_FIELDS = ("turns", "trajectory", "metadata", "expect", "messages")
+NESTED_FIELDS = ("turns", "trajectory", "metadata", "expect", "messages", "contexts")
 """Fields holding lists or objects: in a table (CSV, Parquet, DataFrame) a string there is parsed as JSON."""
 
 
@@ -48,6 +50,11 @@ class Case:
     @property
     def reference(self) -> Any:
         return self.data.get("reference")
+
+    @property
+    def contexts(self) -> list[Chunk]:
+        """The retrieved chunks (``contexts``), in retrieval order."""
+        return chunks_of(self.data.get("contexts"))
 
     @property
     def category(self) -> str | None:
@@ -122,6 +129,7 @@ def _check_types(data: dict[str, Any], path: str, line: int | None) -> None:
             if not isinstance(t, dict) or "role" not in t or "content" not in t:
                 raise InputError("each turn needs 'role' and 'content'", file=path, line=line,
                                  field=f"turns[{i}]")
+    check_contexts(data.get("contexts"), path, line)
     traj = data.get("trajectory")
     if traj is not None:
         if not isinstance(traj, list):

@@ -57,10 +57,13 @@ def default_out(suite_path: str) -> Path:
               help="At most this many judge calls started per minute per provider (with --engine ray: across "
                    "every worker, as --concurrency is; with targets: across all of them). A target's own calls "
                    "are paced by its rate_limit, not by --rpm.")
+@click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
+              help="Evaluate every case N times (LLM evaluators with distinct seeds, cache bypassed); referee score "
+                   "then reports each case's spread and the flaky cases.")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
-            rpm: float | None,
+            rpm: float | None, repeat: int,
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed or nothing was graded, 2 an invalid suite or usage error)."""
@@ -94,12 +97,14 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             raise UserError(f"--targets: {suite_file} has no targets")
         suite = dataclasses.replace(suite, targets=select(suite.targets, [t.strip() for t in target_ids.split(",")
                                                                           if t.strip()]))
+    if suite.targets and repeat > 1:
+        raise UserError("--repeat: not with targets (repeat the judging of one target's outputs file instead)")
     if dry_run:
         from .. import estimate_run
 
         est = estimate_run(suite, provider=jo.provider, model=jo.model, base_url=jo.base_url,
                            max_tokens=jo.max_tokens, input_price=jo.input_price, output_price=jo.output_price,
-                           batch=jo.batch)
+                           batch=jo.batch, repeat=repeat)
         for line in est.lines:
             click.echo(line)
         return 0
@@ -116,7 +121,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
                         command=invoked_argv(), judge_config=judge_config, system_model=jo.system_model,
-                        engine=chosen)
+                        engine=chosen, repeat=repeat)
     if outcome.resume_note:
         echo_err(outcome.resume_note)
     n_adv = sum(1 for c in suite.cases if c.metadata.get("adversarial") is True)

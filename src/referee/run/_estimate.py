@@ -30,10 +30,10 @@ class RunEstimate:
 
 def estimate_run(suite: Any, *, provider: str, model: str | None = None, base_url: str | None = None,
                  max_tokens: int = 1024, input_price: float | None = None, output_price: float | None = None,
-                 batch: bool = False) -> RunEstimate:
+                 batch: bool = False, repeat: int = 1) -> RunEstimate:
     """Estimate a run of ``suite`` (a loaded :class:`~referee.suites.Suite`; load it with ``run_user_code=False`` to
     import no plugin module) without calling anything: the generations of its targets and their cost, then the
-    judge calls (once per case and target) and their cost. The judge's prices are yours when both are given
+    judge calls (once per case and target, ``repeat`` times) and their cost. The judge's prices are yours when both are given
     (at the batch rate with ``batch``), else the public price database's for ``provider``/``model``."""
     from ._suite import dry_run
 
@@ -54,6 +54,9 @@ def estimate_run(suite: Any, *, provider: str, model: str | None = None, base_ur
             lines.append(f"  estimated generation cost at most ${sum(priced):.4f} (before cache hits and retries"
                          + (f"; {unpriced} target(s) without a price not included)" if unpriced else ")"))
         suite = dataclasses.replace(suite, cases=suite.cases * len(suite.targets))
+    if repeat > 1:  # each repeat judges every case again (with the cache bypassed)
+        lines.append(f"repeats: every case judged {repeat} times")
+        suite = dataclasses.replace(suite, cases=suite.cases * repeat)
     ip, op = input_price, output_price
     source = "your prices"
     if ip is not None and op is not None and batch:

@@ -60,23 +60,91 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
 
 def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int = 8,
               command: list[str] | None = None, judge_config: Any = None,
-              system_model: str | None = None, engine: Engine | str | None = None) -> Outcome:
+              system_model: str | None = None, engine: Engine | str | None = None, repeat: int = 1) -> Outcome:
     """Run ``suite`` writing rows to ``out`` (resuming a crashed identical run) and the manifest beside it.
 
     ``engine`` says where cases are evaluated (``local``, the default, or ``ray[=ADDRESS]``; see
-    :mod:`referee.run.engines`); rows come back here to the one writer either way.
+    :mod:`referee.run.engines`); rows come back here to the one writer either way. ``repeat`` > 1 evaluates every
+    case that many times (rows ``repeat`` 0..N-1; the LLM evaluators with distinct seeds and the cache bypassed), so
+    ``referee score`` reports each case's spread and its flaky cases.
     """
     from .engines import get_engine
 
     manifest = build_manifest(suite, command=command or ["referee", *sys.argv[1:]], judge_config=judge_config,
                               system_model=system_model)
     eng = get_engine(engine)
+    if repeat > 1:
+        return _per_evaluator(_run_repeats(suite, out, manifest, client=client, concurrency=concurrency, engine=eng,
+                                           repeat=repeat), out)
     with collector_tuned(checks_only=not any(s.is_llm or s.blocking for s in suite.specs)), \
             eng.start(suite, client=client, concurrency=concurrency) as run:
-        return execute(
+        return _per_evaluator(execute(
             out=out, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None),
             evaluate=run.evaluate,
             on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
+            client=client, concurrency=run.concurrency, label="evaluating",
+        ), out)
+
+
+def _per_evaluator(outcome: Outcome, out: Path) -> Outcome:
+    """The manifest's ``extra["per_evaluator"]``: provider calls and tokens of each evaluator that reports its own
+    share in its details (the claim metrics: ``judge_calls`` and ``judge_tokens``), summed over the rows; the manifest is
+    written again with it. Nothing is added when no evaluator reports one."""
+    per: dict[str, dict[str, int]] = {}
+    for row in outcome.rows:
+        parts = row.details.get("checks") if row.evaluator == EVALUATOR_LABEL else {row.evaluator: row.details}
+        for label, d in (parts or {}).items():
+            if not isinstance(d, dict) or not isinstance(d.get("judge_calls"), int):
+                continue
+            t = per.setdefault(label, {"calls": 0, "input_tokens": 0, "output_tokens": 0})
+            t["calls"] += d["judge_calls"]
+            tokens = d.get("judge_tokens") or {}
+            t["input_tokens"] += int(tokens.get("input") or 0)
+            t["output_tokens"] += int(tokens.get("output") or 0)
+    if per:
+        outcome.manifest.extra["per_evaluator"] = per
+        outcome.manifest.write(out)
+    return outcome
+
+
+def _repeat_suite(suite: Suite, r: int) -> Suite:
+    """``suite`` for sample ``r``: each LLM evaluator's seed moved by ``r`` and the cache bypassed (a repeat is a
+    new sample, never the first one read back)."""
+    specs = []
+    for s in suite.specs:
+        ev = s.evaluator
+        if isinstance(ev, LLMEvaluator) and ev.settings is not None:
+            st = ev.settings
+            ev = ev.bound(dataclasses.replace(st, seed=(st.seed or 0) + r, use_cache=False))
+            s = dataclasses.replace(s, evaluator=ev)
+        specs.append(s)
+    return dataclasses.replace(suite, specs=specs)
+
+
+def _run_repeats(suite: Suite, out: Path, manifest: RunManifest, *, client: Any, concurrency: int, engine: Engine,
+                 repeat: int) -> Outcome:
+    from ..errors import UserError
+    from ._case import CaseEvaluator
+
+    if engine.name != "local":
+        raise UserError(f"--repeat runs on the local engine only (not {engine.name})")
+    if manifest.judge is not None:
+        manifest.judge = manifest.judge.model_copy(update={"repeat": repeat})
+    manifest.extra["repeat"] = repeat
+    manifest.extra["config_hash"] = text_sha256(f"{manifest.extra.get('config_hash', '')}\x00repeat={repeat}")
+    evaluators = [CaseEvaluator(_repeat_suite(suite, r)) for r in range(repeat)]
+    items = [(c, r) for c in suite.cases for r in range(repeat)]
+
+    async def evaluate(it: Any) -> Any:
+        row = await evaluators[it[1]].evaluate(it[0])
+        return row.model_copy(update={"repeat": it[1]})
+
+    with collector_tuned(checks_only=not any(s.is_llm or s.blocking for s in suite.specs)), \
+            engine.start(suite, client=client, concurrency=concurrency) as run:
+        return execute(
+            out=out, manifest=manifest, items=items, key=lambda it: (it[0].id, it[1], None), evaluate=evaluate,
+            on_error=lambda it, exc: error_row(it[0].id, exc, evaluator=EVALUATOR_LABEL, category=it[0].category,
+                                               repeat=it[1]),
             client=client, concurrency=run.concurrency, label="evaluating",
         )
 
@@ -116,7 +184,9 @@ class DryRun:
         lines = [f"dry run: {self.cases} case(s) {times} {len(self.llm_evaluators)} LLM evaluator(s) "
                  f"({', '.join(self.llm_evaluators) or 'none'}) = {self.calls} judge call(s); no call was made"]
         if times == "with":
-            lines.append("  (gold makes one call per criterion unless single_call; pairwise two, one per order)")
+            lines.append("  (gold makes one call per criterion unless single_call; pairwise two, one per order; the claim "
+                         "metrics extract and verify each text's claims once for all of them, claims estimated one "
+                         "per sentence)")
         if self.calls:
             lines.append(f"  estimated input ~{self.input_tokens:,} tokens (4 characters per token), output at "
                          f"most {self.max_output_tokens:,} tokens (max_tokens per call)")
@@ -128,18 +198,31 @@ class DryRun:
         return "\n".join(lines)
 
 
+def _once(seen: set[tuple[int, str]], position: int, request: Any) -> bool:
+    import hashlib
+    import json
+
+    key = (position, hashlib.sha256(json.dumps(request.cache_material(), sort_keys=True, default=str).encode())
+           .hexdigest())
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
 def dry_run(suite: Suite, *, max_tokens: int, input_price: float | None, output_price: float | None) -> DryRun:
     """Count judge calls and estimate tokens/cost from the filled prompts, without any provider."""
     specs = suite.llm_specs
     chars = 0
     out_tokens = 0
     calls = 0
+    seen: set[tuple[int, str]] = set()
     for s in specs:
         ev = s.evaluator
         if isinstance(ev, LLMEvaluator) and ev.settings is None:
             ev = dataclasses.replace(ev)
             ev.bind(JudgeSettings(client=None, max_tokens=max_tokens))
-        for c in suite.cases:
+        for i, c in enumerate(suite.cases):
             try:  # gold makes one call per criterion, pairwise one per order
                 reqs = ev.call_requests(c, _output_of(c, s)) if isinstance(ev, LLMEvaluator) else None
             except NotImplementedError:
@@ -148,6 +231,10 @@ def dry_run(suite: Suite, *, max_tokens: int, input_price: float | None, output_
                 calls += 1
                 out_tokens += max_tokens
                 continue
+            # A request two evaluators of one case would both make is made once (the claim metrics share their
+            # claim extraction and verification steps). By position, not id: with targets or repeats a case is
+            # judged again (another target's output, another seed), though its prompt here looks the same.
+            reqs = [r for r in reqs if _once(seen, i, r)]
             calls += len(reqs)
             for req in reqs:
                 chars += sum(len(m.content) for m in req.messages)
