@@ -330,7 +330,7 @@ async def ask_judge(client: JudgeClient, request: JudgeRequest, parse: Callable[
                               Message("user", REASK.format(reason=reason))),
                     response_schema=request.response_schema, schema_name=request.schema_name,
                     max_tokens=request.max_tokens, temperature=request.temperature, seed=request.seed,
-                    case_text=request.case_text,
+                    case_text=request.case_text, images=request.images,
                 )
             continue
         finally:
