@@ -352,6 +352,11 @@ def plain(text: str) -> str:
     return _MARKER.sub(sub, text)
 
 
+def strip_markers(text: str) -> str:
+    """``text`` without its markers (what there is of it to quote)."""
+    return _MARKER.sub("", text) if _TOKEN in text else text
+
+
 def _with_markers(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         if value.get("type") == "image":
