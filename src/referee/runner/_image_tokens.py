@@ -23,7 +23,7 @@ from .._util._image import Image
 UNKNOWN_SIZE = (1024, 1024)
 
 
-def _openai(w: int, h: int, model: str) -> int:
+def _openai(w: float, h: float, model: str) -> int:
     scale = min(1.0, 2048 / max(w, h))
     w, h = w * scale, h * scale
     scale = 768 / min(w, h)
@@ -35,7 +35,7 @@ def _openai(w: int, h: int, model: str) -> int:
     return 85 + 170 * tiles
 
 
-def _anthropic(w: int, h: int) -> int:
+def _anthropic(w: float, h: float) -> int:
     long = max(w, h)
     if long > 1568:
         w, h = w * 1568 / long, h * 1568 / long
