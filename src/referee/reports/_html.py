@@ -20,6 +20,7 @@ from typing import Any
 import jinja2
 import markupsafe
 
+from .._util._image import ImageError, images_in, plain
 from .._version import __version__
 from ..evaluators._evidence import locate
 from ..results._schema import ResultRow
@@ -64,6 +65,17 @@ def highlight_segments(text: str, quotes: Iterable[tuple[str, str]]) -> list[Seg
     if pos < len(text):
         out.append(Segment(text[pos:]))
     return out
+
+
+def shown_images(text: str) -> list[dict[str, str]]:
+    """The images in the judged text, each as the page shows it: an inline one as a ``data:`` URL of checked
+    bytes (the CSP allows ``img-src data:`` only), a remote one as a link that is never loaded."""
+    try:
+        images = images_in(text)
+    except ImageError:
+        return []
+    return [{"label": i.label, "src": i.data_url() if i.data is not None else "",
+             "url": "" if i.data is not None else i.url or ""} for i in images]
 
 
 def histogram(values: Sequence[float], lo: float = 0.0, hi: float = 1.0, bins: int = HIST_BINS) -> list[int]:
@@ -132,9 +144,13 @@ def _case_view(row: ResultRow, case_text: str | None) -> dict[str, Any]:
         # Only verified quotes are highlighted: a quote that was not found must not look like evidence.
         quotes += [(c.id, str(e["quote"])) for e in evidence if e["found"] is not False]
         crits.append({"c": c, "evidence": evidence})
+    images = shown_images(text) if text else []
+    if images:
+        text = plain(text or "")
     segments = highlight_segments(text, quotes) if text else []
     label = _verdict_label(d)
     return {
+        "images": images,
         "show_pass": not (label or "").startswith(("PASS", "FAIL")),
         "row": row, "criteria": crits, "segments": segments, "has_text": bool(text),
         "verdict": label, "composite": d.get("composite"),
