@@ -46,6 +46,7 @@ def test_referee_judge_sends_the_image_in_place_and_scores_it(fake_server: FakeL
     assert code == 0, err
     (row,) = read_rows(tmp_path / "results.jsonl")
     assert row["score"] == 0.75 and row.get("status", "scored") == "scored"
+    assert row["usage"] == {"input_tokens": 120, "output_tokens": 40, "calls": 1, "images": 1}
     user = fake_server.requests[0].body["messages"][1]["content"]
     assert [p["type"] for p in user] == ["text", "image_url", "text"]
     assert user[0]["text"].endswith("<answer>") and user[2]["text"].startswith("</answer>")
@@ -60,6 +61,8 @@ def test_one_changed_pixel_is_a_new_call_and_the_same_image_is_cached(
     for out in ("one.jsonl", "two.jsonl"):
         assert _judge(tmp_path, fake_server, capsys, out=out)[0] == 0
     assert len(fake_server.requests) == 1  # the second run is answered from the cache
+    assert read_rows(tmp_path / "two.jsonl")[0]["usage"] == {"input_tokens": 120, "output_tokens": 40,
+                                                             "cached_calls": 1}  # no image sent again
     _files(tmp_path, pixel=(3, 3, (200, 30, 31)))  # one pixel, one unit of red
     assert _judge(tmp_path, fake_server, capsys, out="three.jsonl")[0] == 0
     assert len(fake_server.requests) == 2
