@@ -145,3 +145,17 @@ def test_an_image_in_a_field_the_template_does_not_use_is_named_in_a_warning(
     said = caplog.text + err
     assert "case 'c1': field 'screenshot' holds an image that the template_judge prompt does not use" in said
     assert len(fake_server.requests[0].images) == 1  # the output's image, not the screenshot
+
+
+def test_a_text_check_on_an_image_output_is_unscored_never_an_invented_verdict(tmp_path: Path) -> None:
+    cases = [{"id": "img", "output": part(png()), "reference": "x"},
+             {"id": "mixed", "output": [{"type": "text", "text": "see the refund chart"}, part(png())]},
+             {"id": "text", "output": "a refund"}]
+    result = referee.evaluate(cases, [{"contains": {"value": "refund"}}, {"regex": {"pattern": "iVBOR"}}],
+                              progress=False)
+    rows = {r.id: r for r in result.rows}
+    assert rows["img"].status == "unscored" and rows["img"].score is None
+    assert "a text check cannot grade it" in str(rows["img"].check("contains").reason)
+    mixed = rows["mixed"]
+    assert mixed.check("contains").score == 1.0 and mixed.check("regex").score == 0.0  # base64 is never text
+    assert rows["text"].check("contains").score == 1.0
