@@ -360,10 +360,7 @@ def strip_markers(text: str) -> str:
 def _with_markers(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         if value.get("type") == "image":
-            try:
-                return marker(image_of(value))
-            except ImageError as exc:
-                raise ImageError(f"{exc}") from None
+            return marker(image_of(value))
         if value.get("type") == "text" and isinstance(value.get("text"), str) and len(value) == 2:
             return value["text"]
         return {k: _with_markers(v, depth + 1) for k, v in value.items()}

@@ -15,6 +15,9 @@ instructions or markup. Three layers, all here:
    never sent); the reply parser (:func:`referee.evaluators._reply.parse_verdict`) refuses a JSON object
    that is a copy of one found in that text, and a reply with two different candidate verdicts is re-asked
    once and then ``unscored``.
+
+An image part in a value is inserted as a marker only this process can write (:mod:`referee._util._image`); the
+request sends the image in the provider's wire format at that place (:class:`JudgeRequest.images`).
 """
 
 from __future__ import annotations
