@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import RefereeError
+
 MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """The formats every wire format referee speaks takes inline (OpenAI, Anthropic, Gemini, Bedrock Converse)."""
 DEFAULT_MAX_IMAGE_BYTES = 20 * 1024 * 1024
@@ -32,7 +34,7 @@ _FORMAT_OF = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "ima
 _ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
 
 
-class ImageError(ValueError):
+class ImageError(RefereeError, ValueError):
     """An image part that cannot be used; the message says why (the caller adds the case and field)."""
 
 

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from .._util._image import contains_image, is_image_part
+from ..errors import RefereeError
 
 
 def _image_text(value: Any) -> str:
@@ -35,7 +36,7 @@ def _stub(value: Any, depth: int = 0) -> Any:
     return value
 
 
-class ImageNotText(ValueError):
+class ImageNotText(RefereeError, ValueError):
     """The value a text check would read is images only."""
 
 

@@ -9,11 +9,12 @@ import binascii
 from typing import Any
 
 from .._util._image import sniff
+from ..errors import RefereeError
 
 _FORMATS = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
 
 
-class BadImagePart(ValueError):
+class BadImagePart(RefereeError, ValueError):
     """A part the real API would reject (the message says why)."""
 
 
