@@ -57,3 +57,20 @@ def test_dry_run_counts_image_tokens_by_the_judges_rule(tmp_path: Path, capsys: 
                     model]) == 0
         out = capsys.readouterr().out
         assert f"of which ~{3 * per_image[provider]:,} tokens for 3 image(s) sent" in out, out
+
+
+def test_a_targets_generation_estimate_counts_the_case_images(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "shot.png").write_bytes(png(1000, 1000))
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "input": {"type": "image", "path": "shot.png"},
+                                                      "reference": "r"}) + "\n")
+    (tmp_path / "suite.yaml").write_text(
+        "name: shots\ncases: cases.jsonl\ntargets:\n  - id: v1\n    provider: anthropic\n    model: claude-sonnet-4-6\n"
+        "    template: '{input}'\n    input_price_per_mtok: 1\n    output_price_per_mtok: 1\n"
+        "evaluators:\n  - contains: {value: r}\n")
+    from referee.run._targets import estimate_generation
+    from referee.suites import load_suite
+
+    suite = load_suite(str(tmp_path / "suite.yaml"), run_user_code=False)
+    (est,) = estimate_generation(suite.targets, suite.cases, suite.base_dir)
+    assert est.input_tokens == 1334  # 1000 x 1000 / 750; the marker text itself is not counted
