@@ -159,3 +159,20 @@ def test_a_text_check_on_an_image_output_is_unscored_never_an_invented_verdict(t
     mixed = rows["mixed"]
     assert mixed.check("contains").score == 1.0 and mixed.check("regex").score == 0.0  # base64 is never text
     assert rows["text"].check("contains").score == 1.0
+
+
+def test_the_trajectory_and_conversation_judges_send_the_images_they_show() -> None:
+    from referee.cases import cases_from
+
+    shot = png(5, 5)
+    traj = cases_from([{"id": "t", "input": "take a screenshot", "final_output": "done",
+                        "trajectory": [{"step": 1, "tool": "screenshot", "args": {}, "result": part(shot)}]}]).cases[0]
+    request = referee.judges.Trajectory().request(traj, traj.output)
+    assert [i.data for i in request.images] == [shot]
+    user = request.parts(request.messages[1])
+    assert [type(p).__name__ for p in user] == ["str", "Image", "str"] and "iVBOR" not in "".join(
+        p for p in user if isinstance(p, str))  # the step's result is the image, not its base64 as text
+    conv = cases_from([{"id": "v", "turns": [{"role": "user", "content": [{"type": "text", "text": "what is it?"},
+                                                                         part(png(2, 2))]},
+                                             {"role": "assistant", "content": "a red square"}]}]).cases[0]
+    assert len(referee.judges.Conversation().request(conv, conv.output).images) == 1

@@ -359,6 +359,11 @@ def strip_markers(text: str) -> str:
     return _MARKER.sub("", text) if _TOKEN in text else text
 
 
+def with_markers(value: Any) -> Any:
+    """``value`` with each image part replaced by its marker (a string), for JSON renderings of case values."""
+    return _with_markers(value)
+
+
 def _with_markers(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         if value.get("type") == "image":
