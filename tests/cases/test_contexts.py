@@ -65,3 +65,19 @@ def test_an_empty_chunk_keeps_its_rank() -> None:
     case = cases_from([{"output": "x", "contexts": ["", "  ", "text"]}]).cases[0]
     assert [(c.rank, c.empty) for c in case.contexts] == [(1, True), (2, True), (3, False)]
     assert cases_from([{"output": "x"}]).cases[0].contexts == []
+
+
+def test_an_image_chunk_keeps_its_rank_and_has_no_text_to_quote(tmp_path: Path) -> None:
+    import base64
+
+    from referee.cases import load_cases
+    from referee.cases._contexts import chunks_of
+    from tests.support.images import png
+
+    data = base64.b64encode(png(2, 2)).decode()
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "a", "output": "o", "contexts": [
+        "first chunk", {"type": "image", "data": data, "media_type": "image/png"}]}) + "\n", encoding="utf-8")
+    case = load_cases(tmp_path / "c.jsonl").cases[0]
+    chunks = chunks_of(case.get("contexts"))
+    assert [(c.id, c.rank, c.empty) for c in chunks] == [("ctx1", 1, False), ("ctx2", 2, True)]
+    assert chunks[1].image is not None and chunks[1].image["type"] == "image" and chunks[1].text == ""

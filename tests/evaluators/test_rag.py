@@ -4,7 +4,6 @@ zero claims and missing inputs unscored, quotes checked in their chunk, steps sh
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 import pytest

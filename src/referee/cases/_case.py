@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .._util import _data
+from .._util._image import sniff
 from ..errors import InputError, MissingExtraError, UserError
 from ._contexts import Chunk, check_contexts, chunks_of
+from ._media import resolve_media
 
 _INF = float("inf")
 NESTED_FIELDS = ("turns", "trajectory", "metadata", "expect", "messages", "contexts")
@@ -113,6 +115,7 @@ def _check_case(obj: Any, path: str, line: int | None, index: int) -> Case:
     data = dict(obj)
     data["id"] = str(cid)
     _check_types(data, path, line)
+    data = resolve_media(data, source=path, line=line if line is not None else index + 1, case_id=str(cid))
     return Case(id=str(cid), data=data, source=path, line=line if line is not None else index + 1)
 
 
@@ -337,6 +340,8 @@ def _json_safe(value: Any) -> Any:
         return str(value) if value.is_finite() else None
     if isinstance(value, bytes | bytearray | memoryview):
         raw = bytes(value)
+        if sniff(raw) is not None:  # an image column: checked and normalised with the case
+            return raw
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:

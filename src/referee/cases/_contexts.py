@@ -3,7 +3,9 @@
 A case's ``contexts`` is a list whose items are strings (their ids are ``ctx1``, ``ctx2``, ... by rank) or records
 ``{id, text}`` / ``{id, text, source}`` (``id`` optional: the rank's id). :func:`check_contexts` validates the field
 when a case is loaded (errors name file, line and ``contexts[i].field``); :func:`chunks_of` gives the chunks typed.
-An empty or whitespace-only chunk is kept in its rank (it was retrieved) and never supports anything.
+An empty or whitespace-only chunk is kept in its rank (it was retrieved) and never supports anything. A chunk may
+be an image part (``{"type": "image", ...}``, checked as every image is): it keeps its rank and is shown and sent
+to judges that take images, but it has no text, so no quote can come from it and it supports no text claim.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class Chunk:
     rank: int
     """1-based retrieval rank."""
     source: str | None = None
+    image: dict[str, Any] | None = None
+    """The image part, for a chunk that is an image (its ``text`` is empty)."""
 
     @property
     def empty(self) -> bool:
@@ -49,8 +53,8 @@ def check_contexts(value: Any, path: str, line: int | None) -> None:
     seen: dict[str, int] = {}
     for i, item in enumerate(value):
         where = f"{CONTEXTS_FIELD}[{i}]"
-        if isinstance(item, str):
-            cid = default_id(i + 1)
+        if isinstance(item, str) or (isinstance(item, dict) and item.get("type") == "image"):
+            cid = default_id(i + 1)  # an image part is checked with every image of the case
         elif isinstance(item, dict):
             unknown = sorted(set(item) - {"id", "text", "source"})
             if unknown:
@@ -85,6 +89,8 @@ def chunks_of(value: Any) -> list[Chunk]:
     for i, item in enumerate(value):
         if isinstance(item, str):
             out.append(Chunk(default_id(i + 1), item, i + 1))
+        elif isinstance(item, dict) and item.get("type") == "image":
+            out.append(Chunk(default_id(i + 1), "", i + 1, image=item))
         elif isinstance(item, dict):
             raw = item.get("id")
             cid = default_id(i + 1) if raw is None or raw == "" else str(raw)

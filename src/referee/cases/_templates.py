@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._util._image import contains_image, prompt_text
 from ..errors import InputError, UserError
 from ._case import Case
 
@@ -29,9 +30,12 @@ def placeholders(template: str) -> list[str]:
 
 
 def render_value(value: Any) -> str:
-    """Strings as they are; anything else as indented JSON, non-ASCII kept readable (for display)."""
+    """Strings as they are; anything else as indented JSON, non-ASCII kept readable (for display). Image parts
+    become the markers a judge request puts the image at (:mod:`referee._util._image`)."""
     if isinstance(value, str):
         return value
+    if contains_image(value):
+        return prompt_text(value, lambda v: json.dumps(v, indent=2, ensure_ascii=False))
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
@@ -40,6 +44,8 @@ def _prompt_value(value: Any) -> str:
     prompt calibrated with the seed's runner reaches the judge byte for byte (non-ASCII escaped as it did)."""
     if isinstance(value, str):
         return value
+    if contains_image(value):
+        return prompt_text(value)
     return json.dumps(value, indent=2)
 
 

@@ -47,14 +47,14 @@ def command(results: tuple[str, ...], html_out: str, cases_path: str | None, tit
     if not rows:
         raise UserError(f"no result rows in {', '.join(results)}")
     texts: dict[str, str] = {}
-    if cases_path:
-        for c in load_cases(cases_path):
-            if c.output is not None:
-                texts[c.id] = render_value(c.output)
+    cases = list(load_cases(cases_path)) if cases_path else []
+    for c in cases:
+        if c.output is not None:
+            texts[c.id] = render_value(c.output)
     from ..reports import write_html
 
     write_html(rows, html_out, title=title or f"referee report: {', '.join(Path(r).name for r in results)}",
                source=", ".join(results), case_texts=texts, manifest=manifest,
-               extra_sections=_leaderboard(rows))
+               extra_sections=_leaderboard(rows), cases=cases)
     echo_err(f"wrote {html_out} ({len(rows)} rows)")
     return 0

@@ -140,9 +140,9 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
                                             base_dir=suite.base_dir)
     echo_nothing_graded(verdicts)
     if markdown_out or os.environ.get("GITHUB_STEP_SUMMARY"):
-        from ..reports import render_markdown
+        from ..reports import image_refs, render_markdown
 
-        write_markdown(render_markdown(summary, verdicts, code), markdown_out)
+        write_markdown(render_markdown(summary, verdicts, code, images=image_refs(suite.cases)), markdown_out)
     return code
 
 

@@ -14,6 +14,10 @@ A quote with an ellipsis (``...`` / ``…``) is split at it and every fragment m
 fashion, in the same source. Quotes shorter than :data:`MIN_FUZZY_CHARS` after normalisation must match
 exactly (fuzzy matching on 3 letters finds them anywhere). A ``file:line`` or ``file:line-line`` reference
 (the rubric allows them) is found when a source of that file name has that many lines.
+
+An image has no text to quote: evidence about one is a region description, ``image: the red bar at the top
+left`` (:data:`REGION_PREFIX`), recorded as such (``kind="region"``) and never checked against text; it counts
+neither for nor against grounding. A text quote is checked against the text only (an image's marker is no text).
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from .._util._image import has_marker, strip_markers
+
+REGION_PREFIX = "image:"
+"""How evidence about an image starts: the rest describes a region of it (not checked against text)."""
 MATCH_THRESHOLD = 90.0
 MIN_FUZZY_CHARS = 12
 
@@ -72,6 +80,9 @@ class QuoteCheck:
     """Name of the source it was found in."""
     score: float = 0.0
     """Best match score 0-100."""
+    kind: str = "text"
+    """``text``: a quote checked against the sources; ``region``: a description of part of an image, not
+    checked (there is no text to check it against)."""
 
 
 def _fragments(quote: str) -> list[str]:
@@ -139,10 +150,15 @@ class EvidenceChecker:
     """Checks quotes against named sources; normalises each source once."""
 
     def __init__(self, sources: Mapping[str, str]) -> None:
-        self.raw = {k: v for k, v in sources.items() if v}
+        self.images = [k for k, v in sources.items() if v and has_marker(v)]
+        """The sources holding images (where region evidence can point)."""
+        self.raw = {k: strip_markers(v) for k, v in sources.items() if v}
+        self.raw = {k: v for k, v in self.raw.items() if v.strip()}
         self.norm = {k: normalise(v) for k, v in self.raw.items()}
 
     def check(self, quote: str) -> QuoteCheck:
+        if self.images and quote.strip().casefold().startswith(REGION_PREFIX):
+            return QuoteCheck(quote, True, self.images[0], 0.0, kind="region")
         if "&lt;" in quote or "&gt;" in quote:
             # The judge saw tag-like case text escaped by prompt_guard.neutralise: its quote of that text is
             # checked as the original reads.
@@ -172,10 +188,12 @@ class EvidenceChecker:
 
 
 def grounded(checks: list[QuoteCheck]) -> bool | None:
-    """True when every quote was found; None when there was nothing to verify."""
-    if not checks:
+    """True when every quote was found; None when there was nothing to verify (region descriptions of an image
+    are not verified)."""
+    quotes = [c for c in checks if c.kind == "text"]
+    if not quotes:
         return None
-    return all(c.found for c in checks)
+    return all(c.found for c in quotes)
 
 
 def ungrounded_counts(rows: Iterable[Any]) -> dict[str, int]:

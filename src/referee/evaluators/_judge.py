@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..cases._case import Case
-from ..cases._templates import case_values
+from ..cases._templates import case_values, placeholders
 from ..providers._base import JudgeRequest
 from ..runner._client import JudgeClient
 from ._base import CheckResult, JudgeSettings, LLMEvaluator, result_row
+from ._images import warn_unused_images
 from ._prompt_guard import REQUEST_FORMATS, fill_template, judge_request, seed_request, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, as_number, ask_judge, parse_verdict
 
@@ -158,6 +159,8 @@ class TemplateJudge(LLMEvaluator):
             seed = (seed or 0) + repeat  # distinct seeds so repeats are independent samples
         if output is not None and output is not case.output:
             case = Case(id=case.id, data={**case.data, "output": output}, source=case.source, line=case.line)
+        used = placeholders(self._template)
+        warn_unused_images(case, [*used, "reference"] if "reference_block" in used else used, self.name)
         if self.request_format == "seed":
             user, case_text = fill_template(self._template, case_values(case), neutralised=False)
             return seed_request(user, case_text, max_tokens=self.max_tokens or s.max_tokens,

@@ -15,6 +15,9 @@ instructions or markup. Three layers, all here:
    never sent); the reply parser (:func:`referee.evaluators._reply.parse_verdict`) refuses a JSON object
    that is a copy of one found in that text, and a reply with two different candidate verdicts is re-asked
    once and then ``unscored``.
+
+An image part in a value is inserted as a marker only this process can write (:mod:`referee._util._image`); the
+request sends the image in the provider's wire format at that place (:class:`JudgeRequest.images`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .._util._image import contains_image, prompt_text
 from ..providers._base import JudgeRequest, Message
 
 # Tag names of referee's own prompts, neutralised in every piece of case text whatever the prompt.
@@ -101,8 +105,11 @@ def template_tags(template: str) -> frozenset[str]:
 
 
 def _prompt_value(value: Any) -> str:
-    # The seed's insertion, byte for byte: strings as they are, anything else ``json.dumps(value, indent=2)``.
-    return value if isinstance(value, str) else json.dumps(value, indent=2)
+    # The seed's insertion, byte for byte: strings as they are, anything else ``json.dumps(value, indent=2)``;
+    # an image part becomes the marker the request puts the image at.
+    if isinstance(value, str):
+        return value
+    return prompt_text(value) if contains_image(value) else json.dumps(value, indent=2)
 
 
 REQUEST_FORMATS = ("referee", "seed")

@@ -310,8 +310,8 @@ async def ask_judge(client: JudgeClient, request: JudgeRequest, parse: Callable[
             if is_fatal(exc):
                 raise  # a bad key, an unknown model, a server that is down: stop the run (exit 2)
             latency += (time.perf_counter() - t0) * 1000
-            return JudgeOutcome(status="error", error=str(exc), usage=_usage(calls), latency_ms=latency,
-                                cost_usd=cost, model=model)
+            return JudgeOutcome(status="error", error=str(exc), usage=_usage(calls, len(request.images)),
+                                latency_ms=latency, cost_usd=cost, model=model)
         latency += completion.latency_ms if completion.cached else (time.perf_counter() - t0) * 1000
         model = completion.model or model
         calls.append(completion)
@@ -330,18 +330,18 @@ async def ask_judge(client: JudgeClient, request: JudgeRequest, parse: Callable[
                               Message("user", REASK.format(reason=reason))),
                     response_schema=request.response_schema, schema_name=request.schema_name,
                     max_tokens=request.max_tokens, temperature=request.temperature, seed=request.seed,
-                    case_text=request.case_text,
+                    case_text=request.case_text, images=request.images,
                 )
             continue
         finally:
             _CASE_TEXT.reset(token)
-        return JudgeOutcome(status="scored", value=value, usage=_usage(calls), latency_ms=latency, cost_usd=cost,
-                            model=model)
+        return JudgeOutcome(status="scored", value=value, usage=_usage(calls, len(request.images)),
+                            latency_ms=latency, cost_usd=cost, model=model)
     return JudgeOutcome(status="unscored", raw_excerpt=excerpt(last_text), error=f"invalid judge reply: {reason}",
-                        usage=_usage(calls), latency_ms=latency, cost_usd=cost, model=model)
+                        usage=_usage(calls, len(request.images)), latency_ms=latency, cost_usd=cost, model=model)
 
 
-def _usage(completions: list[Completion]) -> Usage:
+def _usage(completions: list[Completion], images: int = 0) -> Usage:
     """The tokens and calls of an outcome's replies (one Usage built once: what ``Usage() + Usage(...)`` per reply
     gave, a token count None only when no reply reported it)."""
     ins = [c.input_tokens for c in completions if c.input_tokens is not None]
@@ -351,4 +351,4 @@ def _usage(completions: list[Completion]) -> Usage:
     from ..results._schema import Usage
 
     return Usage(input_tokens=sum(ins) if ins else None, output_tokens=sum(outs) if outs else None,
-                 calls=len(completions) - cached, cached_calls=cached)
+                 calls=len(completions) - cached, cached_calls=cached, images=images * (len(completions) - cached))

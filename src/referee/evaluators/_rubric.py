@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_args
 
+from .._util._image import has_marker
 from ..cases._case import Case
 from ..cases._templates import render_value, transcript
 from ..providers._base import JudgeRequest
@@ -21,7 +22,8 @@ from ..results._schema import CriterionScore, ResultRow
 from ..results._self_grading import same_model
 from ..rubrics._model import Criterion, Rubric, Ungrounded, normalise, scale_bounds
 from ._base import CheckResult, LLMEvaluator, register, result_row, with_output
-from ._evidence import EvidenceChecker, QuoteCheck, grounded
+from ._evidence import REGION_PREFIX, EvidenceChecker, QuoteCheck, grounded
+from ._images import warn_unused_images
 from ._judge import outcome_result
 from ._prompt_guard import data_block, judge_request, make_nonce, system_prompt
 from ._reply import ReplyInvalid, as_number, ask_judge, parse_verdict
@@ -155,6 +157,10 @@ def build_prompt(rubric: Rubric, task: str, output: str, contexts: Mapping[str, 
           "evidence quotes copied exactly from the text, where there are any")
     example = ", ".join(f'"{c.id}": {{"score": ..., "evidence": ["..."], "rationale": "..."}}'
                         for c in rubric.criteria[:2])
+    if any(has_marker(b[1]) for b in blocks):
+        parts.append(f"Images are attached where the blocks hold them. Evidence about an image is no quote: write "
+                     f"'{REGION_PREFIX} ' and describe the region (for example '{REGION_PREFIX} the red bar at the "
+                     "top left'); it is recorded as a description, and quotes are checked against the text only.")
     parts.append(
         f"For every criterion give the score, {ev}, and a 1-2 sentence rationale. Then a 1-2 sentence summary "
         "and the specific improvements needed (required_actions; an empty list when none).\n"
@@ -311,6 +317,8 @@ class RubricJudge(LLMEvaluator):
 
     def request(self, case: Case, output: Any = None) -> JudgeRequest:
         case = with_output(case, output if output is not None else case.output)
+        warn_unused_images(case, ("input", "output", "context", "reference", *(() if case.input else ("turns",))),
+                           self.name)
         task, output, ctx = self.sources(case)
         ref = render_value(case.reference) if case.reference is not None else None
         prompt = build_prompt(self._model, task, output, ctx, ref)
@@ -383,6 +391,7 @@ class RubricJudge(LLMEvaluator):
             ))
         details["evidence_checks"] = {
             cid: [{"quote": q.quote, "found": q.found, "source": q.source, "match": round(q.score, 1)}
+                  | ({"kind": q.kind} if q.kind != "text" else {})
                   for q in cv.checks] for cid, cv in v.criteria.items()}
         details["summary"] = v.summary
         details["required_actions"] = v.required_actions

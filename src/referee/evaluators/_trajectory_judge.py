@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from .._util._image import contains_image, with_markers
+from .._util._image import prompt_text as image_prompt_text
 from ..cases._case import Case
 from ..providers._base import JudgeRequest
 from ..results._combine import goal_times_process, mean_of_turns
@@ -35,6 +37,8 @@ def prompt_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
+    if contains_image(value):  # each image where its marker sits: the request sends it there
+        return image_prompt_text(value, lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str))
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
@@ -99,7 +103,10 @@ def truncated(text: str, limit: int) -> str:
 
 
 def _one_line(value: Any) -> str:
-    """JSON on one line: newlines inside strings stay escaped, so a result cannot forge new steps."""
+    """JSON on one line: newlines inside strings stay escaped, so a result cannot forge new steps (a tool's
+    image result becomes its marker, on the same line)."""
+    if contains_image(value):
+        value = with_markers(value)
     return json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
 
 

@@ -9,8 +9,9 @@ from typing import Any, ClassVar
 
 from .._util._redact import redact_url
 from ..errors import ProviderAuthError, ProviderError
-from ._base import Completion, JudgeRequest, Provider
+from ._base import Completion, JudgeRequest, Message, Provider
 from ._http import HttpClient
+from ._vision import anthropic_part, content_list
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -36,7 +37,8 @@ class AnthropicProvider(Provider):
         payload: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+            "messages": [{"role": m.role, "content": _content(request, m)} for m in request.messages
+                         if m.role != "system"],
         }
         if system:
             payload["system"] = system
@@ -80,3 +82,10 @@ class AnthropicProvider(Provider):
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def _content(request: JudgeRequest, m: Message) -> str | list[dict[str, Any]]:
+    pieces = request.parts(m)
+    if len(pieces) == 1 and isinstance(pieces[0], str):
+        return pieces[0]
+    return content_list(pieces, lambda t: {"type": "text", "text": t}, anthropic_part)

@@ -11,6 +11,8 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from .._util._image import Image, has_marker, images_in, split
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -36,9 +38,25 @@ class JudgeRequest:
     case_text: tuple[str, ...] = field(default=(), compare=False, repr=False)
     """The case text embedded in the messages (never sent, not part of the cache key): the reply parser
     refuses a verdict copied from it (see :mod:`referee.evaluators._prompt_guard`)."""
+    images: tuple[Image, ...] = field(default=(), repr=False)
+    """The images the messages' markers stand for (collected from the messages when not given): each provider
+    sends them in its own wire format where the marker sits (:func:`message_parts`)."""
+
+    def __post_init__(self) -> None:
+        if not self.images and any(has_marker(m.content) for m in self.messages):
+            object.__setattr__(self, "images", images_in(*(m.content for m in self.messages)))
+
+    def parts(self, message: Message) -> list[str | Image]:
+        """``message``'s content cut at its images (one text piece when it has none)."""
+        if not self.images or not has_marker(message.content):
+            return [message.content]
+        return split(message.content, self.images)
 
     def cache_material(self) -> dict[str, Any]:
-        return {
+        extra: dict[str, Any] = {}
+        if self.images:  # the content hash: one changed pixel is a new key (absent without images: old keys hold)
+            extra["images"] = [i.sha256 for i in self.images]
+        return {**extra,
             "messages": [[m.role, m.content] for m in self.messages],
             "schema": self.response_schema,
             "schema_name": self.schema_name,
@@ -73,6 +91,9 @@ class Provider(abc.ABC):
     key_env_vars: ClassVar[tuple[str, ...]] = ()
     price_provider: ClassVar[str | None] = None
     """The provider's id in the price database (genai-prices); None: no public price (local servers)."""
+    accepts_images: ClassVar[bool | None] = None
+    """Whether this provider takes images: True or False decides; None (the default) leaves it to the capability
+    table and ``REFEREE_IMAGE_MODELS`` (:mod:`referee.providers._vision`)."""
     _api_key: str | None = None  # also for a plugin whose __init__ does not call this one
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,

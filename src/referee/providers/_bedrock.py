@@ -19,6 +19,7 @@ from yarl import URL
 from ..errors import MissingExtraError, ProviderAuthError, ProviderError, UserError
 from ._base import Completion, JudgeRequest, Provider
 from ._http import HttpClient
+from ._vision import bedrock_part, content_list
 
 _LOOKED_AT = ("AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (+AWS_SESSION_TOKEN), AWS_PROFILE, ~/.aws/credentials, "
               "~/.aws/config (SSO, credential_process), container and instance roles")
@@ -60,7 +61,9 @@ class BedrockProvider(Provider):
     def _payload(self, request: JudgeRequest, level: str) -> dict[str, Any]:
         system = [{"text": m.content} for m in request.messages if m.role == "system"]
         payload: dict[str, Any] = {
-            "messages": [{"role": m.role, "content": [{"text": m.content}]}
+            "messages": [{"role": m.role,
+                          "content": content_list(request.parts(m), lambda t: {"text": t}, bedrock_part)
+                          or [{"text": ""}]}
                          for m in request.messages if m.role != "system"],
             "inferenceConfig": {"maxTokens": request.max_tokens},
         }

@@ -24,6 +24,7 @@ class FakeProvider(Provider):
 
     name: ClassVar[str] = "fake"
     default_model: ClassVar[str] = "fake-judge"
+    accepts_images: ClassVar[bool | None] = True
 
     def __init__(self, replies: Sequence[Reply] | Callable[[JudgeRequest], Reply] = ('{"overall_score": 1.0}',),
                  model: str | None = None, *, latency_s: float = 0.0, input_tokens: int | None = 10,

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from ..errors import ProviderAuthError, ProviderError
 from ._base import Completion, JudgeRequest, Provider
 from ._http import HttpClient
+from ._vision import content_list, gemini_part
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 _SCHEMA_KEYS = {"type", "format", "description", "nullable", "enum", "properties", "required", "items",
@@ -71,7 +72,8 @@ class GeminiProvider(Provider):
     def _payload(self, request: JudgeRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         contents = [
-            {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
+            {"role": "model" if m.role == "assistant" else "user",
+             "parts": content_list(request.parts(m), lambda t: {"text": t}, gemini_part) or [{"text": ""}]}
             for m in request.messages if m.role != "system"
         ]
         config: dict[str, Any] = {"maxOutputTokens": request.max_tokens}

@@ -14,8 +14,9 @@ from urllib.parse import urlsplit
 
 from .._util._redact import redact_url
 from ..errors import ProviderAuthError, ProviderError, UserError, setting, setting_with
-from ._base import Completion, JudgeRequest, Provider
+from ._base import Completion, JudgeRequest, Message, Provider
 from ._http import HttpClient
+from ._vision import content_list, openai_part
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _LEVELS = ("json_schema", "json_object", "none")
@@ -58,7 +59,7 @@ class OpenAICompatProvider(Provider):
     def _payload(self, request: JudgeRequest, level: str) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [{"role": m.role, "content": _content(request, m)} for m in request.messages],
         }
         # The official API deprecates max_tokens for max_completion_tokens; compatible servers know max_tokens.
         payload[self._max_tokens_field] = request.max_tokens
@@ -112,6 +113,13 @@ class OpenAICompatProvider(Provider):
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def _content(request: JudgeRequest, m: Message) -> str | list[dict[str, Any]]:
+    pieces = request.parts(m)
+    if len(pieces) == 1 and isinstance(pieces[0], str):
+        return pieces[0]
+    return content_list(pieces, lambda t: {"type": "text", "text": t}, openai_part)
 
 
 def _mentions_format(message: str) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 import jinja2
 import markupsafe
 
+from .._util._image import ImageError, image_of, images_in, plain
 from .._version import __version__
 from ..evaluators._evidence import locate
 from ..results._schema import ResultRow
@@ -64,6 +65,17 @@ def highlight_segments(text: str, quotes: Iterable[tuple[str, str]]) -> list[Seg
     if pos < len(text):
         out.append(Segment(text[pos:]))
     return out
+
+
+def shown_images(text: str) -> list[dict[str, str]]:
+    """The images in the judged text, each as the page shows it: an inline one as a ``data:`` URL of checked
+    bytes (the CSP allows ``img-src data:`` only), a remote one as a link that is never loaded."""
+    try:
+        images = images_in(text)
+    except ImageError:
+        return []
+    return [{"label": i.label, "src": i.data_url() if i.data is not None else "",
+             "url": "" if i.data is not None else i.url or ""} for i in images]
 
 
 def histogram(values: Sequence[float], lo: float = 0.0, hi: float = 1.0, bins: int = HIST_BINS) -> list[int]:
@@ -120,7 +132,34 @@ def _verdict_label(d: Mapping[str, Any]) -> str | None:
     return str(verdict or grade) if (verdict or grade) else None
 
 
-def _case_view(row: ResultRow, case_text: str | None) -> dict[str, Any]:
+def case_images(case: Any) -> list[dict[str, str]]:
+    """Every image of a case (input, output, contexts, reference, turns, tool results: any field but
+    ``metadata``), as :func:`shown_images` shows them, each labelled with its field."""
+    out: list[dict[str, str]] = []
+
+    def walk(value: Any, where: str, depth: int) -> None:
+        if isinstance(value, dict) and value.get("type") == "image":
+            try:
+                img = image_of(value)
+            except ImageError:
+                return
+            out.append({"label": f"{where}: {img.label}", "src": img.data_url() if img.data is not None else "",
+                        "url": "" if img.data is not None else img.url or ""})
+        elif isinstance(value, dict) and depth < 16:
+            for k, v in value.items():
+                walk(v, f"{where}.{k}", depth + 1)
+        elif isinstance(value, list) and depth < 16:
+            for i, v in enumerate(value):
+                walk(v, f"{where}[{i}]", depth + 1)
+
+    for key, value in getattr(case, "data", {}).items():
+        if key != "metadata":
+            walk(value, key, 0)
+    return out
+
+
+def _case_view(row: ResultRow, case_text: str | None,
+               images_of_case: list[dict[str, str]] | None = None) -> dict[str, Any]:
     d = row.details
     text = d.get("text") if isinstance(d.get("text"), str) else case_text
     checks = d.get("evidence_checks", {}) if isinstance(d.get("evidence_checks"), Mapping) else {}
@@ -132,9 +171,15 @@ def _case_view(row: ResultRow, case_text: str | None) -> dict[str, Any]:
         # Only verified quotes are highlighted: a quote that was not found must not look like evidence.
         quotes += [(c.id, str(e["quote"])) for e in evidence if e["found"] is not False]
         crits.append({"c": c, "evidence": evidence})
+    images = shown_images(text) if text else []
+    if text and images:
+        text = plain(text)
+    if images_of_case is not None:  # the whole case's images, the output's among them
+        images = images_of_case
     segments = highlight_segments(text, quotes) if text else []
     label = _verdict_label(d)
     return {
+        "images": images,
         "show_pass": not (label or "").startswith(("PASS", "FAIL")),
         "row": row, "criteria": crits, "segments": segments, "has_text": bool(text),
         "verdict": label, "composite": d.get("composite"),
@@ -148,7 +193,8 @@ def _case_view(row: ResultRow, case_text: str | None) -> dict[str, Any]:
 
 
 def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
-                  case_texts: Mapping[str, str] | None = None, manifest: Any = None) -> dict[str, Any]:
+                  case_texts: Mapping[str, str] | None = None, manifest: Any = None,
+                  case_images: Mapping[str, list[dict[str, str]]] | None = None) -> dict[str, Any]:
     from ..aggregate._summary import as_table, score_distribution, summarize
 
     case_texts = case_texts or {}
@@ -181,7 +227,7 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
         "judges": judges, "verdicts": sorted(verdicts.items()),
         "hist_pairs": [(f"{i / HIST_BINS:.1f}", n) for i, n in enumerate(hist)],
         "criteria": _criterion_summary(rows), "lowest": lowest,
-        "cases": [_case_view(r, case_texts.get(r.id)) for r in rows],
+        "cases": [_case_view(r, case_texts.get(r.id), (case_images or {}).get(r.id)) for r in rows],
     }
 
 
@@ -196,10 +242,13 @@ def _env() -> jinja2.Environment:
 
 def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", source: str = "",
                 case_texts: Mapping[str, str] | None = None, manifest: Any = None,
-                extra_sections: Sequence[str] = ()) -> str:
+                extra_sections: Sequence[str] = (), cases: Iterable[Any] | None = None) -> str:
     """The report as one HTML string. ``extra_sections`` are HTML fragments that other renderers already
-    escaped (the pairwise leaderboard), placed after the summary."""
-    ctx = build_context(rows, title=title, source=source, case_texts=case_texts, manifest=manifest)
+    escaped (the pairwise leaderboard), placed after the summary. ``cases``: the cases, whose images (in any
+    field) are shown with each row."""
+    images = {str(c.id): found for c in cases or () if (found := case_images(c))}
+    ctx = build_context(rows, title=title, source=source, case_texts=case_texts, manifest=manifest,
+                        case_images=images)
     ctx["extra_sections"] = [markupsafe.Markup(x) for x in extra_sections]
     return _env().get_template("report.html.j2").render(**ctx, csp=markupsafe.Markup(CSP))
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
+from .._util._image import contains_image
 from ..aggregate._format import ci_range, num, pct
 from ..aggregate._summary import CaseLine, Group, Summary
 from ..gates._engine import GateResult
@@ -39,18 +42,66 @@ def _group_row(g: Group) -> str:
             f"{g.unscored + g.errors} | {num(g.mean_cost, 5)} | {num(g.mean_latency_ms, 0)} |")
 
 
-def _cases(title: str, cases: list[CaseLine]) -> list[str]:
+def _cases(title: str, cases: list[CaseLine], images: Mapping[str, list[str]] | None = None) -> list[str]:
     if not cases:
         return []
-    out = [f"**{title}**", "", "| case | category | score | rationale |", "|---|---|---|---|"]
+    shown = images if images and any(images.get(c.id) for c in cases) else None
+    out = [f"**{title}**", "", "| case | category | score | rationale |" + (" images |" if shown else ""),
+           "|---|---|---|---|" + ("---|" if shown else "")]
     for c in cases:
-        out.append(f"| {_cell(c.id, 80)} | {_cell(c.category)} | {num(c.score)} | {_cell(c.rationale or '')} |")
+        line = f"| {_cell(c.id, 80)} | {_cell(c.category)} | {num(c.score)} | {_cell(c.rationale or '')} |"
+        if shown:
+            line += f" {', '.join(shown.get(c.id, [])[:4])} |"
+        out.append(line)
     return out + [""]
 
 
-def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
+def _url(url: str) -> str | None:
+    """An http(s) URL safe inside a Markdown link target (None: not one to link)."""
+    if not re.match(r"^https?://[^\s]+$", url, re.IGNORECASE) or len(url) > 2000:
+        return None
+    return re.sub(r"[()<>\[\]|\\`\"']", lambda m: f"%{ord(m.group(0)):02X}", url)
+
+
+def image_refs(cases: Iterable[Any]) -> dict[str, list[str]]:
+    """Per case id, its images as the Markdown summary names them: a remote image as a link (never embedded),
+    an inline one by name, format, size and hash (a PR comment cannot show a ``data:`` URL)."""
+    out: dict[str, list[str]] = {}
+    for case in cases:
+        data = getattr(case, "data", None)
+        if not isinstance(data, dict) or not any(contains_image(v) for k, v in data.items() if k != "metadata"):
+            continue
+        refs: list[str] = []
+        for key, value in data.items():
+            if key != "metadata":
+                _collect(value, key, refs)
+        out[str(case.id)] = refs
+    return out
+
+
+def _collect(value: Any, where: str, refs: list[str], depth: int = 0) -> None:
+    if isinstance(value, dict) and value.get("type") == "image":
+        name = _cell(str(value.get("name") or where), 60)
+        url = _url(str(value.get("url") or ""))
+        if url is not None:
+            refs.append(f"[{name}]({url})")
+        elif value.get("data"):
+            size = f" {value['width']}x{value['height']}" if value.get("width") and value.get("height") else ""
+            kind = str(value.get("media_type", "")).removeprefix("image/")
+            refs.append(f"{name} ({_cell(kind, 10)}{size}, sha256 {_cell(str(value.get('sha256', ''))[:12], 12)})")
+    elif isinstance(value, dict) and depth < 16:
+        for k, v in value.items():
+            _collect(v, f"{where}.{k}", refs, depth + 1)
+    elif isinstance(value, list) and depth < 16:
+        for i, v in enumerate(value):
+            _collect(v, f"{where}[{i}]", refs, depth + 1)
+
+
+def render_markdown(s: Summary, gates: list[GateResult], exit_code: int, *,
+                    images: Mapping[str, list[str]] | None = None) -> str:
     """``referee score``'s Markdown summary (``--markdown``, ``$GITHUB_STEP_SUMMARY``): rates, gates, the
-    baseline verdict and the worst cases, with every piece of case text escaped."""
+    baseline verdict and the worst cases, with every piece of case text escaped. ``images`` (from
+    :func:`image_refs`): the cases' images, linked or named beside the cases listed."""
     comp = s.comparison
     failed = [g for g in gates if g.failed]
     status = "❌ gate failed" if exit_code == 1 else "✅ passed"
@@ -83,10 +134,10 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int) -> str:
         if comp.lost_scores:
             lines += [f"{len(comp.lost_scores)} case(s) passed in the baseline and are unscored now (neither a "
                       f"pass nor a fail): {_cell(', '.join(comp.lost_scores[:10]), 400)}", ""]
-        lines += _cases(f"Regressions ({comp.regression_count})", comp.regressions[:10])
+        lines += _cases(f"Regressions ({comp.regression_count})", comp.regressions[:10], images)
         lines += _cases(f"Adversarial regressions ({len(comp.adversarial_regressions)})",
                         comp.adversarial_regressions[:10])
-    lines += _cases("Lowest-scoring cases", s.lowest)
+    lines += _cases("Lowest-scoring cases", s.lowest, images)
     if s.adversarial:
         lines += ["**Adversarial (per attack type; not in the numbers above)**", "",
                   "| attack type | cases | pass rate | 95% CI | mean | unscored | mean cost | mean latency ms |",

@@ -35,6 +35,9 @@ class Usage(_Model):
     """Provider calls actually made (cache hits excluded)."""
     cached_calls: int = 0
     """Replies served from the response cache."""
+    images: int = 0
+    """Images sent in the calls made (each call counts its own; cache hits excluded). Their tokens are part of
+    ``input_tokens``, as the provider counts them."""
 
     def __add__(self, other: Usage) -> Usage:
         def _sum(a: int | None, b: int | None) -> int | None:
@@ -47,6 +50,7 @@ class Usage(_Model):
             output_tokens=_sum(self.output_tokens, other.output_tokens),
             calls=self.calls + other.calls,
             cached_calls=self.cached_calls + other.cached_calls,
+            images=self.images + other.images,
         )
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from ..cases._case import Case
 from ..evaluators._base import CheckResult, Evaluator, result_row
+from ..evaluators._output_text import ImageNotText
 from ..results._check import SUITE_EVALUATOR
 from ..results._combine import suite_score
 from ..results._schema import JudgeInfo, ResultRow, Usage
@@ -27,6 +28,8 @@ EVALUATOR_LABEL = SUITE_EVALUATOR
 def _safe_check(spec: EvalSpec, case: Case, output: Any) -> CheckResult:
     try:
         res = spec.evaluator.evaluate(case, output)
+    except ImageNotText as exc:  # nothing a text check can read: never an invented pass or fail
+        return CheckResult(score=None, passed=None, reason=str(exc), status="unscored")
     except Exception as exc:  # noqa: BLE001 - a check that raises is an error row, never a stopped run
         return CheckResult.error(f"raised {type(exc).__name__}: {exc}")
     return _checked(spec, res)

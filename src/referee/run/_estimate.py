@@ -69,7 +69,11 @@ def estimate_run(suite: Any, *, provider: str, model: str | None = None, base_ur
         db = per_mtok(provider, model, base_url=base_url, batch=batch)
         if db is not None:
             (ip, op), source = db, str(database_version())
-    est = dry_run(suite, max_tokens=max_tokens, input_price=ip, output_price=op)
+    if model is None:  # images are counted by the model's rule: the provider's default one
+        from ..providers import provider_class
+
+        model = provider_class(provider).default_model or None
+    est = dry_run(suite, max_tokens=max_tokens, input_price=ip, output_price=op, provider=provider, model=model)
     lines.append(f"{suite.name}: {len(suite.cases)} case(s), {len(suite.specs)} evaluator(s): "
                  f"{', '.join(s.label for s in suite.specs)}")
     lines.append(est.describe(ip is not None and op is not None))

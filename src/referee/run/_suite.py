@@ -178,6 +178,9 @@ class DryRun:
     input_tokens: int
     max_output_tokens: int
     cost_usd: float | None
+    images: int = 0
+    image_tokens: int = 0
+    """Of ``input_tokens``: the images' tokens by the provider's published rule (:mod:`referee.runner._image_tokens`)."""
 
     def describe(self, prices_known: bool) -> str:
         times = "x" if self.calls == self.cases * len(self.llm_evaluators) else "with"  # gold, pairwise: more
@@ -190,6 +193,9 @@ class DryRun:
         if self.calls:
             lines.append(f"  estimated input ~{self.input_tokens:,} tokens (4 characters per token), output at "
                          f"most {self.max_output_tokens:,} tokens (max_tokens per call)")
+            if self.images:
+                lines.append(f"  of which ~{self.image_tokens:,} tokens for {self.images} image(s) sent, by the "
+                             "provider's published rule for image tokens")
             if prices_known and self.cost_usd is not None:
                 lines.append(f"  estimated cost at most ${self.cost_usd:.4f} (before cache hits and retries)")
             else:
@@ -210,9 +216,15 @@ def _once(seen: set[tuple[int, str]], position: int, request: Any) -> bool:
     return True
 
 
-def dry_run(suite: Suite, *, max_tokens: int, input_price: float | None, output_price: float | None) -> DryRun:
-    """Count judge calls and estimate tokens/cost from the filled prompts, without any provider."""
+def dry_run(suite: Suite, *, max_tokens: int, input_price: float | None, output_price: float | None,
+            provider: str = "", model: str | None = None) -> DryRun:
+    """Count judge calls and estimate tokens/cost from the filled prompts, without any provider (images by
+    ``provider``'s published rule)."""
+    from .._util._image import strip_markers
+    from ..runner._image_tokens import image_tokens
+
     specs = suite.llm_specs
+    images = img_tokens = 0
     chars = 0
     out_tokens = 0
     calls = 0
@@ -237,12 +249,14 @@ def dry_run(suite: Suite, *, max_tokens: int, input_price: float | None, output_
             reqs = [r for r in reqs if _once(seen, i, r)]
             calls += len(reqs)
             for req in reqs:
-                chars += sum(len(m.content) for m in req.messages)
+                chars += sum(len(strip_markers(m.content)) for m in req.messages)
                 out_tokens += req.max_tokens
-    in_tokens = chars // 4
+                images += len(req.images)
+                img_tokens += sum(image_tokens(provider, model, img) for img in req.images)
+    in_tokens = chars // 4 + img_tokens
     cost = None
     if input_price is not None and output_price is not None:
         cost = in_tokens / 1e6 * input_price + out_tokens / 1e6 * output_price
     return DryRun(calls=calls, cases=len(suite.cases),
                   llm_evaluators=[s.label for s in specs], input_tokens=in_tokens, max_output_tokens=out_tokens,
-                  cost_usd=cost)
+                  cost_usd=cost, images=images, image_tokens=img_tokens)

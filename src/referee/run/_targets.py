@@ -428,7 +428,9 @@ def estimate_generation(specs: Sequence[TargetSpec], cases: Sequence[Any], base:
     its ``max_tokens`` per call as the output bound, priced by its own prices, else the public price database
     (as the judge's estimate). One call per case (per user turn of a ``turns:`` case); a tool loop's further
     steps and the earlier replies of a conversation are not counted, so the input is a lower bound there."""
+    from .._util._image import images_in, strip_markers
     from ..cases._templates import fill
+    from ..runner._image_tokens import image_tokens
     from ..runner._prices import BATCH_DISCOUNT, database_version, per_mtok
     from ..targets._kinds import case_inputs, user_turns
     from ..targets._loader import _read
@@ -445,14 +447,18 @@ def estimate_generation(specs: Sequence[TargetSpec], cases: Sequence[Any], base:
         system = _read(base, spec.system_file, spec) if spec.system_file is not None else spec.system
         chars = 0
         for c in cases:
+            image_chars = 0
             values = case_inputs(c)
             sys_chars = len(fill(system, values)) if system else 0
             sent = 0
             turns: list[str | None] = [None]
             turns = list(user_turns(c) or turns)
             for user in turns:
-                sent += len(fill(template, values if user is None else {**values, "input": user}))
-                chars += sys_chars + sent
+                text = fill(template, values if user is None else {**values, "input": user})
+                sent += len(strip_markers(text))
+                # Each call resends the conversation so far: its images too, counted by the provider's rule.
+                image_chars += 4 * sum(image_tokens(spec.provider or "openai", spec.model, i) for i in images_in(text))
+                chars += sys_chars + sent + image_chars
                 n_calls += 1
         live_batch = batch and not spec.tools
         prices: tuple[float, float] | None = None

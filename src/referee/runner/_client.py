@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from .._util._redact import redact_text, secret_values
 from ..errors import ProviderError, ProviderUnavailable
 from ..providers._base import Completion, JudgeRequest, Provider
+from ..providers._vision import check_images
 from ._cache import ResponseCache, cache_key
 from ._env import check_env, env_seconds
 from ._prices import COST_DECIMALS, Pricer
@@ -124,6 +125,7 @@ class JudgeClient:
 
         Raises :class:`ProviderError` once retries are exhausted or the error cannot be retried.
         """
+        check_images(self.provider, request.images)  # before the cache too: a refused model has no answer
         key = None
         if self.cache is not None and use_cache:
             key = cache_key(self.provider.describe(), request)

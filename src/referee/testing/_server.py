@@ -30,6 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from ._batch_api import BatchPlan, BatchRoutes  # noqa: F401 - BatchPlan is re-exported
+from ._images import BadImagePart, wire_images
 from ._wire import Reply, Responder, WireRequest, _call_id  # noqa: F401 - Reply is re-exported
 
 
@@ -153,6 +154,12 @@ class FakeLLMServer(BatchRoutes):
         with self._lock:
             if self.record:
                 self.requests.append(req)
+        try:
+            wire_images(req.format, req.body)
+        except BadImagePart as exc:  # as the real APIs: a malformed image part is a 400, never a verdict
+            return Reply(status=400, body={"error": {"message": f"invalid image: {exc}",
+                                                     "type": "invalid_request_error"}})
+        with self._lock:
             if self._script:
                 return self._script.popleft()
         r = self.responder(req)

@@ -30,6 +30,13 @@ class Reply:
     shape (OpenAI ``message.tool_calls``, Anthropic ``tool_use`` blocks); ``text`` may accompany them."""
 
 
+def _text(content: Any) -> str:
+    """A message's text: a string, or the text parts of a content list (images left out)."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return str(content)
+
+
 def _call_id(call: dict[str, Any], i: int, prefix: str) -> str:
     return str(call.get("id") or f"{prefix}_{i}")
 
@@ -49,16 +56,24 @@ class WireRequest:
     raw_body: bytes = b""
 
     @property
+    def images(self) -> list[dict[str, Any]]:
+        """The image parts of the request (``{media_type, bytes, url}``), in order, checked as the real API
+        would (:mod:`._images`)."""
+        from ._images import wire_images
+
+        return wire_images(self.format, self.body)
+
+    @property
     def prompt_text(self) -> str:
         """All message text of the request, system included."""
         parts: list[str] = []
         b = self.body
         if self.format == "openai":
-            parts += [str(m.get("content", "")) for m in b.get("messages", [])]
+            parts += [_text(m.get("content", "")) for m in b.get("messages", [])]
         elif self.format == "anthropic":
             if b.get("system"):
                 parts.append(str(b["system"]))
-            parts += [str(m.get("content", "")) for m in b.get("messages", [])]
+            parts += [_text(m.get("content", "")) for m in b.get("messages", [])]
         elif self.format == "bedrock":
             parts += [str(p.get("text", "")) for p in b.get("system", [])]
             for m in b.get("messages", []):
@@ -79,7 +94,7 @@ class WireRequest:
         users = [m for m in b.get("messages", []) if m.get("role") == "user"]
         if self.format == "bedrock":
             return "".join(str(p.get("text", "")) for p in users[-1].get("content", [])) if users else ""
-        return str(users[-1].get("content", "")) if users else ""
+        return _text(users[-1].get("content", "")) if users else ""
 
     @property
     def model(self) -> str:

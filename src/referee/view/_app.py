@@ -281,7 +281,7 @@ class ViewApp:
         if case is None:
             return None
         out: dict[str, Any] = {"source": case.where}
-        for k in ("input", "reference", "output_a", "output_b", "system_a", "system_b"):
+        for k in ("input", "reference", "context", "contexts", "output_a", "output_b", "system_a", "system_b"):
             if case.get(k) is not None:
                 out[k] = case.get(k)
         if case.output is not None:

@@ -269,6 +269,7 @@ async function renderTable(key, params, box) {
 
 function textBlock(v) {
   if (v === null || v === undefined) return el("p", { class: "muted" }, "(none)");
+  if (window.refereeMedia && window.refereeMedia.has(v)) return window.refereeMedia.block(v);  // media.js
   return el("div", { class: "text" }, typeof v === "string" ? v : JSON.stringify(v, null, 2));
 }
 
@@ -296,10 +297,11 @@ function renderCaseBody(c) {
         section("Output (Markdown)", cs.output_html !== undefined ? markdownBlock(cs.output_html) : textBlock(cs.output)),
         section("Judged text with evidence highlighted", judged || textBlock(cs.output))));
     }
+    if (cs.contexts !== undefined || cs.context !== undefined) parts.push(section("Contexts", textBlock(cs.contexts ?? cs.context)));
     if (cs.turns) {
       parts.push(section("Conversation", cs.turns.map((t) => el("div", { class: "turn" + (t.judged ? " judged" : "") },
         el("div", { class: "role" }, t.role, t.judged ? " \u2014 the turn this row judges" : ""),
-        el("div", { class: "text" }, typeof t.content === "string" ? t.content : JSON.stringify(t.content))))));
+        textBlock(t.content)))));
     }
     if (cs.trajectory) {
       parts.push(section("Trajectory (" + cs.trajectory.length + " steps)", cs.trajectory.map((s) => el("div", { class: "step" + (s.error ? " failed" : "") },

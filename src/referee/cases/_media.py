@@ -1,0 +1,141 @@
+"""Image parts in cases, checked as the cases are loaded: every ``{"type": "image", ...}`` in any field (``input``,
+``output``, ``contexts``, ``turns``, tool results in a ``trajectory``, ...) becomes its normalised form
+(``media_type``, base64 ``data``, ``sha256``, size), or the case is refused naming its file, line and field.
+
+* ``path``: a file beside the cases file, resolved against the cases file's folder (the working folder for cases
+  built in Python); a path that leads outside it (``../../etc/passwd``, an absolute path, a symlink out) is
+  refused unless it is inside a folder listed in ``REFEREE_IMAGE_DIRS`` (``os.pathsep``-separated).
+* ``data``: base64 with a ``media_type``, or a data URL; ``url``: an http(s) URL, kept as a link (never fetched).
+* In Python (lists of dicts, DataFrames): ``bytes`` that are an image, and PIL images (Pillow, if installed),
+  become image parts.
+
+The bytes decide the format (a lying media type is refused), and the limits of :mod:`referee._util._image`
+apply (size of one image, images per case).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+from .._util import _image
+from ..errors import InputError
+
+_SKIP = frozenset({"id", "metadata"})
+
+
+class _Walk:
+    def __init__(self, source: str, line: int | None, case_id: str) -> None:
+        self.source, self.line, self.case_id = source, line, case_id
+        self.count = 0
+        self.limit: int | None = None
+
+    def fail(self, where: str, why: str) -> InputError:
+        return InputError(f"case '{self.case_id}': {why}", file=self.source, line=self.line, field=where)
+
+    def image(self, where: str, make: Any) -> dict[str, Any]:
+        if self.limit is None:
+            try:
+                self.limit = _image.max_images()
+            except _image.ImageError as exc:
+                raise self.fail(where, str(exc)) from None
+        self.count += 1
+        if self.count > self.limit:
+            raise self.fail(where, f"more than {self.limit} images in one case (REFEREE_MAX_IMAGES_PER_CASE)")
+        try:
+            img: _image.Image = make()
+        except _image.ImageError as exc:
+            raise self.fail(where, f"image refused: {exc}") from None
+        return img.part()
+
+    def value(self, value: Any, where: str, depth: int = 0) -> Any:
+        if isinstance(value, str | int | float | bool) or value is None:
+            return value
+        if isinstance(value, dict):
+            if value.get("type") == "image":
+                return self.image(where, lambda: self.part(value))
+            if depth > 32:
+                return value
+            changed = {k: self.value(v, f"{where}.{k}", depth + 1) for k, v in value.items()}
+            return changed if any(changed[k] is not value[k] for k in value) else value
+        if isinstance(value, list):
+            if depth > 32:
+                return value
+            items = [self.value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+        if isinstance(value, bytes | bytearray):
+            raw = bytes(value)
+            if _image.sniff(raw) is not None:
+                return self.image(where, lambda: _image.from_bytes(raw))
+            return value
+        if _is_pil(value):
+            return self.image(where, lambda: _image.from_bytes(_pil_png(value), name=""))
+        return value
+
+    def part(self, part: dict[str, Any]) -> _image.Image:
+        if "path" not in part:
+            return _image.image_of(part)
+        if sum(k in part for k in ("data", "url", "path")) != 1:
+            raise _image.ImageError("an image part needs exactly one of 'path', 'url' or 'data'")
+        raw_path = part["path"]
+        if not isinstance(raw_path, str) or not raw_path:
+            raise _image.ImageError("'path' must be a non-empty string")
+        file = self.resolve(raw_path)
+        data = _read_bounded(file)
+        declared = part.get("media_type")
+        return _image.from_bytes(data, declared=declared if isinstance(declared, str) else None,
+                                 name=str(part.get("name") or raw_path))
+
+    def resolve(self, raw: str) -> Path:
+        src = Path(self.source)
+        base = src.parent if src.is_file() else Path.cwd()
+        roots = [base.resolve()]
+        roots += [Path(p).resolve() for p in os.environ.get("REFEREE_IMAGE_DIRS", "").split(os.pathsep) if p]
+        file = (base / raw).resolve()
+        if not any(file.is_relative_to(r) for r in roots):
+            raise _image.ImageError(f"path '{raw}' is outside the cases folder {roots[0]} (list another folder "
+                                    "in REFEREE_IMAGE_DIRS to allow it)")
+        if not file.is_file():
+            raise _image.ImageError(f"image file '{raw}' not found (resolved against {roots[0]})")
+        return file
+
+
+def _read_bounded(file: Path) -> bytes:
+    limit = _image.max_image_bytes()
+    size = file.stat().st_size
+    if size > limit:
+        raise _image.ImageError(f"{file.name} is {size:,} bytes, over the {limit:,}-byte limit of one image "
+                                "(REFEREE_MAX_IMAGE_BYTES)")
+    with file.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:  # it grew since the stat
+        raise _image.ImageError(f"{file.name} is over the {limit:,}-byte limit of one image")
+    return data
+
+
+def _is_pil(value: Any) -> bool:
+    return type(value).__module__.startswith("PIL.") and hasattr(value, "save")
+
+
+def _pil_png(img: Any) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def resolve_media(data: dict[str, Any], *, source: str, line: int | None, case_id: str) -> dict[str, Any]:
+    """``data`` with every image part checked and normalised (the same dict when it holds none).
+    Raises :class:`InputError` naming the case, file, line and field."""
+    walk = _Walk(source, line, case_id)
+    out = data
+    for key, value in data.items():
+        if key in _SKIP or value is None or isinstance(value, str | int | float | bool):
+            continue
+        new = walk.value(value, key)
+        if new is not value:
+            if out is data:
+                out = dict(data)
+            out[key] = new
+    return out

@@ -1,0 +1,166 @@
+"""Image parts in cases: from files beside the cases file, base64, data URLs, DataFrames and Python objects;
+every refusal names the case, the file, the line and the field."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee._util import _image
+from referee.cases import cases_from, load_cases
+from referee.errors import InputError
+from tests.support.images import SVG_WITH_SCRIPT, b64, part, png
+
+
+def _write(tmp: Path, *cases: dict[str, Any]) -> Path:
+    p = tmp / "cases.jsonl"
+    p.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    return p
+
+
+def _refused(tmp: Path, case: dict[str, Any], *, line: int = 1) -> InputError:
+    with pytest.raises(InputError) as info:
+        load_cases(_write(tmp, {"id": "ok", "input": "text only"}, case) if line == 2 else _write(tmp, case))
+    return info.value
+
+
+def test_a_path_beside_the_cases_file_becomes_a_checked_inline_image(tmp_path: Path) -> None:
+    data = png(5, 7)
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "chart.png").write_bytes(data)
+    cases = load_cases(_write(tmp_path, {"id": "a", "input": [{"type": "text", "text": "What does it show?"},
+                                                               {"type": "image", "path": "img/chart.png"}]}))
+    got = cases.cases[0].input[1]
+    assert got["media_type"] == "image/png" and base64.b64decode(got["data"]) == data
+    assert got["sha256"] == hashlib.sha256(data).hexdigest() and (got["width"], got["height"]) == (5, 7)
+    assert got["name"] == "img/chart.png" and "path" not in got
+    assert cases.cases[0].input[0] == {"type": "text", "text": "What does it show?"}
+
+
+def test_images_in_output_contexts_turns_and_tool_results_are_all_checked(tmp_path: Path) -> None:
+    img = part(png())
+    case = {"id": "a", "output": img, "contexts": [{"type": "image", "data": b64(png(2, 2)),
+                                                     "media_type": "image/png"}],
+            "turns": [{"role": "user", "content": [img]}, {"role": "assistant", "content": "ok"}],
+            "trajectory": [{"step": 1, "tool": "screenshot", "result": img}]}
+    c = load_cases(_write(tmp_path, case)).cases[0]
+    for value in (c.output, c.get("contexts")[0], c.turns[0]["content"][0], c.trajectory[0]["result"]):
+        assert value["sha256"] and value["media_type"] == "image/png"
+    bad = {**case, "trajectory": [{"step": 1, "tool": "screenshot", "result": part(b"\x89PNG\r\n\x1a\n")}]}
+    err = _refused(tmp_path, bad)
+    assert err.field == "trajectory[0].result" and "case 'a'" in str(err)
+
+
+def test_a_path_outside_the_cases_folder_is_refused_unless_its_folder_is_allowed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cases_dir = tmp_path / "suite"
+    cases_dir.mkdir()
+    err = _refused(cases_dir, {"id": "x", "input": {"type": "image", "path": "../../etc/passwd"}})
+    assert "outside the cases folder" in str(err) and err.field == "input" and err.line == 1
+    outside = tmp_path / "shared"
+    outside.mkdir()
+    (outside / "logo.png").write_bytes(png())
+    (cases_dir / "link.png").symlink_to(outside / "logo.png")  # a symlink out is outside too
+    for raw in (str(outside / "logo.png"), "../shared/logo.png", "link.png"):
+        assert "outside" in str(_refused(cases_dir, {"id": "x", "input": {"type": "image", "path": raw}}))
+    monkeypatch.setenv("REFEREE_IMAGE_DIRS", str(outside))
+    c = load_cases(_write(cases_dir, {"id": "x", "input": {"type": "image", "path": "../shared/logo.png"}}))
+    assert c.cases[0].input["media_type"] == "image/png"
+
+
+def test_a_50_mb_image_is_refused_before_it_is_read_or_decoded(tmp_path: Path) -> None:
+    big = tmp_path / "big.png"
+    with big.open("wb") as fh:  # sparse: 50 MB on paper
+        fh.write(png())
+        fh.truncate(50 * 1024 * 1024)
+    err = _refused(tmp_path, {"id": "big", "input": {"type": "image", "path": "big.png"}}, line=2)
+    assert "over the 20,971,520-byte limit" in str(err) and err.line == 2 and "case 'big'" in str(err)
+    err = _refused(tmp_path, {"id": "big", "output": {"type": "image", "media_type": "image/png",
+                                                       "data": "A" * (28 * 1024 * 1024)}})
+    assert "over the" in str(err) and err.field == "output"
+
+
+def test_the_size_and_count_limits_come_from_the_environment(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REFEREE_MAX_IMAGES_PER_CASE", "2")
+    err = _refused(tmp_path, {"id": "many", "input": [part(png()), part(png()), part(png())]})
+    assert "more than 2 images" in str(err) and err.field == "input[2]"
+    monkeypatch.setenv("REFEREE_MAX_IMAGE_BYTES", "50")
+    assert "over the 50-byte limit" in str(_refused(tmp_path, {"id": "s", "input": part(png(8, 8))}))
+    monkeypatch.setenv("REFEREE_MAX_IMAGE_BYTES", "nan")
+    assert "REFEREE_MAX_IMAGE_BYTES" in str(_refused(tmp_path, {"id": "s", "input": part(png())}))
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    (part(png()[:-20]), "truncated PNG"),
+    (part(png()[:30]), "truncated"),
+    (part(png(), media_type="image/jpeg"), "declared as image/jpeg but its bytes are image/png"),
+    ({"type": "image", "data": "data:image/gif;base64," + b64(png())}, "declared as image/gif"),
+    ({"type": "image", "url": "data:image/webp;base64," + b64(png())}, "declared as image/webp"),
+    (part(SVG_WITH_SCRIPT, media_type="image/png"), "SVG image is refused"),
+    (part(SVG_WITH_SCRIPT, media_type="image/svg+xml"), "SVG image is refused"),
+    ({"type": "image", "data": "not base64!!", "media_type": "image/png"}, "not valid base64"),
+    ({"type": "image", "data": b64(b"hello world, plain text")}, "needs a 'media_type'"),
+    (part(b"hello world, plain text"), "not a PNG, JPEG, GIF or WebP"),
+    ({"type": "image", "url": "file:///etc/passwd"}, "must be an http(s) URL"),
+    ({"type": "image", "path": "a.png", "url": "https://x/a.png"}, "exactly one of"),
+    ({"type": "image"}, "exactly one of"),
+])
+def test_bad_image_parts_are_refused_naming_case_and_field(tmp_path: Path, bad: dict[str, Any], why: str) -> None:
+    err = _refused(tmp_path, {"id": "img-1", "reference": "r", "output": bad}, line=2)
+    assert why in str(err), str(err)
+    assert err.field == "output" and err.line == 2 and "case 'img-1'" in str(err)
+    assert str(err).startswith(str(tmp_path / "cases.jsonl") + ":2")
+
+
+def test_a_remote_url_is_kept_as_a_link_and_never_fetched(tmp_path: Path) -> None:
+    c = load_cases(_write(tmp_path, {"id": "u", "input": {"type": "image", "url": "https://example.com/a.png"}}))
+    got = c.cases[0].input
+    assert got["url"] == "https://example.com/a.png" and "data" not in got
+    assert got["sha256"] == hashlib.sha256(b"https://example.com/a.png").hexdigest()
+
+
+def test_a_data_url_that_tells_the_truth_is_accepted(tmp_path: Path) -> None:
+    c = load_cases(_write(tmp_path, {"id": "d", "input": {"type": "image", "url": "data:image/png;base64,"
+                                                                                 + b64(png(3, 3))}}))
+    assert c.cases[0].input["width"] == 3
+
+
+def test_python_bytes_and_dataframe_bytes_columns_become_images() -> None:
+    data = png(6, 2)
+    cs = cases_from([{"input": "describe", "output": data}, {"input": "text", "output": b"plain bytes"}])
+    assert cs.cases[0].output["sha256"] == hashlib.sha256(data).hexdigest()
+    assert cs.cases[1].output == b"plain bytes"  # bytes that are no image are left as they were
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"id": ["a", "b"], "input": ["q1", "q2"], "screenshot": [data, None]})
+    rows = cases_from(df).cases
+    assert rows[0].get("screenshot")["width"] == 6 and rows[1].get("screenshot") is None
+    bad = pd.DataFrame({"id": ["a"], "screenshot": [data[:-12]]})
+    with pytest.raises(InputError, match="truncated PNG") as info:
+        cases_from(bad)
+    assert info.value.field == "screenshot" and info.value.line == 1
+
+
+def test_pil_images_from_python_become_png_parts() -> None:
+    pil = pytest.importorskip("PIL.Image")
+    img = pil.new("RGB", (9, 4), (0, 128, 255))
+    c = cases_from([{"input": "what colour?", "output": img}]).cases[0]
+    assert c.output["media_type"] == "image/png" and (c.output["width"], c.output["height"]) == (9, 4)
+
+
+def test_cases_without_images_are_the_same_objects() -> None:
+    data = {"id": "t", "input": "q", "turns": [{"role": "user", "content": "hi"}], "metadata": {"k": [1]}}
+    case = cases_from([data]).cases[0]
+    assert case.turns is data["turns"] and case.metadata is data["metadata"]
+
+
+def test_an_image_is_checked_from_its_bytes_whatever_its_name() -> None:
+    img = _image.from_bytes(png(4, 3), name="looks.jpg")
+    assert img.media_type == "image/png" and img.label == "image looks.jpg (png, 4x3)"
+    with pytest.raises(_image.ImageError, match="truncated JPEG"):
+        _image.from_bytes(b"\xff\xd8\xff\xe0" + b"\x00" * 40)

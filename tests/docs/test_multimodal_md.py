@@ -1,0 +1,67 @@
+"""docs/multimodal.md: its cases example loads (images beside it, checked), its Python example runs against the
+local server and sends the image, and the limits it states are the code's."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee._util import _image
+from referee.cases import load_cases
+from referee.testing import FakeLLMServer
+from tests.support.images import png
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "multimodal.md"
+TEXT = DOC.read_text(encoding="utf-8")
+
+
+def _block(lang: str) -> str:
+    found = re.findall(rf"```{lang}\n(.*?)```", TEXT, re.S)
+    assert found, lang
+    return str(found[0])
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    dec, pos, out = json.JSONDecoder(), 0, []
+    while (pos := len(text) - len(text[pos:].lstrip())) < len(text):
+        obj, end = dec.raw_decode(text, pos)
+        out.append(obj)
+        pos = end
+    return out
+
+
+def _images(root: Path) -> None:
+    for rel in ("shots/ticket-7.png", "charts/chart-2.png", "docs/refund-table.png"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(png(8, 6))
+
+
+def test_the_cases_example_loads_with_its_images_checked(tmp_path: Path) -> None:
+    _images(tmp_path)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(o) + "\n" for o in _objects(_block("json"))))
+    loaded = load_cases(cases).cases
+    assert [c.id for c in loaded] == ["ticket-7", "chart-2"]
+    assert loaded[0].input[1]["media_type"] == "image/png" and loaded[1].output["width"] == 8
+    assert loaded[1].get("contexts")[0]["name"] == "docs/refund-table.png"
+
+
+def test_the_python_example_sends_the_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _images(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with FakeLLMServer() as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        ns: dict[str, Any] = {}
+        exec(compile(_block("python"), "docs/multimodal.md", "exec"), ns)  # noqa: S102 - our own docs
+        assert srv.requests and srv.requests[0].images[0]["bytes"] == png(8, 6)
+    assert ns["result"].rows[0].usage.images == 1
+
+
+def test_the_limits_the_page_states_are_the_codes() -> None:
+    assert f"{_image.DEFAULT_MAX_IMAGE_BYTES:,}-byte limit" in TEXT and "(20 MiB;" in TEXT
+    assert _image.DEFAULT_MAX_IMAGE_BYTES == 20 * 1024 * 1024 and _image.DEFAULT_MAX_IMAGES == 20
+    assert "more than 20 images in one case" in TEXT
