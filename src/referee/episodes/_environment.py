@@ -190,10 +190,10 @@ class Environment:
                 return None, f"invalid arguments for {name}: {probs}"
             kwargs = {k: getattr(parsed, k) for k in type(parsed).model_fields}
         try:
-            if tdef.args_model is None:
-                result = fn(name, kwargs)
-            else:
-                result = fn(**kwargs)
+            if tdef.args_model is None:  # an adapter's own tool: its reply and error text, as it writes them
+                res, err = fn(name, kwargs)
+                return (None, err) if err is not None else (jsonable(res), None)
+            result = fn(**kwargs)
         except Exception as exc:  # noqa: BLE001 - the tool failing is what the agent must handle
             return None, redact_text(f"{type(exc).__name__}: {exc}")
         return jsonable(result), None
