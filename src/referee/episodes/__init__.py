@@ -15,11 +15,12 @@ from ._reward import Reward, reward_of
 from ._run import EpisodeRun, episode_case, run_episodes, run_episodes_async
 from ._scenario import BASES, STOP_TOKEN, Scenario, scenario_of
 from ._simulator import Simulator
+from ._tau2 import tau2_cases, tau2_environment, tau2_messages, tau2_policy
 
 __all__ = [
     "AGENT_STOP_TOKEN", "Agent", "AgentTurn", "BASES", "Environment", "EnvironmentFailed", "Episode", "EpisodeRun",
     "HttpAgent", "Limits", "ModelAgent", "NORMAL_ENDS", "PythonAgent", "Reliability", "Reward", "STOP_TOKEN",
     "Scenario", "Simulator", "TERMINATIONS", "episode_case", "load_environment", "pass_at_k", "pass_hat_k",
     "reliability", "reward_of", "run_episode", "run_episodes", "run_episodes_async", "scenario_of",
-    "state_diff", "tool",
+    "state_diff", "tau2_cases", "tau2_environment", "tau2_messages", "tau2_policy", "tool",
 ]

@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._util._redact import redact_text
-from ..errors import ProviderError, UserError
+from ..errors import ProviderError, RefereeError, UserError
 from ..providers._base import Message
 from ..runner._client import JudgeClient
 
 
 @dataclass
 class AgentTurn:
+    """One assistant turn: text for the user and/or tool calls, with the call's own tokens, cost and latency."""
+
     content: str | None
     tool_calls: list[dict[str, Any]]
     input_tokens: int | None = None
@@ -31,7 +33,7 @@ class AgentTurn:
     cached: bool = False
 
 
-class AgentFailed(Exception):
+class AgentFailed(RefereeError):
     """The agent could not answer (its reply is unusable, it raised); the episode ends as ``agent_error``."""
 
 

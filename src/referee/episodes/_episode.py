@@ -33,6 +33,8 @@ TERMINATIONS = ("user_stop", "agent_stop", "max_turns", "agent_loop", "agent_max
 
 @dataclass
 class Limits:
+    """The agent's limits in an episode (the user's is its scenario's ``max_turns``)."""
+
     max_steps: int = 20
     """Model calls in one agent turn (each may make tool calls) before the turn is cut: ``agent_max_steps``."""
     repeat_limit: int = 5
@@ -62,6 +64,8 @@ class Spend:
 
 @dataclass
 class Episode:
+    """What one episode did: the transcript, the tool calls as steps, how it ended, the states and the spend."""
+
     messages: list[dict[str, Any]] = field(default_factory=list)
     """The whole conversation, neutral messages (user, assistant with tool_calls, tool results)."""
     steps: list[dict[str, Any]] = field(default_factory=list)

@@ -35,6 +35,8 @@ def _check(c: int, n: int, k: int) -> None:
 
 @dataclass
 class Reliability:
+    """pass^k and pass@k over a run's cases, the flaky cases and those with too few tries."""
+
     k: int
     pass_hat_k: Interval
     """pass^k: the mean over cases of C(c, k) / C(n, k), with its interval."""

@@ -31,6 +31,8 @@ SUCCESS = 1.0 - 1e-6
 
 @dataclass
 class Reward:
+    """An episode's reward: the product, each part of the basis, why, and the checks behind each part."""
+
     reward: float | None
     parts: dict[str, float | None] = field(default_factory=dict)
     basis: tuple[str, ...] = ()
@@ -71,6 +73,8 @@ def communicated(info: str, episode: Episode) -> bool:
 
 async def reward_of(scenario: Scenario, episode: Episode, env: Environment, case: Case,
                     judge: JudgeSettings | None = None) -> Reward:
+    """The reward of ``episode`` under ``scenario`` (the module's rules); ``env`` gives the fresh state the gold
+    actions are replayed on, ``judge`` the settings the assertions are judged with."""
     basis = scenario.expected.reward_basis()
     if episode.termination == "user_leak":
         return Reward(None, basis=basis, status="unscored", reason=episode.error or "user leak")

@@ -57,6 +57,8 @@ def episode_case(case: Case, ep: Episode) -> Case:
 
 @dataclass
 class EpisodeRun:
+    """The rows of a run of episodes (one per case and try) and where they were written."""
+
     rows: list[ResultRow]
     out: Path | None = None
 

@@ -92,6 +92,7 @@ class Tau2Domain:
 
 
 def tau2_environment(domain: str, task_id: str) -> Environment:
+    """The environment of a tau2 domain in the initial state of one of its tasks."""
     _domain(domain)
     tau2_task(domain, task_id)  # a wrong task id is reported now, not in every try
     return Environment(lambda: Tau2Domain(domain, task_id), f"tau2 {domain} task {task_id}")
