@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from tests.support.episodes import AGENT_MODEL, SCENARIO, USER_MODEL, agent_replies, count, play, sides
+from tests.support.targets import service  # noqa: F401 - the fixture
 
 from referee.episodes import ModelAgent, PythonAgent, Simulator, run_episodes
 from referee.testing import FakeLLMServer, Reply
@@ -204,3 +205,72 @@ def test_bad_scenarios_name_file_line_and_field(tmp_path: Any, field: str, value
 def test_model_agent_identity_names_provider_and_model(fake_server: FakeLLMServer) -> None:
     agent, sim = sides(fake_server)
     assert isinstance(agent, ModelAgent) and agent.identity()["model"] == AGENT_MODEL
+
+
+def _with_judge(server: FakeLLMServer, verdict: dict[str, Any]) -> None:
+    inner = server.responder
+
+    def respond(req: Any) -> Any:
+        if req.body.get("model") == "judge-m":
+            return json.dumps(verdict)
+        return inner(req)
+
+    server.responder = respond  # type: ignore[assignment]
+
+
+def _judge(server: FakeLLMServer) -> Any:
+    from referee.evaluators._base import JudgeSettings
+    from referee.providers._openai_compat import OpenAICompatProvider
+    from referee.runner import JudgeClient
+
+    return JudgeSettings(JudgeClient(OpenAICompatProvider("judge-m", base_url=server.openai_base_url, api_key="k")))
+
+
+@pytest.mark.parametrize("second,want", [(0.9, 1.0), (0.2, 0.0)])
+def test_assertions_are_judged_over_the_transcript_and_multiply_the_reward(fake_server: FakeLLMServer,
+                                                                          second: float, want: float) -> None:
+    case = {**SCENARIO, "expected": {**SCENARIO["expected"],
+                                     "assertions": ["The agent confirms the refund.", "The agent is polite."]}}
+    play(fake_server)
+    _with_judge(fake_server, {"assertion_1": {"score": 1.0, "rationale": "confirmed"},
+                              "assertion_2": {"score": second, "rationale": "tone"}})
+    judge = _judge(fake_server)
+    [row] = _run(fake_server, [case], judge=judge).rows
+    rw = row.details["reward"]
+    assert rw["parts"] == {"state": 1.0, "outputs": 1.0, "assertions": want} and row.score == want
+    assert [a["met"] for a in rw["assertions"]] == [True, want == 1.0]
+    # The judge read the whole transcript, tool calls included, as delimited data.
+    [jreq] = [r for r in fake_server.requests if r.body["model"] == "judge-m"]
+    assert "refund" in jreq.prompt_text and "get_order" in jreq.prompt_text
+    assert row.judge is not None and row.judge.model == "judge-m"
+
+
+def test_assertions_without_a_judge_leave_the_episode_unscored(fake_server: FakeLLMServer) -> None:
+    case = {**SCENARIO, "expected": {**SCENARIO["expected"], "assertions": ["The agent confirms the refund."]}}
+    play(fake_server)
+    [row] = _run(fake_server, [case]).rows
+    assert row.status == "unscored" and row.score is None and row.passed is None
+    assert "no judge" in (row.rationale or "") + (row.error or "")
+
+
+def test_an_http_agent_plays_the_episode(fake_server: FakeLLMServer, service: Any) -> None:
+    from referee.episodes import HttpAgent
+
+    def answer(body: Any) -> tuple[int, Any]:
+        conv = body["conversation"]
+        if conv[-1]["role"] == "tool":
+            return 200, {"content": f"Done, {conv[-1]['content']}."}
+        if len([m for m in conv if m["role"] == "user"]) == 1:
+            return 200, {"tool_calls": [{"name": "refund", "arguments": {"order_id": "A1"}}]}
+        return 200, {"content": "Bye."}
+
+    svc = service(answer)
+    play(fake_server)
+    _, sim = sides(fake_server)
+    [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim).rows
+    assert row.score == 1.0 and svc.requests[0]["body"]["tools"][0]["name"] in ("get_order", "refund")
+    # A service that answers garbage ends the episode as the agent's error.
+    svc.answer = lambda body: (200, ["not", "an", "object"])
+    _, sim = sides(fake_server)
+    [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim).rows
+    assert row.details["episode"]["termination"] == "agent_error" and row.score == 0.0

@@ -74,7 +74,7 @@ async def run_episodes_async(cases: str | Path | Iterable[Case | dict[str, Any]]
     """Run every scenario ``repeat`` times (each try its own seed, ``seed + try``, so tries are distinct
     samples that a rerun replays from the cache). ``checks`` (trajectory checks, any evaluator) are run on each
     episode and recorded beside the reward. Bad scenarios raise InputError before anything is paid for. The
-    agent and the simulator are closed at the end (``close=False``: left open, the caller's to close)."""
+    agent, the simulator and the judge's client are closed at the end (``close=False``: left open, the caller's to close)."""
     if not isinstance(repeat, int) or repeat < 1:
         raise UserError(f"repeat={repeat!r}: must be a whole number >= 1")
     loaded, label = _cases(cases)
@@ -141,17 +141,19 @@ async def run_episodes_async(cases: str | Path | Iterable[Case | dict[str, Any]]
     outcome = await execute_async(out=Path(out) if out is not None else None, manifest=manifest, items=items,
                                   key=key, evaluate=one, on_error=on_error, client=None,
                                   concurrency=concurrency, label="episodes", show_progress=False,
-                                  cleanup=_closer(agent, simulator) if close else None)
+                                  cleanup=_closer(agent, simulator, judge) if close else None)
     rows = list(outcome.rows)
     order = {(plan[i][0].id, r if repeat > 1 else None): n for n, (i, r) in enumerate(items)}
     rows.sort(key=lambda x: order.get((x.id, x.repeat), len(order)))
     return EpisodeRun(rows=rows, out=Path(out) if out is not None else None)
 
 
-def _closer(agent: Agent, simulator: Simulator) -> Any:
+def _closer(agent: Agent, simulator: Simulator, judge: JudgeSettings | None) -> Any:
     async def close() -> None:
         await agent.aclose()
         await simulator.aclose()
+        if judge is not None and judge.client is not None:
+            await judge.client.aclose()
 
     return close
 
