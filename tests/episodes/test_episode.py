@@ -6,11 +6,10 @@ import json
 from typing import Any
 
 import pytest
-from tests.support.episodes import AGENT_MODEL, SCENARIO, USER_MODEL, agent_replies, count, play, sides
-from tests.support.targets import service  # noqa: F401 - the fixture
 
 from referee.episodes import ModelAgent, PythonAgent, Simulator, run_episodes
 from referee.testing import FakeLLMServer, Reply
+from tests.support.episodes import AGENT_MODEL, SCENARIO, USER_MODEL, agent_replies, count, play, sides
 
 
 def _run(server: FakeLLMServer, cases: list[dict[str, Any]], **kw: Any) -> Any:

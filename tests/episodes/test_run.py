@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.episodes import AGENT_MODEL, SCENARIO, USER_MODEL, count, play, sides
 
 from referee.episodes import PythonAgent, pass_at_k, pass_hat_k, reliability, run_episodes
 from referee.testing import FakeLLMServer, Reply
+from tests.support.episodes import AGENT_MODEL, SCENARIO, USER_MODEL, count, play, sides
 
 # Three customers; the agent below refunds for them on these tries (seeds) only.
 SUCCEEDS = {"ana": {0, 1, 2}, "bo": {3}, "cy": {0, 1, 2, 3}}

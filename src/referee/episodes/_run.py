@@ -74,7 +74,7 @@ async def run_episodes_async(cases: str | Path | Iterable[Case | dict[str, Any]]
     """Run every scenario ``repeat`` times (each try its own seed, ``seed + try``, so tries are distinct
     samples that a rerun replays from the cache). ``checks`` (trajectory checks, any evaluator) are run on each
     episode and recorded beside the reward. Bad scenarios raise InputError before anything is paid for. The
-    agent, the simulator and the judge's client are closed at the end (``close=False``: left open, the caller's to close)."""
+    agent, the simulator and the judge's client are closed at the end (``close=False``: left open)."""
     if not isinstance(repeat, int) or repeat < 1:
         raise UserError(f"repeat={repeat!r}: must be a whole number >= 1")
     loaded, label = _cases(cases)
