@@ -70,7 +70,8 @@ async def run_episodes_async(cases: str | Path | Iterable[Case | dict[str, Any]]
                              simulator: Simulator, *, judge: JudgeSettings | None = None, repeat: int = 1,
                              limits: Limits | None = None, checks: Sequence[Evaluator] = (),
                              out: str | Path | None = None, concurrency: int = 4,
-                             seed: int | None = None, close: bool = True) -> EpisodeRun:
+                             seed: int | None = None, close: bool = True,
+                             command: Sequence[str] = ()) -> EpisodeRun:
     """Run every scenario ``repeat`` times (each try its own seed, ``seed + try``, so tries are distinct
     samples that a rerun replays from the cache). ``checks`` (trajectory checks, any evaluator) are run on each
     episode and recorded beside the reward. Bad scenarios raise InputError before anything is paid for. The
@@ -133,7 +134,8 @@ async def run_episodes_async(cases: str | Path | Iterable[Case | dict[str, Any]]
 
         digest = None if label != "(in memory)" else hashlib.sha256(json.dumps(
             [c.data for c, _, _ in plan], sort_keys=True, default=str).encode()).hexdigest()
-        return RunManifest.for_cases("episodes", label, [c.id for c, _, _ in plan], command=[], sha256=digest,
+        return RunManifest.for_cases("episodes", label, [c.id for c, _, _ in plan], command=list(command),
+                                     sha256=digest,
                                      extra={"agent": agent.identity(), "repeat": repeat,
                                             "simulator": {"provider": simulator.client.provider.name,
                                                           "model": simulator.client.provider.model}})
