@@ -8,6 +8,7 @@ Compare two agent versions with ``referee score NEW --baseline OLD`` (paired, wi
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import click
 
@@ -63,7 +64,7 @@ def command(cases: str | None, out: str, tau2_domain: str | None, tasks: str | N
             tau2_domain, tasks.split(",") if tasks else None)
         cache = not judge.no_cache
         if agent_ref is not None:
-            agent = agent_from(agent_ref)
+            agent = agent_from(agent_ref, Path(cases).parent if cases else None)
         else:
             system = read_text(agent_system)
             if system is None and tau2_domain is not None:

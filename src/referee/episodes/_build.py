@@ -3,6 +3,7 @@ simulated user (any provider), each through the shared client (retries, prices, 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,13 @@ def simulator(provider: str, model: str | None = None, *, base_url: str | None =
     return Simulator(client, max_tokens=max_tokens, temperature=temperature, use_cache=cache)
 
 
-def agent_from(ref: str) -> Agent:
-    """An agent by reference: ``http(s)://...`` (an HTTP agent) or ``module:function`` (a Python agent)."""
+def agent_from(ref: str, base_dir: str | Path | None = None) -> Agent:
+    """An agent by reference: ``http(s)://...`` (an HTTP agent) or ``module:function`` (a Python agent; a
+    module in ``base_dir``, the cases' folder, imports too)."""
     if ref.startswith(("http://", "https://")):
         return HttpAgent(url=ref)
+    if base_dir is not None and str(Path(base_dir).resolve()) not in sys.path:
+        sys.path.append(str(Path(base_dir).resolve()))
     from ..evaluators._plugins import import_dotted
 
     fn = import_dotted(ref)

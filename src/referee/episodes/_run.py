@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,9 @@ def _cases(cases: str | Path | Iterable[Case | dict[str, Any]]) -> tuple[list[Ca
     from ..cases import cases_from, load_cases
 
     if isinstance(cases, str | Path):
+        base = str(Path(cases).resolve().parent)
+        if base not in sys.path:
+            sys.path.append(base)  # environment modules beside the cases import as plugins do
         return list(load_cases(cases).cases), str(cases)
     return list(cases_from(list(cases)).cases), "(in memory)"
 
