@@ -1,4 +1,4 @@
-"""The agent under test: a model with tools (OpenAI or Anthropic wire format), a Python callable or an HTTP
+"""The agent under test: a model with tools (OpenAI, Anthropic or Gemini wire format), a Python callable or an HTTP
 service. Each takes the conversation so far (neutral messages, the tool loop's shape: ``{"role", "content",
 "tool_calls": [{"id", "name", "arguments"}], "tool_call_id", "is_error"}``) and the tools, and returns the next
 assistant turn: text for the user and/or tool calls.

@@ -20,12 +20,17 @@ def _client(provider: str, model: str | None, base_url: str | None, *, tools: bo
 
     cls: Any = provider_class(provider)
     if tools:
-        from ..targets._wire import with_tools
+        from ..providers._gemini import GeminiProvider
+        from ..targets._wire import GeminiToolProvider, with_tools
 
-        try:
-            cls = with_tools(cls)
-        except UserError as exc:
-            raise UserError(f"{what}: {exc}") from None
+        if issubclass(cls, GeminiProvider):  # Gemini and Vertex AI: its endpoint and credentials, the tool payload
+            cls = cls if issubclass(cls, GeminiToolProvider) else type(f"{cls.__name__}WithTools",
+                                                                       (GeminiToolProvider, cls), {})
+        else:
+            try:
+                cls = with_tools(cls)
+            except UserError as exc:
+                raise UserError(f"{what}: {exc}") from None
     if model is None and provider in LOCAL_SERVERS:
         raise UserError(f"{what}: provider {provider} needs a model name")
     prov = cls(model, base_url=base_url or LOCAL_SERVERS.get(provider), api_key=api_key_for(provider),
@@ -36,7 +41,7 @@ def _client(provider: str, model: str | None, base_url: str | None, *, tools: bo
 def model_agent(provider: str, model: str | None = None, *, base_url: str | None = None,
                 system: str | None = None, max_tokens: int = 1024, temperature: float | None = 0.0,
                 timeout: float = 60.0, max_retries: int = 4, cache: bool = True) -> ModelAgent:
-    """The agent as a model with tools (OpenAI or Anthropic wire format; the key from the environment)."""
+    """The agent as a model with tools (OpenAI, Anthropic or Gemini wire format; the key from the environment)."""
     client = _client(provider, model, base_url, tools=True, timeout=timeout, max_retries=max_retries, cache=cache,
                      what="the agent")
     return ModelAgent(client, system=system, max_tokens=max_tokens, temperature=temperature, use_cache=cache)
