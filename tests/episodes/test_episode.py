@@ -273,3 +273,25 @@ def test_an_http_agent_plays_the_episode(fake_server: FakeLLMServer, service: An
     _, sim = sides(fake_server)
     [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim).rows
     assert row.details["episode"]["termination"] == "agent_error" and row.score == 0.0
+
+
+def test_an_agent_turn_that_never_ends_is_cut_at_max_steps(fake_server: FakeLLMServer) -> None:
+    from referee.episodes import Limits
+
+    calls = iter(range(100))
+    play(fake_server, agent=lambda m: Reply(tool_calls=[{"name": "get_order",
+                                                          "arguments": {"order_id": f"X{next(calls)}"}}]))
+    [row] = _run(fake_server, [SCENARIO], limits=Limits(max_steps=3)).rows
+    ep = row.details["episode"]
+    assert ep["termination"] == "agent_max_steps" and "max_steps=3" in ep["error"]
+    assert count(fake_server, AGENT_MODEL) == 3 and row.score == 0.0
+    # Every failed lookup was recorded as a failed step of the trajectory.
+    assert all(m["is_error"] for m in ep["messages"] if m["role"] == "tool")
+
+
+def test_an_agent_handing_over_ends_normally_and_is_graded(fake_server: FakeLLMServer) -> None:
+    play(fake_server, agent=lambda m: Reply(text="I will pass you to a colleague. ###TRANSFER###"))
+    case = {**SCENARIO, "expected": {"actions": [], "outputs": ["colleague"]}}
+    [row] = _run(fake_server, [case]).rows
+    assert row.details["episode"]["termination"] == "agent_stop" and row.score == 1.0
+    assert row.details["episode"]["messages"][-1]["content"] == "I will pass you to a colleague."
