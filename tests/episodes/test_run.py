@@ -134,3 +134,14 @@ def test_an_unchanged_rerun_makes_zero_calls_and_a_changed_agent_repays_from_its
     changed = run_episodes([case], agent, sim).rows[0]
     assert count(fake_server, AGENT_MODEL) == 2 and count(fake_server, USER_MODEL) == 1
     assert changed.details["episode"]["messages"][3]["content"] == "No, sorry."
+
+
+def test_each_try_has_its_own_user_and_agent_samples(fake_server: FakeLLMServer) -> None:
+    # Two tries of one case, run at once: neither may be served the other's replies from the cache.
+    play(fake_server)
+    agent, sim = sides(fake_server)
+    run = run_episodes([SCENARIO], agent, sim, repeat=2, seed=7, concurrency=2)
+    assert [r.passed for r in run.rows] == [True, True]
+    seeds = sorted({(r.body["model"], r.body.get("seed")) for r in fake_server.requests})
+    assert seeds == [(AGENT_MODEL, 7), (AGENT_MODEL, 8), (USER_MODEL, 7), (USER_MODEL, 8)]
+    assert count(fake_server, USER_MODEL) == 4 and count(fake_server, AGENT_MODEL) == 6

@@ -155,7 +155,7 @@ async def run_episode(scenario: Scenario, env: Environment, agent: Agent, simula
         if ep.user_turns == 0 and user.first_message is not None:
             text = user.first_message
         else:
-            sim = simulator.request(user, ep.messages)
+            sim = simulator.request(user, ep.messages, seed)
             try:
                 c = await simulator.client.complete(sim, use_cache=simulator.use_cache)
             except ProviderError as exc:

@@ -67,7 +67,9 @@ class Simulator:
     seed: int | None = None
     use_cache: bool = True
 
-    def request(self, user: UserSpec, messages: list[dict[str, Any]]) -> JudgeRequest:
+    def request(self, user: UserSpec, messages: list[dict[str, Any]], seed: int | None = None) -> JudgeRequest:
+        """The next user message's request; ``seed`` (a try's own, else the simulator's) keeps each try's user
+        a sample of its own, cached apart from the other tries'."""
         # The block names are escaped in the text too, so no text in them even looks like a block's end.
         scen = neutralise(scenario_text(user), ("scenario",))
         conv = neutralise(visible_transcript(messages), ("scenario",))
@@ -81,7 +83,8 @@ class Simulator:
         body = (data_block("scenario", scen, nonce) + "\n\n" + data_block("conversation", conv, nonce)
                 + "\n\nWrite the user's next message.")
         return JudgeRequest(messages=(Message("system", system), Message("user", body)),
-                            max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed,
+                            max_tokens=self.max_tokens, temperature=self.temperature,
+                            seed=self.seed if seed is None else seed,
                             case_text=(scen, conv))
 
     async def next_message(self, user: UserSpec, messages: list[dict[str, Any]]) -> tuple[str, Completion]:
