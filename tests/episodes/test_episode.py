@@ -295,3 +295,15 @@ def test_an_agent_handing_over_ends_normally_and_is_graded(fake_server: FakeLLMS
     [row] = _run(fake_server, [case]).rows
     assert row.details["episode"]["termination"] == "agent_stop" and row.score == 1.0
     assert row.details["episode"]["messages"][-1]["content"] == "I will pass you to a colleague."
+
+
+def test_an_agent_sending_nan_arguments_ends_as_its_error(fake_server: FakeLLMServer) -> None:
+    def agent(conversation: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"tool_calls": [{"name": "get_order", "arguments": {"order_id": float("nan")}}]}
+
+    play(fake_server)
+    _, sim = sides(fake_server)
+    [row] = run_episodes([SCENARIO], PythonAgent(agent), sim).rows
+    ep = row.details["episode"]
+    assert ep["termination"] == "agent_error" and "non-finite number" in ep["error"] and row.score == 0.0
+    assert "tool_calls[0].arguments.order_id" in ep["error"]

@@ -33,7 +33,7 @@ from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_confi
 @click.option("--user-model", default=None, help="The simulated user's model.")
 @click.option("--user-base-url", default=None, help="The simulated user's endpoint.")
 @click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True,
-              help="Tries per case (each its own seed); pass^k is reported for k = 1 .. repeat.")
+              help="Tries per case (each its own seed); pass^k is printed for k = 1 .. 8 and k = repeat.")
 @click.option("--max-steps", type=click.IntRange(1, 1000), default=20, show_default=True,
               help="Model calls in one agent turn before it is cut (agent_max_steps).")
 @click.option("--repeat-limit", type=click.IntRange(2, 1000), default=5, show_default=True,
@@ -90,7 +90,7 @@ def command(cases: str | None, out: str, tau2_domain: str | None, tasks: str | N
         click.echo(f"{cid}: {' '.join(tries)}")
     ends = Counter(str(r.metadata.get("termination", r.status)) for r in run.rows)
     click.echo("ends: " + ", ".join(f"{k} {v}" for k, v in sorted(ends.items())))
-    for k in range(1, repeat + 1):
+    for k in sorted({*range(1, min(repeat, 8) + 1), repeat}):
         rel = run.reliability(k)
         click.echo(f"pass^{k} {rel.pass_hat_k}   pass@{k} {rel.pass_at_k}   ({rel.cases} cases)")
     rel = run.reliability(1)

@@ -58,6 +58,11 @@ def turn_of(value: Any, what: str) -> AgentTurn:
             except json.JSONDecodeError:
                 pass
         calls.append({"id": str(c.get("id") or f"call_{i}"), "name": c["name"], "arguments": args})
+    from ..targets._kinds import non_finite_path
+
+    bad = non_finite_path(calls, "tool_calls")
+    if bad is not None:  # refused here, so no NaN reaches a tool, the cache or a results row
+        raise AgentFailed(f"{what} sent a non-finite number (NaN or Infinity) in {bad}")
     return AgentTurn(content=content, tool_calls=calls)
 
 
