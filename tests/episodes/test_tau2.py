@@ -19,15 +19,15 @@ from referee.testing import FakeLLMServer, Reply  # noqa: E402
 from tests.support.episodes import play, sides  # noqa: E402
 
 
-def _gold_player(actions: list[dict[str, Any]]) -> Any:
-    """An agent that makes the given calls one per model call, then tells the user it is done."""
+def _gold_player(actions: list[dict[str, Any]], final: str = "All done for you.") -> Any:
+    """An agent that makes the given calls one per model call, then tells the user ``final``."""
 
     def agent(messages: list[dict[str, Any]]) -> Reply:
         done = sum(1 for m in messages if m["role"] == "tool")
         if done < len(actions):
             a = actions[done]
             return Reply(tool_calls=[{"name": a["tool"], "arguments": a["args"], "id": f"call_{done}"}])
-        return Reply(text="All done for you.")
+        return Reply(text=final)
 
     return agent
 
@@ -58,6 +58,7 @@ def _wrong(actions: list[dict[str, Any]], key: str, value: Any) -> list[dict[str
     ("mock", "create_task_1", "title", "Unimportant Meeting"),
     ("retail", "0", "new_item_ids", ["7706410293", "1151293680"]),
     ("retail", "1", "item_ids", ["1151293680"]),
+    ("airline", "2", "amount", 100),
 ])
 def test_referee_and_tau2_agree_on_gold_and_on_a_wrong_argument(fake_server: FakeLLMServer, domain: str,
                                                                 task_id: str, key: str, value: Any) -> None:
@@ -90,3 +91,14 @@ def test_a_tau2_task_becomes_a_scenario_with_its_user_and_basis() -> None:
     mock = {c["id"] for c in tau2_cases("mock")}
     assert "mock-create_task_1" in mock and not any("env_assertions" in i for i in mock)
     assert json.dumps(case)  # plain data, a cases file can hold it
+
+
+@pytest.mark.parametrize("final,want", [("You can bring 4 suitcases, free.", 1.0), ("You can bring some bags.", 0.0)])
+def test_referee_and_tau2_agree_on_a_required_output(fake_server: FakeLLMServer, final: str, want: float) -> None:
+    [case] = tau2_cases("airline", ["3"])
+    assert case["expected"]["basis"] == ["state", "outputs"] and case["expected"]["outputs"] == ["4"]
+    play(fake_server, agent=_gold_player(case["expected"]["actions"], final), user=_user)
+    agent, sim = sides(fake_server, system=tau2_policy("airline"), cache=False)
+    [row] = run_episodes([case], agent, sim).rows
+    assert row.score == want and row.details["reward"]["parts"] == {"state": 1.0, "outputs": want}
+    assert _tau2_reward("airline", "3", row.details["episode"]["messages"]) == want

@@ -57,12 +57,19 @@ def tau2_policy(domain: str) -> str:
     return str(_registry().get_env_constructor(_domain(domain))().get_policy())
 
 
+@functools.lru_cache(maxsize=4)
+def _pristine_db(domain: str) -> Any:
+    """The domain's database as loaded from its file, once: each environment starts from a deep copy (loading
+    and validating the file again takes most of a second)."""
+    return _registry().get_env_constructor(domain)().tools.db
+
+
 class Tau2Domain:
     """A tau2 environment in a task's initial state, as a referee environment (its tools, its database hash)."""
 
     def __init__(self, domain: str, task_id: str) -> None:
         self.domain, self.task = domain, tau2_task(domain, task_id)
-        self.env = _registry().get_env_constructor(domain)()
+        self.env = _registry().get_env_constructor(domain)(db=_pristine_db(domain).model_copy(deep=True))
         init = self.task.initial_state
         self.env.set_state(initialization_data=init.initialization_data if init else None,
                            initialization_actions=init.initialization_actions if init else None,
