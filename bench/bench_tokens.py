@@ -91,27 +91,11 @@ CASE: dict[str, Any] = {
 }
 
 
-_CL100K = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
-
-
-def _cl100k_on_disk() -> bool:
-    """Whether tiktoken has cl100k_base in its cache (else it would download it: this bench stays offline)."""
-    import hashlib
-    import os
-    import tempfile
-
-    base = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or os.path.join(
-        tempfile.gettempdir(), "data-gym-cache")
-    return os.path.isfile(os.path.join(base, hashlib.sha1(_CL100K.encode()).hexdigest()))
-
-
 def _counter() -> tuple[str, Callable[[str], int]]:
     try:
         import tiktoken
     except ImportError:
         return "characters / 4 (no tokenizer installed)", lambda text: round(len(text) / 4)
-    if not _cl100k_on_disk():
-        return "characters / 4 (tiktoken's cl100k_base is not on this machine)", lambda text: round(len(text) / 4)
     enc = tiktoken.get_encoding("cl100k_base")
     return "tiktoken cl100k_base", lambda text: len(enc.encode(text))
 
