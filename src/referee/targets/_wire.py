@@ -1,4 +1,5 @@
-"""Tool calling on the OpenAI and Anthropic wire formats, for model targets with ``tools:``.
+"""Tool calling on the OpenAI and Anthropic wire formats, for model targets with ``tools:`` (and on Gemini's, for
+the agents of simulated conversations: :class:`GeminiToolProvider`).
 
 A tool-loop request is a :class:`ToolRequest`: the judge request's shape plus the conversation so far (with tool
 calls and results) and the tools, in one neutral form. The providers here translate it to each wire format and
@@ -19,6 +20,7 @@ from typing import Any
 from ..errors import ProviderError, UserError
 from ..providers._anthropic import AnthropicProvider
 from ..providers._base import Completion, JudgeRequest, Provider
+from ..providers._gemini import GeminiProvider, to_gemini_schema
 from ..providers._openai_compat import OpenAICompatProvider
 
 
@@ -136,6 +138,57 @@ class AnthropicToolProvider(AnthropicProvider):
         calls = [{"id": str(b.get("id")), "name": str(b.get("name")), "arguments": b.get("input") or {}}
                  for b in reply if isinstance(b, dict) and b.get("type") == "tool_use"]
         base = self.parse_reply({**data, "content": []}, latency)
+        return dataclasses.replace(base, text=assistant_turn(text or None, calls))
+
+
+class GeminiToolProvider(GeminiProvider):
+    """Tool calling on the Gemini generateContent wire format (function declarations, ``functionCall`` parts,
+    results as ``functionResponse`` parts; Gemini gives calls no ids, so they are numbered)."""
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        if not isinstance(request, ToolRequest):
+            return await super().complete(request)
+        payload = self._payload(dataclasses.replace(request, messages=tuple(
+            m for m in request.messages if m.role == "system")))
+        contents: list[dict[str, Any]] = []
+        names: dict[str, str] = {}
+        for m in json.loads(request.conversation):
+            if m["role"] == "tool":
+                result = m["content"]
+                part = {"functionResponse": {"name": m.get("name") or names.get(m["tool_call_id"], ""),
+                                             "response": result if isinstance(result, dict) else {"result": result}}}
+                # Results of one turn's calls go back together, in one user turn.
+                if contents and contents[-1]["role"] == "user" and "functionResponse" in contents[-1]["parts"][0]:
+                    contents[-1]["parts"].append(part)
+                else:
+                    contents.append({"role": "user", "parts": [part]})
+            elif m["role"] == "assistant":
+                parts: list[dict[str, Any]] = [{"text": m["content"]}] if m.get("content") else []
+                for c in m.get("tool_calls") or []:
+                    names[c["id"]] = c["name"]
+                    parts.append({"functionCall": {"name": c["name"], "args": c["arguments"]
+                                                   if isinstance(c["arguments"], dict) else {}}})
+                contents.append({"role": "model", "parts": parts or [{"text": ""}]})
+            else:
+                contents.append({"role": "user", "parts": [{"text": m.get("content") or ""}]})
+        payload["contents"] = contents
+        tools = json.loads(request.tools)
+        if tools:
+            payload["tools"] = [{"functionDeclarations": [
+                {"name": t["name"], "description": t.get("description", ""),
+                 **({"parameters": conv} if (conv := to_gemini_schema(t["parameters"])) is not None else {})}
+                for t in tools]}]
+        data, latency = await self._http.post_json(self._model_url("generateContent"), payload,
+                                                   headers=await self._auth_headers())
+        try:
+            parts = data["candidates"][0].get("content", {}).get("parts", [])
+            text = "".join(p.get("text", "") for p in parts if isinstance(p, dict))
+            calls = [{"id": f"call_{i}", "name": str(p["functionCall"]["name"]),
+                      "arguments": _args(p["functionCall"].get("args") or {})}
+                     for i, p in enumerate(q for q in parts if isinstance(q, dict) and "functionCall" in q)]
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ProviderError(f"{self.label}: reply has no candidates with usable parts", retryable=True) from exc
+        base = self.parse_reply({**data, "candidates": [{"content": {"parts": []}}]}, latency)
         return dataclasses.replace(base, text=assistant_turn(text or None, calls))
 
 

@@ -271,8 +271,12 @@ class FakeLLMServer(BatchRoutes):
         return await self._respond(request, reply, self.gemini_envelope(req, reply))
 
     def gemini_envelope(self, req: WireRequest, reply: Reply) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = [{"text": reply.text or ""}]
+        if reply.tool_calls:  # functionCall parts, the text (if any) first
+            parts = ([{"text": reply.text}] if reply.text else []) + [
+                {"functionCall": {"name": c["name"], "args": c.get("arguments", {})}} for c in reply.tool_calls]
         env = {
-            "candidates": [{"content": {"role": "model", "parts": [{"text": reply.text or ""}]},
+            "candidates": [{"content": {"role": "model", "parts": parts},
                             "finishReason": "STOP", "index": 0}],
             "usageMetadata": {"promptTokenCount": reply.input_tokens,
                               "candidatesTokenCount": reply.output_tokens,
