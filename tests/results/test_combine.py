@@ -12,6 +12,7 @@ from referee.results._combine import (
     gold_totals,
     lower_of,
     mean_of_turns,
+    reward_product,
     suite_score,
 )
 
@@ -67,6 +68,12 @@ def test_the_red_team_rule_takes_the_lower_score() -> None:
     assert lower_of(None, 0.8) == 0.8
     assert lower_of(0.5, 0.8) == 0.5
     assert lower_of(1.0, 0.2) == 0.2
+
+
+def test_the_reward_of_a_conversation_is_the_product_of_its_basis() -> None:
+    assert reward_product([1.0, 1.0, 1.0]) == 1.0
+    assert reward_product([1.0, 0.0, 1.0]) == 0.0
+    assert reward_product([]) == 1.0  # an empty basis is refused when the scenario loads; the product's identity
 
 
 def test_rubric_composites() -> None:

@@ -21,6 +21,7 @@ from typing import Any
 from ..cases._case import Case
 from ..evaluators._base import JudgeSettings
 from ..results._check import CheckResult
+from ..results._combine import reward_product
 from ._environment import Environment, EnvironmentFailed, state_diff, state_digest
 from ._episode import NORMAL_ENDS, Episode
 from ._scenario import GoldAction, Scenario
@@ -132,16 +133,16 @@ async def reward_of(scenario: Scenario, episode: Episode, env: Environment, case
         if judged.status != "scored":
             return Reward(None, parts=parts, basis=basis, status=judged.status,
                           reason=f"assertions not judged: {judged.problem}", checks=checks, judge=judged)
+        if len(judged.criteria) != len(exp.assertions):  # an assertion nobody graded never holds by default
+            return Reward(None, parts=parts, basis=basis, status="unscored", checks=checks, judge=judged,
+                          reason=f"the judge graded {len(judged.criteria)} of {len(exp.assertions)} assertions")
         met = [c.passed if c.passed is not None else (c.score or 0.0) >= 0.5 for c in judged.criteria]
         checks["assertions"] = [{"assertion": a, "met": m, "rationale": c.rationale}
-                                for a, m, c in zip(exp.assertions, met, judged.criteria, strict=False)]
+                                for a, m, c in zip(exp.assertions, met, judged.criteria, strict=True)]
         parts["assertions"] = 1.0 if met and all(met) else 0.0
         if parts["assertions"] == 0.0:
             why.append("an assertion does not hold")
-    reward = 1.0
-    for b in basis:
-        reward *= parts[b] or 0.0
-    return Reward(reward, parts=parts, basis=basis, checks=checks, judge=judged,
+    return Reward(reward_product([parts[b] for b in basis]), parts=parts, basis=basis, checks=checks, judge=judged,
                   reason="; ".join(why) or f"every part of the reward basis holds ({', '.join(basis)})")
 
 

@@ -74,6 +74,16 @@ def lower_of(code: float | None, judge: float) -> float:
     return judge if code is None else min(judge, code)
 
 
+def reward_product(parts: Sequence[float]) -> float:
+    """A simulated conversation's reward (as tau2-bench defines it): the product of the parts of its reward basis
+    (state, actions, outputs, assertions; each 1 or 0), so one part that fails makes it 0. The caller makes an
+    episode that ended early 0 and one with a part nobody could grade unscored, before asking."""
+    reward = 1.0
+    for p in parts:
+        reward *= p
+    return reward
+
+
 def composite(rule: str, parts: Sequence[tuple[float, float]]) -> float:
     """A rubric's ``composite:`` over (weight, score) on its scale: ``weighted_mean`` (the default),
     ``weighted_sum``, ``sum`` or ``mean``. Rounded to 9 places so 0.3*4 + ... lands on 4.0, not
