@@ -142,7 +142,7 @@ async def reward_of(scenario: Scenario, episode: Episode, env: Environment, case
         parts["assertions"] = 1.0 if met and all(met) else 0.0
         if parts["assertions"] == 0.0:
             why.append("an assertion does not hold")
-    return Reward(reward_product([parts[b] for b in basis]), parts=parts, basis=basis, checks=checks, judge=judged,
+    return Reward(reward_product([parts[b] or 0.0 for b in basis]), parts=parts, basis=basis, checks=checks, judge=judged,
                   reason="; ".join(why) or f"every part of the reward basis holds ({', '.join(basis)})")
 
 
