@@ -50,6 +50,27 @@ def merge_judge_options(jo: JudgeOptions, defaults: object | None) -> JudgeOptio
     return dataclasses.replace(jo, **changes)
 
 
+def with_panel_judges(suite: Any, jo: JudgeOptions, judges: tuple[str, ...]) -> tuple[Any, JudgeOptions]:
+    """``--judge`` (repeated) makes the suite's LLM evaluators a panel (over the suite's ``judges:``). With a
+    panel, the run's judge (its manifest entry and totals) is the panel's first; ``--base-url`` and the prices
+    stay for the judges of the same provider."""
+    from ..suites import panel_members, with_panel
+
+    if judges:
+        suite = with_panel(suite, list(judges))
+    members = panel_members(suite)
+    first = members[0] if members else None
+    if first is not None and isinstance(first.provider, str):
+        same = first.provider == jo.provider
+        jo = dataclasses.replace(
+            jo, provider=first.provider, model=first.model, base_url=first.base_url or (jo.base_url if same else None),
+            input_price=first.input_price_per_mtok if first.input_price_per_mtok is not None else (
+                jo.input_price if same else None),
+            output_price=first.output_price_per_mtok if first.output_price_per_mtok is not None else (
+                jo.output_price if same else None))
+    return suite, jo
+
+
 def default_out(suite_path: str) -> Path:
     p = Path(suite_path)
     return p.with_name(p.stem + "_results.jsonl")
@@ -83,10 +104,13 @@ def default_out(suite_path: str) -> Path:
               help="At most this many judge calls started per minute per provider (with --engine ray: across "
                    "every worker, as --concurrency is; with targets: across all of them). A target's own calls "
                    "are paced by its rate_limit, not by --rpm.")
+@click.option("--judge", "panel_judges", multiple=True, metavar="PROVIDER:MODEL",
+              help="A panel: judge every LLM evaluator with each of these (repeat; replaces the suite's judges:) "
+                   "and combine by the suite's panel: rule (default majority; docs/panels.md).")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
-            rpm: float | None,
+            rpm: float | None, panel_judges: tuple[str, ...],
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed or nothing was graded, 2 an invalid suite or usage error)."""
@@ -107,6 +131,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             raise UserError(f"--no-judge leaves no evaluator in {suite_file}")
         suite = dataclasses.replace(suite, specs=kept)
     jo = merge_judge_options(judge, suite.judge)
+    suite, jo = with_panel_judges(suite, jo, panel_judges)
     chosen = get_engine(engine, rpm=rpm)  # a bad --engine is a usage error before anything runs
     from ..runner import check_env
 
