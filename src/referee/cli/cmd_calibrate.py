@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -70,9 +71,12 @@ def command(judge_file: str, human_file: str, threshold: float, log_file: str | 
         click.echo(display_text(line))
     failures = cal.gate_failures(threshold, min_kappa=min_kappa, min_agreement=min_agreement,
                                  min_spearman=min_spearman, min_kendall=min_kendall)
+    panels = _panels(judge_file, human_file, human_field, n_boot, boot_seed)
     if json_out:
         data = cal.to_dict()
         data.update(threshold=threshold, gate_failures=failures)
+        if panels:
+            data["panels"] = [p.to_dict() for p in panels]
         Path(json_out).write_text(json.dumps(data, indent=2, allow_nan=False), encoding="utf-8")
     if log_file:
         row = update_log(log_file, cases=cal.n, mean_delta=cal.mean_abs_delta,
@@ -82,3 +86,22 @@ def command(judge_file: str, human_file: str, threshold: float, log_file: str | 
     for f in failures:
         echo_err(f"gate failed: {f}")
     return 1 if failures else 0
+
+
+def _panels(judge_file: str, human_file: str, human_field: str | None, n_boot: int, seed: int) -> list[Any]:
+    """A judge panel's figures (agreement, effective votes, panel vs each judge on the labels), printed on
+    stderr, when JUDGE is a results file of a panel run; else nothing."""
+    from ..calibrate import panel_agreement
+    from ..reports import render_panel_agreement
+    from ..results import panel_of, read_results
+
+    try:
+        rows = read_results(judge_file).rows
+    except InputError:
+        return []
+    if not any(panel_of(r) is not None for r in rows):
+        return []
+    labels = {k: v for k, v in read_labels(human_file, field_name=human_field).values.items()}
+    reps = panel_agreement(rows, labels, n_boot=n_boot, seed=seed)
+    render_panel_agreement(reps, stderr=True)
+    return reps

@@ -3,12 +3,14 @@ in-sample panels, labelled as chosen on the items they are scored on."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.table import Table
 
+from ..calibrate._panel import PanelAgreement
 from ..metaeval._panel import PanelFigure, PanelMeta
 from ..stats._agreement import interval_text
 from ..stats._paired import PairedResult
-from ._metaeval import console
 
 
 def _pct(iv: object) -> str:
@@ -35,7 +37,10 @@ def _eff(p: PanelFigure) -> str:
 
 def render_panel(m: PanelMeta, *, top: int = 10) -> None:
     """``referee metaeval panel`` on stdout."""
-    con = console()
+    from ._safe import SafeConsole
+
+    # emoji=False: judge names such as ``reward_model:x`` are text, never an emoji code.
+    con = SafeConsole(highlight=False, soft_wrap=True, width=200, emoji=False)
     con.print(f"{m.name}: {m.n} pairs, {len(m.judges)} judges; accuracy is JudgeBench's (both orders' +1/-1/0 "
               "sum > 0), 95% bootstrap intervals", markup=False)
     t = Table(title="Judges", title_justify="left")
@@ -70,3 +75,33 @@ def render_panel(m: PanelMeta, *, top: int = 10) -> None:
     con.print(t)
     for n in m.notes:
         con.print(f"note: {n}", markup=False)
+
+
+def render_panel_agreement(reports: Sequence[PanelAgreement], *, stderr: bool = False) -> None:
+    """A run's panel figures (``referee score``, ``referee calibrate``): agreement, kappa per pair, effective
+    votes, shared families, and the panel against each judge on the human labels."""
+    from ._safe import SafeConsole
+
+    # emoji=False: judge names such as ``fake:b`` or ``x:o`` are text, never an emoji code.
+    con = SafeConsole(highlight=False, soft_wrap=True, width=200, stderr=stderr, emoji=False)
+    for r in reports:
+        con.print(f"Panel on {r.label}: {len(r.judges)} judges ({', '.join(r.judges)}), {r.cases} cases, "
+                  f"{r.split} split" + (f", cost ${r.cost_usd:.4f}" if r.cost_usd is not None else ""),
+                  markup=False)
+        e = r.effective
+        eff = "n/a" if e.estimate is None else f"{e.estimate:.2f} of {e.k}"
+        basis = "their error correlation on the human labels" if e.basis == "errors" else (
+            "their agreement (no labels: a floor)")
+        con.print(f"  Krippendorff's alpha {interval_text(r.alpha, 3)}; effective independent votes {eff} "
+                  f"(from {basis})", markup=False)
+        for k in r.kappas:
+            kap = "n/a" if k.kappa is None else f"{k.kappa:.3f}"
+            agr = "n/a" if k.agreement is None else f"{k.agreement:.1%}"
+            con.print(f"  kappa {k.a} vs {k.b}: {kap} (agree on {agr} of {k.n})", markup=False)
+        if r.panel_vs_human is not None:
+            con.print(f"  vs human labels ({r.labelled} cases): panel {_pct(r.panel_vs_human)}", markup=False)
+            for m in r.members_vs_human:
+                con.print(f"    {m.judge}: {_pct(m.agreement)}; panel - judge {_diff(m.panel_minus_judge)}",
+                          markup=False)
+        for w in r.warnings:
+            con.print(f"  warning: {w}", markup=False)
