@@ -16,6 +16,10 @@ combines the verdicts by a rule (:func:`combine_panel`).
 **Quorum.** At least ``quorum`` judges must grade (default: a strict majority of the panel, ``k // 2 + 1``);
 below it the case is unscored (an error when every judge failed with an error), never the minority's vote.
 
+**Escalation** (``escalate_below``, ``escalate_to``): a case whose panel agreement is below the threshold
+``referee calibrate --target-agreement`` chose, or with no verdict, goes to a stronger judge, whose verdict
+replaces the panel's (flag ``escalated``), or is left unscored for a human (flag ``needs_human``).
+
 **Ties** (an even pass/fail or a/b split under ``majority`` or ``weighted``): ``tie="unscored"`` (default) makes
 the case unscored, ``strict`` makes it a fail (pairwise: a tie), ``first`` takes the vote of the first judge
 listed (of those that graded).
@@ -170,7 +174,15 @@ class PanelEvaluator(LLMEvaluator):
     threshold: float | None = None
     """The pass mark of the score rules and of votes without a verdict (default: the evaluator's own
     ``threshold``, else 0.7)."""
+    escalate_below: float | None = None
+    """Escalate a case whose panel agreement (the share of graded judges voting with the verdict) is below
+    this, as ``referee calibrate --target-agreement`` chooses it; a case with no verdict (tied, below quorum)
+    is escalated too. To ``escalate_to`` when given, else the row is unscored and flagged ``needs_human``."""
+    escalate_to: Any = None
+    """A stronger judge (``provider:model`` or a mapping) whose verdict replaces the panel's on escalated
+    cases."""
     _bound: list[LLMEvaluator] = field(init=False, repr=False, default_factory=list, compare=False)
+    _stronger: LLMEvaluator | None = field(init=False, repr=False, default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.inner, LLMEvaluator):
@@ -192,6 +204,11 @@ class PanelEvaluator(LLMEvaluator):
         if self.threshold is not None and not (isinstance(self.threshold, int | float)
                                                and 0 <= self.threshold <= 1):
             raise OptionError("panel.threshold", f"{self.threshold!r} is not in 0-1")
+        if self.escalate_below is not None and (isinstance(self.escalate_below, bool) or not isinstance(
+                self.escalate_below, int | float) or not 0 < self.escalate_below <= 1):
+            raise OptionError("panel.escalate_below", f"{self.escalate_below!r} is not in (0, 1]")
+        if self.escalate_to is not None:
+            self.escalate_to = PanelMember.parse(self.escalate_to)
 
     # What the rest of the run reads of an evaluator: the inner one's identity.
     @property
@@ -225,6 +242,11 @@ class PanelEvaluator(LLMEvaluator):
             client=None if run is None else m.client(run), max_tokens=settings.max_tokens,
             temperature=settings.temperature, seed=settings.seed, use_cache=settings.use_cache))
             for m in self.members]
+        self._stronger = None
+        if isinstance(self.escalate_to, PanelMember):
+            self._stronger = self.inner.bound(JudgeSettings(
+                client=None if run is None else self.escalate_to.client(run), max_tokens=settings.max_tokens,
+                temperature=settings.temperature, seed=settings.seed, use_cache=settings.use_cache))
 
     def with_defaults(self, **defaults: Any) -> LLMEvaluator:
         import dataclasses
@@ -244,8 +266,42 @@ class PanelEvaluator(LLMEvaluator):
         if missing is not None:
             return missing
         results = await asyncio.gather(*(_timed(ev, case, output) for ev in self._bound))
-        return combine_panel([r for r, _ in results], self.members, rule=self.rule, quorum=self.needed,
-                             tie=self.tie, threshold=self.pass_mark, latencies=[ms for _, ms in results])
+        res = combine_panel([r for r, _ in results], self.members, rule=self.rule, quorum=self.needed,
+                            tie=self.tie, threshold=self.pass_mark, latencies=[ms for _, ms in results])
+        if self.escalate_below is None and self.escalate_to is None:
+            return res
+        agreement = res.details["panel"]["agreement"]
+        low = res.status != "scored" or agreement is None or (
+            self.escalate_below is not None and agreement < self.escalate_below)
+        if not low:
+            return res
+        return await self._escalate(res, case, output)
+
+    async def _escalate(self, res: CheckResult, case: Case, output: Any) -> CheckResult:
+        """The stronger judge's verdict in place of the panel's, or no verdict: a case for a human."""
+        record = res.details["panel"]
+        why = ("the panel gave no verdict" if res.status != "scored" else
+               f"panel agreement {record['agreement']:.2f} is below {self.escalate_below:g}")
+        if self._stronger is not None and isinstance(self.escalate_to, PanelMember):
+            er, ms = await _timed(self._stronger, case, output)
+            record["escalated"] = _panel_vote(self.escalate_to, er, ms).__dict__
+            if er.usage is not None:
+                res.usage = er.usage if res.usage is None else res.usage + er.usage
+            if er.cost_usd is not None:
+                res.cost_usd = round((res.cost_usd or 0.0) + er.cost_usd, 8)
+            if er.status == "scored":
+                out = CheckResult(score=er.score, passed=er.passed, winner=er.winner, criteria=er.criteria,
+                                  reason=f"escalated to {self.escalate_to.label} ({why}): {er.reason}"[:1000],
+                                  usage=res.usage, cost_usd=res.cost_usd, judge=res.judge,
+                                  latency_ms=(res.latency_ms or 0.0) + ms, details=res.details,
+                                  flags=[*res.flags, "escalated"])
+                return out
+            why += f"; {self.escalate_to.label} could not grade it either ({er.problem})"
+        record["needs_human"] = True
+        return CheckResult(score=None, status="unscored", reason=f"needs a human: {why}",
+                           error_message=f"needs a human: {why}", usage=res.usage, cost_usd=res.cost_usd,
+                           judge=res.judge, latency_ms=res.latency_ms, details=res.details,
+                           flags=[*res.flags, "needs_human"])
 
 
 async def _timed(ev: LLMEvaluator, case: Case, output: Any) -> tuple[CheckResult, float]:

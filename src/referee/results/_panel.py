@@ -9,7 +9,9 @@ A panel-judged evaluator's row keeps it in ``details["panel"]`` (in a suite's co
 - ``agreement``: the share of the graded judges whose vote matches the panel's (None when unscored);
 - ``members``: one entry per judge, in the panel's order: ``judge`` (``provider:model``), ``status``, ``score``,
   ``passed``, ``winner``, ``reason`` (at most 500 characters), ``error``, ``cost_usd``, ``latency_ms``,
-  ``input_tokens``, ``output_tokens``, ``cached`` and ``weight``.
+  ``input_tokens``, ``output_tokens``, ``cached`` and ``weight``;
+- ``escalated``: the stronger judge's entry (same fields) when the case went to one; ``needs_human``: the case
+  was below the escalation threshold and has no verdict (the row is unscored, flagged ``needs_human``).
 
 The row's own ``usage`` and ``cost_usd`` are the sums over the judges, so totals count every judge.
 :func:`panel_of` reads the record back typed.
@@ -68,6 +70,10 @@ class PanelRecord:
     tied: bool = False
     agreement: float | None = None
     members: list[PanelVote] = field(default_factory=list)
+    escalated: PanelVote | None = None
+    """The stronger judge's result, when the case was escalated to one."""
+    needs_human: bool = False
+    """The case was below the escalation threshold with no stronger judge (or that judge could not grade)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,9 +83,12 @@ class PanelRecord:
         known = set(PanelVote.__dataclass_fields__)
         members = [PanelVote(**{k: v for k, v in m.items() if k in known}) for m in d.get("members") or []
                    if isinstance(m, Mapping)]
+        esc = d.get("escalated")
         return cls(rule=str(d.get("rule", "")), quorum=int(d.get("quorum", 0)), tie=str(d.get("tie", "")),
                    graded=int(d.get("graded", 0)), tied=bool(d.get("tied", False)), agreement=d.get("agreement"),
-                   members=members)
+                   members=members,
+                   escalated=PanelVote(**{k: v for k, v in esc.items() if k in known}) if isinstance(esc, Mapping)
+                   else None, needs_human=bool(d.get("needs_human", False)))
 
 
 def panel_of(row: ResultRow, label: str | None = None) -> PanelRecord | None:

@@ -72,6 +72,12 @@ class PanelOptions(_M):
                                   "(the first judge listed that graded decides).")
     threshold: float | None = Field(default=None, ge=0, le=1,
                                     description="Pass mark of the score rules (default: the evaluator's own).")
+    escalate_below: float | None = Field(
+        default=None, gt=0, le=1, description="Escalate a case whose panel agreement is below this (referee calibrate "
+                                              "--target-agreement chooses it), or with no verdict.")
+    escalate_to: str | PanelJudge | None = Field(
+        default=None, description="The stronger judge escalated cases go to (default: none: they are unscored and "
+                                  "flagged needs_human).")
 
 
 BASELINE_ONLY_GATES = ("fail_on_regression", "fail_on_cost_regression", "fail_on_latency_regression",
