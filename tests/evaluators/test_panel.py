@@ -200,3 +200,26 @@ def test_dry_run_counts_every_judge() -> None:
     assert three.judge.calls == 3 * one.judge.calls == 9
     assert three.judge.cost_usd == pytest.approx(3 * one.judge.cost_usd, rel=1e-3)  # tokens: chars // 4
     assert "a panel one per judge" in three.describe()
+
+
+def _pairwise_judge(prefers: str, model: str) -> referee.Judge:
+    """Picks whichever response holds ``prefers`` (in either order: a judge without position bias)."""
+    def reply(req: object) -> str:
+        text = " ".join(m.content for m in req.messages)  # type: ignore[attr-defined]
+        other = "BAD" if prefers == "GOOD" else "GOOD"
+        first = text.rfind(prefers) < text.rfind(other)
+        return json.dumps({"winner": "response_1" if first else "response_2", "rationale": "r"})
+
+    return referee.Judge(FakeProvider(reply, model=model), cache=False)
+
+
+def test_a_panel_of_pairwise_judges_names_the_winner_most_judges_name() -> None:
+    cases = [{"id": "p1", "input": "q", "output_a": "GOOD answer", "output_b": "BAD answer"},
+             {"id": "p2", "input": "q", "output_a": "BAD answer", "output_b": "GOOD answer"}]
+    judges = [_pairwise_judge("GOOD", "g1"), _pairwise_judge("BAD", "contrarian"), _pairwise_judge("GOOD", "g2")]
+    res = referee.evaluate(cases, [referee.judges.Pairwise()], judge=judges, progress=False)
+    assert [r.winner for r in res.rows] == ["a", "b"]
+    rec = panel_of(res.rows[0])
+    assert rec is not None and [m.winner for m in rec.members] == ["a", "b", "a"]
+    assert rec.agreement == pytest.approx(2 / 3)
+    assert res.rows[0].usage is not None and res.rows[0].usage.calls == 6  # two orders x three judges

@@ -21,5 +21,6 @@ def test_known_families(name: str, family: str) -> None:
 
 def test_an_unknown_name_is_not_guessed() -> None:
     assert model_family("standin:standin") is None
+    assert model_family("openai:standin-a") is None  # the provider prefix says where, not whose
     assert model_family("my-finetune-v2") is None
     assert model_family("") is None

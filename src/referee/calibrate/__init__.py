@@ -4,8 +4,8 @@ effective votes, the panel against each judge on human labels), ``choose_thresho
 (a confidence threshold that guarantees the kept verdicts' agreement with humans). Public through ``referee.metaeval``."""
 
 from ._calibrate import Calibration, Labels, calibrate, parse_scale, read_labels, update_log
-from ._escalation import EscalationReport, Threshold, choose_threshold, escalation_report
+from ._escalation import EscalationReport, Threshold, choose_threshold, escalation_report, min_kept
 from ._panel import PanelAgreement, panel_agreement
 
 __all__ = ["Calibration", "EscalationReport", "Labels", "PanelAgreement", "Threshold", "calibrate", "choose_threshold",
-           "escalation_report", "panel_agreement", "parse_scale", "read_labels", "update_log"]
+           "escalation_report", "min_kept", "panel_agreement", "parse_scale", "read_labels", "update_log"]

@@ -78,6 +78,13 @@ def _check_level(name: str, v: float) -> None:
         raise UserError(f"{name} must be a number strictly between 0 and 1, got {v!r}")
 
 
+def min_kept(target: float, confidence: float) -> int:
+    """The fewest kept verdicts that can show ``target`` agreement at ``confidence`` (all of them agreeing)."""
+    _check_level("the target agreement", target)
+    _check_level("the confidence", confidence)
+    return math.ceil(math.log(1 - confidence) / math.log(target))
+
+
 def choose_threshold(confidences: Sequence[float], agrees: Sequence[bool], *, target: float,
                      confidence: float = 0.9) -> Threshold:
     """The lowest confidence threshold whose kept verdicts meet ``target`` agreement with probability
@@ -93,11 +100,10 @@ def choose_threshold(confidences: Sequence[float], agrees: Sequence[bool], *, ta
         raise UserError("confidences must be finite numbers")
     a = np.asarray(agrees, dtype=bool)
     out = Threshold(target, confidence, None, int(c.size))
-    # Fewer kept verdicts than this cannot pass even when all agree (target^n > 1 - confidence).
-    min_kept = math.ceil(math.log(1 - confidence) / math.log(target))
+    fewest = min_kept(target, confidence)  # fewer cannot pass even when all agree (target^n > 1 - confidence)
     desc = np.sort(c)[::-1]
-    grid = sorted({float(desc[min(c.size, max(min_kept, math.ceil(q * c.size))) - 1])
-                   for q in np.arange(1, GRID + 1) / GRID} if c.size >= min_kept else set(), reverse=True)
+    grid = sorted({float(desc[min(c.size, max(fewest, math.ceil(q * c.size))) - 1])
+                   for q in np.arange(1, GRID + 1) / GRID} if c.size >= fewest else set(), reverse=True)
     for t in grid:
         if t <= 0:
             break  # a case without a verdict (confidence 0) is never kept

@@ -135,7 +135,7 @@ def _panels(judge_file: str, human_file: str, human_field: str | None, n_boot: i
 def _escalation(judge_file: str, human: Any, *, target: float, guarantee: float, holdout: float, basis: str,
                 pass_mark: float, seed: int, escalated_out: str | None) -> Any:
     """The escalation threshold from the labels (printed on stderr), and the escalated ids written."""
-    from ..calibrate import escalation_report
+    from ..calibrate import escalation_report, min_kept
     from ..results import read_results
 
     rows = read_results(judge_file).rows
@@ -146,7 +146,8 @@ def _escalation(judge_file: str, human: Any, *, target: float, guarantee: float,
              "held out to check it")
     if not ch.met:
         echo_err(f"  no threshold meets {target:.0%} agreement with {guarantee:.0%} confidence on the calibration "
-                 "split: nothing is kept automatically; every case needs a stronger judge or a human")
+                 "split: nothing is kept automatically; every case needs a stronger judge or a human (showing it "
+                 f"takes at least {min_kept(target, guarantee)} kept verdicts that all agree; the split has {ch.n})")
     else:
         lb = f"{ch.lower_bound:.1%}" if ch.lower_bound is not None else "n/a"
         echo_err(f"  threshold {ch.threshold:.3f}: keeps {ch.kept} of {ch.n} calibration verdicts, {ch.agree} agree "

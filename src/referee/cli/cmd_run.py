@@ -52,13 +52,18 @@ def merge_judge_options(jo: JudgeOptions, defaults: object | None) -> JudgeOptio
 
 def with_panel_judges(suite: Any, jo: JudgeOptions, judges: tuple[str, ...]) -> tuple[Any, JudgeOptions]:
     """``--judge`` (repeated) makes the suite's LLM evaluators a panel (over the suite's ``judges:``). With a
-    panel, the run's judge (its manifest entry and totals) is the panel's first; ``--base-url`` and the prices
-    stay for the judges of the same provider."""
+    panel, the run's judge (its manifest entry and totals) is the panel's first; ``--base-url`` stays for the
+    judges of the run's provider, and ``--input/output-price-per-mtok`` price every judge without prices."""
     from ..suites import panel_members, with_panel
 
     if judges:
         suite = with_panel(suite, list(judges))
     members = panel_members(suite)
+    if members and jo.input_price is not None and jo.output_price is not None:
+        # Prices given on the command line price every judge that has none of its own.
+        members = [m if m.input_price_per_mtok is not None else dataclasses.replace(
+            m, input_price_per_mtok=jo.input_price, output_price_per_mtok=jo.output_price) for m in members]
+        suite = with_panel(suite, members)
     first = members[0] if members else None
     if first is not None and isinstance(first.provider, str):
         same = first.provider == jo.provider

@@ -24,6 +24,9 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
     (r"nemotron", "nvidia"),
 )
 _COMPILED = tuple((re.compile(p), f) for p, f in _FAMILIES)
+_PROVIDERS = frozenset({"anthropic", "openai", "gemini", "azure", "bedrock", "vertex", "standin", "ollama", "vllm",
+                        "lmstudio", "llamacpp", "fake"})
+"""Provider names (``referee.providers``' built-ins): a prefix that says where a model is served, not whose."""
 
 
 def model_family(model: str) -> str | None:
@@ -31,10 +34,11 @@ def model_family(model: str) -> str | None:
     (a provider prefix such as ``openai:`` or ``ollama:`` is ignored); None when the name matches no known
     family (a fine-tune named otherwise cannot be placed, and is not guessed)."""
     name = model.strip().lower()
-    # ``provider:model`` (the CLI's spelling): the model part decides first (``openai:`` may be a vLLM server
-    # serving Llama), then the whole name (``qwen2.5:7b`` has no provider part).
-    for text in ([name.split(":", 1)[1], name] if ":" in name else [name]):
-        for pat, fam in _COMPILED:
-            if pat.search(text):
-                return fam
+    head, sep, tail = name.partition(":")
+    # ``provider:model`` (the CLI's spelling): only the model part decides (``openai:`` may be a vLLM server
+    # serving Llama, or a stand-in); a name whose first part is no provider (``qwen2.5:7b``) is read whole.
+    text = tail if sep and head in _PROVIDERS else name
+    for pat, fam in _COMPILED:
+        if pat.search(text):
+            return fam
     return None
