@@ -223,3 +223,20 @@ def test_a_panel_of_pairwise_judges_names_the_winner_most_judges_name() -> None:
     assert rec is not None and [m.winner for m in rec.members] == ["a", "b", "a"]
     assert rec.agreement == pytest.approx(2 / 3)
     assert res.rows[0].usage is not None and res.rows[0].usage.calls == 6  # two orders x three judges
+
+
+def test_a_huge_rationale_is_cut_in_the_record_and_a_bad_score_is_an_error_vote() -> None:
+    long = CheckResult(score=0.9, passed=True, reason="x" * 50_000)
+    res = combine_panel([long, _r(0.8, True), _r(0.7, True)], M3)
+    assert len(res.details["panel"]["members"][0]["reason"]) == 500
+    # A judge evaluator returning a score outside 0-1 (a buggy plugin) is an error vote, left out by the quorum.
+    import asyncio
+
+    from referee.evaluators._panel import _timed
+
+    class Bad(LLMJudge):
+        async def evaluate_async(self, case, output):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202
+            return CheckResult(score=7.0)
+
+    r, _ = asyncio.run(_timed(Bad(rubric="- x"), None, None))  # type: ignore[arg-type]
+    assert r.status == "error" and "scores are 0-1" in r.reason

@@ -99,3 +99,13 @@ def test_bad_panel_settings_are_located(tmp_path: Path) -> None:
     suite = _suite(tmp_path, judges=["openai:a"], panel={"quorum": 2})
     with pytest.raises(SuiteInvalid, match="quorum"):
         load_suite(suite)
+
+
+def test_judge_flags_on_a_suite_without_llm_evaluators_are_refused(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    suite = _suite(tmp_path)
+    data = yaml.safe_load(suite.read_text())
+    data["evaluators"] = ["is_json"]
+    suite.write_text(yaml.safe_dump(data))
+    code, _, err = run_cli(["run", str(suite), "--judge", "openai:a", "--judge", "openai:b"], capsys)
+    assert code == 2 and "no LLM evaluator for a panel" in err

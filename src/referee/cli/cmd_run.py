@@ -57,6 +57,8 @@ def with_panel_judges(suite: Any, jo: JudgeOptions, judges: tuple[str, ...]) -> 
     from ..suites import panel_members, with_panel
 
     if judges:
+        if not suite.llm_specs:
+            raise UserError("--judge: the suite has no LLM evaluator for a panel to judge")
         suite = with_panel(suite, list(judges))
     members = panel_members(suite)
     if members and jo.input_price is not None and jo.output_price is not None:
