@@ -157,6 +157,11 @@ def test_calibrate_chooses_the_threshold_reports_it_and_fails_an_unmeetable_leve
     assert "threshold 1.000: keeps" in err and "coverage: 75.0%" in err and "cost per kept verdict" in err
     assert json.loads(out.read_text())["escalation"]["choice"]["threshold"] == 1.0
     assert len(esc.read_text().splitlines()) == N // 4
+    # The escalated list never overwrites an input (the human labels here): a usage error, nothing written.
+    before = human.read_text()
+    assert cli([*args, "--target-agreement", "0.8", "--escalated-out", str(human)]) == 2
+    assert human.read_text() == before
+    capsys.readouterr()
     # 99% cannot be shown from 40 calibration cases: say so, keep nothing, exit 1.
     assert cli([*args, "--target-agreement", "0.99", "--escalated-out", str(esc)]) == 1
     err = capsys.readouterr().err
