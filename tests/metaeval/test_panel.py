@@ -174,3 +174,18 @@ def test_cli_on_judgebench_and_llmbar(shared_data: Path, tmp_path: Path, capsys:
                 "--n-boot", "200", "--top", "2"]) == 0
     assert "100 pairs" in capsys.readouterr().out
     assert cli(["metaeval", "panel", str(shared_data / "llmbar"), "--subset", "Nope/None"]) == 2
+
+
+def test_llmbar_strategies_as_judges_and_unknown_names_refused(shared_data: Path) -> None:
+    root = shared_data / "llmbar"
+    data = llmbar_panel_data(root, subsets=["LLMBar/Natural"], evaluators=["GPT-4"],
+                             strategies=["Vanilla_NoRules", "CoT", "Metrics_Reference"])
+    assert data.judges == ["GPT-4/CoT", "GPT-4/Metrics_Reference", "GPT-4/Vanilla_NoRules"]
+    m = panel_meta(data, n_boot=100, top=1)
+    # One model under three prompts: its errors correlate, so fewer votes than judges.
+    assert m.all_judges.effective.estimate is not None and m.all_judges.effective.estimate < 3
+    with pytest.raises(UserError, match="no recorded verdicts for Rules"):
+        llmbar_panel_data(root, strategies=["Vanilla_NoRules", "Rules"])
+    # Judges recorded only on some chosen subsets are left out, and the output says so.
+    mixed = llmbar_panel_data(root, subsets=["LLMBar/Natural", "Processed/MT-Bench"])
+    assert "Falcon" not in mixed.judges and any("left out" in n for n in mixed.notes)

@@ -75,6 +75,8 @@ class PanelData:
     """+1: output 1 is the better one; -1: output 2."""
     strength: NDArray[np.float64]
     """Judges x pairs: the mean order score in [-1, 1]; nan where the judge has no vote on the pair."""
+    notes: list[str] = field(default_factory=list)
+    """What was left out while reading (judges not recorded on every chosen subset)."""
 
     @property
     def votes(self) -> NDArray[np.float64]:
@@ -149,9 +151,19 @@ def llmbar_panel_data(root: str | Path, *, subsets: Iterable[str] = (), evaluato
     missing = sorted(subsets - {s for per in by_judge.values() for s in per})
     if missing:
         raise UserError(f"no recorded verdicts for subset(s) {', '.join(missing)}")
+    seen_ev = {k[1] for k in groups}
+    seen_st = {k[2] for k in groups}
+    unknown = sorted(evaluators - seen_ev) + sorted(strategies - seen_st)
+    if unknown:
+        raise UserError(f"no recorded verdicts for {', '.join(unknown)} (judges: {', '.join(sorted(seen_ev))}; "
+                        f"strategies: {', '.join(sorted(seen_st))})")
     judges = {j: [v for s in sorted(per) for v in per[s]] for j, per in sorted(by_judge.items())
               if set(per) == subsets}
-    return panel_data("LLMBar " + ", ".join(sorted(subsets)), judges)
+    partial = sorted(j for j, per in by_judge.items() if set(per) != subsets)
+    data = panel_data("LLMBar " + ", ".join(sorted(subsets)), judges)
+    if partial:
+        data.notes.append(f"left out, not recorded on every chosen subset: {', '.join(partial)}")
+    return data
 
 
 def _verdicts(data: PanelData, panel: Sequence[int], rule: str, weights: NDArray[np.float64] | None = None
@@ -324,7 +336,7 @@ def panel_meta(data: PanelData, *, max_size: int = 5, folds: int = 5, top: int =
     judges = [JudgeFigure(name, model_family(name), int((~np.isnan(votes[j])).sum()),
                           proportion_ci(right[j], n_boot=n_boot, seed=seed)) for j, name in enumerate(data.judges)]
     best = int(np.argmax(acc))
-    notes: list[str] = []
+    notes: list[str] = list(data.notes)
     unvoted = int(np.isnan(votes).sum())
     if unvoted:
         notes.append(f"{unvoted} (judge, pair) verdicts are missing in both orders: that judge has no vote "
