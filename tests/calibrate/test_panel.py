@@ -79,9 +79,13 @@ def test_panel_against_each_judge_on_labels_for_some_cases(run: referee.EvalResu
 def test_score_and_calibrate_print_the_panel(run: referee.EvalResult, tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert run.path is not None
-    assert cli(["score", str(run.path), "--n-boot", "200"]) == 0
+    sj = tmp_path / "score.json"
+    assert cli(["score", str(run.path), "--n-boot", "200", "--json-out", str(sj)]) == 0
     out = capsys.readouterr().out
     assert "Panel on judge: 3 judges" in out and "Krippendorff's alpha" in out
+    panels = json.loads(sj.read_text())["panels"]
+    assert panels[0]["judges"] == ["fake:gpt-4o-mini", "fake:gpt-4o", "fake:claude-3-5-haiku"]
+    assert panels[0]["effective_votes"]["basis"] == "agreement"
     human = tmp_path / "human.jsonl"
     human.write_text("".join(json.dumps({"id": k, "score": v}) + "\n" for k, v in HUMAN.items()))
     js = tmp_path / "cal.json"
