@@ -199,7 +199,7 @@ def test_dry_run_counts_every_judge() -> None:
                          model="gpt-4o-mini", input_price=1, output_price=1)
     assert three.judge.calls == 3 * one.judge.calls == 9
     assert three.judge.cost_usd == pytest.approx(3 * one.judge.cost_usd, rel=1e-3)  # tokens: chars // 4
-    assert "a panel one per judge" in three.describe()
+    assert "a panel judges llm_judge: one call per judge" in three.describe()
 
 
 def _pairwise_judge(prefers: str, model: str) -> referee.Judge:

@@ -85,7 +85,7 @@ def test_dry_run_counts_each_judge(fake_server: FakeLLMServer, tmp_path: Path,
     suite = _suite(tmp_path, judges=["openai:judge-a", "openai:judge-b", "openai:judge-c"])
     code, out, _ = _run(fake_server, suite, capsys, "--dry-run")
     assert code == 0
-    assert "= 12 judge call(s)" in out and "a panel one per judge" in out
+    assert "= 12 judge call(s)" in out and "a panel judges llm_judge: one call per judge" in out
     assert fake_server.requests == []
 
 

@@ -122,8 +122,7 @@ class DryRun:
         lines = [f"dry run: {self.cases} case(s) {times} {len(self.llm_evaluators)} LLM evaluator(s) "
                  f"({', '.join(self.llm_evaluators) or 'none'}) = {self.calls} judge call(s); no call was made"]
         if times == "with":
-            lines.append("  (gold makes one call per criterion unless single_call; pairwise two, one per order; a "
-                         "panel one per judge)")
+            lines.append("  (gold makes one call per criterion unless single_call; pairwise two, one per order)")
         if self.calls:
             lines.append(f"  estimated input ~{self.input_tokens:,} tokens (4 characters per token), output at "
                          f"most {self.max_output_tokens:,} tokens (max_tokens per call)")
