@@ -96,6 +96,9 @@ def default_out(suite_path: str) -> Path:
 @click.option("--dry-run", is_flag=True,
               help="Show the number of judge calls and the estimated cost; call nothing, write nothing.")
 @click.option("--no-judge", is_flag=True, help="Leave out the LLM evaluators (run the programmatic checks only).")
+@click.option("--judge", "panel_judges", multiple=True, metavar="PROVIDER:MODEL",
+              help="A panel: judge every LLM evaluator with each of these (repeat; replaces the suite's judges:) "
+                   "and combine by the suite's panel: rule (default majority; docs/panels.md).")
 @click.option("--no-gates", is_flag=True, help="Report only: do not apply the suite's gates (exit 0, or 1 when "
                                                "nothing was graded; with targets, also when a generation failed).")
 @click.option("--targets", "target_ids", default=None, metavar="ID,ID",
@@ -111,13 +114,11 @@ def default_out(suite_path: str) -> Path:
               help="At most this many judge calls started per minute per provider (with --engine ray: across "
                    "every worker, as --concurrency is; with targets: across all of them). A target's own calls "
                    "are paced by its rate_limit, not by --rpm.")
-@click.option("--judge", "panel_judges", multiple=True, metavar="PROVIDER:MODEL",
-              help="A panel: judge every LLM evaluator with each of these (repeat; replaces the suite's judges:) "
-                   "and combine by the suite's panel: rule (default majority; docs/panels.md).")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
+            panel_judges: tuple[str, ...],
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
-            rpm: float | None, panel_judges: tuple[str, ...],
+            rpm: float | None,
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed or nothing was graded, 2 an invalid suite or usage error)."""
@@ -138,11 +139,11 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             raise UserError(f"--no-judge leaves no evaluator in {suite_file}")
         suite = dataclasses.replace(suite, specs=kept)
     jo = merge_judge_options(judge, suite.judge)
-    suite, jo = with_panel_judges(suite, jo, panel_judges)
     chosen = get_engine(engine, rpm=rpm)  # a bad --engine is a usage error before anything runs
     from ..runner import check_env
 
     check_env()  # and a bad number knob in the environment (a run of targets alone has no judge client)
+    suite, jo = with_panel_judges(suite, jo, panel_judges)
 
     all_target_ids = [t.id for t in suite.targets]
     if target_ids is not None:
