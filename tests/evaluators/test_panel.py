@@ -200,6 +200,11 @@ def test_dry_run_counts_every_judge() -> None:
     assert three.judge.calls == 3 * one.judge.calls == 9
     assert three.judge.cost_usd == pytest.approx(3 * one.judge.cost_usd, rel=1e-3)  # tokens: chars // 4
     assert "a panel judges llm_judge: one call per judge" in three.describe()
+    # The same prompt to three judges is three calls: each request names its judge, so no count merges them.
+    panel = with_panel(suite, ["openai:a", "openai:b", "openai:c"]).specs[0].evaluator
+    reqs = panel.call_requests(suite.cases[0], suite.cases[0].output)  # type: ignore[attr-defined]
+    assert len({json.dumps(r.cache_material(), sort_keys=True) for r in reqs}) == 3
+    assert [r.judge for r in reqs] == ["openai:a", "openai:b", "openai:c"]
 
 
 def _pairwise_judge(prefers: str, model: str) -> referee.Judge:

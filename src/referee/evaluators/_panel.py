@@ -41,13 +41,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..errors import OptionError, UserError
+from ..providers._base import JudgeRequest
 from ..results._check import CheckResult
 from ..results._panel import REASON_CHARS, PanelRecord, PanelVote
 from ._base import JudgeSettings, LLMEvaluator
 
 if TYPE_CHECKING:
     from ..cases._case import Case
-    from ..providers._base import JudgeRequest, Provider
+    from ..providers._base import Provider
     from ..runner._client import JudgeClient
 
 RULES = ("majority", "mean", "median", "min", "all_pass", "weighted")
@@ -257,9 +258,13 @@ class PanelEvaluator(LLMEvaluator):
         return self.inner.request(case, output)
 
     def call_requests(self, case: Case, output: Any) -> list[JudgeRequest]:
-        """Every judge's requests: the evaluator's, once per judge (dry runs count them all)."""
-        return [r for ev in (self._bound or [self.inner] * len(self.members))
-                for r in ev.call_requests(case, output)]
+        """Every judge's requests: the evaluator's, once per judge (dry runs count them all). Each carries its
+        judge's name, so that requests alike in text but sent to different judges count as different calls."""
+        import dataclasses
+
+        evs = self._bound or [self.inner] * len(self.members)
+        return [PanelRequest(**{f.name: getattr(r, f.name) for f in dataclasses.fields(JudgeRequest)}, judge=m.label)
+                for m, ev in zip(self.members, evs, strict=True) for r in ev.call_requests(case, output)]
 
     async def evaluate_async(self, case: Case, output: Any) -> CheckResult:
         missing = self.unbound()
@@ -302,6 +307,16 @@ class PanelEvaluator(LLMEvaluator):
                            error_message=f"needs a human: {why}", usage=res.usage, cost_usd=res.cost_usd,
                            judge=res.judge, latency_ms=res.latency_ms, details=res.details,
                            flags=[*res.flags, "needs_human"])
+
+
+@dataclass(frozen=True)
+class PanelRequest(JudgeRequest):
+    """A panel judge's request as a dry run counts it: the evaluator's request and the judge it goes to."""
+
+    judge: str = ""
+
+    def cache_material(self) -> dict[str, Any]:
+        return {**super().cache_material(), "judge": self.judge}
 
 
 async def _timed(ev: LLMEvaluator, case: Case, output: Any) -> tuple[CheckResult, float]:
