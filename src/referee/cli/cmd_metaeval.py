@@ -15,8 +15,11 @@ from ..metaeval import (
     hanna_meta,
     judge_scores,
     judgebench_meta,
+    judgebench_panel_data,
     llmbar_meta,
+    llmbar_panel_data,
     metric_map,
+    panel_meta,
     ragchecker_meta,
     read_human_ratings,
     read_ragchecker,
@@ -26,7 +29,7 @@ from ..metaeval import (
     write_ragchecker_cases,
 )
 from ..metaeval import check_published as _check_published
-from ..reports import render_absolute, render_hanna, render_judgebench, render_ragchecker
+from ..reports import render_absolute, render_hanna, render_judgebench, render_panel, render_ragchecker
 from ..reports import render_pairwise_meta as _print_pairwise
 from ..stats import DEFAULT_SEED
 from ._common import echo_err
@@ -175,6 +178,43 @@ def ragchecker_cmd(root: str, results: str | None, metric_pairs: tuple[str, ...]
         return 0
     meta = ragchecker_meta(root, results=results, metrics=metrics)
     render_ragchecker(meta)
+    _write_json(json_out, meta.to_dict())
+    return 0
+
+
+@command.command("panel")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--subset", multiple=True, help="LLMBar: only these subsets (default: Natural and the four "
+              "Adversarial ones); repeatable.")
+@click.option("--evaluator", "evaluators", multiple=True, help="LLMBar: only these judges; repeatable.")
+@click.option("--strategy", multiple=True, default=("Vanilla_NoRules",), show_default=True,
+              help="LLMBar: prompting strategies; with several, each (judge, strategy) is a panel member.")
+@click.option("--max-size", type=click.IntRange(2, 12), default=5, show_default=True,
+              help="Largest panel scored.")
+@click.option("--folds", type=click.IntRange(2, 50), default=5, show_default=True,
+              help="Cross-validation folds for choosing a panel on held-out pairs.")
+@click.option("--top", type=click.IntRange(1), default=10, show_default=True,
+              help="In-sample panels shown (and given an alpha interval).")
+@_json_opt
+@_boot
+def panel_cmd(sources: tuple[str, ...], subset: tuple[str, ...], evaluators: tuple[str, ...],
+              strategy: tuple[str, ...], max_size: int, folds: int, top: int, json_out: str | None, n_boot: int,
+              boot_seed: int) -> int:
+    """Panels of recorded judges on the same pairs: each judge's accuracy, every panel under each rule
+    (majority, mean, median, unanimous; weighted in the cross-validation) against the best single judge,
+    alpha, effective votes, and a panel chosen by cross-validation.
+
+    SOURCES: JudgeBench output files of one response model (one judge each), or one LLMBar folder (the one
+    holding verdicts.csv)."""
+    paths = [Path(s) for s in sources]
+    if len(paths) == 1 and paths[0].is_dir():
+        data = llmbar_panel_data(paths[0], subsets=subset, evaluators=evaluators, strategies=strategy)
+    elif any(p.is_dir() for p in paths):
+        raise click.UsageError("give one LLMBar folder, or JudgeBench output files")
+    else:
+        data = judgebench_panel_data(paths)
+    meta = panel_meta(data, max_size=max_size, folds=folds, top=top, n_boot=n_boot, seed=boot_seed)
+    render_panel(meta, top=top)
     _write_json(json_out, meta.to_dict())
     return 0
 

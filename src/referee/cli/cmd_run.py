@@ -24,6 +24,34 @@ from ._common import (
 )
 
 
+def with_panel_judges(suite: Any, jo: JudgeOptions, judges: tuple[str, ...]) -> tuple[Any, JudgeOptions]:
+    """``--judge`` (repeated) makes the suite's LLM evaluators a panel (over the suite's ``judges:``). With a
+    panel, the run's judge (its manifest entry and totals) is the panel's first; ``--base-url`` stays for the
+    judges of the run's provider, and ``--input/output-price-per-mtok`` price every judge without prices."""
+    from ..suites import panel_members, with_panel
+
+    if judges:
+        if not suite.llm_specs:
+            raise UserError("--judge: the suite has no LLM evaluator for a panel to judge")
+        suite = with_panel(suite, list(judges))
+    members = panel_members(suite)
+    if members and jo.input_price is not None and jo.output_price is not None:
+        # Prices given on the command line price every judge that has none of its own.
+        members = [m if m.input_price_per_mtok is not None else dataclasses.replace(
+            m, input_price_per_mtok=jo.input_price, output_price_per_mtok=jo.output_price) for m in members]
+        suite = with_panel(suite, members)
+    first = members[0] if members else None
+    if first is not None and isinstance(first.provider, str):
+        same = first.provider == jo.provider
+        jo = dataclasses.replace(
+            jo, provider=first.provider, model=first.model, base_url=first.base_url or (jo.base_url if same else None),
+            input_price=first.input_price_per_mtok if first.input_price_per_mtok is not None else (
+                jo.input_price if same else None),
+            output_price=first.output_price_per_mtok if first.output_price_per_mtok is not None else (
+                jo.output_price if same else None))
+    return suite, jo
+
+
 def default_out(suite_path: str) -> Path:
     p = Path(suite_path)
     return p.with_name(p.stem + "_results.jsonl")
@@ -42,6 +70,9 @@ def default_out(suite_path: str) -> Path:
 @click.option("--dry-run", is_flag=True,
               help="Show the number of judge calls and the estimated cost; call nothing, write nothing.")
 @click.option("--no-judge", is_flag=True, help="Leave out the LLM evaluators (run the programmatic checks only).")
+@click.option("--judge", "panel_judges", multiple=True, metavar="PROVIDER:MODEL",
+              help="A panel: judge every LLM evaluator with each of these (repeat; replaces the suite's judges:) "
+                   "and combine by the suite's panel: rule (default majority; docs/panels.md).")
 @click.option("--no-gates", is_flag=True, help="Report only: do not apply the suite's gates (exit 0, or 1 when "
                                                "nothing was graded; with targets, also when a generation failed).")
 @click.option("--targets", "target_ids", default=None, metavar="ID,ID",
@@ -62,6 +93,7 @@ def default_out(suite_path: str) -> Path:
                    "then reports each case's spread and the flaky cases.")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
+            panel_judges: tuple[str, ...],
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
             rpm: float | None, repeat: int,
             judge: JudgeOptions) -> int:
@@ -88,6 +120,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     from ..runner import check_env
 
     check_env()  # and a bad number knob in the environment (a run of targets alone has no judge client)
+    suite, jo = with_panel_judges(suite, jo, panel_judges)
 
     all_target_ids = [t.id for t in suite.targets]
     if target_ids is not None:

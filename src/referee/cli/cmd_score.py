@@ -161,10 +161,20 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
     from ..reports import render_terminal
 
     render_terminal(summary, gates, code)
+    extra = {}
+    if table.manifest is not None and table.manifest.extra.get("panel"):
+        # A judge panel ran: how far its judges agree and how many independent votes they are worth.
+        from ..calibrate import panel_agreement
+        from ..reports import render_panel_agreement
+        from ..results import read_results
+
+        panels = panel_agreement(read_results(results).rows, n_boot=n_boot, seed=boot_seed)
+        render_panel_agreement(panels)
+        extra["panels"] = [p.to_dict() for p in panels]
     if json_out:
         from ..reports import write_json
 
-        write_json(json_out, summary, gates, code, ci=ci_flag)
+        write_json(json_out, summary, gates, code, ci=ci_flag, extra=extra)
     if junit_xml:
         from ..reports import write_junit
 

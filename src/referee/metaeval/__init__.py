@@ -10,6 +10,9 @@
   recall / F1 results on the same 280 answer pairs; :func:`read_ragchecker`, :func:`write_ragchecker_cases`).
 - calibration (:func:`calibrate`, ``referee calibrate``): a judge's scores against human labels, read by
   :func:`read_labels`; :func:`update_log` records a check in the judge prompt's calibration table.
+- panels (:func:`panel_meta`, ``referee metaeval panel``): every panel of recorded judges under each aggregation
+  rule, against the best single judge, with alpha, effective votes and a cross-validated choice
+  (:func:`judgebench_panel_data`, :func:`llmbar_panel_data`, :func:`panel_data`).
 - :func:`rank_results`: referee's pairwise results as a leaderboard with the judge's bias (``referee rank``).
 """
 
@@ -17,6 +20,14 @@ from ..calibrate._calibrate import Calibration, Labels, calibrate, parse_scale, 
 from ._hanna import JUDGES as HANNA_JUDGES
 from ._hanna import hanna_meta
 from ._pairwise import BiasReport, PairVerdict, PairwiseMeta, bias, llmbar_statistics, pairwise_meta
+from ._panel import (
+    PanelData,
+    PanelMeta,
+    judgebench_panel_data,
+    llmbar_panel_data,
+    panel_data,
+    panel_meta,
+)
 from ._ragchecker import (
     RagCheckerData,
     RagCheckerMeta,
@@ -49,6 +60,8 @@ __all__ = [
     "PairVerdict",
     "PairwiseMeta",
     "PairwiseTally",
+    "PanelData",
+    "PanelMeta",
     "ParseReplay",
     "PublishedCheck",
     "RagCheckerData",
@@ -61,12 +74,16 @@ __all__ = [
     "hanna_meta",
     "judge_scores",
     "judgebench_meta",
+    "judgebench_panel_data",
     "llmbar_meta",
+    "llmbar_panel_data",
     "llmbar_statistics",
     "metric_map",
     "named_leaderboard",
     "pairwise_meta",
     "pairwise_tally",
+    "panel_data",
+    "panel_meta",
     "parse_scale",
     "ragchecker_meta",
     "rank_results",

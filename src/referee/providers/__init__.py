@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import UserError
 from ._base import Completion, JudgeRequest, Message, Provider
 from ._fake import FakeProvider
+from ._families import model_family
 
 PROVIDERS = ("anthropic", "openai", "gemini")
 """The providers with a wire format of their own."""
@@ -137,6 +138,7 @@ __all__ = [
     "Provider",
     "api_key_for",
     "get_provider",
+    "model_family",
     "provider_class",
     "provider_names",
     "register_provider",

@@ -10,7 +10,7 @@ _LAZY = {
     "write_junit": "._junit", "leaderboard_fragment": "._leaderboard", "leaderboard_page": "._leaderboard",
     "render_markdown": "._markdown_summary", "write_markdown": "._markdown_summary", "image_refs": "._markdown_summary",
     "render_pairwise_meta": "._metaeval", "render_absolute": "._metaeval", "render_hanna": "._metaeval",
-    "render_ragchecker": "._metaeval",
+    "render_ragchecker": "._metaeval", "render_panel": "._panel", "render_panel_agreement": "._panel",
     "render_judgebench": "._metaeval", "render_ranking": "._metaeval", "render_calibration": "._calibrate",
     "seed_calibration_lines": "._calibrate", "display_text": "._safe",
     "render_tally": "._agents", "render_terminal": "._score_terminal", "render_verdict": "._verdict_md",

@@ -129,10 +129,13 @@ def _seed_keys(s: Summary) -> dict[str, Any]:
     return data
 
 
-def write_json(path: str, s: Summary, gates: list[GateResult], exit_code: int, *, ci: bool = False) -> None:
+def write_json(path: str, s: Summary, gates: list[GateResult], exit_code: int, *, ci: bool = False,
+               extra: dict[str, Any] | None = None) -> None:
     """Write ``referee score``'s summary and gate verdicts as JSON (``--json-out``; ``ci``: with the seed's
-    ``--ci`` keys)."""
+    ``--ci`` keys; ``extra``: more top-level keys, such as a judge panel's figures under ``panels``)."""
     data = summary_dict(s, gates, exit_code, ci=ci)
+    if extra:
+        data.update(extra)
     try:  # json's indenting encoder is pure Python: a million-row run's regression list takes a second
         import orjson
     except ImportError:  # pragma: no cover - orjson is a dependency; json is the fallback

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ._files import file_sha256, manifest_path, text_sha256
     from ._io import LoadedResults, read_results, row_from_dict
     from ._manifest import EvalSetInfo, JudgeConfig, RunManifest, TemplateInfo, Totals
+    from ._panel import PanelRecord, PanelVote, panel_of
     from ._schema import SCHEMA_VERSION, CriterionScore, JudgeInfo, ResultRow, Status, TargetInfo, Usage
     from ._writer import ResultWriter
 
@@ -19,6 +20,7 @@ _LAZY = {
     **dict.fromkeys(("file_sha256", "manifest_path", "text_sha256"), "._files"),
     **dict.fromkeys(("LoadedResults", "read_results", "row_from_dict"), "._io"),
     "ResultWriter": "._writer",
+    **dict.fromkeys(("PanelRecord", "PanelVote", "panel_of"), "._panel"),
     **dict.fromkeys(("EvalSetInfo", "JudgeConfig", "RunManifest", "TemplateInfo", "Totals"), "._manifest"),
     **dict.fromkeys(("SCHEMA_VERSION", "CriterionScore", "JudgeInfo", "ResultRow", "Status", "TargetInfo", "Usage"),
                     "._schema"),
@@ -44,6 +46,8 @@ __all__ = [
     "JudgeConfig",
     "JudgeInfo",
     "LoadedResults",
+    "PanelRecord",
+    "PanelVote",
     "ResultRow",
     "ResultWriter",
     "RunManifest",
@@ -55,6 +59,7 @@ __all__ = [
     "Usage",
     "file_sha256",
     "manifest_path",
+    "panel_of",
     "read_results",
     "row_from_dict",
     "text_sha256",

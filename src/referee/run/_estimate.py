@@ -35,6 +35,7 @@ def estimate_run(suite: Any, *, provider: str, model: str | None = None, base_ur
     import no plugin module) without calling anything: the generations of its targets and their cost, then the
     judge calls (once per case and target, ``repeat`` times) and their cost. The judge's prices are yours when both are given
     (at the batch rate with ``batch``), else the public price database's for ``provider``/``model``."""
+    from ..evaluators._panel import PanelEvaluator
     from ._suite import dry_run
 
     lines: list[str] = []
@@ -80,5 +81,9 @@ def estimate_run(suite: Any, *, provider: str, model: str | None = None, base_ur
     if ip is not None and op is not None and est.calls:
         lines.append(f"  prices: {source}, ${ip:g} / ${op:g} per million input / output tokens"
                      + (" (batch rate)" if batch else ""))
+    panels = [s.label for s in suite.llm_specs if isinstance(s.evaluator, PanelEvaluator)]
+    if panels:
+        lines.append(f"  a panel judges {', '.join(panels)}: one call per judge, counted above at the run judge's "
+                     "prices; calls to a stronger judge for escalated cases depend on the verdicts and are not")
     return RunEstimate(generation=gens, judge=est, input_price=ip, output_price=op, price_source=source,
                        lines=lines)

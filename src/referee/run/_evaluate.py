@@ -274,6 +274,7 @@ async def evaluate_async(
     base_dir: str | Path = ".",
     target: Any = None,
     engine: Engine | str | None = None,
+    panel: dict[str, Any] | None = None,
 ) -> EvalResult:
     """:func:`evaluate` for async code (``await referee.evaluate_async(...)``)."""
     from ..runner._session import error_row, execute_async
@@ -296,8 +297,11 @@ async def evaluate_async(
     client = None
     judge_config = None
     j: Judge | None = None
-    if suite.llm_specs:
+    if isinstance(judge, list | tuple) or panel:
+        from ._panel import panel_run_judge
 
+        suite, judge = panel_run_judge(suite, judge, panel)
+    if suite.llm_specs:
         j = as_judge(judge)
         client = j.client()
         suite = bind_settings(suite, j.settings(client))
@@ -352,7 +356,8 @@ evaluate = sync_twin(
             ``threshold``, ``critical``, ``id``, ``field``), :class:`~referee.Evaluator` instances (such as
             ``referee.judges.LLMJudge(rubric=...)``) or plain functions (see :func:`as_evaluator`).
         judge: the LLM judge of the LLM evaluators: a :class:`Judge`, ``"provider:model"`` or a Provider;
-            default :meth:`Judge.from_env`. Not used (and not needed) without LLM evaluators.
+            default :meth:`Judge.from_env`. A list of those is a panel (see ``panel``). Not used (and not
+            needed) without LLM evaluators.
         threshold: a case passes when its combined score >= threshold.
         scoring: how evaluators combine into a case's score: ``weighted_mean``, ``all_pass`` or ``min``.
         gates: ``referee score``'s gates by their suite names (``{"fail_under": 0.9,
@@ -366,6 +371,10 @@ evaluate = sync_twin(
             a function ``(input) -> str | dict`` (or ``(case)``, ``(input, case)``), sync or async, or a target
             mapping as in a suite's ``targets:`` (a model and a prompt, ``http``, ``python``, ``exec``). A failed
             generation is an ``error`` row; rows carry ``target`` and the output's own ``cost_usd``/``latency_ms``.
+        panel: with ``judge=[...]`` (a panel: each LLM evaluator judged by every judge of the list), how the
+            verdicts combine: ``{"rule": "majority" | "mean" | "median" | "min" | "all_pass" | "weighted",
+            "quorum": n, "tie": "unscored" | "strict" | "first", "threshold": x}`` (docs/panels.md); an entry's
+            own ``panel`` key wins for that evaluator.
         engine: where the cases are evaluated: ``"local"`` (default, this process), ``"ray"`` (a local Ray
             cluster, or the Ray this program already initialised), ``"ray=HOST:PORT"``, or an engine such as
             ``referee.run.engines.RayEngine(rpm=600)`` (extra ``ray``; see docs/scale.md).

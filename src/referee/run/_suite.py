@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..evaluators._base import JudgeSettings, LLMEvaluator
+from ..evaluators._panel import PanelEvaluator
 from ..results._manifest import RunManifest, text_sha256
 from ..runner._session import Outcome, error_row, execute
 from ..suites._loader import Suite
@@ -52,6 +53,11 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
     m.extra["suite"] = {"path": suite.path, "name": suite.name, "sha256": suite.sha256,
                         "evaluators": [s.label for s in suite.specs], "scoring": suite.scoring.model_dump(),
                         "llm_evaluators": [s.label for s in suite.llm_specs]}
+    panels = {s.label: {"judges": [m.label for m in s.evaluator.members], "rule": s.evaluator.rule,
+                        "quorum": s.evaluator.needed, "tie": s.evaluator.tie}
+              for s in suite.llm_specs if isinstance(s.evaluator, PanelEvaluator)}
+    if panels:
+        m.extra["panel"] = panels
     if suite.llm_specs:
         hashes = sorted({getattr(s.evaluator, "template_hash", "") for s in suite.llm_specs})
         m.extra["judge_template_sha256"] = text_sha256("\n".join(hashes))

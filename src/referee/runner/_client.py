@@ -79,6 +79,8 @@ class JudgeClient:
         self.stats = CallStats()
         self.batch: BatchRunner | None = None
         """Batch mode: calls go to the provider's batch API (:mod:`referee.runner._batch`)."""
+        self.members: list[JudgeClient] = []
+        """The clients of a judge panel's other judges (:meth:`add_member`): closed with this one."""
         if batch:
             from ..providers._batch import batch_adapter
             from ._batch import BatchRunner
@@ -199,7 +201,16 @@ class JudgeClient:
                 attempt += 1
                 self.stats.retries += 1
 
+    def add_member(self, other: JudgeClient) -> None:
+        """Make ``other`` (a panel judge's client) count in this client's ``stats`` (the run's totals: calls,
+        cache hits, cost) and close with it."""
+        other.stats = self.stats
+        self.members.append(other)
+
     async def aclose(self) -> None:
+        members, self.members = self.members, []
+        for m in members:
+            await m.aclose()
         if self.batch is not None:
             await self.batch.aclose()
         await self.provider.aclose()

@@ -3,12 +3,13 @@
 from .._util._moved import forward
 from ._gating import apply_gates, evaluator_table, gate_summary, summary_exit_code
 from ._loader import EvalSpec, Problem, Suite, SuiteInvalid, check_suite, load_suite
-from ._model import Gates, JudgeDefaults, Scoring, SuiteFile
+from ._model import Gates, JudgeDefaults, PanelJudge, PanelOptions, Scoring, SuiteFile
+from ._panel import panel_members, with_panel
 
 __all__ = [
-    "EvalSpec", "Gates", "JudgeDefaults", "Problem", "RunEstimate", "Scoring", "Suite", "SuiteFile",
-    "SuiteInvalid", "apply_gates", "check_suite", "estimate_run", "evaluator_table", "gate_summary", "load_suite",
-    "run_suite", "summary_exit_code",
+    "EvalSpec", "Gates", "JudgeDefaults", "PanelJudge", "PanelOptions", "Problem", "RunEstimate", "Scoring", "Suite",
+    "SuiteFile", "SuiteInvalid", "apply_gates", "check_suite", "estimate_run", "evaluator_table", "gate_summary",
+    "load_suite", "panel_members", "run_suite", "summary_exit_code", "with_panel",
 ]
 
 

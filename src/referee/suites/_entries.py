@@ -144,7 +144,8 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
         if meta is None:
             return None
         return EvalSpec(label=meta.id or name, name=name, evaluator=NotImported(plugin=name), weight=meta.weight,
-                        threshold=meta.threshold, critical=meta.critical, field=meta.field, line=col.line(here))
+                        threshold=meta.threshold, critical=meta.critical, field=meta.field, line=col.line(here),
+                        panel=meta.panel)
     try:
         target = plugins.resolve(name)
     except UserError as exc:
@@ -175,5 +176,5 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
         return None
     return EvalSpec(label=meta.id or name, name=name, evaluator=evaluator, weight=meta.weight,
                     threshold=meta.threshold, critical=meta.critical, field=meta.field,
-                    line=col.line(here))
+                    line=col.line(here), panel=meta.panel)
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from .._util._yaml import parse_nodes
 from ..cases._case import Case, load_cases
-from ..errors import InputError
+from ..errors import InputError, UserError
 from ..evaluators._base import LLMEvaluator
 from ..targets._loader import TARGET_KEYS, parse_targets
 from ._entries import NotImported, _build_entry, _Collector, _line_map, module_findable
@@ -169,7 +169,16 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
     specs = [_with_judge_defaults(s, judge) for s in specs]
     suite = Suite(path=sp, name=model.name or default_name, cases=cases, specs=specs, scoring=model.scoring,
                   judge=judge, gates=model.gates, concurrency=model.concurrency,
-                  sha256=sha256, cases_path=cases_path, base_dir=base, targets=targets)
+                  sha256=sha256, cases_path=cases_path, base_dir=base, targets=targets,
+                  judges=list(model.judges or []), panel=model.panel)
+    if suite.judges:
+        from ._panel import with_panel
+
+        try:
+            suite = with_panel(suite)
+        except UserError as exc:
+            col.add(("judges",), str(exc))
+            return None, col.problems
     return suite, []
 
 

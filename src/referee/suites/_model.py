@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..targets._model import ModelEntry, PromptEntry, TargetSpec
 
-RESERVED_ENTRY_KEYS = ("id", "weight", "threshold", "critical", "field", "description")
+RESERVED_ENTRY_KEYS = ("id", "weight", "threshold", "critical", "field", "description", "panel")
 """Keys of an evaluator entry that configure how the suite uses it; the one other key is its name."""
 
 
@@ -45,6 +45,39 @@ class JudgeDefaults(_M):
     max_retries: int | None = Field(default=None, ge=0)
     input_price_per_mtok: float | None = Field(default=None, ge=0)
     output_price_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class PanelJudge(_M):
+    """One judge of a panel (``judges:``), when a ``provider:model`` string is not enough."""
+
+    provider: str
+    model: str | None = None
+    base_url: str | None = None
+    weight: float = Field(default=1.0, ge=0, description="Its weight under the weighted rule.")
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    input_price_per_mtok: float | None = Field(default=None, ge=0)
+    output_price_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class PanelOptions(_M):
+    """How a panel of judges (``judges:``) combines its verdicts on one evaluator (docs/panels.md)."""
+
+    rule: Literal["majority", "mean", "median", "min", "all_pass", "weighted"] | None = Field(
+        default=None, description="majority (default), mean, median, min, all_pass or weighted.")
+    quorum: int | None = Field(default=None, ge=1, description="Judges that must grade a case for a verdict "
+                                                               "(default: a strict majority of the panel).")
+    tie: Literal["unscored", "strict", "first"] | None = Field(
+        default=None, description="An even split: unscored (default), strict (a fail; pairwise: a tie) or first "
+                                  "(the first judge listed that graded decides).")
+    threshold: float | None = Field(default=None, ge=0, le=1,
+                                    description="Pass mark of the score rules (default: the evaluator's own).")
+    escalate_below: float | None = Field(
+        default=None, gt=0, le=1, description="Escalate a case whose panel agreement is below this (referee calibrate "
+                                              "--target-agreement chooses it), or with no verdict.")
+    escalate_to: str | PanelJudge | None = Field(
+        default=None, description="The stronger judge escalated cases go to (default: none: they are unscored and "
+                                  "flagged needs_human).")
 
 
 BASELINE_ONLY_GATES = ("fail_on_regression", "fail_on_cost_regression", "fail_on_latency_regression",
@@ -97,6 +130,11 @@ class SuiteFile(_M):
                     "A name may be a dotted path module:attr to a plugin.")
     scoring: Scoring = Field(default_factory=lambda: Scoring())
     judge: JudgeDefaults | None = None
+    judges: list[str | PanelJudge] | None = Field(
+        default=None, min_length=1, description="A panel: every LLM evaluator is judged by each of these "
+                                                "(provider:model strings or mappings) and the verdicts combined.")
+    panel: PanelOptions | None = Field(default=None, description="How the panel combines (per evaluator: its "
+                                                                 "entry's panel key).")
     gates: Gates = Field(default_factory=lambda: Gates())
     concurrency: int | None = Field(default=None, ge=1, description="Cases evaluated at once (default 8).")
     targets: list[TargetSpec] | None = Field(
@@ -118,3 +156,4 @@ class EntryMeta(_M):
     critical: bool = False
     field: str = Field(default="output", description="Case field the evaluator looks at.")
     description: str | None = None
+    panel: PanelOptions | None = Field(default=None, description="This LLM evaluator's panel rule (with judges:).")

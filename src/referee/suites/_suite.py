@@ -15,6 +15,8 @@ from ..targets._model import TargetSpec
 from ._model import (
     Gates,
     JudgeDefaults,
+    PanelJudge,
+    PanelOptions,
     Scoring,
 )
 
@@ -55,6 +57,8 @@ class EvalSpec:
     critical: bool = False
     field: str = "output"
     line: int | None = None
+    panel: PanelOptions | None = None
+    """This entry's panel rule (``panel:``), over the suite's."""
 
     @property
     def is_llm(self) -> bool:
@@ -83,6 +87,9 @@ class Suite:
     targets: list[TargetSpec] = field(default_factory=list)
     """Systems under test (``targets:`` and the ``prompts:`` x ``models:`` matrix); empty: the cases hold the
     outputs."""
+    judges: list[str | PanelJudge] = field(default_factory=list)
+    """A panel (``judges:``): each LLM evaluator is judged by every one of these (see :func:`with_panel`)."""
+    panel: PanelOptions | None = None
 
     @property
     def llm_specs(self) -> list[EvalSpec]:

@@ -35,6 +35,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/queue"), "queue"),
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/labels"), "labels"),
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/agreement"), "agreement"),
+    ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/panel"), "panel"),
     ("GET", re.compile(r"/api/compare/(?P<base>[^/]+)/(?P<cand>[^/]+)"), "compare"),
     ("POST", re.compile(r"/api/labels"), "post_label"),
 ]
@@ -203,6 +204,10 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, app.api_labels(g["run"])
         if name == "agreement":
             return 200, app.api_agreement(g["run"])
+        if name == "panel":
+            from ._panel import panel_cases
+
+            return 200, panel_cases(app.run(g["run"]))
         if name == "compare":
             return 200, app.api_compare(g["base"], g["cand"], params)
         if name == "post_label":

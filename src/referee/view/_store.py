@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency; json is the fa
         return json.loads(raw)
 
 STATUS_NAMES = {SCORED: "scored", UNSCORED: "unscored", ERROR: "error"}
-FLAG_NAMES = ("unscored", "ungrounded", "position_bias", "self_grading")
+FLAG_NAMES = ("unscored", "ungrounded", "position_bias", "self_grading", "needs_human", "panel_split")
 """The flags the table filters on (a row's own ``flags`` are shown as they are as well)."""
 SORT_KEYS = ("row", "id", "score", "status", "category", "evaluator", "cost", "latency", "passed")
 MAX_LIMIT = 500
@@ -404,8 +404,8 @@ def _sort(run: Run, rows: NDArray[np.int64], qy: Query) -> NDArray[np.int64]:
 
 def review_queue(run: Run, kind: str, n: int, threshold: float, labelled_ids: set[str],
                  seed: int | None = None) -> list[int]:
-    """Rows to review next: ``uncertain`` (unscored and error rows, ungrounded evidence, position bias, scores
-    nearest the threshold, in that order) or a ``random`` sample; cases already labelled are left out."""
+    """Rows to review next: ``uncertain`` (cases a panel escalated to a human, unscored and error rows,
+    ungrounded evidence, position bias, a panel split, scores nearest the threshold, in that order) or a ``random`` sample; cases already labelled are left out."""
     t = run.table
     n_rows = len(t)
     open_rows = np.fromiter((i not in labelled_ids for i in t.ids), dtype=bool, count=n_rows)
@@ -420,9 +420,11 @@ def review_queue(run: Run, kind: str, n: int, threshold: float, labelled_ids: se
     prio = np.full(n_rows, 9.0)
     near = ~np.isnan(dist) & (dist <= NEAR_THRESHOLD)
     prio[near] = 3.0 + dist[near]  # 3.0-3.1: nearest the threshold first
+    prio[idx.flag_mask["panel_split"]] = 2.5  # the judges of a panel disagreed
     prio[idx.flag_mask["position_bias"]] = 2.0
     prio[idx.flag_mask["ungrounded"]] = 1.0
     prio[t.status != SCORED] = 0.0
+    prio[idx.flag_mask["needs_human"]] = -1.0  # escalated to a person: first of all
     cand_rows = np.nonzero(open_rows & (prio < 9.0))[0]
     order = cand_rows[np.lexsort((cand_rows, prio[cand_rows]))]
     return [int(i) for i in order[:n].tolist()]

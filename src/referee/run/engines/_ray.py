@@ -373,20 +373,31 @@ class RayEngine(Engine):
         call counters are shared by every key."""
         inflight = [0] * len(actors)
         latest: dict[str, tuple[int, dict[str, dict[str, Any]]]] = {}
-        base = {t: dataclasses.replace(c.stats) for t, c in clients.items()}
+        # A panel's judges have clients of their own (``JudgeClient.members``) whose calls count in the run
+        # client's totals: their workers' counters are folded into it, from zero (their stats object was the
+        # run client's, so its starting counts are the run client's already).
+        token_of = {id(c): t for t, c in clients.items()}
+        members = {t: [token_of[id(m)] for m in c.members if id(m) in token_of] for t, c in clients.items()}
+        member_tokens = {m for ms in members.values() for m in ms}
+        base = {t: CallStats() if t in member_tokens else dataclasses.replace(c.stats) for t, c in clients.items()}
 
         def add_stats() -> None:
             # Each worker's counters are cumulative: the driver's client shows its own plus every worker's.
             for token, client in clients.items():
+                if token in member_tokens:
+                    continue
                 total = dataclasses.replace(base[token])
-                for _, snap in latest.values():
-                    s = snap.get(token)
-                    if s is None:
-                        continue
-                    for f in dataclasses.fields(CallStats):
-                        setattr(total, f.name, getattr(total, f.name) + s[f.name])
+                for t in (token, *members[token]):
+                    for _, snap in latest.values():
+                        s = snap.get(t)
+                        if s is None:
+                            continue
+                        for f in dataclasses.fields(CallStats):
+                            setattr(total, f.name, getattr(total, f.name) + s[f.name])
                 total.cost_usd = round(total.cost_usd, COST_DECIMALS)
                 client.stats = total
+                for t in members[token]:
+                    clients[t].stats = total  # as in a local run: one set of counts for the run
 
         reserved: set[int] = set()
         dead: set[int] = set()
