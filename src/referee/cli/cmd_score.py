@@ -105,6 +105,8 @@ _RATE = click.FloatRange(0.0, 1.0)
 @click.option("--no-step-summary", is_flag=True,
               help="Do not append the Markdown summary to $GITHUB_STEP_SUMMARY when it is set.")
 @click.option("--strict", is_flag=True, help="Malformed or invalid lines are errors (exit 2), not warnings.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="The full report: the paired tests' table and up to 10 cases per list (3 by default).")
 @click.pass_context
 def command(ctx: click.Context, results: str, baseline: str | None, threshold: float, pass_rule: str,
             json_out: str | None,
@@ -116,7 +118,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
             fail_on_significant_regression: bool, fail_on_inconclusive: bool, n_boot: int, boot_seed: int,
             fail_if_unscored_above: float | None, min_case_pass_rate: float | None, target_drop: float,
             allow_case_set_change: bool, adversarial_categories: str | None, junit_xml: str | None,
-            markdown_out: str | None, no_step_summary: bool, strict: bool) -> int:
+            markdown_out: str | None, no_step_summary: bool, strict: bool, verbose: bool) -> int:
     """Pass rates and means with confidence intervals, per category, the failures behind them, regressions
     against --baseline, and CI gates (exit 0 pass, 1 gate failed or, with a gate, nothing scored, 2 usage or
     input error)."""
@@ -160,7 +162,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
 
     from ..reports import render_terminal
 
-    render_terminal(summary, gates, code)
+    render_terminal(summary, gates, code, verbose=verbose)
     if json_out:
         from ..reports import write_json
 
