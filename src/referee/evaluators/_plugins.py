@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError, UserError
@@ -79,7 +79,17 @@ def resolve(name: str) -> Any:
             raise UserError(f"plugin '{name}' (entry point {eps[name].value}) failed to load: "
                             f"{type(exc).__name__}: {exc}") from exc
     known = sorted({*registry(), *eps})
-    raise UserError(f"unknown evaluator '{name}' (known: {', '.join(known)}; or a dotted path module:attr)")
+    hint = did_you_mean(name, known)
+    raise UserError(f"unknown evaluator '{name}'{hint} (known: {', '.join(known)}; or a dotted path module:attr)")
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest known name (rapidfuzz, WRatio >= 80), else ``""``."""
+    from rapidfuzz import fuzz, process, utils
+
+    best = process.extractOne(name, list(known), scorer=fuzz.WRatio, processor=utils.default_process,
+                              score_cutoff=80)
+    return f" (did you mean '{best[0]}'?)" if best else ""
 
 
 def function_option_names(fn: Callable[..., Any]) -> tuple[set[str], bool]:

@@ -80,6 +80,8 @@ class ViewApp:
         self.labels = {r.key: lab for r, lab in zip(runs, labels, strict=True)}
         self.opts = opts
         self._md = _markdown()
+        self.warnings: list[str] = []
+        """What the user should know about the inputs (id collisions between cases files, skipped files)."""
 
     # -- helpers -----------------------------------------------------------------------------------------
 
@@ -161,6 +163,7 @@ class ViewApp:
         from ..rubrics._model import SCALES
 
         return {"api_version": API_VERSION, "threshold": self.opts.threshold, "pass_rule": self.opts.pass_rule,
+                "warnings": self.warnings,
                 "runs": [self.run(k).info() | {"labels": str(self.labels[k].path)} for k in self.order],
                 "flags": list(FLAG_NAMES), "sort_keys": list(SORT_KEYS), "scales": list(SCALES)}
 
@@ -178,6 +181,29 @@ class ViewApp:
         out = {"run": key, "n_boot": opts.n_boot, "summary": data}
         run.store_summary(ck, out)
         return out
+
+    def api_grid(self, params: dict[str, str]) -> dict[str, Any]:
+        """Cases x runs with each run's own output and verdict (``runs=0,2`` picks and orders the columns)."""
+        from ._grid import grid
+
+        keys = [k for k in (params.get("runs") or "").split(",") if k] or self.order
+        runs = [self.run(k) for k in keys]
+        qy = self._query({k: v for k, v in params.items() if k in ("offset", "limit", "threshold", "pass_rule")})
+        try:
+            return grid(runs, threshold=qy.threshold, rule=qy.pass_rule, q=(params.get("q") or "").strip() or None,
+                        show=params.get("show") or "all", offset=qy.offset, limit=qy.limit)
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
+
+    def api_charts(self, key: str, params: dict[str, str]) -> dict[str, Any]:
+        """The run's charts as inline SVG (drawn by ``reports._charts``, as in the HTML report)."""
+        from ._grid import charts
+
+        run = self.run(key)
+        opts = self._score_opts(params)
+        s = summarize(run.table, opts)
+        return {"run": key, "charts": charts(run, s, self.labels[key].by_id(), threshold=opts.threshold,
+                                             rule=opts.pass_rule)}
 
     def api_cases(self, key: str, params: dict[str, str]) -> dict[str, Any]:
         run = self.run(key)
@@ -432,7 +458,13 @@ class ViewApp:
         counts: dict[str, int] = {}
         for c in hit["cases"]:
             counts[c["change"]] = counts.get(c["change"], 0) + 1
+        from ..reports._charts import Pair, flips
+
+        chart = flips([Pair(c["id"], (c["baseline"] or {}).get("score"), (c["candidate"] or {}).get("score"),
+                            c["change"]) for c in hit["cases"]],
+                      title="Baseline vs candidate per case", threshold=opts.threshold)
         return {"baseline": base, "candidate": cand, "summary": hit["summary"], "counts": counts,
+                "chart": {"id": chart.id, "title": chart.title, "svg": chart.svg},
                 "filter": which, "total": len(cases), "offset": offset, "cases": cases[offset:offset + limit]}
 
     @staticmethod

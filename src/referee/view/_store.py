@@ -48,6 +48,14 @@ _SEARCH_CHARS = 4000
 """Per field, the text kept for full-text search (a 100 kB output is searched on its start)."""
 
 
+def own_files(results: Path) -> list[Path]:
+    """The files beside a results file that hold its cases: ``x.outputs.jsonl`` (a target's generated outputs)
+    and ``x.cases.jsonl`` (the cases a Python run was given in memory)."""
+    name = results.name
+    stem = name[:-len(".jsonl")] if name.endswith(".jsonl") else name
+    return [results.with_name(stem + ".outputs.jsonl"), results.with_name(stem + ".cases.jsonl")]
+
+
 def _stat_key(p: Path) -> tuple[int, int, int]:
     st = p.stat()
     return (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -102,16 +110,22 @@ class RowIndex:
 class Run:
     """One results file and the cases its rows were judged on."""
 
-    def __init__(self, key: str, path: Path, cases_paths: list[Path]) -> None:
+    def __init__(self, key: str, path: Path, cases_paths: list[Path], own_cases: list[Path] | None = None) -> None:
         self.key = key
         self.path = path
         self.cases_paths = cases_paths
+        self.own_cases = own_cases or []
+        """Cases files bound to this run (``--cases RUN=FILE``): read before anything else."""
         self._lock = threading.RLock()
         self._index: RowIndex | None = None
         self._index_error: str | None = None
         self._index_ready = threading.Event()
         self._summaries: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.generation = 0
+        self._cases: dict[str, Case] | None = None
+        self._case_warnings: list[str] = []
+        self._cases_generation = -1
+        self._cases_lock = threading.Lock()
         self._last_check = 0.0
         self.table: ResultsTable
         self._stat: tuple[int, int, int]
@@ -191,7 +205,7 @@ class Run:
             evaluator.append("?")
             flags.append([])
             texts.append("")
-        cases, warns = self._load_cases()
+        cases, warns = self.cases(), self._case_warnings
         if cases:
             for i, cid in enumerate(t.ids):
                 c = cases.get(cid)
@@ -226,16 +240,23 @@ class Run:
                     nxt = next(want, None)
                 pos += len(raw)
 
+    def cases(self) -> dict[str, Case]:
+        """This run's cases by id (read once per load of the results file; see :meth:`_load_cases`)."""
+        with self._cases_lock:
+            if self._cases is None or self._cases_generation != self.generation:
+                self._cases, self._case_warnings = self._load_cases()
+                self._cases_generation = self.generation
+            return self._cases
+
     def _load_cases(self) -> tuple[dict[str, Case], list[str]]:
         """This run's own cases first (a target's outputs beside the results, the file its manifest names),
         then the ``--cases`` files: runs of different case sets may share ids."""
-        paths: list[Path] = []
+        paths: list[Path] = list(self.own_cases)
         warns: list[str] = []
         man = self.table.manifest
-        name = self.path.name
-        outputs = self.path.with_name((name[:-len(".jsonl")] if name.endswith(".jsonl") else name) + ".outputs.jsonl")
-        if outputs.is_file():  # a target's generated outputs beside its results (referee run)
-            paths.append(outputs)
+        for beside in own_files(self.path):  # a target's outputs (referee run), a Python run's cases
+            if beside.is_file() and not any(same_file(beside, q) for q in paths):
+                paths.append(beside)
         if man is not None and man.eval_set is not None:
             recorded = Path(man.eval_set.path)
             for cand in (recorded, self.path.parent / recorded, self.path.parent / recorded.name):
@@ -243,7 +264,7 @@ class Run:
                     paths.append(cand)
                     break
             else:
-                if not self.cases_paths:
+                if not self.cases_paths and not paths:
                     warns.append(f"the cases file named in the run manifest ({recorded}) was not found: "
                                  "pass --cases to show inputs and outputs")
         paths += [p for p in self.cases_paths if not any(same_file(p, q) for q in paths)]
@@ -448,6 +469,30 @@ def resolve_inputs(paths: list[str]) -> list[Path]:
         if not pp.is_file():
             raise InputError("file not found" if not pp.exists() else "not a file", file=p)
         out.append(pp)
+    return out
+
+
+def shared_id_warnings(case_paths: list[Path], n_runs: int) -> list[str]:
+    """With several runs and several cases files for all of them, a case id in two files shows the first
+    file's output for every run: said, with the way to bind each file to its run."""
+    if n_runs < 2 or len(case_paths) < 2:
+        return []
+    seen: dict[str, Path] = {}
+    clashes: dict[tuple[Path, Path], list[str]] = {}
+    for p in case_paths:
+        try:
+            ids = [c.id for c in load_cases(p).cases]
+        except InputError:
+            continue  # said when the run reads it
+        for cid in ids:
+            first = seen.setdefault(cid, p)
+            if first is not p:
+                clashes.setdefault((first, p), []).append(cid)
+    out = []
+    for (a, b), ids in clashes.items():
+        out.append(f"{len(ids)} case id(s) are in both {a} and {b} (e.g. {', '.join(ids[:3])}): every run shows "
+                   f"{a.name}'s; bind each file to its run with --cases RUN={a.name} --cases RUN2={b.name} "
+                   "(RUN: a results file's name, stem or position)")
     return out
 
 
