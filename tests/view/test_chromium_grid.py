@@ -67,6 +67,11 @@ def test_grid_charts_and_compare_show_each_runs_own_output(driver: Any, tmp_path
         assert "script" in d.find_element(By.ID, "chart-categories").get_attribute("innerHTML")  # as text
         assert d.execute_script("return window.__xss") is None
 
+        d.get(server.url + "#/run/1/case/0")  # the judge's own criteria, under the suite's evaluator id
+        wait_for(d, "table.check-criteria[data-check='judge'] td")
+        assert "correctness" in d.find_element(By.CSS_SELECTOR, "table.check-criteria").text
+        assert d.find_element(By.CSS_SELECTOR, "#criteria td").text.startswith("judge (llm_judge)")
+
         d.get(server.url + "#/compare/0/1")
         wait_for(d, "#compare-chart svg circle.dot")
         assert len(d.find_elements(By.CSS_SELECTOR, "#compare-chart circle.regression")) == 3

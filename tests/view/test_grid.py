@@ -28,8 +28,10 @@ def two_runs(tmp: Path) -> tuple[Path, Path, Path, Path]:
     ca = write_jsonl(tmp / "a_cases.jsonl", [{"id": i, "input": f"question {i}", "output": f"A says {i}"} for i in ids])
     cb = write_jsonl(tmp / "b_cases.jsonl", [{"id": i, "input": f"question {i}", "output": f"B says {i}"} for i in ids])
     ra = write_jsonl(tmp / "a.jsonl", [{"id": i, "score": 0.9, "category": "math"} for i in ids])
-    rb = write_jsonl(tmp / "b.jsonl", [{"id": i, "score": 0.9 if n % 2 else 0.2, "category": XSS if n < 2 else "math"}
-                                       for n, i in enumerate(ids)])
+    judge = {"criteria": [{"id": "judge", "name": "llm_judge", "score": 0.2}],
+             "details": {"checks": {"judge": {"criteria": [{"id": "correctness", "score": 0.2, "rationale": "off"}]}}}}
+    rb = write_jsonl(tmp / "b.jsonl", [{"id": i, "score": 0.9 if n % 2 else 0.2, "category": XSS if n < 2 else "math",
+                                        **judge} for n, i in enumerate(ids)])
     return ra, rb, ca, cb
 
 
@@ -137,5 +139,43 @@ def test_charts_draw_the_run_and_escape_its_names(tmp_path: Path) -> None:
         assert "agree on 2 of 3" in agree
         chart = app.api_compare("0", "1", {})["chart"]["svg"]
         assert chart.count('class="dot regression"') == 3 and "3 regressed" in chart
+    finally:
+        close_app(app)
+
+
+def test_pass_fail_labels_agree_with_the_judges_pass_fail(tmp_path: Path) -> None:
+    """Continuous judge scores and pass/fail labels: agreement and kappa are computed on pass/fail."""
+    ra, rb, ca, cb = two_runs(tmp_path)
+    app = build_app([str(rb)], cases=[str(cb)], lock=False, index_now=False)
+    try:
+        for cid, ok in (("q0", False), ("q1", True), ("q2", False), ("q3", True), ("q4", True)):
+            app.api_post_label({"run": "0", "id": cid, "passed": ok, "reviewer": "ann"})
+        a = app.api_agreement("0")
+        assert a["n"] == 5 and "pass/fail verdicts" in " ".join(a["notes"])
+        st = a["agreement"]
+        assert st["exact_agreement"]["estimate"] == pytest.approx(0.8)  # q4 scored 0.2 (fail) but labelled pass
+        assert st["kappa"]["estimate"] is not None and st["kappa"]["estimate"] > 0
+    finally:
+        close_app(app)
+
+
+def test_the_case_page_has_the_judges_own_criteria_under_the_suites_ids(tmp_path: Path) -> None:
+    row = {"schema_version": 1, "id": "c1", "score": 0.5, "evaluator": "suite", "raw_reply": '{"score": 0.5}',
+           "criteria": [{"id": "overlap", "name": "token_f1", "score": 1.0, "passed": True},
+                        {"id": "judge", "name": "llm_judge", "score": 0.0, "passed": False}],
+           "details": {"checks": {"judge": {"criteria": [
+               {"id": "correctness", "score": 0.0, "raw_score": 1, "scale": "1-5", "rationale": "wrong year"},
+               {"id": "completeness", "score": 1.0, "raw_score": 5, "scale": "1-5"}]}}}}
+    res = write_jsonl(tmp_path / "r.jsonl", [row])
+    app = build_app([str(res)], lock=False, index_now=False)
+    try:
+        c = app.api_case("0", 0, {})
+        assert [k["id"] for k in c["criteria"]] == ["overlap", "judge"]  # the suite's ids
+        assert c["check_criteria"] == [{"check": "judge", "criteria": [
+            {"id": "correctness", "name": None, "status": None, "score": 0.0, "raw_score": 1, "scale": "1-5",
+             "passed": None, "rationale": "wrong year", "error": None},
+            {"id": "completeness", "name": None, "status": None, "score": 1.0, "raw_score": 5, "scale": "1-5",
+             "passed": None, "rationale": None, "error": None}]}]
+        assert c["raw_reply"] == '{"score": 0.5}'
     finally:
         close_app(app)

@@ -290,6 +290,7 @@ class ViewApp:
             **{k: d.get(k) for k in ("rationale", "error", "raw_reply", "judge", "usage", "cost_usd", "latency_ms",
                                      "winner", "position_bias_detected", "metadata")},
             "criteria": crit_out, "details": details, "judged_text": segments,
+            "check_criteria": _check_criteria(details),
             "case": self._case(case, d.get("turn") if isinstance(d.get("turn"), int) else None), "labels": self.labels[key].for_id(t.ids[row]),
             "label_scale": _label_scale(crits, details), "pairwise": _is_pairwise(d),
             "row_json": d,
@@ -420,7 +421,16 @@ class ViewApp:
         if hit is not None:
             return hit
         try:
-            cal = calibrate(read_labels(run.path), read_labels(store.path), n_boot=self.opts.n_boot)
+            judged = read_labels(run.path)
+            # Rows without a verdict of their own pass by the viewer's rule, so pass/fail labels meet pass/fail.
+            from ._grid import first_rows
+
+            ok = passes(run.table, np.arange(len(run.table), dtype=np.int64), self.opts.threshold,
+                        self.opts.pass_rule)
+            for cid, i in first_rows(run).items():
+                if cid not in judged.passed and ok[i] >= 0:
+                    judged.passed[cid] = bool(ok[i] == 1)
+            cal = calibrate(judged, read_labels(store.path), n_boot=self.opts.n_boot)
             out = cast(dict[str, Any], clean({"run": key, **cal.to_dict(),
                                               "command": f"referee calibrate {run.path} {store.path}"}))
         except UserError as exc:
@@ -499,6 +509,19 @@ class ViewApp:
                 "same": 5}
         out.sort(key=lambda c: rank[c["change"]])
         return out
+
+
+def _check_criteria(details: dict[str, Any]) -> list[dict[str, Any]]:
+    """A suite row's judges' own criteria (``details.checks.<id>.criteria``), by the suite's evaluator id."""
+    checks = details.get("checks")
+    out = []
+    for label, d in (checks.items() if isinstance(checks, dict) else []):
+        crits = d.get("criteria") if isinstance(d, dict) else None
+        if isinstance(crits, list) and crits:
+            out.append({"check": str(label), "criteria": [
+                {k: c.get(k) for k in ("id", "name", "status", "score", "raw_score", "scale", "passed", "rationale",
+                                       "error")} for c in crits if isinstance(c, dict)]})
+    return out
 
 
 def _num(params: dict[str, str], name: str) -> float | None:

@@ -334,13 +334,20 @@ function renderCaseBody(c) {
   if (c.criteria.length) {
     parts.push(section("Criteria", el("table", { id: "criteria" }, el("thead", {}, el("tr", {}, ["criterion", "status", "score", "raw", "pass", "rationale", "evidence"].map((h) => el("th", { class: "nosort" }, h)))),
       el("tbody", {}, c.criteria.map((k) => el("tr", {},
-        el("td", {}, k.name || k.id, k.critical ? el("span", { class: "flag" }, "critical") : null),
+        el("td", {}, k.id || k.name, k.name && k.id && k.name !== k.id ? el("span", { class: "muted" }, " (" + k.name + ")") : null, k.critical ? el("span", { class: "flag" }, "critical") : null),
         el("td", {}, k.status || ""), el("td", { class: "num" }, fmt.num(k.score)),
         el("td", { class: "num" }, k.raw_score === null ? "" : k.raw_score + (k.scale ? " (" + k.scale + ")" : "")),
         el("td", {}, k.passed === true ? "pass" : k.passed === false ? "fail" : ""),
         el("td", {}, k.rationale || k.error || ""),
         el("td", {}, k.grounded === false ? el("span", { class: "flag" }, "ungrounded") : null,
           el("ul", {}, k.evidence.map((e) => el("li", { class: e.found ? null : "quote-missing", title: e.found ? "found in the judged text" : "not found in the judged text" }, "\u201c" + e.quote + "\u201d"))))))))));
+  }
+  for (const cc of c.check_criteria || []) {
+    parts.push(section("Criteria of " + cc.check, el("table", { class: "check-criteria", "data-check": cc.check },
+      el("thead", {}, el("tr", {}, ["criterion", "score", "raw", "pass", "rationale"].map((h) => el("th", { class: "nosort" }, h)))),
+      el("tbody", {}, cc.criteria.map((k) => el("tr", {}, el("td", {}, k.name || k.id), el("td", { class: "num" }, k.status && k.status !== "scored" ? k.status : fmt.num(k.score)),
+        el("td", { class: "num" }, k.raw_score === null || k.raw_score === undefined ? "" : k.raw_score + (k.scale ? " (" + k.scale + ")" : "")),
+        el("td", {}, k.passed === true ? "pass" : k.passed === false ? "fail" : ""), el("td", {}, k.rationale || k.error || "")))))));
   }
   parts.push(el("div", { class: "cols" },
     section("Rationale", textBlock(c.rationale)),
