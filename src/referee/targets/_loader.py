@@ -58,7 +58,7 @@ def parse_targets(data: dict[str, Any], base: Path) -> tuple[list[TargetSpec], l
                     entry = {"prompt": entry}
                 v = _validate(model, entry, (key, i), problems)
                 if v is not None:
-                    into.append((i, v))  # type: ignore[arg-type]
+                    into.append((i, v))
         pairs = [(pi, mi) for pi, _ in prompts for mi, _ in models]
         for (pi, mi), t in zip(pairs, matrix([p for _, p in prompts], [m for _, m in models]), strict=True):
             spec = _validate(TargetSpec, t, ("models", mi), problems)
