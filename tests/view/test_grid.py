@@ -179,3 +179,18 @@ def test_the_case_page_has_the_judges_own_criteria_under_the_suites_ids(tmp_path
         assert c["raw_reply"] == '{"score": 0.5}'
     finally:
         close_app(app)
+
+
+def test_the_first_grid_page_does_not_wait_for_a_cases_file_being_read(tmp_path: Path) -> None:
+    ra, rb, ca, cb = two_runs(tmp_path)
+    app = build_app([str(ra)], cases=[str(ca)], lock=False, index_now=False)
+    try:
+        run = app.runs["0"]
+        with run._cases_lock:  # the background thread is reading the cases
+            g = app.api_grid({})
+        assert g["outputs_pending"] is True and g["total"] == 6
+        assert g["rows"][0]["cells"][0]["loading"] is True and g["rows"][0]["cells"][0]["passed"] is True
+        g = app.api_grid({})
+        assert g["outputs_pending"] is False and g["rows"][0]["cells"][0]["output"] == "A says q0"
+    finally:
+        close_app(app)

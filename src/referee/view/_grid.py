@@ -20,16 +20,8 @@ SHOW = ("all", "failing", "differ")
 
 
 def first_rows(run: Run) -> dict[str, int]:
-    """Case id -> its first row in ``run`` (cached per load of the file)."""
-    key = ("grid-first-rows", run.generation)
-    hit = run.cached_summary(key)
-    if hit is not None:
-        return hit["rows"]  # type: ignore[no-any-return]
-    rows: dict[str, int] = {}
-    for i, cid in enumerate(run.table.ids):
-        rows.setdefault(cid, i)
-    run.store_summary(key, {"rows": rows})
-    return rows
+    """Case id -> its first row in ``run``."""
+    return run.first_rows()
 
 
 def _verdicts(run: Run, threshold: float, rule: str) -> np.ndarray[Any, Any]:
@@ -62,6 +54,20 @@ def grid(runs: list[Run], *, threshold: float, rule: str, q: str | None, show: s
     the runs ``differ``; ``q`` matches ids, inputs and outputs (every word, case-insensitive)."""
     if show not in SHOW:
         raise ValueError(f"show must be one of {', '.join(SHOW)}")
+    # Outputs are shown once each run's cases are read (a large cases file is read in the background): until
+    # then the page has ids and verdicts, and says the outputs are coming.
+    loaded = [r.cases() if q else r.cases_now() for r in runs]
+    pending = any(cm is None for cm in loaded)
+    case_maps = [cm or {} for cm in loaded]
+    t0 = runs[0].table
+    if len(runs) == 1 and show == "all" and not q and bool((t0.repeat < 0).all() and (t0.turn < 0).all()):
+        # One row per case (the loader dropped repeated ids): the page is a slice, whatever the file's size.
+        page_rows = np.arange(offset, min(offset + limit, len(t0)), dtype=np.int64)
+        page = [t0.ids[i] for i in page_rows.tolist()]
+        ok_page = np.full(len(t0), -1, dtype=np.int8)
+        ok_page[page_rows] = passes(t0, page_rows, threshold, rule)
+        return _page(runs, [dict(zip(page, page_rows.tolist(), strict=True))], [ok_page], loaded, case_maps,
+                     page, len(t0), offset, limit, show, pending)
     firsts = [first_rows(r) for r in runs]
     oks = [_verdicts(r, threshold, rule) for r in runs]
     ids: list[str] = list(firsts[0])
@@ -70,7 +76,6 @@ def grid(runs: list[Run], *, threshold: float, rule: str, q: str | None, show: s
         for f in firsts[1:]:
             ids += [k for k in f if k not in known]
             known.update(f)
-    case_maps = [r.cases() for r in runs]
     if show != "all":
         def verdicts_of(cid: str) -> list[int | None]:
             return [int(ok[f[cid]]) if cid in f else None for f, ok in zip(firsts, oks, strict=True)]
@@ -91,7 +96,13 @@ def grid(runs: list[Run], *, threshold: float, rule: str, q: str | None, show: s
             return " ".join(parts).casefold()
 
         ids = [c for c in ids if all(w in text_of(c) for w in words)]
-    page = ids[offset:offset + limit]
+    return _page(runs, firsts, oks, loaded, case_maps, ids[offset:offset + limit], len(ids), offset, limit, show,
+                 pending)
+
+
+def _page(runs: list[Run], firsts: list[dict[str, int]], oks: list[Any], loaded: list[Any],
+          case_maps: list[dict[str, Any]], page: list[str], total: int, offset: int, limit: int, show: str,
+          pending: bool) -> dict[str, Any]:
     out_rows = []
     for cid in page:
         cells: list[dict[str, Any] | None] = []
@@ -111,11 +122,11 @@ def grid(runs: list[Run], *, threshold: float, rule: str, q: str | None, show: s
             cells.append({"run": r.key, "row": i, "status": STATUS_NAMES[int(t.status[i])],
                           "score": float(t.score[i]), "passed": None if v < 0 else bool(v),
                           "output": text[:OUTPUT_EXCERPT], "cut": len(text) > OUTPUT_EXCERPT,
-                          "has_output": output is not None})
+                          "has_output": output is not None, "loading": loaded[len(cells)] is None})
         out_rows.append({"id": cid, "input": _text(first_input)[:OUTPUT_EXCERPT], "cells": cells})
     page_data: dict[str, Any] = clean({"runs": [r.key for r in runs], "names": [r.path.name for r in runs],
-                                       "total": len(ids), "offset": offset, "limit": limit, "show": show,
-                                       "rows": out_rows})
+                                       "total": total, "offset": offset, "limit": limit, "show": show,
+                                       "outputs_pending": pending, "rows": out_rows})
     return page_data
 
 

@@ -126,6 +126,7 @@ class Run:
         self._case_warnings: list[str] = []
         self._cases_generation = -1
         self._cases_lock = threading.Lock()
+        self._first_rows: tuple[int, dict[str, int]] | None = None
         self._last_check = 0.0
         self.table: ResultsTable
         self._stat: tuple[int, int, int]
@@ -166,7 +167,27 @@ class Run:
         return True
 
     def start_indexing(self) -> None:
-        threading.Thread(target=self.index, name=f"referee-view-index-{self.key}", daemon=True).start()
+        threading.Thread(target=self._warm, name=f"referee-view-index-{self.key}", daemon=True).start()
+
+    def _warm(self) -> None:
+        """In the background, cheapest first: the grid's rows, the cases (outputs), then the row index."""
+        self.first_rows()
+        try:
+            self.cases()
+            self.index()
+        except UserError:
+            pass  # kept in the index's error, shown when a page asks for it
+
+    def first_rows(self) -> dict[str, int]:
+        """Case id -> its first row (cached per load of the file): the grid's rows."""
+        got = self._first_rows
+        if got is None or got[0] != self.generation:
+            rows: dict[str, int] = {}
+            for i, cid in enumerate(self.table.ids):
+                rows.setdefault(cid, i)
+            got = (self.generation, rows)
+            self._first_rows = got
+        return got[1]
 
     def index(self) -> RowIndex:
         """The row index, built once per load (callers wait for the background build)."""
@@ -247,6 +268,21 @@ class Run:
                 self._cases, self._case_warnings = self._load_cases()
                 self._cases_generation = self.generation
             return self._cases
+
+    def cases_now(self) -> dict[str, Case] | None:
+        """The cases if they are read already (or being read by no one: then read here), else None: a page that
+        can show without them (the grid's verdicts) does not wait for a large cases file."""
+        if self._cases is not None and self._cases_generation == self.generation:
+            return self._cases
+        if not self._cases_lock.acquire(blocking=False):
+            return None  # the background index is reading them
+        try:
+            if self._cases is None or self._cases_generation != self.generation:
+                self._cases, self._case_warnings = self._load_cases()
+                self._cases_generation = self.generation
+            return self._cases
+        finally:
+            self._cases_lock.release()
 
     def _load_cases(self) -> tuple[dict[str, Case], list[str]]:
         """This run's own cases first (a target's outputs beside the results, the file its manifest names),

@@ -599,9 +599,11 @@ async function viewGrid(params) {
     const cls = c.status !== "scored" ? "unscored" : c.passed === true ? "pass" : c.passed === false ? "fail" : "";
     return el("td", { class: "grid-cell cell-" + cls, "data-run": c.run, "data-passed": c.passed === null ? "" : String(c.passed) },
       el("div", { class: "cell-head" }, el("a", { href: "#/run/" + c.run + "/case/" + c.row }, verdict(c), c.status === "scored" ? " " + fmt.num(c.score) : "")),
-      c.has_output ? el("div", { class: "cell-output" }, c.output + (c.cut ? " …" : "")) : el("div", { class: "muted" }, "(no output shown: pass --cases RUN=FILE)"));
+      c.has_output ? el("div", { class: "cell-output" }, c.output + (c.cut ? " \u2026" : ""))
+        : el("div", { class: "muted" }, c.loading ? "(reading the outputs...)" : "(no output shown: pass --cases RUN=FILE)"));
   };
   const page = (delta) => { const p2 = new URLSearchParams(params); p2.set("offset", String(Math.max(0, offset + delta))); go(["grid"], p2); };
+  if (d.outputs_pending) setTimeout(() => { if (state.ctx === ctx && parseHash().parts[0] !== "run") route(); }, 1500);
   clear(main, el("h1", {}, "Cases x runs"),
     warningsBox(),
     el("div", { class: "filters" }, search, shows, el("span", { class: "muted", id: "grid-total" }, d.total + " case(s)")),
