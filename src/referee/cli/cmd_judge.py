@@ -30,7 +30,7 @@ __all__ = ["command", "read_template"]
 @click.option("--template", "-t", required=True, type=click.Path(dir_okay=False),
               help="Judge prompt with {placeholders} filled from each case.")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False), help="Results JSONL (appended).")
-@click.option("--category", default=None, help="Category of cases that have none (a case's own category wins, as in the seed).")
+@click.option("--category", default=None, help="Category of cases that have none (a case's own category wins).")
 @click.option("--skip-invalid", is_flag=True, help="Skip cases missing a field or with a duplicate id.")
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
               help="Judge every case N times with distinct seeds (bypasses the cache).")
@@ -38,7 +38,7 @@ __all__ = ["command", "read_template"]
               help="Comma-separated criterion names the reply must contain (a reply missing one is invalid).")
 @click.option("--request-format", type=click.Choice(["referee", "seed"]), default="referee", show_default=True,
               help="referee: a system prompt saying case text is data, values neutralised, the verdict schema as "
-                   "structured output. seed: the seed runner's exact request (the filled template as the one "
+                   "structured output. seed: agent-eval's run_judge.py request (the filled template as the one "
                    "user message): fewer tokens, weaker defences (docs/benchmarks.md).")
 @judge_options(default_concurrency=8)
 def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool, repeat: int,

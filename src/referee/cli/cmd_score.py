@@ -1,6 +1,6 @@
 """``referee score RESULTS [--baseline B] [gates]``: aggregate results files and gate CI on them.
 
-A drop-in for the seed aggregator (``score_eval.py``): the same flags, defaults and exit codes (0 pass,
+A drop-in for agent-eval's ``score_eval.py``: the same flags, defaults and exit codes (0 pass,
 1 a gate failed, 2 a usage or input error), plus referee's statistics, verdicts and report formats.
 """
 
@@ -50,7 +50,7 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Results of the reference run (e.g. main) to compare with.")
 @click.option("--threshold", type=_RATE, default=0.7, show_default=True, help="A case passes when score >= this.")
 @click.option("--pass-rule", type=click.Choice(PASS_RULES), default="threshold", show_default=True,
-              help="threshold: a row passes when score >= --threshold (the seed's rule). evaluator: by the row's "
+              help="threshold: a row passes when score >= --threshold (score_eval.py's rule). evaluator: by the row's "
                    "own 'passed' verdict (gold, suites, rubric --fail-below, ...), by the threshold where it "
                    "has none. Applies to every rate, test, gate and report.")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write the JSON summary here.")
@@ -74,12 +74,12 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Absolute ceiling on mean latency per row (ms).")
 @click.option("--cost-latency-rows", "cost_rows", type=click.Choice(["scored", "all"]), default="scored",
               show_default=True,
-              help="Rows whose cost_usd and latency_ms enter the means and their gates: scored (the seed's "
+              help="Rows whose cost_usd and latency_ms enter the means and their gates: scored (score_eval.py's "
                    "meaning: its runners write no row for a case they could not grade) or all (unscored and "
                    "error rows too: retries of a failed call then move the means).")
 @click.option("--ci", "ci_flag", is_flag=True,
               help="Confidence intervals: referee always computes and shows them; with --json-out this adds the "
-                   "seed's confidence, per_category_confidence and multiple_comparisons_correction keys.")
+                   "score_eval.py's confidence, per_category_confidence and multiple_comparisons_correction keys.")
 @click.option("--fail-on-significant-regression", is_flag=True,
               help="Exit 1 when any drop vs the baseline is significant after Benjamini-Hochberg.")
 @click.option("--fail-on-inconclusive", is_flag=True,
