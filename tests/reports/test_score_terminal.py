@@ -105,3 +105,15 @@ def test_short_default_report_and_details_behind_v(tmp_path: Path, capsys: pytes
     assert "paired bootstrap: 8 tests" in short  # the tests' outcome is still said in one line
     for text in (short, full):
         assert "verdict:" in text and "Per category" in text
+
+
+def test_hostile_names_in_folded_tables_stay_text(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    evil = "[bold red]boom[/bold red]\x1b[31mred\u202etxt" + "-x" * 30
+    rows = [{"id": f"c{i}", "score": 0.5 + 0.04 * i, "category": evil if i % 2 else "plain"} for i in range(8)]
+    code, out, _ = score([write_rows(tmp_path / "r.jsonl", rows)], capsys)
+    assert code == 0
+    assert "\x1b" not in out and "\u202e" not in out and "<U+202E>" in out  # no escape, bidi made visible
+    assert "[bold" in out and "red]boom" in out.replace("\n", "")  # markup printed as text, not applied
+    assert max(len(x) for x in out.splitlines()) <= 80

@@ -54,6 +54,11 @@ def test_grid_charts_and_compare_show_each_runs_own_output(driver: Any, tmp_path
         box = d.find_element(By.ID, "grid-q")
         box.send_keys("B says q4\n")
         wait_until(d, lambda: [c[0] for c in cells()] == ["q4"])
+        d.get(server.url + "#/grid?q=q5")  # an output holding markup is shown as text
+        wait_until(d, lambda: [c[0] for c in cells()] == ["q5"])
+        assert "<script>window.__xss=1</script>" in cells()[0][2]
+        assert d.execute_script("return window.__xss") is None
+        assert not d.find_elements(By.CSS_SELECTOR, "#grid script, #grid svg, #grid [onload]")
 
         d.get(server.url + "#/run/1")  # a run's page: its charts, drawn as SVG in the page
         wait_for(d, "#chart-scores svg rect.bar")

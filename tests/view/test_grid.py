@@ -26,7 +26,8 @@ def two_runs(tmp: Path) -> tuple[Path, Path, Path, Path]:
     """Runs a and b over the same ids, each judged on its own cases file (b's outputs differ)."""
     ids = [f"q{i}" for i in range(6)]
     ca = write_jsonl(tmp / "a_cases.jsonl", [{"id": i, "input": f"question {i}", "output": f"A says {i}"} for i in ids])
-    cb = write_jsonl(tmp / "b_cases.jsonl", [{"id": i, "input": f"question {i}", "output": f"B says {i}"} for i in ids])
+    cb = write_jsonl(tmp / "b_cases.jsonl", [{"id": i, "input": f"question {i}",
+                                              "output": f"B says {i}" + (" " + XSS if i == "q5" else "")} for i in ids])
     ra = write_jsonl(tmp / "a.jsonl", [{"id": i, "score": 0.9, "category": "math"} for i in ids])
     judge = {"criteria": [{"id": "judge", "name": "llm_judge", "score": 0.2}],
              "details": {"checks": {"judge": {"criteria": [{"id": "correctness", "score": 0.2, "rationale": "off"}]}}}}

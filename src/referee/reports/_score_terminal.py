@@ -16,12 +16,18 @@ from .._util._fold import rich_tables, terminal_width
 from ..aggregate._format import ci_range, num, pct
 from ..aggregate._summary import CaseLine, Group, Summary, format_p, printable
 from ..gates._engine import GateResult
-from ._safe import SafeConsole
+from ._safe import SafeConsole, neutralise_bidi
+
+
+def _plain(text: str) -> str:
+    """Case text for a terminal: no control characters (ANSI escapes), bidi controls as visible marks (made
+    here, before the layout, so a wrapped line keeps its width)."""
+    return neutralise_bidi(printable(text))
 
 
 def _safe(text: str) -> str:
-    """Case text for a rich console: no control characters (ANSI escapes), no rich markup."""
-    return escape(printable(text))
+    """:func:`_plain`, and no rich markup."""
+    return escape(_plain(text))
 
 
 def _ci(lo: float | None, hi: float | None, as_pct: bool = True) -> str:
@@ -38,7 +44,7 @@ def _groups_tables(title: str, first: str, groups: list[Group], total: Group | N
     rows = [*groups, total] if total is not None and len(groups) != 1 else groups
     cells: list[list[str]] = []
     for g in rows:
-        line = [printable(g.name), str(g.cases), num(g.mean.estimate), pct(g.pass_rate.estimate),
+        line = [_plain(g.name), str(g.cases), num(g.mean.estimate), pct(g.pass_rate.estimate),
                 _ci(g.pass_rate.lo, g.pass_rate.hi), _ci(g.pass_rate_wilson.lo, g.pass_rate_wilson.hi),
                 str(g.unscored + g.errors), num(g.mean_cost, 5), num(g.mean_latency_ms, 0)]
         if repeats:
@@ -120,7 +126,7 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
     con.print()
     con.print("[bold]Lowest-scoring cases[/bold] (the failures behind the numbers):")
     for c in s.lowest[:many]:
-        con.print(_case(c))
+        con.print(_case(c), overflow="fold")
     if len(s.lowest) > many:
         hidden.append(f"{len(s.lowest) - many} more lowest-scoring cases")
     if not s.lowest:
@@ -130,19 +136,19 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
         con.print(f"[bold]Flaky cases[/bold] (some repeats pass, some fail): {s.repeats.flaky_count}"
                   + (f" (the first {many})" if s.repeats.flaky_count > many else ""))
         for c in s.repeats.flaky[:many]:
-            con.print(_case(c))
+            con.print(_case(c), overflow="fold")
     if s.repeats is not None and s.repeats.below_min_pass_rate:
         con.print()
         con.print(f"[bold]Cases under the minimum per-case pass rate[/bold]: {s.repeats.below_min_count}")
         for c in s.repeats.below_min_pass_rate[:many]:
-            con.print(_case(c))
+            con.print(_case(c), overflow="fold")
     if s.adversarial:
         con.print()
         for t in _groups_tables("Adversarial track, per attack type (kept out of the correctness numbers)",
                                 "attack type", s.adversarial, None, repeats, width):
             con.print(t)
         for c in s.adversarial_failures[:5]:
-            con.print(_case(c))
+            con.print(_case(c), overflow="fold")
     comp = s.comparison
     if comp is not None:
         _comparison(con, s, width, verbose, hidden)
@@ -188,7 +194,7 @@ def _comparison(con: Console, s: Summary, width: int, verbose: bool, hidden: lis
               f"exact McNemar p = {comp.mcnemar_p:.3g} ({comp.mcnemar_b} vs {comp.mcnemar_c} discordant)")
     for c in comp.regressions[:many]:
         base = "" if c.baseline_score is None else f" (baseline {c.baseline_score:.3f})"
-        con.print(_case(c, base))
+        con.print(_case(c, base), overflow="fold")
     if comp.regression_count > many:
         con.print(f"  ... and {comp.regression_count - many} more (see --json-out / --junit-xml)")
     if comp.regression_min_drop is not None:
@@ -198,7 +204,7 @@ def _comparison(con: Console, s: Summary, width: int, verbose: bool, hidden: lis
                   f"{comp.magnitude_drop_count}")
         for c in comp.magnitude_drops[:many]:
             base = "" if c.baseline_score is None else f" (baseline {c.baseline_score:.3f})"
-            con.print(_case(c, base))
+            con.print(_case(c, base), overflow="fold")
         if comp.magnitude_drop_count > many:
             con.print(f"  ... and {comp.magnitude_drop_count - many} more (see --json-out)")
     if comp.lost_scores:
@@ -211,7 +217,7 @@ def _comparison(con: Console, s: Summary, width: int, verbose: bool, hidden: lis
         for pt in comp.tests:
             colour = "red" if pt.direction == "drop" else "green"
             sig = pt.direction if pt.significant else "no"
-            line = [printable(pt.scope), pt.metric, str(pt.n), f"{pt.diff:+.3f}", _ci(pt.lo, pt.hi, False),
+            line = [_plain(pt.scope), pt.metric, str(pt.n), f"{pt.diff:+.3f}", _ci(pt.lo, pt.hi, False),
                     format_p(pt.p_value, s.n_boot),
                     "n/a" if pt.p_adjusted is None else format_p(pt.p_adjusted, s.n_boot), sig]
             plain.append(line)
@@ -235,6 +241,6 @@ def _comparison(con: Console, s: Summary, width: int, verbose: bool, hidden: lis
     if comp.adversarial_regressions:
         con.print(f"  adversarial regressions: {len(comp.adversarial_regressions)}")
         for c in comp.adversarial_regressions[:5]:
-            con.print(_case(c))
+            con.print(_case(c), overflow="fold")
     colour = {"REGRESSED": "red", "INCONCLUSIVE": "yellow", "IMPROVED": "green"}.get(comp.verdict, "green")
     con.print(f"  verdict: [bold {colour}]{comp.verdict}[/bold {colour}] ({_safe(comp.verdict_reason)})")
