@@ -81,3 +81,30 @@ def test_a_targets_rerun_says_its_judge_calls_came_from_the_cache(
     assert "from cache" in first and "from cache" in second
     line = next(x for x in second.splitlines() if x.startswith("echo: generated"))
     assert "(0 judge calls, 4 from cache)" in line
+
+
+def test_referee_judge_retries_unscored_too(tmp_path: Path, fake_server: Any, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.testing import schema_responder
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    broken = {"on": True}
+
+    def responder(req: Any) -> str:
+        if broken["on"] and "Refunds take 1 days." in req.prompt_text:
+            return "no verdict here"
+        return schema_responder(req)
+
+    fake_server.responder = responder
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(c) + "\n" for c in CASES), encoding="utf-8")
+    (tmp_path / "t.md").write_text("Grade {output} against {reference}.", encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    args = ["judge", str(cases), "--template", str(tmp_path / "t.md"), "--out", str(out), "--provider", "openai",
+            "--base-url", fake_server.url + "/v1", "--model", "m"]
+    cli(args)
+    assert {r.id: r.status for r in read_results(out).rows}["c1"] == "unscored"
+    broken["on"] = False
+    cli([*args, "--retry-unscored"])
+    assert "1 unscored and 0 error rows are judged again" in capsys.readouterr().err
+    assert {r.id: r.status for r in read_results(out).rows}["c1"] == "scored"

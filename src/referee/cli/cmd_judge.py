@@ -40,14 +40,18 @@ __all__ = ["command", "read_template"]
               help="referee: a system prompt saying case text is data, values neutralised, the verdict schema as "
                    "structured output. seed: agent-eval's run_judge.py request (the filled template as the one "
                    "user message): fewer tokens, weaker defences (docs/benchmarks.md).")
+@click.option("--retry-unscored", is_flag=True,
+              help="Resuming into --out: judge again the cases it holds as unscored (error rows are always judged "
+                   "again), asking the judge afresh instead of reading its cached reply.")
 @judge_options(default_concurrency=8)
 def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool, repeat: int,
-            criteria: str | None, request_format: str, judge: JudgeOptions) -> int:
+            criteria: str | None, request_format: str, retry_unscored: bool, judge: JudgeOptions) -> int:
     """Grade CASES (JSONL or YAML) with an LLM judge; rows are appended to --out as they complete."""
     from ..cases import NoValidCases
+    from ..runner import retrying_unscored
 
     try:
-        with flag_errors():
+        with flag_errors(), retrying_unscored(retry_unscored):
             result = grade(cases, judge=api_judge(judge), template_file=template, out=out, category=category,
                            criteria=criteria.split(",") if criteria else None, repeat=repeat,
                            skip_invalid=skip_invalid, on_invalid=lambda problem: echo_err(f"invalid: {problem}"),
