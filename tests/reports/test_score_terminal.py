@@ -67,7 +67,27 @@ def _evaluators(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str
         *names, "100.0%", "0.0%", "1.000", "0.000"]
 
 
-@pytest.mark.parametrize("render", [_score_report, _targets, _evaluators], ids=["score", "targets", "evaluators"])
+def _notebook_rich(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, list[str], list[str]]:
+    """The terminal displays (``__rich__``) of a result and its summary, in an 80-column console."""
+    import io
+
+    from rich.console import Console
+
+    import referee
+
+    cat = "a very long category name that has to wrap somewhere"
+    r = referee.evaluate([{"id": f"case-number-{i}", "output": "4", "reference": "4", "category": cat}
+                          for i in range(3)], [lambda output: output == "4"])
+    f = io.StringIO()
+    con = Console(file=f, width=80)
+    con.print(r)
+    con.print(r.summary)
+    return f.getvalue(), ["group", "cases", "pass rate [95% CI]", "mean [95% CI]", "unscored", "errors"], [
+        cat, "case-number-2", "100.0% [100.0%, 100.0%]", "1.000 [1.000, 1.000]"]
+
+
+@pytest.mark.parametrize("render", [_score_report, _targets, _evaluators, _notebook_rich],
+                         ids=["score", "targets", "evaluators", "notebook-rich"])
 def test_every_table_fits_80_columns_with_every_column_and_whole_names(
         render: Callable[..., tuple[str, list[str], list[str]]], tmp_path: Path,
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
