@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._safe import display_text
+
 _W, _H = 360, 170
 _PAD_L, _PAD_B, _PAD_T = 34, 30, 8
 _BLUE, _GREEN, _RED, _GREY = "#3b6fd4", "#2e7d32", "#c62828", "#888"
@@ -25,7 +27,8 @@ class Chart:
 
 
 def _e(s: object) -> str:
-    return html.escape(str(s), quote=True)
+    """Text placed in a chart: bidi controls visible, control characters dropped, escaped (``_safe``'s rules)."""
+    return html.escape(display_text(str(s)), quote=True)
 
 
 def _finite(xs: Sequence[float | None]) -> list[float]:

@@ -7,6 +7,7 @@ each show theirs. Repeats and turns show the case's first row.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -101,7 +102,7 @@ def grid(runs: list[Run], *, threshold: float, rule: str, q: str | None, show: s
 
 
 def _page(runs: list[Run], firsts: list[dict[str, int]], oks: list[Any], loaded: list[Any],
-          case_maps: list[dict[str, Any]], page: list[str], total: int, offset: int, limit: int, show: str,
+          case_maps: list[Mapping[str, Any]], page: list[str], total: int, offset: int, limit: int, show: str,
           pending: bool) -> dict[str, Any]:
     out_rows = []
     for cid in page:

@@ -13,6 +13,8 @@ import math
 import os
 import random
 import threading
+from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from ..aggregate import ResultsTable, load_table
 from ..aggregate._load import ERROR, SCORED, UNSCORED
 from ..cases._case import Case, load_cases
 from ..errors import InputError, UserError
+from ._cases import LAZY_BYTES, LazyCases
 
 try:
     import orjson
@@ -94,6 +97,27 @@ def row_flags(d: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(flags))
 
 
+_SEARCH_FIELDS = ("input", "output", "final_output", "reference", "output_a", "output_b")
+
+
+def _case_texts(cases: Mapping[str, Case]) -> Any:
+    """id -> the searchable text of its case (or None): a file read by offset is scanned once, in order."""
+    maps = list(cases.maps) if isinstance(cases, ChainMap) else [cases]
+    prepared = [m.search_texts(_SEARCH_FIELDS, _SEARCH_CHARS, _text) if isinstance(m, LazyCases) else m
+                for m in maps]
+
+    def text_of(cid: str) -> str | None:
+        for m, p in zip(maps, prepared, strict=True):
+            if cid in m:
+                if p is not m:
+                    return p.get(cid)  # type: ignore[return-value]
+                c = m[cid]
+                return " ".join(_text(c.get(k))[:_SEARCH_CHARS] for k in _SEARCH_FIELDS)
+        return None
+
+    return text_of
+
+
 @dataclass
 class RowIndex:
     """What filtering and full-text search need, one entry per table row."""
@@ -103,7 +127,7 @@ class RowIndex:
     flags: list[list[str]]
     flag_mask: dict[str, NDArray[np.bool_]]
     search: list[str]
-    cases: dict[str, Case] = field(default_factory=dict)
+    cases: Mapping[str, Case] = field(default_factory=dict)
     case_warnings: list[str] = field(default_factory=list)
 
 
@@ -122,11 +146,12 @@ class Run:
         self._index_ready = threading.Event()
         self._summaries: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.generation = 0
-        self._cases: dict[str, Case] | None = None
+        self._cases: Mapping[str, Case] | None = None
         self._case_warnings: list[str] = []
         self._cases_generation = -1
         self._cases_lock = threading.Lock()
         self._first_rows: tuple[int, dict[str, int]] | None = None
+        self._warming = False
         self._last_check = 0.0
         self.table: ResultsTable
         self._stat: tuple[int, int, int]
@@ -167,6 +192,7 @@ class Run:
         return True
 
     def start_indexing(self) -> None:
+        self._warming = True
         threading.Thread(target=self._warm, name=f"referee-view-index-{self.key}", daemon=True).start()
 
     def _warm(self) -> None:
@@ -174,6 +200,11 @@ class Run:
         self.first_rows()
         try:
             self.cases()
+        except Exception as exc:  # noqa: BLE001 - a page must never wait for outputs that will not come
+            with self._cases_lock:
+                self._cases, self._case_warnings = {}, [f"cases not shown: {type(exc).__name__}: {exc}"]
+                self._cases_generation = self.generation
+        try:
             self.index()
         except UserError:
             pass  # kept in the index's error, shown when a page asks for it
@@ -228,12 +259,11 @@ class Run:
             texts.append("")
         cases, warns = self.cases(), self._case_warnings
         if cases:
+            text_of = _case_texts(cases)
             for i, cid in enumerate(t.ids):
-                c = cases.get(cid)
-                if c is not None:
-                    texts[i] += " " + " ".join(_text(c.get(k))[:_SEARCH_CHARS] for k in
-                                               ("input", "output", "final_output", "reference", "output_a",
-                                                "output_b"))
+                extra = text_of(cid)
+                if extra is not None:
+                    texts[i] += " " + extra
         search = [s.casefold() for s in texts]
         masks = {name: np.fromiter((name in fl for fl in flags), dtype=bool, count=n) for name in FLAG_NAMES}
         return RowIndex(evaluator=evaluator, evaluators=sorted(set(evaluator)), flags=flags, flag_mask=masks,
@@ -261,7 +291,7 @@ class Run:
                     nxt = next(want, None)
                 pos += len(raw)
 
-    def cases(self) -> dict[str, Case]:
+    def cases(self) -> Mapping[str, Case]:
         """This run's cases by id (read once per load of the results file; see :meth:`_load_cases`)."""
         with self._cases_lock:
             if self._cases is None or self._cases_generation != self.generation:
@@ -269,12 +299,13 @@ class Run:
                 self._cases_generation = self.generation
             return self._cases
 
-    def cases_now(self) -> dict[str, Case] | None:
-        """The cases if they are read already (or being read by no one: then read here), else None: a page that
-        can show without them (the grid's verdicts) does not wait for a large cases file."""
+    def cases_now(self) -> Mapping[str, Case] | None:
+        """The cases if they are read already, else None while the background reads them (read here when no
+        background was started): a page that can show without them (the grid's verdicts) does not wait for a
+        large cases file."""
         if self._cases is not None and self._cases_generation == self.generation:
             return self._cases
-        if not self._cases_lock.acquire(blocking=False):
+        if self._warming or not self._cases_lock.acquire(blocking=False):
             return None  # the background index is reading them
         try:
             if self._cases is None or self._cases_generation != self.generation:
@@ -284,7 +315,7 @@ class Run:
         finally:
             self._cases_lock.release()
 
-    def _load_cases(self) -> tuple[dict[str, Case], list[str]]:
+    def _load_cases(self) -> tuple[Mapping[str, Case], list[str]]:
         """This run's own cases first (a target's outputs beside the results, the file its manifest names),
         then the ``--cases`` files: runs of different case sets may share ids."""
         paths: list[Path] = list(self.own_cases)
@@ -304,13 +335,22 @@ class Run:
                     warns.append(f"the cases file named in the run manifest ({recorded}) was not found: "
                                  "pass --cases to show inputs and outputs")
         paths += [p for p in self.cases_paths if not any(same_file(p, q) for q in paths)]
-        out: dict[str, Case] = {}
+        maps: list[Mapping[str, Case]] = []
         for p in paths:
             try:
+                if p.suffix.lower() in (".jsonl", ".ndjson") and p.stat().st_size > LAZY_BYTES:
+                    lazy = LazyCases(p)  # read by offset: a million cases are not held as objects
+                    warns += lazy.warnings
+                    maps.append(lazy)
+                    continue
+                own: dict[str, Case] = {}
                 for c in load_cases(p).cases:
-                    out.setdefault(c.id, c)
-            except InputError as exc:
+                    own.setdefault(c.id, c)
+                maps.append(own)
+            except (InputError, OSError) as exc:
                 warns.append(f"cases not shown: {exc}")
+        # The first file holding an id wins (a run's own cases before the shared ones).
+        out: Mapping[str, Case] = maps[0] if len(maps) == 1 else ChainMap(*maps)  # type: ignore[arg-type]
         return out, warns
 
     @property
