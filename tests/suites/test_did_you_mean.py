@@ -26,3 +26,11 @@ def test_typos_get_did_you_mean(tmp_path: Path, capsys: pytest.CaptureFixture[st
     p.write_text("cases: cases.jsonl\nevaluators:\n  - zzzzqqq\n", encoding="utf-8")
     assert cli(["validate", str(p)]) == 2
     assert "did you mean" not in capsys.readouterr().err
+
+
+def test_a_misspelt_option_gets_did_you_mean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "output": "x"}\n', encoding="utf-8")
+    p = tmp_path / "suite.yaml"
+    p.write_text("cases: cases.jsonl\nevaluators:\n  - contains: {vlaue: [x]}\n", encoding="utf-8")
+    assert cli(["validate", str(p)]) == 2
+    assert "evaluators[0].contains.vlaue: unknown option (did you mean 'value'?)" in capsys.readouterr().err

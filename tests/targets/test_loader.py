@@ -51,3 +51,12 @@ def test_validate_counts_the_judge_calls_the_dry_run_counts(tmp_path: Path,
     dry = capsys.readouterr().out
     # 4 cases x 6 targets (2 prompts x 3 models) x 1 judge
     assert "24 judge call(s) per run" in ok and "= 24 judge call(s)" in dry
+
+
+def test_a_misspelt_models_key_is_one_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = _write(tmp_path, SUITE.replace("  - missing.md\n", "").replace(", sytem: \"Be brief.\"", "")
+               .replace("models:", "modles:"))
+    assert cli(["validate", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'modles' (did you mean 'models'?)" in err and "needs 'models:' too" not in err
+    assert f"{p}: 1 problem(s)" in err

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._util._hints import did_you_mean
 from ..errors import OptionError, UserError
 from ._base import Evaluator, lookup, registry
 from ._options import build_evaluator
@@ -83,13 +84,6 @@ def resolve(name: str) -> Any:
     raise UserError(f"unknown evaluator '{name}'{hint} (known: {', '.join(known)}; or a dotted path module:attr)")
 
 
-def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest known name (rapidfuzz, WRatio >= 80), else ``""``."""
-    from rapidfuzz import fuzz, process, utils
-
-    best = process.extractOne(name, list(known), scorer=fuzz.WRatio, processor=utils.default_process,
-                              score_cutoff=80)
-    return f" (did you mean '{best[0]}'?)" if best else ""
 
 
 def function_option_names(fn: Callable[..., Any]) -> tuple[set[str], bool]:

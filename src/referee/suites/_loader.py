@@ -225,7 +225,7 @@ def _key_hint(loc: tuple[Any, ...]) -> str:
 
     from pydantic import BaseModel
 
-    from ..evaluators._plugins import did_you_mean
+    from .._util._hints import did_you_mean
 
     model: Any = SuiteFile
     for part in loc[:-1]:

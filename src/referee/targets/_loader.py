@@ -43,8 +43,12 @@ def parse_targets(data: dict[str, Any], base: Path) -> tuple[list[TargetSpec], l
             origins.append((("targets", i), None))
     prompts_raw, models_raw = data.get("prompts"), data.get("models")
     if (prompts_raw is None) != (models_raw is None):
+        from .._util._hints import did_you_mean
+
         have, need = ("prompts", "models") if prompts_raw is not None else ("models", "prompts")
-        problems.append(((have,), f"'{have}:' needs '{need}:' too (referee runs every prompt with every model)"))
+        # A misspelt 'models:' is reported once, as the unknown key it is (with its "did you mean").
+        if not any(did_you_mean(str(k), [need]) for k in data if k not in (have, need)):
+            problems.append(((have,), f"'{have}:' needs '{need}:' too (referee runs every prompt with every model)"))
     elif prompts_raw is not None:
         prompts: list[tuple[int, PromptEntry]] = []
         models: list[tuple[int, ModelEntry]] = []
@@ -126,7 +130,7 @@ def _validate(model: Any, entry: Any, loc: Loc, problems: list[tuple[Loc, str]])
         for e in exc.errors():
             msg = e["msg"].removeprefix("Value error, ")
             if e.get("type") == "extra_forbidden":
-                from ..evaluators._plugins import did_you_mean
+                from .._util._hints import did_you_mean
 
                 key = str(e["loc"][-1]) if e["loc"] else ""
                 msg = "unknown key" + did_you_mean(key, [f.alias or n for n, f in model.model_fields.items()])
