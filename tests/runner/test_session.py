@@ -68,9 +68,9 @@ def test_a_targets_rerun_says_its_judge_calls_came_from_the_cache(
     fake_server.responder = schema_responder
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps({k: v for k, v in c.items() if k != "output"}) + "\n"
                                                   for c in CASES), encoding="utf-8")
-    (tmp_path / "echo.py").write_text("def answer(case):\n    return 'Refunds take 5 days.'\n", encoding="utf-8")
+    (tmp_path / "fh_session_bot.py").write_text("def answer(case):\n    return 'Refunds take 5 days.'\n", encoding="utf-8")
     suite = tmp_path / "suite.yaml"
-    suite.write_text("cases: cases.jsonl\ntargets:\n  - id: echo\n    python: echo:answer\n"
+    suite.write_text("cases: cases.jsonl\ntargets:\n  - id: echo\n    python: fh_session_bot:answer\n"
                      "evaluators:\n  - llm_judge: '- accuracy: right'\n", encoding="utf-8")
     base = ["run", str(suite), "--provider", "openai", "--base-url", fake_server.url + "/v1", "--model", "m",
             "--no-gates"]

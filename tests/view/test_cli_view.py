@@ -113,11 +113,11 @@ def test_view_opens_the_folder_referee_run_writes(tmp_path: Path) -> None:
     results/` opens every target, the grid showing each one's own outputs."""
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": f"q{i}", "reference": "5 days"})
                                                   + "\n" for i in range(3)), encoding="utf-8")
-    (tmp_path / "bots.py").write_text("def good(case):\n    return 'Refunds take 5 days.'\n\n"
+    (tmp_path / "fh_view_bots.py").write_text("def good(case):\n    return 'Refunds take 5 days.'\n\n"
                                       "def bad(case):\n    return 'No refunds.'\n", encoding="utf-8")
     suite = tmp_path / "suite.yaml"
-    suite.write_text("cases: cases.jsonl\ntargets:\n  - id: good\n    python: bots:good\n  - id: bad\n"
-                     "    python: bots:bad\nevaluators:\n  - contains: ['5 days']\n", encoding="utf-8")
+    suite.write_text("cases: cases.jsonl\ntargets:\n  - id: good\n    python: fh_view_bots:good\n  - id: bad\n"
+                     "    python: fh_view_bots:bad\nevaluators:\n  - contains: ['5 days']\n", encoding="utf-8")
     out = tmp_path / "results"
     assert cli(["run", str(suite), "--out", str(out), "--no-gates"]) == 0
     assert (out / "good.outputs.jsonl").is_file()
