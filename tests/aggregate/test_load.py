@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -191,3 +192,50 @@ def test_forked_reading_raises_the_baselines_own_error(tmp_path: Path, monkeypat
     missing = str(tmp_path / "nope.jsonl")
     with pytest.raises(InputError, match="file not found"):
         load_tables([cur, missing])
+
+
+@pytest.mark.parametrize("extra", [
+    '{"id": "big", "score": 0.5, "details": {"n": 12345678901234567890123}}',  # past 64 bits: orjson refuses
+    '{"id": "deep", "score": 0.5, "details": ' + "[" * 2000 + "]" * 2000 + "}",
+    '{"id": "sur", "score": 0.5, "rationale": "\\ud800"}',  # a lone surrogate
+    '{"id": "two", "score": 0.5} {"id": "three", "score": 0.5}',  # two objects on one line
+    "",  # a blank line
+    '[{"id": "list", "score": 0.5}]',
+    '{"id": "dup", "score": 0.1, "score": 0.9}',
+    '{"id": "nan", "score": NaN}',
+])
+def test_the_column_decoder_reads_exactly_what_the_full_parse_reads(tmp_path: Path, extra: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """msgspec decodes the columns of a chunk and orjson the chunks msgspec would read differently: the table,
+    its warnings and its errors are the same as with the full parse alone."""
+    rows = [json.dumps({"id": f"c{i}", "score": i / 10, "category": "ab"[i % 2],
+                        "criteria": [{"id": "x", "evidence": ["q"]}]}) for i in range(10)]
+    p = tmp_path / "r.jsonl"
+    p.write_text("\n".join([*rows[:5], extra, *rows[5:]]) + "\n", encoding="utf-8")
+
+    def read() -> Any:
+        try:
+            return load_table(str(p))
+        except Exception as exc:  # noqa: BLE001 - the error itself is compared
+            return exc
+
+    with_columns = read()
+    monkeypatch.setattr(load_mod, "_DECODER", False)  # the full parse only
+    full = read()
+    if isinstance(full, Exception):
+        assert type(with_columns) is type(full) and str(with_columns) == str(full)
+        return
+    _same_tables(with_columns, full)
+    assert with_columns.warnings == full.warnings
+
+
+def test_clean_chunks_go_through_the_column_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = [(json.dumps({"id": f"c{i}", "score": 0.5, "passed": i % 2 == 0, "details": {"a": [1, 2]}}) + "\n")
+             .encode() for i in range(5)]
+    assert load_mod._column_decoder() is not None
+    calls: list[int] = []
+    real = load_mod._fast_loads
+    monkeypatch.setattr(load_mod, "_fast_loads", lambda raw: calls.append(1) or real(raw))
+    cols = load_mod._columns(lines, b"".join(lines))
+    assert calls == []  # not parsed in full
+    assert cols[0] == [f"c{i}" for i in range(5)] and cols[8] == [True, False, True, False, True]

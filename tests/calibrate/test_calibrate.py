@@ -184,3 +184,22 @@ def test_every_case_is_listed_by_default(tmp_path: Path, capsys: pytest.CaptureF
     assert cli(["calibrate", judge, human, "--threshold", "1", "--show", "3"]) == 0
     out = capsys.readouterr().err
     assert "(top 3 of 30)" in out and sum(f"case{i:02d}" in out for i in range(30)) == 3
+
+
+def test_pass_fail_labels_meet_the_judges_verdicts_not_its_scores(tmp_path: Path) -> None:
+    from referee.calibrate._calibrate import calibrate, read_labels
+
+    judge = tmp_path / "j.jsonl"
+    judge.write_text("".join(json.dumps({"id": f"c{i}", "score": s, "passed": s >= 0.7}) + "\n"
+                             for i, s in enumerate([0.91, 0.75, 0.2, 0.35, 0.8, 0.1])), encoding="utf-8")
+    human = tmp_path / "h.jsonl"
+    human.write_text("".join(json.dumps({"id": f"c{i}", "passed": p, "score": 1.0 if p else 0.0}) + "\n"
+                             for i, p in enumerate([True, True, False, True, True, False])), encoding="utf-8")
+    cal = calibrate(read_labels(judge), read_labels(human))
+    assert cal.stats.exact is not None and cal.stats.exact.estimate == pytest.approx(5 / 6)
+    assert cal.stats.kappa is not None and cal.stats.kappa.estimate is not None
+    assert any("pass/fail verdicts" in n for n in cal.notes)
+    # without verdicts on the judge's rows the scores are compared as before (continuous: no kappa)
+    judge.write_text("".join(json.dumps({"id": f"c{i}", "score": s}) + "\n"
+                             for i, s in enumerate([0.91, 0.75, 0.2, 0.35, 0.8, 0.1])), encoding="utf-8")
+    assert calibrate(read_labels(judge), read_labels(human)).stats.kappa is None

@@ -344,7 +344,7 @@ def _migration_rows() -> list[list[str]]:
         # A `|` inside backticks (none are used today) would split a cell: the 3-cell check below catches it.
         cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
         rows.append(cells)
-    assert rows[0] == ["seed behaviour", "referee behaviour", "flag restoring the seed's"]
+    assert rows[0] == ["agent-eval behaviour", "referee behaviour", "flag restoring agent-eval's"]
     return rows[1:]
 
 

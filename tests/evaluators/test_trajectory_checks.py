@@ -230,7 +230,7 @@ def test_malformed_trajectory_is_an_error_result_naming_case_and_step() -> None:
 
 
 def test_bad_options_are_user_errors() -> None:
-    with pytest.raises(UserError, match=r"evaluator 'tool_used': tool: unknown option \(options: tools, mode\)"):
+    with pytest.raises(UserError, match=r"evaluator 'tool_used': tool: unknown option \(did you mean 'tools'\?\) \(options: tools, mode\)"):
         build("tool_used", {"tool": "x"})
     # Typed as a suite file's options are (build used to skip that: "two" reached the check, an error per case).
     with pytest.raises(UserError, match="max_identical: Input should be a valid integer"):

@@ -49,7 +49,7 @@ def test_summary_counts_caveats_and_charts() -> None:
     html = render_html(rows())
     assert re.search(r'id="n-unscored">1<', html) and re.search(r'id="n-ungrounded">1<', html)
     assert "Self-grading caveat" in html and "1 of 3 case(s)" in html
-    assert html.count("<svg") == 3  # overall + one per criterion
+    assert html.count("<svg") == 6  # overall + one per criterion + pass rate per category, cost, latency
     row = re.search(r"<tr><td>Helpfulness</td>.*?</tr>", html)
     assert row is not None and "<td>1</td>" in row.group(0)  # one ungrounded helpfulness score
 
@@ -136,3 +136,14 @@ def test_the_html_figures_are_referee_scores(tmp_path: Path) -> None:
     assert cards["median score"] == "0.50"  # of the cases' scores 0.25, 0.5, 0.9 (the rows' median is 0.3)
     median, hist = score_distribution(res)
     assert median == 0.5 and hist == [0, 0, 1, 0, 0, 1, 0, 0, 0, 1] and sum(hist) == s["cases"]
+
+
+def test_the_report_has_the_viewers_charts_escaped() -> None:
+    evil_cat = [ResultRow(id=f"c{i}", score=0.9 if i % 2 else 0.1, category='<script>x</script>' if i < 2 else "ok",
+                          cost_usd=0.001 * i, latency_ms=100.0 * i) for i in range(6)]
+    html = render_html(evil_cat)
+    charts = html.split('id="report-charts"', 1)[1].split("</div>\n</div>", 1)[0]
+    assert "<script>x" not in html and "&lt;script&gt;x&lt;/script&gt;" in charts
+    assert charts.count('class="interval"') == 2  # two categories, each with its interval
+    cost = charts.split('id="chart-cost"', 1)[1].split('id="chart-latency"', 1)[0]
+    assert sum(int(n) for n in re.findall(r'data-count="(\d+)"', cost)) == 6

@@ -422,5 +422,7 @@ def test_an_unchanged_rerun_needs_no_more_memory_than_the_first_run(tmp_path: Pa
         rerun = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    # It held the results file twice and every outputs line parsed: 1.5x the first run's peak.
-    assert rerun < 1.2 * first, (first, rerun)
+    # It held the results file twice and every outputs line parsed: 1.5x the first run's peak. The first run's
+    # gate summary now decodes only the columns it needs (its peak fell from ~11.8 to ~10.0 MB here) while a
+    # rerun still holds the kept rows it resumes from (~12.1 MB, as before): 1.3x still catches a second copy.
+    assert rerun < 1.3 * first, (first, rerun)

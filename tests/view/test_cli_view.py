@@ -106,3 +106,32 @@ def test_a_second_viewer_on_the_labels_file_through_a_symlink_is_refused(data: D
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         close_pipes(proc)
+
+
+def test_view_opens_the_folder_referee_run_writes(tmp_path: Path) -> None:
+    """`referee run` with targets writes results/ (results, outputs and manifest per target); `referee view
+    results/` opens every target, the grid showing each one's own outputs."""
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": f"q{i}", "reference": "5 days"})
+                                                  + "\n" for i in range(3)), encoding="utf-8")
+    (tmp_path / "fh_view_bots.py").write_text("def good(case):\n    return 'Refunds take 5 days.'\n\n"
+                                      "def bad(case):\n    return 'No refunds.'\n", encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("cases: cases.jsonl\ntargets:\n  - id: good\n    python: fh_view_bots:good\n  - id: bad\n"
+                     "    python: fh_view_bots:bad\nevaluators:\n  - contains: ['5 days']\n", encoding="utf-8")
+    out = tmp_path / "results"
+    assert cli(["run", str(suite), "--out", str(out), "--no-gates"]) == 0
+    assert (out / "good.outputs.jsonl").is_file()
+    proc, url, _ = _start(str(out), "--port", "0")
+    try:
+        with urllib.request.urlopen(url + "api/runs", timeout=30) as r:
+            names = [x["name"] for x in json.loads(r.read())["runs"]]
+        assert names == ["bad.jsonl", "good.jsonl"]
+        with urllib.request.urlopen(url + "api/grid", timeout=30) as r:
+            grid = json.loads(r.read())
+        assert grid["total"] == 3
+        assert [(c["output"], c["passed"]) for c in grid["rows"][0]["cells"]] == [
+            ("No refunds.", False), ("Refunds take 5 days.", True)]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        close_pipes(proc)

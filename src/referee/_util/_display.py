@@ -56,19 +56,28 @@ def to_html(headline: str, blocks: Sequence[Block], *, ok: bool | None = None) -
 def to_rich(headline: str, blocks: Sequence[Block], *, ok: bool | None = None) -> Any:
     """A rich renderable (a ``Group``); rich is imported only when a terminal asks for it."""
     from rich.console import Group
-    from rich.table import Table as RichTable
     from rich.text import Text
 
     style = "bold" if ok is None else ("bold green" if ok else "bold red")
     items: list[Any] = [Text(headline, style=style)]
     for b in blocks:
-        if isinstance(b, Table):
-            t = RichTable(title=b.title or None, title_justify="left")
-            for h in b.headers:
-                t.add_column(h, overflow="fold")
-            for row in b.rows:
-                t.add_row(*(Text(cell(c)) for c in row))  # Text: no rich markup read from case data
-            items.append(t)
-        else:
-            items.append(Text(b))
+        items.append(_Folded(b) if isinstance(b, Table) else Text(b))
     return Group(*items)
+
+
+class _Folded:
+    """A table laid out when rich knows the width (``_fold.rich_tables``: folded, every column kept)."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.text import Text
+
+        from ._fold import rich_tables
+
+        b = self.table
+        cells = [[cell(c) for c in row] for row in b.rows]
+        # Text: no rich markup read from case data
+        yield from rich_tables(b.title or None, b.headers, [[Text(c) for c in r] for r in cells], options.max_width,
+                               plain=cells)

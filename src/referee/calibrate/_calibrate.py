@@ -12,6 +12,7 @@ beyond it) are an error, never silently compared.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 import re
@@ -41,6 +42,8 @@ class Labels:
     unscored: int = 0
     warnings: list[str] = field(default_factory=list)
     """Malformed lines that were skipped, each naming file and line (as ``referee score`` and the seed do)."""
+    passed: dict[str, bool] = field(default_factory=dict)
+    """id -> the row's own pass/fail verdict, where it has one (every row of the id agreeing)."""
 
     @property
     def levels(self) -> list[float]:
@@ -65,6 +68,7 @@ def read_labels(path: str | Path, *, field_name: str | None = None,
     p = Path(path)
     out = Labels(path=str(p))
     sums: dict[str, list[float]] = {}
+    verdicts: dict[str, set[bool]] = {}
 
     def bad(err: InputError) -> None:
         if strict:
@@ -101,6 +105,10 @@ def read_labels(path: str | Path, *, field_name: str | None = None,
             raise InputError(f"{v:g} is outside the scale {scale[0]:g}-{scale[1]:g}", file=str(p),
                              line=lineno, field=key)
         sums.setdefault(cid, []).append(v)
+        verdict = obj.get("passed")
+        if isinstance(verdict, bool):
+            verdicts.setdefault(cid, set()).add(verdict)
+    out.passed = {cid: next(iter(vs)) for cid, vs in verdicts.items() if len(vs) == 1}
     for cid, vs in sums.items():
         mean = sum(vs) / len(vs)
         if len(vs) > 1:
@@ -194,6 +202,15 @@ def calibrate(judge: Labels, human: Labels, *, n_boot: int = DEFAULT_N_BOOT,
         notes.append(f"{human.repeats} id(s) labelled more than once: their labels are averaged")
     x = [judge.values[c] for c in shared]
     y = [human.values[c] for c in shared]
+    if (human.integer and set(y) <= {0.0, 1.0} and not (judge.integer and set(x) <= {0.0, 1.0})
+            and all(c in judge.passed for c in shared)):
+        # Pass/fail labels against a continuous judge: compared with the judge's own pass/fail verdicts, so
+        # agreement and kappa are defined (the deltas of the continuous scores would measure another thing).
+        x = [1.0 if judge.passed[c] else 0.0 for c in shared]
+        judge = dataclasses.replace(judge, values={**judge.values, **dict(zip(shared, x, strict=True))},
+                                    integer=True)
+        notes.append("the human labels are pass/fail: they are compared with the judge's pass/fail verdicts "
+                     "(its rows' passed), not its scores")
     categorical = judge.integer and human.integer
     levels = sorted(set(x) | set(y))
     if categorical and len(levels) > _MAX_LEVELS:

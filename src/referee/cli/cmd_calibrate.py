@@ -25,7 +25,7 @@ _MAX_WARNINGS = 20
 @click.option("--update-log", "log_file", type=click.Path(dir_okay=False), default=None,
               help="Record this check in the judge prompt's calibration table.")
 @click.option("--action", default=None,
-              help="'Action taken' text for --update-log (default: the seed's, 'ACTION NEEDED: mean delta ... "
+              help="'Action taken' text for --update-log (default: calibrate_judge.py's, 'ACTION NEEDED: mean delta ... "
                    "exceeds ... — revise the judge prompt' or 'none needed (...)').")
 @click.option("--min-kappa", type=float, default=None, help="Exit 1 when Cohen's kappa is below this.")
 @click.option("--min-agreement", type=float, default=None, help="Exit 1 when exact agreement is below this.")

@@ -23,7 +23,7 @@ from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_optio
                    "one row each with its turn number.")
 @click.option("--criteria", "criteria_file", type=click.Path(dir_okay=False), default=None,
               help="YAML mapping criterion id -> description (replaces the mode's default rubric).")
-@click.option("--category", default=None, help="Category of cases that have none (a case's own category wins, as in the seed).")
+@click.option("--category", default=None, help="Category of cases that have none (a case's own category wins).")
 @judge_options(default_concurrency=8)
 def command(cases: str, out: str, mode: str, criteria_file: str | None, category: str | None,
             judge: JudgeOptions) -> int:

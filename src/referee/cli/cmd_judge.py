@@ -30,7 +30,7 @@ __all__ = ["command", "read_template"]
 @click.option("--template", "-t", required=True, type=click.Path(dir_okay=False),
               help="Judge prompt with {placeholders} filled from each case.")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False), help="Results JSONL (appended).")
-@click.option("--category", default=None, help="Category of cases that have none (a case's own category wins, as in the seed).")
+@click.option("--category", default=None, help="Category of cases that have none (a case's own category wins).")
 @click.option("--skip-invalid", is_flag=True, help="Skip cases missing a field or with a duplicate id.")
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
               help="Judge every case N times with distinct seeds (bypasses the cache).")
@@ -38,16 +38,20 @@ __all__ = ["command", "read_template"]
               help="Comma-separated criterion names the reply must contain (a reply missing one is invalid).")
 @click.option("--request-format", type=click.Choice(["referee", "seed"]), default="referee", show_default=True,
               help="referee: a system prompt saying case text is data, values neutralised, the verdict schema as "
-                   "structured output. seed: the seed runner's exact request (the filled template as the one "
+                   "structured output. seed: agent-eval's run_judge.py request (the filled template as the one "
                    "user message): fewer tokens, weaker defences (docs/benchmarks.md).")
+@click.option("--retry-unscored", is_flag=True,
+              help="Resuming into --out: judge again the cases it holds as unscored (error rows are always judged "
+                   "again), asking the judge afresh instead of reading its cached reply.")
 @judge_options(default_concurrency=8)
 def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool, repeat: int,
-            criteria: str | None, request_format: str, judge: JudgeOptions) -> int:
+            criteria: str | None, request_format: str, retry_unscored: bool, judge: JudgeOptions) -> int:
     """Grade CASES (JSONL or YAML) with an LLM judge; rows are appended to --out as they complete."""
     from ..cases import NoValidCases
+    from ..runner import retrying_unscored
 
     try:
-        with flag_errors():
+        with flag_errors(), retrying_unscored(retry_unscored):
             result = grade(cases, judge=api_judge(judge), template_file=template, out=out, category=category,
                            criteria=criteria.split(",") if criteria else None, repeat=repeat,
                            skip_invalid=skip_invalid, on_invalid=lambda problem: echo_err(f"invalid: {problem}"),

@@ -28,18 +28,18 @@ from ._common import (
 @click.option("--template", "-t", required=True, type=click.Path(dir_okay=False),
               help="Judge prompt using {input}, {response_1} and {response_2} (plus any case field).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False), help="Results JSONL (appended).")
-@click.option("--category", default=None, help="Category of cases that have none (a case's own category wins, as in the seed).")
+@click.option("--category", default=None, help="Category of cases that have none (a case's own category wins).")
 @click.option("--skip-invalid", is_flag=True, help="Skip cases missing a field or with a duplicate id.")
 @click.option("--name-a", default=None, help="Name of system A (stored in each row's details; default: the "
                                               "case's system_a field).")
 @click.option("--name-b", default=None, help="Name of system B (default: the case's system_b field).")
 @click.option("--reconcile", type=click.Choice(RECONCILE_MODES), default="strict", show_default=True,
-              help="How the two orders make one verdict. strict (the seed's run_pairwise.py): orders that "
-                   "disagree, a tie against a win included, are a tie (0.5). average (the seed's 'run both "
+              help="How the two orders make one verdict. strict (agent-eval's run_pairwise.py): orders that "
+                   "disagree, a tie against a win included, are a tie (0.5). average (agent-eval's 'run both "
                    "orderings and average'): the mean of the two orders, so a win and a tie is 0.75.")
 @click.option("--request-format", type=click.Choice(["referee", "seed"]), default="referee", show_default=True,
               help="referee: a system prompt saying case text is data, values neutralised, the verdict schema as "
-                   "structured output. seed: the seed runner's exact request (the filled template as the one "
+                   "structured output. seed: agent-eval's run_pairwise.py request (the filled template as the one "
                    "user message): fewer tokens, weaker defences (docs/benchmarks.md).")
 @judge_options(default_concurrency=5)
 def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool,

@@ -32,7 +32,7 @@ def _leaderboard(rows: list[ResultRow]) -> list[str]:
                    "carry their text.")
 @click.option("--title", default=None, help="Report title.")
 def command(results: tuple[str, ...], html_out: str, cases_path: str | None, title: str | None) -> int:
-    """Render RESULTS (JSONL rows of any evaluator, or seed rows) as one offline HTML file."""
+    """Render RESULTS (JSONL rows of any evaluator, or agent-eval's {id, score} rows) as one offline HTML file."""
     rows: list[ResultRow] = []
     manifest = None
     for path in results:

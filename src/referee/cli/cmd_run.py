@@ -91,14 +91,29 @@ def default_out(suite_path: str) -> Path:
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
               help="Evaluate every case N times (LLM evaluators with distinct seeds, cache bypassed); referee score "
                    "then reports each case's spread and the flaky cases.")
+@click.option("--retry-unscored", is_flag=True,
+              help="Resuming into an earlier run's results: judge again the cases it left unscored (error rows "
+                   "are always judged again), asking the judge afresh instead of reading its cached reply.")
+@click.option("--verbose", "-v", is_flag=True, help="The full score report (paired tests, power, more cases).")
 @judge_options(default_concurrency=8)
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
             panel_judges: tuple[str, ...],
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
-            rpm: float | None, repeat: int,
+            rpm: float | None, repeat: int, retry_unscored: bool, verbose: bool,
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed or nothing was graded, 2 an invalid suite or usage error)."""
+    from ..runner import retrying_unscored
+
+    with retrying_unscored(retry_unscored):
+        return _run(suite_file, out, filters, cases_file, dry_run, no_judge, no_gates, target_ids, markdown_out,
+                    engine, rpm, judge, verbose=verbose, panel_judges=panel_judges, repeat=repeat)
+
+
+def _run(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
+         no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
+         rpm: float | None, judge: JudgeOptions, *, verbose: bool, panel_judges: tuple[str, ...],
+         repeat: int) -> int:
     from ..run import run_suite
     from ..run.engines import get_engine
     from ..suites import evaluator_table, load_suite
@@ -149,7 +164,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
             await_close(client)
         return run_with_targets(suite, suite_file, out, jo, concurrency=concurrency, no_gates=no_gates,
                                 judge_config=judge_config, markdown_out=markdown_out,
-                                engine=chosen, all_target_ids=all_target_ids)
+                                engine=chosen, all_target_ids=all_target_ids, verbose=verbose)
     out_path = Path(out) if out else default_out(suite_file)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     outcome = run_suite(suite, out_path, client=client, concurrency=concurrency,
@@ -170,7 +185,7 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     if no_gates:  # report only; the verdict rule still holds: a run that graded nothing is not a pass
         return echo_verdict(outcome.manifest.totals.scored, len(outcome.rows))
     code, verdicts, summary = gate_and_show(out_path, suite.gates, threshold=suite.scoring.threshold,
-                                            base_dir=suite.base_dir)
+                                            base_dir=suite.base_dir, verbose=verbose)
     echo_nothing_graded(verdicts)
     if markdown_out or os.environ.get("GITHUB_STEP_SUMMARY"):
         from ..reports import image_refs, render_markdown
@@ -211,7 +226,7 @@ def default_out_dir(suite_path: str) -> Path:
 
 def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOptions, *, concurrency: int,
                      no_gates: bool, judge_config: Any = None, markdown_out: str | None = None,
-                     engine: Any = None, all_target_ids: list[str] | None = None) -> int:
+                     engine: Any = None, all_target_ids: list[str] | None = None, verbose: bool = False) -> int:
     """``referee.run_targets`` with the command's options, printed: each target's totals, the comparison table,
     the gates of each gated target; the Markdown written."""
     from .. import run_targets
@@ -222,7 +237,7 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
     run = run_targets(suite, out_dir, bind=lambda s: bind_judge(s, jo)[:2], concurrency=concurrency,
                       gates=not no_gates, use_cache=not jo.no_cache, batch=jo.batch, engine=engine,
                       command=invoked_argv(), judge_config=judge_config, all_target_ids=all_target_ids,
-                      reporter=_TargetsPrinter())
+                      reporter=_TargetsPrinter(verbose))
     for line in run.nothing_graded:
         echo_err(f"error: {line}")
     write_markdown(run.markdown, markdown_out)
@@ -232,6 +247,9 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
 class _TargetsPrinter:
     """Prints each step of ``run_targets`` as it completes: what was paid for shows even if a later step fails."""
 
+    def __init__(self, verbose: bool = False) -> None:
+        self.verbose = verbose
+
     def ran(self, outcomes: list[Any]) -> None:
         for o in outcomes:
             for note in o.notes:
@@ -240,9 +258,13 @@ class _TargetsPrinter:
             t = o.outcome.manifest.totals
             g = o.generation
             gen_cost = f", generation cost ${g.cost_usd:.4f}" if g.cost_usd is not None else ""
+            # A rerun is served from the response cache: said here, so "generated" is not read as paid again.
+            gen_cache = f", {g.cached_calls} of {g.calls} calls from the cache" if g.calls else ""
+            judged = (f" ({t.provider_calls} judge calls, {t.cached_calls} from cache)"
+                      if t.provider_calls or t.cached_calls else "")
             echo_err(totals_line(t, o.results, judged=False, timed=False, lead=(
                 f"{o.target.id}: generated {g.generated} ({g.reused} reused from {o.outputs.name}, {g.failed} "
-                f"failed{gen_cost}); {t.scored} scored, ")))
+                f"failed{gen_cost}{gen_cache}); {t.scored} scored, ")) + judged)
 
     def compared(self, comparison: Any, failed_generations: int) -> None:
         from ..targets import render_comparison
@@ -257,7 +279,7 @@ class _TargetsPrinter:
     def gated(self, gate: Any) -> None:
         from ..reports import render_terminal
 
-        render_terminal(gate.summary, gate.gates, gate.code)
+        render_terminal(gate.summary, gate.gates, gate.code, verbose=self.verbose)
 
 
 def write_markdown(md: str, path: str | None) -> None:
@@ -269,12 +291,13 @@ def write_markdown(md: str, path: str | None) -> None:
         echo_err(f"warning: {warning}")
 
 
-def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path) -> tuple[int, list[Any], Any]:
+def gate_and_show(results: Path, gates: Any, *, threshold: float, base_dir: Path,
+                  verbose: bool = False) -> tuple[int, list[Any], Any]:
     """(exit code, gate results, summary) of ``results`` under ``gates``, printed as ``referee score`` does."""
     from ..reports import render_terminal
     from ..suites import gate_summary, summary_exit_code
 
     summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
     code = summary_exit_code(summary, verdicts)
-    render_terminal(summary, verdicts, code)
+    render_terminal(summary, verdicts, code, verbose=verbose)
     return code, verdicts, summary

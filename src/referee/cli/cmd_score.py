@@ -1,6 +1,6 @@
 """``referee score RESULTS [--baseline B] [gates]``: aggregate results files and gate CI on them.
 
-A drop-in for the seed aggregator (``score_eval.py``): the same flags, defaults and exit codes (0 pass,
+A drop-in for agent-eval's ``score_eval.py``: the same flags, defaults and exit codes (0 pass,
 1 a gate failed, 2 a usage or input error), plus referee's statistics, verdicts and report formats.
 """
 
@@ -50,7 +50,7 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Results of the reference run (e.g. main) to compare with.")
 @click.option("--threshold", type=_RATE, default=0.7, show_default=True, help="A case passes when score >= this.")
 @click.option("--pass-rule", type=click.Choice(PASS_RULES), default="threshold", show_default=True,
-              help="threshold: a row passes when score >= --threshold (the seed's rule). evaluator: by the row's "
+              help="threshold: a row passes when score >= --threshold (score_eval.py's rule). evaluator: by the row's "
                    "own 'passed' verdict (gold, suites, rubric --fail-below, ...), by the threshold where it "
                    "has none. Applies to every rate, test, gate and report.")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write the JSON summary here.")
@@ -74,12 +74,12 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Absolute ceiling on mean latency per row (ms).")
 @click.option("--cost-latency-rows", "cost_rows", type=click.Choice(["scored", "all"]), default="scored",
               show_default=True,
-              help="Rows whose cost_usd and latency_ms enter the means and their gates: scored (the seed's "
+              help="Rows whose cost_usd and latency_ms enter the means and their gates: scored (score_eval.py's "
                    "meaning: its runners write no row for a case they could not grade) or all (unscored and "
                    "error rows too: retries of a failed call then move the means).")
 @click.option("--ci", "ci_flag", is_flag=True,
               help="Confidence intervals: referee always computes and shows them; with --json-out this adds the "
-                   "seed's confidence, per_category_confidence and multiple_comparisons_correction keys.")
+                   "score_eval.py's confidence, per_category_confidence and multiple_comparisons_correction keys.")
 @click.option("--fail-on-significant-regression", is_flag=True,
               help="Exit 1 when any drop vs the baseline is significant after Benjamini-Hochberg.")
 @click.option("--fail-on-inconclusive", is_flag=True,
@@ -105,6 +105,8 @@ _RATE = click.FloatRange(0.0, 1.0)
 @click.option("--no-step-summary", is_flag=True,
               help="Do not append the Markdown summary to $GITHUB_STEP_SUMMARY when it is set.")
 @click.option("--strict", is_flag=True, help="Malformed or invalid lines are errors (exit 2), not warnings.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="The full report: the paired tests' table and up to 10 cases per list (3 by default).")
 @click.pass_context
 def command(ctx: click.Context, results: str, baseline: str | None, threshold: float, pass_rule: str,
             json_out: str | None,
@@ -116,7 +118,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
             fail_on_significant_regression: bool, fail_on_inconclusive: bool, n_boot: int, boot_seed: int,
             fail_if_unscored_above: float | None, min_case_pass_rate: float | None, target_drop: float,
             allow_case_set_change: bool, adversarial_categories: str | None, junit_xml: str | None,
-            markdown_out: str | None, no_step_summary: bool, strict: bool) -> int:
+            markdown_out: str | None, no_step_summary: bool, strict: bool, verbose: bool) -> int:
     """Pass rates and means with confidence intervals, per category, the failures behind them, regressions
     against --baseline, and CI gates (exit 0 pass, 1 gate failed or, with a gate, nothing scored, 2 usage or
     input error)."""
@@ -160,7 +162,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
 
     from ..reports import render_terminal
 
-    render_terminal(summary, gates, code)
+    render_terminal(summary, gates, code, verbose=verbose)
     extra = {}
     if table.manifest is not None and table.manifest.extra.get("panel"):
         # A judge panel ran: how far its judges agree and how many independent votes they are worth.

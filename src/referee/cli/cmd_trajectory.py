@@ -28,11 +28,11 @@ from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_optio
               help="With --judge: YAML mapping criterion id -> description (replaces the default rubric).")
 @click.option("--max-chars", type=click.IntRange(20), default=200, show_default=True,
               help="With --judge: arguments and results longer than this are truncated in the prompt.")
-@click.option("--category", default=None, help="Category of cases that have none (a case's own category wins, as in the seed).")
+@click.option("--category", default=None, help="Category of cases that have none (a case's own category wins).")
 @judge_options(default_concurrency=8)
 def command(cases: str, out: str, checks_file: str | None, cap: float | None, use_judge: bool,
             criteria_file: str | None, max_chars: int, category: str | None, judge: JudgeOptions) -> int:
-    """Evaluate agent trajectories in CASES (seed shape, OpenAI / Anthropic messages or OTel GenAI spans).
+    """Evaluate agent trajectories in CASES (a list of steps, OpenAI / Anthropic messages or OTel GenAI spans).
 
     Without --judge no API key is needed: the checks run on each case's 'expect' block. A case whose
     trajectory cannot be read is an error row naming the case and step; the run continues.

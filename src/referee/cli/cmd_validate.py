@@ -36,5 +36,12 @@ def command(suites: tuple[str, ...], print_schema: bool) -> int:
             bad += 1
             echo_err(f"{path}: {len(problems)} problem(s)")
             continue
-        click.echo(f"ok: {path}: {suite.describe()}")
+        calls = None
+        if suite.llm_specs:
+            from .. import estimate_run
+
+            # The count of `referee run --dry-run` (every target's outputs judged, a call per order or criterion
+            # where a judge makes several); prices given so that no price database is read.
+            calls = estimate_run(suite, provider="openai", input_price=0.0, output_price=0.0).judge.calls
+        click.echo(f"ok: {path}: {suite.describe(judge_calls=calls)}")
     return 2 if bad else 0

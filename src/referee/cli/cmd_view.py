@@ -18,10 +18,11 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 @click.command("view")
-@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--cases", "cases", multiple=True, type=click.Path(dir_okay=False),
-              help="Cases file(s) the runs were judged on, to show inputs and outputs (default: the file named "
-                   "in each run's manifest, when it is found).")
+@click.argument("results", nargs=-1, required=True, type=click.Path())
+@click.option("--cases", "cases", multiple=True, metavar="[RUN=]FILE",
+              help="Cases file the runs were judged on, to show inputs and outputs (default: each run's own: a "
+                   "target's outputs, the cases a Python run wrote, the file its manifest names). RUN=FILE binds "
+                   "it to one run (RUN: the results file's name, stem or position). Repeatable.")
 @click.option("--labels", default=None, type=click.Path(dir_okay=False),
               help="Where human labels go (one results file only; default: RESULTS.labels.jsonl beside it).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
@@ -37,8 +38,9 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
               help="Bootstrap resamples for the summary's intervals.")
 def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None, port: int, host: str,
             open_browser: bool, threshold: float, pass_rule: str, n_boot: int) -> int:
-    """Open a local web app over RESULTS: the summary of referee score, a filterable table of cases, one case in
-    full, two runs compared, and human review whose labels `referee calibrate` reads unchanged.
+    """Open a local web app over RESULTS (results files, or a run folder such as referee run's results/): a grid
+    of cases x runs with each output, the summary of referee score with charts, a filterable table of cases,
+    one case in full, two runs compared, and human review whose labels `referee calibrate` reads unchanged.
 
     Serves on 127.0.0.1 only unless --host says otherwise. Stop with Ctrl-C.
     """
@@ -55,6 +57,8 @@ def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None
         if host not in _LOOPBACK:
             echo_err(f"warning: listening on {host}: anyone who can reach this machine on port {server.port} "
                      "can read these results and post labels (there is no login)")
+        for w in app.warnings:
+            echo_err(f"warning: {w}")
         rows = sum(len(r.table) for r in app.runs.values())
         for r in app.runs.values():
             for w in r.table.warnings[:5]:

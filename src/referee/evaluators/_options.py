@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from .._util._hints import did_you_mean
 from ..errors import OptionError, UserError
 from ._base import Evaluator
 
@@ -97,7 +98,9 @@ def build_evaluator(cls: type[Evaluator], options: dict[str, Any]) -> Evaluator:
             problems = []
             for e in exc.errors():
                 if e.get("type") == "extra_forbidden":
-                    msg = f"unknown option (options: {', '.join(model.model_fields) or 'none'})"
+                    loc = e.get("loc") or ("",)
+                    hint = did_you_mean(str(loc[-1]), list(model.model_fields))
+                    msg = f"unknown option{hint} (options: {', '.join(model.model_fields) or 'none'})"
                 else:
                     msg = e.get("msg", "invalid")
                 problems.append((_loc(e), msg))

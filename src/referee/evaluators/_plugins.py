@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._util._hints import did_you_mean
 from ..errors import OptionError, UserError
 from ._base import Evaluator, lookup, registry
 from ._options import build_evaluator
@@ -79,7 +80,10 @@ def resolve(name: str) -> Any:
             raise UserError(f"plugin '{name}' (entry point {eps[name].value}) failed to load: "
                             f"{type(exc).__name__}: {exc}") from exc
     known = sorted({*registry(), *eps})
-    raise UserError(f"unknown evaluator '{name}' (known: {', '.join(known)}; or a dotted path module:attr)")
+    hint = did_you_mean(name, known)
+    raise UserError(f"unknown evaluator '{name}'{hint} (known: {', '.join(known)}; or a dotted path module:attr)")
+
+
 
 
 def function_option_names(fn: Callable[..., Any]) -> tuple[set[str], bool]:

@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.table import Table
+from rich.text import Text
 
+from .._util._fold import rich_tables
+from ..aggregate._summary import printable
 from ..stats._agreement import interval_text
 from ..stats._bootstrap import Interval
 from ._safe import SafeConsole
@@ -50,12 +53,12 @@ def render_calibration(cal: Calibration, threshold: float, show: int | None = No
     # Like the seed, every shared case is listed unless --show limits it.
     shown = len(cal.per_case) if show is None else min(show, len(cal.per_case))
     which = f"all {shown}" if shown == len(cal.per_case) else f"top {shown} of {len(cal.per_case)}"
-    t = Table(title=f"Per-case deltas, worst first ({which})", title_justify="left")
-    for col in ("id", "judge", "human", "delta"):
-        t.add_column(col, justify="left" if col == "id" else "right")
-    for r in cal.per_case[:shown]:
-        t.add_row(str(r["id"]), f"{r['judge']:.3f}", f"{r['human']:.3f}", f"{r['delta']:+.3f}")
-    con.print(t)
+    cells = [[printable(str(r["id"])), f"{r['judge']:.3f}", f"{r['human']:.3f}", f"{r['delta']:+.3f}"]
+             for r in cal.per_case[:shown]]
+    for t in rich_tables(f"Per-case deltas, worst first ({which})", ["id", "judge", "human", "delta"],
+                         [[Text(c) for c in r] for r in cells], con.width, plain=cells,
+                         right=[False, True, True, True]):
+        con.print(t)
     st = cal.stats
     s = Table(title="Agreement with human labels (95% bootstrap CI)", title_justify="left")
     s.add_column("statistic")

@@ -200,7 +200,8 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
     case_texts = case_texts or {}
     # Counts, mean, median and histogram come from the one aggregator: the report and `referee score` agree.
     table = as_table(list(rows))
-    overall = summarize(table).overall
+    summary = summarize(table)
+    overall = summary.overall
     median, hist = score_distribution(table, bins=HIST_BINS)
     scored = [r for r in rows if r.status == "scored" and r.score is not None]
     passed = [r for r in rows if r.passed is True]
@@ -228,7 +229,21 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
         "hist_pairs": [(f"{i / HIST_BINS:.1f}", n) for i, n in enumerate(hist)],
         "criteria": _criterion_summary(rows), "lowest": lowest,
         "cases": [_case_view(r, case_texts.get(r.id), (case_images or {}).get(r.id)) for r in rows],
+        "charts": _charts(rows, summary),
     }
+
+
+def _charts(rows: Sequence[ResultRow], s: Any) -> list[dict[str, Any]]:
+    """The viewer's charts (``_charts``: escaped SVG, no script), beside the score distribution above."""
+    from ._charts import Rate, histogram, rate_bars
+
+    cats = [Rate(g.name, g.pass_rate.estimate, g.pass_rate.lo, g.pass_rate.hi, g.cases) for g in s.categories]
+    charts = [rate_bars(cats, title="Pass rate per category (95% interval)", chart_id="categories"),
+              histogram([r.cost_usd for r in rows], title="Cost per row", unit="$", chart_id="cost",
+                        colour="#8e6c8a"),
+              histogram([r.latency_ms for r in rows], title="Latency per row", unit=" ms", chart_id="latency",
+                        colour="#b7791f")]
+    return [{"id": c.id, "title": c.title, "svg": markupsafe.Markup(c.svg)} for c in charts]
 
 
 def _env() -> jinja2.Environment:

@@ -310,6 +310,8 @@ async def evaluate_async(
     out_path = Path(out) if out is not None else None
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
+        if from_file is None and target is None:
+            write_cases_beside(out_path, case_set.cases)
     run_concurrency = concurrency or (j.concurrency if j else 8)
     run = None
     if target is not None:
@@ -343,6 +345,21 @@ async def evaluate_async(
     cases_out = [run.generated.get(c.id, c) for c in suite.cases] if run is not None else list(suite.cases)
     return EvalResult(rows=rows, manifest=outcome.manifest, cases=cases_out, path=out_path,
                       new_rows=outcome.new_rows, resume_note=outcome.resume_note, _suite=suite)
+
+
+def write_cases_beside(out: Path, cases: Any) -> Path:
+    """The cases a run was given in memory, beside its results (``x.cases.jsonl``): ``referee view`` shows each
+    case's input and output from it, with no ``--cases``."""
+    import json
+    import os
+
+    path = out.with_name(out.name.removesuffix(".jsonl") + ".cases.jsonl")
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for c in cases:
+            f.write(json.dumps(c.data, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp, path)  # whole or not at all
+    return path
 
 
 evaluate = sync_twin(

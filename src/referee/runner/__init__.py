@@ -4,7 +4,7 @@ from ._cache import ResponseCache, cache_key, default_cache_path
 from ._client import CallStats, JudgeClient, RetryPolicy
 from ._engine import FatalRunError, RunStats, is_fatal, run_rows
 from ._env import check_env
-from ._session import totals_line
+from ._session import retrying_unscored, totals_line
 
 __all__ = [
     "CallStats",
@@ -17,6 +17,7 @@ __all__ = [
     "check_env",
     "default_cache_path",
     "is_fatal",
+    "retrying_unscored",
     "run_rows",
     "totals_line",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,11 @@ class RetryPolicy:
         if retry_after is not None:
             return max(min(retry_after, self.max_retry_after), backoff)
         return backoff
+
+
+ASK_AGAIN: ContextVar[bool] = ContextVar("referee_ask_again", default=False)
+"""Set while a case kept unscored by an earlier run is judged again: its replies skip the cache's answer (and
+the new reply replaces it)."""
 
 
 @dataclass
@@ -131,7 +137,8 @@ class JudgeClient:
         key = None
         if self.cache is not None and use_cache:
             key = cache_key(self.provider.describe(), request)
-            hit = self.cache.get(key)
+            # A case asked again on purpose (--retry-unscored) is sent, not served the reply it was unscored on.
+            hit = None if ASK_AGAIN.get() else self.cache.get(key)
             if hit is not None:
                 self.stats.cached += 1
                 return hit

@@ -10,7 +10,9 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -21,7 +23,7 @@ from ..results import _self_grading as self_grading
 from ..results._files import manifest_path, utc_now_iso
 from ..results._lock import ResultsLock
 from ..results._writer import ResultWriter
-from ._client import JudgeClient
+from ._client import ASK_AGAIN, JudgeClient
 from ._engine import run_rows
 
 if TYPE_CHECKING:
@@ -70,11 +72,29 @@ def _free_prev_name(out: Path) -> Path:
         n += 1
 
 
+RETRY_UNSCORED: ContextVar[bool] = ContextVar("referee_retry_unscored", default=False)
+"""Whether a resumed run judges its kept ``unscored`` rows again (``--retry-unscored``; see
+:func:`retrying_unscored`)."""
+
+
+@contextmanager
+def retrying_unscored(on: bool = True) -> Iterator[None]:
+    """Within this block a resumed run judges again the rows an earlier run left ``unscored`` (as it always does
+    ``error`` rows), asking the judge afresh rather than reading the cached reply they were unscored on."""
+    token = RETRY_UNSCORED.set(on)
+    try:
+        yield
+    finally:
+        RETRY_UNSCORED.reset(token)
+
+
 @dataclass
 class Resume:
     kept: list[ResultRow] = field(default_factory=list)
     done: set[tuple[str, int | None, int | None]] = field(default_factory=set)
     note: str | None = None
+    again: set[tuple[str, int | None, int | None]] = field(default_factory=set)
+    """Keys of unscored rows set aside to be judged again (their replies skip the cache)."""
 
 
 def prepare_output(out: Path, manifest: RunManifest) -> Resume:
@@ -116,16 +136,30 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
         # In place: batch runners attached before this point (model targets') hold this very list.
         manifest.extra.setdefault("batch_jobs", [])[:0] = [j for j in jobs if isinstance(j, dict)]
     loaded = read_results(out)
-    keep = [r for r in loaded.rows if r.status != "error"]
+    retry = RETRY_UNSCORED.get()
+    keep = [r for r in loaded.rows if r.status == "scored" or (r.status == "unscored" and not retry)]
     res.kept = keep
     res.done = {r.key for r in keep}
-    # Rewrite without the error rows (atomically) so retried cases do not appear twice.
+    n_error = sum(1 for r in loaded.rows if r.status == "error")
+    n_unscored = sum(1 for r in loaded.rows if r.status == "unscored")
+    if retry:
+        res.again = {r.key for r in loaded.rows if r.status == "unscored"}
+    # Rewrite without the rows judged again (atomically) so they do not appear twice, and without a line a
+    # crash left half written.
     tmp = out.with_name(out.name + ".tmp")
     with ResultWriter(tmp, append=False) as w:
         w.write_all(keep)
     os.replace(tmp, out)
-    if keep:
-        res.note = f"resuming: {len(keep)} rows already in {out} are kept; judging the rest"
+    if loaded.rows:
+        scored = len(keep) - (0 if retry else n_unscored)
+        if retry:
+            kept = f"{scored} scored rows already in {out} are kept"
+            again = f"{n_unscored} unscored and {n_error} error rows are judged again"
+        else:
+            kept = f"{len(keep)} rows already in {out} are kept ({scored} scored, {n_unscored} unscored)"
+            again = f"{n_error} error rows are judged again" + (
+                "; --retry-unscored judges the unscored ones again too" if n_unscored else "")
+        res.note = f"resuming: {kept}; {again}; judging the rest"
     return res
 
 
@@ -291,7 +325,14 @@ async def _execute_locked(
 
     async def evaluate_flagged(it: T) -> ResultRow | list[ResultRow]:
         # Every judging command goes through here, so every judged row is checked for self-grading once.
-        res = await evaluate(it)
+        if resume.again and key(it) in resume.again:
+            token = ASK_AGAIN.set(True)
+            try:
+                res = await evaluate(it)
+            finally:
+                ASK_AGAIN.reset(token)
+        else:
+            res = await evaluate(it)
         if not ready.is_set():  # an answer (a cache hit) before a deferred manifest is written: it waits for it
             await ready.wait()
         m = built[0]

@@ -114,8 +114,10 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
     elif isinstance(entry, dict):
         names = [k for k in entry if k not in RESERVED_ENTRY_KEYS]
         if len(names) != 1:
+            hints = "".join(f"; '{n}'{plugins.did_you_mean(str(n), RESERVED_ENTRY_KEYS)}" for n in names
+                            if plugins.did_you_mean(str(n), RESERVED_ENTRY_KEYS))
             col.add(here, "an evaluator entry needs exactly one evaluator name besides "
-                          f"{', '.join(RESERVED_ENTRY_KEYS)} (got {', '.join(map(str, names)) or 'none'})")
+                          f"{', '.join(RESERVED_ENTRY_KEYS)} (got {', '.join(map(str, names)) or 'none'}){hints}")
             return None
         name = str(names[0])
         raw_opts = entry[names[0]]
@@ -138,8 +140,9 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
                 col.add(opt_path, f"cannot find module '{module}' for plugin '{name}'")
                 return None
         elif not declared_plugins and name not in plugins.entry_points():
-            known = ", ".join(sorted({*registry(), *plugins.entry_points()}))
-            col.add(opt_path, f"unknown evaluator '{name}' (known: {known})")
+            names = sorted({*registry(), *plugins.entry_points()})
+            col.add(opt_path, f"unknown evaluator '{name}'{plugins.did_you_mean(name, names)} (known: "
+                              f"{', '.join(names)})")
             return None
         if meta is None:
             return None

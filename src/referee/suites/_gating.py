@@ -96,17 +96,20 @@ def suite_pass_rule(gates: Gates, scoring_threshold: float) -> str:
     return "threshold"
 
 
-def evaluator_table(rows: Sequence[ResultRow]) -> str:
+def evaluator_table(rows: Sequence[ResultRow], width: int | None = None) -> str:
     """Pass rate and mean score per evaluator (the aggregator's per-evaluator counts): which check fails most."""
     from ..aggregate._tally import evaluator_counts
 
     counts = evaluator_counts(rows)
     if not counts:
         return ""
-    width = max(12, *(len(k) for k in counts))
-    lines = [f"{'evaluator':<{width}}  {'pass rate':>9}  {'mean':>6}  {'n':>6}  unscored/error"]
+    from .._util._fold import terminal_width, text_table
+
+    rows_out = []
     for k, n in counts.items():
         pr = f"{n.passed / n.with_verdict:.1%}" if n.with_verdict else "-"
         mean = f"{sum(n.scores) / len(n.scores):.3f}" if n.scores else "-"
-        lines.append(f"{k:<{width}}  {pr:>9}  {mean:>6}  {len(n.scores):>6}  {n.other}")
+        rows_out.append([k, pr, mean, str(len(n.scores)), str(n.other)])
+    lines = text_table(["evaluator", "pass rate", "mean", "n", "unscored/error"], rows_out,
+                       width or terminal_width(), right=[False, True, True, True, True])
     return "\n".join(lines)

@@ -125,7 +125,10 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
                 continue  # entries are checked one by one below, with better messages
             if loc and loc[0] in TARGET_KEYS:
                 continue  # the targets are checked below, with their files
-            col.add(loc, e["msg"])
+            msg = e["msg"]
+            if e.get("type") == "extra_forbidden" and loc and isinstance(loc[-1], str):
+                msg = f"unknown key '{loc[-1]}'{_key_hint(loc)}"
+            col.add(loc, msg)
     raw_entries = data.get("evaluators")
     entries: list[Any] = raw_entries if isinstance(raw_entries, list) else []
     specs: list[EvalSpec] = []
@@ -223,3 +226,28 @@ def load_suite(path: str | Path, *, run_user_code: bool = True) -> Suite:
     if problems or suite is None:
         raise SuiteInvalid(problems or [Problem(str(path), None, "", "invalid suite")])
     return suite
+
+
+def _key_hint(loc: tuple[Any, ...]) -> str:
+    """`` (did you mean 'x'?)`` for an unknown key: the closest field of the model at ``loc``'s parent."""
+    import typing
+
+    from pydantic import BaseModel
+
+    from .._util._hints import did_you_mean
+
+    model: Any = SuiteFile
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return ""
+        nxt = [a for a in (field.annotation, *typing.get_args(field.annotation))
+               if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not nxt:
+            return ""
+        model = nxt[0]
+    fields = getattr(model, "model_fields", {})
+    names = [f.alias or n for n, f in fields.items()]
+    return did_you_mean(str(loc[-1]), names) + (f" (keys here: {', '.join(sorted(names))})" if names else "")

@@ -95,13 +95,16 @@ class Suite:
     def llm_specs(self) -> list[EvalSpec]:
         return [s for s in self.specs if s.is_llm]
 
-    def describe(self) -> str:
-        """One line of what a run of the suite does: cases, evaluators, judge calls per run, plugin evaluators
-        left unimported (by ``validate``), targets."""
+    def describe(self, judge_calls: int | None = None) -> str:
+        """One line of what a run of the suite does: cases, evaluators, judge calls per run (``judge_calls``:
+        the dry run's count; default one per case and LLM evaluator), plugin evaluators left unimported (by
+        ``validate``), targets."""
         llm = len(self.llm_specs)
         n_plugins = sum(s.evaluator.name == "not-imported" for s in self.specs)
         return (f"{len(self.cases)} case(s), {len(self.specs)} evaluator(s) ({', '.join(s.label for s in self.specs)})"
-                + (f"; {llm} LLM evaluator(s): {llm * len(self.cases)} judge call(s) per run" if llm else "")
+                + (f"; {llm} LLM evaluator(s): "
+                   f"{llm * len(self.cases) if judge_calls is None else judge_calls} judge call(s) per run"
+                   if llm else "")
                 + (f"; {n_plugins} plugin evaluator(s) not imported (validate runs no user code)" if n_plugins else "")
                 + (f"; {len(self.targets)} target(s): {', '.join(t.id for t in self.targets)}" if self.targets
                    else ""))

@@ -112,8 +112,11 @@ def _pct(iv: Interval) -> str:
     return f"{iv.estimate:.0%} [{iv.lo:.0%}, {iv.hi:.0%}]"
 
 
-def render_comparison(c: TargetComparison) -> str:
-    """Plain text: one line per target, then the verdict on the best one."""
+def render_comparison(c: TargetComparison, width: int | None = None) -> str:
+    """Plain text: one line per target (folded to ``width``, by default the terminal's: each part repeats the
+    target's name), then the verdict on the best one."""
+    from .._util._fold import terminal_width, text_table
+
     head = ["target", "pass rate [95% CI]", "mean score", "cases", "unscored", "error", "cost/case", "latency",
             *c.evaluators]
     rows = []
@@ -123,9 +126,7 @@ def render_comparison(c: TargetComparison) -> str:
         lat = f"{ln.mean_latency_ms:.0f} ms" if ln.mean_latency_ms is not None else "-"
         rows.append([ln.id, _pct(ln.pass_rate), mean, str(ln.cases), str(ln.unscored), str(ln.errors), cost, lat,
                      *(_pct(ln.evaluators[e]) if e in ln.evaluators else "-" for e in c.evaluators)])
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
-    out += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+    out = text_table(head, rows, width or terminal_width())
     out.append("(evaluator columns: pass rate with a Wilson 95% interval over the cases each scored)")
     if c.best is None:
         out.append("best target: none (no target has scored cases)")

@@ -29,6 +29,9 @@ def parse_targets(data: dict[str, Any], base: Path) -> tuple[list[TargetSpec], l
     as (YAML path, message). Files named by targets must exist (relative to ``base``)."""
     problems: list[tuple[Loc, str]] = []
     specs: list[TargetSpec] = []
+    # Where each target comes from in the file: ("targets", i), or ("prompts", p) and ("models", m) for a pair
+    # of the matrix, so that a problem is reported where it is written, once however many pairs share it.
+    origins: list[tuple[Loc, Loc | None]] = []
     raw = data.get("targets")
     if raw is not None and not isinstance(raw, list):
         problems.append((("targets",), "expected a list of targets"))
@@ -37,13 +40,18 @@ def parse_targets(data: dict[str, Any], base: Path) -> tuple[list[TargetSpec], l
         spec = _validate(TargetSpec, entry, ("targets", i), problems)
         if spec is not None:
             specs.append(spec)
+            origins.append((("targets", i), None))
     prompts_raw, models_raw = data.get("prompts"), data.get("models")
     if (prompts_raw is None) != (models_raw is None):
+        from .._util._hints import did_you_mean
+
         have, need = ("prompts", "models") if prompts_raw is not None else ("models", "prompts")
-        problems.append(((have,), f"'{have}:' needs '{need}:' too (referee runs every prompt with every model)"))
+        # A misspelt 'models:' is reported once, as the unknown key it is (with its "did you mean").
+        if not any(did_you_mean(str(k), [need]) for k in data if k not in (have, need)):
+            problems.append(((have,), f"'{have}:' needs '{need}:' too (referee runs every prompt with every model)"))
     elif prompts_raw is not None:
-        prompts: list[PromptEntry] = []
-        models: list[ModelEntry] = []
+        prompts: list[tuple[int, PromptEntry]] = []
+        models: list[tuple[int, ModelEntry]] = []
         for key, raw_list, model, into in (("prompts", prompts_raw, PromptEntry, prompts),
                                            ("models", models_raw, ModelEntry, models)):
             if not isinstance(raw_list, list) or not raw_list:
@@ -54,25 +62,29 @@ def parse_targets(data: dict[str, Any], base: Path) -> tuple[list[TargetSpec], l
                     entry = {"prompt": entry}
                 v = _validate(model, entry, (key, i), problems)
                 if v is not None:
-                    into.append(v)
-        for t in matrix(prompts, models):
-            spec = _validate(TargetSpec, t, ("prompts",), problems)
+                    into.append((i, v))
+        pairs = [(pi, mi) for pi, _ in prompts for mi, _ in models]
+        for (pi, mi), t in zip(pairs, matrix([p for _, p in prompts], [m for _, m in models]), strict=True):
+            spec = _validate(TargetSpec, t, ("models", mi), problems)
             if spec is not None:
                 specs.append(spec)
+                origins.append((("prompts", pi), ("models", mi)))
     seen: dict[str, int] = {}
     for i, s in enumerate(specs):
+        at, model_at = origins[i]
         if s.id in seen:
-            problems.append((("targets", i), f"duplicate target id '{s.id}'"))
+            problems.append(((*at, "id"), f"duplicate target id '{s.id}'"))
         seen[s.id] = i
         for key in ("prompt", "system_file"):
             name = getattr(s, key)
             if name is not None and not _path(base, name).is_file():
-                problems.append((("targets", i, key), f"target '{s.id}': {key} file not found: {_path(base, name)}"))
+                who = f"target '{s.id}': " if model_at is None else ""
+                problems.append(((*at, key), f"{who}{key} file not found: {_path(base, name)}"))
         if s.tools and s.provider in ("gemini", "vertex", "bedrock"):
-            problems.append((("targets", i, "tools"), f"target '{s.id}': tools need the OpenAI or Anthropic wire "
-                                                      f"format ({s.provider} targets run without tools)"))
-    problems += _colliding_files([s.id for s in specs])
-    return specs, problems
+            problems.append(((*(model_at or at), "tools"), f"target '{s.id}': tools need the OpenAI or Anthropic "
+                                                           f"wire format ({s.provider} targets run without tools)"))
+    problems += [((*origins[i][0], "id"), msg) for i, msg in _colliding_files([s.id for s in specs])]
+    return specs, list(dict.fromkeys(problems))  # one message per root cause, where it is written
 
 
 def target_files(tid: str, prevs: Sequence[str] = ("", "2")) -> list[str]:
@@ -89,13 +101,13 @@ def target_files(tid: str, prevs: Sequence[str] = ("", "2")) -> list[str]:
     return names
 
 
-def _colliding_files(ids: Sequence[str]) -> list[tuple[Loc, str]]:
+def _colliding_files(ids: Sequence[str]) -> list[tuple[int, str]]:
     """Ids whose files would be the same file (``a`` and ``a.outputs`` share ``a.outputs.jsonl``: each run would
     move the other's aside), also on a case-insensitive file system."""
     # Every .prevN an id spells out, so that ``a`` and ``a.prev7`` are compared on ``a.prev7.jsonl`` too.
     prevs = sorted({"", "2", *(m for i in ids for m in re.findall(r"\.prev(\d+)", i))})
     owner: dict[str, tuple[int, str]] = {}
-    problems: list[tuple[Loc, str]] = []
+    problems: list[tuple[int, str]] = []
     for i, tid in enumerate(ids):
         clash = None
         for name in target_files(tid, prevs):
@@ -106,8 +118,8 @@ def _colliding_files(ids: Sequence[str]) -> list[tuple[Loc, str]]:
         if clash is not None:
             other, name = clash
             same = "" if other.casefold() != tid.casefold() else " (on a case-insensitive file system)"
-            problems.append((("targets", i, "id"), f"target ids '{other}' and '{tid}' would share {name} in the "
-                             f"output folder{same}: rename one"))
+            problems.append((i, f"target ids '{other}' and '{tid}' would share {name} in the output folder{same}: "
+                                "rename one"))
     return problems
 
 
@@ -118,7 +130,10 @@ def _validate(model: Any, entry: Any, loc: Loc, problems: list[tuple[Loc, str]])
         for e in exc.errors():
             msg = e["msg"].removeprefix("Value error, ")
             if e.get("type") == "extra_forbidden":
-                msg = "unknown key"
+                from .._util._hints import did_you_mean
+
+                key = str(e["loc"][-1]) if e["loc"] else ""
+                msg = "unknown key" + did_you_mean(key, [f.alias or n for n, f in model.model_fields.items()])
             problems.append(((*loc, *e["loc"]), msg))
         return None
 

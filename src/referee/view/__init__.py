@@ -8,26 +8,30 @@ from __future__ import annotations
 
 from ..errors import UserError
 from ._app import API_VERSION, ApiError, ViewApp, ViewOptions, labels_for
+from ._inputs import expand_inputs, parse_cases
 from ._labels import LabelStore, default_labels_path
 from ._server import CSP, ViewServer
-from ._store import Run, resolve_inputs, same_file
+from ._store import Run, same_file, shared_id_warnings
 
 
 def build_app(results: list[str], *, cases: list[str] | None = None, labels: str | None = None,
               opts: ViewOptions | None = None, lock: bool = True, index_now: bool = True) -> ViewApp:
-    """Load ``results`` (one run each) and open each run's labels file (taking its one-writer lock).
+    """Load ``results`` (results files, or run folders standing for the results files in them; one run each)
+    and open each run's labels file (taking its one-writer lock). ``cases``: files every run reads its inputs
+    and outputs from after its own, or ``RUN=FILE`` for one run only (RUN: its file name, stem or position).
 
     ``index_now=False`` leaves the background row index to the caller (``referee view`` starts it once it
     serves: the index thread holds the GIL for long stretches and would delay the first page otherwise);
     a filter that needs the index before then builds it on demand."""
-    paths = resolve_inputs(results)
-    case_paths = resolve_inputs(cases or [])
+    paths, notes = expand_inputs(results)
     for i, a in enumerate(paths):
         for b in paths[i + 1:]:
             if same_file(a, b):
                 raise UserError(f"{a} is given twice")
-    inputs = paths + case_paths
-    runs = [Run(str(i), p, case_paths) for i, p in enumerate(paths)]
+    given = parse_cases(list(cases or []), paths)
+    case_paths = given.shared
+    inputs = paths + case_paths + [p for ps in given.bound.values() for p in ps]
+    runs = [Run(str(i), p, case_paths, given.bound.get(i)) for i, p in enumerate(paths)]
     stores = [LabelStore(lp, inputs) for lp in labels_for(paths, labels)]
     if lock:
         taken: list[LabelStore] = []
@@ -42,7 +46,9 @@ def build_app(results: list[str], *, cases: list[str] | None = None, labels: str
     if index_now:
         for r in runs:
             r.start_indexing()
-    return ViewApp(runs, stores, opts or ViewOptions())
+    app = ViewApp(runs, stores, opts or ViewOptions())
+    app.warnings = notes + shared_id_warnings(case_paths, len(runs))
+    return app
 
 
 def close_app(app: ViewApp) -> None:

@@ -80,6 +80,8 @@ class ViewApp:
         self.labels = {r.key: lab for r, lab in zip(runs, labels, strict=True)}
         self.opts = opts
         self._md = _markdown()
+        self.warnings: list[str] = []
+        """What the user should know about the inputs (id collisions between cases files, skipped files)."""
 
     # -- helpers -----------------------------------------------------------------------------------------
 
@@ -161,6 +163,7 @@ class ViewApp:
         from ..rubrics._model import SCALES
 
         return {"api_version": API_VERSION, "threshold": self.opts.threshold, "pass_rule": self.opts.pass_rule,
+                "warnings": self.warnings,
                 "runs": [self.run(k).info() | {"labels": str(self.labels[k].path)} for k in self.order],
                 "flags": list(FLAG_NAMES), "sort_keys": list(SORT_KEYS), "scales": list(SCALES)}
 
@@ -178,6 +181,29 @@ class ViewApp:
         out = {"run": key, "n_boot": opts.n_boot, "summary": data}
         run.store_summary(ck, out)
         return out
+
+    def api_grid(self, params: dict[str, str]) -> dict[str, Any]:
+        """Cases x runs with each run's own output and verdict (``runs=0,2`` picks and orders the columns)."""
+        from ._grid import grid
+
+        keys = [k for k in (params.get("runs") or "").split(",") if k] or self.order
+        runs = [self.run(k) for k in keys]
+        qy = self._query({k: v for k, v in params.items() if k in ("offset", "limit", "threshold", "pass_rule")})
+        try:
+            return grid(runs, threshold=qy.threshold, rule=qy.pass_rule, q=(params.get("q") or "").strip() or None,
+                        show=params.get("show") or "all", offset=qy.offset, limit=qy.limit)
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
+
+    def api_charts(self, key: str, params: dict[str, str]) -> dict[str, Any]:
+        """The run's charts as inline SVG (drawn by ``reports._charts``, as in the HTML report)."""
+        from ._grid import charts
+
+        run = self.run(key)
+        opts = self._score_opts(params)
+        s = summarize(run.table, opts)
+        return {"run": key, "charts": charts(run, s, self.labels[key].by_id(), threshold=opts.threshold,
+                                             rule=opts.pass_rule)}
 
     def api_cases(self, key: str, params: dict[str, str]) -> dict[str, Any]:
         run = self.run(key)
@@ -264,6 +290,7 @@ class ViewApp:
             **{k: d.get(k) for k in ("rationale", "error", "raw_reply", "judge", "usage", "cost_usd", "latency_ms",
                                      "winner", "position_bias_detected", "metadata")},
             "criteria": crit_out, "details": details, "judged_text": segments,
+            "check_criteria": _check_criteria(details),
             "case": self._case(case, d.get("turn") if isinstance(d.get("turn"), int) else None), "labels": self.labels[key].for_id(t.ids[row]),
             "label_scale": _label_scale(crits, details), "pairwise": _is_pairwise(d),
             "row_json": d,
@@ -394,7 +421,16 @@ class ViewApp:
         if hit is not None:
             return hit
         try:
-            cal = calibrate(read_labels(run.path), read_labels(store.path), n_boot=self.opts.n_boot)
+            judged = read_labels(run.path)
+            # Rows without a verdict of their own pass by the viewer's rule, so pass/fail labels meet pass/fail.
+            from ._grid import first_rows
+
+            ok = passes(run.table, np.arange(len(run.table), dtype=np.int64), self.opts.threshold,
+                        self.opts.pass_rule)
+            for cid, i in first_rows(run).items():
+                if cid not in judged.passed and ok[i] >= 0:
+                    judged.passed[cid] = bool(ok[i] == 1)
+            cal = calibrate(judged, read_labels(store.path), n_boot=self.opts.n_boot)
             out = cast(dict[str, Any], clean({"run": key, **cal.to_dict(),
                                               "command": f"referee calibrate {run.path} {store.path}"}))
         except UserError as exc:
@@ -432,7 +468,13 @@ class ViewApp:
         counts: dict[str, int] = {}
         for c in hit["cases"]:
             counts[c["change"]] = counts.get(c["change"], 0) + 1
+        from ..reports._charts import Pair, flips
+
+        chart = flips([Pair(c["id"], (c["baseline"] or {}).get("score"), (c["candidate"] or {}).get("score"),
+                            c["change"]) for c in hit["cases"]],
+                      title="Baseline vs candidate per case", threshold=opts.threshold)
         return {"baseline": base, "candidate": cand, "summary": hit["summary"], "counts": counts,
+                "chart": {"id": chart.id, "title": chart.title, "svg": chart.svg},
                 "filter": which, "total": len(cases), "offset": offset, "cases": cases[offset:offset + limit]}
 
     @staticmethod
@@ -467,6 +509,19 @@ class ViewApp:
                 "same": 5}
         out.sort(key=lambda c: rank[c["change"]])
         return out
+
+
+def _check_criteria(details: dict[str, Any]) -> list[dict[str, Any]]:
+    """A suite row's judges' own criteria (``details.checks.<id>.criteria``), by the suite's evaluator id."""
+    checks = details.get("checks")
+    out = []
+    for label, d in (checks.items() if isinstance(checks, dict) else []):
+        crits = d.get("criteria") if isinstance(d, dict) else None
+        if isinstance(crits, list) and crits:
+            out.append({"check": str(label), "criteria": [
+                {k: c.get(k) for k in ("id", "name", "status", "score", "raw_score", "scale", "passed", "rationale",
+                                       "error")} for c in crits if isinstance(c, dict)]})
+    return out
 
 
 def _num(params: dict[str, str], name: str) -> float | None:

@@ -29,6 +29,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/?"), "index"),
     ("GET", re.compile(r"/api/runs/?"), "index"),
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/summary"), "summary"),
+    ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/charts"), "charts"),
+    ("GET", re.compile(r"/api/grid"), "grid"),
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/cases"), "cases"),
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/cases/(?P<row>\d{1,12})"), "case"),
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/review/(?P<row>\d{1,12})"), "review"),
@@ -191,6 +193,10 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, app.api_index()
         if name == "summary":
             return 200, app.api_summary(g["run"], params)
+        if name == "charts":
+            return 200, app.api_charts(g["run"], params)
+        if name == "grid":
+            return 200, app.api_grid(params)
         if name == "cases":
             return 200, app.api_cases(g["run"], params)
         if name == "case":

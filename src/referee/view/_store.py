@@ -13,6 +13,8 @@ import math
 import os
 import random
 import threading
+from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from ..aggregate import ResultsTable, load_table
 from ..aggregate._load import ERROR, SCORED, UNSCORED
 from ..cases._case import Case, load_cases
 from ..errors import InputError, UserError
+from ._cases import LAZY_BYTES, LazyCases
 
 try:
     import orjson
@@ -46,6 +49,14 @@ NEAR_THRESHOLD = 0.1
 _CACHED = 32
 _SEARCH_CHARS = 4000
 """Per field, the text kept for full-text search (a 100 kB output is searched on its start)."""
+
+
+def own_files(results: Path) -> list[Path]:
+    """The files beside a results file that hold its cases: ``x.outputs.jsonl`` (a target's generated outputs)
+    and ``x.cases.jsonl`` (the cases a Python run was given in memory)."""
+    name = results.name
+    stem = name[:-len(".jsonl")] if name.endswith(".jsonl") else name
+    return [results.with_name(stem + ".outputs.jsonl"), results.with_name(stem + ".cases.jsonl")]
 
 
 def _stat_key(p: Path) -> tuple[int, int, int]:
@@ -86,6 +97,27 @@ def row_flags(d: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(flags))
 
 
+_SEARCH_FIELDS = ("input", "output", "final_output", "reference", "output_a", "output_b")
+
+
+def _case_texts(cases: Mapping[str, Case]) -> Any:
+    """id -> the searchable text of its case (or None): a file read by offset is scanned once, in order."""
+    maps = list(cases.maps) if isinstance(cases, ChainMap) else [cases]
+    prepared = [m.search_texts(_SEARCH_FIELDS, _SEARCH_CHARS, _text) if isinstance(m, LazyCases) else m
+                for m in maps]
+
+    def text_of(cid: str) -> str | None:
+        for m, p in zip(maps, prepared, strict=True):
+            if cid in m:
+                if p is not m:
+                    return p.get(cid)  # type: ignore[return-value]
+                c = m[cid]
+                return " ".join(_text(c.get(k))[:_SEARCH_CHARS] for k in _SEARCH_FIELDS)
+        return None
+
+    return text_of
+
+
 @dataclass
 class RowIndex:
     """What filtering and full-text search need, one entry per table row."""
@@ -95,23 +127,31 @@ class RowIndex:
     flags: list[list[str]]
     flag_mask: dict[str, NDArray[np.bool_]]
     search: list[str]
-    cases: dict[str, Case] = field(default_factory=dict)
+    cases: Mapping[str, Case] = field(default_factory=dict)
     case_warnings: list[str] = field(default_factory=list)
 
 
 class Run:
     """One results file and the cases its rows were judged on."""
 
-    def __init__(self, key: str, path: Path, cases_paths: list[Path]) -> None:
+    def __init__(self, key: str, path: Path, cases_paths: list[Path], own_cases: list[Path] | None = None) -> None:
         self.key = key
         self.path = path
         self.cases_paths = cases_paths
+        self.own_cases = own_cases or []
+        """Cases files bound to this run (``--cases RUN=FILE``): read before anything else."""
         self._lock = threading.RLock()
         self._index: RowIndex | None = None
         self._index_error: str | None = None
         self._index_ready = threading.Event()
         self._summaries: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.generation = 0
+        self._cases: Mapping[str, Case] | None = None
+        self._case_warnings: list[str] = []
+        self._cases_generation = -1
+        self._cases_lock = threading.Lock()
+        self._first_rows: tuple[int, dict[str, int]] | None = None
+        self._warming = False
         self._last_check = 0.0
         self.table: ResultsTable
         self._stat: tuple[int, int, int]
@@ -152,7 +192,33 @@ class Run:
         return True
 
     def start_indexing(self) -> None:
-        threading.Thread(target=self.index, name=f"referee-view-index-{self.key}", daemon=True).start()
+        self._warming = True
+        threading.Thread(target=self._warm, name=f"referee-view-index-{self.key}", daemon=True).start()
+
+    def _warm(self) -> None:
+        """In the background, cheapest first: the grid's rows, the cases (outputs), then the row index."""
+        self.first_rows()
+        try:
+            self.cases()
+        except Exception as exc:  # noqa: BLE001 - a page must never wait for outputs that will not come
+            with self._cases_lock:
+                self._cases, self._case_warnings = {}, [f"cases not shown: {type(exc).__name__}: {exc}"]
+                self._cases_generation = self.generation
+        try:
+            self.index()
+        except UserError:
+            pass  # kept in the index's error, shown when a page asks for it
+
+    def first_rows(self) -> dict[str, int]:
+        """Case id -> its first row (cached per load of the file): the grid's rows."""
+        got = self._first_rows
+        if got is None or got[0] != self.generation:
+            rows: dict[str, int] = {}
+            for i, cid in enumerate(self.table.ids):
+                rows.setdefault(cid, i)
+            got = (self.generation, rows)
+            self._first_rows = got
+        return got[1]
 
     def index(self) -> RowIndex:
         """The row index, built once per load (callers wait for the background build)."""
@@ -191,14 +257,13 @@ class Run:
             evaluator.append("?")
             flags.append([])
             texts.append("")
-        cases, warns = self._load_cases()
+        cases, warns = self.cases(), self._case_warnings
         if cases:
+            text_of = _case_texts(cases)
             for i, cid in enumerate(t.ids):
-                c = cases.get(cid)
-                if c is not None:
-                    texts[i] += " " + " ".join(_text(c.get(k))[:_SEARCH_CHARS] for k in
-                                               ("input", "output", "final_output", "reference", "output_a",
-                                                "output_b"))
+                extra = text_of(cid)
+                if extra is not None:
+                    texts[i] += " " + extra
         search = [s.casefold() for s in texts]
         masks = {name: np.fromiter((name in fl for fl in flags), dtype=bool, count=n) for name in FLAG_NAMES}
         return RowIndex(evaluator=evaluator, evaluators=sorted(set(evaluator)), flags=flags, flag_mask=masks,
@@ -226,16 +291,39 @@ class Run:
                     nxt = next(want, None)
                 pos += len(raw)
 
-    def _load_cases(self) -> tuple[dict[str, Case], list[str]]:
+    def cases(self) -> Mapping[str, Case]:
+        """This run's cases by id (read once per load of the results file; see :meth:`_load_cases`)."""
+        with self._cases_lock:
+            if self._cases is None or self._cases_generation != self.generation:
+                self._cases, self._case_warnings = self._load_cases()
+                self._cases_generation = self.generation
+            return self._cases
+
+    def cases_now(self) -> Mapping[str, Case] | None:
+        """The cases if they are read already, else None while the background reads them (read here when no
+        background was started): a page that can show without them (the grid's verdicts) does not wait for a
+        large cases file."""
+        if self._cases is not None and self._cases_generation == self.generation:
+            return self._cases
+        if self._warming or not self._cases_lock.acquire(blocking=False):
+            return None  # the background index is reading them
+        try:
+            if self._cases is None or self._cases_generation != self.generation:
+                self._cases, self._case_warnings = self._load_cases()
+                self._cases_generation = self.generation
+            return self._cases
+        finally:
+            self._cases_lock.release()
+
+    def _load_cases(self) -> tuple[Mapping[str, Case], list[str]]:
         """This run's own cases first (a target's outputs beside the results, the file its manifest names),
         then the ``--cases`` files: runs of different case sets may share ids."""
-        paths: list[Path] = []
+        paths: list[Path] = list(self.own_cases)
         warns: list[str] = []
         man = self.table.manifest
-        name = self.path.name
-        outputs = self.path.with_name((name[:-len(".jsonl")] if name.endswith(".jsonl") else name) + ".outputs.jsonl")
-        if outputs.is_file():  # a target's generated outputs beside its results (referee run)
-            paths.append(outputs)
+        for beside in own_files(self.path):  # a target's outputs (referee run), a Python run's cases
+            if beside.is_file() and not any(same_file(beside, q) for q in paths):
+                paths.append(beside)
         if man is not None and man.eval_set is not None:
             recorded = Path(man.eval_set.path)
             for cand in (recorded, self.path.parent / recorded, self.path.parent / recorded.name):
@@ -243,17 +331,26 @@ class Run:
                     paths.append(cand)
                     break
             else:
-                if not self.cases_paths:
+                if not self.cases_paths and not paths:
                     warns.append(f"the cases file named in the run manifest ({recorded}) was not found: "
                                  "pass --cases to show inputs and outputs")
         paths += [p for p in self.cases_paths if not any(same_file(p, q) for q in paths)]
-        out: dict[str, Case] = {}
+        maps: list[Mapping[str, Case]] = []
         for p in paths:
             try:
+                if p.suffix.lower() in (".jsonl", ".ndjson") and p.stat().st_size > LAZY_BYTES:
+                    lazy = LazyCases(p)  # read by offset: a million cases are not held as objects
+                    warns += lazy.warnings
+                    maps.append(lazy)
+                    continue
+                own: dict[str, Case] = {}
                 for c in load_cases(p).cases:
-                    out.setdefault(c.id, c)
-            except InputError as exc:
+                    own.setdefault(c.id, c)
+                maps.append(own)
+            except (InputError, OSError) as exc:
                 warns.append(f"cases not shown: {exc}")
+        # The first file holding an id wins (a run's own cases before the shared ones).
+        out: Mapping[str, Case] = maps[0] if len(maps) == 1 else ChainMap(*maps)  # type: ignore[arg-type]
         return out, warns
 
     @property
@@ -450,6 +547,30 @@ def resolve_inputs(paths: list[str]) -> list[Path]:
         if not pp.is_file():
             raise InputError("file not found" if not pp.exists() else "not a file", file=p)
         out.append(pp)
+    return out
+
+
+def shared_id_warnings(case_paths: list[Path], n_runs: int) -> list[str]:
+    """With several runs and several cases files for all of them, a case id in two files shows the first
+    file's output for every run: said, with the way to bind each file to its run."""
+    if n_runs < 2 or len(case_paths) < 2:
+        return []
+    seen: dict[str, Path] = {}
+    clashes: dict[tuple[Path, Path], list[str]] = {}
+    for p in case_paths:
+        try:
+            ids = [c.id for c in load_cases(p).cases]
+        except InputError:
+            continue  # said when the run reads it
+        for cid in ids:
+            first = seen.setdefault(cid, p)
+            if first is not p:
+                clashes.setdefault((first, p), []).append(cid)
+    out = []
+    for (a, b), ids in clashes.items():
+        out.append(f"{len(ids)} case id(s) are in both {a} and {b} (e.g. {', '.join(ids[:3])}): every run shows "
+                   f"{a.name}'s; bind each file to its run with --cases RUN={a.name} --cases RUN2={b.name} "
+                   "(RUN: a results file's name, stem or position)")
     return out
 
 

@@ -101,6 +101,7 @@ async function route() {
     else if (parts[0] === "compare" && parts[3] === "rows") await viewSideBySide(parts[1], parts[2], parts[4], parts[5], params);
     else if (parts[0] === "compare") await viewCompare(parts[1], parts[2], params);
     else if (parts[0] === "run") await viewRun(parts[1], params);
+    else if (parts[0] === "grid" || state.index.runs.length > 1) await viewGrid(params);
     else await viewRun(state.index.runs[0].run, params);
   } catch (e) {
     clear(main, el("div", { class: "card" }, el("b", {}, "Error: "), e.message));
@@ -118,6 +119,7 @@ function renderNav() {
   const links = state.index.runs.map((r) => el("a", { href: "#/run/" + r.run, class: cur === r.run ? "active" : null,
     title: r.path }, r.name));
   if (state.index.runs.length > 1) {
+    links.unshift(el("a", { href: "#/grid", id: "nav-grid", class: parts[0] === "grid" || !parts.length ? "active" : null }, "grid"));
     links.push(el("a", { href: "#/compare/" + state.index.runs[0].run + "/" + state.index.runs[1].run,
       class: parts[0] === "compare" ? "active" : null }, "compare"));
   }
@@ -138,6 +140,7 @@ async function viewRun(key, params) {
   const info = runInfo(key);
   const summaryBox = el("div", { id: "summary" }, el("p", { class: "muted" }, "computing the summary..."));
   const agreementBox = el("div", { id: "agreement" });
+  const chartsBox = el("div", { id: "charts", class: "charts" });
   const tableBox = el("div", { id: "cases" });
   clear(main,
     el("h1", {}, info.name),
@@ -147,8 +150,10 @@ async function viewRun(key, params) {
       el("a", { href: "#/run/" + key + "/review?kind=uncertain", id: "start-review" }, "Review the cases the judge was least sure about"),
       " | ", el("a", { href: "#/run/" + key + "/review?kind=random" }, "review a random sample"),
       " | labels go to ", el("code", {}, info.labels)),
-    summaryBox, agreementBox, tableBox);
+    warningsBox(), summaryBox, chartsBox, agreementBox, tableBox);
   renderTable(key, params, tableBox);
+  api("/api/runs/" + key + "/charts").then((d) => clear(chartsBox, d.charts.map(chartCard)))
+    .catch((e) => clear(chartsBox, el("p", { class: "fail" }, "charts: " + e.message)));
   ctx.keys = tableKeys;
   api("/api/runs/" + key + "/summary").then((s) => renderSummary(summaryBox, s.summary, s.n_boot))
     .catch((e) => clear(summaryBox, el("p", { class: "fail" }, "summary: " + e.message)));
@@ -331,13 +336,20 @@ function renderCaseBody(c) {
   if (c.criteria.length) {
     parts.push(section("Criteria", el("table", { id: "criteria" }, el("thead", {}, el("tr", {}, ["criterion", "status", "score", "raw", "pass", "rationale", "evidence"].map((h) => el("th", { class: "nosort" }, h)))),
       el("tbody", {}, c.criteria.map((k) => el("tr", {},
-        el("td", {}, k.name || k.id, k.critical ? el("span", { class: "flag" }, "critical") : null),
+        el("td", {}, k.id || k.name, k.name && k.id && k.name !== k.id ? el("span", { class: "muted" }, " (" + k.name + ")") : null, k.critical ? el("span", { class: "flag" }, "critical") : null),
         el("td", {}, k.status || ""), el("td", { class: "num" }, fmt.num(k.score)),
         el("td", { class: "num" }, k.raw_score === null ? "" : k.raw_score + (k.scale ? " (" + k.scale + ")" : "")),
         el("td", {}, k.passed === true ? "pass" : k.passed === false ? "fail" : ""),
         el("td", {}, k.rationale || k.error || ""),
         el("td", {}, k.grounded === false ? el("span", { class: "flag" }, "ungrounded") : null,
           el("ul", {}, k.evidence.map((e) => el("li", { class: e.found ? null : "quote-missing", title: e.found ? "found in the judged text" : "not found in the judged text" }, "\u201c" + e.quote + "\u201d"))))))))));
+  }
+  for (const cc of c.check_criteria || []) {
+    parts.push(section("Criteria of " + cc.check, el("table", { class: "check-criteria", "data-check": cc.check },
+      el("thead", {}, el("tr", {}, ["criterion", "score", "raw", "pass", "rationale"].map((h) => el("th", { class: "nosort" }, h)))),
+      el("tbody", {}, cc.criteria.map((k) => el("tr", {}, el("td", {}, k.name || k.id), el("td", { class: "num" }, k.status && k.status !== "scored" ? k.status : fmt.num(k.score)),
+        el("td", { class: "num" }, k.raw_score === null || k.raw_score === undefined ? "" : k.raw_score + (k.scale ? " (" + k.scale + ")" : "")),
+        el("td", {}, k.passed === true ? "pass" : k.passed === false ? "fail" : ""), el("td", {}, k.rationale || k.error || "")))))));
   }
   parts.push(el("div", { class: "cols" },
     section("Rationale", textBlock(c.rationale)),
@@ -520,6 +532,7 @@ async function viewCompare(base, cand, params) {
       el("div", { class: "card stat" }, el("span", { class: "muted" }, "regressions / improvements"), el("b", { id: "reg-count" }, cmp.regression_count + " / " + cmp.fixed)),
       el("div", { class: "card stat" }, el("span", { class: "muted" }, "McNemar exact p"), el("b", {}, fmt.num(cmp.mcnemar_p))),
       el("div", { class: "card stat" }, el("span", { class: "muted" }, "shared cases"), el("b", {}, String(cmp.shared)))),
+    d.chart ? el("div", { class: "charts", id: "compare-chart" }, chartCard(d.chart)) : null,
     el("h2", {}, "Paired tests (as referee score --baseline)"),
     el("table", {}, el("thead", {}, el("tr", {}, ["scope", "metric", "n", "diff", "95% CI", "p", "p (BH)", "direction"].map((h) => el("th", { class: "nosort" }, h)))), el("tbody", {}, tests)),
     (cmp.skipped || []).length ? el("p", { class: "muted" }, cmp.skipped.join("; ")) : null,
@@ -551,6 +564,61 @@ async function viewSideBySide(base, cand, rowB, rowC, params) {
     el("h1", { id: "case-title" }, c.id),
     c.case || b.case ? section("Input", textBlock((c.case || b.case).input)) : null,
     el("div", { class: "cols", id: "side-by-side" }, column(base, b), column(cand, c)));
+}
+
+// ---- charts: SVG drawn by the server (reports/_charts.py, escaped there), parsed as SVG, never as HTML -------
+
+function chartCard(c) {
+  const doc = new DOMParser().parseFromString(c.svg, "image/svg+xml");
+  const svg = doc.documentElement;
+  const ok = svg && svg.nodeName === "svg" && !doc.querySelector("parsererror, script, foreignObject");
+  return el("figure", { class: "card chart-card", id: "chart-" + c.id }, el("figcaption", {}, c.title),
+    ok ? document.importNode(svg, true) : el("p", { class: "muted" }, "(chart not shown)"));
+}
+
+function warningsBox() {
+  const w = (state.index && state.index.warnings) || [];
+  return w.length ? el("ul", { class: "warn-list card", id: "input-warnings" }, w.map((x) => el("li", {}, x))) : null;
+}
+
+// ---- the grid: cases x runs, each run's own output with its verdict (the first screen of several runs) ------
+
+async function viewGrid(params) {
+  const ctx = state.ctx;
+  const main = ctx.box;
+  const show = params.get("show") || "all";
+  const offset = Number(params.get("offset") || 0);
+  const limit = 50;
+  const q = new URLSearchParams({ show, offset: String(offset), limit: String(limit) });
+  if (params.get("q")) q.set("q", params.get("q"));
+  const d = await api("/api/grid?" + q.toString());
+  const search = el("input", { type: "search", id: "grid-q", placeholder: "id, input or output words", value: params.get("q") || "",
+    onkeydown: (e) => { if (e.key === "Enter") { const p2 = new URLSearchParams(params); p2.set("q", e.target.value); p2.delete("offset"); go(["grid"], p2); } } });
+  const shows = [["all", "all cases"], ["failing", "failing in a run"], ["differ", "runs disagree"]].map(([v, label]) =>
+    el("button", { id: "grid-show-" + v, class: v === show ? "primary" : null, onclick: () => { const p2 = new URLSearchParams(params); p2.set("show", v); p2.delete("offset"); go(["grid"], p2); } }, label));
+  const cell = (c) => {
+    if (!c) return el("td", { class: "grid-cell absent muted" }, "(not in this run)");
+    const cls = c.status !== "scored" ? "unscored" : c.passed === true ? "pass" : c.passed === false ? "fail" : "";
+    return el("td", { class: "grid-cell cell-" + cls, "data-run": c.run, "data-passed": c.passed === null ? "" : String(c.passed) },
+      el("div", { class: "cell-head" }, el("a", { href: "#/run/" + c.run + "/case/" + c.row }, verdict(c), c.status === "scored" ? " " + fmt.num(c.score) : "")),
+      c.has_output ? el("div", { class: "cell-output" }, c.output + (c.cut ? " \u2026" : ""))
+        : el("div", { class: "muted" }, c.loading ? "(reading the outputs...)" : "(no output shown: pass --cases RUN=FILE)"));
+  };
+  const page = (delta) => { const p2 = new URLSearchParams(params); p2.set("offset", String(Math.max(0, offset + delta))); go(["grid"], p2); };
+  if (d.outputs_pending) setTimeout(() => { if (state.ctx === ctx && parseHash().parts[0] !== "run") route(); }, 1500);
+  clear(main, el("h1", {}, "Cases x runs"),
+    warningsBox(),
+    el("div", { class: "filters" }, search, shows, el("span", { class: "muted", id: "grid-total" }, d.total + " case(s)")),
+    el("table", { id: "grid" },
+      el("thead", {}, el("tr", {}, el("th", { class: "nosort" }, "case"), d.names.map((n, i) => el("th", { class: "nosort" },
+        el("a", { href: "#/run/" + d.runs[i] }, n))))),
+      el("tbody", {}, d.rows.map((r) => el("tr", { class: "grid-row", "data-id": r.id },
+        el("td", { class: "grid-case" }, el("b", {}, r.id), r.input ? el("div", { class: "muted cell-input" }, r.input) : null),
+        r.cells.map(cell))))),
+    el("div", { class: "pager" },
+      offset > 0 ? el("button", { id: "grid-prev", onclick: () => page(-limit) }, "previous") : null,
+      el("span", { class: "muted" }, d.total ? (offset + 1) + "-" + Math.min(offset + limit, d.total) + " of " + d.total : ""),
+      offset + limit < d.total ? el("button", { id: "grid-next", onclick: () => page(limit) }, "next") : null));
 }
 
 // A run still being written: reload the table when its file changed on disk.

@@ -1,0 +1,43 @@
+"""Tables folded to the terminal's width: every column kept, every name whole (wrapped, never cut)."""
+
+from __future__ import annotations
+
+import pytest
+
+from referee._util._fold import fold, terminal_width, text_table, wrap_cell
+
+
+def test_fold_keeps_every_column_and_repeats_the_key() -> None:
+    groups, key_w = fold([10, 12, 12, 12, 12, 12, 12], 40, sep=2)
+    assert [i for g in groups for i in g if i != 0] == [1, 2, 3, 4, 5, 6]
+    assert all(g[0] == 0 for g in groups) and len(groups) > 1
+    assert all(key_w + sum(2 + [10, 12, 12, 12, 12, 12, 12][i] for i in g[1:]) <= 40 for g in groups)
+    groups, _ = fold([5, 5, 5], 80)
+    assert groups == [[0, 1, 2]]
+
+
+def test_wrap_cell_loses_nothing() -> None:
+    name = "a_very_long_category_name/with-parts.and.more and words"
+    lines = wrap_cell(name, 9)
+    assert all(len(x) <= 9 for x in lines)
+    assert "".join(lines).replace(" ", "") == name.replace(" ", "")
+    assert wrap_cell("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
+
+
+def test_text_table_fits_and_keeps_every_cell() -> None:
+    head = ["target", *(f"evaluator number {i}" for i in range(8))]
+    rows = [["prompt-v1-with-a-long-name", *(f"{60 + i}% [4{i}%, 9{i}%]" for i in range(8))],
+            ["v2", *("-" for _ in range(8))]]
+    out = text_table(head, rows, 80)
+    assert max(len(x) for x in out) <= 80
+    text = "\n".join(out)
+    for i in range(8):
+        assert f"{60 + i}% [4{i}%, 9{i}%]" in text  # numbers are never wrapped
+    assert text.count("v2") >= 2  # the key column heads every part
+    assert "…" not in text
+
+
+@pytest.mark.parametrize(("env", "want"), [("80", 80), ("10", 40), ("99999", 1000), ("wide", 120)])
+def test_terminal_width_honours_columns(env: str, want: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", env)
+    assert terminal_width() == want  # stdout is not a terminal under pytest: 120 when COLUMNS is not a number
