@@ -176,6 +176,20 @@ def test_cli_on_judgebench_and_llmbar(shared_data: Path, tmp_path: Path, capsys:
     assert cli(["metaeval", "panel", str(shared_data / "llmbar"), "--subset", "Nope/None"]) == 2
 
 
+def test_the_tables_fold_to_80_columns(shared_data: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    files = [str(p) for p in sorted((shared_data / JB).glob("gpt-4o-2024-05-13__*.jsonl"))]
+    assert cli(["metaeval", "panel", *files, "--n-boot", "100", "--top", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # every column is kept (the in-sample table is folded into parts that each repeat the panel)
+    text = "\n".join(lines)
+    for header in ("accuracy", "vs best single", "alpha", "effective", "independent", "shared family"):
+        assert header in text, header
+    assert sum(line.count("[0.") for line in lines if "0.657" in line) >= 1  # o1-mini's accuracy, whole
+
+
 def test_llmbar_strategies_as_judges_and_unknown_names_refused(shared_data: Path) -> None:
     root = shared_data / "llmbar"
     data = llmbar_panel_data(root, subsets=["LLMBar/Natural"], evaluators=["GPT-4"],

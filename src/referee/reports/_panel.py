@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.table import Table
+from rich.text import Text
 
+from .._util._fold import rich_tables, terminal_width
 from ..calibrate._panel import PanelAgreement
 from ..metaeval._panel import PanelFigure, PanelMeta
 from ..stats._agreement import interval_text
@@ -35,21 +36,25 @@ def _eff(p: PanelFigure) -> str:
     return "n/a" if e.estimate is None else f"{e.estimate:.2f} of {e.k}"
 
 
+def _print_table(con: object, title: str, headers: list[str], cells: list[list[str]], *,
+                 right: list[bool]) -> None:
+    """A table folded to the console's width (every column kept, the judge or panel repeated in each part)."""
+    for t in rich_tables(title, headers, [[Text(c) for c in r] for r in cells], con.width,  # type: ignore[attr-defined]
+                         plain=cells, right=right):
+        con.print(t)  # type: ignore[attr-defined]
+
+
 def render_panel(m: PanelMeta, *, top: int = 10) -> None:
     """``referee metaeval panel`` on stdout."""
     from ._safe import SafeConsole
 
     # emoji=False: judge names such as ``reward_model:x`` are text, never an emoji code.
-    con = SafeConsole(highlight=False, soft_wrap=True, width=200, emoji=False)
+    con = SafeConsole(highlight=False, soft_wrap=False, width=terminal_width(), emoji=False)
     con.print(f"{m.name}: {m.n} pairs, {len(m.judges)} judges; accuracy is JudgeBench's (both orders' +1/-1/0 "
               "sum > 0), 95% bootstrap intervals", markup=False)
-    t = Table(title="Judges", title_justify="left")
-    for c in ("judge", "family", "pairs voted", "accuracy"):
-        t.add_column(c, justify="left" if c in ("judge", "family") else "right")
-    for j in m.judges:
-        t.add_row(j.name + (" (best)" if j.name == m.best_single else ""), j.family or "?", str(j.voted),
-                  _pct(j.accuracy))
-    con.print(t)
+    _print_table(con, "Judges", ["judge", "family", "pairs voted", "accuracy"],
+                 [[j.name + (" (best)" if j.name == m.best_single else ""), j.family or "?", str(j.voted),
+                   _pct(j.accuracy)] for j in m.judges], right=[False, False, True, True])
     cv = m.cv
     con.print(f"Cross-validated ({cv.folds} folds; choices made on the other folds, scored on the held-out one):",
               markup=False)
@@ -63,16 +68,13 @@ def render_panel(m: PanelMeta, *, top: int = 10) -> None:
     con.print(f"All {len(a.judges)} judges by majority: {_pct(a.accuracy)}; vs best single {_diff(a.vs_best)}; "
               f"alpha {_alpha(a)}; effective votes {_eff(a)} (from error correlation); independent judges "
               f"would reach {a.independent * 100:.1f}%", markup=False)
-    t = Table(title=f"In-sample panels, top {top} of {len(m.panels)}: ranked on the items they are scored on, so "
-                    "the best row is optimistic (the cross-validated figure above is the honest one)",
-              title_justify="left")
-    for c in ("panel", "rule", "accuracy", "vs best single", "alpha", "effective votes", "if independent",
-              "shared family"):
-        t.add_column(c, justify="left" if c in ("panel", "rule", "shared family") else "right")
-    for p in m.panels[:top]:
-        t.add_row(" + ".join(p.judges), p.rule, _pct(p.accuracy), _diff(p.vs_best), _alpha(p), _eff(p),
-                  f"{p.independent * 100:.1f}%", ", ".join(p.shared_families) or "-")
-    con.print(t)
+    _print_table(con, f"In-sample panels, top {top} of {len(m.panels)}: ranked on the items they are scored on, "
+                      "so the best row is optimistic (the cross-validated figure above is the honest one)",
+                 ["panel", "rule", "accuracy", "vs best single", "alpha", "effective votes", "if independent",
+                  "shared family"],
+                 [[" + ".join(p.judges), p.rule, _pct(p.accuracy), _diff(p.vs_best), _alpha(p), _eff(p),
+                   f"{p.independent * 100:.1f}%", ", ".join(p.shared_families) or "-"] for p in m.panels[:top]],
+                 right=[False, False, True, True, True, True, True, False])
     for n in m.notes:
         con.print(f"note: {n}", markup=False)
 
@@ -83,7 +85,7 @@ def render_panel_agreement(reports: Sequence[PanelAgreement], *, stderr: bool = 
     from ._safe import SafeConsole
 
     # emoji=False: judge names such as ``fake:b`` or ``x:o`` are text, never an emoji code.
-    con = SafeConsole(highlight=False, soft_wrap=True, width=200, stderr=stderr, emoji=False)
+    con = SafeConsole(highlight=False, soft_wrap=False, width=terminal_width(), stderr=stderr, emoji=False)
     for r in reports:
         con.print(f"Panel on {r.label}: {len(r.judges)} judges ({', '.join(r.judges)}), {r.cases} cases, "
                   f"{r.split} split" + (f", cost ${r.cost_usd:.4f}" if r.cost_usd is not None else ""),
