@@ -185,8 +185,8 @@ def test_the_tables_fold_to_80_columns(shared_data: Path, capsys: pytest.Capture
     assert max(len(line) for line in lines) <= 80
     # every column is kept (the in-sample table is folded into parts that each repeat the panel)
     text = "\n".join(lines)
-    for header in ("accuracy", "vs best single", "alpha", "effective", "independent", "shared family"):
-        assert header in text, header
+    for header in ("accuracy", "vs best", "alpha", "effective", "independent", "shared", "family"):
+        assert header in text, header  # headers wrap on spaces when a table is folded
     assert sum(line.count("[0.") for line in lines if "0.657" in line) >= 1  # o1-mini's accuracy, whole
 
 
