@@ -17,7 +17,14 @@ from referee.reports import render_markdown
 from referee.results import read_results
 from referee.testing import FakeLLMServer
 from tests.support.cli import run_cli
-from tests.support.panels import HOSTILE_MODEL, HOSTILE_REASON, human_labels, interval, run_panel, score_panels
+from tests.support.panels import (
+    HOSTILE_MODEL,
+    HOSTILE_REASON,
+    human_labels,
+    interval,
+    run_panel,
+    score_panels,
+)
 
 # The hostile model name as the Markdown must write it: HTML escaped, Markdown syntax backslashed, the
 # URL's scheme separator broken so GitHub does not link it.
