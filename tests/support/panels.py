@@ -29,7 +29,8 @@ _SCORES: dict[str, Any] = {
 }
 
 
-def _responder(req: WireRequest) -> str:
+def responder(req: WireRequest) -> str:
+    """The judges' replies: each judge's score on the case whose output names its number."""
     m = re.search(r"answer number (\d+)", req.prompt_text)
     assert m is not None, req.prompt_text
     score = _SCORES[str(req.body.get("model"))](int(m.group(1)))
@@ -53,7 +54,7 @@ def run_panel(srv: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[
               *extra: str, panel: bool = True) -> tuple[int, Path]:
     """``referee run`` of the panel suite (``extra``: more flags; ``panel=False``: one judge, the hostile
     one, so its rationale is the rows'); (exit code, the results file)."""
-    srv.responder = _responder
+    srv.responder = responder
     suite = panel_suite(tmp_path, panel=panel)
     one = [] if panel else ["--model", HOSTILE_MODEL]
     code, _, err = run_cli(["run", str(suite), "--provider", "openai", "--base-url", srv.openai_base_url, *one,
