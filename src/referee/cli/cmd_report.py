@@ -51,10 +51,12 @@ def command(results: tuple[str, ...], html_out: str, cases_path: str | None, tit
     for c in cases:
         if c.output is not None:
             texts[c.id] = render_value(c.output)
+    from ..calibrate import panel_agreement
     from ..reports import write_html
 
+    # A judge panel's figures, as `referee score` computes them (none when no panel judged these rows).
     write_html(rows, html_out, title=title or f"referee report: {', '.join(Path(r).name for r in results)}",
                source=", ".join(results), case_texts=texts, manifest=manifest,
-               extra_sections=_leaderboard(rows), cases=cases)
+               extra_sections=_leaderboard(rows), cases=cases, panels=panel_agreement(rows))
     echo_err(f"wrote {html_out} ({len(rows)} rows)")
     return 0

@@ -188,9 +188,14 @@ def _run(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file:
                                             base_dir=suite.base_dir, verbose=verbose)
     echo_nothing_graded(verdicts)
     if markdown_out or os.environ.get("GITHUB_STEP_SUMMARY"):
+        from ..calibrate import panel_agreement
         from ..reports import image_refs, render_markdown
+        from ..results import read_results
 
-        write_markdown(render_markdown(summary, verdicts, code, images=image_refs(suite.cases)), markdown_out)
+        # The panel's figures as `referee score` computes them, from the rows as written.
+        panels = panel_agreement(read_results(out_path).rows) if outcome.manifest.extra.get("panel") else []
+        write_markdown(render_markdown(summary, verdicts, code, images=image_refs(suite.cases), panels=panels),
+                       markdown_out)
     return code
 
 

@@ -7,6 +7,7 @@ A drop-in for agent-eval's ``score_eval.py``: the same flags, defaults and exit 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -164,6 +165,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
 
     render_terminal(summary, gates, code, verbose=verbose)
     extra = {}
+    panels: list[Any] = []
     if table.manifest is not None and table.manifest.extra.get("panel"):
         # A judge panel ran: how far its judges agree and how many independent votes they are worth.
         from ..calibrate import panel_agreement
@@ -186,7 +188,8 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
     if markdown_out or step_summary:
         from ..reports import render_markdown, write_markdown
 
-        warning = write_markdown(render_markdown(summary, gates, code), markdown_out, step_summary=step_summary)
+        warning = write_markdown(render_markdown(summary, gates, code, panels=panels), markdown_out,
+                                 step_summary=step_summary)
         if warning:
             echo_err(f"warning: {warning}")
     return code

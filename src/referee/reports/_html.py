@@ -257,14 +257,19 @@ def _env() -> jinja2.Environment:
 
 def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", source: str = "",
                 case_texts: Mapping[str, str] | None = None, manifest: Any = None,
-                extra_sections: Sequence[str] = (), cases: Iterable[Any] | None = None) -> str:
+                extra_sections: Sequence[str] = (), cases: Iterable[Any] | None = None,
+                panels: Sequence[Any] = ()) -> str:
     """The report as one HTML string. ``extra_sections`` are HTML fragments that other renderers already
     escaped (the pairwise leaderboard), placed after the summary. ``cases``: the cases, whose images (in any
-    field) are shown with each row."""
+    field) are shown with each row. ``panels``: a judge panel's figures
+    (:func:`referee.calibrate.panel_agreement` over the same rows), shown after the summary."""
+    from ._panel_sections import panel_view
+
     images = {str(c.id): found for c in cases or () if (found := case_images(c))}
     ctx = build_context(rows, title=title, source=source, case_texts=case_texts, manifest=manifest,
                         case_images=images)
     ctx["extra_sections"] = [markupsafe.Markup(x) for x in extra_sections]
+    ctx["panels"] = [panel_view(p) for p in panels]
     return _env().get_template("report.html.j2").render(**ctx, csp=markupsafe.Markup(CSP))
 
 

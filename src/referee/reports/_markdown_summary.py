@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +98,13 @@ def _collect(value: Any, where: str, refs: list[str], depth: int = 0) -> None:
 
 
 def render_markdown(s: Summary, gates: list[GateResult], exit_code: int, *,
-                    images: Mapping[str, list[str]] | None = None) -> str:
+                    images: Mapping[str, list[str]] | None = None, panels: Sequence[Any] = ()) -> str:
     """``referee score``'s Markdown summary (``--markdown``, ``$GITHUB_STEP_SUMMARY``): rates, gates, the
     baseline verdict and the worst cases, with every piece of case text escaped. ``images`` (from
-    :func:`image_refs`): the cases' images, linked or named beside the cases listed."""
+    :func:`image_refs`): the cases' images, linked or named beside the cases listed. ``panels``: a judge
+    panel's figures (:func:`referee.calibrate.panel_agreement` over the same rows)."""
+    from ._panel_sections import panel_markdown
+
     comp = s.comparison
     failed = [g for g in gates if g.failed]
     status = "❌ gate failed" if exit_code == 1 else "✅ passed"
@@ -143,6 +146,7 @@ def render_markdown(s: Summary, gates: list[GateResult], exit_code: int, *,
                   "| attack type | cases | pass rate | 95% CI | mean | unscored | mean cost | mean latency ms |",
                   "|---|---|---|---|---|---|---|---|"]
         lines += [_group_row(g) for g in s.adversarial] + [""]
+    lines += panel_markdown(panels, lambda t: _cell(t, 400))
     if gates:
         lines += ["| gate | result | detail |", "|---|---|---|"]
         for g in gates:

@@ -210,8 +210,10 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
             md.append(f"\n{entry.message}.\n")
         code = max(code, exit_code(verdict([], scored)))
     else:
+        from ..calibrate._panel import panel_agreement
         from ..gates._engine import GRADED_FLAG
         from ..reports._markdown_summary import render_markdown
+        from ..results._io import read_results
         from ..suites._gating import gate_summary, summary_exit_code
 
         for tid in [candidate] if candidate is not None else ids:
@@ -228,7 +230,9 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
             if reporter is not None:
                 reporter.gated(gated[-1])
             code = max(code, gate_code)
+            # A judge panel's figures, as `referee score` computes them from the target's results file.
+            panels = panel_agreement(read_results(out_dir / f"{tid}.jsonl").rows)
             md.append(f"\n#### target `{tid}`" + (f" against baseline `{baseline}`" if baseline else "") + "\n\n"
-                      + render_markdown(summary, verdicts, gate_code))
+                      + render_markdown(summary, verdicts, gate_code, panels=panels))
     return TargetsRun(outcomes=outcomes, comparison=comparison, failed_generations=failed, gated=gated,
                       markdown="".join(md), exit_code=code, nothing_graded=nothing_graded)
