@@ -224,6 +224,7 @@ class ViewApp:
             raise ApiError(404, f"no row {row} in run {key} ({len(t)} rows)")
         # Imported here: jinja2, rapidfuzz and the rubric models are not needed to start the viewer.
         from ..evaluators._evidence import locate
+        from ..reports._claims import claims_table
         from ..reports._html import highlight_segments
 
         d = run.read_row(row)
@@ -266,7 +267,7 @@ class ViewApp:
             "criteria": crit_out, "details": details, "judged_text": segments,
             "case": self._case(case, d.get("turn") if isinstance(d.get("turn"), int) else None), "labels": self.labels[key].for_id(t.ids[row]),
             "label_scale": _label_scale(crits, details), "pairwise": _is_pairwise(d),
-            "row_json": d,
+            "row_json": d, "claims": claims_table(details, case),
         }
         return cast(dict[str, Any], clean(out))
 
