@@ -14,7 +14,9 @@ from ..evaluators._evidence import locate
 
 MAX_CLAIM_ROWS = 500
 """Claims listed per case over all its metrics: the rest are counted, not sent."""
-WINDOW = 1500
+MAX_SUPPORTS = 1000
+"""Quotes listed per case (each with its chunk's text): the rest are counted, not sent."""
+WINDOW = 600
 """Characters of chunk text shown either side of a quote (a 10 KB chunk is cut around the quote)."""
 MAX_TEXT = 4 * WINDOW
 """A chunk shorter than this is shown whole."""
@@ -60,17 +62,17 @@ def _segments(text: str, quote: str, found: bool) -> list[dict[str, Any]]:
         out.append({"text": text[pos:], "mark": False})
     if len(text) <= MAX_TEXT:
         return out
-    first = next((i for i, s in enumerate(out) if s["mark"]), None)
-    pos = sum(len(s["text"]) for s in out[:first]) if first is not None else 0
+    first = next((i for i, g in enumerate(out) if g["mark"]), None)
+    pos = sum(len(g["text"]) for g in out[:first]) if first is not None else 0
     lo, hi = max(0, pos - WINDOW), min(len(text), pos + (len(quote) if first is not None else 0) + WINDOW)
     cut: list[dict[str, Any]] = [{"text": "...", "mark": False}] if lo > 0 else []
     at = 0
-    for s in out:
-        a, b = at, at + len(s["text"])
+    for g in out:
+        a, b = at, at + len(g["text"])
         at = b
         if b <= lo or a >= hi:
             continue
-        cut.append({"text": s["text"][max(lo, a) - a:min(hi, b) - a], "mark": s["mark"]})
+        cut.append({"text": g["text"][max(lo, a) - a:min(hi, b) - a], "mark": g["mark"]})
     if hi < len(text):
         cut.append({"text": "...", "mark": False})
     return cut
@@ -90,7 +92,7 @@ def claims_table(details: Mapping[str, Any], case: Case | None) -> dict[str, Any
         return None
     passages = _passages(case)
     rows: list[dict[str, Any]] = []
-    total = 0
+    total = quotes = 0
     for metric, det in metrics:
         for c in det["claims"]:
             if not isinstance(c, Mapping):
@@ -104,7 +106,8 @@ def claims_table(details: Mapping[str, Any], case: Case | None) -> dict[str, Any
                 rows.append({**base, "against": "question", "verdict": "relevant" if c["relevant"] is True
                              else "not relevant" if c["relevant"] is False else "not checked", "supports": []})
                 continue
-            checks = c.get("checks") if isinstance(c.get("checks"), Mapping) else {}
+            raw = c.get("checks")
+            checks: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
             if not checks:
                 rows.append({**base, "against": "", "verdict": "not checked", "supports": []})
             for against, chk in checks.items():
@@ -113,6 +116,9 @@ def claims_table(details: Mapping[str, Any], case: Case | None) -> dict[str, Any
                 for s in sups if isinstance(sups, list) else []:
                     if not isinstance(s, Mapping):
                         continue
+                    quotes += 1
+                    if quotes > MAX_SUPPORTS:
+                        continue
                     label, quote, found = str(s.get("passage") or ""), str(s.get("quote") or ""), s.get("found")
                     p = passages.get(label)
                     out.append({"passage": label, "quote": quote, "found": found is True,
@@ -120,4 +126,4 @@ def claims_table(details: Mapping[str, Any], case: Case | None) -> dict[str, Any
                                 "rank": None if p is None else p[1], "source": None if p is None else p[2],
                                 "segments": None if p is None else _segments(p[0], quote, found is True)})
                 rows.append({**base, "against": str(against), "verdict": _verdict(c, str(against)), "supports": out})
-    return {"rows": rows, "total": total, "has_case": case is not None}
+    return {"rows": rows, "total": total, "quotes": quotes, "max_quotes": MAX_SUPPORTS, "has_case": case is not None}

@@ -25,6 +25,7 @@ from .._version import __version__
 from ..evaluators._evidence import locate
 from ..results._schema import ResultRow
 from ..rubrics._model import SCALES
+from ._claims import claims_table
 from ._safe import CSP, finalize
 
 _TEMPLATES = Path(__file__).parent / "templates"
@@ -159,8 +160,9 @@ def case_images(case: Any) -> list[dict[str, str]]:
 
 
 def _case_view(row: ResultRow, case_text: str | None,
-               images_of_case: list[dict[str, str]] | None = None) -> dict[str, Any]:
+               images_of_case: list[dict[str, str]] | None = None, case: Any = None) -> dict[str, Any]:
     d = row.details
+    claims = claims_table(d, case)
     text = d.get("text") if isinstance(d.get("text"), str) else case_text
     checks = d.get("evidence_checks", {}) if isinstance(d.get("evidence_checks"), Mapping) else {}
     quotes: list[tuple[str, str]] = []
@@ -168,8 +170,10 @@ def _case_view(row: ResultRow, case_text: str | None,
     for c in row.criteria:
         found = {q.get("quote"): q.get("found") for q in checks.get(c.id, []) if isinstance(q, Mapping)}
         evidence = [{"quote": q, "found": found.get(q, c.grounded)} for q in c.evidence]
-        # Only verified quotes are highlighted: a quote that was not found must not look like evidence.
-        quotes += [(c.id, str(e["quote"])) for e in evidence if e["found"] is not False]
+        # Only verified quotes are highlighted: a quote that was not found must not look like evidence. A claim's
+        # quotes come from the chunks, not the judged text: they are marked in their chunk in the claims table.
+        if claims is None:
+            quotes += [(c.id, str(e["quote"])) for e in evidence if e["found"] is not False]
         crits.append({"c": c, "evidence": evidence})
     images = shown_images(text) if text else []
     if text and images:
@@ -181,7 +185,7 @@ def _case_view(row: ResultRow, case_text: str | None,
     return {
         "images": images,
         "show_pass": not (label or "").startswith(("PASS", "FAIL")),
-        "row": row, "criteria": crits, "segments": segments, "has_text": bool(text),
+        "row": row, "criteria": crits, "segments": segments, "has_text": bool(text), "claims": claims,
         "verdict": label, "composite": d.get("composite"),
         "summary": d.get("summary"), "actions": d.get("required_actions") or [], "task": d.get("task"),
         "self_grading": d.get("self_grading"), "extra": {k: d[k] for k in ("total_score", "max_score",
@@ -194,7 +198,8 @@ def _case_view(row: ResultRow, case_text: str | None,
 
 def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
                   case_texts: Mapping[str, str] | None = None, manifest: Any = None,
-                  case_images: Mapping[str, list[dict[str, str]]] | None = None) -> dict[str, Any]:
+                  case_images: Mapping[str, list[dict[str, str]]] | None = None,
+                  cases_by_id: Mapping[str, Any] | None = None) -> dict[str, Any]:
     from ..aggregate._summary import as_table, score_distribution, summarize
 
     case_texts = case_texts or {}
@@ -227,7 +232,8 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
         "judges": judges, "verdicts": sorted(verdicts.items()),
         "hist_pairs": [(f"{i / HIST_BINS:.1f}", n) for i, n in enumerate(hist)],
         "criteria": _criterion_summary(rows), "lowest": lowest,
-        "cases": [_case_view(r, case_texts.get(r.id), (case_images or {}).get(r.id)) for r in rows],
+        "cases": [_case_view(r, case_texts.get(r.id), (case_images or {}).get(r.id), (cases_by_id or {}).get(r.id))
+                  for r in rows],
     }
 
 
@@ -246,9 +252,10 @@ def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", sou
     """The report as one HTML string. ``extra_sections`` are HTML fragments that other renderers already
     escaped (the pairwise leaderboard), placed after the summary. ``cases``: the cases, whose images (in any
     field) are shown with each row."""
-    images = {str(c.id): found for c in cases or () if (found := case_images(c))}
+    cases = list(cases or ())
+    images = {str(c.id): found for c in cases if (found := case_images(c))}
     ctx = build_context(rows, title=title, source=source, case_texts=case_texts, manifest=manifest,
-                        case_images=images)
+                        case_images=images, cases_by_id={str(c.id): c for c in cases})
     ctx["extra_sections"] = [markupsafe.Markup(x) for x in extra_sections]
     return _env().get_template("report.html.j2").render(**ctx, csp=markupsafe.Markup(CSP))
 

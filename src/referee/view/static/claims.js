@@ -48,6 +48,7 @@
     const head = ["metric", "claim", "verdict", "quote", "chunk", "quote found", "the quote in its chunk"];
     return node("section", "card", node("h2", null, "Claims"),
       node("p", "muted", t.rows.length + " claim row(s)" + (t.total > t.rows.length ? " of " + t.total + " claims" : "") +
+        (t.quotes > t.max_quotes ? "; the first " + t.max_quotes + " of " + t.quotes + " quotes shown" : "") +
         "; a claim is supported only when its quote is found in the chunk it names"),
       node("table", "claims-table", node("thead", null, node("tr", null, head.map((h) => node("th", "nosort", h)))),
         node("tbody", null, t.rows.map(rowsOf))));
