@@ -43,6 +43,9 @@ def test_the_case_api_gives_each_claim_its_verdict_quote_chunk_and_highlight(cla
     assert (a3["passage"], a3["source"], a3["quote"], a3["found"]) == ("fruit", "fruit.txt", BAD_QUOTE, False)
     assert not any(x["mark"] for x in a3["segments"])  # a quote not found is never marked as evidence
     assert "".join(x["text"] for x in a3["segments"]) == CTX2
+    # The criteria's quotes are the chunks' quotes: found or not as checked in the chunk, never marked in the answer.
+    assert [[e["found"] for e in k["evidence"]] for k in c["criteria"]] == [[True], [True], [False]]
+    assert not any(seg["labels"] for seg in c["judged_text"])
 
 
 def test_the_claims_script_is_served_and_included(claims_run: tuple[Served, str]) -> None:
