@@ -160,9 +160,9 @@ def case_images(case: Any) -> list[dict[str, str]]:
 
 
 def _case_view(row: ResultRow, case_text: str | None,
-               images_of_case: list[dict[str, str]] | None = None, case: Any = None) -> dict[str, Any]:
+               images_of_case: list[dict[str, str]] | None = None) -> dict[str, Any]:
     d = row.details
-    claims = claims_table(d, case)
+    claims = claims_table(d, None)  # the chunks' text is added by render_html, which has the cases
     text = d.get("text") if isinstance(d.get("text"), str) else case_text
     checks = d.get("evidence_checks", {}) if isinstance(d.get("evidence_checks"), Mapping) else {}
     quotes: list[tuple[str, str]] = []
@@ -198,8 +198,7 @@ def _case_view(row: ResultRow, case_text: str | None,
 
 def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
                   case_texts: Mapping[str, str] | None = None, manifest: Any = None,
-                  case_images: Mapping[str, list[dict[str, str]]] | None = None,
-                  cases_by_id: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  case_images: Mapping[str, list[dict[str, str]]] | None = None) -> dict[str, Any]:
     from ..aggregate._summary import as_table, score_distribution, summarize
 
     case_texts = case_texts or {}
@@ -232,8 +231,7 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
         "judges": judges, "verdicts": sorted(verdicts.items()),
         "hist_pairs": [(f"{i / HIST_BINS:.1f}", n) for i, n in enumerate(hist)],
         "criteria": _criterion_summary(rows), "lowest": lowest,
-        "cases": [_case_view(r, case_texts.get(r.id), (case_images or {}).get(r.id), (cases_by_id or {}).get(r.id))
-                  for r in rows],
+        "cases": [_case_view(r, case_texts.get(r.id), (case_images or {}).get(r.id)) for r in rows],
     }
 
 
@@ -255,7 +253,11 @@ def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", sou
     cases = list(cases or ())
     images = {str(c.id): found for c in cases if (found := case_images(c))}
     ctx = build_context(rows, title=title, source=source, case_texts=case_texts, manifest=manifest,
-                        case_images=images, cases_by_id={str(c.id): c for c in cases})
+                        case_images=images)
+    by_id = {str(c.id): c for c in cases}
+    for cv in ctx["cases"]:
+        if cv["claims"] is not None and cv["row"].id in by_id:
+            cv["claims"] = claims_table(cv["row"].details, by_id[cv["row"].id])
     ctx["extra_sections"] = [markupsafe.Markup(x) for x in extra_sections]
     return _env().get_template("report.html.j2").render(**ctx, csp=markupsafe.Markup(CSP))
 
