@@ -25,6 +25,7 @@ from .._version import __version__
 from ..evaluators._evidence import locate
 from ..results._schema import ResultRow
 from ..rubrics._model import SCALES
+from ._claims import claims_table
 from ._safe import CSP, finalize
 
 _TEMPLATES = Path(__file__).parent / "templates"
@@ -161,6 +162,7 @@ def case_images(case: Any) -> list[dict[str, str]]:
 def _case_view(row: ResultRow, case_text: str | None,
                images_of_case: list[dict[str, str]] | None = None) -> dict[str, Any]:
     d = row.details
+    claims = claims_table(d, None)  # the chunks' text is added by render_html, which has the cases
     text = d.get("text") if isinstance(d.get("text"), str) else case_text
     checks = d.get("evidence_checks", {}) if isinstance(d.get("evidence_checks"), Mapping) else {}
     quotes: list[tuple[str, str]] = []
@@ -168,8 +170,10 @@ def _case_view(row: ResultRow, case_text: str | None,
     for c in row.criteria:
         found = {q.get("quote"): q.get("found") for q in checks.get(c.id, []) if isinstance(q, Mapping)}
         evidence = [{"quote": q, "found": found.get(q, c.grounded)} for q in c.evidence]
-        # Only verified quotes are highlighted: a quote that was not found must not look like evidence.
-        quotes += [(c.id, str(e["quote"])) for e in evidence if e["found"] is not False]
+        # Only verified quotes are highlighted: a quote that was not found must not look like evidence. A claim's
+        # quotes come from the chunks, not the judged text: they are marked in their chunk in the claims table.
+        if claims is None:
+            quotes += [(c.id, str(e["quote"])) for e in evidence if e["found"] is not False]
         crits.append({"c": c, "evidence": evidence})
     images = shown_images(text) if text else []
     if text and images:
@@ -181,7 +185,7 @@ def _case_view(row: ResultRow, case_text: str | None,
     return {
         "images": images,
         "show_pass": not (label or "").startswith(("PASS", "FAIL")),
-        "row": row, "criteria": crits, "segments": segments, "has_text": bool(text),
+        "row": row, "criteria": crits, "segments": segments, "has_text": bool(text), "claims": claims,
         "verdict": label, "composite": d.get("composite"),
         "summary": d.get("summary"), "actions": d.get("required_actions") or [], "task": d.get("task"),
         "self_grading": d.get("self_grading"), "extra": {k: d[k] for k in ("total_score", "max_score",
@@ -261,13 +265,18 @@ def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", sou
                 panels: Sequence[Any] = ()) -> str:
     """The report as one HTML string. ``extra_sections`` are HTML fragments that other renderers already
     escaped (the pairwise leaderboard), placed after the summary. ``cases``: the cases, whose images (in any
-    field) are shown with each row. ``panels``: a judge panel's figures
+    field) are shown with each row, and the chunks a claim's quote came from. ``panels``: a judge panel's figures
     (:func:`referee.calibrate.panel_agreement` over the same rows), shown after the summary."""
     from ._panel_sections import panel_view
 
-    images = {str(c.id): found for c in cases or () if (found := case_images(c))}
+    cases = list(cases or ())
+    images = {str(c.id): found for c in cases if (found := case_images(c))}
     ctx = build_context(rows, title=title, source=source, case_texts=case_texts, manifest=manifest,
                         case_images=images)
+    by_id = {str(c.id): c for c in cases}
+    for cv in ctx["cases"]:
+        if cv["claims"] is not None and cv["row"].id in by_id:
+            cv["claims"] = claims_table(cv["row"].details, by_id[cv["row"].id])
     ctx["extra_sections"] = [markupsafe.Markup(x) for x in extra_sections]
     ctx["panels"] = [panel_view(p) for p in panels]
     return _env().get_template("report.html.j2").render(**ctx, csp=markupsafe.Markup(CSP))

@@ -250,6 +250,7 @@ class ViewApp:
             raise ApiError(404, f"no row {row} in run {key} ({len(t)} rows)")
         # Imported here: jinja2, rapidfuzz and the rubric models are not needed to start the viewer.
         from ..evaluators._evidence import locate
+        from ..reports._claims import claims_table
         from ..reports._html import highlight_segments
 
         d = run.read_row(row)
@@ -265,11 +266,14 @@ class ViewApp:
         judged = self._judged_text(case, details)
         quotes: list[tuple[str, str]] = []
         crit_out = []
+        claims = claims_table(details, case)  # a claim's quotes come from its chunks: checked and marked there
+        in_chunk = {(r["id"], q["quote"]): q["found"] for r in (claims or {}).get("rows", []) for q in r["supports"]}
         for c in crits:
             ev = [str(e) for e in c.get("evidence") or [] if e is not None] if isinstance(
                 c.get("evidence"), list) else []
-            found = [bool(judged and locate(q, judged)) for q in ev]
-            quotes += [(str(c.get("id")), q) for q in ev]
+            found = ([bool(judged and locate(q, judged)) for q in ev] if claims is None
+                     else [in_chunk.get((str(c.get("id")), q), c.get("grounded") is True) for q in ev])
+            quotes += [(str(c.get("id")), q) for q in ev] if claims is None else []
             crit_out.append({**{k: c.get(k) for k in ("id", "name", "status", "score", "raw_score", "scale",
                                                      "passed", "weight", "critical", "rationale", "grounded",
                                                      "error")},
@@ -293,7 +297,7 @@ class ViewApp:
             "check_criteria": _check_criteria(details),
             "case": self._case(case, d.get("turn") if isinstance(d.get("turn"), int) else None), "labels": self.labels[key].for_id(t.ids[row]),
             "label_scale": _label_scale(crits, details), "pairwise": _is_pairwise(d),
-            "row_json": d,
+            "row_json": d, "claims": claims,
         }
         return cast(dict[str, Any], clean(out))
 
