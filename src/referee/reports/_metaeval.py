@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from .._util._fold import rich_tables, terminal_width
 from ..metaeval._pairwise import PairwiseMeta
 from ..stats._agreement import interval_text
 from ..stats._bootstrap import Interval
@@ -26,19 +28,26 @@ def _s(iv: Interval | None, digits: int = 3) -> str:
 
 
 def console() -> Console:
-    return SafeConsole(highlight=False, soft_wrap=True, width=200)
+    return SafeConsole(highlight=False, soft_wrap=True, width=terminal_width())  # prose stays one line (grep)
+
+
+def _table(con: Console, title: str, headers: list[str], cells: list[list[str]], *, keys: int = 1) -> None:
+    """A table folded to the console's width (every column kept, the key columns repeated in each part; the key
+    columns left-aligned, the figures right-aligned)."""
+    right = [i >= keys for i in range(len(headers))]
+    for t in rich_tables(title, headers, [[Text(c) for c in r] for r in cells], con.width, keys=keys,
+                         plain=cells, right=right):
+        con.print(t)
 
 
 def render_pairwise_meta(results: dict[str, PairwiseMeta], *, gold: bool = True) -> None:
     """The pairwise meta-evaluation table (accuracy per order, agreement, position and length bias) on stdout."""
     con = console()
-    t = Table(title="Pairwise judge vs gold, both orders (95% bootstrap CI)", title_justify="left")
     cols = ["judge / group", "n"]
     if gold:
         cols += ["acc (A first)", "acc (B first)", "acc mean", "kappa mean"]
     cols += ["agreement", "consistent", "picks 1st shown", "picks 2nd shown", "prefers longer (n)"]
-    for c in cols:
-        t.add_column(c, justify="left" if c == "judge / group" else "right")
+    rows = []
     for name, m in results.items():
         row = [name, str(m.n)]
         if gold:
@@ -47,8 +56,8 @@ def render_pairwise_meta(results: dict[str, PairwiseMeta], *, gold: bool = True)
         b = m.bias
         row += [_s(m.agreement), _s(b.consistent), _s(b.first), _s(b.second),
                 f"{_s(b.judge_prefers_longer)} ({b.length_pairs})" if b.judge_prefers_longer else "n/a"]
-        t.add_row(*row)
-    con.print(t)
+        rows.append(row)
+    _table(con, "Pairwise judge vs gold, both orders (95% bootstrap CI)", cols, rows)
     notes = {n for m in results.values() for n in (*m.notes, *m.bias.notes)}
     for n in sorted(notes):
         con.print(f"note: {n}")
@@ -57,16 +66,14 @@ def render_pairwise_meta(results: dict[str, PairwiseMeta], *, gold: bool = True)
 def render_judgebench(results: Mapping[str, JudgeBenchMeta]) -> None:
     """JudgeBench's accuracy per category, then one line per judge, on stdout."""
     cats = list(dict.fromkeys(c for r in results.values() for c in r.by_category))
-    t = Table(title="JudgeBench accuracy per category (%, pairs in brackets; a pair is correct when the two "
-                    "orders' +1/-1/0 sum is > 0)", title_justify="left")
-    for c in ("judge", *cats, "overall"):
-        t.add_column(c, justify="left" if c == "judge" else "right")
+    rows = []
     for name, r in results.items():
         per = r.by_category
         cells = [f"{per[c][1] * 100:.2f} ({per[c][0]})" if c in per else "-" for c in cats]
-        t.add_row(name, *cells, f"{r.accuracy * 100:.2f} ({r.pairs})")
+        rows.append([name, *cells, f"{r.accuracy * 100:.2f} ({r.pairs})"])
     con = console()
-    con.print(t)
+    _table(con, "JudgeBench accuracy per category (%, pairs in brackets; a pair is correct when the two orders' "
+           "+1/-1/0 sum is > 0)", ["judge", *cats, "overall"], rows)
     for name, r in results.items():
         con.print(f"JudgeBench accuracy (pair correct when the two orders' +1/-1/0 sum is > 0): {name}: "
                   f"{r.accuracy * 100:.2f}%", markup=False)
@@ -94,15 +101,12 @@ def render_hanna(rep: Mapping[str, Any]) -> None:
     con = console()
     for level, title in (("story_level", f"Story level ({rep['n_stories']} generated stories)"),
                          ("system_level", f"System level ({rep['n_systems']} systems)")):
-        t = Table(title=f"{title}: Kendall tau-b vs the mean of 3 human raters", title_justify="left")
-        t.add_column("judge")
-        for c in criteria:
-            t.add_column(c, justify="right")
+        rows = []
         if level == "story_level":
-            t.add_row("human leave-one-out ceiling", *[f"{rep['human_leave_one_out'][c]:.3f}" for c in criteria])
+            rows.append(["human leave-one-out ceiling", *[f"{rep['human_leave_one_out'][c]:.3f}" for c in criteria]])
         for name, vals in rep[level].items():
-            t.add_row(name, *[_tau_cell(vals[c]) for c in criteria])
-        con.print(t)
+            rows.append([name, *[_tau_cell(vals[c]) for c in criteria]])
+        _table(con, f"{title}: Kendall tau-b vs the mean of 3 human raters", ["judge", *criteria], rows)
 
 
 def _tau_cell(v: Any) -> str:
@@ -146,42 +150,28 @@ def render_ragchecker(meta: RagCheckerMeta) -> None:
 def render_ranking(ranking: Ranking) -> None:
     """``referee rank``'s tables on stdout: head to head, the leaderboard, the judge's bias per file, then each
     pair's win rate under both reconciliation rules."""
-    con = SafeConsole(highlight=False, soft_wrap=True)
+    con = console()
     lb, biases = ranking.leaderboard, ranking.bias
     if lb.pairs:
-        t = Table(title="Head to head (ties count half; 95% bootstrap CI)", title_justify="left")
-        for c in ("A", "B", "A wins", "B wins", "ties", "win rate of A"):
-            t.add_column(c, justify="left" if c in ("A", "B") else "right")
-        for p in lb.pairs:
-            t.add_row(p.a, p.b, str(p.wins_a), str(p.wins_b), str(p.ties), _s(p.win_rate_a))
-        con.print(t)
+        _table(con, "Head to head (ties count half; 95% bootstrap CI)",
+               ["A", "B", "A wins", "B wins", "ties", "win rate of A"],
+               [[p.a, p.b, str(p.wins_a), str(p.wins_b), str(p.ties), _s(p.win_rate_a)] for p in lb.pairs], keys=2)
     if any(s.rating.estimate is not None for s in lb.standings):
-        t = Table(title="Leaderboard (Bradley-Terry, Elo-like scale, mean system = 0; 95% bootstrap CI)",
-                  title_justify="left")
-        for c in ("rank", "system", "rating", "win rate", "comparisons"):
-            t.add_column(c, justify="left" if c == "system" else "right")
-        for n, s in enumerate(lb.standings, 1):
-            rating = _s(s.rating, 0) + (f" ({s.one_sided}: see note)" if s.one_sided else "")
-            t.add_row(str(n), s.system, rating, _s(s.win_rate), str(s.comparisons))
-        con.print(t)
+        _table(con, "Leaderboard (Bradley-Terry, Elo-like scale, mean system = 0; 95% bootstrap CI)",
+               ["system", "rank", "rating", "win rate", "comparisons"],
+               [[s.system, str(n), _s(s.rating, 0) + (f" ({s.one_sided}: see note)" if s.one_sided else ""),
+                 _s(s.win_rate), str(s.comparisons)] for n, s in enumerate(lb.standings, 1)])
     if biases:
-        t = Table(title="Judge bias over both orders (95% bootstrap CI)", title_justify="left")
-        for c in ("results", "pairs", "no verdict", "consistent", "picks first shown", "picks second shown",
-                  "prefers longer (pairs > 30 chars apart)"):
-            t.add_column(c, justify="left" if c == "results" else "right")
-        for name, b in biases.items():
-            t.add_row(name, str(b.n), str(b.unparsed), _s(b.consistent), _s(b.first), _s(b.second),
-                      f"{_s(b.judge_prefers_longer)} (n={b.length_pairs})")
-        con.print(t)
+        _table(con, "Judge bias over both orders (95% bootstrap CI)",
+               ["results", "pairs", "no verdict", "consistent", "picks first shown", "picks second shown",
+                "prefers longer (pairs > 30 chars apart)"],
+               [[name, str(b.n), str(b.unparsed), _s(b.consistent), _s(b.first), _s(b.second),
+                 f"{_s(b.judge_prefers_longer)} (n={b.length_pairs})"] for name, b in biases.items()])
     bias_notes = {f"{name}: {n}" for name, b in biases.items() for n in b.notes}
     for note in [*lb.notes, *sorted(bias_notes)]:
         con.print(f"note: {note}")
-    t = Table(title="Win rate of A under both reconciliation rules (strict: disagreeing orders are a tie; "
-                    "average: the mean of both orders)", title_justify="left")
-    for c in ("A", "B", "strict", "average"):
-        t.add_column(c, justify="left" if c in ("A", "B") else "right")
     avg = {(p.a, p.b): p for p in ranking.boards["average"].pairs}
-    for p in ranking.boards["strict"].pairs:
-        q = avg.get((p.a, p.b))
-        t.add_row(p.a, p.b, _s(p.win_rate_a), _s(q.win_rate_a) if q else "n/a")
-    con.print(t)
+    _table(con, "Win rate of A under both reconciliation rules (strict: disagreeing orders are a tie; average: the "
+           "mean of both orders)", ["A", "B", "strict", "average"],
+           [[p.a, p.b, _s(p.win_rate_a), _s(avg[(p.a, p.b)].win_rate_a) if (p.a, p.b) in avg else "n/a"]
+            for p in ranking.boards["strict"].pairs], keys=2)

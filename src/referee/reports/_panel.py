@@ -49,7 +49,7 @@ def render_panel(m: PanelMeta, *, top: int = 10) -> None:
     from ._safe import SafeConsole
 
     # emoji=False: judge names such as ``reward_model:x`` are text, never an emoji code.
-    con = SafeConsole(highlight=False, soft_wrap=False, width=terminal_width(), emoji=False)
+    con = SafeConsole(highlight=False, soft_wrap=True, width=terminal_width(), emoji=False)
     con.print(f"{m.name}: {m.n} pairs, {len(m.judges)} judges; accuracy is JudgeBench's (both orders' +1/-1/0 "
               "sum > 0), 95% bootstrap intervals", markup=False)
     _print_table(con, "Judges", ["judge", "family", "pairs voted", "accuracy"],
@@ -85,7 +85,7 @@ def render_panel_agreement(reports: Sequence[PanelAgreement], *, stderr: bool = 
     from ._safe import SafeConsole
 
     # emoji=False: judge names such as ``fake:b`` or ``x:o`` are text, never an emoji code.
-    con = SafeConsole(highlight=False, soft_wrap=False, width=terminal_width(), stderr=stderr, emoji=False)
+    con = SafeConsole(highlight=False, soft_wrap=True, width=terminal_width(), stderr=stderr, emoji=False)
     for r in reports:
         con.print(f"Panel on {r.label}: {len(r.judges)} judges ({', '.join(r.judges)}), {r.cases} cases, "
                   f"{r.split} split" + (f", cost ${r.cost_usd:.4f}" if r.cost_usd is not None else ""),
