@@ -211,9 +211,10 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
         code = max(code, exit_code(verdict([], scored)))
     else:
         from ..gates._engine import GRADED_FLAG
-        from ..reports._markdown_summary import render_markdown
+        from ..reports._markdown_summary import image_refs, render_markdown
         from ..suites._gating import gate_summary, summary_exit_code
 
+        images = image_refs(suite.cases)  # the cases' own images (the targets' inputs), named beside each case
         for tid in [candidate] if candidate is not None else ids:
             # Absolute: gating resolves a relative baseline against the suite's folder, not the working one.
             if reporter is not None:
@@ -229,6 +230,6 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
                 reporter.gated(gated[-1])
             code = max(code, gate_code)
             md.append(f"\n#### target `{tid}`" + (f" against baseline `{baseline}`" if baseline else "") + "\n\n"
-                      + render_markdown(summary, verdicts, gate_code))
+                      + render_markdown(summary, verdicts, gate_code, images=images))
     return TargetsRun(outcomes=outcomes, comparison=comparison, failed_generations=failed, gated=gated,
                       markdown="".join(md), exit_code=code, nothing_graded=nothing_graded)
