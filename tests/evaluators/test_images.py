@@ -69,6 +69,26 @@ def test_one_changed_pixel_is_a_new_call_and_the_same_image_is_cached(
     assert fake_server.requests[1].images[0]["bytes"] != fake_server.requests[0].images[0]["bytes"]
 
 
+def test_a_rerun_into_the_same_file_judges_again_when_the_image_file_beside_the_cases_changed(
+        fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases file is the same bytes, the image file beside it is not: a rerun must not resume the old
+    score (the run's manifest keeps the images' content hash beside the cases file's)."""
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache"))
+    _files(tmp_path)
+    assert _judge(tmp_path, fake_server, capsys)[0] == 0
+    assert _judge(tmp_path, fake_server, capsys)[0] == 0  # unchanged: resumed, no call
+    assert len(fake_server.requests) == 1
+    cases_before = (tmp_path / "cases.jsonl").read_bytes()
+    _files(tmp_path, pixel=(0, 0, (0, 0, 0)))
+    assert (tmp_path / "cases.jsonl").read_bytes() == cases_before
+    code, _, err = _judge(tmp_path, fake_server, capsys)
+    assert code == 0, err
+    assert len(fake_server.requests) == 2  # judged again, with the new image
+    assert fake_server.requests[1].images[0]["bytes"] == png(4, 4, pixel=(0, 0, (0, 0, 0)))
+    assert len(read_rows(tmp_path / "results.jsonl")) == 1  # one row for the case, the new one
+
+
 def test_a_judge_that_cannot_see_images_stops_the_run_before_any_call(
         fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _files(tmp_path)
