@@ -67,6 +67,16 @@ def test_a_changed_cases_file_is_not_trusted_but_cases_names_it(tmp_path: Path,
     assert "chart.png (png 7x3, sha256 " in _lines(md)["low"]
 
 
+def test_an_image_file_changed_since_the_run_is_not_named_as_if_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = _suite_run(tmp_path)
+    (tmp_path / "chart.png").write_bytes(png(7, 3, pixel=(0, 0, (0, 0, 0))))  # the cases file is unchanged
+    md = tmp_path / "score.md"
+    code, _, err = run_cli(["score", str(results), "--markdown", str(md)], capsys)
+    assert code == 0 and "the images beside" in err and "changed since the run" in err
+    assert "chart.png" not in md.read_text()
+
+
 def test_cases_given_without_a_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = _suite_run(tmp_path)
     (tmp_path / "r.manifest.json").unlink()

@@ -2,7 +2,8 @@
 
 ``referee score`` reads a results file, not the cases, so the images come from one of three places: the cases
 file given with ``--cases``; else the cases file the run's manifest names, when it is still there with the
-same SHA-256 (a changed file could show another case's image); and, for rows that carry their case's fields
+same SHA-256 and its images with the content hash the manifest recorded (a changed file could show another
+case's image, or one the judge never saw); and, for rows that carry their case's fields
 (seed rows with ``input``/``output``), the rows themselves, their image parts checked as a cases file's are
 (paths resolved against the results file's folder and never outside it, the same size and format checks).
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from .._util._image import contains_image
 from ..aggregate._summary import Summary
-from ..cases._media import resolve_media
+from ..cases._media import media_sha256, resolve_media
 from ..errors import InputError
 from ..results._files import file_sha256
 from ..results._manifest import RunManifest
@@ -66,10 +67,16 @@ def _cases_of_manifest(results: Path, warnings: list[str]) -> Iterable[Any]:
     from ..cases import load_cases
 
     try:
-        return list(load_cases(path))
+        cases = list(load_cases(path))
     except InputError as exc:
         warnings.append(f"the images of the cases are not named in the Markdown summary: {exc}")
         return []
+    recorded = manifest.extra.get("media_sha256") if manifest is not None else None
+    if recorded is not None and media_sha256(cases) != recorded:
+        warnings.append(f"the images beside {path} changed since the run; they are not named in the Markdown "
+                        "summary (give --cases to name them)")
+        return []
+    return cases
 
 
 def _cases_of_rows(results: Path, ids: set[str], warnings: list[str]) -> list[_RowCase]:
