@@ -196,3 +196,25 @@ def test_the_trajectory_and_conversation_judges_send_the_images_they_show() -> N
                                                                          part(png(2, 2))]},
                                              {"role": "assistant", "content": "a red square"}]}]).cases[0]
     assert len(referee.judges.Conversation().request(conv, conv.output).images) == 1
+
+
+def test_the_conversation_judge_sends_a_turns_image_through_the_local_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.testing import schema_responder
+
+    shot = png(6, 2)
+    (tmp_path / "shot.png").write_bytes(shot)
+    conv = {"id": "v", "turns": [{"role": "user", "content": [{"type": "text", "text": "what is on my screen?"},
+                                                               {"type": "image", "path": "shot.png"}]},
+                                  {"role": "assistant", "content": "a red bar"}]}
+    (tmp_path / "conv.jsonl").write_text(json.dumps(conv) + "\n")
+    with FakeLLMServer(responder=schema_responder) as srv:
+        code, _, err = run(["conversation", str(tmp_path / "conv.jsonl"), "--out", str(tmp_path / "c.jsonl"),
+                            "--provider", "openai", "--base-url", srv.openai_base_url, "--model", "gpt-4o"], capsys)
+        assert code == 0, err
+        assert [i["bytes"] for r in srv.requests for i in r.images] == [shot]
+        content = srv.requests[0].body["messages"][1]["content"]
+        assert [p["type"] for p in content].count("image_url") == 1
+        assert "iVBOR" not in json.dumps([p for p in content if p["type"] == "text"])  # the image is a part, not text
+    (row,) = read_rows(tmp_path / "c.jsonl")
+    assert row.get("status", "scored") == "scored" and isinstance(row["score"], float)
