@@ -158,3 +158,14 @@ def test_the_regressions_against_a_baseline_name_their_images(tmp_path: Path,
     text = md.read_text()
     regressions = text.split("**Regressions (1)**", 1)[1].split("\n\n", 2)[1]
     assert "| c0 |" in regressions and "[shot.png](https://example.com/shot.png)" in regressions.replace("\\", "")
+
+
+def test_a_missing_cases_file_is_a_usage_error_and_an_unused_one_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    results = _suite_run(tmp_path)
+    code, _, err = run_cli(["score", str(results), "--markdown", str(tmp_path / "s.md"), "--cases",
+                            str(tmp_path / "nope.jsonl")], capsys)
+    assert code == 2 and "nope.jsonl" in err and "not found" in err
+    code, _, err = run_cli(["score", str(results), "--cases", str(tmp_path / "cases.jsonl")], capsys)
+    assert code == 0 and "no Markdown is written" in err

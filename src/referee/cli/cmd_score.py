@@ -184,6 +184,9 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         cases, adv_cases = all_cases(table, opts)
         write_junit(junit_xml, cases, adv_cases, threshold, pass_rule=pass_rule)
     step_summary = None if no_step_summary else os.environ.get("GITHUB_STEP_SUMMARY")
+    if cases_path and not (markdown_out or step_summary):
+        echo_err("warning: --cases names the images of the Markdown summary, and no Markdown is written "
+                 "(give --markdown)")
     if markdown_out or step_summary:
         from ..cases import load_cases
         from ..reports import render_markdown, score_image_refs, write_markdown
