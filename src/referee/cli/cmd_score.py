@@ -115,10 +115,10 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
             fail_on_cost_regression: bool,
             fail_on_latency_regression: bool, cost_tolerance: float, latency_tolerance: float,
             fail_if_mean_cost_above: float | None, fail_if_mean_latency_above: float | None, cost_rows: str,
-            ci_flag: bool,
+            ci_flag: bool, cases_path: str | None,
             fail_on_significant_regression: bool, fail_on_inconclusive: bool, n_boot: int, boot_seed: int,
             fail_if_unscored_above: float | None, min_case_pass_rate: float | None, target_drop: float,
-            allow_case_set_change: bool, adversarial_categories: str | None, junit_xml: str | None, cases_path: str | None,
+            allow_case_set_change: bool, adversarial_categories: str | None, junit_xml: str | None,
             markdown_out: str | None, no_step_summary: bool, strict: bool) -> int:
     """Pass rates and means with confidence intervals, per category, the failures behind them, regressions
     against --baseline, and CI gates (exit 0 pass, 1 gate failed or, with a gate, nothing scored, 2 usage or
