@@ -65,3 +65,27 @@ def test_the_limits_the_page_states_are_the_codes() -> None:
     assert f"{_image.DEFAULT_MAX_IMAGE_BYTES:,}-byte limit" in TEXT and "(20 MiB;" in TEXT
     assert _image.DEFAULT_MAX_IMAGE_BYTES == 20 * 1024 * 1024 and _image.DEFAULT_MAX_IMAGES == 20
     assert "more than 20 images in one case" in TEXT
+
+
+def test_the_score_markdown_example_is_what_score_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page's two ``referee score`` lines, run on a run of its cases example, write the images column the
+    page shows (its shape: the case, then name, format, size and hash of the image)."""
+    from referee.cli import cli
+
+    _images(tmp_path)
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(o) + "\n" for o in _objects(_block("json"))))
+    (tmp_path / "suite.yaml").write_text("cases: cases.jsonl\nevaluators:\n  - contains: {value: Save}\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    assert cli(["run", "suite.yaml", "--out", "results.jsonl"]) == 0
+    shown = _block("markdown").splitlines()
+    assert shown[0] == "| case | category | score | rationale | images |"
+    want = re.sub(r"1280x800, sha256 \w+", "8x6, sha256 ", shown[2].rsplit("|", 2)[1].strip())
+    for line in _block("bash").splitlines():
+        args = line.split("#")[0].split()
+        assert args[:2] == ["referee", "score"]
+        assert cli(args[1:]) == 0
+        md = (tmp_path / "comment.md").read_text()
+        assert shown[0] in md
+        row = next(x for x in md.splitlines() if x.startswith("| ticket-7 |"))
+        assert want.split(" sha256")[0] in row and "sha256 " in row

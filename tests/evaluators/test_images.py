@@ -69,6 +69,26 @@ def test_one_changed_pixel_is_a_new_call_and_the_same_image_is_cached(
     assert fake_server.requests[1].images[0]["bytes"] != fake_server.requests[0].images[0]["bytes"]
 
 
+def test_a_rerun_into_the_same_file_judges_again_when_the_image_file_beside_the_cases_changed(
+        fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases file is the same bytes, the image file beside it is not: a rerun must not resume the old
+    score (the run's manifest keeps the images' content hash beside the cases file's)."""
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache"))
+    _files(tmp_path)
+    assert _judge(tmp_path, fake_server, capsys)[0] == 0
+    assert _judge(tmp_path, fake_server, capsys)[0] == 0  # unchanged: resumed, no call
+    assert len(fake_server.requests) == 1
+    cases_before = (tmp_path / "cases.jsonl").read_bytes()
+    _files(tmp_path, pixel=(0, 0, (0, 0, 0)))
+    assert (tmp_path / "cases.jsonl").read_bytes() == cases_before
+    code, _, err = _judge(tmp_path, fake_server, capsys)
+    assert code == 0, err
+    assert len(fake_server.requests) == 2  # judged again, with the new image
+    assert fake_server.requests[1].images[0]["bytes"] == png(4, 4, pixel=(0, 0, (0, 0, 0)))
+    assert len(read_rows(tmp_path / "results.jsonl")) == 1  # one row for the case, the new one
+
+
 def test_a_judge_that_cannot_see_images_stops_the_run_before_any_call(
         fake_server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _files(tmp_path)
@@ -176,3 +196,25 @@ def test_the_trajectory_and_conversation_judges_send_the_images_they_show() -> N
                                                                          part(png(2, 2))]},
                                              {"role": "assistant", "content": "a red square"}]}]).cases[0]
     assert len(referee.judges.Conversation().request(conv, conv.output).images) == 1
+
+
+def test_the_conversation_judge_sends_a_turns_image_through_the_local_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.testing import schema_responder
+
+    shot = png(6, 2)
+    (tmp_path / "shot.png").write_bytes(shot)
+    conv = {"id": "v", "turns": [{"role": "user", "content": [{"type": "text", "text": "what is on my screen?"},
+                                                               {"type": "image", "path": "shot.png"}]},
+                                  {"role": "assistant", "content": "a red bar"}]}
+    (tmp_path / "conv.jsonl").write_text(json.dumps(conv) + "\n")
+    with FakeLLMServer(responder=schema_responder) as srv:
+        code, _, err = run(["conversation", str(tmp_path / "conv.jsonl"), "--out", str(tmp_path / "c.jsonl"),
+                            "--provider", "openai", "--base-url", srv.openai_base_url, "--model", "gpt-4o"], capsys)
+        assert code == 0, err
+        assert [i["bytes"] for r in srv.requests for i in r.images] == [shot]
+        content = srv.requests[0].body["messages"][1]["content"]
+        assert [p["type"] for p in content].count("image_url") == 1
+        assert "iVBOR" not in json.dumps([p for p in content if p["type"] == "text"])  # the image is a part, not text
+    (row,) = read_rows(tmp_path / "c.jsonl")
+    assert row.get("status", "scored") == "scored" and isinstance(row["score"], float)

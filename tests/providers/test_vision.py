@@ -157,3 +157,35 @@ def test_the_capability_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ImagesRefused, match="1 image\\(s\\) refused before any call"):
         check_images(P("openai", "o3-mini"), inline)
     check_images(P("openai", "o3-mini"), ())  # no image: nothing to refuse
+
+
+REMOTE = {"type": "image", "url": "https://images.example.invalid/chart.png"}
+
+
+async def test_a_remote_image_goes_as_its_url_to_openai_and_anthropic_and_is_never_fetched(
+        fake_server: FakeLLMServer, tmp_path: Path) -> None:
+    await _send(OpenAICompatProvider("gpt-4o", base_url=fake_server.openai_base_url), _request(tmp_path, REMOTE),
+                fake_server)
+    content = fake_server.requests[-1].body["messages"][1]["content"]
+    assert content[1] == {"type": "image_url", "image_url": {"url": REMOTE["url"]}}
+    await _send(AnthropicProvider("claude-sonnet-4-6", base_url=fake_server.url, api_key="k"),
+                _request(tmp_path, REMOTE), fake_server)
+    blocks = fake_server.requests[-1].body["messages"][0]["content"]
+    assert {"type": "image", "source": {"type": "url", "url": REMOTE["url"]}} in blocks
+    # The local server read each as a remote part (its URL, no bytes): referee sent the link, fetched nothing.
+    assert [(i["url"], i["bytes"]) for r in fake_server.requests for i in r.images] == [(REMOTE["url"], None)] * 2
+
+
+async def test_a_remote_image_is_refused_before_any_call_where_the_api_takes_inline_bytes_only(
+        fake_server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _aws_env(monkeypatch, fake_server)
+    for p in (GeminiProvider("gemini-2.5-flash", base_url=fake_server.url, api_key="k"),
+              get_provider("bedrock", "anthropic.claude-3-haiku-20240307-v1:0")):
+        client = JudgeClient(p)
+        try:
+            with pytest.raises(ImagesRefused, match="refused before any call") as info:
+                await client.complete(_request(tmp_path, REMOTE))
+            assert "path" in str(info.value) or "data" in str(info.value)
+        finally:
+            await client.aclose()
+    assert fake_server.requests == []

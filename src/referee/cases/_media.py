@@ -15,8 +15,10 @@ apply (size of one image, images per case).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +141,36 @@ def resolve_media(data: dict[str, Any], *, source: str, line: int | None, case_i
                 out = dict(data)
             out[key] = new
     return out
+
+
+def media_sha256(cases: Iterable[Any]) -> str | None:
+    """One SHA-256 over the content hash of every image the cases hold, in order (None when they hold none).
+
+    A run's manifest keeps the cases file's hash to decide whether a rerun may keep its rows; an image file
+    beside the cases can change while the cases file does not, so its content is kept too: one changed pixel
+    is a case judged again, never an old score resumed."""
+    digest = hashlib.sha256()
+    found = False
+    for case in cases:
+        data = getattr(case, "data", None)
+        if not isinstance(data, dict):
+            continue
+        for key, value in data.items():
+            if key in _SKIP or value is None or isinstance(value, str | int | float | bool):
+                continue
+            for sha in _image_hashes(value):
+                found = True
+                digest.update(f"{case.id}\x00{key}\x00{sha}\n".encode())
+    return digest.hexdigest() if found else None
+
+
+def _image_hashes(value: Any, depth: int = 0) -> Iterator[str]:
+    if isinstance(value, dict):
+        if value.get("type") == "image":
+            yield str(value.get("sha256") or value.get("url") or "")
+        elif depth < 32:
+            for v in value.values():
+                yield from _image_hashes(v, depth + 1)
+    elif isinstance(value, list) and depth < 32:
+        for v in value:
+            yield from _image_hashes(v, depth + 1)

@@ -103,6 +103,9 @@ _RATE = click.FloatRange(0.0, 1.0)
               help="Write JUnit XML (one testcase per case).")
 @click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), default=None,
               help="Write a Markdown summary (PR comment).")
+@click.option("--cases", "cases_path", type=click.Path(dir_okay=False), default=None,
+              help="The cases file, so the Markdown summary names the images of the cases it lists (default: "
+                   "the cases file the run's manifest names, when unchanged).")
 @click.option("--no-step-summary", is_flag=True,
               help="Do not append the Markdown summary to $GITHUB_STEP_SUMMARY when it is set.")
 @click.option("--strict", is_flag=True, help="Malformed or invalid lines are errors (exit 2), not warnings.")
@@ -115,7 +118,7 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
             fail_on_cost_regression: bool,
             fail_on_latency_regression: bool, cost_tolerance: float, latency_tolerance: float,
             fail_if_mean_cost_above: float | None, fail_if_mean_latency_above: float | None, cost_rows: str,
-            ci_flag: bool,
+            ci_flag: bool, cases_path: str | None,
             fail_on_significant_regression: bool, fail_on_inconclusive: bool, n_boot: int, boot_seed: int,
             fail_if_unscored_above: float | None, min_case_pass_rate: float | None, target_drop: float,
             allow_case_set_change: bool, adversarial_categories: str | None, junit_xml: str | None,
@@ -185,10 +188,18 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         cases, adv_cases = all_cases(table, opts)
         write_junit(junit_xml, cases, adv_cases, threshold, pass_rule=pass_rule)
     step_summary = None if no_step_summary else os.environ.get("GITHUB_STEP_SUMMARY")
+    if cases_path and not (markdown_out or step_summary):
+        echo_err("warning: --cases names the images of the Markdown summary, and no Markdown is written "
+                 "(give --markdown)")
     if markdown_out or step_summary:
-        from ..reports import render_markdown, write_markdown
+        from ..cases import load_cases
+        from ..reports import render_markdown, score_image_refs, write_markdown
 
-        warning = write_markdown(render_markdown(summary, gates, code, panels=panels), markdown_out,
+        images, image_warnings = score_image_refs(
+            results, summary, cases=list(load_cases(cases_path)) if cases_path else None)
+        for w in image_warnings:
+            echo_err(f"warning: {printable(w)}")
+        warning = write_markdown(render_markdown(summary, gates, code, panels=panels, images=images), markdown_out,
                                  step_summary=step_summary)
         if warning:
             echo_err(f"warning: {warning}")

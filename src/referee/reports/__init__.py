@@ -9,6 +9,7 @@ _LAZY = {
     "render_html": "._html", "write_html": "._html", "summary_dict": "._json_summary", "write_json": "._json_summary",
     "write_junit": "._junit", "leaderboard_fragment": "._leaderboard", "leaderboard_page": "._leaderboard",
     "render_markdown": "._markdown_summary", "write_markdown": "._markdown_summary", "image_refs": "._markdown_summary",
+    "score_image_refs": "._score_images",
     "render_pairwise_meta": "._metaeval", "render_absolute": "._metaeval", "render_hanna": "._metaeval",
     "render_ragchecker": "._metaeval", "render_panel": "._panel", "render_panel_agreement": "._panel",
     "render_judgebench": "._metaeval", "render_ranking": "._metaeval", "render_calibration": "._calibrate",

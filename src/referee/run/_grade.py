@@ -477,6 +477,10 @@ async def _execute(plan: _Plan, judge: Judge | str | Provider | None, *, out: st
         if plan.config_hash is not None:
             m.extra["config_hash"] = plan.config_hash
         m.extra.update(plan.extra)
+        from ..cases._media import media_sha256
+
+        if (media := media_sha256(plan.cases)) is not None:
+            m.extra["media_sha256"] = media
         return m
 
     return await _run(plan.items if plan.items is not None else plan.cases, cases=plan.cases, manifest=manifest,

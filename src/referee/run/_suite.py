@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cases._media import media_sha256
 from ..evaluators._base import JudgeSettings, LLMEvaluator
 from ..evaluators._panel import PanelEvaluator
 from ..results._manifest import RunManifest, text_sha256
@@ -50,6 +51,8 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
     m.adversarial = bool(suite.cases) and all(c.metadata.get("adversarial") is True for c in suite.cases)
     # Rows are reused on a rerun only when the suite, its evaluators and the cases' content are the same.
     m.extra["config_hash"] = text_sha256(suite.config_hash() + (m.eval_set.sha256 if m.eval_set else ""))
+    if (media := media_sha256(suite.cases)) is not None:
+        m.extra["media_sha256"] = media
     m.extra["suite"] = {"path": suite.path, "name": suite.name, "sha256": suite.sha256,
                         "evaluators": [s.label for s in suite.specs], "scoring": suite.scoring.model_dump(),
                         "llm_evaluators": [s.label for s in suite.llm_specs]}

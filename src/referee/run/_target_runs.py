@@ -212,10 +212,11 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
     else:
         from ..calibrate._panel import panel_agreement
         from ..gates._engine import GRADED_FLAG
-        from ..reports._markdown_summary import render_markdown
+        from ..reports._markdown_summary import image_refs, render_markdown
         from ..results._io import read_results
         from ..suites._gating import gate_summary, summary_exit_code
 
+        images = image_refs(suite.cases)  # the cases' own images (the targets' inputs), named beside each case
         for tid in [candidate] if candidate is not None else ids:
             # Absolute: gating resolves a relative baseline against the suite's folder, not the working one.
             if reporter is not None:
@@ -233,6 +234,6 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
             # A judge panel's figures, as `referee score` computes them from the target's results file.
             panels = panel_agreement(read_results(out_dir / f"{tid}.jsonl").rows)
             md.append(f"\n#### target `{tid}`" + (f" against baseline `{baseline}`" if baseline else "") + "\n\n"
-                      + render_markdown(summary, verdicts, gate_code, panels=panels))
+                      + render_markdown(summary, verdicts, gate_code, panels=panels, images=images))
     return TargetsRun(outcomes=outcomes, comparison=comparison, failed_generations=failed, gated=gated,
                       markdown="".join(md), exit_code=code, nothing_graded=nothing_graded)

@@ -47,7 +47,9 @@ def _same_config(old: RunManifest, new: RunManifest) -> bool:
     return (old.kind == new.kind and judge_key(old) == judge_key(new)
             and (old.template.sha256 if old.template else None) == (new.template.sha256 if new.template else None)
             and (old.eval_set.sha256 if old.eval_set else None) == (new.eval_set.sha256 if new.eval_set else None)
-            and old.extra.get("config_hash") == new.extra.get("config_hash"))
+            and old.extra.get("config_hash") == new.extra.get("config_hash")
+            # the images' content: an image file beside the cases can change while the cases file does not
+            and old.extra.get("media_sha256") == new.extra.get("media_sha256"))
 
 
 def _foreign_rows(out: Path, manifest: RunManifest) -> bool:
