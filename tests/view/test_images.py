@@ -78,3 +78,32 @@ def test_the_viewer_shows_an_image_case_in_chromium(image_run: Served) -> None:
         assert d.execute_script("return window.__xss") is None
     finally:
         d.quit()
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(WHY is not None, reason=f"browser test skipped: {WHY}")
+def test_an_image_a_tool_returned_is_shown_in_its_trajectory_step(tmp_path: Path) -> None:
+    from tests.view.test_chromium_view import wait_until
+
+    (tmp_path / "shot.png").write_bytes(png(5, 4))
+    case = {"id": "agent-1", "input": "take a screenshot", "output": "done",
+            "trajectory": [{"tool": "screenshot", "args": {}, "result": {"type": "image", "path": "shot.png"}}]}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    (tmp_path / "results.jsonl").write_text(json.dumps({"schema_version": 1, "id": "agent-1", "status": "scored",
+                                                        "score": 1.0}) + "\n")
+    s = serve([tmp_path / "results.jsonl"], [tmp_path / "cases.jsonl"])
+    d: Any = browser.start()
+    try:
+        d.get(s.url + "#/run/0/case/0")
+        wait_until(d, lambda: len(d.find_elements("css selector", "img.case-image")) == 1)
+        size = d.execute_script("const i = document.querySelector('img.case-image'); "
+                                "return [i.complete, i.naturalWidth, i.naturalHeight]")
+        assert size == [True, 5, 4]
+        assert "iVBOR" not in d.find_element("id", "main").text  # the part, not its base64 as JSON text
+    finally:
+        d.quit()
+        s.server.shutdown()
+        s.server.server_close()
+        from referee.view import close_app
+
+        close_app(s.app)

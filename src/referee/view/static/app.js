@@ -312,7 +312,7 @@ function renderCaseBody(c) {
       parts.push(section("Trajectory (" + cs.trajectory.length + " steps)", cs.trajectory.map((s) => el("div", { class: "step" + (s.error ? " failed" : "") },
         el("b", {}, "step " + s.index + ": " + s.tool),
         el("div", {}, el("span", { class: "muted" }, "arguments "), el("code", {}, JSON.stringify(s.args))),
-        s.result !== null && s.result !== undefined ? el("div", {}, el("span", { class: "muted" }, "result "), el("code", {}, typeof s.result === "string" ? s.result : JSON.stringify(s.result))) : null,
+        s.result !== null && s.result !== undefined ? el("div", {}, el("span", { class: "muted" }, "result "), (window.refereeMedia && window.refereeMedia.has(s.result)) ? textBlock(s.result) : el("code", {}, typeof s.result === "string" ? s.result : JSON.stringify(s.result))) : null,
         s.error ? el("div", { class: "fail" }, "error: " + s.error) : null))));
     }
     if (cs.trajectory_error) parts.push(el("p", { class: "fail" }, cs.trajectory_error));
