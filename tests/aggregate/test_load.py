@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -153,10 +155,61 @@ def _same_tables(a: object, b: object) -> None:
             assert va == vb, name
 
 
-@pytest.mark.skipif(not load_mod._parallel_ok(), reason="the forked reader runs on Linux with 2+ CPUs only")
+FORKS = sys.platform == "linux" and len(os.sched_getaffinity(0)) >= 2
+"""Whether a forked reader can run here (the tests force it on whatever threads earlier tests left running: the
+reader's child only reads a file and writes a pipe)."""
+
+
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Forked readers on (whatever the thread count), and the start methods they asked for."""
+    monkeypatch.setattr(load_mod, "_parallel_ok", lambda: True)
+    spawned: list[str] = []
+    real = load_mod.multiprocessing.get_context
+
+    def spy(method: str) -> object:
+        spawned.append(method)
+        return real(method)
+
+    monkeypatch.setattr(load_mod.multiprocessing, "get_context", spy)
+    return spawned
+
+
+@pytest.mark.skipif(not FORKS, reason="the forked reader runs on Linux with 2+ CPUs only")
+@pytest.mark.parametrize("newline_in_id", [False, True])
+def test_a_large_file_read_in_two_halves_gives_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              forking: list[str], newline_in_id: bool) -> None:
+    rows: list[dict[str, Any]] = [{"id": f"c{i}", "score": round(i / 400, 3), "cost_usd": 0.001,
+                                   "category": ("Alpha" if i < 200 else " alpha ") if i % 2 else "B"}
+                                  for i in range(400)]
+    rows[150]["category"] = None
+    rows[330]["category"] = "new in the second half"
+    rows[340]["passed"] = "yes"  # ignored, and counted
+    rows[345]["flags"] = ["self_grading"]
+    rows[350]["id"] = "c10"  # a duplicate across the halves: the first is kept
+    rows[360] = {"id": "u", "status": "unscored"}
+    if newline_in_id:
+        rows[300]["id"] = "two\nlines"
+    p = tmp_path / "big.jsonl"
+    lines = [json.dumps(r) for r in rows]
+    lines.insert(320, "{not json")  # a bad line in the second half: its warning names its own line
+    p.write_bytes(b"\xef\xbb\xbf" + ("\n".join(lines) + "\n").encode())
+    whole = load_table(p, split=False)
+    assert forking == []
+    monkeypatch.setattr(load_mod, "_SPLIT_MIN_BYTES", 0)
+    halves = load_table(p)
+    assert forking == ["fork"]
+    _same_tables(whole, halves)
+    assert any("big.jsonl:321" in w for w in halves.warnings)
+    assert any("duplicate row for id 'c10'" in w for w in halves.warnings)
+    assert halves.category_names[:2] == ["B", "Alpha"] and "new in the second half" in halves.category_names
+    assert halves.self_graded_rows == 1
+
+
+@pytest.mark.skipif(not FORKS, reason="the forked reader runs on Linux with 2+ CPUs only")
 @pytest.mark.parametrize("newline_in_id", [False, True])
 def test_forked_reading_gives_the_same_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              newline_in_id: bool) -> None:
+                                              forking: list[str], newline_in_id: bool) -> None:
     rows = [{"id": f"c{i}", "score": round(i / 300, 3), "category": "AB"[i % 2], "cost_usd": 0.001}
             for i in range(300)]
     if newline_in_id:  # ids travel back joined by newlines unless one holds a newline
@@ -165,24 +218,17 @@ def test_forked_reading_gives_the_same_tables(tmp_path: Path, monkeypatch: pytes
     base = write_rows(tmp_path / "b.jsonl", rows[::-1] + [{"id": "c1", "score": 0.5}])
     sequential = [load_table(cur), load_table(base)]
     monkeypatch.setattr(load_mod, "_PARALLEL_MIN_BYTES", 0)
-    spawned = []
-    real = load_mod.multiprocessing.get_context
-
-    def spy(method: str) -> object:
-        spawned.append(method)
-        return real(method)
-
-    monkeypatch.setattr(load_mod.multiprocessing, "get_context", spy)
     parallel = load_tables([cur, base])
-    assert spawned == ["fork"]
+    assert forking == ["fork"]
     for a, b in zip(sequential, parallel, strict=True):
         _same_tables(a, b)
     assert parallel[1].ids[0] == "c299" and any("duplicate" in w for w in parallel[1].warnings)
     assert any("c.jsonl:301" in w for w in parallel[0].warnings)
 
 
-@pytest.mark.skipif(not load_mod._parallel_ok(), reason="the forked reader runs on Linux with 2+ CPUs only")
-def test_forked_reading_raises_the_baselines_own_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.skipif(not FORKS, reason="the forked reader runs on Linux with 2+ CPUs only")
+def test_forked_reading_raises_the_baselines_own_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        forking: list[str]) -> None:
     cur = write_rows(tmp_path / "c.jsonl", [{"id": "a", "score": 0.5}])
     base = write_rows(tmp_path / "b.jsonl", [{"id": "a", "score": 0.5}], ["{broken"])
     monkeypatch.setattr(load_mod, "_PARALLEL_MIN_BYTES", 0)
