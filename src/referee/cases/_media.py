@@ -130,11 +130,12 @@ def _pil_png(img: Any) -> bytes:
 def resolve_media(data: dict[str, Any], *, source: str, line: int | None, case_id: str) -> dict[str, Any]:
     """``data`` with every image part checked and normalised (the same dict when it holds none).
     Raises :class:`InputError` naming the case, file, line and field."""
-    walk = _Walk(source, line, case_id)
+    walk: _Walk | None = None  # made on the first field that could hold a part (most cases are text only)
     out = data
     for key, value in data.items():
         if key in _SKIP or value is None or isinstance(value, str | int | float | bool):
             continue
+        walk = walk or _Walk(source, line, case_id)
         new = walk.value(value, key)
         if new is not value:
             if out is data:
