@@ -145,3 +145,14 @@ def test_overlapping_local_runs_share_one_rpm_limit(tmp_path: Path) -> None:
     assert "complete" not in a.provider.__dict__ and "complete" not in b.provider.__dict__  # undone
     with eng.start(suite, client=a, concurrency=1):  # type: ignore[arg-type]
         assert eng._limiter is not limiter
+
+
+def test_python_reads_referee_engine_as_the_command_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REFEREE_ENGINE", raising=False)
+    assert isinstance(get_engine(None), LocalEngine)
+    monkeypatch.setenv("REFEREE_ENGINE", "not-an-engine")
+    with pytest.raises(UserError, match="not-an-engine"):
+        get_engine(None)  # the variable is read, and a bad one refused as `--engine` refuses it
+    assert isinstance(get_engine("local"), LocalEngine)  # an explicit engine wins over the variable
+    monkeypatch.setenv("REFEREE_ENGINE", "local")
+    assert isinstance(get_engine(None), LocalEngine)

@@ -13,6 +13,7 @@ The Ray engine lives in :mod:`referee.run.engines._ray` and imports Ray only whe
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -89,7 +90,10 @@ def _check_rpm(rpm: float | None) -> None:
 
 def get_engine(spec: str | Engine | None, *, rpm: float | None = None, **options: Any) -> Engine:
     """An engine from ``local``, ``ray`` (a local cluster, or the one ``RAY_ADDRESS`` names) or ``ray=ADDRESS``
-    (``HOST:PORT`` of a running cluster's head, or ``auto`` for the one ``ray start`` started here)."""
+    (``HOST:PORT`` of a running cluster's head, or ``auto`` for the one ``ray start`` started here). None: the
+    ``REFEREE_ENGINE`` environment variable, as ``referee run --engine`` reads it, else ``local``."""
+    if spec is None:
+        spec = os.environ.get("REFEREE_ENGINE", "").strip() or None
     if spec is None:
         return LocalEngine(rpm=rpm)
     if isinstance(spec, Engine):
