@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..aggregate._load import SCORED
-from ._store import STATUS_NAMES, Run, clean, passes
+from ._store import STATUS_NAMES, Run, _text, clean, passes
 
 OUTPUT_EXCERPT = 600
 """Characters of each output in a grid cell (the case page has it in full)."""
@@ -34,19 +34,6 @@ def _verdicts(run: Run, threshold: float, rule: str) -> np.ndarray[Any, Any]:
     ok = passes(t, np.arange(len(t), dtype=np.int64), threshold, rule)
     run.store_summary(key, {"ok": ok})
     return ok
-
-
-def _text(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, str):
-        return v
-    import json
-
-    try:
-        return json.dumps(v, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(v)
 
 
 def grid(runs: list[Run], *, threshold: float, rule: str, q: str | None, show: str, offset: int,
