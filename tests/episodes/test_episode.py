@@ -99,6 +99,33 @@ def test_an_agent_looping_on_one_tool_hits_the_repeat_limit(fake_server: FakeLLM
     assert count(fake_server, AGENT_MODEL) == 3 and row.score == 0.0 and row.passed is False
 
 
+def test_a_tool_that_hangs_ends_its_episode_as_an_environment_error_and_the_run_goes_on(
+        fake_server: FakeLLMServer) -> None:
+    from referee.episodes import Limits
+    from tests.support.episodes import RELEASE_HUNG_TOOLS
+
+    RELEASE_HUNG_TOOLS.clear()
+    play(fake_server)
+    hung = {**SCENARIO, "id": "hung", "environment": {"class": "tests.support.episodes:Hanging"}}
+    try:
+        rows = _run(fake_server, [hung, SCENARIO], limits=Limits(tool_timeout=0.2)).rows
+    finally:
+        RELEASE_HUNG_TOOLS.set()  # the left-behind tool thread returns; its late change reaches no record
+    by_id = {r.id: r for r in rows}
+    ep = by_id["hung"].details["episode"]
+    assert ep["termination"] == "environment_error" and "get_order did not return within 0.2 s" in ep["error"]
+    assert by_id["hung"].status == "error" and by_id["hung"].score is None and by_id["hung"].passed is None
+    assert by_id["refund-a1"].status == "scored" and by_id["refund-a1"].score == 1.0  # the other episode ran
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True])
+def test_a_tool_timeout_that_is_not_a_positive_finite_number_is_refused(bad: Any) -> None:
+    from referee.episodes import Limits
+
+    with pytest.raises(ValueError, match="tool_timeout"):
+        Limits(tool_timeout=bad)
+
+
 def test_an_unhashable_state_is_an_error_before_any_call(fake_server: FakeLLMServer) -> None:
     play(fake_server)
     case = {**SCENARIO, "environment": {"class": "tests.support.episodes:Unhashable"}}

@@ -5,6 +5,7 @@ served live agree, as a real model's would)."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +42,21 @@ class Shop:
         order["status"] = "refunded"
         self.state["refunds"].append({"order_id": order_id, "amount": order["price"]})
         return f"refunded {order['price']:.2f}"
+
+
+RELEASE_HUNG_TOOLS = threading.Event()
+"""Set by a test to let every :class:`Hanging` tool that is still waiting return."""
+
+
+class Hanging(Shop):
+    """A shop whose order lookup never returns (until :data:`RELEASE_HUNG_TOOLS` is set)."""
+
+    @tool
+    def get_order(self, order_id: str) -> dict[str, Any]:
+        """Look up an order by its id."""
+        RELEASE_HUNG_TOOLS.wait()
+        self.state["orders"]["A1"]["status"] = "changed after the episode ended"
+        return {"order_id": order_id}
 
 
 class Unhashable(Shop):

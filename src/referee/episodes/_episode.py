@@ -10,9 +10,13 @@ checks read the episode as any run), the initial and final states and their diff
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import re
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +43,39 @@ class Limits:
     """Model calls in one agent turn (each may make tool calls) before the turn is cut: ``agent_max_steps``."""
     repeat_limit: int = 5
     """The same tool call (tool and arguments) this many times in a row ends the episode: ``agent_loop``."""
+    tool_timeout: float = 30.0
+    """Seconds one tool call may take; past it the episode ends as ``environment_error`` (a tool that hangs is
+    the environment's failure, never the agent's, and never stops the other episodes)."""
+
+    def __post_init__(self) -> None:
+        t = self.tool_timeout
+        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
+            raise ValueError(f"tool_timeout must be a finite number of seconds > 0, got {t!r}")
+
+
+async def _bounded(fn: Callable[..., Any], *args: Any, timeout: float) -> Any:
+    """``fn(*args)`` in a daemon thread of its own, awaited at most ``timeout`` seconds (asyncio.TimeoutError past
+    it). Not the default executor: its threads are joined when the interpreter exits, so a hung tool would hang
+    the process; a daemon thread is left behind instead."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not fut.done():
+            (fut.set_result if ok else fut.set_exception)(value)
+
+    def run() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting episode
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the run is over (its loop closed): nobody waits for a tool that returned too late
+            pass
+
+    threading.Thread(target=run, name="referee-tool", daemon=True).start()
+    return await asyncio.wait_for(fut, timeout)
 
 
 @dataclass
@@ -146,7 +183,7 @@ async def run_episode(scenario: Scenario, env: Environment, agent: Agent, simula
     gold = scenario.expected.actions or []
     last_sig: str | None = None
     same = 0
-    done = False
+    done = hung = False
     while not done:
         if ep.user_turns >= user.max_turns:
             ep.termination = "max_turns"
@@ -197,7 +234,14 @@ async def run_episode(scenario: Scenario, env: Environment, agent: Agent, simula
             ep.messages.append({"role": "assistant", "content": turn.content, "tool_calls": turn.tool_calls})
             for call in turn.tool_calls:
                 s0 = time.perf_counter()
-                result, error = env.call(call["name"], call["arguments"])
+                try:
+                    result, error = await _bounded(env.call, call["name"], call["arguments"],
+                                                   timeout=limits.tool_timeout)
+                except TimeoutError:
+                    ep.termination, ep.error = "environment_error", (
+                        f"tool {call['name']} did not return within {limits.tool_timeout:g} s (tool_timeout)")
+                    hung = done = True
+                    break
                 ep.steps.append(Step(
                     index=len(ep.steps) + 1, tool=call["name"],
                     args=call["arguments"] if isinstance(call["arguments"], dict) else {},
@@ -211,6 +255,8 @@ async def run_episode(scenario: Scenario, env: Environment, agent: Agent, simula
                 sig = ep_signature(call)
                 same = same + 1 if sig == last_sig else 1
                 last_sig = sig
+            if hung:
+                break
             if same >= limits.repeat_limit:
                 ep.termination, ep.error = "agent_loop", (f"the agent called {last_sig} {same} times in a row "
                                                           f"(repeat limit {limits.repeat_limit})")
@@ -221,8 +267,9 @@ async def run_episode(scenario: Scenario, env: Environment, agent: Agent, simula
                                                            f"max_steps={limits.max_steps} model calls")
             done = True
     try:
-        ep.final_state = env.snapshot()
-        ep.final_hash = env.state_hash()
+        if not hung:  # a hung tool may still be changing the state: no snapshot of it is the final one
+            ep.final_state = env.snapshot()
+            ep.final_hash = env.state_hash()
     except EnvironmentFailed as exc:
         ep.termination, ep.error = "environment_error", str(exc)
     except Exception as exc:  # noqa: BLE001 - the user's copy hook
