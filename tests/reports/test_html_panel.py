@@ -75,6 +75,11 @@ def test_with_human_labels_the_section_shows_the_figures_calibrate_writes(
     want = json.loads(js.read_text())["panels"][0]
     rows = read_results(results).rows
     sec = _section(render_html(rows, panels=panel_agreement(rows, labels)))
+    # the command gives the same section with --human
+    out = tmp_path / "labelled.html"
+    code, _, err = run_cli(["report", str(results), "--html", str(out), "--human", str(human)], capsys)
+    assert code == 0, err
+    assert _section(out.read_text()) == sec
     assert f"Vs human labels ({len(labels)} cases)" in sec
     expected = [["panel", interval(want["panel_vs_human"]), ""]]
     for m in want["members_vs_human"]:

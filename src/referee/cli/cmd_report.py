@@ -31,7 +31,12 @@ def _leaderboard(rows: list[ResultRow]) -> list[str]:
               help="The cases file, so outputs can be shown (and evidence highlighted) for rows that do not "
                    "carry their text.")
 @click.option("--title", default=None, help="Report title.")
-def command(results: tuple[str, ...], html_out: str, cases_path: str | None, title: str | None) -> int:
+@click.option("--human", "human_file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Human labels (as referee calibrate reads them): a judge panel's section then shows the panel's "
+                   "agreement with them against each judge's.")
+@click.option("--human-field", default=None, help="The labels file's field holding the label (as referee calibrate).")
+def command(results: tuple[str, ...], html_out: str, cases_path: str | None, title: str | None,
+            human_file: str | None, human_field: str | None) -> int:
     """Render RESULTS (JSONL rows of any evaluator, or agent-eval's {id, score} rows) as one offline HTML file."""
     rows: list[ResultRow] = []
     manifest = None
@@ -51,12 +56,14 @@ def command(results: tuple[str, ...], html_out: str, cases_path: str | None, tit
     for c in cases:
         if c.output is not None:
             texts[c.id] = render_value(c.output)
-    from ..calibrate import panel_agreement
+    from ..calibrate import panel_agreement, read_labels
     from ..reports import write_html
+
+    labels = dict(read_labels(human_file, field_name=human_field).values) if human_file else None
 
     # A judge panel's figures, as `referee score` computes them (none when no panel judged these rows).
     write_html(rows, html_out, title=title or f"referee report: {', '.join(Path(r).name for r in results)}",
                source=", ".join(results), case_texts=texts, manifest=manifest,
-               extra_sections=_leaderboard(rows), cases=cases, panels=panel_agreement(rows))
+               extra_sections=_leaderboard(rows), cases=cases, panels=panel_agreement(rows, labels))
     echo_err(f"wrote {html_out} ({len(rows)} rows)")
     return 0
