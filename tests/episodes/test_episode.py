@@ -118,6 +118,15 @@ def test_a_tool_that_hangs_ends_its_episode_as_an_environment_error_and_the_run_
     assert by_id["refund-a1"].status == "scored" and by_id["refund-a1"].score == 1.0  # the other episode ran
 
 
+def test_without_a_tool_timeout_tools_run_in_the_thread_that_made_the_environment(fake_server: FakeLLMServer) -> None:
+    play(fake_server)
+    case = {**SCENARIO, "environment": {"class": "tests.support.episodes:ThreadBound"}}
+    [row] = _run(fake_server, [case]).rows
+    tools = [m for m in row.details["episode"]["messages"] if m["role"] == "tool"]
+    assert tools and not any(m.get("is_error") for m in tools)  # the thread-bound lookup worked
+    assert row.score == 1.0
+
+
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True])
 def test_a_tool_timeout_that_is_not_a_positive_finite_number_is_refused(bad: Any) -> None:
     from referee.episodes import Limits

@@ -59,6 +59,21 @@ class Hanging(Shop):
         return {"order_id": order_id}
 
 
+class ThreadBound(Shop):
+    """A shop whose tools work only in the thread that made it, as a ``sqlite3`` connection does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owner = threading.get_ident()
+
+    @tool
+    def get_order(self, order_id: str) -> dict[str, Any]:
+        """Look up an order by its id."""
+        if threading.get_ident() != self.owner:
+            raise RuntimeError("used from another thread")
+        return {"order_id": order_id, **self.state["orders"][order_id]}
+
+
 class Unhashable(Shop):
     def __init__(self) -> None:
         super().__init__()

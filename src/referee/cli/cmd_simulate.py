@@ -38,13 +38,15 @@ from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_confi
               help="Model calls in one agent turn before it is cut (agent_max_steps).")
 @click.option("--repeat-limit", type=click.IntRange(2, 1000), default=5, show_default=True,
               help="The same tool call this many times in a row ends the episode (agent_loop).")
-@click.option("--tool-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=30.0,
-              show_default=True, help="Seconds one tool call may take; past it the episode is an environment_error.")
+@click.option("--tool-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=None,
+              help="Seconds one tool call may take; past it the episode is an environment_error and the others go "
+                   "on (each call then runs in a worker thread; default: no bound, tools run in the episode's "
+                   "thread).")
 @judge_options(default_concurrency=4)
 def command(cases: str | None, out: str, tau2_domain: str | None, tasks: str | None, agent_ref: str | None,
             agent_provider: str, agent_model: str | None, agent_base_url: str | None, agent_system: str | None,
             user_provider: str, user_model: str | None, user_base_url: str | None, repeat: int, max_steps: int,
-            repeat_limit: int, tool_timeout: float, judge: JudgeOptions) -> int:
+            repeat_limit: int, tool_timeout: float | None, judge: JudgeOptions) -> int:
     """Play every scenario of CASES (user:, environment:, expected:) with a simulated user; the judge flags
     (--provider, --model) judge the scenarios' natural-language assertions."""
     from ..episodes import (

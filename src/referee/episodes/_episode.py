@@ -43,12 +43,16 @@ class Limits:
     """Model calls in one agent turn (each may make tool calls) before the turn is cut: ``agent_max_steps``."""
     repeat_limit: int = 5
     """The same tool call (tool and arguments) this many times in a row ends the episode: ``agent_loop``."""
-    tool_timeout: float = 30.0
+    tool_timeout: float | None = None
     """Seconds one tool call may take; past it the episode ends as ``environment_error`` (a tool that hangs is
-    the environment's failure, never the agent's, and never stops the other episodes)."""
+    the environment's failure, never the agent's, and never stops the other episodes). With a bound each call
+    runs in a worker thread, so an environment holding thread-bound handles (a ``sqlite3`` connection) needs
+    them opened with ``check_same_thread=False``; None (the default): tools run in the episode's own thread."""
 
     def __post_init__(self) -> None:
         t = self.tool_timeout
+        if t is None:
+            return
         if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
             raise ValueError(f"tool_timeout must be a finite number of seconds > 0, got {t!r}")
 
@@ -235,8 +239,9 @@ async def run_episode(scenario: Scenario, env: Environment, agent: Agent, simula
             for call in turn.tool_calls:
                 s0 = time.perf_counter()
                 try:
-                    result, error = await _bounded(env.call, call["name"], call["arguments"],
-                                                   timeout=limits.tool_timeout)
+                    result, error = (env.call(call["name"], call["arguments"]) if limits.tool_timeout is None
+                                     else await _bounded(env.call, call["name"], call["arguments"],
+                                                         timeout=limits.tool_timeout))
                 except TimeoutError:
                     ep.termination, ep.error = "environment_error", (
                         f"tool {call['name']} did not return within {limits.tool_timeout:g} s (tool_timeout)")
