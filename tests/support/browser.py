@@ -38,3 +38,22 @@ def start(width: int = 1400, height: int = 1000) -> Any:
         opts.add_argument(a)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+def wait_for(d: Any, css: str, timeout: float = 60) -> Any:
+    """The first element matching ``css``, once the page has it."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(d, timeout).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def wait_until(d: Any, fn: Any, timeout: float = 60) -> Any:
+    """``fn()``'s first truthy value, retried while the page re-renders."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # The page replaces its content as it navigates: an element found a moment ago may be gone.
+    return WebDriverWait(d, timeout, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+                         ).until(lambda _: fn())

@@ -129,3 +129,13 @@ def served(data: Data) -> Iterator[Served]:
     s.server.shutdown()
     s.server.server_close()
     close_app(s.app)
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    """One headless Chromium for a module's browser tests (``tests/support/browser.py``)."""
+    from tests.support import browser
+
+    d = browser.start()
+    yield d
+    d.quit()

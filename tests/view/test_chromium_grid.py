@@ -3,14 +3,13 @@ output; charts are SVG drawn in the page under the viewer's strict CSP; hostile 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support import browser
-from tests.view.test_chromium_view import wait_for, wait_until
+from tests.support.browser import wait_for, wait_until
 from tests.view.test_grid import two_runs
 
 pytestmark = [pytest.mark.chromium]
@@ -18,13 +17,6 @@ pytestmark = [pytest.mark.chromium]
 WHY = browser.missing()
 if WHY is not None:
     pytestmark.append(pytest.mark.skip(reason=f"browser test skipped: {WHY}"))
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    d = browser.start()
-    yield d
-    d.quit()
 
 
 def test_grid_charts_and_compare_show_each_runs_own_output(driver: Any, tmp_path: Path) -> None:

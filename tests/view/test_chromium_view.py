@@ -4,13 +4,13 @@ them, `referee calibrate` reads the labels; hostile text in every field stays te
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from referee.cli import cli
 from tests.support import browser
+from tests.support.browser import wait_for, wait_until
 from tests.view.conftest import PAYLOAD, XSS, Data, Served
 
 pytestmark = [pytest.mark.chromium]
@@ -18,30 +18,6 @@ pytestmark = [pytest.mark.chromium]
 WHY = browser.missing()
 if WHY is not None:
     pytestmark.append(pytest.mark.skip(reason=f"browser test skipped: {WHY}"))
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    d = browser.start()
-    yield d
-    d.quit()
-
-
-def wait_for(d: Any, css: str, timeout: float = 60) -> Any:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(d, timeout).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
-
-
-def wait_until(d: Any, fn: Any, timeout: float = 60) -> Any:
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    # The page replaces its content as it navigates: an element found a moment ago may be gone.
-    return WebDriverWait(d, timeout, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
-                         ).until(lambda _: fn())
 
 
 def click(d: Any, by: str, what: str) -> None:

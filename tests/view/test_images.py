@@ -56,7 +56,7 @@ WHY = browser.missing()
 @pytest.mark.chromium
 @pytest.mark.skipif(WHY is not None, reason=f"browser test skipped: {WHY}")
 def test_the_viewer_shows_an_image_case_in_chromium(image_run: Served) -> None:
-    from tests.view.test_chromium_view import wait_until
+    from tests.support.browser import wait_until
 
     d: Any = browser.start()
     try:
@@ -83,7 +83,7 @@ def test_the_viewer_shows_an_image_case_in_chromium(image_run: Served) -> None:
 @pytest.mark.chromium
 @pytest.mark.skipif(WHY is not None, reason=f"browser test skipped: {WHY}")
 def test_an_image_a_tool_returned_is_shown_in_its_trajectory_step(tmp_path: Path) -> None:
-    from tests.view.test_chromium_view import wait_until
+    from tests.support.browser import wait_until
 
     (tmp_path / "shot.png").write_bytes(png(5, 4))
     case = {"id": "agent-1", "input": "take a screenshot", "output": "done",
