@@ -109,6 +109,10 @@ async function route() {
   if (state.ctx === ctx) {
     document.getElementById("main").replaceWith(ctx.box);
     document.onkeydown = ctx.keys;
+    // A case page is on screen: the extensions (claims.js, episodes.js) add to it from the same data, with no
+    // second request; a script that loads after this reads window.refereeCase.
+    window.refereeCase = ctx.shownCase || null;
+    if (ctx.shownCase) document.dispatchEvent(new CustomEvent("referee:case", { detail: ctx.shownCase }));
   }
 }
 
@@ -372,6 +376,7 @@ async function viewCase(key, row, params) {
       c.judge ? " - judge " + c.judge.provider + "/" + c.judge.model : ""),
     renderCaseBody(c), panel.node);
   ctx.keys = panel.keys;
+  ctx.shownCase = { run: key, row: Number(row), data: c, title: main.querySelector("#case-title") };
 }
 
 // ---- human review ---------------------------------------------------------------------------------

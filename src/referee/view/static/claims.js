@@ -1,5 +1,5 @@
 // referee view: the claims table of a case judged by the claim-level RAG metrics (docs/rag.md). It adds to the
-// case page app.js renders (watching for the case title), from the case API's `claims`: each claim, its verdict,
+// case page app.js renders (its referee:case event), from the case API's `claims`: each claim, its verdict,
 // each quote with the chunk it names and whether it was found, and the chunk's text with the quote in a <mark>.
 // Every string from the results file or the case is a text node: the highlight is text nodes around a <mark>.
 "use strict";
@@ -54,32 +54,16 @@
         node("tbody", null, t.rows.map(rowsOf))));
   }
 
-  let busy = null;
-  async function enhance() {
-    const parts = location.hash.replace(/^#\/?/, "").split("?")[0].split("/").map(decodeURIComponent);
-    if (parts[0] !== "run" || parts[2] !== "case") return;
-    const main = document.getElementById("main");
-    const title = document.getElementById("case-title");
-    if (!main || !title || main.querySelector("#claims-view")) return;
-    const want = parts[1] + "/" + parts[3];
-    if (busy === want) return;
-    busy = want;
-    try {
-      const r = await fetch("/api/runs/" + encodeURIComponent(parts[1]) + "/cases/" + Number(parts[3]),
-        { headers: { Accept: "application/json" } });
-      if (!r.ok) throw new Error("HTTP " + r.status);
-      const c = await r.json();
-      if (!c.claims || !c.claims.rows.length || document.getElementById("main") !== main || main.querySelector("#claims-view")) return;
-      const box = node("div", null, claimsView(c.claims));
-      box.id = "claims-view";
-      title.parentNode.insertBefore(box, title.nextSibling ? title.nextSibling.nextSibling : null);
-    } catch (e) {
-      console.warn("claims view: " + e.message);
-    } finally {
-      busy = null;
-    }
+  // On each case page app.js draws (its data and title in the event): the claims table after the title.
+  function addClaims(detail) {
+    const c = detail && detail.data, title = detail && detail.title;
+    if (!c || !c.claims || !c.claims.rows.length || !title || !title.isConnected) return;
+    if (title.parentNode.querySelector("#claims-view")) return;
+    const box = node("div", null, claimsView(c.claims));
+    box.id = "claims-view";
+    title.parentNode.insertBefore(box, title.nextSibling ? title.nextSibling.nextSibling : null);
   }
 
-  new MutationObserver(() => { enhance(); }).observe(document.documentElement, { childList: true, subtree: true });
-  window.addEventListener("hashchange", () => { enhance(); });
+  document.addEventListener("referee:case", (ev) => addClaims(ev.detail));
+  addClaims(window.refereeCase);  // a page drawn before this script ran
 })();

@@ -1,6 +1,6 @@
 // Simulated conversations in the case page: the episode as a chat transcript (tool calls and results inline),
 // the reward breakdown, the state diff, and every try of the case side by side. It adds to the page app.js
-// renders (watching for the case title) and builds everything as text nodes: case text never becomes markup.
+// renders (its referee:case event) and builds everything as text nodes: case text never becomes markup.
 "use strict";
 (() => {
   function node(tag, cls, ...kids) {
@@ -107,31 +107,22 @@
     return node("section", "card", node("h2", null, "Tries side by side (" + passed + " of " + tries.length + " passed)"), grid);
   }
 
-  let busy = null;
-  async function enhance() {
-    const parts = location.hash.replace(/^#\/?/, "").split("?")[0].split("/").map(decodeURIComponent);
-    if (parts[0] !== "run" || parts[2] !== "case") return;
-    const main = document.getElementById("main");
-    const title = document.getElementById("case-title");
-    if (!main || !title || main.querySelector("#episode-view")) return;
-    const want = parts[1] + "/" + parts[3];
-    if (busy === want) return;
-    busy = want;
+  // On each case page app.js draws (its data and title in the event): the episode, then its tries.
+  async function addEpisode(detail) {
+    const c = detail && detail.data, title = detail && detail.title;
+    if (!c || !c.details || !c.details.episode || !title || !title.isConnected) return;
+    if (title.parentNode.querySelector("#episode-view")) return;
+    const box = node("div", null, episodeView(c));
+    box.id = "episode-view";
+    title.parentNode.insertBefore(box, title.nextSibling ? title.nextSibling.nextSibling : null);
     try {
-      const c = await getJson("/api/runs/" + encodeURIComponent(parts[1]) + "/cases/" + Number(parts[3]));
-      if (!c.details || !c.details.episode || document.getElementById("main") !== main || main.querySelector("#episode-view")) return;
-      const box = node("div", null, episodeView(c));
-      box.id = "episode-view";
-      title.parentNode.insertBefore(box, title.nextSibling ? title.nextSibling.nextSibling : null);
-      const tries = await triesView(parts[1], c);
-      if (tries) box.append(tries);
+      const tries = await triesView(detail.run, c);
+      if (tries && box.isConnected) box.append(tries);
     } catch (e) {
       console.warn("episode view: " + e.message);
-    } finally {
-      busy = null;
     }
   }
 
-  new MutationObserver(() => { enhance(); }).observe(document.documentElement, { childList: true, subtree: true });
-  window.addEventListener("hashchange", () => { enhance(); });
+  document.addEventListener("referee:case", (ev) => { addEpisode(ev.detail); });
+  addEpisode(window.refereeCase);  // a page drawn before this script ran
 })();
