@@ -400,17 +400,23 @@ def _csv_problem(exc: Exception) -> str:
     return f"malformed CSV ({exc})"
 
 
-def _load_parquet(p: Path, path: str) -> list[Case]:
+def read_parquet(p: Path, path: str, feature: str) -> list[dict[str, Any]]:
+    """The records of a Parquet file (the ``parquet`` extra; ``feature`` names what needs it), a damaged file an
+    :class:`InputError` naming it."""
     try:
         import pyarrow.parquet  # noqa: F401 - the extra is installed
     except ImportError:
-        raise MissingExtraError("parquet", "pyarrow", "reading cases from Parquet") from None
+        raise MissingExtraError("parquet", "pyarrow", feature) from None
     try:
-        records = _parquet_records(p, path)
+        return _parquet_records(p, path)
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
         raise InputError(f"not a readable Parquet file ({type(exc).__name__}: {exc})", file=path) from exc
+
+
+def _load_parquet(p: Path, path: str) -> list[Case]:
+    records = read_parquet(p, path, "reading cases from Parquet")
     return [_check_case(_table_record(r, path, i + 1), path, i + 1, i) for i, r in enumerate(records)]
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from .._util import _data
 from ..errors import InputError, UserError
-from ._case import CaseSet, _check_case, _decode, _parquet_records, _plain
+from ._case import CaseSet, _check_case, _decode, _plain, read_parquet
 
 RAG_FORMATS = ("ragas", "deepeval")
 
@@ -106,19 +106,7 @@ def _records(p: Path) -> Iterator[tuple[int, Any]]:
     sp = str(p)
     suffix = p.suffix.lower()
     if suffix in (".parquet", ".pq"):
-        try:
-            import pyarrow.parquet  # noqa: F401
-        except ImportError:
-            from ..errors import MissingExtraError
-
-            raise MissingExtraError("parquet", "pyarrow", "reading Parquet files") from None
-        try:
-            rows = _parquet_records(p, sp)
-        except InputError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
-            raise InputError(f"not a readable Parquet file ({type(exc).__name__}: {exc})", file=sp) from exc
-        for i, r in enumerate(rows):
+        for i, r in enumerate(read_parquet(p, sp, "reading Parquet files")):
             yield i + 1, {str(k): _plain(v) for k, v in r.items() if _plain(v) is not None}
         return
     text = _decode(p.read_bytes(), sp)
