@@ -32,7 +32,8 @@ def test_simulate_plays_every_try_and_prints_pass_hat_k(fake_server: FakeLLMServ
     assert "refund-a1: pass(user_stop) pass(user_stop)" in stdout
     assert "pass^2 100.0%" in stdout and "ends: user_stop 2" in stdout
     rows = read_results(out).rows
-    assert [(r.id, r.repeat, r.score) for r in rows] == [("refund-a1", 0, 1.0), ("refund-a1", 1, 1.0)]
+    # rows are written as the tries finish, in either order
+    assert sorted((r.id, r.repeat, r.score) for r in rows) == [("refund-a1", 0, 1.0), ("refund-a1", 1, 1.0)]
     paid = count(fake_server, AGENT_MODEL) + count(fake_server, USER_MODEL)
     assert paid == 10
     # A rerun into a new file replays every turn from the cache: no request reaches the server.
