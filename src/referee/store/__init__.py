@@ -12,6 +12,7 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from ._baseline import Baseline, file_note, looks_like_name, resolve_baseline
 from ._recorder import Recorder, new_run_id, open_recorder
 from ._settings import (
     ENV,
@@ -52,6 +53,7 @@ def open_store(url: str | None = None) -> Store:
 
 
 __all__ = [
+    "Baseline",
     "ENV",
     "REVISIONS",
     "Recorder",
@@ -63,10 +65,13 @@ __all__ = [
     "current",
     "default_url",
     "display_url",
+    "file_note",
+    "looks_like_name",
     "new_run_id",
     "normalise_url",
     "open_recorder",
     "open_store",
     "recording",
+    "resolve_baseline",
     "scope",
 ]

@@ -13,6 +13,7 @@ import queue
 import threading
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ._settings import StoreSettings, display_url, scrub
@@ -33,6 +34,11 @@ def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
+def _now() -> str:
+    """Microseconds: runs started within one second still sort in the order they started."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
 def manifest_bytes(m: RunManifest) -> bytes:
     return json.dumps(m.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode("utf-8")
 
@@ -44,7 +50,7 @@ def run_values(m: RunManifest, *, results_path: str | None, git: dict[str, Any])
     return {
         "id": m.run_id, "kind": m.kind, "suite": suite_label(m), "identity": identity(m), "judge_key": judge_key(m),
         "judge": f"{m.judge.provider}/{m.judge.model}" if m.judge else None, "status": "running",
-        "started_at": m.created_at, "finished_at": None, "results_path": results_path,
+        "started_at": _now(), "finished_at": None, "results_path": results_path,
         "git_commit": git.get("commit"), "git_branch": git.get("branch"), "git_dirty": git.get("dirty"),
         "git_remote": git.get("remote"), "ci_provider": git.get("ci_provider"), "ci_commit": git.get("ci_commit"),
         "ci_ref": git.get("ci_ref"), "ci_run_id": git.get("ci_run_id"),
