@@ -207,7 +207,7 @@ class Recorder:
         def go(st: Any, m: RunManifest, rows: list[ResultRow]) -> None:
             t = m.totals
             values: dict[str, Any] = {
-                "status": m.status, "finished_at": m.finished_at, "n_rows": t.rows, "n_scored": t.scored,
+                "status": m.status, "finished_at": _now(), "n_rows": t.rows, "n_scored": t.scored,
                 "n_unscored": t.unscored, "n_error": t.error, "cost_usd": t.cost_usd, "input_tokens": t.input_tokens,
                 "output_tokens": t.output_tokens, "wall_s": t.wall_s}
             summary = None

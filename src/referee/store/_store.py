@@ -123,7 +123,11 @@ class Store:
         self.url = url
         self.engine = engine if engine is not None else make_engine(url)
         if prepare:
-            ensure_schema(self.engine, url)
+            try:
+                ensure_schema(self.engine, url)
+            except BaseException:
+                self.engine.dispose()  # no connection outlives a store that could not be opened
+                raise
         self._insert: Any = None
 
     def __repr__(self) -> str:
