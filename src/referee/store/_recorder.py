@@ -11,6 +11,7 @@ import json
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("referee.store")
 _STOP = object()
 FINISH_WAIT_S = 60.0
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 
 
 def new_run_id() -> str:
@@ -141,7 +143,15 @@ class Recorder:
             from ._store import Store
 
             git = git_facts().as_dict()
-            store = Store(self.url)
+            for delay in (*RETRY_DELAYS_S, None):
+                try:
+                    store = Store(self.url)
+                    break
+                except Exception as exc:  # noqa: BLE001 - a server restarting: tried again
+                    cause = exc.__cause__ if exc.__cause__ is not None else exc
+                    if delay is None or not (self.url.startswith("postgresql") and _transient_error(cause)):
+                        raise
+                    time.sleep(delay)
         except Exception as exc:  # noqa: BLE001 - the run must go on
             self._fail(f"{type(exc).__name__}: {exc}")
         while True:
@@ -177,12 +187,19 @@ class Recorder:
             store.close()
 
     def _guard(self, store: Any, what: Any, *args: Any) -> None:
+        """Run one write; a PostgreSQL connection lost (a server restarting) is retried on a fresh connection,
+        with backoff: every write is an upsert, so a retried batch is never stored twice."""
         if store is None or self.failed is not None:
             return
-        try:
-            what(store, *args)
-        except Exception as exc:  # noqa: BLE001 - the run must go on
-            self._fail(f"{type(exc).__name__}: {exc}")
+        for delay in (*RETRY_DELAYS_S, None):
+            try:
+                what(store, *args)
+                return
+            except Exception as exc:  # noqa: BLE001 - the run must go on
+                if delay is None or not _transient(store, exc):
+                    self._fail(f"{type(exc).__name__}: {exc}")
+                    return
+                time.sleep(delay)  # this thread only: the run's event loop never waits for the store
 
     def _start(self, store: Any, m: RunManifest, git: dict[str, Any]) -> None:
         def go(st: Any, m: RunManifest) -> None:
@@ -217,6 +234,21 @@ class Recorder:
                 summary = json.dumps(doc, sort_keys=True, allow_nan=False).encode("utf-8")
             st.finish_run(self.run_id, values, manifest_json=manifest_bytes(m), summary_json=summary)
         self._guard(store, go, m, rows)
+
+
+def _transient(store: Any, exc: BaseException) -> bool:
+    """A lost PostgreSQL connection (worth a retry); SQLite's errors (a lock held past the timeout, a full disk)
+    are not: waiting longer is what the timeout already did."""
+    return store.dialect == "postgresql" and _transient_error(exc)
+
+
+def _transient_error(exc: BaseException) -> bool:
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    if isinstance(exc, OperationalError | InterfaceError):
+        # a refused password or a missing database will not come right by waiting
+        return "password authentication failed" not in str(exc) and "does not exist" not in str(exc)
+    return False
 
 
 def open_recorder(out: Path | None) -> Recorder | None:
