@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -292,8 +292,9 @@ class Store:
                   status: str | None = None, since: str | None = None, until: str | None = None,
                   identity: str | None = None, commit: str | None = None, commits: Sequence[str] | None = None,
                   limit: int | None = None, newest_first: bool = True,
-                  exclude: str | None = None) -> list[RunRecord]:
-        """Runs matching every filter given, newest first. ``commit``: a full or abbreviated hash."""
+                  exclude: str | Collection[str] | None = None) -> list[RunRecord]:
+        """Runs matching every filter given, newest first. ``commit``: a full or abbreviated hash; ``exclude``:
+        run ids left out."""
         conds: list[Any] = []
         if suite is not None:
             conds.append(s.runs.c.suite == suite)
@@ -310,8 +311,8 @@ class Store:
         if commit is not None:
             conds.append(or_(s.runs.c.git_commit.startswith(commit, autoescape=True),
                              s.runs.c.ci_commit.startswith(commit, autoescape=True)))
-        if exclude is not None:
-            conds.append(s.runs.c.id != exclude)
+        if exclude:
+            conds.append(s.runs.c.id.not_in([exclude] if isinstance(exclude, str) else list(exclude)))
         if commits is not None:
             full = list(commits)
             conds.append(or_(s.runs.c.git_commit.in_(full), s.runs.c.ci_commit.in_(full)))
