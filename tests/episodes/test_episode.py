@@ -9,12 +9,21 @@ import pytest
 
 from referee.episodes import ModelAgent, PythonAgent, Simulator, run_episodes
 from referee.testing import FakeLLMServer, Reply
-from tests.support.episodes import AGENT_MODEL, SCENARIO, USER_MODEL, agent_replies, count, play, sides
+from tests.support.episodes import (
+    AGENT_MODEL,
+    ENVIRONMENTS,
+    SCENARIO,
+    USER_MODEL,
+    agent_replies,
+    count,
+    play,
+    sides,
+)
 
 
 def _run(server: FakeLLMServer, cases: list[dict[str, Any]], **kw: Any) -> Any:
     agent, sim = sides(server, **{k: kw.pop(k) for k in ("agent_model",) if k in kw})
-    return run_episodes(cases, agent, sim, **kw)
+    return run_episodes(cases, agent, sim, **{"environments": ENVIRONMENTS, **kw})
 
 
 def test_a_competent_agent_gets_reward_one_from_state_and_outputs(fake_server: FakeLLMServer) -> None:
@@ -192,7 +201,8 @@ def test_a_python_agent_and_the_trajectory_checks_read_the_episode(fake_server: 
     play(fake_server)
     _, sim = sides(fake_server)
     run = run_episodes([SCENARIO], PythonAgent(agent), sim,
-                       checks=[ToolUsed(tools=["refund"]), ToolSequence(expected=["get_order", "refund"])])
+                       checks=[ToolUsed(tools=["refund"]), ToolSequence(expected=["get_order", "refund"])],
+                       environments=ENVIRONMENTS)
     [row] = run.rows
     assert row.score == 1.0
     checks = row.details["checks"]
@@ -205,7 +215,7 @@ def test_an_agent_that_raises_ends_the_episode_as_agent_error_with_reward_zero(f
 
     play(fake_server)
     _, sim = sides(fake_server)
-    [row] = run_episodes([SCENARIO], PythonAgent(agent), sim).rows
+    [row] = run_episodes([SCENARIO], PythonAgent(agent), sim, environments=ENVIRONMENTS).rows
     assert row.details["episode"]["termination"] == "agent_error" and row.score == 0.0
     assert "RuntimeError: agent crashed" in row.details["episode"]["error"]
 
@@ -232,7 +242,7 @@ def test_bad_scenarios_name_file_line_and_field(tmp_path: Any, field: str, value
     agent = PythonAgent(lambda c, t: "x")
     sim = Simulator(client=None)  # type: ignore[arg-type]
     with pytest.raises(InputError) as err:
-        run_episodes(path, agent, sim, close=False)
+        run_episodes(path, agent, sim, close=False, environments=ENVIRONMENTS)
     assert err.value.file == str(path) and err.value.line == 2 and err.value.field == where
     assert "case 'bad'" in str(err.value)
 
@@ -302,12 +312,12 @@ def test_an_http_agent_plays_the_episode(fake_server: FakeLLMServer, service: An
     svc = service(answer)
     play(fake_server)
     _, sim = sides(fake_server)
-    [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim).rows
+    [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim, environments=ENVIRONMENTS).rows
     assert row.score == 1.0 and svc.requests[0]["body"]["tools"][0]["name"] in ("get_order", "refund")
     # A service that answers garbage ends the episode as the agent's error.
     svc.answer = lambda body: (200, ["not", "an", "object"])
     _, sim = sides(fake_server)
-    [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim).rows
+    [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim, environments=ENVIRONMENTS).rows
     assert row.details["episode"]["termination"] == "agent_error" and row.score == 0.0
 
 
@@ -339,7 +349,7 @@ def test_an_agent_sending_nan_arguments_ends_as_its_error(fake_server: FakeLLMSe
 
     play(fake_server)
     _, sim = sides(fake_server)
-    [row] = run_episodes([SCENARIO], PythonAgent(agent), sim).rows
+    [row] = run_episodes([SCENARIO], PythonAgent(agent), sim, environments=ENVIRONMENTS).rows
     ep = row.details["episode"]
     assert ep["termination"] == "agent_error" and "non-finite number" in ep["error"] and row.score == 0.0
     assert "tool_calls[0].arguments.order_id" in ep["error"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 import inspect
 import json
 from collections.abc import Callable
@@ -225,11 +226,78 @@ def state_diff(expected: Any, got: Any, path: str = "", out: list[dict[str, Any]
     return out
 
 
-def load_environment(ref: str, options: dict[str, Any], label: str) -> Environment:
-    """The environment class ``module:Class`` built with ``options`` as keyword arguments."""
-    from ..evaluators._plugins import import_dotted
+def _static_function(cls: type, name: str) -> Any:
+    """The plain function ``cls`` defines as ``name`` (a staticmethod's or classmethod's too), found without
+    running a descriptor, a property or a metaclass hook; None when there is none."""
+    member = inspect.getattr_static(cls, name, None)
+    if isinstance(member, staticmethod | classmethod):
+        member = member.__func__
+    return member if inspect.isfunction(member) else None
 
-    cls = import_dotted(ref)
-    if not callable(cls):
-        raise UserError(f"environment {ref}: is a {type(cls).__name__}, not a class")
-    return Environment(lambda: cls(**options), label)
+
+def declared_tools(cls: type) -> list[str]:
+    """The tools a class declares, by inspection alone (nothing of it runs): the functions named in its ``tools``
+    attribute, the ones marked with :func:`tool`, or its own ``tool_defs`` / ``call_tool`` pair (an adapter)."""
+    if _static_function(cls, "tool_defs") is not None and _static_function(cls, "call_tool") is not None:
+        return ["tool_defs()"]
+    names: list[str] = []
+    listed = inspect.getattr_static(cls, "tools", None)
+    if type(listed) in (list, tuple):
+        names += [n for n in listed if type(n) is str and _static_function(cls, n) is not None]
+    for klass in inspect.getmro(cls):
+        for attr in list(vars(klass)):
+            fn = _static_function(klass, attr)
+            if fn is not None and inspect.getattr_static(fn, _TOOL_MARK, False) is True and attr not in names:
+                names.append(attr)
+    return names
+
+
+def environment_class(obj: Any, ref: str) -> type:
+    """``obj`` (what ``ref`` names) when it is a class that declares its tools; UserError otherwise, decided by
+    inspection before anything is called (so ``os:system`` or ``subprocess:Popen`` is refused, not run)."""
+    if not inspect.isclass(obj):
+        kind = "a function" if callable(obj) else f"a {type(obj).__name__}"
+        raise UserError(f"environment {ref}: is {kind}, not a class; an environment is a class whose tools are "
+                        "methods (marked with referee.episodes.tool or named in a 'tools' attribute); nothing was "
+                        "called")
+    if not declared_tools(obj):
+        raise UserError(f"environment {ref}: the class declares no tools (mark methods with referee.episodes.tool "
+                        "or name them in a 'tools' class attribute); it was not built")
+    return obj
+
+
+def resolve_environment(ref: str) -> type:
+    """The class ``module:Class`` names (imported, then checked with :func:`environment_class`). The path after
+    the colon is looked up without running any attribute hook and may not pass through another module
+    (``shop:os.system`` is refused: name code where it is defined)."""
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise UserError(f"environment '{ref}' is not of the form module:Class")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"environment {ref}: cannot import module '{module_name}': {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - the user's module failing while importing is reported, named
+        raise UserError(f"environment {ref}: module '{module_name}' failed while importing: "
+                        f"{type(exc).__name__}: {exc}") from exc
+    missing = object()
+    for i, part in enumerate(attr.split(".")):
+        if i and inspect.ismodule(obj):
+            raise UserError(f"environment {ref}: '{attr.split('.')[i - 1]}' is a module, not a class of "
+                            f"'{module_name}'; name the class where it is defined")
+        obj = inspect.getattr_static(obj, part, missing)
+        if obj is missing:
+            raise UserError(f"environment {ref}: module '{module_name}' has no class '{attr}'")
+    return environment_class(obj, ref)
+
+
+def load_environment(ref: str | type, options: dict[str, Any], label: str | None = None) -> Environment:
+    """The environment class (``module:Class``, or the class itself) built with ``options`` as keyword
+    arguments. It must declare its tools (:func:`declared_tools`); that is checked before it is called."""
+    if isinstance(ref, str):
+        cls = resolve_environment(ref)
+        name = ref
+    else:
+        name = f"{getattr(ref, '__module__', '?')}:{getattr(ref, '__qualname__', type(ref).__name__)}"
+        cls = environment_class(ref, name)
+    return Environment(lambda: cls(**options), label or name)
