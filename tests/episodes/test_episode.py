@@ -175,10 +175,10 @@ def test_a_scenario_cannot_break_out_of_its_block_or_reach_the_agent(fake_server
 
 def test_a_simulator_leaking_the_gold_action_makes_the_episode_unscored(fake_server: FakeLLMServer) -> None:
     case = {**SCENARIO, "expected": {**SCENARIO["expected"],
-                                     "actions": [{"tool": "refund_order", "args": {"order_id": "A1"}}]},
+                                     "actions": [{"tool": "get_order", "args": {"order_id": "A1"}}]},
             "environment": {"class": "tests.support.episodes:Shop"}}
     case["expected"]["basis"] = ["outputs"]
-    play(fake_server, user=lambda p: "Please call refund_order with order_id A1.")
+    play(fake_server, user=lambda p: "Please call get_order with order_id A1.")
     [row] = _run(fake_server, [case]).rows
     assert row.details["episode"]["termination"] == "user_leak"
     assert row.status == "unscored" and row.score is None and row.passed is None
@@ -245,6 +245,47 @@ def test_bad_scenarios_name_file_line_and_field(tmp_path: Any, field: str, value
         run_episodes(path, agent, sim, close=False, environments=ENVIRONMENTS)
     assert err.value.file == str(path) and err.value.line == 2 and err.value.field == where
     assert "case 'bad'" in str(err.value)
+
+
+@pytest.mark.parametrize("action, where, why", [
+    ({"tool": "refund_order", "args": {"order_id": "A1"}}, "expected.actions[1].tool",
+     "the environment has no tool 'refund_order' (tools: get_order, refund)"),
+    ({"tool": "refund", "args": {"order_id": 1}}, "expected.actions[1].args.order_id", "valid string"),
+    ({"tool": "refund", "args": {"order_id": True}}, "expected.actions[1].args.order_id", "valid string"),
+    ({"tool": "refund", "args": {"order": "A1"}}, "expected.actions[1].args.order_id", "Field required"),
+    ({"tool": "refund", "args": {"order_id": "A1", "amount": 12.5}}, "expected.actions[1].args.amount",
+     "Extra inputs are not permitted"),
+    ({"tool": "refund", "args": {"order_id": "A1", "reason": ["broken"]}}, "expected.actions[1].args.reason",
+     "valid string"),
+])
+def test_a_gold_action_that_cannot_run_is_refused_before_any_call(tmp_path: Any, fake_server: FakeLLMServer,
+                                                                   action: dict[str, Any], where: str,
+                                                                   why: str) -> None:
+    """A gold action the environment cannot run would leave the gold state at the initial state, so an agent
+    that does nothing would pass: it is a usage error naming file, line and field, before anything is paid for."""
+    from referee.errors import InputError
+
+    bad = {**SCENARIO, "id": "bad", "expected": {"actions": [{"tool": "get_order", "args": {"order_id": "A1"}},
+                                                             action]}}
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps(SCENARIO) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    play(fake_server, agent=lambda messages: Reply(text="I did nothing."))
+    agent, sim = sides(fake_server)
+    with pytest.raises(InputError) as err:
+        run_episodes(path, agent, sim, close=False, environments=ENVIRONMENTS)
+    assert err.value.file == str(path) and err.value.line == 2 and err.value.field == where
+    assert "case 'bad': gold action 2" in str(err.value) and why in str(err.value)
+    assert fake_server.requests == []
+
+
+def test_a_gold_action_that_raises_is_recorded_as_tau2_records_it(fake_server: FakeLLMServer) -> None:
+    """A well-formed gold action that raises on the initial state (refunding an order not yet delivered) is
+    tau2's case of an action that changes nothing: recorded with the state check, not refused."""
+    case = {**SCENARIO, "expected": {"actions": [{"tool": "refund", "args": {"order_id": "B2"}}], "outputs": ["x"]}}
+    play(fake_server)
+    [row] = _run(fake_server, [case]).rows
+    state = row.details["reward"]["state"]
+    assert state["gold_errors"] == ["gold action 1 refund: ValueError: order B2 is shipped, not delivered"]
 
 
 def test_model_agent_identity_names_provider_and_model(fake_server: FakeLLMServer) -> None:

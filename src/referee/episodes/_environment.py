@@ -15,6 +15,7 @@ import hashlib
 import importlib
 import inspect
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -172,6 +173,37 @@ class Environment:
             return h
         return state_digest(self.state(), f"environment {self.label}: the state")
 
+    def argument_problem(self, name: str, args: dict[str, Any]) -> tuple[str, str] | None:
+        """Why a call of ``name`` with ``args`` could not run as written, checked without running it: ``(where,
+        why)`` with ``where`` ``tool`` or ``args.<argument>``; None when it fits. The types are checked strictly
+        (JSON values of the declared types: a bool is not an int, ``"3"`` is not 3), as the gold actions of a
+        scenario are written by hand and compared with the agent's calls as they are."""
+        entry = self._tools.get(name)
+        if entry is None:
+            return "tool", f"the environment has no tool '{name}' (tools: {', '.join(self._tools)})"
+        tdef, _ = entry
+        errors: list[dict[str, Any]] = []
+        if tdef.args_model is not None:
+            try:
+                try:
+                    text = json.dumps(args, allow_nan=False)
+                except (TypeError, ValueError):
+                    tdef.args_model.model_validate(args, strict=True)
+                else:
+                    tdef.args_model.model_validate_json(text, strict=True)
+            except ValidationError as exc:
+                errors = [{"loc": e["loc"], "msg": e["msg"]} for e in exc.errors()]
+        else:  # an adapter's tool (tau2's): its JSON Schema
+            from jsonschema import Draft202012Validator
+
+            errors = [{"loc": tuple(e.absolute_path) or tuple(_missing(e)), "msg": e.message}
+                      for e in Draft202012Validator(tdef.parameters).iter_errors(args)]
+        if not errors:
+            return None
+        e = errors[0]
+        loc = ".".join(str(x) for x in e["loc"])
+        return ("args." + loc if loc else "args"), str(e["msg"])
+
     def call(self, name: str, args: Any) -> tuple[Any, str | None]:
         """Run one tool call: ``(result, None)``, or ``(None, error)`` for an unknown tool, arguments that do
         not fit its types, or the tool raising (the agent sees the error, as it would a real one)."""
@@ -198,6 +230,14 @@ class Environment:
         except Exception as exc:  # noqa: BLE001 - the tool failing is what the agent must handle
             return None, redact_text(f"{type(exc).__name__}: {exc}")
         return jsonable(result), None
+
+
+def _missing(error: Any) -> list[str]:
+    """The argument a JSON Schema ``required`` error names (it sits at the object's own path)."""
+    if error.validator == "required":
+        m = re.match(r"'([^']+)' is a required property", error.message)
+        return [m.group(1)] if m else []
+    return []
 
 
 def state_diff(expected: Any, got: Any, path: str = "", out: list[dict[str, Any]] | None = None,

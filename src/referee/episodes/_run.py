@@ -22,7 +22,7 @@ from ._code import EnvironmentSources
 from ._environment import Environment, load_environment
 from ._episode import Episode, Limits, run_episode
 from ._reliability import Reliability, reliability
-from ._reward import SUCCESS, reward_of
+from ._reward import SUCCESS, check_gold_actions, reward_of
 from ._scenario import Scenario, is_scenario, scenario_of
 from ._simulator import Simulator
 
@@ -97,7 +97,9 @@ async def run_episodes_async(cases: str | Path | Iterable[Case | dict[str, Any]]
             raise UserError(f"{c.where or label}: case '{c.id}' is not a simulated conversation (it needs 'user:' "
                             "and 'environment:')")
         sc = scenario_of(c)
-        plan.append((c, sc, build_environment(sc, c, sources)))
+        env = build_environment(sc, c, sources)
+        check_gold_actions(sc, env, c)
+        plan.append((c, sc, env))
     items = [(i, r) for i in range(len(plan)) for r in range(repeat)]
 
     async def one(item: tuple[int, int]) -> ResultRow:
