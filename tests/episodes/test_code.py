@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from referee.episodes import PythonAgent, check_scenarios, load_environment, run_episodes
+from referee.episodes import PythonAgent, agent_from, check_scenarios, load_environment, run_episodes
 from referee.errors import InputError, UserError
 from referee.testing import FakeLLMServer
 from tests.support.cli import run_cli
@@ -132,6 +132,14 @@ def test_a_module_name_admits_only_that_module_and_a_class_reference_only_that_c
         run_episodes(path, PythonAgent(_agent), sim, environments=["os; rm -rf /"], close=False)
     with pytest.raises(UserError, match="declares no tools"):
         run_episodes(path, PythonAgent(_agent), sim, environments=[dict], close=False)
+
+
+def test_an_agent_named_on_the_command_line_is_found_beside_the_cases_and_the_folder_is_not_kept(
+        tmp_path: Path) -> None:
+    mod = "agent_" + re.sub(r"\W", "_", tmp_path.name)
+    (tmp_path / f"{mod}.py").write_text("def reply(conversation, tools):\n    return 'hi'\n")
+    agent = agent_from(f"{mod}:reply", tmp_path)
+    assert agent.identity()["kind"] == "python" and str(tmp_path) not in sys.path
 
 
 def test_load_environment_checks_the_class_before_calling_it(tmp_path: Path) -> None:
