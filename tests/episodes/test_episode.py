@@ -257,6 +257,8 @@ def test_bad_scenarios_name_file_line_and_field(tmp_path: Any, field: str, value
      "Extra inputs are not permitted"),
     ({"tool": "refund", "args": {"order_id": "A1", "reason": ["broken"]}}, "expected.actions[1].args.reason",
      "valid string"),
+    ({"tool": "refund", "args": {"order_id": "A1"}, "compare_args": ["order_id", "amount"]},
+     "expected.actions[1].compare_args[1]", "the tool takes no argument 'amount' (arguments: order_id, reason)"),
 ])
 def test_a_gold_action_that_cannot_run_is_refused_before_any_call(tmp_path: Any, fake_server: FakeLLMServer,
                                                                    action: dict[str, Any], where: str,

@@ -173,6 +173,11 @@ class Environment:
             return h
         return state_digest(self.state(), f"environment {self.label}: the state")
 
+    def argument_names(self, name: str) -> list[str] | None:
+        """The arguments tool ``name`` takes (None: no such tool)."""
+        entry = self._tools.get(name)
+        return None if entry is None else list(entry[0].parameters.get("properties") or {})
+
     def argument_problem(self, name: str, args: dict[str, Any]) -> tuple[str, str] | None:
         """Why a call of ``name`` with ``args`` could not run as written, checked without running it: ``(where,
         why)`` with ``where`` ``tool`` or ``args.<argument>``; None when it fits. The types are checked strictly

@@ -66,6 +66,11 @@ def check_gold_actions(scenario: Scenario, env: Environment, case: Case) -> None
     nothing would match."""
     for i, a in enumerate(scenario.expected.actions or []):
         problem = env.argument_problem(a.tool, a.args)
+        if problem is None:  # an argument compared that the tool does not take would match every call of it
+            known = env.argument_names(a.tool) or []
+            problem = next(((f"compare_args[{j}]", f"the tool takes no argument '{n}' (arguments: "
+                             f"{', '.join(known) or 'none'})") for j, n in enumerate(a.compare_args or [])
+                            if n not in known), None)
         if problem is not None:
             where, why = problem
             raise InputError(f"case '{case.id}': gold action {i + 1} ({a.tool}): {why}", file=case.source or None,
