@@ -171,6 +171,18 @@ def test_validate_lists_every_code_reference_and_imports_nothing(downloaded: tup
     assert [r.ref for r in found.references] == [f"{mod}:Env", "os:system"] and len(found.problems) == 1
 
 
+def test_validate_tells_a_yaml_scenario_file_from_a_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    listed = tmp_path / "scenarios.yaml"
+    listed.write_text(yaml.safe_dump([_scenario("a", "os:system")]))
+    mapped = tmp_path / "mapped.yml"
+    mapped.write_text(yaml.safe_dump({"cases": [_scenario("b", "subprocess:Popen")]}))
+    for path, ref in ((listed, "os:system"), (mapped, "subprocess:Popen")):
+        code, out, err = run_cli(["validate", str(path)], capsys)
+        assert code == 0 and f"environment.class: {ref} (installed)" in out, err
+
+
 def test_the_command_line_names_the_code(tmp_path: Path, fake_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

@@ -153,7 +153,7 @@ _CASES_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".pq")
 
 def is_cases_file(path: str | Path) -> bool:
     """Whether ``path`` is a cases file (a list of cases, or ``{cases: [...]}``) rather than a suite (a mapping
-    whose ``cases`` names a file): by the suffix, or for YAML / JSON by the top level (read with the bounded
+    with ``evaluators``): by the suffix, or for YAML / JSON by the top level (read with the bounded
     reader; a file that does not parse is left to the suite check, which reports it with its line)."""
     from .._util._yaml import load
 
@@ -167,7 +167,9 @@ def is_cases_file(path: str | Path) -> bool:
         data: Any = load(str(p))
     except (UserError, OSError):
         return False
-    return isinstance(data, list) or (isinstance(data, dict) and isinstance(data.get("cases"), list))
+    # A suite always has evaluators (its cases may be inline); a cases file's mapping form is {cases: [...]}.
+    return isinstance(data, list) or (isinstance(data, dict) and isinstance(data.get("cases"), list)
+                                      and "evaluators" not in data)
 
 
 def check_scenarios(path: str | Path) -> ScenarioCheck:
