@@ -272,12 +272,13 @@ def state_diff(expected: Any, got: Any, path: str = "", out: list[dict[str, Any]
 
 
 def _static_function(cls: type, name: str) -> Any:
-    """The plain function ``cls`` defines as ``name`` (a staticmethod's or classmethod's too), found without
-    running a descriptor, a property or a metaclass hook; None when there is none."""
+    """The method ``cls`` defines as ``name`` (a function, a staticmethod's or classmethod's, or a decorator's
+    callable object), found without running a descriptor, a property or a metaclass hook; None when there is
+    none or it is a class."""
     member = inspect.getattr_static(cls, name, None)
     if isinstance(member, staticmethod | classmethod):
         member = member.__func__
-    return member if inspect.isfunction(member) else None
+    return member if callable(member) and not inspect.isclass(member) else None
 
 
 def declared_tools(cls: type) -> list[str]:
