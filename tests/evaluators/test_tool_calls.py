@@ -100,6 +100,11 @@ def test_array_items_have_the_documented_type_a_bool_is_never_an_int() -> None:
     assert "an item is int, expected array of bool" in call(flags=[1, 0]).reason  # optional, and still refused
     assert "wrong type for 'hours': an item is bool" in grade({"city": "SF", "hours": [True, 12]}).reason
     assert not grade({"city": "SF", "hours": [6.0, 12.0]}).passed
+    # Without documentation (or without a documented item type) the items are still not Python-equal across types.
+    undocumented = [{"f": {"ints": [[1, 2]], "flags": [[True, False]]}}]
+    assert match_tool_calls([{"f": {"ints": [1, 2], "flags": [True, False]}}], undocumented).passed
+    assert not match_tool_calls([{"f": {"ints": [True, 2], "flags": [True, False]}}], undocumented).passed
+    assert not match_tool_calls([{"f": {"ints": [1, 2], "flags": [1, 0]}}], undocumented).passed
     # An answer's own item type names a variable, item by item, and is then compared as it is.
     var = [{"f": {"ints": [[1, 2], ["n"]], "floats": [[12.0, 15.0]]}}]
     assert match_tool_calls([{"f": {"ints": ["n"], "floats": [12.0, 15.0]}}], var, docs).passed

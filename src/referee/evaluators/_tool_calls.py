@@ -58,6 +58,15 @@ def _std(value: Any) -> Any:
     return value
 
 
+def _bools_apart(value: Any) -> Any:
+    """``value`` with every bool tagged, so that comparing it never finds ``True == 1`` or ``False == 0.0``."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, list):
+        return [_bools_apart(v) for v in value]
+    return value
+
+
 def _one(value: Any) -> Any:
     return standardize(value) if isinstance(value, str) else value
 
@@ -187,7 +196,9 @@ def _check_value(param: str, value: Any, possible: Sequence[Any], doc: dict[str,
             return f"argument '{param}': {value!r} is not one of {_shown(possible)}"
         if want is list and isinstance(value, list):
             options = [[] if p == "" else p for p in possible]  # BFCL reads "" here as the empty list
-            if _std(value) in [_std(p) for p in options if isinstance(p, list)]:
+            # Without a documented item type nothing checked the items: a bool must still not equal an int.
+            key = _std if item_type is not None else (lambda v: _bools_apart(_std(v)))
+            if key(value) in [key(p) for p in options if isinstance(p, list)]:
                 return None
             return f"argument '{param}': {value!r} is not one of {_shown(possible)}"
     if value in possible:
