@@ -257,6 +257,8 @@ def test_bad_scenarios_name_file_line_and_field(tmp_path: Any, field: str, value
      "Extra inputs are not permitted"),
     ({"tool": "refund", "args": {"order_id": "A1", "reason": ["broken"]}}, "expected.actions[1].args.reason",
      "valid string"),
+    ({"tool": "refund", "args": {"order_id": "A1", "reason": float("nan")}}, "expected.actions[1].args",
+     "not finite"),
     ({"tool": "refund", "args": {"order_id": "A1"}, "compare_args": ["order_id", "amount"]},
      "expected.actions[1].compare_args[1]", "the tool takes no argument 'amount' (arguments: order_id, reason)"),
 ])

@@ -192,7 +192,9 @@ class Environment:
             try:
                 try:
                     text = json.dumps(args, allow_nan=False)
-                except (TypeError, ValueError):
+                except ValueError:
+                    return "args", "a number that is not finite (NaN or infinity)"
+                except TypeError:  # a YAML date, say: checked as the Python value it is
                     tdef.args_model.model_validate(args, strict=True)
                 else:
                     tdef.args_model.model_validate_json(text, strict=True)
