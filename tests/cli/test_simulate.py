@@ -16,7 +16,7 @@ from tests.support.episodes import AGENT_MODEL, SCENARIO, USER_MODEL, count, pla
 def _argv(server: FakeLLMServer, cases: Path, out: Path, *extra: str) -> list[str]:
     return ["simulate", str(cases), "-o", str(out), "--agent-model", AGENT_MODEL,
             "--agent-base-url", server.openai_base_url, "--user-model", USER_MODEL,
-            "--user-base-url", server.openai_base_url, *extra]
+            "--user-base-url", server.openai_base_url, "--environment", "tests.support.episodes", *extra]
 
 
 def test_simulate_plays_every_try_and_prints_pass_hat_k(fake_server: FakeLLMServer, tmp_path: Path,

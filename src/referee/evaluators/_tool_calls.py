@@ -58,6 +58,15 @@ def _std(value: Any) -> Any:
     return value
 
 
+def _bools_apart(value: Any) -> Any:
+    """``value`` with every bool tagged, so that comparing it never finds ``True == 1`` or ``False == 0.0``."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, list):
+        return [_bools_apart(v) for v in value]
+    return value
+
+
 def _one(value: Any) -> Any:
     return standardize(value) if isinstance(value, str) else value
 
@@ -78,16 +87,23 @@ def _answer_type(possible: Sequence[Any]) -> type | None:
 def _type_ok(value: Any, possible: Sequence[Any], want: type, item_type: type | None) -> tuple[bool, bool]:
     """``(type accepted, value is a "variable")`` as BFCL's type checker decides it: a value of the possible
     answers' own type is accepted even when the documented type differs (the answer names a variable), and is
-    then compared as it is, without standardisation."""
+    then compared as it is, without standardisation.
+
+    A value of the documented type is judged by that type alone: an array whose items do not have the documented
+    item type (``[true, 2]`` for integers, ``[12, 15]`` for floats: a bool is never an int, and an int is a float
+    only at the top level) is refused, never passed on to the variable rule, where Python's ``True == 1`` would
+    accept it. An item may have the type of the items of one possible answer (a variable, item by item, as in
+    BFCL). Unlike BFCL, the optional marker ``""`` is not an answer whose items fit any type."""
     answer_type = _answer_type(possible)
     variable = answer_type is not None and answer_type is not want
     if type(value) is want:
         if item_type is None:
             return True, variable
         items: list[Any] = value if isinstance(value, list) else []
-        for answer in possible:
-            if not isinstance(answer, list) or all(_type_ok(v, answer, item_type, None)[0] for v in items):
-                return True, variable
+        answers = [a for a in possible if isinstance(a, list)] or [[]]
+        if any(all(_type_ok(v, answer, item_type, None)[0] for v in items) for answer in answers):
+            return True, variable
+        return False, False
     if answer_type is not None and type(value) is answer_type:
         return True, True
     return False, False
@@ -180,7 +196,9 @@ def _check_value(param: str, value: Any, possible: Sequence[Any], doc: dict[str,
             return f"argument '{param}': {value!r} is not one of {_shown(possible)}"
         if want is list and isinstance(value, list):
             options = [[] if p == "" else p for p in possible]  # BFCL reads "" here as the empty list
-            if _std(value) in [_std(p) for p in options if isinstance(p, list)]:
+            # Without a documented item type nothing checked the items: a bool must still not equal an int.
+            key = _std if item_type is not None else (lambda v: _bools_apart(_std(v)))
+            if key(value) in [key(p) for p in options if isinstance(p, list)]:
                 return None
             return f"argument '{param}': {value!r} is not one of {_shown(possible)}"
     if value in possible:
