@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 import referee
-from referee.synth import Document, Splitter, html_text, load_documents, redact_pii
-from referee.synth import _documents
+from referee.synth import Document, Splitter, _documents, html_text, load_documents, redact_pii
 
 
 def _pdf(text: str) -> bytes:
