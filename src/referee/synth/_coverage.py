@@ -14,6 +14,7 @@ def _cut(text: str, width: int) -> str:
 
 
 def coverage_table(result: SynthResult, width: int = 80) -> str:
+    """Kept cases per document, per kind (kept share / target share) and per persona, at most ``width`` wide."""
     width = max(40, width)
     name_w = width - 2 - 8 - 2 - 16 - 2
     lines = [f"{'':<2}{'':<{name_w}}  {'cases':>8}  {'share':>16}"]

@@ -28,6 +28,8 @@ GATE_PROMPT_CHARS = 900
 
 @dataclass(frozen=True)
 class SynthEstimate:
+    """What the first round of a generation run would send and cost (``referee synth --dry-run``)."""
+
     requests: int
     cached: int
     input_tokens: int
@@ -53,6 +55,7 @@ def estimate_synth(documents: DocumentsArg | None = None, *, n: int = 20,
                    judge: Judge | str | Provider | None = None, kinds: Any = None, personas: Any = None,
                    splitter: Splitter | None = None, seed: int = 0, temperature: float | None = 0.7,
                    max_rounds: int = MAX_ROUNDS, redact: Redactor | None = None) -> SynthEstimate:
+    """Price the first round of :func:`referee.synth.synth` with the same arguments, sending nothing."""
     from ..errors import UserError
 
     corpus = _as_documents(documents, redact)

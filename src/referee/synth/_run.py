@@ -306,6 +306,7 @@ def _same_file(a: str | Path, b: str | Path) -> bool:
 
 
 def rejected_path(out: str | Path) -> Path:
+    """Where the rejected candidates of a run writing ``out`` go: ``<out stem>.rejected.jsonl`` beside it."""
     p = Path(out)
     return p.with_name(p.stem + ".rejected.jsonl")
 
