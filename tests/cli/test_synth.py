@@ -24,10 +24,11 @@ def test_synth_with_the_standin_writes_a_case_file_referee_run_reads(tmp_path, c
     assert len(cases) == 6 and all(c.metadata["synth"]["generator"]["provider"] == "standin" for c in cases)
     personas = [c.metadata["persona"] for c in cases]
     assert personas.count("new customer") == 4 and personas.count("support agent") == 2
+    (tmp_path / "bot.py").write_text("def answer(case):\n    return case.get('contexts')[0]['text']\n")
     suite = tmp_path / "suite.yaml"
-    suite.write_text(f"cases: {out.name}\nevaluators:\n  - type: similarity\n    threshold: 0.0\n")
-    code, _, err = run_cli(["run", str(suite), "--out", str(tmp_path / "res.jsonl"), "--provider", "standin"],
-                           capsys)
+    suite.write_text(f"cases: {out.name}\ntargets:\n  - id: bot\n    python: bot:answer\n"
+                     "evaluators:\n  - token_f1: {threshold: 0.0}\n")
+    code, _, err = run_cli(["run", str(suite), "--out", str(tmp_path / "res"), "--provider", "standin"], capsys)
     assert code == 0, err
 
 

@@ -83,7 +83,8 @@ def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str,
         if dry_run:
             est = estimate_synth(list(documents), n=n, judge=api_judge(judge), kinds=_weights(kinds, "--kind"),
                                  personas=_weights(personas, "--persona"), splitter=splitter, seed=seed,
-                                 temperature=temperature, max_rounds=max_rounds, redact=hook)
+                                 temperature=temperature, max_rounds=max_rounds, redact=hook,
+                                 from_cases=list(from_cases))
             if as_json:
                 click.echo(json.dumps(est.to_dict()))
             for line in est.lines():

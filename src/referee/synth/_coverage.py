@@ -20,7 +20,7 @@ def coverage_table(result: SynthResult, width: int = 80) -> str:
     lines = [f"{'':<2}{'':<{name_w}}  {'cases':>8}  {'share':>16}"]
     cov = result.coverage()
     total = len(result.cases) or 1
-    for section, title in (("document", "per document"), ("kind", "per kind (kept / target)"),
+    for section, title in (("document", "per document (a two-chunk case counts for each of its documents)"), ("kind", "per kind (kept / target)"),
                            ("persona", "per persona")):
         rows = cov[section]
         if section == "kind":

@@ -19,7 +19,7 @@ from ..runner._cache import cache_key
 from ._documents import Redactor, Splitter
 from ._generate import generation_request
 from ._plan import BATCH_SIZE, DEFAULT_KINDS, KINDS, plan_slots, proportions
-from ._run import GEN_MAX_TOKENS, MAX_ROUNDS, DocumentsArg, _as_documents
+from ._run import GEN_MAX_TOKENS, MAX_ROUNDS, DocumentsArg, source_corpus
 
 OUT_TOKENS_PER_CASE = 150
 GATE_OUT_TOKENS = 60
@@ -54,11 +54,12 @@ class SynthEstimate:
 def estimate_synth(documents: DocumentsArg | None = None, *, n: int = 20,
                    judge: Judge | str | Provider | None = None, kinds: Any = None, personas: Any = None,
                    splitter: Splitter | None = None, seed: int = 0, temperature: float | None = 0.7,
-                   max_rounds: int = MAX_ROUNDS, redact: Redactor | None = None) -> SynthEstimate:
+                   max_rounds: int = MAX_ROUNDS, redact: Redactor | None = None,
+                   from_cases: Any = None) -> SynthEstimate:
     """Price the first round of :func:`referee.synth.synth` with the same arguments, sending nothing."""
     from ..errors import UserError
 
-    corpus = _as_documents(documents, redact)
+    corpus, _ = source_corpus(documents, from_cases, redact)
     chunks = (splitter or Splitter()).split_all(corpus.documents)
     if not chunks:
         raise UserError("no text to generate cases from")

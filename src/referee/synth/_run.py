@@ -127,6 +127,16 @@ def _as_documents(documents: DocumentsArg | None, redact: Redactor | None) -> Co
     return corpus
 
 
+def source_corpus(documents: DocumentsArg | None, from_cases: str | Path | Sequence[str | Path] | None,
+                  redact: Redactor | None) -> tuple[Corpus, list[str | Path]]:
+    """The documents of a run (``documents`` and the cases of ``from_cases``), redacted, and the case files."""
+    corpus = _as_documents(documents, redact)
+    case_sources = [from_cases] if isinstance(from_cases, str | Path) else list(from_cases or [])
+    for p in case_sources:
+        corpus.documents += [redacted(d, redact) for d in documents_from_cases(p)]
+    return corpus, case_sources
+
+
 def documents_from_cases(path: str | Path) -> list[Document]:
     """Existing cases as documents (for variations): each case's contexts and reference, with its input as the
     example question, named ``<file>#<case id>``."""
@@ -377,10 +387,7 @@ async def synth_async(
             raise UserError(f"{name} must be a number from {lo} to {hi}, got {v!r}")
     kind_shares = proportions(kinds if kinds is not None else DEFAULT_KINDS, KINDS, "kinds")
     persona_shares = proportions(personas, None, "personas") if personas else {}
-    corpus = _as_documents(documents, redact)
-    case_sources = [from_cases] if isinstance(from_cases, str | Path) else list(from_cases or [])
-    for p in case_sources:
-        corpus.documents += [redacted(d, redact) for d in documents_from_cases(p)]
+    corpus, case_sources = source_corpus(documents, from_cases, redact)
     inputs = [*(d.name for d in corpus.documents), *map(str, case_sources), *map(str, existing),
               *map(str, labelled)]
     if out is not None:
