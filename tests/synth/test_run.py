@@ -203,3 +203,45 @@ def test_an_output_never_overwrites_an_input(tmp_path):
 def test_bad_options_are_refused(kwargs, message):
     with pytest.raises(referee.UserError, match=message):
         referee.synth(DOCS, judge="standin", **kwargs)
+
+
+def test_cases_already_in_the_suite_or_labelled_are_duplicates(fake_server, tmp_path):
+    fake_server.responder = ScriptedGenerator()
+    first = referee.synth(DOCS, n=5, judge=judge_for(fake_server), kinds=["single_hop"], max_rounds=1)
+    existing, labelled = tmp_path / "suite_cases.jsonl", tmp_path / "labels.jsonl"
+    existing.write_text(json.dumps({"id": "old-1", "input": first.cases[0]["input"].lower()}) + "\n")
+    labelled.write_text(json.dumps({"id": "lab-7", "input": first.cases[3]["input"] + " Thanks."}) + "\n")
+    fake_server.responder = ScriptedGenerator()
+    r = referee.synth(DOCS, n=5, judge=judge_for(fake_server), kinds=["single_hop"], max_rounds=1,
+                      existing=[existing], labelled=[labelled])
+    assert r.rejections["duplicate"] == 2 and len(r.cases) == 3
+    of = sorted(x["metadata"]["synth"]["gates"]["duplicate"]["of"] for x in r.rejected)
+    assert of == ["existing:old-1", "labelled:lab-7"]
+
+
+def test_the_budget_stops_new_rounds(fake_server):
+    fake_server.responder = ScriptedGenerator(defects={(0, k): "low_critic" for k in range(1, 5)})
+    judge = judge_for(fake_server, input_price_per_mtok=1000.0, output_price_per_mtok=1000.0)
+    r = referee.synth(DOCS, n=5, judge=judge, kinds=["single_hop"], max_cost_usd=0.01)
+    assert r.rounds == 1 and r.cost_usd is not None and r.cost_usd >= 0.01
+    assert r.shortfall is not None and "the budget ($0.01) was spent" in r.shortfall
+    assert r.rejections["critic"] == 4 and len(r.cases) == 1
+
+
+def test_a_generation_run_is_recorded_in_the_store_given(fake_server):
+    class Recorded:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, list[dict]]] = []
+
+        def add_generated_cases(self, batch_id: str, records: list[dict]) -> None:
+            self.calls.append((batch_id, list(records)))
+
+    fake_server.responder = ScriptedGenerator(defects={(0, 2): "unsupported"})
+    store = Recorded()
+    r = referee.synth(DOCS, n=4, judge=judge_for(fake_server), kinds=["single_hop"], max_rounds=1, store=store)
+    [(batch_id, records)] = store.calls
+    assert batch_id == r.generation_id and len(batch_id) == 32
+    assert sorted(x["gate"] for x in records) == ["kept"] * 4 + ["quote"]
+    kept = [x for x in records if x["gate"] == "kept"]
+    assert [json.loads(x["body"])["id"] for x in kept] == [c["id"] for c in r.cases]
+    assert all(json.loads(x["body"])["contexts"][0]["text"] in x["source"] for x in records)

@@ -33,7 +33,15 @@ from ._gates import (
     DuplicateIndex,
 )
 from ._plan import BATCH_SIZE, DEFAULT_KINDS, KINDS, UNANSWERABLE_REFERENCE
-from ._run import MAX_ROUNDS, SynthResult, documents_from_cases, rejected_path, synth, synth_async
+from ._run import (
+    MAX_ROUNDS,
+    GenerationStore,
+    SynthResult,
+    documents_from_cases,
+    rejected_path,
+    synth,
+    synth_async,
+)
 
 __all__ = [
     "ALL_PAIRS_LIMIT",
@@ -45,6 +53,7 @@ __all__ = [
     "Document",
     "DuplicateIndex",
     "GATES",
+    "GenerationStore",
     "KINDS",
     "MAX_DOCUMENT_BYTES",
     "MAX_ROUNDS",

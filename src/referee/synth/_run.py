@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import UserError
 from ..providers._base import Provider
@@ -43,6 +44,12 @@ GATE_MAX_TOKENS = 512
 DEFAULT_TEMPERATURE = 0.7
 
 DocumentsArg = str | Path | Document | Iterable[str | Path | Document]
+
+
+class GenerationStore(Protocol):
+    """Where generation runs are recorded: the run history (its table of generated cases)."""
+
+    def add_generated_cases(self, batch_id: str, records: Sequence[dict[str, Any]]) -> None: ...
 
 
 @dataclass
@@ -76,6 +83,8 @@ class SynthResult:
     generator: dict[str, Any] = field(default_factory=dict)
     out: str | None = None
     rejected_out: str | None = None
+    generation_id: str = ""
+    """This run's id (the ``batch_id`` of its records in the run history)."""
 
     @property
     def met(self) -> bool:
@@ -101,6 +110,18 @@ class SynthResult:
                 "coverage": self.coverage(), "notes": self.notes, "documents": self.documents,
                 "chunks": self.chunks, "cost_usd": self.cost_usd, "calls": self.calls,
                 "cached_calls": self.cached_calls, "generator": self.generator, "out": self.out}
+
+    def store_records(self) -> list[dict[str, Any]]:
+        """One record per candidate, kept or rejected, for the run history's generated cases: ``case_id``,
+        ``source`` (the text of its source chunks), ``body`` (the case as written, JSON) and ``gate`` (``kept``,
+        or the gate that rejected it)."""
+        out = []
+        for case in [*self.cases, *self.rejected]:
+            prov = case["metadata"]["synth"]
+            out.append({"case_id": case["id"], "gate": prov.get("rejected_by") or "kept",
+                        "source": "\n\n".join(ch["text"] for ch in case.get("contexts", [])),
+                        "body": json.dumps(case, ensure_ascii=False, sort_keys=True)})
+        return out
 
     def coverage_table(self, width: int = 80) -> str:
         """The coverage report as a plain-text table at most ``width`` columns wide."""
@@ -364,7 +385,7 @@ async def synth_async(
     max_rounds: int = MAX_ROUNDS,
     max_cost_usd: float | None = None,
     redact: Redactor | None = None,
-    store: Any | None = None,
+    store: GenerationStore | None = None,
     on_round: Callable[[int, int, int], None] | None = None,
 ) -> SynthResult:
     """Generate ``n`` cases from ``documents`` (files, folders, :class:`Document` objects or any iterable of them:
@@ -372,8 +393,8 @@ async def synth_async(
     gates (:mod:`referee.synth`). Writes ``out`` (the kept cases, JSONL) and ``<out>.rejected.jsonl`` when given.
 
     ``judge`` generates (any configured provider; ``"standin"`` without a key); ``critic`` judges the
-    unanswerable and critic gates (default: ``judge``). ``store``: a run-history store with
-    ``record_generation(result)``; the run is recorded there when given.
+    unanswerable and critic gates (default: ``judge``). ``store``: where generation runs are recorded (every
+    candidate, kept or rejected, :meth:`SynthResult.store_records`) when given.
     """
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_N:
         raise UserError(f"n must be a whole number from 1 to {MAX_N:,}, got {n!r}")
@@ -452,13 +473,14 @@ async def synth_async(
         kinds={k: {"target": round(v, 4), "kept": round(kept_kinds.get(k, 0) / len(kept), 4) if kept else 0.0}
                for k, v in kind_shares.items()},
         notes=notes, documents=[d.name for d in corpus.documents], chunks=len(chunks), cost_usd=run.cost,
-        calls=client.stats.calls, cached_calls=client.stats.cached, generator=generator)
+        calls=client.stats.calls, cached_calls=client.stats.cached, generator=generator,
+        generation_id=uuid.uuid4().hex)
     if out is not None:
         _write(Path(out), cases)
         _write(rejected_path(out), rejected)
         result.out, result.rejected_out = str(out), str(rejected_path(out))
     if store is not None:
-        store.record_generation(result)
+        store.add_generated_cases(result.generation_id, result.store_records())
     return result
 
 
