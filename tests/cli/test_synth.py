@@ -64,3 +64,22 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert doc.read_text().startswith("Refunds")
     code, _, err = run_cli(["synth", "-o", str(tmp_path / "c.jsonl"), "--provider", "standin"], capsys)
     assert code == 2 and "give DOCUMENTS" in err
+
+
+def test_the_html_coverage_report_draws_the_summary_and_escapes_names(tmp_path, capsys):
+    page = tmp_path / "coverage.html"
+    hostile = "<script>alert(1)</script>"
+    code, stdout, err = run_cli(["synth", str(DOCS), "-o", str(tmp_path / "c.jsonl"), "--n", "5", "--provider",
+                                 "standin", "--persona", hostile, "--html", str(page), "--json"], capsys)
+    assert code == 0, err
+    text = page.read_text()
+    assert hostile not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert text.count("<svg") == 4 and "default-src 'none'" in text
+    summary = json.loads(stdout)
+    # One bar per kind, with its target tick, and the kept share the run reports.
+    assert text.count('class="target"') == len(summary["kinds"])
+    for kind, v in summary["kinds"].items():
+        assert f"{kind}: {v['kept']:.0%}" in text
+    code, _, err = run_cli(["synth", str(DOCS), "-o", str(tmp_path / "c.jsonl"), "--provider", "standin",
+                            "--html", str(tmp_path / "c.jsonl")], capsys)
+    assert code == 2 and "--html" in err

@@ -4,6 +4,7 @@ gates; a case file, a rejections file and a coverage report."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -67,14 +68,20 @@ def _weights(values: tuple[str, ...], flag: str) -> dict[str, float] | None:
               help="Applied to every document before any text is sent.")
 @click.option("--dry-run", is_flag=True, help="Price the first round (generation and gates); send nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary as JSON on stdout.")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the coverage report as an HTML page with charts.")
 @judge_options(default_concurrency=4)
 def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str, ...], existing: tuple[str, ...],
             labelled: tuple[str, ...], kinds: tuple[str, ...], personas: tuple[str, ...], chunk_chars: int,
             overlap: int, critic_threshold: float, near_duplicate: float, max_rounds: int, max_cost: float | None,
-            redact: str | None, dry_run: bool, as_json: bool, judge: JudgeOptions) -> int:
+            redact: str | None, dry_run: bool, as_json: bool, html_out: str | None, judge: JudgeOptions) -> int:
     """Generate N test cases from DOCUMENTS (files or folders: text, Markdown, HTML, PDF with the pdf extra)."""
     if not documents and not from_cases:
         raise UserError("give DOCUMENTS (files or folders) or --from-cases")
+    if html_out:
+        taken = [Path(p).resolve() for p in (*documents, *from_cases, *existing, *labelled, out)]
+        if Path(html_out).resolve() in taken:
+            raise UserError(f"--html {html_out}: that file is an input or --out; choose another path")
     splitter = Splitter(chunk_chars=chunk_chars, overlap=overlap)
     hook = load_redactor(redact) if redact else None
     seed = judge.seed if judge.seed is not None else 0
@@ -108,6 +115,11 @@ def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str,
              f"{len(result.cases)} cases -> {out}; rejected -> {result.rejected_out}")
     if result.shortfall:
         echo_err(f"shortfall: {result.shortfall}")
+    if html_out:
+        from ..reports import render_synth_html
+
+        Path(html_out).write_text(render_synth_html(result.to_dict()), encoding="utf-8")
+        echo_err(f"coverage report -> {html_out}")
     if as_json:
         click.echo(json.dumps(result.to_dict()))
     return 0 if result.met else 1
