@@ -245,3 +245,12 @@ def test_a_generation_run_is_recorded_in_the_store_given(fake_server):
     kept = [x for x in records if x["gate"] == "kept"]
     assert [json.loads(x["body"])["id"] for x in kept] == [c["id"] for c in r.cases]
     assert all(json.loads(x["body"])["contexts"][0]["text"] in x["source"] for x in records)
+
+
+def test_a_duplicate_of_a_case_a_judge_then_drops_gets_its_own_chance(fake_server):
+    # Slot 0 is dropped by the critic; slot 1 repeats it (upper-cased, so the scripted critic passes it).
+    fake_server.responder = ScriptedGenerator(defects={(0, 0): "low_critic", (0, 1): "exact_duplicate"})
+    r = referee.synth(DOCS, n=4, judge=judge_for(fake_server), kinds=["single_hop"], max_rounds=1)
+    assert r.rejections == {"duplicate": 0, "quote": 0, "leak": 0, "unanswerable": 0, "critic": 1}
+    assert [c["metadata"]["synth"]["slot"] for c in r.cases] == [1, 2, 3, 4]
+    assert r.cases[0]["input"].endswith(LOW.upper() + "!")
