@@ -43,7 +43,7 @@ def test_the_shell_blocks_run_in_order_without_a_key(tmp_path, monkeypatch):
 
 
 def test_the_figures_the_page_states_are_the_codes():
-    assert synth.NEAR_DUPLICATE == 0.7 and synth.ALL_PAIRS_LIMIT == 2000 and synth.CRITIC_THRESHOLD == 3
+    assert synth.NEAR_DUPLICATE == 0.7 and synth.ALL_PAIRS_LIMIT == 500 and synth.CRITIC_THRESHOLD == 3
     assert synth.ANSWERABLE_SHARE == 0.8 and synth.MAX_ROUNDS == 4 and synth.BATCH_SIZE == 5
     assert _evidence.MAX_ELIDED_CHARS == 240 and synth.MAX_DOCUMENT_BYTES == 20 * 1024 * 1024
     assert synth.Splitter() == synth.Splitter(chunk_chars=1500, overlap=0, min_chars=40)

@@ -5,8 +5,8 @@ look at a case a program already rejected):
    labelled cases. Measure: Jaccard similarity of the sets of character 4-grams of the normalised input (NFKC,
    case-folded, every run of non-word characters one space); a near duplicate at :data:`NEAR_DUPLICATE` (0.7) or
    above, an exact duplicate when the normalised texts are equal. Up to :data:`ALL_PAIRS_LIMIT` texts every pair
-   is compared; above it MinHash (64 hashes, 16 bands of 4) proposes the pairs, each then measured exactly (a pair
-   at 0.7 is proposed with probability 0.988, at 0.8 with 0.9999).
+   is compared; above it MinHash (120 hashes, 24 bands of 5) proposes the pairs, each then measured exactly (a
+   pair at 0.7 is proposed with probability 0.988, at 0.8 with 0.9999; ``bench/bench_synth.py`` measures both).
 2. ``quote``: an answerable case's reference is supported by a quote found in its source chunk by the evidence
    matcher's strict rules (:class:`referee.evaluators._evidence.EvidenceChecker` with ``strict=True``: text of
    the chunk only, ellipsis fragments in order, nothing of meaning elided), one quote in each chunk of a two-chunk
@@ -44,7 +44,7 @@ from ._generate import Candidate
 
 GATES = ("duplicate", "quote", "leak", "unanswerable", "critic")
 NEAR_DUPLICATE = 0.7
-ALL_PAIRS_LIMIT = 2000
+ALL_PAIRS_LIMIT = 500
 SHINGLE = 4
 ANSWERABLE_SHARE = 0.8
 CRITIC_THRESHOLD = 3.0
@@ -53,7 +53,7 @@ ANSWERABLE_SCHEMA = "referee_synth_answerable"
 
 # -- duplicates ----------------------------------------------------------------------------------------------
 _NONWORD = re.compile(r"[\W_]+", re.UNICODE)
-_HASHES, _BANDS = 64, 16
+_HASHES, _BANDS = 120, 24
 _PRIME = (1 << 31) - 1
 _R = np.random.default_rng(20251204)
 _A = _R.integers(1, _PRIME, _HASHES, dtype=np.uint64)
