@@ -254,3 +254,30 @@ def test_a_duplicate_of_a_case_a_judge_then_drops_gets_its_own_chance(fake_serve
     assert r.rejections == {"duplicate": 0, "quote": 0, "leak": 0, "unanswerable": 0, "critic": 1}
     assert [c["metadata"]["synth"]["slot"] for c in r.cases] == [1, 2, 3, 4]
     assert r.cases[0]["input"].endswith(LOW.upper() + "!")
+
+
+def test_a_generation_run_is_recorded_in_the_run_history(fake_server, tmp_path):
+    from referee.store import open_store
+
+    fake_server.responder = ScriptedGenerator(defects={(0, 1): "leak"})
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    r = referee.synth(DOCS, n=4, judge=judge_for(fake_server), kinds=["single_hop"], max_rounds=1, store=url)
+    assert r.recorded is not None and "history.sqlite" in r.recorded
+    with open_store(url) as st:
+        got = st.generated_cases(r.generation_id)
+    assert sorted(g["gate"] for g in got) == ["kept"] * 4 + ["leak"]
+    assert {g["case_id"] for g in got if g["gate"] == "kept"} == {c["id"] for c in r.cases}
+    assert all(json.loads(g["body"])["contexts"][0]["text"] in g["source"] for g in got)
+
+
+def test_no_store_and_an_unwritable_store_lose_nothing(fake_server, tmp_path):
+    fake_server.responder = ScriptedGenerator()
+    off = referee.synth(DOCS, n=2, judge=judge_for(fake_server), kinds=["single_hop"], max_rounds=1)
+    assert off.recorded is None  # the tests run with REFEREE_STORE=off
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / "history.sqlite").write_bytes(b"not a database at all" * 100)
+    out = tmp_path / "c.jsonl"
+    r = referee.synth(DOCS, n=2, judge=judge_for(fake_server), kinds=["single_hop"], max_rounds=1, out=out,
+                      store=str(tmp_path / "ro" / "history.sqlite"))
+    assert r.recorded is None and any("not recorded in the run history" in n for n in r.notes)
+    assert len(out.read_text().splitlines()) == 2

@@ -66,6 +66,10 @@ def _weights(values: tuple[str, ...], flag: str) -> dict[str, float] | None:
 @click.option("--max-cost", type=click.FloatRange(0), default=None, help="Stop starting rounds past this USD.")
 @click.option("--redact", default=None, metavar="pii|MODULE:FUNCTION",
               help="Applied to every document before any text is sent.")
+@click.option("--store", "store_url", default=None, metavar="URL",
+              help="Record the run in this history (a SQLite file or sqlite:///path, or postgresql://...; default: "
+                   "REFEREE_STORE, else .referee/history.sqlite).")
+@click.option("--no-store", is_flag=True, help="Do not record the run in the run history.")
 @click.option("--dry-run", is_flag=True, help="Price the first round (generation and gates); send nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary as JSON on stdout.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
@@ -74,8 +78,11 @@ def _weights(values: tuple[str, ...], flag: str) -> dict[str, float] | None:
 def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str, ...], existing: tuple[str, ...],
             labelled: tuple[str, ...], kinds: tuple[str, ...], personas: tuple[str, ...], chunk_chars: int,
             overlap: int, critic_threshold: float, near_duplicate: float, max_rounds: int, max_cost: float | None,
-            redact: str | None, dry_run: bool, as_json: bool, html_out: str | None, judge: JudgeOptions) -> int:
+            redact: str | None, store_url: str | None, no_store: bool, dry_run: bool, as_json: bool,
+            html_out: str | None, judge: JudgeOptions) -> int:
     """Generate N test cases from DOCUMENTS (files or folders: text, Markdown, HTML, PDF with the pdf extra)."""
+    if store_url and no_store:
+        raise UserError("--store and --no-store contradict each other; give one")
     if not documents and not from_cases:
         raise UserError("give DOCUMENTS (files or folders) or --from-cases")
     if html_out:
@@ -102,6 +109,7 @@ def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str,
                        personas=_weights(personas, "--persona"), splitter=splitter, seed=seed,
                        temperature=temperature, critic_threshold=critic_threshold, near_duplicate=near_duplicate,
                        max_rounds=max_rounds, max_cost_usd=max_cost, redact=hook,
+                       store=False if no_store else store_url,
                        on_round=lambda r, c, k: echo_err(f"round {r}: {c} candidates, {k} kept"))
     for note in result.notes:
         echo_err(note)
@@ -113,6 +121,8 @@ def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str,
     cost = "no known price" if result.cost_usd is None else f"${result.cost_usd:.4f}"
     echo_err(f"{result.calls} calls ({result.cached_calls} from the cache), cost {cost}; "
              f"{len(result.cases)} cases -> {out}; rejected -> {result.rejected_out}")
+    if result.recorded:
+        echo_err(f"recorded in the run history ({result.recorded}) as generation {result.generation_id}")
     if result.shortfall:
         echo_err(f"shortfall: {result.shortfall}")
     if html_out:

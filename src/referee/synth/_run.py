@@ -85,6 +85,8 @@ class SynthResult:
     rejected_out: str | None = None
     generation_id: str = ""
     """This run's id (the ``batch_id`` of its records in the run history)."""
+    recorded: str | None = None
+    """Where the run was recorded (the store's URL without its password), or None."""
 
     @property
     def met(self) -> bool:
@@ -310,6 +312,30 @@ class _Run:
         return len(self.kept) - kept_before
 
 
+def _record(result: SynthResult, store: GenerationStore | str | bool | None) -> str | None:
+    """Record the run in the run history (see :func:`synth_async`'s ``store``); where, or None."""
+    if store is not None and not isinstance(store, str | bool):
+        store.add_generated_cases(result.generation_id, result.store_records())
+        return type(store).__name__
+    from ..store import StoreError, current, display_url, open_store, scope
+
+    with scope(store):
+        settings = current()
+    if not settings.enabled:
+        return None
+    url = settings.resolved_url()
+    try:
+        with open_store(url) as st:
+            st.add_generated_cases(result.generation_id, result.store_records())
+            return st.display_url
+    except StoreError as exc:
+        result.notes.append(f"the run was not recorded in the run history: {exc}")
+    except Exception as exc:  # a database that refuses the write: the cases are on disk, the run is not lost
+        result.notes.append(f"the run was not recorded in the run history ({display_url(url)}): "
+                            f"{type(exc).__name__}")
+    return None
+
+
 def case_id(c: Candidate) -> str:
     return f"synth-{c.slot.index + 1:05d}"
 
@@ -385,7 +411,7 @@ async def synth_async(
     max_rounds: int = MAX_ROUNDS,
     max_cost_usd: float | None = None,
     redact: Redactor | None = None,
-    store: GenerationStore | None = None,
+    store: GenerationStore | str | bool | None = None,
     on_round: Callable[[int, int, int], None] | None = None,
 ) -> SynthResult:
     """Generate ``n`` cases from ``documents`` (files, folders, :class:`Document` objects or any iterable of them:
@@ -393,8 +419,11 @@ async def synth_async(
     gates (:mod:`referee.synth`). Writes ``out`` (the kept cases, JSONL) and ``<out>.rejected.jsonl`` when given.
 
     ``judge`` generates (any configured provider; ``"standin"`` without a key); ``critic`` judges the
-    unanswerable and critic gates (default: ``judge``). ``store``: where generation runs are recorded (every
-    candidate, kept or rejected, :meth:`SynthResult.store_records`) when given.
+    unanswerable and critic gates (default: ``judge``). ``store``: the run history the run is recorded in
+    (every candidate, kept or rejected: :meth:`SynthResult.store_records`), as every run is: None the one in force
+    (``REFEREE_STORE``, else ``.referee/history.sqlite``), False none, True the default, a URL or file path, or
+    any object with ``add_generated_cases(batch_id, records)``. A store that cannot be written is a note, never a
+    lost run (the case files are written first).
     """
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_N:
         raise UserError(f"n must be a whole number from 1 to {MAX_N:,}, got {n!r}")
@@ -479,8 +508,7 @@ async def synth_async(
         _write(Path(out), cases)
         _write(rejected_path(out), rejected)
         result.out, result.rejected_out = str(out), str(rejected_path(out))
-    if store is not None:
-        store.add_generated_cases(result.generation_id, result.store_records())
+    result.recorded = _record(result, store)
     return result
 
 
