@@ -83,3 +83,18 @@ def test_the_html_coverage_report_draws_the_summary_and_escapes_names(tmp_path, 
     code, _, err = run_cli(["synth", str(DOCS), "-o", str(tmp_path / "c.jsonl"), "--provider", "standin",
                             "--html", str(tmp_path / "c.jsonl")], capsys)
     assert code == 2 and "--html" in err
+
+
+def test_store_flags(tmp_path, capsys):
+    from referee.store import open_store
+
+    history = tmp_path / "h.sqlite"
+    args = ["synth", str(DOCS), "-o", str(tmp_path / "c.jsonl"), "--n", "3", "--provider", "standin",
+            "--kind", "single_hop"]
+    code, _, err = run_cli([*args, "--store", str(history)], capsys)
+    assert code == 0 and "recorded in the run history" in err
+    generation = err.split("as generation ", 1)[1].split()[0]
+    with open_store(str(history)) as st:
+        assert sum(g["gate"] == "kept" for g in st.generated_cases(generation)) == 3
+    code, _, err = run_cli([*args, "--store", str(history), "--no-store"], capsys)
+    assert code == 2 and "contradict" in err
