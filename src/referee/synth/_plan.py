@@ -70,16 +70,31 @@ def proportions(given: Mapping[str, float] | Sequence[str] | None, allowed: Sequ
     return {k: v / total for k, v in out.items()}
 
 
+_SEQUENCES: dict[tuple[tuple[str, float], ...], tuple[list[str], dict[str, int]]] = {}
+"""Each proportions' sequence so far, extended on demand (a run plans its batches one after another)."""
+
+
 def largest_deficit(shares: Mapping[str, float], count: int) -> list[str]:
     """The first ``count`` options of the sequence (see the module's docstring)."""
+    return _sequence(shares, count)[:count]
+
+
+def _sequence(shares: Mapping[str, float], count: int) -> list[str]:
+    """The sequence, at least ``count`` long (shared: not to be changed)."""
+    key = tuple(shares.items())
+    seq, taken = _SEQUENCES.setdefault(key, ([], dict.fromkeys(shares, 0)))
+    if len(seq) >= count:
+        return seq
     names = list(shares)
-    taken = dict.fromkeys(names, 0)
-    out = []
-    for i in range(count):
-        best = max(names, key=lambda n: (shares[n] * (i + 1) - taken[n], -names.index(n)))
+    order = {n: i for i, n in enumerate(names)}
+    while len(seq) < count:
+        i = len(seq)
+        best = max(names, key=lambda n: (shares[n] * (i + 1) - taken[n], -order[n]))
         taken[best] += 1
-        out.append(best)
-    return out
+        seq.append(best)
+    if len(_SEQUENCES) > 64:  # many proportions in one process (tests, notebooks): start again
+        _SEQUENCES.clear()
+    return seq
 
 
 def _rng(seed: int, index: int) -> random.Random:
@@ -90,8 +105,8 @@ def plan_slots(start: int, stop: int, *, seed: int, kinds: Mapping[str, float], 
                chunks: Sequence[Chunk]) -> list[Slot]:
     """Slots ``start .. stop-1``. A two-chunk kind gets two different chunks (of two documents when there are);
     with a corpus of one chunk such slots become single-hop (:func:`usable_kinds` says so first)."""
-    kind_seq = largest_deficit(kinds, stop)
-    persona_seq: list[str | None] = list(largest_deficit(personas, stop)) if personas else [None] * stop
+    kind_seq = _sequence(kinds, stop)
+    persona_seq = _sequence(personas, stop) if personas else None
     out = []
     for i in range(start, stop):
         rng = _rng(seed, i)
@@ -99,12 +114,24 @@ def plan_slots(start: int, stop: int, *, seed: int, kinds: Mapping[str, float], 
         kind = kind_seq[i]
         picked: tuple[Chunk, ...] = (first,)
         if kind in TWO_CHUNK_KINDS:
-            others = [c for c in chunks if c.document != first.document] or [c for c in chunks if c is not first]
-            picked = (first, others[rng.randrange(len(others))]) if others else (first,)
-            if len(picked) < 2:
+            second = _second(rng, first, chunks)
+            if second is None:
                 kind = "single_hop"
-        out.append(Slot(i, kind, persona_seq[i], picked))
+            else:
+                picked = (first, second)
+        out.append(Slot(i, kind, persona_seq[i] if persona_seq is not None else None, picked))
     return out
+
+
+def _second(rng: random.Random, first: Chunk, chunks: Sequence[Chunk]) -> Chunk | None:
+    """Another chunk, of another document when there is one: a few random draws first (a large corpus), then
+    the list of the candidates (a small or one-document corpus)."""
+    for _ in range(16):
+        c = chunks[rng.randrange(len(chunks))]
+        if c.document != first.document:
+            return c
+    others = [c for c in chunks if c.document != first.document] or [c for c in chunks if c is not first]
+    return others[rng.randrange(len(others))] if others else None
 
 
 def usable_kinds(kinds: Mapping[str, float], chunks: Sequence[Chunk]) -> list[str]:
