@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -72,6 +73,7 @@ def proportions(given: Mapping[str, float] | Sequence[str] | None, allowed: Sequ
 
 _SEQUENCES: dict[tuple[tuple[str, float], ...], tuple[list[str], dict[str, int]]] = {}
 """Each proportions' sequence so far, extended on demand (a run plans its batches one after another)."""
+_LOCK = threading.Lock()
 
 
 def largest_deficit(shares: Mapping[str, float], count: int) -> list[str]:
@@ -82,9 +84,16 @@ def largest_deficit(shares: Mapping[str, float], count: int) -> list[str]:
 def _sequence(shares: Mapping[str, float], count: int) -> list[str]:
     """The sequence, at least ``count`` long (shared: not to be changed)."""
     key = tuple(shares.items())
-    seq, taken = _SEQUENCES.setdefault(key, ([], dict.fromkeys(shares, 0)))
-    if len(seq) >= count:
-        return seq
+    with _LOCK:  # two runs in two threads must not extend one sequence at once
+        seq, taken = _SEQUENCES.setdefault(key, ([], dict.fromkeys(shares, 0)))
+        if len(seq) < count:
+            _extend(shares, seq, taken, count)
+        if len(_SEQUENCES) > 64:  # many proportions in one process (tests, notebooks): start again
+            _SEQUENCES.clear()
+    return seq
+
+
+def _extend(shares: Mapping[str, float], seq: list[str], taken: dict[str, int], count: int) -> None:
     names = list(shares)
     order = {n: i for i, n in enumerate(names)}
     while len(seq) < count:
@@ -92,9 +101,6 @@ def _sequence(shares: Mapping[str, float], count: int) -> list[str]:
         best = max(names, key=lambda n: (shares[n] * (i + 1) - taken[n], -order[n]))
         taken[best] += 1
         seq.append(best)
-    if len(_SEQUENCES) > 64:  # many proportions in one process (tests, notebooks): start again
-        _SEQUENCES.clear()
-    return seq
 
 
 def _rng(seed: int, index: int) -> random.Random:
