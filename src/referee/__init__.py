@@ -47,6 +47,7 @@ if _TYPE_CHECKING:
     from .run._judge import Judge
     from .run._target_runs import TargetGate, TargetsRun, run_targets
     from .runner import JudgeClient, ResponseCache, RetryPolicy
+    from .store import runs
     from .synth import synth_async
 
 # Names are imported on first use (PEP 562): ``import referee`` (every CLI command starts with it) must not
@@ -71,6 +72,7 @@ _LAZY = {
                      "read_results"), ".results"),
     **dict.fromkeys(("JudgeClient", "ResponseCache", "RetryPolicy"), ".runner"),
     **dict.fromkeys(("RunEstimate", "estimate_run"), ".run._estimate"),
+    "runs": ".store",
     **dict.fromkeys(("TargetGate", "TargetsRun", "run_targets"), ".run._target_runs"),
 }
 
@@ -153,6 +155,7 @@ __all__ = [
     "read_results",
     "register",
     "run_targets",
+    "runs",
     "summarize",
     "synth",
     "synth_async",
