@@ -53,3 +53,8 @@ def test_the_request_puts_every_chunk_in_a_data_block_and_is_stable():
     assert request_hash(again) == request_hash(req)
     other, _ = generation_request(0, slots, temperature=0.7, seed=4, max_tokens=100)
     assert request_hash(other) == request_hash(req)  # the prompt's identity; the seed is recorded beside it
+
+
+def test_a_runaway_reply_is_refused_whole():
+    with pytest.raises(ReplyInvalid, match="the reply lists 100000 cases; 2 were asked for"):
+        parse_cases({"cases": [case(1)] * 100_000}, 2, LABELS)

@@ -139,6 +139,8 @@ def parse_cases(obj: dict[str, Any], n: int, labels: dict[str, str]) -> tuple[di
     cases = obj.get("cases")
     if not isinstance(cases, list):
         raise ReplyInvalid("'cases' is missing or not a list")
+    if len(cases) > 2 * n:  # a runaway reply: not read case by case
+        raise ReplyInvalid(f"the reply lists {len(cases)} cases; {n} were asked for")
     out: dict[int, dict[str, Any]] = {}
     problems: list[str] = []
     for i, c in enumerate(cases):
