@@ -19,7 +19,7 @@ from .errors import (
 )
 
 if _TYPE_CHECKING:
-    from . import judges
+    from . import judges, synth
     from .aggregate import Summary, summarize
     from .cases._case import Case, CaseSet, cases_from, load_cases
     from .evaluators import CheckResult, Evaluator, JudgeOutcome, ReplyInvalid, ask_judge, register
@@ -48,11 +48,14 @@ if _TYPE_CHECKING:
     from .run._target_runs import TargetGate, TargetsRun, run_targets
     from .runner import JudgeClient, ResponseCache, RetryPolicy
     from .store import runs
+    from .synth import synth_async
 
 # Names are imported on first use (PEP 562): ``import referee`` (every CLI command starts with it) must not
 # pay for numpy, pydantic models or aiohttp that the command at hand never touches. Judging starts sooner.
 _LAZY = {
     "judges": ".judges",
+    "synth": ".synth",
+    "synth_async": ".synth",
     **dict.fromkeys(("EvalResult", "as_evaluator", "evaluate", "evaluate_async"), ".run._evaluate"),
     "Judge": ".run._judge",
     **dict.fromkeys(("check_trajectories", "check_trajectories_async", "compare", "compare_async", "grade",
@@ -79,7 +82,7 @@ def __getattr__(name: str) -> _Any:
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module = _import_module(where, __name__)
-    value = module if name == "judges" else getattr(module, name)
+    value = module if name in ("judges", "synth") else getattr(module, name)
     globals()[name] = value
     return value
 
@@ -154,4 +157,6 @@ __all__ = [
     "run_targets",
     "runs",
     "summarize",
+    "synth",
+    "synth_async",
 ]

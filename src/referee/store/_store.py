@@ -7,8 +7,9 @@ import hashlib
 import json
 import os
 import zlib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, delete, func, or_, select, update
@@ -260,6 +261,53 @@ class Store:
             if summary_json is not None:
                 values["summary"] = self.put_text(conn, summary_json)
             conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(**values))
+
+    # -- generated cases (``referee synth``) -------------------------------------------------------------
+    def add_generated_cases(self, batch_id: str, records: Sequence[Mapping[str, Any]], *,
+                            created_at: str | None = None) -> None:
+        """Record one generation run's candidates: per case its ``case_id``, the text of its source chunks
+        (``source``), the case as written (``body``, JSON text) and ``gate`` (``kept``, or the gate that rejected
+        it). A case recorded again under the same ``batch_id`` is replaced."""
+        if not records:
+            return
+        when = created_at or datetime.now(UTC).isoformat()
+        texts: dict[bytes, bytes] = {}
+        values = []
+        for r in records:
+            body = str(r["body"]).encode("utf-8", "surrogatepass")
+            source = r.get("source")
+            hb = digest(body)
+            texts[hb] = body
+            hs = None
+            if source:
+                data = str(source).encode("utf-8", "surrogatepass")
+                hs = digest(data)
+                texts[hs] = data
+            values.append({"batch_id": batch_id, "case_id": str(r["case_id"]), "created_at": when, "source": hs,
+                           "body": hb, "gate": str(r["gate"])[:16]})
+        with self.engine.begin() as conn:
+            self.put_texts(conn, texts)
+            stmt = self._ins()(s.generated_cases)
+            stmt = stmt.on_conflict_do_update(index_elements=["batch_id", "case_id"],
+                                              set_={k: stmt.excluded[k] for k in ("created_at", "source", "body",
+                                                                                   "gate")})
+            conn.execute(stmt, values)
+
+    def generated_cases(self, batch_id: str | None = None) -> list[dict[str, Any]]:
+        """The generated cases recorded (of one generation run), oldest first: ``batch_id``, ``case_id``,
+        ``created_at``, ``gate``, ``source`` and ``body`` (texts)."""
+        t = s.generated_cases
+        q = select(t.c.batch_id, t.c.case_id, t.c.created_at, t.c.gate, t.c.source, t.c.body)
+        if batch_id is not None:
+            q = q.where(t.c.batch_id == batch_id)
+        out = []
+        with self.engine.connect() as conn:
+            for row in conn.execute(q.order_by(t.c.created_at, t.c.batch_id, t.c.case_id)):
+                src, body = self.get_text(conn, row.source), self.get_text(conn, row.body)
+                out.append({"batch_id": row.batch_id, "case_id": row.case_id, "created_at": row.created_at,
+                            "gate": row.gate, "source": None if src is None else src.decode("utf-8", "replace"),
+                            "body": "" if body is None else body.decode("utf-8", "replace")})
+        return out
 
     def tag(self, run_id: str, add: Sequence[str] = (), remove: Sequence[str] = ()) -> None:
         with self.engine.begin() as conn:
