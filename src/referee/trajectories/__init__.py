@@ -11,9 +11,10 @@ from ._importers import (
     trajectory_of,
 )
 from ._model import Step, Trajectory, TrajectoryError
+from ._otel import GENAI_CONVENTIONS, OPENINFERENCE_CONVENTIONS, SpanView, case_from_spans, span_view
 from ._runs import ImportedRuns, import_runs
 
 __all__ = [
-    "FORMATS", "ImportedRuns", "Step", "Trajectory", "TrajectoryError", "detect_format", "from_anthropic",
+    "FORMATS", "GENAI_CONVENTIONS", "OPENINFERENCE_CONVENTIONS", "SpanView", "case_from_spans", "span_view", "ImportedRuns", "Step", "Trajectory", "TrajectoryError", "detect_format", "from_anthropic",
     "from_openai", "from_otel", "from_seed", "import_runs", "import_trajectory", "trajectory_of",
 ]

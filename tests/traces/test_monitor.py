@@ -1,0 +1,148 @@
+"""End to end: an application instrumented with the OpenTelemetry SDK sends spans over OTLP/HTTP to the receiver;
+the monitor samples, judges with the local LLM server through the one runner, stores one score per (trace,
+evaluator) and exports gen_ai.evaluation.result log records to a second OTLP receiver."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from referee import Judge
+from referee.testing import WireRequest
+from referee.traces import Collector, CollectorConfig, MemorySink, Monitor, MonitorConfig
+from tests.support.judging import verdict
+from tests.support.otel import App, logs_receiver
+
+RUBRIC = {"llm_judge": {"rubric": "- the answer is correct"}}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def ns(self) -> int:
+        return int(self.t * 1e9)
+
+
+def grading(req: WireRequest) -> str:
+    return verdict(0.1, "wrong") if "WRONG" in req.prompt_text else verdict(0.9, "right")
+
+
+@pytest.fixture
+def judge(fake_server: Any, monkeypatch: pytest.MonkeyPatch) -> Judge:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    fake_server.responder = grading
+    return Judge("openai:gpt-test", base_url=fake_server.url + "/v1")
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def collector(clock: Clock) -> Iterator[Collector]:
+    with Collector(MemorySink(), CollectorConfig(port=0), clock_ns=clock.ns) as c:
+        yield c
+
+
+def _send(collector: Collector, questions: list[tuple[str, str]], **kw: Any) -> list[Any]:
+    app = App(collector.endpoint, **kw)
+    sent = [app.ask(q, a) for q, a in questions]
+    app.flush()
+    app.close()
+    collector.wait_for(lambda s: s.spans_stored + s.duplicates >= 3 * len(sent))
+    return sent
+
+
+@pytest.mark.parametrize("openinference", [False, True], ids=["genai", "openinference"])
+def test_every_trace_is_received_scored_once_and_exported_with_its_ids(
+        collector: Collector, judge: Judge, clock: Clock, openinference: bool, fake_server: Any) -> None:
+    qa = [(f"question {i}?", "WRONG answer" if i % 3 == 0 else f"answer {i}") for i in range(9)]
+    sent = _send(collector, qa, openinference=openinference)
+    assert collector.stats().spans_stored == 27
+    with logs_receiver() as (logs, url):
+        cfg = MonitorConfig.parse({"quiet_seconds": 5, "export": {"endpoint": url}}, [RUBRIC], clock=clock)
+        mon = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+        assert mon.step().traces == 0  # not quiet yet: the clock has not moved
+        clock.t += 10
+        report = mon.step()
+        assert report.traces == 9 and report.scored == 9 and report.exported == 9
+        records = logs.wait_for(9)
+    scores = {s.trace_id: s for s in collector.sink.scores()}
+    assert set(scores) == {s.trace_id for s in sent}
+    for s in sent:
+        assert scores[s.trace_id].span_id == s.root_span_id
+        assert scores[s.trace_id].passed is ("WRONG" not in s.answer)
+    by_trace = {r["trace_id"]: r for r in records}
+    assert set(by_trace) == {s.trace_id for s in sent}
+    for s in sent:
+        r = by_trace[s.trace_id]
+        assert r["span_id"] == s.root_span_id and r["event_name"] == "gen_ai.evaluation.result"
+        assert r["attributes"]["gen_ai.evaluation.name"] == "llm_judge"
+        want = 0.1 if "WRONG" in s.answer else 0.9
+        assert r["attributes"]["gen_ai.evaluation.score.value"] == pytest.approx(want)
+        assert r["attributes"]["gen_ai.evaluation.score.label"] == ("fail" if want < 0.7 else "pass")
+    judged = len(fake_server.requests)
+    clock.t += 100
+    assert mon.step().traces == 0 and len(fake_server.requests) == judged  # nothing judged twice
+
+
+def test_a_restarted_monitor_resumes_without_judging_twice(collector: Collector, judge: Judge, clock: Clock,
+                                                           fake_server: Any) -> None:
+    _send(collector, [(f"q{i}", f"a{i}") for i in range(4)])
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5}, [RUBRIC, "is_json"], clock=clock)
+    first = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+    # Simulate a crash after the first evaluator's scores were stored: the second never ran.
+    first._entries = {"llm_judge": RUBRIC}
+    first.step()
+    judged = len(fake_server.requests)
+    assert judged == 4
+    for tid in {s.trace_id for s in collector.sink.scores()}:
+        collector.sink.mark_trace(tid, "open")  # as the store finds them after a kill: not closed
+    second = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+    second.step()
+    assert len(fake_server.requests) == judged  # the judge is not called again
+    by_eval: dict[str, int] = {}
+    for s in collector.sink.scores():
+        by_eval[s.evaluator] = by_eval.get(s.evaluator, 0) + 1
+    assert by_eval == {"llm_judge": 4, "is_json": 4}
+
+
+def test_sampling_by_rate_and_always_rules_is_counted(collector: Collector, judge: Judge, clock: Clock) -> None:
+    app = App(collector.endpoint)
+    sent = [app.ask(f"q{i}", f"a{i}", error=(i % 10 == 0)) for i in range(40)]
+    app.flush()
+    app.close()
+    collector.wait_for(lambda s: s.spans_stored >= 120)
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "sampling": {"rate": 0.25, "always": [{"status": "error"}]}},
+                              [RUBRIC], clock=clock)
+    mon = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+    mon.step()
+    scored = {s.trace_id for s in collector.sink.scores()}
+    expected = {s.trace_id for i, s in enumerate(sent) if i % 10 == 0 or cfg.sampler.rate_sampled(s.trace_id)}
+    assert scored == expected
+    assert collector.sink.counts().get("skipped: sampled_out", 0) == 40 - len(expected)
+
+
+def test_a_judge_that_is_down_leaves_the_scores_waiting(collector: Collector, clock: Clock, fake_server: Any,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    _send(collector, [("q", "a")])
+    clock.t += 60
+    down = Judge("openai:gpt-test", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=2)
+    cfg = MonitorConfig.parse({"quiet_seconds": 5}, [RUBRIC], clock=clock)
+    Monitor(collector.sink, cfg, judge=down, clock=clock).step()
+    assert collector.sink.scores() == []
+    assert collector.sink.counts()["skipped: judge_unavailable"] == 1
+    fake_server.responder = grading
+    up = Judge("openai:gpt-test", base_url=fake_server.url + "/v1")
+    Monitor(collector.sink, cfg, judge=up, clock=clock).step()
+    assert [s.status for s in collector.sink.scores()] == ["scored"]
