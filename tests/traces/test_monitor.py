@@ -56,7 +56,7 @@ def _send(collector: Collector, questions: list[tuple[str, str]], **kw: Any) -> 
     sent = [app.ask(q, a) for q, a in questions]
     app.flush()
     app.close()
-    collector.wait_for(lambda s: s.spans_stored + s.duplicates >= 3 * len(sent))
+    collector.wait_for(lambda s: s.spans_received >= 3 * len(sent))
     return sent
 
 
@@ -146,3 +146,54 @@ def test_a_judge_that_is_down_leaves_the_scores_waiting(collector: Collector, cl
     up = Judge("openai:gpt-test", base_url=fake_server.url + "/v1")
     Monitor(collector.sink, cfg, judge=up, clock=clock).step()
     assert [s.status for s in collector.sink.scores()] == ["scored"]
+
+
+def test_unscored_traces_carry_error_type_and_no_score(clock: Clock, judge: Judge) -> None:
+    from referee.traces import MemorySink as Sink
+
+    sink = Sink(max_spans_per_trace=2)
+    with Collector(sink, CollectorConfig(port=0), clock_ns=clock.ns) as c:
+        _send(c, [("q", "a")])  # three spans: over the cap of two
+        assert sink.counts()["over_trace_cap"] == 1
+        clock.t += 60
+        with logs_receiver() as (logs, url):
+            cfg = MonitorConfig.parse({"quiet_seconds": 5, "export": {"endpoint": url}}, [RUBRIC], clock=clock)
+            Monitor(sink, cfg, judge=judge, clock=clock).step()
+            [record] = logs.wait_for(1)
+    attrs = record["attributes"]
+    assert attrs["error.type"] == "too_large"
+    assert "gen_ai.evaluation.score.value" not in attrs and "gen_ai.evaluation.score.label" not in attrs
+    assert sink.counts()["skipped: too_large"] == 1
+
+
+def test_a_failed_export_is_sent_again_on_the_next_pass(collector: Collector, judge: Judge, clock: Clock) -> None:
+    sent = _send(collector, [("q1", "a1"), ("q2", "a2")])
+    clock.t += 60
+    with logs_receiver() as (logs, url):
+        logs.fail_next = 1
+        cfg = MonitorConfig.parse({"quiet_seconds": 5, "export": {"endpoint": url}}, [RUBRIC], clock=clock)
+        mon = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+        assert mon.step().exported == 0
+        assert collector.sink.counts()["export_failed"] == 2
+        assert mon.step().exported == 2
+        records = logs.wait_for(2)
+    assert sorted(r["trace_id"] for r in records) == sorted(s.trace_id for s in sent)
+
+
+def test_a_planted_quality_drop_raises_an_alert_and_an_unchanged_stream_does_not(
+        collector: Collector, judge: Judge, clock: Clock) -> None:
+    alerts: list[str] = []
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {"reference": 20, "window": 20, "h": 4}},
+                              [RUBRIC], clock=clock)
+    mon = Monitor(collector.sink, cfg, judge=judge, clock=clock, alert_sink=alerts.append)
+    _send(collector, [(f"q{i}", f"a{i}" if i % 5 else f"WRONG {i}") for i in range(40)])
+    clock.t += 60
+    while mon.step().traces:
+        pass
+    assert alerts == []  # the same quality as the reference: no alarm
+    _send(collector, [(f"r{i}", f"WRONG {i}" if i % 5 else f"b{i}") for i in range(30)])
+    clock.t += 60
+    while mon.step().traces:
+        pass
+    assert len(alerts) >= 1 and "llm_judge" in alerts[0]
+    assert mon.alerts[0].effect < 0

@@ -37,6 +37,7 @@ class Alert:
     reference_n: int
     window_mean: float
     window_n: int
+    """The scores since the estimated start of the drop (at least 10, at most the rolling window)."""
     effect: float
     low: float
     high: float
@@ -71,6 +72,7 @@ class DriftDetector:
         self._mu0 = 0.0
         self._sd0 = 1.0
         self._sum = 0.0
+        self._since_zero = 0
         self._n = 0
         self._window: deque[tuple[float, str]] = deque(maxlen=window)
 
@@ -90,18 +92,24 @@ class DriftDetector:
                 self._sd0 = max(sd, _SD_FLOOR)
             return None
         self._sum = max(0.0, self._sum + (self._mu0 - value) / self._sd0 - self.k)
+        self._since_zero = 0 if self._sum == 0.0 else self._since_zero + 1
         if self._sum <= self.h:
             return None
-        self._sum = 0.0
-        return self._alert()
+        alert = self._alert(self._since_zero)
+        self._sum, self._since_zero = 0.0, 0
+        return alert
 
-    def _alert(self) -> Alert:
-        vals = [v for v, _ in self._window]
+    def _alert(self, since_change: int) -> Alert:
+        # The window is the scores since the sum last left zero (CUSUM's estimate of when the drop began), at
+        # least 10, at most ``window``: the effect is measured on the changed stretch, not diluted by the past.
+        n = min(len(self._window), max(since_change, 10))
+        recent = list(self._window)[-n:]
+        vals = [v for v, _ in recent]
         wm, wsd = _mean_sd(vals)
         _, rsd = _mean_sd(self._reference)
         se = math.sqrt(wsd ** 2 / len(vals) + rsd ** 2 / len(self._reference))
         effect = wm - self._mu0
-        worst = sorted(self._window, key=lambda e: e[0])[:3]
+        worst = sorted(recent, key=lambda e: e[0])[:3]
         return Alert(metric=self.metric, reference_mean=self._mu0, reference_n=len(self._reference),
                      window_mean=wm, window_n=len(vals), effect=effect, low=effect - 1.96 * se,
                      high=effect + 1.96 * se, examples=[t for _, t in worst if t], at_index=self._n)

@@ -162,6 +162,7 @@ class Monitor:
         now = self._clock()
         ready = self.sink.quiet_traces(before_ns=int((now - self.config.quiet_seconds) * 1e9), limit=DEFAULT_BATCH)
         todo: list[tuple[str, dict[str, Any], str]] = []
+        starts: dict[str, int] = {}
         for tid in ready:
             report.traces += 1
             spans = self.sink.trace_spans(tid)
@@ -192,6 +193,9 @@ class Monitor:
                 self._unscored(tid, span_id, "too_large", f"case over {self.config.max_input_chars} characters")
                 continue
             todo.append((tid, case, span_id))
+            starts[tid] = int(root.get("startTimeUnixNano") or 0)
+        # Scores enter the drift statistic in the order the traces began, whatever order they arrived in.
+        todo.sort(key=lambda e: (starts[e[0]], e[0]))
         if todo:
             report.scored += self._evaluate(todo, report)
         report.exported = self.export_pending()

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import MissingExtraError
+from ..errors import MissingExtraError, RefereeError
 
 _HEX = re.compile(r"^[0-9a-fA-F]*$")
 
@@ -27,7 +27,7 @@ DEFAULT_MAX_ATTRIBUTE_BYTES = 256 << 10
 """An attribute value's size above which its span is rejected (256 KiB)."""
 
 
-class OTLPDecodeError(ValueError):
+class OTLPDecodeError(RefereeError, ValueError):
     """A body that is not a valid OTLP export request: the whole request is refused (HTTP 400)."""
 
 

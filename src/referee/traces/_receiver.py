@@ -57,6 +57,8 @@ _TYPES = {"application/x-protobuf": "application/x-protobuf", "application/proto
 
 @dataclass
 class CollectorConfig:
+    """Where the receiver listens, who may send, and its bounds (defaults in docs/monitoring.md)."""
+
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     allow_remote: bool = False

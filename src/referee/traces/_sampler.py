@@ -71,6 +71,8 @@ class Rule:
 
 @dataclass
 class Decision:
+    """Whether a trace is evaluated, and why."""
+
     sampled: bool
     reason: str
     """``rate``, ``always`` (sampled), ``sampled_out`` or ``over_cap`` (skipped)."""

@@ -47,6 +47,9 @@ class Score:
 
 
 class TraceSink(Protocol):
+    """Spans in as they arrive (one copy per (trace, span)), traces and scores out: what the receiver and the
+    monitor need of a store."""
+
     def add_spans(self, spans: Sequence[SpanRecord], *, received_ns: int) -> Added: ...
     def count(self, reason: str, n: int = 1) -> None: ...
     def counts(self) -> dict[str, int]: ...

@@ -322,11 +322,13 @@ def from_otel(data: Any, *, case_id: str | None = None) -> Trajectory:
 
 
 def otel_input(data: Any) -> str | None:
-    """The user's input: the earliest span's first user message (GenAI) or ``input.value`` (OpenInference
-    agent/chain/LLM span)."""
-    for _start, _i, _span, v in _ordered([s for s in _span_list(data) if isinstance(s, dict)], None):
-        if v.kind != "tool" and v.input_text:
-            return v.input_text
+    """The user's input: the earliest model or agent span's first user message (GenAI) or ``input.value``
+    (OpenInference); a retrieval span's query when no other span has one."""
+    views = [v for _s, _i, _sp, v in _ordered([s for s in _span_list(data) if isinstance(s, dict)], None)]
+    for kinds in (("agent", "llm", "other"), ("retriever",)):  # a retrieval query only when nothing else
+        for v in views:
+            if v.kind in kinds and v.input_text:
+                return v.input_text
     return None
 
 
