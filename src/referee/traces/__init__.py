@@ -7,7 +7,8 @@ package decodes, receives, samples, schedules and exports, and scores nothing it
 
 from ._drift import Alert, DriftDetector, Simulation, simulate
 from ._export import EvaluationExporter, evaluation_attributes
-from ._monitor import Monitor, MonitorConfig, StepReport, metric_name
+from ._files import load_monitor, replay, traces_to_cases, write_cases
+from ._monitor import MetricSummary, Monitor, MonitorConfig, StepReport, metric_name, summarize
 from ._otlp import OTLPDecodeError, SpanRecord, decode_traces
 from ._receiver import Collector, CollectorConfig, CollectorStats
 from ._redact import Redactor
@@ -16,7 +17,8 @@ from ._sink import Added, MemorySink, Score, TraceSink
 
 __all__ = [
     "Added", "Alert", "Collector", "CollectorConfig", "CollectorStats", "Decision", "DriftDetector",
-    "EvaluationExporter", "MemorySink", "Monitor", "MonitorConfig", "OTLPDecodeError", "Redactor", "Rule",
+    "EvaluationExporter", "MemorySink", "MetricSummary", "Monitor", "MonitorConfig", "OTLPDecodeError", "Redactor", "Rule",
     "Sampler", "Score", "Simulation", "SpanRecord", "StepReport", "TraceSink", "decode_traces",
-    "evaluation_attributes", "metric_name", "simulate", "trace_fraction",
+    "evaluation_attributes", "load_monitor", "metric_name", "replay", "simulate", "summarize", "trace_fraction",
+    "traces_to_cases", "write_cases",
 ]

@@ -65,7 +65,7 @@ class MonitorConfig:
     def parse(cls, section: Mapping[str, Any], evaluators: Sequence[Any], *, where: str = "monitor",
               clock: Callable[[], float] = time.time) -> MonitorConfig:
         known = {"traces", "sampling", "quiet_seconds", "budget", "max_input_chars", "export", "alerts",
-                 "threshold"}
+                 "threshold", "redact"}
         unknown = set(section) - known
         if unknown:
             raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
@@ -154,6 +154,11 @@ class Monitor:
             for s in sorted(sink.scores(evaluator=name), key=lambda s: s.at_ns):
                 if s.status == "scored" and s.score is not None:
                     det.update(s.score, s.trace_id)
+
+    @property
+    def metrics(self) -> list[str]:
+        """The monitored metrics' names, in the suite's order."""
+        return list(self._entries)
 
     # -- one pass ---------------------------------------------------------------------------------------------
 
@@ -309,3 +314,26 @@ class Monitor:
 
     def counts(self) -> dict[str, int]:
         return self.sink.counts()
+
+
+@dataclass
+class MetricSummary:
+    """One monitored metric: traces scored, its mean and pass rate, traces not scored."""
+
+    metric: str
+    scored: int
+    mean: float | None
+    pass_rate: float | None
+    unscored: int
+
+
+def summarize(sink: TraceSink, metrics: Sequence[str]) -> list[MetricSummary]:
+    out = []
+    for m in metrics:
+        ss = sink.scores(evaluator=m)
+        vals = [s.score for s in ss if s.status == "scored" and s.score is not None]
+        passes = [s.passed for s in ss if s.status == "scored" and s.passed is not None]
+        out.append(MetricSummary(metric=m, scored=len(vals), mean=sum(vals) / len(vals) if vals else None,
+                                 pass_rate=sum(passes) / len(passes) if passes else None,
+                                 unscored=len(ss) - len(vals)))
+    return out

@@ -34,13 +34,14 @@ from ..trajectories import span_view
 from ._otlp import (
     DEFAULT_MAX_ATTRIBUTE_BYTES,
     DEFAULT_MAX_SPAN_BYTES,
+    Decoded,
     OTLPDecodeError,
     decode_traces,
     other_signal_response,
     trace_response,
 )
 from ._redact import Redactor
-from ._sink import TraceSink
+from ._sink import Added, TraceSink
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4318
@@ -91,6 +92,28 @@ class CollectorConfig:
                      "max_inflight", "max_connections"):
             if int(getattr(self, name)) < 1:
                 raise UserError(f"{name} must be at least 1")
+
+
+def ingest(sink: TraceSink, decoded: Decoded, redactor: Redactor, *, received_ns: int) -> Added:
+    """Decoded spans into the sink: spans with neither convention counted and skipped, the redaction hook
+    applied before anything is stored, rejections and spans over their trace's cap counted. The receiver and
+    ``referee monitor --replay`` (recorded OTLP files) both go through here."""
+    kept = []
+    for span in decoded.spans:
+        if span_view({"name": span.name, "status": {"code": span.status_code}}, span.attributes) is None:
+            sink.count("no_convention")
+            continue
+        red = redactor.apply(span)
+        if red is None:
+            sink.count("redacted_out")
+            continue
+        kept.append(red)
+    added = sink.add_spans(kept, received_ns=received_ns)
+    for reason, n in decoded.reasons.items():
+        sink.count(f"rejected: {reason}", n)
+    if added.over_trace_cap:
+        sink.count("over_trace_cap", added.over_trace_cap)
+    return added
 
 
 def _is_loopback(host: str) -> bool:
@@ -265,21 +288,7 @@ class Collector:
             decoded = decode_traces(body, ctype, max_span_bytes=cfg.max_span_bytes,
                                     max_attribute_bytes=cfg.max_attribute_bytes)
             received = len(decoded.spans) + decoded.rejected
-            kept = []
-            for span in decoded.spans:
-                if span_view({"name": span.name, "status": {"code": span.status_code}}, span.attributes) is None:
-                    self.sink.count("no_convention")
-                    continue
-                red = cfg.redactor.apply(span)
-                if red is None:
-                    self.sink.count("redacted_out")
-                    continue
-                kept.append(red)
-            added = self.sink.add_spans(kept, received_ns=self._clock_ns())
-            for reason, n in decoded.reasons.items():
-                self.sink.count(f"rejected: {reason}", n)
-            if added.over_trace_cap:
-                self.sink.count("over_trace_cap", added.over_trace_cap)
+            added = ingest(self.sink, decoded, cfg.redactor, received_ns=self._clock_ns())
 
             def done(s: CollectorStats) -> None:
                 s.requests += 1

@@ -1,0 +1,64 @@
+"""``referee monitor``: the example's recorded production traces evaluated with the stand-in judge (no key),
+the low-scored traces written as cases, and the monitor file's errors named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from referee.example import DATA
+from tests.support.cli import run_cli
+
+RECORDED = DATA / "production" / "traces.otlp.jsonl"
+SUITE = DATA / "production" / "monitor.yaml"
+
+
+def test_replayed_traces_are_scored_and_the_worst_become_cases(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "low.jsonl"
+    code, stdout, err = run_cli(["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider",
+                                 "standin", "--to-cases", str(out), "--below", "0.5"], capsys)
+    assert code == 0, err
+    lines = {line.split()[0]: line.split() for line in stdout.splitlines() if line.split()}
+    assert lines["faithfulness"][1] == "12" and lines["llm_judge"][1] == "12"
+    cases = [json.loads(line) for line in out.read_text().splitlines()]
+    assert cases and all(c["metadata"]["production_scores"]["faithfulness"] < 0.5 for c in cases
+                         if "faithfulness" in c["metadata"]["production_scores"])
+    # The made-up answers (backups kept forever, refunds at any time) are among them; the good ones are not.
+    outputs = " ".join(c["output"] for c in cases)
+    assert "kept forever" in outputs and "within 30 days of purchase" not in outputs
+    assert all(c["contexts"] for c in cases)
+    assert "sk-live" not in out.read_text()
+
+
+def test_the_secret_in_a_span_attribute_never_reaches_the_output(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert "sk-live-abcdef0123456789" in RECORDED.read_text()  # the recording has one
+    code, stdout, err = run_cli(["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider",
+                                 "standin"], capsys)
+    assert code == 0 and "sk-live" not in stdout + err
+
+
+def test_a_monitor_file_without_a_monitor_section_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "suite.yaml"
+    bad.write_text("evaluators: [faithfulness]\n")
+    code, _, err = run_cli(["monitor", str(bad), "--replay", str(RECORDED), "--once", "--provider", "standin"],
+                           capsys)
+    assert code == 2 and "suite.yaml" in err and "monitor:" in err
+
+
+def test_an_unknown_monitor_key_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "suite.yaml"
+    bad.write_text("evaluators: [faithfulness]\nmonitor:\n  sampling: {rate: 0.5, cap: 3}\n")
+    code, _, err = run_cli(["monitor", str(bad), "--replay", str(RECORDED), "--once", "--provider", "standin"],
+                           capsys)
+    assert code == 2 and "cap" in err and "per_minute" in err
+
+
+def test_a_recording_that_is_not_otlp_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rec = tmp_path / "rec.jsonl"
+    rec.write_text(RECORDED.read_text().splitlines()[0] + "\n{broken\n")
+    code, _, err = run_cli(["monitor", str(SUITE), "--replay", str(rec), "--once", "--provider", "standin"], capsys)
+    assert code == 2 and "rec.jsonl:2" in err and "malformed JSON" in err
