@@ -46,9 +46,9 @@ def load_monitor(path: str | Path, *, clock: Callable[[], float] | None = None) 
     section = dict(data["monitor"])
     redactor = _redactor(section, "monitor")
     section.pop("redact", None)
-    kw = {"clock": clock} if clock is not None else {}
     try:
-        config = MonitorConfig.parse(section, evaluators, **kw)
+        config = (MonitorConfig.parse(section, evaluators) if clock is None
+                  else MonitorConfig.parse(section, evaluators, clock=clock))
     except UserError as exc:
         raise InputError(str(exc), file=str(path)) from None
     judge = data.get("judge")
@@ -68,6 +68,7 @@ def replay(files: Sequence[str | Path], sink: TraceSink, redactor: Redactor, *, 
         if p.stat().st_size > max_bytes:
             raise InputError(f"over {max_bytes} bytes", file=str(p))
         raw = p.read_bytes()
+        bodies: list[tuple[int | None, bytes, str]]
         if p.suffix.lower() in (".jsonl", ".ndjson"):
             bodies = [(n, line, "application/json") for n, line in enumerate(raw.splitlines(), 1) if line.strip()]
         elif p.suffix.lower() == ".json":
