@@ -11,9 +11,10 @@ import pytest
 
 from referee import Judge
 from referee.testing import WireRequest
-from referee.traces import Collector, CollectorConfig, MemorySink, Monitor, MonitorConfig
+from referee.traces import Collector, CollectorConfig, Monitor, MonitorConfig
 from tests.support.judging import verdict
 from tests.support.otel import App, logs_receiver
+from tests.traces.conftest import SinkFactory
 
 RUBRIC = {"llm_judge": {"rubric": "- the answer is correct"}}
 
@@ -46,8 +47,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def collector(clock: Clock) -> Iterator[Collector]:
-    with Collector(MemorySink(), CollectorConfig(port=0), clock_ns=clock.ns) as c:
+def collector(clock: Clock, make_sink: SinkFactory) -> Iterator[Collector]:
+    with Collector(make_sink(), CollectorConfig(port=0), clock_ns=clock.ns) as c:
         yield c
 
 
@@ -148,10 +149,8 @@ def test_a_judge_that_is_down_leaves_the_scores_waiting(collector: Collector, cl
     assert [s.status for s in collector.sink.scores()] == ["scored"]
 
 
-def test_unscored_traces_carry_error_type_and_no_score(clock: Clock, judge: Judge) -> None:
-    from referee.traces import MemorySink as Sink
-
-    sink = Sink(max_spans_per_trace=2)
+def test_unscored_traces_carry_error_type_and_no_score(clock: Clock, judge: Judge, make_sink: SinkFactory) -> None:
+    sink = make_sink(max_spans_per_trace=2)
     with Collector(sink, CollectorConfig(port=0), clock_ns=clock.ns) as c:
         _send(c, [("q", "a")])  # three spans: over the cap of two
         assert sink.counts()["over_trace_cap"] == 1

@@ -17,11 +17,12 @@ from referee import UserError
 from referee.traces import Added, Collector, CollectorConfig, MemorySink, Redactor, SpanRecord
 from tests.support.otel import App
 from tests.traces._bodies import json_request, partial, post, request, span
+from tests.traces.conftest import SinkFactory
 
 
 @pytest.fixture
-def collector() -> Iterator[Collector]:
-    with Collector(MemorySink(), CollectorConfig(port=0, max_body_bytes=1 << 20, max_decoded_bytes=4 << 20,
+def collector(make_sink: SinkFactory) -> Iterator[Collector]:
+    with Collector(make_sink(), CollectorConfig(port=0, max_body_bytes=1 << 20, max_decoded_bytes=4 << 20,
                                                  max_attribute_bytes=1024)) as c:
         yield c
 
@@ -176,8 +177,9 @@ def test_a_flood_gets_503_with_retry_after_not_a_growing_queue() -> None:
         assert post(c.port, request([span(5, 2)]))[0] == 200  # the retry goes through
 
 
-def test_a_trace_with_100000_spans_is_cut_at_the_stated_cap() -> None:
-    sink = MemorySink(max_spans_per_trace=10_000)
+@pytest.mark.slow
+def test_a_trace_with_100000_spans_is_cut_at_the_stated_cap(make_sink: SinkFactory) -> None:
+    sink = make_sink(max_spans_per_trace=10_000)
     with Collector(sink, CollectorConfig(port=0)) as c:
         for part in range(4):
             spans = [span(6, part * 25_000 + i + 1) for i in range(25_000)]
@@ -188,8 +190,8 @@ def test_a_trace_with_100000_spans_is_cut_at_the_stated_cap() -> None:
     assert sink.counts()["over_trace_cap"] == 90_000
 
 
-def test_secrets_in_span_attributes_are_redacted_before_storing() -> None:
-    sink = MemorySink()
+def test_secrets_in_span_attributes_are_redacted_before_storing(make_sink: SinkFactory) -> None:
+    sink = make_sink()
     hook_seen: list[str] = []
 
     def hook(s: dict[str, Any]) -> dict[str, Any] | None:
@@ -220,8 +222,8 @@ def test_non_loopback_needs_the_flag_a_token_and_tls_or_a_proxy() -> None:
     CollectorConfig(host="0.0.0.0", port=0, allow_remote=True, token="t", behind_proxy=True).check()
 
 
-def test_a_token_is_checked_on_every_request() -> None:
-    sink = MemorySink()
+def test_a_token_is_checked_on_every_request(make_sink: SinkFactory) -> None:
+    sink = make_sink()
     with Collector(sink, CollectorConfig(port=0, token="s3cret-token")) as c:
         assert post(c.port, request([span(9, 1)]))[0] == 401
         assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer wrong"})[0] == 401

@@ -207,7 +207,7 @@ class Monitor:
         return report
 
     def _has_score(self, trace_id: str, name: str) -> bool:
-        return any(s.trace_id == trace_id for s in self.sink.scores(evaluator=name))
+        return name in self.sink.scored_evaluators(trace_id)
 
     def _close(self, trace_id: str, reason: str, detail: str | None = None) -> None:
         self.sink.count(f"skipped: {reason}", len(self._entries))
