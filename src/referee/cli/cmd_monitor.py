@@ -9,13 +9,12 @@ import time
 
 import click
 
-from ..errors import UserError
 from ..traces import (
     Collector,
     CollectorConfig,
-    MemorySink,
     Monitor,
     load_monitor,
+    open_sink,
     replay,
     summarize,
     traces_to_cases,
@@ -44,22 +43,24 @@ def _table(monitor: Monitor) -> None:
 @click.option("--replay", "replays", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Recorded OTLP trace export(s) to evaluate: .json (OTLP/JSON), .jsonl (one request a line) or "
                    "protobuf.")
-@click.option("--once", is_flag=True, help="Evaluate what was replayed, print the summary and exit (no receiver).")
+@click.option("--once", is_flag=True, help="Evaluate what is stored and replayed now, print the summary and exit "
+                                          "(no receiver).")
 @click.option("--port", type=click.IntRange(0, 65535), default=4318, show_default=True,
               help="Port of the OTLP/HTTP receiver on 127.0.0.1 (use `referee collect` for other addresses).")
 @click.option("--to-cases", "to_cases", type=click.Path(dir_okay=False), default=None,
               help="At exit, write the traces scored under --below (or failed) as a case file.")
 @click.option("--below", type=click.FloatRange(0, 1), default=None, help="With --to-cases: score under this.")
+@click.option("--store", "store_url", default=None, metavar="URL",
+              help="Where spans and scores are kept (sqlite:///file or postgresql://...; default: REFEREE_STORE, "
+                   "else .referee/history.sqlite). A restart resumes from it.")
 @judge_options(default_provider="anthropic")
 def command(suite: str, replays: tuple[str, ...], once: bool, port: int, to_cases: str | None,
-            below: float | None, judge: JudgeOptions) -> int:
+            below: float | None, store_url: str | None, judge: JudgeOptions) -> int:
     """Evaluate production traces as they arrive: sampled by the suite's monitor: rules, judged by its
     evaluators, one score per trace and evaluator, alerts on a drop; scores go to the export endpoint as
     gen_ai.evaluation.result events. Every trace not evaluated is counted by reason."""
-    if once and not replays:
-        raise UserError("--once evaluates replayed traces: give --replay FILE")
     config, _file_judge, redactor = load_monitor(suite)
-    sink = MemorySink()
+    sink = open_sink(store_url)
     with flag_errors():
         j = api_judge(judge)
     monitor = Monitor(sink, config, judge=j)
@@ -67,7 +68,7 @@ def command(suite: str, replays: tuple[str, ...], once: bool, port: int, to_case
         n = replay(replays, sink, redactor, received_ns=time.time_ns())
         echo_err(f"{n} span(s) replayed from {len(replays)} file(s)")
     if once:
-        # Recorded traces are complete: no quiet period to wait for.
+        # Stored and recorded traces are complete: no quiet period to wait for.
         config.quiet_seconds = 0.0
         with flag_errors():
             while monitor.step().traces:

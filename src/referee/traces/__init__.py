@@ -14,12 +14,12 @@ from ._receiver import Collector, CollectorConfig, CollectorStats
 from ._redact import Redactor
 from ._sampler import Decision, Rule, Sampler, trace_fraction
 from ._sink import Added, MemorySink, Score, TraceSink
-from ._store_sink import StoreSink
+from ._store_sink import StoreSink, open_sink
 
 __all__ = [
     "Added", "Alert", "Collector", "CollectorConfig", "CollectorStats", "Decision", "DriftDetector",
     "EvaluationExporter", "MemorySink", "MetricSummary", "Monitor", "MonitorConfig", "OTLPDecodeError", "Redactor", "Rule",
     "Sampler", "Score", "Simulation", "SpanRecord", "StepReport", "StoreSink", "TraceSink", "decode_traces",
-    "evaluation_attributes", "load_monitor", "metric_name", "replay", "simulate", "summarize", "trace_fraction",
+    "evaluation_attributes", "load_monitor", "metric_name", "open_sink", "replay", "simulate", "summarize", "trace_fraction",
     "traces_to_cases", "write_cases",
 ]

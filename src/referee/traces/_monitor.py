@@ -60,12 +60,14 @@ class MonitorConfig:
     drift_k: float = DEFAULT_K
     drift_h: float = DEFAULT_H
     threshold: float = 0.7
+    batch: int = DEFAULT_BATCH
+    """Traces taken per pass (each pass's scores are stored when its evaluation returns)."""
 
     @classmethod
     def parse(cls, section: Mapping[str, Any], evaluators: Sequence[Any], *, where: str = "monitor",
               clock: Callable[[], float] = time.time) -> MonitorConfig:
         known = {"traces", "sampling", "quiet_seconds", "budget", "max_input_chars", "export", "alerts",
-                 "threshold", "redact"}
+                 "threshold", "redact", "batch"}
         unknown = set(section) - known
         if unknown:
             raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
@@ -91,6 +93,7 @@ class MonitorConfig:
             webhook=alerts.get("webhook"), drift_reference=int(alerts.get("reference", DEFAULT_REFERENCE)),
             drift_window=int(alerts.get("window", DEFAULT_WINDOW)), drift_k=float(alerts.get("k", DEFAULT_K)),
             drift_h=float(alerts.get("h", DEFAULT_H)), threshold=float(section.get("threshold", 0.7)),
+            batch=int(section.get("batch", DEFAULT_BATCH)),
         )
 
 
@@ -165,7 +168,7 @@ class Monitor:
     def step(self) -> StepReport:
         report = StepReport()
         now = self._clock()
-        ready = self.sink.quiet_traces(before_ns=int((now - self.config.quiet_seconds) * 1e9), limit=DEFAULT_BATCH)
+        ready = self.sink.quiet_traces(before_ns=int((now - self.config.quiet_seconds) * 1e9), limit=self.config.batch)
         todo: list[tuple[str, dict[str, Any], str]] = []
         starts: dict[str, int] = {}
         for tid in ready:
