@@ -62,3 +62,28 @@ def test_a_recording_that_is_not_otlp_names_file_and_line(tmp_path: Path, capsys
     rec.write_text(RECORDED.read_text().splitlines()[0] + "\n{broken\n")
     code, _, err = run_cli(["monitor", str(SUITE), "--replay", str(rec), "--once", "--provider", "standin"], capsys)
     assert code == 2 and "rec.jsonl:2" in err and "malformed JSON" in err
+
+
+def test_collect_refuses_another_address_without_the_flag_and_a_token(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["collect", "--host", "0.0.0.0", "--port", "0"], capsys)
+    assert code == 2 and "--allow-remote" in err
+    code, _, err = run_cli(["collect", "--host", "0.0.0.0", "--port", "0", "--allow-remote"], capsys)
+    assert code == 2 and "--token" in err
+
+
+def test_a_store_keeps_the_scores_and_traces_to_cases_reads_them(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    args = ["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider", "standin", "--store", url]
+    code, first, err = run_cli(args, capsys)
+    assert code == 0, err
+    code, again, _ = run_cli(args, capsys)  # a rerun finds every trace scored: nothing judged twice
+    assert code == 0 and again.splitlines()[:3] == first.splitlines()[:3]
+    out = tmp_path / "failed.jsonl"
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--metric", "faithfulness", "--failed",
+                            "--out", str(out)], capsys)
+    assert code == 0, err
+    cases = [json.loads(line) for line in out.read_text().splitlines()]
+    assert cases and all(c["metadata"]["production_scores"]["faithfulness"] < 0.7 for c in cases)
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--out", str(out)], capsys)
+    assert code == 2 and "--below" in err

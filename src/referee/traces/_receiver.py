@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..errors import UserError
-from ..trajectories import span_view
+from ..trajectories import follows_convention
 from ._otlp import (
     DEFAULT_MAX_ATTRIBUTE_BYTES,
     DEFAULT_MAX_SPAN_BYTES,
@@ -100,7 +100,7 @@ def ingest(sink: TraceSink, decoded: Decoded, redactor: Redactor, *, received_ns
     ``referee monitor --replay`` (recorded OTLP files) both go through here."""
     kept = []
     for span in decoded.spans:
-        if span_view({"name": span.name, "status": {"code": span.status_code}}, span.attributes) is None:
+        if not follows_convention(span.attributes):
             sink.count("no_convention")
             continue
         red = redactor.apply(span)

@@ -42,10 +42,25 @@ class Redactor:
             return {k: self._value(x) for k, x in v.items()}
         return v
 
+    def _strings(self, v: Any, out: list[str]) -> None:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, list):
+            for x in v:
+                self._strings(x, out)
+        elif isinstance(v, dict):
+            for x in v.values():
+                self._strings(x, out)
+
     def apply(self, span: SpanRecord) -> SpanRecord | None:
-        span.attributes = {k: self._value(v) for k, v in span.attributes.items()}
-        span.name = self._text(span.name)
-        span.status_message = self._text(span.status_message)
+        texts = [span.name, span.status_message]
+        self._strings(span.attributes, texts)
+        joined = "\n".join(texts)
+        # One look at all the span's text first: most spans hold nothing to mask, and then nothing is rebuilt.
+        if self._text(joined) != joined:
+            span.attributes = {k: self._value(v) for k, v in span.attributes.items()}
+            span.name = self._text(span.name)
+            span.status_message = self._text(span.status_message)
         if self.hook is None:
             return span
         out = self.hook(span.as_dict())

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import and_, func, select, tuple_, update
 
+from .._util._fastjson import dumps_bytes
 from ..store import Store
 from ..store import _schema as t
 from ..store._store import _unpack, digest
@@ -79,8 +80,8 @@ class StoreSink:
                         out.over_trace_cap += 1
                         truncated = True
                         continue
-                    body = _dumps({"attributes": s.attributes, "status": [s.status_code, s.status_message],
-                                   "service": s.service})
+                    body = dumps_bytes({"attributes": s.attributes, "status": [s.status_code, s.status_message],
+                                        "service": s.service})
                     h = digest(body)
                     texts[h] = body
                     span_rows.append({"trace_id": tid, "span_id": sid, "parent_id": s.parent_span_id,

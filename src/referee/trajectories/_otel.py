@@ -253,6 +253,12 @@ def _oi_view(span: dict[str, Any], attrs: dict[str, Any]) -> SpanView:
     return v
 
 
+def follows_convention(attrs: dict[str, Any]) -> bool:
+    """Whether :func:`span_view` reads these attributes (a ``gen_ai.*`` name or ``openinference.span.kind``):
+    the receiver's cheap test before anything is stored."""
+    return "openinference.span.kind" in attrs or any(isinstance(k, str) and k.startswith("gen_ai.") for k in attrs)
+
+
 def span_view(span: dict[str, Any], attrs: dict[str, Any] | None = None) -> SpanView | None:
     """The span read by the GenAI conventions (any ``gen_ai.*`` attribute) or OpenInference
     (``openinference.span.kind``); None when it follows neither."""
