@@ -164,8 +164,10 @@ class StoreSink:
             stmt = st._ins()(t.trace_scores).values(
                 trace_id=score.trace_id, span_id=_WHOLE_TRACE, evaluator=score.evaluator, status=score.status[:8],
                 score=score.score, passed=score.passed, body=h, at_ns=score.at_ns, exported=False,
-            ).on_conflict_do_nothing(index_elements=["trace_id", "span_id", "evaluator"])
-            return bool(conn.execute(stmt).rowcount == 1)
+            ).on_conflict_do_nothing(index_elements=["trace_id", "span_id", "evaluator"]
+                                     ).returning(t.trace_scores.c.trace_id)
+            # RETURNING rather than rowcount: a row comes back only when this call inserted it, on every driver.
+            return conn.execute(stmt).first() is not None
 
     def _scores(self, where: Any, limit: int | None = None) -> list[Score]:
         q = (select(t.trace_scores.c.trace_id, t.trace_scores.c.evaluator, t.trace_scores.c.status,
