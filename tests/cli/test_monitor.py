@@ -87,3 +87,12 @@ def test_a_store_keeps_the_scores_and_traces_to_cases_reads_them(tmp_path: Path,
     assert cases and all(c["metadata"]["production_scores"]["faithfulness"] < 0.7 for c in cases)
     code, _, err = run_cli(["traces", "to-cases", "--store", url, "--out", str(out)], capsys)
     assert code == 2 and "--below" in err
+
+
+def test_the_same_suite_runs_offline_with_its_monitor_section(tmp_path: Path) -> None:
+    from referee.suites import load_suite
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.read_text() + "cases:\n  - {id: a, input: q, output: a, contexts: [a]}\n")
+    loaded = load_suite(suite)
+    assert [c.id for c in loaded.cases] == ["a"]
