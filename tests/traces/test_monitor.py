@@ -196,3 +196,11 @@ def test_a_planted_quality_drop_raises_an_alert_and_an_unchanged_stream_does_not
         pass
     assert len(alerts) >= 1 and "llm_judge" in alerts[0]
     assert mon.alerts[0].effect < 0
+
+
+def test_the_monitor_prunes_by_the_retention_it_is_given(collector: Collector, judge: Judge, clock: Clock) -> None:
+    _send(collector, [("q", "a")])
+    clock.t += 2 * 86400
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "retention": {"days": 1}}, [RUBRIC], clock=clock)
+    report = Monitor(collector.sink, cfg, judge=judge, clock=clock).step()
+    assert report.traces == 0 and collector.sink.counts()["pruned"] == 1

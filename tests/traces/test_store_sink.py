@@ -74,3 +74,15 @@ def test_counts_add_up_and_alerts_are_kept(trace_store: Store) -> None:
                             window_n=20, effect=-0.3, low=-0.5, high=-0.1, examples=[T1]))
     [a] = sink.alerts()
     assert a["metric"] == "faithfulness" and a["examples"] == [T1]
+
+
+def test_retention_prunes_by_age_and_by_count(trace_store: Store) -> None:
+    sink = StoreSink(trace_store)
+    for i, tid in enumerate(["1" * 32, "2" * 32, "3" * 32, "4" * 32]):
+        sink.add_spans([_span(tid, "0000000000000001")], received_ns=100 * (i + 1))
+    sink.record_score(Score(trace_id="1" * 32, span_id="", evaluator="m", status="scored", score=1.0, at_ns=1))
+    assert sink.prune(older_than_ns=150) == 1  # the first trace, its span and its score
+    assert sink.trace_spans("1" * 32) == [] and sink.scores() == []
+    assert sink.prune(max_traces=2) == 1  # the oldest left
+    assert sink.quiet_traces(before_ns=10**9, limit=10) == ["3" * 32, "4" * 32]
+    assert sink.counts()["pruned"] == 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import click
 
@@ -26,10 +27,15 @@ from ._common import echo_err
 @click.option("--max-body-bytes", type=click.IntRange(1), default=16 << 20, show_default=True)
 @click.option("--max-spans-per-trace", type=click.IntRange(1), default=10_000, show_default=True,
               help="Spans kept per trace; the rest are counted and the trace is not judged.")
+@click.option("--retain-days", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help="Traces whose last span is older are deleted (checked every minute).")
+@click.option("--max-traces", type=click.IntRange(1), default=1_000_000, show_default=True,
+              help="Past this many stored traces the oldest are deleted.")
 @click.option("--store", "store_url", default=None, metavar="URL",
               help="Store URL (default: REFEREE_STORE, else .referee/history.sqlite).")
 def command(host: str, port: int, allow_remote: bool, token: str | None, tls_cert: str | None, tls_key: str | None,
-            behind_proxy: bool, max_body_bytes: int, max_spans_per_trace: int, store_url: str | None) -> int:
+            behind_proxy: bool, max_body_bytes: int, max_spans_per_trace: int, retain_days: float, max_traces: int,
+            store_url: str | None) -> int:
     """Receive OTLP/HTTP traces (protobuf or JSON, gzip) on /v1/traces and store every span as it arrives.
     Ctrl-C stops; the counts are printed."""
     token = token or os.environ.get("REFEREE_COLLECT_TOKEN") or None
@@ -39,8 +45,10 @@ def command(host: str, port: int, allow_remote: bool, token: str | None, tls_cer
     sink = open_sink(store_url, max_spans_per_trace=max_spans_per_trace)
     with Collector(sink, config) as collector:
         echo_err(f"receiving OTLP/HTTP traces on {collector.endpoint}/v1/traces (Ctrl-C to stop)")
+        stop = threading.Event()
         try:
-            threading.Event().wait()
+            while not stop.wait(60.0):  # retention, pruned automatically
+                sink.prune(older_than_ns=time.time_ns() - int(retain_days * 86400e9), max_traces=max_traces)
         except KeyboardInterrupt:
             pass
         s = collector.stats()

@@ -37,6 +37,11 @@ DEFAULT_BATCH = 64
 """Traces taken per pass."""
 DEFAULT_MAX_INPUT_CHARS = 100_000
 """A trace whose case text is longer is not judged (``too_large``)."""
+DEFAULT_RETENTION_DAYS = 30.0
+"""Traces whose last span arrived longer ago are deleted with their spans and scores."""
+DEFAULT_MAX_TRACES = 1_000_000
+"""Past this many stored traces, the oldest are deleted."""
+PRUNE_EVERY_S = 60.0
 DEFAULT_MAX_ATTEMPTS = 3
 """Passes an evaluator error is retried before the score is stored as ``error``."""
 
@@ -62,12 +67,14 @@ class MonitorConfig:
     threshold: float = 0.7
     batch: int = DEFAULT_BATCH
     """Traces taken per pass (each pass's scores are stored when its evaluation returns)."""
+    retention_days: float | None = DEFAULT_RETENTION_DAYS
+    max_traces: int | None = DEFAULT_MAX_TRACES
 
     @classmethod
     def parse(cls, section: Mapping[str, Any], evaluators: Sequence[Any], *, where: str = "monitor",
               clock: Callable[[], float] = time.time) -> MonitorConfig:
         known = {"traces", "sampling", "quiet_seconds", "budget", "max_input_chars", "export", "alerts",
-                 "threshold", "redact", "batch"}
+                 "threshold", "redact", "batch", "retention"}
         unknown = set(section) - known
         if unknown:
             raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
@@ -94,6 +101,8 @@ class MonitorConfig:
             drift_window=int(alerts.get("window", DEFAULT_WINDOW)), drift_k=float(alerts.get("k", DEFAULT_K)),
             drift_h=float(alerts.get("h", DEFAULT_H)), threshold=float(section.get("threshold", 0.7)),
             batch=int(section.get("batch", DEFAULT_BATCH)),
+            retention_days=(section.get("retention") or {}).get("days", DEFAULT_RETENTION_DAYS),
+            max_traces=(section.get("retention") or {}).get("max_traces", DEFAULT_MAX_TRACES),
         )
 
 
@@ -151,6 +160,7 @@ class Monitor:
         self._spend: list[tuple[float, float]] = []
         self.alerts: list[Alert] = []
         self.last_error: str | None = None
+        self._pruned_at = float("-inf")
         self._drift = {n: DriftDetector(n, reference_size=config.drift_reference, window=config.drift_window,
                                         k=config.drift_k, h=config.drift_h) for n in names}
         for name, det in self._drift.items():  # a restart picks the statistic up from the stored scores
@@ -168,6 +178,11 @@ class Monitor:
     def step(self) -> StepReport:
         report = StepReport()
         now = self._clock()
+        if now - self._pruned_at >= PRUNE_EVERY_S:
+            self._pruned_at = now
+            days = self.config.retention_days
+            self.sink.prune(older_than_ns=int((now - days * 86400) * 1e9) if days is not None else None,
+                            max_traces=self.config.max_traces)
         ready = self.sink.quiet_traces(before_ns=int((now - self.config.quiet_seconds) * 1e9), limit=self.config.batch)
         todo: list[tuple[str, dict[str, Any], str]] = []
         starts: dict[str, int] = {}

@@ -59,6 +59,7 @@ class TraceSink(Protocol):
     def mark_trace(self, trace_id: str, state: str) -> None: ...
     def record_score(self, score: Score) -> bool: ...
     def scored_evaluators(self, trace_id: str) -> set[str]: ...
+    def prune(self, *, older_than_ns: int | None = None, max_traces: int | None = None) -> int: ...
     def scores(self, *, evaluator: str | None = None) -> list[Score]: ...
     def unexported(self, limit: int) -> list[Score]: ...
     def mark_exported(self, scores: Sequence[Score]) -> None: ...
@@ -134,6 +135,21 @@ class MemorySink:
                 return False
             self._scores[key] = score
             return True
+
+    def prune(self, *, older_than_ns: int | None = None, max_traces: int | None = None) -> int:
+        with self._lock:
+            order = sorted(self._traces, key=lambda tid: (self._traces[tid].last_ns, tid))
+            doomed = [tid for tid in order if older_than_ns is not None and self._traces[tid].last_ns < older_than_ns]
+            rest = [tid for tid in order if tid not in set(doomed)]
+            if max_traces is not None and len(rest) > max_traces:
+                doomed += rest[:len(rest) - max_traces]
+            for tid in doomed:
+                del self._traces[tid]
+            for key in [k for k in self._scores if k[0] in set(doomed)]:
+                del self._scores[key]
+            if doomed:
+                self._counts["pruned"] = self._counts.get("pruned", 0) + len(doomed)
+            return len(doomed)
 
     def scored_evaluators(self, trace_id: str) -> set[str]:
         with self._lock:

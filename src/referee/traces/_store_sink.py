@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import and_, func, select, tuple_, update
+from sqlalchemy import and_, delete, func, select, tuple_, update
 
 from .._util._fastjson import dumps_bytes
 from ..store import Store
@@ -150,6 +150,29 @@ class StoreSink:
     def mark_trace(self, trace_id: str, state: str) -> None:
         with self.store.engine.begin() as conn:
             conn.execute(update(t.traces).where(t.traces.c.id == trace_id).values(state=state[:16]))
+
+    def prune(self, *, older_than_ns: int | None = None, max_traces: int | None = None) -> int:
+        """Delete traces whose last span arrived before ``older_than_ns`` and, past ``max_traces``, the oldest
+        others, with their spans and scores. Returns the traces deleted."""
+        with self.store.engine.begin() as conn:
+            doomed: list[str] = []
+            if older_than_ns is not None:
+                doomed += [r[0] for r in conn.execute(select(t.traces.c.id).where(t.traces.c.last_ns < older_than_ns))]
+            if max_traces is not None:
+                total = int(conn.execute(select(func.count()).select_from(t.traces)).scalar() or 0) - len(doomed)
+                if total > max_traces:
+                    gone = set(doomed)
+                    oldest = conn.execute(select(t.traces.c.id).order_by(t.traces.c.last_ns, t.traces.c.id)
+                                          .limit(total - max_traces + len(gone)))
+                    doomed += [r[0] for r in oldest if r[0] not in gone][:total - max_traces]
+            for i in range(0, len(doomed), 500):
+                part = doomed[i:i + 500]
+                conn.execute(delete(t.trace_scores).where(t.trace_scores.c.trace_id.in_(part)))
+                conn.execute(delete(t.spans).where(t.spans.c.trace_id.in_(part)))
+                conn.execute(delete(t.traces).where(t.traces.c.id.in_(part)))
+        if doomed:
+            self.count("pruned", len(doomed))
+        return len(doomed)
 
     def trace_count(self) -> int:
         with self.store.engine.connect() as conn:
