@@ -204,3 +204,44 @@ def test_the_monitor_prunes_by_the_retention_it_is_given(collector: Collector, j
     cfg = MonitorConfig.parse({"quiet_seconds": 5, "retention": {"days": 1}}, [RUBRIC], clock=clock)
     report = Monitor(collector.sink, cfg, judge=judge, clock=clock).step()
     assert report.traces == 0 and collector.sink.counts()["pruned"] == 1
+
+
+def test_an_alert_goes_to_the_webhook_and_the_store(collector: Collector, judge: Judge, clock: Clock) -> None:
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    got: list[dict[str, Any]] = []
+    done = threading.Event()
+
+    class Hook(BaseHTTPRequestHandler):
+        def log_message(self, *a: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            got.append(_json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+            done.set()
+
+    srv = HTTPServer(("127.0.0.1", 0), Hook)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {
+            "reference": 10, "window": 10, "h": 2, "webhook": f"http://127.0.0.1:{srv.server_address[1]}/hook"}},
+            [RUBRIC], clock=clock)
+        mon = Monitor(collector.sink, cfg, judge=judge, clock=clock, alert_sink=lambda m: None)
+        _send(collector, [(f"q{i}", f"a{i}") for i in range(10)] + [(f"r{i}", f"WRONG {i}") for i in range(10)])
+        clock.t += 60
+        while mon.step().traces:
+            pass
+        assert done.wait(30)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        th.join()
+    assert got[0]["metric"] == "llm_judge" and got[0]["effect"] < 0 and got[0]["examples"]
+    stored = getattr(collector.sink, "alerts", None)
+    if callable(stored):  # the store keeps alerts; the memory sink keeps nothing past the process
+        assert stored()[0]["metric"] == "llm_judge"
