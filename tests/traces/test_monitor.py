@@ -245,3 +245,21 @@ def test_an_alert_goes_to_the_webhook_and_the_store(collector: Collector, judge:
     stored = getattr(collector.sink, "alerts", None)
     if callable(stored):  # the store keeps alerts; the memory sink keeps nothing past the process
         assert stored()[0]["metric"] == "llm_judge"
+
+
+def test_over_the_budget_traces_are_skipped_and_counted(collector: Collector, fake_server: Any, clock: Clock,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    fake_server.responder = grading
+    priced = Judge("openai:gpt-test", base_url=fake_server.url + "/v1", input_price_per_mtok=1000.0,
+                   output_price_per_mtok=1000.0)
+    _send(collector, [(f"q{i}", f"a{i}") for i in range(6)])
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "batch": 2, "budget": {"usd_per_hour": 0.0001}}, [RUBRIC],
+                              clock=clock)
+    mon = Monitor(collector.sink, cfg, judge=priced, clock=clock)
+    while mon.step().traces:
+        pass
+    assert len(collector.sink.scores()) == 2  # the first pass spent the hour's budget
+    assert collector.sink.counts()["skipped: over_budget"] == 4
+    assert len(fake_server.requests) == 2
