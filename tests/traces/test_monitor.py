@@ -263,3 +263,32 @@ def test_over_the_budget_traces_are_skipped_and_counted(collector: Collector, fa
     assert len(collector.sink.scores()) == 2  # the first pass spent the hour's budget
     assert collector.sink.counts()["skipped: over_budget"] == 4
     assert len(fake_server.requests) == 2
+
+
+def test_span_filters_evaluate_each_retrieval_span_and_export_its_ids(make_sink: SinkFactory, clock: Clock) -> None:
+    from referee.example import DATA
+    from referee.traces import Redactor, replay
+
+    sink = make_sink()
+    replay([DATA / "production" / "traces.otlp.jsonl"], sink, Redactor(), received_ns=clock.ns())
+    clock.t += 60
+    retrieval = {}
+    for tid in sink.quiet_traces(before_ns=clock.ns(), limit=100):
+        [span] = [s for s in sink.trace_spans(tid) if s["name"] == "retrieval"]
+        retrieval[tid] = span["spanId"]
+    with logs_receiver() as (logs, url):
+        cfg = MonitorConfig.parse({"quiet_seconds": 5, "spans": {"kind": "retriever"}, "export": {"endpoint": url}},
+                                  ["faithfulness"], clock=clock)
+        mon = Monitor(sink, cfg, judge="standin", clock=clock)
+        while mon.step().traces:
+            pass
+        records = logs.wait_for(12)
+    scores = sink.scores()
+    assert len(scores) == 12 and {(s.trace_id, s.unit) for s in scores} == set(retrieval.items())
+    assert {(r["trace_id"], r["span_id"]) for r in records} == set(retrieval.items())
+    assert sum(s.passed is False for s in scores) == 4  # the four answers their document does not support
+
+
+def test_an_unknown_span_kind_is_named() -> None:
+    with pytest.raises(Exception, match="retriever"):
+        MonitorConfig.parse({"spans": {"kind": "retrieval"}}, ["faithfulness"])

@@ -57,7 +57,7 @@ def test_one_score_per_trace_and_evaluator_and_the_export_mark(trace_store: Stor
     [got] = other.scores()
     assert (got.score, got.passed, got.span_id, got.explanation) == (0.4, False, "0000000000000001",
                                                                      "claim 2 unsupported")
-    assert other.scored_evaluators(T1) == {"faithfulness"}
+    assert other.scored_units(T1) == {("", "faithfulness")}
     assert [x.evaluator for x in other.unexported(10)] == ["faithfulness"]
     other.mark_exported([got])
     assert sink.unexported(10) == []

@@ -111,6 +111,7 @@ def traces_to_cases(sink: TraceSink, *, metric: str | None = None, below: float 
 
 
 def write_cases(cases: Sequence[dict[str, Any]], out: str | Path) -> Path:
+    """The cases as JSONL at ``out`` (its folder created)."""
     p = Path(out)
     p.parent.mkdir(parents=True, exist_ok=True)
     with open(p, "w", encoding="utf-8") as fh:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import ProviderError, UserError
 from ..runner._engine import FatalRunError
-from ..trajectories import TrajectoryError, case_from_spans
+from ..trajectories import TrajectoryError, case_from_span, case_from_spans, span_view
 from ._drift import DEFAULT_H, DEFAULT_K, DEFAULT_REFERENCE, DEFAULT_WINDOW, Alert, DriftDetector
 from ._export import EvaluationExporter
 from ._sampler import Rule, Sampler
@@ -67,6 +67,9 @@ class MonitorConfig:
     threshold: float = 0.7
     batch: int = DEFAULT_BATCH
     """Traces taken per pass (each pass's scores are stored when its evaluation returns)."""
+    spans: SpanFilter | None = None
+    """Evaluate chosen spans, one case each (retrieval spans for the grounded metrics), instead of one case per
+    trace."""
     retention_days: float | None = DEFAULT_RETENTION_DAYS
     max_traces: int | None = DEFAULT_MAX_TRACES
 
@@ -74,7 +77,7 @@ class MonitorConfig:
     def parse(cls, section: Mapping[str, Any], evaluators: Sequence[Any], *, where: str = "monitor",
               clock: Callable[[], float] = time.time) -> MonitorConfig:
         known = {"traces", "sampling", "quiet_seconds", "budget", "max_input_chars", "export", "alerts",
-                 "threshold", "redact", "batch", "retention"}
+                 "threshold", "redact", "batch", "retention", "spans"}
         unknown = set(section) - known
         if unknown:
             raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
@@ -101,9 +104,40 @@ class MonitorConfig:
             drift_window=int(alerts.get("window", DEFAULT_WINDOW)), drift_k=float(alerts.get("k", DEFAULT_K)),
             drift_h=float(alerts.get("h", DEFAULT_H)), threshold=float(section.get("threshold", 0.7)),
             batch=int(section.get("batch", DEFAULT_BATCH)),
+            spans=SpanFilter.parse(section["spans"], f"{where}.spans") if section.get("spans") else None,
             retention_days=(section.get("retention") or {}).get("days", DEFAULT_RETENTION_DAYS),
             max_traces=(section.get("retention") or {}).get("max_traces", DEFAULT_MAX_TRACES),
         )
+
+
+_KINDS = ("llm", "tool", "agent", "retriever", "other")
+
+
+@dataclass
+class SpanFilter:
+    """Which spans become cases: a span ``kind`` as the mapping reads it (``retriever``, ``llm``, ``tool``,
+    ``agent``) and/or the fields of a :class:`Rule` (name, status, attributes)."""
+
+    kind: str | None = None
+    rule: Rule | None = None
+
+    @classmethod
+    def parse(cls, spec: Any, where: str) -> SpanFilter:
+        if not isinstance(spec, Mapping):
+            raise UserError(f"{where}: expected a mapping such as {{kind: retriever}}")
+        spec = dict(spec)
+        kind = spec.pop("kind", None)
+        if kind is not None and kind not in _KINDS:
+            raise UserError(f"{where}.kind: expected one of {', '.join(_KINDS)}, got {kind!r}")
+        return cls(kind=kind, rule=Rule.parse(spec, where) if spec else None)
+
+    def matches(self, span: Mapping[str, Any]) -> bool:
+        if self.rule is not None and not self.rule.matches([span]):
+            return False
+        if self.kind is not None:
+            view = span_view(dict(span))
+            return view is not None and view.kind == self.kind
+        return True
 
 
 def metric_name(entry: Any) -> str:
@@ -124,6 +158,17 @@ def _root_span(spans: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     ids = {s.get("spanId") for s in spans}
     roots = [s for s in spans if not s.get("parentSpanId") or s.get("parentSpanId") not in ids]
     return min(roots or spans, key=lambda s: (int(s.get("startTimeUnixNano") or 0), str(s.get("spanId"))))
+
+
+@dataclass
+class _Unit:
+    """What gets one score per evaluator: a whole trace (``unit`` "") or one chosen span of it."""
+
+    trace_id: str
+    unit: str
+    span_id: str
+    """The evaluated span, whose ids the exported event carries."""
+    case: dict[str, Any]
 
 
 @dataclass
@@ -184,16 +229,13 @@ class Monitor:
             self.sink.prune(older_than_ns=int((now - days * 86400) * 1e9) if days is not None else None,
                             max_traces=self.config.max_traces)
         ready = self.sink.quiet_traces(before_ns=int((now - self.config.quiet_seconds) * 1e9), limit=self.config.batch)
-        todo: list[tuple[str, dict[str, Any], str]] = []
+        todo: list[_Unit] = []
         starts: dict[str, int] = {}
         for tid in ready:
             report.traces += 1
             spans = self.sink.trace_spans(tid)
             if self.config.traces and not any(r.matches(spans) for r in self.config.traces):
                 self._close(tid, "not_matched")
-                continue
-            if all(self._has_score(tid, n) for n in self._entries):  # resumed: scored before a restart
-                self.sink.mark_trace(tid, "scored")
                 continue
             decision = self.config.sampler.decide(tid, spans)
             if not decision.sampled:
@@ -208,24 +250,37 @@ class Monitor:
                 self._unscored(tid, span_id, "too_large", "trace over the span cap per trace")
                 continue
             try:
-                case = case_from_spans(spans, case_id=tid)
+                units = self._units(tid, spans, span_id)
             except TrajectoryError as exc:
                 self._close(tid, "no_case", str(exc))
                 continue
-            if len(json.dumps(case, default=str)) > self.config.max_input_chars:
+            if not units:
+                self._close(tid, "no_matching_span")
+                continue
+            big = [u for u in units if len(json.dumps(u.case, default=str)) > self.config.max_input_chars]
+            if big:
                 self._unscored(tid, span_id, "too_large", f"case over {self.config.max_input_chars} characters")
                 continue
-            todo.append((tid, case, span_id))
+            todo.extend(units)
             starts[tid] = int(root.get("startTimeUnixNano") or 0)
         # Scores enter the drift statistic in the order the traces began, whatever order they arrived in.
-        todo.sort(key=lambda e: (starts[e[0]], e[0]))
+        todo.sort(key=lambda u: (starts[u.trace_id], u.trace_id, u.unit))
         if todo:
             report.scored += self._evaluate(todo, report)
         report.exported = self.export_pending()
         return report
 
-    def _has_score(self, trace_id: str, name: str) -> bool:
-        return name in self.sink.scored_evaluators(trace_id)
+    def _units(self, tid: str, spans: list[dict[str, Any]], root_span: str) -> list[_Unit]:
+        """The trace as one case, or (``spans:``) one case per chosen span."""
+        if self.config.spans is None:
+            return [_Unit(tid, "", root_span, case_from_spans(spans, case_id=tid))]
+        chosen = [s for s in spans if self.config.spans.matches(s)]
+        chosen.sort(key=lambda s: (int(s.get("startTimeUnixNano") or 0), str(s.get("spanId"))))
+        return [_Unit(tid, str(s["spanId"]), str(s["spanId"]),
+                      case_from_span(spans, str(s["spanId"]), case_id=f"{tid}:{s['spanId']}")) for s in chosen]
+
+    def _has_score(self, unit: _Unit, name: str) -> bool:
+        return (unit.unit, name) in self.sink.scored_units(unit.trace_id)
 
     def _close(self, trace_id: str, reason: str, detail: str | None = None) -> None:
         self.sink.count(f"skipped: {reason}", len(self._entries))
@@ -245,21 +300,26 @@ class Monitor:
         self._spend = [(t, c) for t, c in self._spend if t > now - 3600]
         return sum(c for _, c in self._spend) >= self.config.budget_usd_per_hour
 
-    def _evaluate(self, todo: list[tuple[str, dict[str, Any], str]], report: StepReport) -> int:
+    def _evaluate(self, todo: list[_Unit], report: StepReport) -> int:
         from ..run._evaluate import evaluate_async
         from ..runner._session import run_sync
 
         recorded = 0
-        done_for: dict[str, int] = {tid: 0 for tid, _, _ in todo}
+        needed: dict[str, int] = {}
+        for u in todo:
+            needed[u.trace_id] = needed.get(u.trace_id, 0) + len(self._entries)
+        done: dict[str, int] = {tid: 0 for tid in needed}
         for name, entry in self._entries.items():
-            batch = [(tid, case, sid) for tid, case, sid in todo if not self._has_score(tid, name)]
-            for tid, _, _ in todo:
-                if not any(t == tid for t, _, _ in batch):
-                    done_for[tid] += 1
+            batch = []
+            for u in todo:
+                if self._has_score(u, name):  # scored before a restart: not judged again
+                    done[u.trace_id] += 1
+                else:
+                    batch.append(u)
             if not batch:
                 continue
             try:
-                result = run_sync(evaluate_async([c for _, c, _ in batch], [entry], self.judge, progress=False,
+                result = run_sync(evaluate_async([u.case for u in batch], [entry], self.judge, progress=False,
                                                  threshold=self.config.threshold, name=f"monitor:{name}"))
             except (FatalRunError, ProviderError) as exc:
                 # The judge is down or refuses us: the scores wait (the traces stay open for the next pass).
@@ -268,35 +328,35 @@ class Monitor:
                 return recorded
             rows = {r.id: r for r in result.rows}
             now = self._clock()
-            for tid, _case, sid in batch:
-                row = rows.get(tid)
+            for u in batch:
+                row = rows.get(u.case["id"])
                 if row is None:
                     continue
                 if row.cost_usd:
                     self._spend.append((now, float(row.cost_usd)))
                 if row.status == "error":
-                    key = (tid, name)
+                    key = (u.case["id"], name)
                     self._attempts[key] = self._attempts.get(key, 0) + 1
                     self.sink.count("skipped: evaluator_error")
                     if self._attempts[key] < DEFAULT_MAX_ATTEMPTS:
                         continue  # the score waits: the trace stays open and the next pass tries again
-                score = Score(trace_id=tid, span_id=sid, evaluator=name, status=row.status,
+                score = Score(trace_id=u.trace_id, span_id=u.span_id, evaluator=name, status=row.status,
                               score=row.score if row.status == "scored" else None,
                               passed=row.passed if row.status == "scored" else None,
                               explanation=row.rationale or row.error,
                               error_type=None if row.status == "scored" else (row.status if row.status != "error"
                                                                                else "evaluator_error"),
-                              at_ns=int(now * 1e9))
+                              at_ns=int(now * 1e9), unit=u.unit)
                 if self.sink.record_score(score):
                     recorded += 1
                     if score.score is not None:
-                        alert = self._drift[name].update(score.score, tid)
+                        alert = self._drift[name].update(score.score, u.trace_id)
                         if alert is not None:
                             self._raise(alert)
                             report.alerts.append(alert)
-                done_for[tid] += 1
-        for tid, n in done_for.items():
-            if n == len(self._entries):
+                done[u.trace_id] += 1
+        for tid, n in done.items():
+            if n == needed[tid]:
                 self.sink.mark_trace(tid, "scored")
         return recorded
 
@@ -346,6 +406,7 @@ class MetricSummary:
 
 
 def summarize(sink: TraceSink, metrics: Sequence[str]) -> list[MetricSummary]:
+    """Each metric's stored scores summed up: traces scored, mean, pass rate, traces not scored."""
     out = []
     for m in metrics:
         ss = sink.scores(evaluator=m)

@@ -44,6 +44,8 @@ class Score:
     error_type: str | None = None
     at_ns: int = 0
     exported: bool = False
+    unit: str = ""
+    """Empty: the score is the whole trace's; else the id of the span the case was made of (``monitor: spans:``)."""
 
 
 class TraceSink(Protocol):
@@ -58,7 +60,7 @@ class TraceSink(Protocol):
     def trace_truncated(self, trace_id: str) -> bool: ...
     def mark_trace(self, trace_id: str, state: str) -> None: ...
     def record_score(self, score: Score) -> bool: ...
-    def scored_evaluators(self, trace_id: str) -> set[str]: ...
+    def scored_units(self, trace_id: str) -> set[tuple[str, str]]: ...
     def prune(self, *, older_than_ns: int | None = None, max_traces: int | None = None) -> int: ...
     def scores(self, *, evaluator: str | None = None) -> list[Score]: ...
     def unexported(self, limit: int) -> list[Score]: ...
@@ -81,7 +83,7 @@ class MemorySink:
         self._lock = threading.Lock()
         self._traces: dict[str, _Trace] = {}
         self._counts: dict[str, int] = {}
-        self._scores: dict[tuple[str, str], Score] = {}
+        self._scores: dict[tuple[str, str, str], Score] = {}
 
     def add_spans(self, spans: Sequence[SpanRecord], *, received_ns: int) -> Added:
         out = Added()
@@ -130,7 +132,7 @@ class MemorySink:
 
     def record_score(self, score: Score) -> bool:
         with self._lock:
-            key = (score.trace_id, score.evaluator)
+            key = (score.trace_id, score.unit, score.evaluator)
             if key in self._scores:
                 return False
             self._scores[key] = score
@@ -151,9 +153,9 @@ class MemorySink:
                 self._counts["pruned"] = self._counts.get("pruned", 0) + len(doomed)
             return len(doomed)
 
-    def scored_evaluators(self, trace_id: str) -> set[str]:
+    def scored_units(self, trace_id: str) -> set[tuple[str, str]]:
         with self._lock:
-            return {ev for (tid, ev) in self._scores if tid == trace_id}
+            return {(unit, ev) for (tid, unit, ev) in self._scores if tid == trace_id}
 
     def scores(self, *, evaluator: str | None = None) -> list[Score]:
         with self._lock:
@@ -167,6 +169,6 @@ class MemorySink:
         with self._lock:
             for s in scores:
                 s.exported = True
-                key = (s.trace_id, s.evaluator)
+                key = (s.trace_id, s.unit, s.evaluator)
                 if key in self._scores:
                     self._scores[key].exported = True

@@ -22,8 +22,8 @@ from ._drift import Alert
 from ._otlp import SpanRecord
 from ._sink import DEFAULT_MAX_SPANS_PER_TRACE, Added, Score
 
-_WHOLE_TRACE = ""
-"""The score's ``span_id`` key column: one score per (trace, evaluator); the evaluated span is in its body."""
+# The score's ``span_id`` key column holds its unit: "" for a whole trace's score (one per (trace, evaluator)), the
+# span's id for a chosen span's (``monitor: spans:``); the evaluated span's id is in its body.
 
 
 def _dumps(obj: Any) -> bytes:
@@ -185,7 +185,7 @@ class StoreSink:
         with st.engine.begin() as conn:
             h = st.put_text(conn, body)
             stmt = st._ins()(t.trace_scores).values(
-                trace_id=score.trace_id, span_id=_WHOLE_TRACE, evaluator=score.evaluator, status=score.status[:8],
+                trace_id=score.trace_id, span_id=score.unit, evaluator=score.evaluator, status=score.status[:8],
                 score=score.score, passed=score.passed, body=h, at_ns=score.at_ns, exported=False,
             ).on_conflict_do_nothing(index_elements=["trace_id", "span_id", "evaluator"]
                                      ).returning(t.trace_scores.c.trace_id)
@@ -193,7 +193,7 @@ class StoreSink:
             return conn.execute(stmt).first() is not None
 
     def _scores(self, where: Any, limit: int | None = None) -> list[Score]:
-        q = (select(t.trace_scores.c.trace_id, t.trace_scores.c.evaluator, t.trace_scores.c.status,
+        q = (select(t.trace_scores.c.trace_id, t.trace_scores.c.span_id, t.trace_scores.c.evaluator, t.trace_scores.c.status,
                     t.trace_scores.c.score, t.trace_scores.c.passed, t.trace_scores.c.at_ns,
                     t.trace_scores.c.exported, t.texts.c.packed, t.texts.c.data)
              .join(t.texts, t.texts.c.hash == t.trace_scores.c.body).where(where)
@@ -202,17 +202,18 @@ class StoreSink:
             q = q.limit(limit)
         with self.store.engine.connect() as conn:
             out = []
-            for tid, ev, status, score, passed, at, exported, packed, data in conn.execute(q):
+            for tid, unit, ev, status, score, passed, at, exported, packed, data in conn.execute(q):
                 body = json.loads(_unpack(packed, data))
                 out.append(Score(trace_id=tid, span_id=body.get("span_id") or "", evaluator=ev, status=status,
                                  score=score, passed=passed, explanation=body.get("explanation"),
-                                 error_type=body.get("error_type"), at_ns=at or 0, exported=bool(exported)))
+                                 error_type=body.get("error_type"), at_ns=at or 0, exported=bool(exported),
+                                 unit=unit))
             return out
 
-    def scored_evaluators(self, trace_id: str) -> set[str]:
+    def scored_units(self, trace_id: str) -> set[tuple[str, str]]:
         with self.store.engine.connect() as conn:
-            return {r[0] for r in conn.execute(select(t.trace_scores.c.evaluator)
-                                               .where(t.trace_scores.c.trace_id == trace_id))}
+            return {(r[0], r[1]) for r in conn.execute(select(t.trace_scores.c.span_id, t.trace_scores.c.evaluator)
+                                                       .where(t.trace_scores.c.trace_id == trace_id))}
 
     def scores(self, *, evaluator: str | None = None) -> list[Score]:
         return self._scores(t.trace_scores.c.evaluator == evaluator if evaluator is not None
@@ -226,7 +227,7 @@ class StoreSink:
         with self.store.engine.begin() as conn:
             for s in scores:
                 conn.execute(update(t.trace_scores).where(and_(
-                    t.trace_scores.c.trace_id == s.trace_id, t.trace_scores.c.span_id == _WHOLE_TRACE,
+                    t.trace_scores.c.trace_id == s.trace_id, t.trace_scores.c.span_id == s.unit,
                     t.trace_scores.c.evaluator == s.evaluator)).values(exported=True))
 
     def record_alert(self, alert: Alert) -> None:

@@ -362,3 +362,22 @@ def case_from_spans(spans: list[dict[str, Any]], *, case_id: str) -> dict[str, A
     if traj.input_tokens is not None or traj.output_tokens is not None:
         case["usage"] = {"input_tokens": traj.input_tokens, "output_tokens": traj.output_tokens}
     return case
+
+
+def case_from_span(spans: list[dict[str, Any]], span_id: str, *, case_id: str) -> dict[str, Any]:
+    """One chosen span of a trace as a case: its own input (a retrieval span's query, a model span's user message)
+    and retrieved documents as ``contexts``; the output is the span's own (a model span) or else the trace's final
+    answer, so a retrieval span is judged on what was answered from it."""
+    span = next((s for s in spans if isinstance(s, dict) and str(s.get("spanId")) == span_id), None)
+    if span is None:
+        raise TrajectoryError(f"no span {span_id} in the trace", case_id=case_id)
+    view = span_view(span)
+    if view is None:
+        raise TrajectoryError("the span follows neither the GenAI conventions nor OpenInference", case_id=case_id,
+                              step=f"span '{span.get('name', '')}'")
+    whole = case_from_spans(spans, case_id=case_id)
+    case: dict[str, Any] = {"id": case_id, "input": view.input_text or whole["input"],
+                            "output": view.output_text or whole["output"]}
+    if view.documents:
+        case["contexts"] = list(view.documents)
+    return case
