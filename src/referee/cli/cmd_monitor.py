@@ -32,8 +32,7 @@ def _table(monitor: Monitor) -> None:
         click.echo(f"{r.metric[:24]:<24} {r.scored:>7} {mean:>6} {rate:>6} {r.unscored:>9}")
     counts = monitor.counts()
     if counts:
-        click.echo("not evaluated, by reason: " + ", ".join(f"{k.removeprefix('skipped: ')} {v}"
-                                                           for k, v in sorted(counts.items())))
+        click.echo("counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for a in monitor.alerts:
         click.echo(a.message())
 
