@@ -172,3 +172,4 @@ class MemorySink:
                 key = (s.trace_id, s.unit, s.evaluator)
                 if key in self._scores:
                     self._scores[key].exported = True
+

@@ -243,14 +243,3 @@ class StoreSink:
                                 .order_by(t.trace_alerts.c.id))
             return [json.loads(_unpack(p, d)) for p, d in rows]
 
-
-def open_sink(url: str | None = None, *, max_spans_per_trace: int = DEFAULT_MAX_SPANS_PER_TRACE) -> Any:
-    """The sink of ``referee collect`` / ``monitor``: the store at ``url``, else the store in force
-    (``REFEREE_STORE``, else ``.referee/history.sqlite``); with the store turned off (``REFEREE_STORE=off``), a
-    :class:`~referee.traces.MemorySink` that keeps nothing past the process."""
-    from ..store import current, open_store
-    from ._sink import MemorySink
-
-    if url is None and not current().enabled:
-        return MemorySink(max_spans_per_trace=max_spans_per_trace)
-    return StoreSink(open_store(url), max_spans_per_trace=max_spans_per_trace)
