@@ -70,13 +70,22 @@ def replay(port: int, bodies: list[bytes], clients: int) -> float:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         for body in part:
             while True:
-                conn.request("POST", "/v1/traces", body=body, headers={"Content-Type": "application/x-protobuf"})
-                r = conn.getresponse()
-                r.read()
+                try:
+                    conn.request("POST", "/v1/traces", body=body,
+                                 headers={"Content-Type": "application/x-protobuf"})
+                    r = conn.getresponse()
+                    r.read()
+                except (ConnectionError, http.client.HTTPException):
+                    # A busy receiver replies 503 and closes without reading the body: reconnect and retry.
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                    continue
                 if r.status == 200:
                     break
                 if r.status not in (429, 503):
                     raise SystemExit(f"collector replied {r.status}")
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
                 time.sleep(float(r.getheader("Retry-After") or 1) / 10)  # back-pressure: retry soon
         conn.close()
 

@@ -271,7 +271,7 @@ class Collector:
                 s.requests += 1
                 s.busy_replies += 1
             self._update(busy)
-            body_reader(length)  # read it so the connection stays usable for the retry
+            # The body is not read (a flood costs no memory); the connection is closed after the reply.
             return 503, {"Retry-After": str(RETRY_AFTER_S), "Content-Type": "text/plain; charset=utf-8"}, \
                 b"busy: retry later"
         try:
@@ -366,7 +366,7 @@ def _handler_for(owner: Collector) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
             code, headers, body = owner.handle(self.path.split("?")[0], self.headers, self.rfile.read)
-            if code >= 400 and code not in (429, 503):
+            if code >= 400:  # a body may be left unread: the connection cannot carry another request
                 self.close_connection = True
             self._reply(code, headers, body)
 
