@@ -292,3 +292,19 @@ def test_span_filters_evaluate_each_retrieval_span_and_export_its_ids(make_sink:
 def test_an_unknown_span_kind_is_named() -> None:
     with pytest.raises(Exception, match="retriever"):
         MonitorConfig.parse({"spans": {"kind": "retrieval"}}, ["faithfulness"])
+
+
+def test_monitor_passes_are_not_recorded_as_runs(tmp_path: Any, judge: Judge, clock: Clock,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.store import Store
+    from referee.traces import StoreSink
+
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    monkeypatch.setenv("REFEREE_STORE", url)  # the store in force is the one the traces go to
+    with Store(url) as store, Collector(StoreSink(store), CollectorConfig(port=0), clock_ns=clock.ns) as c:
+        _send(c, [("q", "a"), ("q2", "a2")])
+        clock.t += 60
+        Monitor(c.sink, MonitorConfig.parse({"quiet_seconds": 5}, [RUBRIC], clock=clock), judge=judge,
+                clock=clock).step()
+        assert len(c.sink.scores()) == 2
+        assert store.count_runs() == 0

@@ -303,6 +303,7 @@ class Monitor:
     def _evaluate(self, todo: list[_Unit], report: StepReport) -> int:
         from ..run._evaluate import evaluate_async
         from ..runner._session import run_sync
+        from ..store import recording
 
         recorded = 0
         needed: dict[str, int] = {}
@@ -319,8 +320,10 @@ class Monitor:
             if not batch:
                 continue
             try:
-                result = run_sync(evaluate_async([u.case for u in batch], [entry], self.judge, progress=False,
-                                                 threshold=self.config.threshold, name=f"monitor:{name}"))
+                # A pass is not a run of the history: its scores are the store's trace scores, one per unit.
+                with recording(enabled=False):
+                    result = run_sync(evaluate_async([u.case for u in batch], [entry], self.judge, progress=False,
+                                                     threshold=self.config.threshold, name=f"monitor:{name}"))
             except (FatalRunError, ProviderError) as exc:
                 # The judge is down or refuses us: the scores wait (the traces stay open for the next pass).
                 self.sink.count("skipped: judge_unavailable", len(batch))
