@@ -229,3 +229,16 @@ def test_a_token_is_checked_on_every_request(make_sink: SinkFactory) -> None:
         assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer wrong"})[0] == 401
         assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer s3cret-token"})[0] == 200
     assert len(sink.trace_spans(f"{9:032x}")) == 1
+
+
+class _BrokenSink(MemorySink):
+    def add_spans(self, spans: Sequence[SpanRecord], *, received_ns: int) -> Added:
+        raise OSError("disk full")
+
+
+def test_a_store_that_fails_gets_503_and_the_exporter_retries() -> None:
+    with Collector(_BrokenSink(), CollectorConfig(port=0)) as c:
+        code, headers, _ = post(c.port, request([span(11, 1)]))
+        assert code == 503 and headers["retry-after"] == "1"
+        assert c.stats().refused_requests == {"store_unavailable": 1}
+        assert c.last_error == "OSError: disk full"

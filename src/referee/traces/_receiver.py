@@ -177,6 +177,8 @@ class Collector:
             ctx.load_cert_chain(self.config.certfile, self.config.keyfile)
             self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
         self._thread: threading.Thread | None = None
+        self.last_error: str | None = None
+        """The last failure to store (its type and message), for the operator."""
 
     @property
     def port(self) -> int:
@@ -303,6 +305,10 @@ class Collector:
             return refuse(413, "too_large", str(exc))
         except OTLPDecodeError as exc:
             return refuse(400, "malformed", str(exc))
+        except Exception as exc:  # noqa: BLE001 - the store is down or locked: nothing was kept, so ask for a retry
+            self.last_error = f"{type(exc).__name__}: {str(exc)[:300]}"
+            return refuse(503, "store_unavailable", "spans could not be stored: retry later",
+                          {"Retry-After": str(RETRY_AFTER_S)})
         finally:
             self._inflight.release()
 

@@ -96,10 +96,12 @@ class StoreSink:
                     new_traces.append({"id": tid, "service": first.service if first else None, "last_ns": received_ns,
                                        "state": "open", "span_count": count, "truncated": truncated})
             st.put_texts(conn, texts)
+            # Two requests racing on a new trace (PostgreSQL's READ COMMITTED) must not fail: first writer wins.
             if new_traces:
-                conn.execute(t.traces.insert(), new_traces)
+                conn.execute(st._ins()(t.traces).on_conflict_do_nothing(index_elements=["id"]), new_traces)
             if span_rows:
-                conn.execute(t.spans.insert(), span_rows)
+                conn.execute(st._ins()(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"]),
+                             span_rows)
             for g in grown:
                 values: dict[str, Any] = {"span_count": g["n"], "last_ns": g["last"]}
                 if g["cut"]:
