@@ -24,7 +24,7 @@ from ..errors import MissingExtraError
 from ._settings import StoreError, display_url, scrub
 
 # Every revision this referee knows, oldest first; the last is the head.
-REVISIONS = ("0001",)
+REVISIONS = ("0001", "0002")
 HEAD = REVISIONS[-1]
 _PG_LOCK_KEY = 0x7265_6665  # "refe": the advisory lock of a migration
 # Alembic keeps the migration being run in module globals (its `context` and `op` proxies): two threads of one

@@ -144,6 +144,10 @@ class SuiteFile(_M):
         default=None, description="With models: every prompt x model pair is a target (id <prompt>@<model>).")
     models: list[ModelEntry] | None = Field(default=None, description="With prompts: the models of the matrix "
                                                                       "(provider:model strings work too).")
+    monitor: dict[str, Any] | None = Field(
+        default=None, description="Online evaluation of production traces by `referee monitor` (docs/monitoring.md): "
+                                  "traces, sampling, quiet_seconds, budget, export, alerts, redact. Read and "
+                                  "checked by referee.traces; offline runs ignore it.")
 
 
 class EntryMeta(_M):
