@@ -26,6 +26,7 @@ if _TYPE_CHECKING:
     from .gates._engine import GateConfig, GateResult, evaluate_gates
     from .providers import Completion, FakeProvider, JudgeRequest, Message, Provider, get_provider
     from .results import CriterionScore, JudgeInfo, ResultRow, ResultWriter, RunManifest, Usage, read_results
+    from .alignment import Alignment, align
     from .run._estimate import RunEstimate, estimate_run
     from .run._evaluate import EvalResult, as_evaluator, evaluate, evaluate_async
     from .run._grade import (
@@ -68,6 +69,7 @@ _LAZY = {
                      "read_results"), ".results"),
     **dict.fromkeys(("JudgeClient", "ResponseCache", "RetryPolicy"), ".runner"),
     **dict.fromkeys(("RunEstimate", "estimate_run"), ".run._estimate"),
+    **dict.fromkeys(("Alignment", "align"), ".alignment"),
     **dict.fromkeys(("TargetGate", "TargetsRun", "run_targets"), ".run._target_runs"),
 }
 
@@ -87,6 +89,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Alignment",
     "Case",
     "CaseSet",
     "CheckResult",
@@ -123,6 +126,7 @@ __all__ = [
     "Usage",
     "UserError",
     "__version__",
+    "align",
     "as_evaluator",
     "ask_judge",
     "cases_from",

@@ -12,6 +12,24 @@ from ._labels import HumanLabels, read_human_labels
 from ._map import ScoreMap, fit_map
 from ._split import Split, held_out_split
 
-__all__ = ["DEFAULT_HOLDOUT", "DEFAULT_TARGET_WIDTH", "METHODS", "METRICS", "MIN_LABELS", "SCHEMA_VERSION",
-           "AlignedJudge", "Alignment", "Figures", "HumanLabels", "JudgeRef", "ScoreMap", "Split", "align",
-           "align_values", "fit_map", "held_out_split", "load_aligned", "read_human_labels"]
+__all__ = [
+    "AlignedJudge",
+    "Alignment",
+    "DEFAULT_HOLDOUT",
+    "DEFAULT_TARGET_WIDTH",
+    "Figures",
+    "HumanLabels",
+    "JudgeRef",
+    "METHODS",
+    "METRICS",
+    "MIN_LABELS",
+    "SCHEMA_VERSION",
+    "ScoreMap",
+    "Split",
+    "align",
+    "align_values",
+    "fit_map",
+    "held_out_split",
+    "load_aligned",
+    "read_human_labels",
+]

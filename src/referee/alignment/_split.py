@@ -14,6 +14,8 @@ from ..errors import UserError
 
 @dataclass(frozen=True)
 class Split:
+    """The case ids on each side, and how the split was drawn (seed, share held out, grouped or not)."""
+
     train: list[str]
     heldout: list[str]
     seed: int
