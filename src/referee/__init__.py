@@ -21,12 +21,12 @@ from .errors import (
 if _TYPE_CHECKING:
     from . import judges
     from .aggregate import Summary, summarize
+    from .alignment import Alignment, align
     from .cases._case import Case, CaseSet, cases_from, load_cases
     from .evaluators import CheckResult, Evaluator, JudgeOutcome, ReplyInvalid, ask_judge, register
     from .gates._engine import GateConfig, GateResult, evaluate_gates
     from .providers import Completion, FakeProvider, JudgeRequest, Message, Provider, get_provider
     from .results import CriterionScore, JudgeInfo, ResultRow, ResultWriter, RunManifest, Usage, read_results
-    from .alignment import Alignment, align
     from .run._estimate import RunEstimate, estimate_run
     from .run._evaluate import EvalResult, as_evaluator, evaluate, evaluate_async
     from .run._grade import (
