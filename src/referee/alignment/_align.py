@@ -4,6 +4,7 @@ interval says it helped over the raw judge AND over a baseline that asks no judg
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from ._figures import (
 )
 from ._file import AlignedJudge, Example, JudgeRef, LabelsRef, MapSpec, SplitRef
 from ._labels import MAX_LEVELS, HumanLabels, Kind, read_human_labels
-from ._map import ScoreMap, fit_map
+from ._map import ScoreMap, fit_map, snap
 from ._split import Split, held_out_split
 
 METHODS = ("map",)
@@ -97,7 +98,12 @@ class Alignment:
             else:
                 out.append(f"the gain's interval is within +-{self.target_width:g}")
         out.extend(f"note: {n}" for n in self.notes)
-        return out
+        wrapped: list[str] = []
+        for line in out:
+            indent = " " * (len(line) - len(line.lstrip()))
+            wrapped.extend(textwrap.wrap(line, 80, initial_indent="", subsequent_indent=indent + "  ",
+                                         break_on_hyphens=False) or [""])
+        return wrapped
 
 
 def _kind_of(values: list[float]) -> Kind:
@@ -107,19 +113,13 @@ def _kind_of(values: list[float]) -> Kind:
     return "ordinal" if len(levels) <= MAX_LEVELS else "continuous"
 
 
-def _snap(v: np.ndarray, levels: list[float]) -> np.ndarray:
-    lv = np.asarray(levels, dtype=np.float64)
-    out: np.ndarray = lv[np.abs(v[..., None] - lv).argmin(axis=-1)]
-    return out
-
-
 def _baseline(train_y: np.ndarray, kind: Kind, levels: list[float]) -> float:
     if kind == "binary":
         c = Counter(train_y.tolist()).most_common()
         top = max(k for _, k in c)
         return float(min(v for v, k in c if k == top))  # a tie goes to the lower label, fixed
     med = float(np.median(train_y))
-    return float(_snap(np.array([med]), levels)[0]) if kind == "ordinal" else med
+    return float(snap(np.array([med]), levels)[0]) if kind == "ordinal" else med
 
 
 def _fit(kind: Kind, scores: np.ndarray, labels: np.ndarray) -> ScoreMap:
@@ -187,8 +187,8 @@ def align_values(judge: dict[str, float], human: dict[str, float], *, raw_verdic
         if kind == "binary":
             if raw_verdicts is not None and all(shared[i] in raw_verdicts for i in ix):
                 return np.array([1.0 if raw_verdicts[shared[i]] else 0.0 for i in ix])
-            return _snap(jv[ix], [0.0, 1.0])
-        return _snap(jv[ix], levels) if kind == "ordinal" else jv[ix]
+            return snap(jv[ix], [0.0, 1.0])
+        return snap(jv[ix], levels) if kind == "ordinal" else jv[ix]
 
     smap = _fit(kind, jv[tr], y_all[tr])
     base = _baseline(y_all[tr], kind, train_levels)

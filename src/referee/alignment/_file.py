@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import InputError, UserError
 from ._map import ScoreMap
@@ -19,7 +19,7 @@ MAX_FILE_BYTES = 16 * 2**20
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class JudgeRef(_Strict):
@@ -38,6 +38,16 @@ class MapSpec(_Strict):
     """The lowest judge score (its own scale) whose mapped value passes: the threshold to run the judge with."""
     human_scale: tuple[float, float] | None = None
     """The labels' declared scale, when they were mapped onto 0-1 from it."""
+
+    @field_validator("knots")
+    @classmethod
+    def _monotone(cls, knots: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        if not knots:
+            raise ValueError("a map needs at least one knot")
+        for (x0, y0), (x1, y1) in zip(knots, knots[1:], strict=False):
+            if x1 <= x0 or y1 < y0:
+                raise ValueError("knots must rise in the judge's score and never fall in the mapped value")
+        return knots
 
     def score_map(self) -> ScoreMap:
         return ScoreMap(knots=[tuple(k) for k in self.knots], levels=self.levels)  # type: ignore[misc]

@@ -10,6 +10,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 
+def snap(values: NDArray[np.float64], levels: Sequence[float]) -> NDArray[np.float64]:
+    """Each value as its nearest level; a value halfway between two goes up (as :meth:`ScoreMap.pass_mark`)."""
+    lv = np.asarray(sorted(levels), dtype=np.float64)
+    mids = (lv[:-1] + lv[1:]) / 2
+    return np.asarray(lv[np.searchsorted(mids, values, side="right")], dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class ScoreMap:
     """Knots ``(judge score, human value)``, linear between them and flat beyond; with ``levels`` (categorical
@@ -24,8 +31,7 @@ class ScoreMap:
         ky = np.array([k[1] for k in self.knots])
         out = np.interp(x, kx, ky)
         if self.levels:
-            lv = np.array(self.levels)
-            out = lv[np.abs(out[..., None] - lv).argmin(axis=-1)]
+            out = snap(out, self.levels)
         return np.asarray(out, dtype=np.float64)
 
     def pass_mark(self, level: float) -> float | None:

@@ -56,14 +56,15 @@ def held_out_split(values: dict[str, float], *, groups: dict[str, str] | None = 
     for g, cids in members.items():
         by_stratum[Counter(strata[c] for c in cids).most_common(1)[0][0]].append(g)
     held: list[str] = []
+    want = 0.0
+    taken = 0
+    # The share is carried over from stratum to stratum, so many small strata still give a held-out side.
     for _, gs in sorted(by_stratum.items()):
         gs.sort(key=lambda g: _order(seed, g))
-        total = sum(len(members[g]) for g in gs)
-        want = holdout * total
-        taken = 0
+        want += holdout * sum(len(members[g]) for g in gs)
         for g in gs:
             size = len(members[g])
-            if abs(taken + size - want) < abs(taken - want):  # a group goes where it brings the share closer
+            if abs(taken + size - want) < abs(taken - want) - 1e-9:  # a group goes where it brings the share closer
                 held.extend(members[g])
                 taken += size
     heldout = sorted(held)
