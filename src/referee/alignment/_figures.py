@@ -114,7 +114,7 @@ def heldout_figures(y: NDArray[np.float64], preds: dict[str, NDArray[np.float64]
 
             def gain(ix: NDArray[np.int64], f: Callable[..., NDArray[np.float64]] = f, r: NDArray[np.float64] = r,
                      sign: float = sign) -> NDArray[np.float64]:
-                return sign * (f(a[ix], y[ix]) - f(r[ix], y[ix]))
+                return sign * (f(a[ix], y[ix]) - f(r[ix], y[ix])) + 0.0  # + 0.0: never "-0.000"
 
             out.gains[ref][m] = bootstrap_paired(n, gain, n_boot=n_boot, seed=seed)
     return out
