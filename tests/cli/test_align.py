@@ -60,3 +60,23 @@ def test_bad_input_is_exit_2_and_an_input_is_never_overwritten(tmp_path: Path,
     assert code == 2 and "one class only" in err
     code, out, _ = run_cli(["align", run, lab, "--dry-run"], capsys)
     assert code == 0 and "no model call" in out and "$0.00" in out
+
+
+def test_an_alignment_is_recorded_in_the_run_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.store import alignments, open_store
+
+    judge, human = squashed(60, seed=3)
+    run = write_run(tmp_path / "run.jsonl", judge)
+    lab = write_labels(tmp_path / "labels.jsonl",
+                       [{"id": c, "score": v, "reviewer": "ann", "comment": "ok"} for c, v in human.items()])
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    code, _, err = run_cli(["align", str(run), str(lab), "--store", url, "--target-width", "1", "--n-boot", "300"],
+                           capsys)
+    assert code == 0 and "recorded in the run history" in err
+    with open_store(url) as st:
+        got = alignments(st)
+    aligned = load_aligned(tmp_path / "run.aligned.json")
+    assert [a["id"] for a in got] == [aligned.hash] and got[0]["labels"] == 60
+    assert got[0]["config"]["map"] == aligned.model_dump(mode="json")["map"]
+    code, _, err = run_cli(["align", str(run), str(lab), "--store", url, "--no-store"], capsys)
+    assert code == 2 and "contradict" in err

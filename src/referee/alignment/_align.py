@@ -55,6 +55,10 @@ class Alignment:
     changed: list[dict[str, Any]] = field(default_factory=list)
     """Held-out cases whose verdict (or level) the alignment changed: id, raw, aligned, human."""
     notes: list[str] = field(default_factory=list)
+    labels: HumanLabels | None = None
+    """The labels read (each reviewer's), when ``align`` read a file."""
+    run_id: str | None = None
+    """The run the judge's scores came from (its manifest's run id), when known."""
 
     @property
     def too_wide(self) -> bool:
@@ -65,6 +69,32 @@ class Alignment:
         """Written, and the gain's lower bound over both references is at least ``min_gain``."""
         lows = self.figures.lower_bounds().values()
         return self.written and all(lo is not None and lo >= min_gain for lo in lows)
+
+    def record(self, url: str | None = None) -> bool:
+        """Record this alignment in the run history (``url``, default: the store in force; nothing when
+        recording is off): the aligned judge when one was written, and every reviewer's label. Returns whether
+        it was recorded. Raises ``StoreError`` when the store cannot be written."""
+        from ..store import current, open_store, record_alignment
+
+        if url is None and not current().enabled:
+            return False
+        labs: list[dict[str, Any]] = []
+        if self.labels is not None:
+            for who, vals in sorted(self.labels.by_reviewer.items()):
+                labs.extend({"case_id": cid, "reviewer": who, "score": v,
+                             "note": self.labels.rationale.get(cid)} for cid, v in sorted(vals.items()))
+        judge_key = None
+        if self.aligned is not None:
+            import hashlib
+            import json
+
+            judge_key = hashlib.sha256(json.dumps(self.aligned.judge.model_dump(mode="json"), sort_keys=True)
+                                       .encode()).hexdigest()[:32]
+        with open_store(url) as st:
+            record_alignment(st, alignment_id=self.aligned.hash if self.aligned else None, judge_key=judge_key,
+                             config=self.aligned.model_dump(mode="json") if self.aligned else None,
+                             metrics=self.to_dict(), labels=labs, run_id=self.run_id)
+        return True
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "method": self.method, "n_labels": self.n_labels, "split": self.split.to_dict(),
@@ -299,6 +329,14 @@ def align(results: str | Path, labels: str | Path | HumanLabels, *, method: tupl
     al, final, mark = align_values(jl.values, hl.values, raw_verdicts=jl.passed, groups=groups or None,
                                    method=methods, holdout=holdout, split_seed=split_seed, metric=metric,
                                    human_pass=human_pass, target_width=target_width, n_boot=n_boot, seed=seed)
+    al.labels = hl
+    from ..results._manifest import RunManifest
+
+    try:
+        manifest = RunManifest.read(rp)
+    except Exception:  # noqa: BLE001 - a damaged manifest only loses the link to the run
+        manifest = None
+    al.run_id = getattr(manifest, "run_id", None)
     al.notes.extend(hl.warnings[:20])
     if len(hl.reviewers) > 1:
         al.notes.append(f"{len(hl.reviewers)} reviewers: their consensus (a strict majority) is used; "

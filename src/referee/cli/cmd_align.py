@@ -12,6 +12,7 @@ from ..alignment import DEFAULT_HOLDOUT, DEFAULT_TARGET_WIDTH, METHODS, METRICS,
 from ..calibrate import parse_scale, update_log
 from ..errors import UserError
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
+from ..store import StoreError, display_url, normalise_url
 from ._common import echo_err
 
 
@@ -50,19 +51,25 @@ from ._common import echo_err
 @click.option("--update-log", "log_file", type=click.Path(dir_okay=False), default=None,
               help="Record the alignment in the judge prompt's calibration table.")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write every figure as JSON.")
+@click.option("--store", "store_url", default=None, metavar="URL",
+              help="Record the alignment and the labels in this run history (default: REFEREE_STORE, else "
+                   ".referee/history.sqlite at the repository's top level).")
+@click.option("--no-store", is_flag=True, help="Do not record the alignment in the run history.")
 @click.option("--dry-run", is_flag=True, help="Say what alignment would cost, and call nothing.")
 @click.option("--n-boot", type=click.IntRange(100), default=DEFAULT_N_BOOT, show_default=True)
 @click.option("--boot-seed", type=int, default=DEFAULT_SEED, show_default=True)
 def command(results: str, labels: str, methods: tuple[str, ...], out: str | None, threshold: float, id_field: str,
             label_field: str | None, group_field: str | None, reviewers: tuple[str, ...], human_scale: str | None,
             holdout: float, split_seed: int, metric: str | None, human_pass: float | None, target_width: float,
-            min_gain: float | None, log_file: str | None, json_out: str | None, dry_run: bool, n_boot: int,
-            boot_seed: int) -> int:
+            min_gain: float | None, log_file: str | None, json_out: str | None, store_url: str | None,
+            no_store: bool, dry_run: bool, n_boot: int, boot_seed: int) -> int:
     """Fit an aligned judge on some of LABELS, measure it on the others against RESULTS' raw judge and a no-judge
     baseline, and write it only when its held-out gain over both is above 0.
 
     Exit 0 (written or not), 1 when --min-gain fails, 2 on bad input or an interval wider than --target-width.
     """
+    if no_store and store_url:
+        raise UserError("--store and --no-store contradict each other; give one")
     methods = methods or ("map",)
     inputs = {Path(results).resolve(), Path(labels).resolve()}
     dest = Path(out) if out else Path(results).with_name(Path(results).name.split(".")[0] + ".aligned.json")
@@ -84,6 +91,12 @@ def command(results: str, labels: str, methods: tuple[str, ...], out: str | None
         click.echo(f"aligned judge {al.aligned.hash} (refitted on all {al.n_labels} labels) written to {dest}")
     if json_out:
         Path(json_out).write_text(json.dumps(al.to_dict(), indent=2, allow_nan=False), encoding="utf-8")
+    if not no_store:
+        try:
+            if al.record(normalise_url(store_url) if store_url else None):
+                echo_err("recorded in the run history" + (f" ({display_url(store_url)})" if store_url else ""))
+        except StoreError as exc:  # the aligned judge is already written: the history only misses it
+            echo_err(f"warning: not recorded in the run history: {exc}")
     if log_file:
         mae = al.figures.values["aligned" if al.written else "raw"].get("mae")
         delta = mae.estimate if mae is not None and mae.estimate is not None else float("nan")

@@ -26,12 +26,14 @@ from ._settings import (
 )
 
 if _TYPE_CHECKING:
+    from ._alignments import alignments, record_alignment
     from ._engine import HEAD as SCHEMA_REVISION
     from ._engine import REVISIONS
     from ._store import RunRecord, Store
 
 # SQLAlchemy is imported with the names that need it, never by a run's start (the recorder's thread imports it).
 _LAZY = {"SCHEMA_REVISION": ("._engine", "HEAD"), "REVISIONS": ("._engine", "REVISIONS"),
+         "alignments": ("._alignments", "alignments"), "record_alignment": ("._alignments", "record_alignment"),
          "RunRecord": ("._store", "RunRecord"), "Store": ("._store", "Store")}
 
 
@@ -60,6 +62,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreSettings",
+    "alignments",
     "current",
     "default_url",
     "display_url",
@@ -67,6 +70,7 @@ __all__ = [
     "normalise_url",
     "open_recorder",
     "open_store",
+    "record_alignment",
     "recording",
     "scope",
 ]
