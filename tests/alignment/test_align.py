@@ -166,3 +166,20 @@ def test_the_aligned_file_round_trips_and_names_its_judge(tmp_path: Path) -> Non
     assert al.aligned is not None
     back = load_aligned(al.aligned.save(tmp_path / "a.json"))
     assert back == al.aligned and back.hash == al.aligned.hash
+
+
+def test_several_reviewers_get_their_agreement_beside_the_judge(tmp_path: Path) -> None:
+    judge, human = squashed(40, seed=6)
+    rng = np.random.default_rng(0)
+    lines = [{"id": c, "score": v, "reviewer": "ann"} for c, v in human.items()]
+    # bob agrees with ann on most cases and differs by one level on some
+    lines += [{"id": c, "score": v if rng.random() < 0.8 else min(1.0, v + 0.25), "reviewer": "bob"}
+              for c, v in human.items()]
+    lines += [{"id": c, "score": v, "reviewer": "cy"} for c, v in list(human.items())[:20]]
+    al = align(write_run(tmp_path / "run.jsonl", judge), write_labels(tmp_path / "l.jsonl", lines), n_boot=300)
+    a = al.reviewers_alpha
+    assert a is not None and a.estimate is not None and 0.7 < a.estimate < 1.0
+    assert a.n == 40
+    assert any("reviewers' agreement" in line for line in al.lines())
+    one = align(write_run(tmp_path / "run2.jsonl", judge), tmp_path / "l.jsonl", reviewers=["ann"], n_boot=300)
+    assert one.reviewers_alpha is None

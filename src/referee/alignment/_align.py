@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..stats._agreement import interval_text
-from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
+from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 from ._figures import (
     METRIC_NAMES,
     METRICS,
@@ -59,6 +59,9 @@ class Alignment:
     """The labels read (each reviewer's), when ``align`` read a file."""
     run_id: str | None = None
     """The run the judge's scores came from (its manifest's run id), when known."""
+    reviewers_alpha: Interval | None = None
+    """With several reviewers: their agreement with each other (Krippendorff's alpha; nominal for pass/fail,
+    interval for scores), the ceiling a judge is measured against."""
 
     @property
     def too_wide(self) -> bool:
@@ -101,7 +104,8 @@ class Alignment:
                 "heldout": self.figures.to_dict(), "written": self.written, "reasons": self.reasons,
                 "aligned_hash": self.aligned.hash if self.aligned else None, "more_labels": self.more_labels,
                 "half_width": self.half_width, "target_width": self.target_width, "changed": self.changed,
-                "notes": self.notes}
+                "notes": self.notes,
+                "reviewers_alpha": None if self.reviewers_alpha is None else self.reviewers_alpha.to_dict()}
 
     def lines(self) -> list[str]:
         """The report, in plain words, at most 80 columns wide."""
@@ -118,6 +122,9 @@ class Alignment:
                 if m in f.gains[ref]:
                     word = "raw judge" if ref == "raw" else "no judge"
                     out.append(f"    gain over {word:<9} {interval_text(f.gains[ref][m])}")
+        if self.reviewers_alpha is not None and self.labels is not None:
+            out.append(f"reviewers' agreement with each other ({len(self.labels.reviewers)} reviewers, "
+                       f"Krippendorff's alpha): {interval_text(self.reviewers_alpha)}: the ceiling for a judge")
         out.append("aligned judge written" if self.written else "no aligned judge written: the original is kept")
         out.extend(f"  {r}" for r in self.reasons)
         if self.more_labels is not None:
@@ -330,6 +337,13 @@ def align(results: str | Path, labels: str | Path | HumanLabels, *, method: tupl
                                    method=methods, holdout=holdout, split_seed=split_seed, metric=metric,
                                    human_pass=human_pass, target_width=target_width, n_boot=n_boot, seed=seed)
     al.labels = hl
+    if len(hl.reviewers) > 1:
+        from ..stats._panel import krippendorff_alpha
+
+        cases = sorted({c for vals in hl.by_reviewer.values() for c in vals})
+        votes = [[hl.by_reviewer[r].get(c) for c in cases] for r in hl.reviewers]
+        al.reviewers_alpha = krippendorff_alpha(votes, level="nominal" if al.kind == "binary" else "interval",
+                                                n_boot=min(n_boot, 500), seed=seed)
     from ..results._manifest import RunManifest
 
     try:
