@@ -42,9 +42,9 @@ from ._common import echo_err
 @click.option("--human-pass", type=float, default=None,
               help="A passing label (0-1 scale) for score labels: the aligned judge's pass mark is where its map "
                    "reaches it.")
-@click.option("--target-width", type=click.FloatRange(0, min_open=True), default=DEFAULT_TARGET_WIDTH,
-              show_default=True, help="Exit 2 when the gain's interval is wider than +-W (and say how many more "
-                                      "labels would narrow it).")
+@click.option("--target-width", type=click.FloatRange(0, min_open=True), default=None,
+              help="Exit 2 when the gain's interval is wider than +-W. The report always says how many more labels "
+                   f"would narrow it to +-W (default {DEFAULT_TARGET_WIDTH:g}).")
 @click.option("--min-gain", type=float, default=None,
               help="Exit 1 unless an aligned judge is written with a gain whose lower bound over both references is at "
                    "least this.")
@@ -60,7 +60,8 @@ from ._common import echo_err
 @click.option("--boot-seed", type=int, default=DEFAULT_SEED, show_default=True)
 def command(results: str, labels: str, methods: tuple[str, ...], out: str | None, threshold: float, id_field: str,
             label_field: str | None, group_field: str | None, reviewers: tuple[str, ...], human_scale: str | None,
-            holdout: float, split_seed: int, metric: str | None, human_pass: float | None, target_width: float,
+            holdout: float, split_seed: int, metric: str | None, human_pass: float | None,
+            target_width: float | None,
             min_gain: float | None, log_file: str | None, json_out: str | None, store_url: str | None,
             no_store: bool, dry_run: bool, n_boot: int, boot_seed: int) -> int:
     """Fit an aligned judge on some of LABELS, measure it on the others against RESULTS' raw judge and a no-judge
@@ -83,7 +84,8 @@ def command(results: str, labels: str, methods: tuple[str, ...], out: str | None
     al = align(results, labels, method=methods, threshold=threshold, label_field=label_field, id_field=id_field,
                group_field=group_field, reviewers=list(reviewers) or None,
                human_scale=parse_scale(human_scale) if human_scale else None, holdout=holdout, split_seed=split_seed,
-               metric=metric, human_pass=human_pass, target_width=target_width, n_boot=n_boot, seed=boot_seed)
+               metric=metric, human_pass=human_pass, target_width=target_width or DEFAULT_TARGET_WIDTH, n_boot=n_boot,
+               seed=boot_seed)
     for line in al.lines():
         click.echo(line)
     if al.aligned is not None:
@@ -108,7 +110,7 @@ def command(results: str, labels: str, methods: tuple[str, ...], out: str | None
     if min_gain is not None and not al.passes_min_gain(min_gain):
         echo_err(f"gate failed: no aligned judge with a held-out gain of at least {min_gain:g} over both references")
         code = 1
-    if al.too_wide:
+    if target_width is not None and al.too_wide:
         hw = "undefined" if al.half_width is None else f"+-{al.half_width:.3f}"
         echo_err(f"the gain's interval is {hw}, wider than --target-width +-{target_width:g}: label more cases")
         code = 2
