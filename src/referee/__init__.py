@@ -21,6 +21,7 @@ from .errors import (
 if _TYPE_CHECKING:
     from . import judges, synth
     from .aggregate import Summary, summarize
+    from .alignment import Alignment, align
     from .cases._case import Case, CaseSet, cases_from, load_cases
     from .evaluators import CheckResult, Evaluator, JudgeOutcome, ReplyInvalid, ask_judge, register
     from .gates._engine import GateConfig, GateResult, evaluate_gates
@@ -73,6 +74,7 @@ _LAZY = {
     **dict.fromkeys(("JudgeClient", "ResponseCache", "RetryPolicy"), ".runner"),
     **dict.fromkeys(("RunEstimate", "estimate_run"), ".run._estimate"),
     "runs": ".store",
+    **dict.fromkeys(("Alignment", "align"), ".alignment"),
     **dict.fromkeys(("TargetGate", "TargetsRun", "run_targets"), ".run._target_runs"),
 }
 
@@ -92,6 +94,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Alignment",
     "Case",
     "CaseSet",
     "CheckResult",
@@ -128,6 +131,7 @@ __all__ = [
     "Usage",
     "UserError",
     "__version__",
+    "align",
     "as_evaluator",
     "ask_judge",
     "cases_from",

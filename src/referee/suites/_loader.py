@@ -171,6 +171,17 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
     if model is None or col.problems:
         return None, sorted(col.problems, key=lambda p: (p.line or 0))
     specs = [_with_judge_defaults(s, judge) for s in specs]
+    if judge is not None:
+        from ..alignment import JudgeRef
+
+        for idx, s in enumerate(specs):
+            if s.aligned is not None:
+                try:
+                    s.aligned.check_judge(JudgeRef(provider=judge.provider, model=judge.model))
+                except UserError as exc:
+                    col.add(("evaluators", idx, "aligned"), str(exc))
+        if col.problems:
+            return None, sorted(col.problems, key=lambda p: (p.line or 0))
     suite = Suite(path=sp, name=model.name or default_name, cases=cases, specs=specs, scoring=model.scoring,
                   judge=judge, gates=model.gates, concurrency=model.concurrency,
                   sha256=sha256, cases_path=cases_path, base_dir=base, targets=targets,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..targets._model import ModelEntry, PromptEntry, TargetSpec
 
-RESERVED_ENTRY_KEYS = ("id", "weight", "threshold", "critical", "field", "description", "panel")
+RESERVED_ENTRY_KEYS = ("id", "weight", "threshold", "critical", "field", "description", "panel", "aligned")
 """Keys of an evaluator entry that configure how the suite uses it; the one other key is its name."""
 
 
@@ -161,3 +161,5 @@ class EntryMeta(_M):
     field: str = Field(default="output", description="Case field the evaluator looks at.")
     description: str | None = None
     panel: PanelOptions | None = Field(default=None, description="This LLM evaluator's panel rule (with judges:).")
+    aligned: str | None = Field(default=None, description="An aligned judge file (referee align), relative to the "
+                                                          "suite: this LLM judge's scores are mapped through it.")
