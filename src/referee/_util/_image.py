@@ -6,7 +6,8 @@ the normalised JSON form a case keeps (:meth:`Image.part`), and the markers a pr
 (:func:`marker`, :func:`split`). Paths are resolved where cases are loaded (``cases/_media.py``), never here.
 
 Limits (environment): ``REFEREE_MAX_IMAGE_BYTES`` (one image, default 20 MiB, OpenAI's and Gemini's inline
-limit) and ``REFEREE_MAX_IMAGES_PER_CASE`` (default 20).
+limit), ``REFEREE_MAX_IMAGES_PER_CASE`` (default 20) and ``REFEREE_MAX_RUN_IMAGE_BYTES`` (the distinct images one
+load of cases may hold, default 1 GiB: each is held once, however many parts name it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """The formats every wire format referee speaks takes inline (OpenAI, Anthropic, Gemini, Bedrock Converse)."""
 DEFAULT_MAX_IMAGE_BYTES = 20 * 1024 * 1024
 DEFAULT_MAX_IMAGES = 20
+DEFAULT_MAX_RUN_IMAGE_BYTES = 1024 * 1024 * 1024
 _FORMAT_OF = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
 _ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
 
@@ -54,6 +56,11 @@ def _env_int(name: str, default: int) -> int:
 def max_image_bytes() -> int:
     """The size limit of one image (``REFEREE_MAX_IMAGE_BYTES``)."""
     return _env_int("REFEREE_MAX_IMAGE_BYTES", DEFAULT_MAX_IMAGE_BYTES)
+
+
+def max_run_image_bytes() -> int:
+    """The bytes of distinct images one load of cases may hold (``REFEREE_MAX_RUN_IMAGE_BYTES``)."""
+    return _env_int("REFEREE_MAX_RUN_IMAGE_BYTES", DEFAULT_MAX_RUN_IMAGE_BYTES)
 
 
 def max_images() -> int:

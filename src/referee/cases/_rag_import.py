@@ -24,6 +24,7 @@ from typing import Any
 from .._util import _data
 from ..errors import InputError, UserError
 from ._case import CaseSet, _check_case, _decode, _plain, read_parquet
+from ._media import media_store
 
 RAG_FORMATS = ("ragas", "deepeval")
 
@@ -152,6 +153,12 @@ def _records(p: Path) -> Iterator[tuple[int, Any]]:
 def import_rag_cases(source: Any, fmt: str, *, name: str = "<records>") -> CaseSet:
     """Cases from a Ragas (``fmt="ragas"``) or DeepEval (``"deepeval"``) file (JSONL, JSON, CSV, Parquet), a list of
     their records, or a pandas DataFrame of them. Raises :class:`InputError` naming file, line and field."""
+    # One image store for every case loaded here: an image named by many parts is held once.
+    with media_store():
+        return _import_rag_cases_unshared(source, fmt, name=name)
+
+
+def _import_rag_cases_unshared(source: Any, fmt: str, *, name: str = "<records>") -> CaseSet:
     if fmt not in RAG_FORMATS:
         raise UserError(f"format '{fmt}': one of {', '.join(RAG_FORMATS)}")
     if isinstance(source, str | Path):
