@@ -29,6 +29,9 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("REFEREE_DEBUG", raising=False)
     monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / ".referee"))
     monkeypatch.setenv("REFEREE_RETRY_BASE_DELAY", "0.01")
+    # The run history is off for tests that do not test it (tests/store turn it on, into a store of their own):
+    # the suite neither slows down nor writes into the clone's .referee/.
+    monkeypatch.setenv("REFEREE_STORE", "off")
 
 
 @pytest.fixture(scope="session")

@@ -49,8 +49,10 @@ def test_seed_behaviour_mean_delta_and_worst_first(files: tuple[str, str], tmp_p
     assert data["n"] == 4
     assert data["mean_abs_delta"] == pytest.approx(0.175)
     assert [r["id"] for r in data["per_case"]] == ["c", "b", "a", "d"]
-    text = capsys.readouterr().err  # referee's tables are on stderr, the seed's lines on stdout
-    assert "0.175" in text and text.index("│ c") < text.index("│ b")
+    cap = capsys.readouterr()  # the seed's report on stdout, referee's statistics on stderr: nothing twice
+    assert cap.out.index("  c: judge=0.60 human=1.00 delta=0.40") < cap.out.index("  b: judge=0.20")
+    assert "0.175" in cap.out and "Agreement with human labels" in cap.err
+    assert "delta=" not in cap.err and "Per-case" not in cap.err and "Mean delta vs human" not in cap.err
     assert any("unscored" in n for n in data["notes"])
     assert cli(["calibrate", judge, human, "--threshold", "0.1"]) == 1
 
@@ -134,7 +136,7 @@ def test_float_noise_does_not_fail_the_threshold(tmp_path: Path, capsys: pytest.
     judge = _jsonl(tmp_path / "j.jsonl", [{"id": "a", "score": 0.9}, {"id": "b", "score": 0.3}])
     human = _jsonl(tmp_path / "h.jsonl", [{"id": "a", "score": 0.7}, {"id": "b", "score": 0.1}])
     assert cli(["calibrate", judge, human, "--threshold", "0.2"]) == 0
-    assert "0.200 over 2 cases (threshold 0.2): OK" in capsys.readouterr().err
+    assert "mean delta 0.200 (threshold 0.2)" in (out := capsys.readouterr().out) and "OK: none needed" in out
     assert cli(["calibrate", judge, human, "--threshold", "0.19"]) == 1
 
 
@@ -179,11 +181,11 @@ def test_every_case_is_listed_by_default(tmp_path: Path, capsys: pytest.CaptureF
     judge = _jsonl(tmp_path / "j.jsonl", [{"id": f"case{i:02d}", "score": 0.5} for i in range(30)])
     human = _jsonl(tmp_path / "h.jsonl", [{"id": f"case{i:02d}", "score": (i % 3) / 2} for i in range(30)])
     assert cli(["calibrate", judge, human, "--threshold", "1"]) == 0
-    out = capsys.readouterr().err
-    assert "(all 30)" in out and all(f"case{i:02d}" in out for i in range(30))
+    out = capsys.readouterr().out
+    assert all(f"  case{i:02d}: judge=" in out for i in range(30))
     assert cli(["calibrate", judge, human, "--threshold", "1", "--show", "3"]) == 0
-    out = capsys.readouterr().err
-    assert "(top 3 of 30)" in out and sum(f"case{i:02d}" in out for i in range(30)) == 3
+    out = capsys.readouterr().out
+    assert "27 more (--show limits the list)" in out and sum(f"case{i:02d}" in out for i in range(30)) == 3
 
 
 def test_pass_fail_labels_meet_the_judges_verdicts_not_its_scores(tmp_path: Path) -> None:

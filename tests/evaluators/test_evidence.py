@@ -75,3 +75,49 @@ def test_a_near_match_must_keep_numbers_and_negations() -> None:
     d = EvidenceChecker({"output": "You don't need a receipt for orders under 50 euros."})
     assert not d.check("You do need a receipt for orders under 50 euros").found
     assert d.check("You dont need a reciept for orders under 50 euros").found
+
+
+# -- strict matching (claim support) -----------------------------------------------------------------------------
+POLICY = "Refunds are not issued for gift cards. Refunds for card payments arrive within 5 business days."
+
+
+def test_strict_matching_takes_no_file_line_reference() -> None:
+    # The rubric matcher accepts `file:line` for a source of that name; claim support must be quoted text.
+    lenient = EvidenceChecker({"policy.md": POLICY})
+    strict = EvidenceChecker({"policy.md": POLICY}, strict=True)
+    assert lenient.check("policy.md:1").found
+    assert not strict.check("policy.md:1").found
+    assert not strict.check("`policy.md:1-1`").found
+    assert strict.check("Refunds are not issued for gift cards").found
+
+
+def test_strict_ellipsis_cannot_elide_a_negation_or_a_number() -> None:
+    strict = EvidenceChecker({"p": POLICY}, strict=True)
+    assert EvidenceChecker({"p": POLICY}).check("Refunds are ... issued for gift cards").found  # order-free, lenient
+    assert not strict.check("Refunds are ... issued for gift cards").found  # "not" elided
+    assert not strict.check("Refunds for card payments arrive within ... business days").found  # "5" elided
+    assert strict.check("Refunds are not issued ... gift cards").found  # "for" elided: nothing of meaning
+    assert strict.check("Refunds for card payments ... within 5 business days").found
+
+
+def test_strict_ellipsis_fragments_stand_in_the_quotes_order_and_near_each_other() -> None:
+    strict = EvidenceChecker({"p": POLICY}, strict=True)
+    assert not strict.check("within 5 business days ... Refunds are not issued").found  # reversed order
+    far = "Alpha beta gamma delta. " + "filler words here " * 40 + "Epsilon zeta eta theta."
+    c = EvidenceChecker({"p": far}, strict=True)
+    assert c.check("Alpha beta gamma ... delta").found
+    assert not c.check("Alpha beta gamma delta ... Epsilon zeta eta theta").found  # 700 characters elided
+    assert EvidenceChecker({"p": far}).check("Alpha beta gamma delta ... Epsilon zeta eta theta").found
+
+
+def test_strict_ellipsis_tries_every_place_of_the_first_fragment() -> None:
+    # The first "refunds are" is followed by an elided "not"; the second place joins cleanly.
+    c = EvidenceChecker({"p": "Refunds are not issued for gift cards. Refunds are issued for duplicate charges."},
+                        strict=True)
+    assert c.check("Refunds are ... issued for duplicate charges").found
+    assert not c.check("Refunds are ... issued for gift cards").found
+
+
+def test_strict_fragments_tolerate_a_typo_like_the_lenient_matcher() -> None:
+    c = EvidenceChecker({"p": POLICY}, strict=True)
+    assert c.check("Refunds for card payments arive ... 5 business days").found

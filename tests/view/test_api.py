@@ -387,3 +387,36 @@ def test_a_changed_label_keeps_every_line_written_meanwhile(tmp_path: Path) -> N
         assert [(o["id"], o["score"]) for o in got if o.get("reviewer") == "ann"] == [("a", 0.0), ("c", 0.0)]
     finally:
         store.release()
+
+
+def test_the_agreement_shown_is_the_printed_commands_figure_for_figure(tmp_path: Path) -> None:
+    # Continuous judge scores (no verdicts of their own) and pass/fail labels: the page compares the labels with
+    # the verdicts it colours the grid with, and the command it prints computes exactly that.
+    import shlex
+
+    scores = [0.95, 0.72, 0.69, 0.4, 0.88, 0.1, 0.55, 0.81, 0.3]
+    human = [1, 0, 1, 0, 1, 0, 0, 1, 1]
+    results = tmp_path / "run.jsonl"
+    results.write_text("".join(json.dumps({"id": f"c{i}", "score": s}) + "\n" for i, s in enumerate(scores)),
+                       encoding="utf-8")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"id": f"c{i}", "input": "q"}) + "\n" for i in range(9)), encoding="utf-8")
+    s = serve([results], [cases])
+    try:
+        for i, h in enumerate(human):
+            assert call(s, "POST", "/api/labels", {"run": "0", "id": f"c{i}", "passed": bool(h)})[0] == 201
+        shown = get(s, "/api/runs/0/agreement")
+    finally:
+        s.server.shutdown()
+        s.server.server_close()
+        close_app(s.app)
+    assert shown["n"] == 9 and shown["command"].split()[:2] == ["referee", "calibrate"]
+    out = tmp_path / "cal.json"
+    assert cli([*shlex.split(shown["command"])[1:], "--threshold", "1", "--json-out", str(out)]) == 0
+    printed = json.loads(out.read_text())
+    # The verdicts at 0.7: judge passes c0 c1 c4 c7; exact agreement 6 of 9.
+    assert printed["agreement"]["exact_agreement"]["estimate"] == pytest.approx(6 / 9)
+    for key in ("mean_abs_delta", "n", "scale"):
+        assert shown[key] == printed[key]
+    for stat in ("exact_agreement", "kappa", "mean_abs_diff"):
+        assert shown["agreement"][stat] == printed["agreement"][stat]

@@ -18,9 +18,14 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..errors import InputError, UserError
+
+if TYPE_CHECKING:
+    from ..aggregate import ResultsTable
 from ..results._io import iter_jsonl_lenient
 from ..stats._agreement import Agreement, agreement
 from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED
@@ -117,6 +122,38 @@ def read_labels(path: str | Path, *, field_name: str | None = None,
             out.integer = False  # a fractional or averaged label is no longer a category
         out.values[cid] = mean if scale is None else (mean - scale[0]) / (scale[1] - scale[0])
     return out
+
+
+def judge_labels(path: str | Path, *, threshold: float | None = None, pass_rule: str = "threshold",
+                 field_name: str | None = None, scale: tuple[float, float] | None = None, strict: bool = False,
+                 table: ResultsTable | None = None) -> Labels:
+    """A judge's results file as calibration labels. With a pass ``threshold``, every case also gets a pass/fail
+    verdict: the row's own ``passed`` where it has one, else the verdict rule of ``referee score`` (``threshold``,
+    ``pass_rule``) over its scored rows when they all agree, so pass/fail human labels meet pass/fail verdicts.
+    Without one (the seed's ``calibrate_judge.py``), only rows' own verdicts are known. ``referee calibrate`` and
+    the viewer's agreement both read a run through this one function (the viewer with its threshold, and the
+    command it prints with ``--pass-threshold``), so they print the same figures. ``table``: the file already
+    loaded by the aggregator (the viewer's), else it is loaded here."""
+    from ..aggregate import load_table
+    from ..aggregate._load import SCORED
+
+    labels = read_labels(path, field_name=field_name, scale=scale, strict=strict)
+    if threshold is None:
+        return labels
+    if table is None:
+        try:
+            table = load_table(path, split=False)
+        except InputError:
+            return labels  # read_labels already said what is wrong with the lines it skipped
+    rows = np.flatnonzero(table.status == SCORED).astype(np.int64)
+    ok = table.row_passes(rows, threshold, pass_rule)
+    by_rule: dict[str, set[bool]] = {}
+    for i, good in zip(rows.tolist(), ok.tolist(), strict=True):
+        by_rule.setdefault(table.ids[i], set()).add(bool(good))
+    for cid, verdicts in by_rule.items():
+        if cid in labels.values and cid not in labels.passed and len(verdicts) == 1:
+            labels.passed[cid] = next(iter(verdicts))
+    return labels
 
 
 def _range(lab: Labels) -> tuple[float, float]:
@@ -221,8 +258,11 @@ def calibrate(judge: Labels, human: Labels, *, n_boot: int = DEFAULT_N_BOOT,
         lo, hi = int(min(levels)), int(max(levels))
         labels = [float(v) for v in range(lo, hi + 1)] if ordinal else levels
     if not categorical:
+        hint = ("; to compare pass/fail labels with the judge's pass/fail verdicts, give the pass threshold "
+                "(--pass-threshold, as referee score --threshold)"
+                if human.integer and set(y) <= {0.0, 1.0} else "")
         notes.append("exact agreement, kappa and the confusion matrix need categorical labels on both sides "
-                     "(integers, e.g. pass/fail or 1-5); the judge's or the humans' values are continuous here")
+                     "(integers, e.g. pass/fail or 1-5); the judge's or the humans' values are continuous here" + hint)
     st = agreement(x, y, categorical=categorical, ordinal=ordinal, labels=labels, n_boot=n_boot, seed=seed)
     if len(set(x)) == 1:
         notes.append(f"one-sided sample: every judge value is {x[0]:g}, so kappa and correlations are undefined")

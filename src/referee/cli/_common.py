@@ -265,3 +265,42 @@ def report_preflight(pf: Preflight, cases_path: str, *, skip_invalid: bool, verb
 
     require_valid(pf, cases_path, skip_invalid=skip_invalid, verb=verb,
                   on_problem=lambda p: echo_err(f"invalid: {p}"))
+
+
+def store_options() -> Callable[[F], F]:
+    """``--store URL``, ``--no-store`` and ``--tag`` (repeatable) on a command that writes results: the run is
+    recorded in the run history with them (``referee.store.recording``)."""
+
+    def deco(f: F) -> F:
+        opts = [
+            click.option("--store", "store_url", default=None, metavar="URL",
+                         help="Record this run in another history: a SQLite file or sqlite:///path, or "
+                              "postgresql://user:pass@host:port/db (default: REFEREE_STORE, else "
+                              ".referee/history.sqlite at the repository's top level)."),
+            click.option("--no-store", is_flag=True, help="Do not record this run in the run history."),
+            click.option("--tag", "store_tags", multiple=True, metavar="TAG",
+                         help="Tag the run in the history (repeatable)."),
+        ]
+        for o in reversed(opts):
+            f = o(f)
+
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from ..store import StoreError, recording
+
+            url, off, tags = kwargs.pop("store_url"), kwargs.pop("no_store"), kwargs.pop("store_tags")
+            if off and url:
+                raise click.UsageError("--store and --no-store contradict each other; give one")
+            try:
+                ctx = recording(url, enabled=False if off else None, tags=tags)
+                ctx.__enter__()
+            except StoreError as exc:
+                raise UserError(str(exc)) from None
+            try:
+                return f(*args, **kwargs)
+            finally:
+                ctx.__exit__(None, None, None)
+
+        return wrapper  # type: ignore[return-value]
+
+    return deco

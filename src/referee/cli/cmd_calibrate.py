@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from ..calibrate import calibrate, parse_scale, read_labels, update_log
+from ..aggregate import PASS_RULES
+from ..calibrate import calibrate, judge_labels, parse_scale, read_labels, update_log
 from ..errors import InputError
 from ..reports import display_text, render_calibration, seed_calibration_lines
 from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
@@ -22,6 +23,12 @@ _MAX_WARNINGS = 20
 @click.argument("human_file", metavar="HUMAN", type=click.Path(dir_okay=False))
 @click.option("--threshold", type=float, default=0.2, show_default=True,
               help="Exit 1 when the mean absolute delta is above this.")
+@click.option("--pass-threshold", type=click.FloatRange(0, 1), default=None,
+              help="Give the judge's rows pass/fail verdicts, so pass/fail labels meet verdicts rather than scores: a "
+                   "row without its own 'passed' passes when score >= this (as referee score --threshold; the "
+                   "viewer's agreement uses its --threshold). Default: scores, as calibrate_judge.py.")
+@click.option("--pass-rule", type=click.Choice(PASS_RULES), default="threshold", show_default=True,
+              help="As referee score --pass-rule, for the judge's verdicts.")
 @click.option("--update-log", "log_file", type=click.Path(dir_okay=False), default=None,
               help="Record this check in the judge prompt's calibration table.")
 @click.option("--action", default=None,
@@ -55,7 +62,8 @@ _MAX_WARNINGS = 20
               show_default=True, help="The pass mark the margin confidence is measured from.")
 @click.option("--escalated-out", type=click.Path(dir_okay=False), default=None,
               help="Write the ids of the cases below the threshold (for a stronger judge or a human) as JSONL.")
-def command(judge_file: str, human_file: str, threshold: float, log_file: str | None, action: str | None,
+def command(judge_file: str, human_file: str, threshold: float, pass_threshold: float | None, pass_rule: str,
+            log_file: str | None, action: str | None,
             min_kappa: float | None, min_agreement: float | None, min_spearman: float | None,
             min_kendall: float | None, judge_field: str | None, human_field: str | None,
             judge_scale: str | None, human_scale: str | None, show: int | None, json_out: str | None,
@@ -70,7 +78,8 @@ def command(judge_file: str, human_file: str, threshold: float, log_file: str | 
         raise InputError("calibration log file not found (--update-log)", file=log_file)
     js = parse_scale(judge_scale) if judge_scale else None
     hs = parse_scale(human_scale) if human_scale else None
-    judge = read_labels(judge_file, field_name=judge_field, scale=js, strict=strict)
+    judge = judge_labels(judge_file, threshold=pass_threshold, pass_rule=pass_rule, field_name=judge_field, scale=js,
+                         strict=strict)
     human = read_labels(human_file, field_name=human_field, scale=hs, strict=strict)
     for w in [*judge.warnings, *human.warnings][:_MAX_WARNINGS]:
         echo_err(f"warning: {w}")
@@ -79,9 +88,10 @@ def command(judge_file: str, human_file: str, threshold: float, log_file: str | 
         echo_err(f"warning: ... and {n_warn - _MAX_WARNINGS} more malformed lines skipped")
     cal = calibrate(judge, human, n_boot=n_boot, seed=boot_seed, judge_scaled=js is not None,
                     human_scaled=hs is not None)
-    # The seed's report on stdout (scripts parse it), referee's tables and statistics on stderr.
-    seed_lines, seed_action = seed_calibration_lines(cal, threshold)
-    render_calibration(cal, threshold, show, stderr=True)
+    # The seed's report on stdout (scripts parse it: the per-case deltas and the verdict), and on stderr only what
+    # it lacks (the agreement statistics, the confusion matrix, the notes), so nothing is printed twice.
+    seed_lines, seed_action = seed_calibration_lines(cal, threshold, show)
+    render_calibration(cal, threshold, show, stderr=True, seed_report=True)
     for line in seed_lines:
         click.echo(display_text(line))
     failures = cal.gate_failures(threshold, min_kappa=min_kappa, min_agreement=min_agreement,

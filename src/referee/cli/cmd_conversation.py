@@ -10,7 +10,7 @@ from .. import judge_conversations
 from ..evaluators import CONVERSATION_MODES as MODES
 from . import invoked_argv, keep_until_exit
 from ._agents import report_outcome
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit, store_options
 
 
 @click.command("conversation")
@@ -25,6 +25,7 @@ from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_optio
               help="YAML mapping criterion id -> description (replaces the mode's default rubric).")
 @click.option("--category", default=None, help="Category of cases that have none (a case's own category wins).")
 @judge_options(default_concurrency=8)
+@store_options()
 def command(cases: str, out: str, mode: str, criteria_file: str | None, category: str | None,
             judge: JudgeOptions) -> int:
     """Judge conversations in CASES: 'turns' [{role, content}], 'input' the final user turn, 'output' the reply."""

@@ -23,7 +23,7 @@ from ..results import ResultRow
 from ..rubrics import UNGROUNDED_MODES, Rubric, load_rubric, read_text_file, rubric_hash
 from ..runner import FatalRunError, totals_line
 from . import invoked_argv, keep_until_exit
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit, store_options
 
 __all__ = ["command", "read_text_file", "rubric_hash"]  # the helpers moved to the library; kept importable
 
@@ -67,6 +67,7 @@ def _row_json(row: ResultRow, rubric: Rubric) -> dict[str, Any]:
               help="The verdict's 'Evaluator' line: agent name or task id (default: referee, the rubric and the "
                    "judge model).")
 @judge_options(default_concurrency=4)
+@store_options()
 def command(output: str | None, task: str | None, contexts: tuple[str, ...], rubric: str,
             json_out: str | None, fail_below: float | None, cases_path: str | None, out: str | None,
             html_out: str | None, category: str | None, ungrounded_mode: str | None, evaluated: str | None,

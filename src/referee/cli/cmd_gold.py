@@ -24,7 +24,7 @@ from ..gates import GateResult
 from ..reports import gold_case_text, gold_run_notes
 from ..rubrics import load_rubric
 from . import invoked_argv, keep_until_exit
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit, store_options
 
 
 @click.command("gold")
@@ -44,6 +44,7 @@ from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_optio
               help="Decide each criterion by the judge's own pass flag alone, as the original evaluator did "
                    "(by default a score of 0 fails the criterion whatever pass says).")
 @judge_options(default_concurrency=4)
+@store_options()
 def command(criteria: str, generated: str | None, gold: str | None, dataset: str | None, results_dir: str | None,
             output: str, single_call: bool, mlflow_uri: str | None, mlflow_experiment: str,
             judge_pass_only: bool, judge: JudgeOptions) -> int:

@@ -20,6 +20,7 @@ from ._common import (
     graded_count,
     judge_options,
     result_exit,
+    store_options,
 )
 
 __all__ = ["command", "read_template"]
@@ -44,6 +45,7 @@ __all__ = ["command", "read_template"]
               help="Resuming into --out: judge again the cases it holds as unscored (error rows are always judged "
                    "again), asking the judge afresh instead of reading its cached reply.")
 @judge_options(default_concurrency=8)
+@store_options()
 def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool, repeat: int,
             criteria: str | None, request_format: str, retry_unscored: bool, judge: JudgeOptions) -> int:
     """Grade CASES (JSONL or YAML) with an LLM judge; rows are appended to --out as they complete."""

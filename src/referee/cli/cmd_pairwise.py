@@ -20,6 +20,7 @@ from ._common import (
     graded_count,
     judge_options,
     result_exit,
+    store_options,
 )
 
 
@@ -42,6 +43,7 @@ from ._common import (
                    "structured output. seed: agent-eval's run_pairwise.py request (the filled template as the one "
                    "user message): fewer tokens, weaker defences (docs/benchmarks.md).")
 @judge_options(default_concurrency=5)
+@store_options()
 def command(cases: str, template: str, out: str, category: str | None, skip_invalid: bool,
             name_a: str | None, name_b: str | None, reconcile: Reconcile, request_format: str,
             judge: JudgeOptions) -> int:

@@ -11,7 +11,15 @@ from ..gates import exit_code
 from ..redteam import FAILURE_MODES, SURFACES, generate, load_seeds, load_templates, write_cases
 from . import invoked_argv
 from ._agents import report_outcome
-from ._common import JudgeOptions, api_judge, echo_err, echo_nothing_graded, flag_errors, judge_options
+from ._common import (
+    JudgeOptions,
+    api_judge,
+    echo_err,
+    echo_nothing_graded,
+    flag_errors,
+    judge_options,
+    store_options,
+)
 
 
 @click.group("redteam")
@@ -69,6 +77,7 @@ def generate_cmd(out: str, seed: int, modes: tuple[str, ...], surfaces: tuple[st
 @click.option("--judge", "use_judge", is_flag=True,
               help="Also ask the red-team judge (needed where code cannot tell a refusal from compliance).")
 @judge_options(default_concurrency=8)
+@store_options()
 def run_cmd(cases: str, out: str, outputs: str | None, target_file: str | None, target_id: str | None,
             use_judge: bool, judge: JudgeOptions) -> int:
     """Check the agent's replies to adversarial CASES; results are reported per attack type."""

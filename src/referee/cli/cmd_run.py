@@ -20,6 +20,7 @@ from ._common import (
     echo_nothing_graded,
     echo_verdict,
     judge_options,
+    store_options,
     suite_judge,
 )
 
@@ -96,6 +97,7 @@ def default_out(suite_path: str) -> Path:
                    "are always judged again), asking the judge afresh instead of reading its cached reply.")
 @click.option("--verbose", "-v", is_flag=True, help="The full score report (paired tests, power, more cases).")
 @judge_options(default_concurrency=8)
+@store_options()
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
             panel_judges: tuple[str, ...],
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,

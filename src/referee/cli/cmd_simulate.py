@@ -13,7 +13,15 @@ from pathlib import Path
 import click
 
 from . import invoked_argv, keep_until_exit
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_configured, judge_options
+from ._common import (
+    JudgeOptions,
+    api_judge,
+    echo_err,
+    flag_errors,
+    judge_configured,
+    judge_options,
+    store_options,
+)
 
 
 @click.command("simulate")
@@ -43,6 +51,7 @@ from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_confi
                    "on (each call then runs in a worker thread; default: no bound, tools run in the episode's "
                    "thread).")
 @judge_options(default_concurrency=4)
+@store_options()
 def command(cases: str | None, out: str, tau2_domain: str | None, tasks: str | None, agent_ref: str | None,
             agent_provider: str, agent_model: str | None, agent_base_url: str | None, agent_system: str | None,
             user_provider: str, user_model: str | None, user_base_url: str | None, repeat: int, max_steps: int,

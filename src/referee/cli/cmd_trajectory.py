@@ -10,7 +10,7 @@ from .. import check_trajectories, judge_trajectories
 from ..errors import UserError
 from . import invoked_argv, keep_until_exit
 from ._agents import report_outcome
-from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit
+from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options, result_exit, store_options
 
 
 @click.command("trajectory")
@@ -30,6 +30,7 @@ from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_optio
               help="With --judge: arguments and results longer than this are truncated in the prompt.")
 @click.option("--category", default=None, help="Category of cases that have none (a case's own category wins).")
 @judge_options(default_concurrency=8)
+@store_options()
 def command(cases: str, out: str, checks_file: str | None, cap: float | None, use_judge: bool,
             criteria_file: str | None, max_chars: int, category: str | None, judge: JudgeOptions) -> int:
     """Evaluate agent trajectories in CASES (a list of steps, OpenAI / Anthropic messages or OTel GenAI spans).

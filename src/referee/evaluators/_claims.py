@@ -10,7 +10,8 @@ delimited blocks (:mod:`._prompt_guard`):
    x the passages in one call (passages split over several calls when they exceed :data:`MAX_PASSAGE_CHARS`):
    ``{"verdicts": {"<claim id>": [{"passage": "P2", "quote": "..."}], ...}}``. Every claim id must be there (a
    dropped claim or an invented id makes the reply invalid). A support counts only when its quote is **found** in
-   the passage it names by the evidence matcher (:mod:`._evidence`) and is **related** to the claim (the quote and
+   the passage it names by the evidence matcher's strict rules (:mod:`._evidence`: text of the passage, never a
+   ``name:line`` reference; ellipsis fragments in order, nothing of meaning elided) and is **related** to the claim (the quote and
    the claim share a content word: a quoted instruction such as "mark every claim supported" supports nothing). A
    support that fails either is re-asked once; after that the claim is unsupported by that passage, never
    supported.
@@ -415,7 +416,7 @@ async def verify(client: JudgeClient, claims: Sequence[Claim], passages: Sequenc
 async def _verify_one(client: JudgeClient, claims: Sequence[Claim], group: Sequence[Passage], *,
                       sampling: dict[str, Any], use_cache: bool) -> Step[list[ClaimCheck]]:
     req = verify_request(claims, group, sampling=sampling)
-    checkers = {p.id: EvidenceChecker({p.id: p.text}) for p in group}
+    checkers = {p.id: EvidenceChecker({p.id: p.text}, strict=True) for p in group}
 
     async def run() -> Step[list[ClaimCheck]]:
         attempts = [0]

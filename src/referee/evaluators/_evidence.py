@@ -11,9 +11,16 @@ straighten or curl them), dashes unified, whitespace runs collapsed to one space
   whole source (``ratio``), or "the whole short output plus invented words" would score 100.
 
 A quote with an ellipsis (``...`` / ``…``) is split at it and every fragment must be found, in order-free
-fashion, in the same source. Quotes shorter than :data:`MIN_FUZZY_CHARS` after normalisation must match
-exactly (fuzzy matching on 3 letters finds them anywhere). A ``file:line`` or ``file:line-line`` reference
-(the rubric allows them) is found when a source of that file name has that many lines.
+fashion, in the same source (rubric and gold evidence; claim support is stricter, see below). Quotes shorter
+than :data:`MIN_FUZZY_CHARS` after normalisation must match exactly (fuzzy matching on 3 letters finds them
+anywhere). A ``file:line`` or ``file:line-line`` reference (the rubric allows them) is found when a source of that
+file name has that many lines.
+
+**Strict matching** (``EvidenceChecker(..., strict=True)``: the support quotes of the claim-level RAG metrics and
+any other quote that must be text of its source): a quote must be text of the source, nothing else. A ``file:line`` reference
+is only text there, and an ellipsis joins fragments that stand **in the quote's order**, each within
+:data:`MAX_ELIDED_CHARS` of the one before, with nothing of meaning elided between them (no number, no negation):
+"Refunds are ... issued for gift cards" is not found in "Refunds are not issued for gift cards".
 
 An image has no text to quote: evidence about one is a region description, ``image: the red bar at the top
 left`` (:data:`REGION_PREFIX`), recorded as such (``kind="region"``) and never checked against text; it counts
@@ -37,6 +44,11 @@ REGION_PREFIX = "image:"
 """How evidence about an image starts: the rest describes a region of it (not checked against text)."""
 MATCH_THRESHOLD = 90.0
 MIN_FUZZY_CHARS = 12
+MAX_ELIDED_CHARS = 240
+"""Strict matching: the most normalised characters an ellipsis may stand for between two fragments."""
+_MAX_STARTS = 256
+"""Strict matching: places of a quote's first fragment tried at most (a fragment repeated more often than that is
+too common to anchor an elided quote)."""
 
 _QUOTES = set("\"'`´‘’‚‛“”„‟«»‹›")
 _DASHES = set("‐‑‒–—―−")
@@ -146,10 +158,57 @@ def _file_line(quote: str, raw_sources: Mapping[str, str]) -> QuoteCheck | None:
     return QuoteCheck(quote, False, None, 0.0)
 
 
-class EvidenceChecker:
-    """Checks quotes against named sources; normalises each source once."""
+def _find(fragment: str, text: str, start: int, stop: int) -> tuple[int, int, float] | None:
+    """Where ``fragment`` sits in ``text[start:stop]``: exactly, else a near match under :func:`_match`'s rules."""
+    pos = text.find(fragment, start, stop)
+    if pos >= 0:
+        return pos, pos + len(fragment), 100.0
+    window = text[start:stop]
+    if len(fragment) < MIN_FUZZY_CHARS or len(fragment) > len(window):
+        return None
+    al = fuzz.partial_ratio_alignment(fragment, window, score_cutoff=MATCH_THRESHOLD)
+    if al is None or _meaning_marks(fragment) != _meaning_marks(_word_window(window, al.dest_start, al.dest_end)):
+        return None
+    return start + al.dest_start, start + al.dest_end, float(al.score)
 
-    def __init__(self, sources: Mapping[str, str]) -> None:
+
+def _elision_keeps_meaning(skipped: str) -> bool:
+    marks = _meaning_marks(skipped)
+    return not marks[0] and not marks[1]
+
+
+def _strict_match(frags: list[str], text: str) -> float:
+    """The worst fragment score when the fragments stand in order in ``text``, each gap at most
+    :data:`MAX_ELIDED_CHARS` and free of numbers and negations; 0 otherwise."""
+    if len(frags) == 1:
+        return _match(frags[0], text)
+    first, rest = frags[0], frags[1:]
+    starts: list[tuple[int, int, float]] = []
+    pos = text.find(first)
+    while pos >= 0 and len(starts) < _MAX_STARTS:
+        starts.append((pos, pos + len(first), 100.0))
+        pos = text.find(first, pos + 1)
+    if not starts:
+        near = _find(first, text, 0, len(text))
+        starts = [near] if near else []
+    for _, end, score in starts:
+        worst = score
+        for frag in rest:
+            hit = _find(frag, text, end, min(len(text), end + MAX_ELIDED_CHARS + len(frag) + 1))
+            if hit is None or not _elision_keeps_meaning(text[end:hit[0]]):
+                break
+            end, worst = hit[1], min(worst, hit[2])
+        else:
+            return worst
+    return 0.0
+
+
+class EvidenceChecker:
+    """Checks quotes against named sources; normalises each source once. ``strict``: text of the source only,
+    ellipsis fragments in order with nothing of meaning elided (see the module's docstring)."""
+
+    def __init__(self, sources: Mapping[str, str], *, strict: bool = False) -> None:
+        self.strict = strict
         self.images = [k for k, v in sources.items() if v and has_marker(v)]
         """The sources holding images (where region evidence can point)."""
         self.raw = {k: strip_markers(v) for k, v in sources.items() if v}
@@ -165,7 +224,7 @@ class EvidenceChecker:
             plain = self.check(quote.replace("&lt;", "<").replace("&gt;", ">"))
             if plain.found:
                 return dataclasses.replace(plain, quote=quote)
-        ref = _file_line(quote, self.raw)
+        ref = None if self.strict else _file_line(quote, self.raw)
         if ref is not None and ref.found:
             return ref
         # Not a resolvable file:line reference: it may still be text of a source (``db.example.com:5432``,
@@ -175,8 +234,7 @@ class EvidenceChecker:
             return ref or QuoteCheck(quote, False)
         best = ref or QuoteCheck(quote, False)
         for name, text in self.norm.items():
-            scores = [_match(f, text) for f in frags]
-            worst = min(scores)
+            worst = _strict_match(frags, text) if self.strict else min(_match(f, text) for f in frags)
             if worst >= MATCH_THRESHOLD:
                 return QuoteCheck(quote, True, name, worst)
             if worst > best.score:

@@ -25,13 +25,17 @@ def _fmt(iv: Interval | None, digits: int = 3, zero_width: str = "one-sided samp
     return interval_text(iv, digits, zero_width=zero_width)
 
 
-def seed_calibration_lines(cal: Calibration, threshold: float) -> tuple[list[str], str]:
+def seed_calibration_lines(cal: Calibration, threshold: float, show: int | None = None) -> tuple[list[str], str]:
     """The seed's ``calibrate_judge.py`` report, line for line (its stdout, which scripts parse), and its
-    default "Action taken" text for the calibration log."""
+    default "Action taken" text for the calibration log. ``show`` lists only the worst cases (the seed lists
+    every one, as the default does)."""
     lines = [f"Calibration: {cal.n} case(s) checked, mean delta {cal.mean_abs_delta:.3f} (threshold {threshold})",
              "", "Per-case (worst agreement first):"]
-    for r in cal.per_case:
+    shown = cal.per_case if show is None else cal.per_case[:show]
+    for r in shown:
         lines.append(f"  {r['id']}: judge={r['judge']:.2f} human={r['human']:.2f} delta={abs(r['delta']):.2f}")
+    if len(shown) < len(cal.per_case):
+        lines.append(f"  ... {len(cal.per_case) - len(shown)} more (--show limits the list)")
     lines.append("")
     if cal.above(threshold):
         action = (f"ACTION NEEDED: mean delta {cal.mean_abs_delta:.3f} exceeds {threshold} — revise the judge "
@@ -44,12 +48,25 @@ def seed_calibration_lines(cal: Calibration, threshold: float) -> tuple[list[str
 
 
 def render_calibration(cal: Calibration, threshold: float, show: int | None = None, *,
-                       stderr: bool = False) -> None:
+                       stderr: bool = False, seed_report: bool = False) -> None:
     """The per-case deltas (worst first; ``show`` limits them), the agreement statistics, the confusion matrix,
-    the notes and the verdict against ``threshold`` (on stdout, or ``stderr``)."""
+    the notes and the verdict against ``threshold`` (on stdout, or ``stderr``). ``seed_report``: the seed's
+    report (:func:`seed_calibration_lines`) is printed beside this one, so the per-case deltas and the verdict
+    line it already holds are left out here."""
     con = SafeConsole(highlight=False, soft_wrap=True, stderr=stderr)
-    con.print(f"Calibration: {cal.n} case(s) in both files "
+    con.print(f"Agreement: {cal.n} case(s) in both files "
               f"({cal.judge_only} judge-only, {cal.human_only} human-only ids ignored); labels {cal.scale_note}")
+    if not seed_report:
+        _per_case(cal, show, con)
+    _statistics(cal, con)
+    if seed_report:
+        return
+    verdict = "ABOVE THRESHOLD" if cal.above(threshold) else "OK"
+    con.print(f"Mean delta vs human: {cal.mean_abs_delta:.3f} over {cal.n} cases "
+              f"(threshold {threshold:g}): {verdict}")
+
+
+def _per_case(cal: Calibration, show: int | None, con: SafeConsole) -> None:
     # Like the seed, every shared case is listed unless --show limits it.
     shown = len(cal.per_case) if show is None else min(show, len(cal.per_case))
     which = f"all {shown}" if shown == len(cal.per_case) else f"top {shown} of {len(cal.per_case)}"
@@ -59,6 +76,9 @@ def render_calibration(cal: Calibration, threshold: float, show: int | None = No
                          [[Text(c) for c in r] for r in cells], con.width, plain=cells,
                          right=[False, True, True, True]):
         con.print(t)
+
+
+def _statistics(cal: Calibration, con: SafeConsole) -> None:
     st = cal.stats
     s = Table(title="Agreement with human labels (95% bootstrap CI)", title_justify="left")
     s.add_column("statistic")
@@ -82,6 +102,3 @@ def render_calibration(cal: Calibration, threshold: float, show: int | None = No
         con.print(c)
     for note in cal.notes:
         con.print(f"note: {note}")
-    verdict = "ABOVE THRESHOLD" if cal.above(threshold) else "OK"
-    con.print(f"Mean delta vs human: {cal.mean_abs_delta:.3f} over {cal.n} cases "
-              f"(threshold {threshold:g}): {verdict}")

@@ -14,7 +14,8 @@ from .._version import __version__
 from ._files import file_sha256, manifest_path, utc_now_iso
 from ._files import text_sha256 as text_sha256  # imported from here by many modules
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
+"""2: ``run_id`` (the run's id in the run history)."""
 
 
 def _redacted(value: Any) -> Any:
@@ -101,6 +102,8 @@ class RunManifest(_Model):
 
     manifest_version: int = MANIFEST_VERSION
     referee_version: str = __version__
+    run_id: str | None = None
+    """The run's id in the run history (``referee runs show ID``); a resumed run keeps its id."""
     kind: str = "judge"
     """Which command wrote the run: judge, pairwise, rubric, gold, suite, redteam, ..."""
     status: Literal["running", "complete", "interrupted", "failed"] = "running"

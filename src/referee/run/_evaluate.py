@@ -81,6 +81,11 @@ class EvalResult:
     """The gates (without a suite), by their suite names."""
     _suite: Suite | None = field(default=None, repr=False)
 
+    @property
+    def run_id(self) -> str | None:
+        """The run's id in the run history and its manifest (``referee runs show ID``)."""
+        return self.manifest.run_id
+
     @cached_property
     def _gate_setup(self) -> tuple[Gates, float, Path]:
         """(the gates, the pass threshold, the folder a relative baseline is read from)."""
@@ -275,76 +280,81 @@ async def evaluate_async(
     target: Any = None,
     engine: Engine | str | None = None,
     panel: dict[str, Any] | None = None,
+    store: str | bool | None = None,
+    tags: Sequence[str] = (),
 ) -> EvalResult:
     """:func:`evaluate` for async code (``await referee.evaluate_async(...)``)."""
-    from ..runner._session import error_row, execute_async
-    from ..suites._loader import suite_from_dict
-    from ._suite import EVALUATOR_LABEL, bind_settings, build_manifest
-    from .engines import get_engine
+    from ..store import scope
 
-    if concurrency is not None:
-        concurrency = whole_number(concurrency, "evaluate(concurrency=...)")
-    case_set: CaseSet = cases_from(cases)
-    if isinstance(evaluators, str | dict) or callable(evaluators):
-        evaluators = [evaluators]
-    data: dict[str, Any] = {
-        "name": name, "cases": [c.data for c in case_set.cases], "evaluators": [_entry(e) for e in evaluators],
-        "scoring": {"mode": scoring, "threshold": threshold}, "gates": _gates_of(gates),
-    }
-    suite = suite_from_dict(data, base_dir=base_dir, name=name)
-    from_file = case_set.path if Path(case_set.path).is_file() else None
-    suite = dataclasses.replace(suite, cases=case_set.cases, cases_path=from_file)
-    client = None
-    judge_config = None
-    j: Judge | None = None
-    if isinstance(judge, list | tuple) or panel:
-        from ._panel import panel_run_judge
+    with scope(store, tags):  # the run history: store=URL | False, tags=[...]
+        from ..runner._session import error_row, execute_async
+        from ..suites._loader import suite_from_dict
+        from ._suite import EVALUATOR_LABEL, bind_settings, build_manifest
+        from .engines import get_engine
 
-        suite, judge = panel_run_judge(suite, judge, panel)
-    if suite.llm_specs:
-        j = as_judge(judge)
-        client = j.client()
-        suite = bind_settings(suite, j.settings(client))
-        judge_config = j.config(client.provider.model)
-    manifest = build_manifest(suite, command=["referee.evaluate", name], judge_config=judge_config)
-    out_path = Path(out) if out is not None else None
-    if out_path is not None:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        if from_file is None and target is None:
-            write_cases_beside(out_path, case_set.cases)
-    run_concurrency = concurrency or (j.concurrency if j else 8)
-    run = None
-    if target is not None:
-        # The system under test generates each case's output first (targets: docs/targets.md); its outputs are
-        # kept beside ``out`` (``x.outputs.jsonl``) so a rerun generates nothing again.
-        from ..targets import as_target
-        from ..targets._run import TargetRun, config_sha256, target_info
+        if concurrency is not None:
+            concurrency = whole_number(concurrency, "evaluate(concurrency=...)")
+        case_set: CaseSet = cases_from(cases)
+        if isinstance(evaluators, str | dict) or callable(evaluators):
+            evaluators = [evaluators]
+        data: dict[str, Any] = {
+            "name": name, "cases": [c.data for c in case_set.cases], "evaluators": [_entry(e) for e in evaluators],
+            "scoring": {"mode": scoring, "threshold": threshold}, "gates": _gates_of(gates),
+        }
+        suite = suite_from_dict(data, base_dir=base_dir, name=name)
+        from_file = case_set.path if Path(case_set.path).is_file() else None
+        suite = dataclasses.replace(suite, cases=case_set.cases, cases_path=from_file)
+        client = None
+        judge_config = None
+        j: Judge | None = None
+        if isinstance(judge, list | tuple) or panel:
+            from ._panel import panel_run_judge
 
-        t = as_target(target, base_dir=base_dir)
-        outputs = out_path.with_name(out_path.name.removesuffix(".jsonl") + ".outputs.jsonl") if out_path else None
-        run = TargetRun.open(t, None, run_concurrency, outputs=outputs)
-        info = target_info(t)
-        manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": config_sha256(t)}
-        manifest.extra["config_hash"] = f"{manifest.extra.get('config_hash', '')}+{config_sha256(t)}"
-        manifest.system_under_test = info.model
-    # Where the cases are evaluated (this process, or a Ray cluster; generation stays here); rows come back to
-    # this one writer.
-    with get_engine(engine).start(suite, client=client, concurrency=run_concurrency) as where:
-        evaluate_case: Callable[[Case], Any] = where.evaluate
-        if run is not None:
-            evaluate_case = run.evaluator(where.evaluate, EVALUATOR_LABEL)
-        outcome = await execute_async(
-            out=out_path, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None),
-            evaluate=evaluate_case,
-            on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
-            client=client, concurrency=max(run_concurrency, where.concurrency), label="evaluating",
-            show_progress=progress, cleanup=run.aclose if run is not None else None,
-        )
-    order = {c.id: i for i, c in enumerate(suite.cases)}
-    rows = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
-    cases_out = [run.generated.get(c.id, c) for c in suite.cases] if run is not None else list(suite.cases)
-    return EvalResult(rows=rows, manifest=outcome.manifest, cases=cases_out, path=out_path,
-                      new_rows=outcome.new_rows, resume_note=outcome.resume_note, _suite=suite)
+            suite, judge = panel_run_judge(suite, judge, panel)
+        if suite.llm_specs:
+            j = as_judge(judge)
+            client = j.client()
+            suite = bind_settings(suite, j.settings(client))
+            judge_config = j.config(client.provider.model)
+        manifest = build_manifest(suite, command=["referee.evaluate", name], judge_config=judge_config)
+        out_path = Path(out) if out is not None else None
+        if out_path is not None:
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            if from_file is None and target is None:
+                write_cases_beside(out_path, case_set.cases)
+        run_concurrency = concurrency or (j.concurrency if j else 8)
+        run = None
+        if target is not None:
+            # The system under test generates each case's output first (targets: docs/targets.md); its outputs are
+            # kept beside ``out`` (``x.outputs.jsonl``) so a rerun generates nothing again.
+            from ..targets import as_target
+            from ..targets._run import TargetRun, config_sha256, target_info
+
+            t = as_target(target, base_dir=base_dir)
+            outputs = out_path.with_name(out_path.name.removesuffix(".jsonl") + ".outputs.jsonl") if out_path else None
+            run = TargetRun.open(t, None, run_concurrency, outputs=outputs)
+            info = target_info(t)
+            manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": config_sha256(t)}
+            manifest.extra["config_hash"] = f"{manifest.extra.get('config_hash', '')}+{config_sha256(t)}"
+            manifest.system_under_test = info.model
+        # Where the cases are evaluated (this process, or a Ray cluster; generation stays here); rows come back to
+        # this one writer.
+        with get_engine(engine).start(suite, client=client, concurrency=run_concurrency) as where:
+            evaluate_case: Callable[[Case], Any] = where.evaluate
+            if run is not None:
+                evaluate_case = run.evaluator(where.evaluate, EVALUATOR_LABEL)
+            outcome = await execute_async(
+                out=out_path, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None),
+                evaluate=evaluate_case,
+                on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
+                client=client, concurrency=max(run_concurrency, where.concurrency), label="evaluating",
+                show_progress=progress, cleanup=run.aclose if run is not None else None,
+            )
+        order = {c.id: i for i, c in enumerate(suite.cases)}
+        rows = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
+        cases_out = [run.generated.get(c.id, c) for c in suite.cases] if run is not None else list(suite.cases)
+        return EvalResult(rows=rows, manifest=outcome.manifest, cases=cases_out, path=out_path,
+                          new_rows=outcome.new_rows, resume_note=outcome.resume_note, _suite=suite)
 
 
 def write_cases_beside(out: Path, cases: Any) -> Path:
@@ -395,6 +405,9 @@ evaluate = sync_twin(
         engine: where the cases are evaluated: ``"local"`` (default, this process), ``"ray"`` (a local Ray
             cluster, or the Ray this program already initialised), ``"ray=HOST:PORT"``, or an engine such as
             ``referee.run.engines.RayEngine(rpm=600)`` (extra ``ray``; see docs/scale.md).
+        store: the run history this run is recorded in: None (default) the one in force (``REFEREE_STORE``,
+            else ``.referee/history.sqlite``), False none, or a store URL / SQLite file (docs/store.md).
+        tags: tags of the run in the history. The run's id is ``result.run_id``.
 
     Works in a script and inside a running event loop (Jupyter, an async web handler): there the run goes on
     a loop of its own in a worker thread. Use :func:`evaluate_async` from async code to stay on your loop.

@@ -15,18 +15,20 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .._util._home import DIR_NAME, ensure_dir, referee_dir
 from ..errors import UserError
 from ..providers._base import Completion, JudgeRequest
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DIR = ".referee"
+DEFAULT_DIR = DIR_NAME
 
 
 def default_cache_path() -> Path:
-    """``$REFEREE_CACHE_DIR/cache.sqlite``, else ``.referee/cache.sqlite`` in the working folder."""
+    """``$REFEREE_CACHE_DIR/cache.sqlite``, else ``cache.sqlite`` in referee's folder: ``.referee/`` at the git
+    repository's top level, else in the working folder (the run history's rule, ``_util/_home.py``)."""
     base = os.environ.get("REFEREE_CACHE_DIR")
-    return Path(base if base else DEFAULT_DIR) / "cache.sqlite"
+    return (Path(base) if base else referee_dir()) / "cache.sqlite"
 
 
 def cache_key(identity: dict[str, Any], request: JudgeRequest) -> str:
@@ -64,7 +66,7 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._broken = False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_dir(self.path.parent)
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")

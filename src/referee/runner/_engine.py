@@ -58,13 +58,15 @@ async def run_rows(
     on_error: Callable[[T, BaseException], ResultRow] | None = None,
     show_progress: bool | None = True,
     cost_so_far: Callable[[], float | None] | None = None,
+    record: Callable[[list[ResultRow]], None] | None = None,
 ) -> RunStats:
     """Evaluate ``items`` with at most ``concurrency`` in flight; rows are written as they complete (at the end of
     the event-loop turn that completed them).
 
     ``evaluate`` should turn per-case failures into rows itself. An unexpected exception becomes a row via
     ``on_error`` (one bad case never stops a run); a fatal one (see :func:`is_fatal`) stops the run after
-    the rows already written are flushed.
+    the rows already written are flushed. ``record(rows)``: handed each turn's rows too (the run history's
+    sink, which only queues them).
     """
     stats = RunStats()
     start = time.perf_counter()
@@ -81,10 +83,14 @@ async def run_rows(
         # Scheduled once per event-loop turn that completes rows, so it runs after every task of that turn: the
         # requests a burst of answers frees up go out before the file is written, and a turn's rows take one write
         # and one flush instead of one each (no change in wall time measured at concurrency 256).
-        if not unwritten or writer is None:
+        if not unwritten:
             return
         rows = unwritten[:]
         unwritten.clear()
+        if record is not None:
+            record(rows)
+        if writer is None:
+            return
         try:
             writer.write_all(rows)
         except Exception as exc:  # noqa: BLE001 - a full disk stops the run (is_fatal), reported after gather
@@ -93,7 +99,7 @@ async def run_rows(
     def emit(rows: ResultRow | list[ResultRow]) -> None:
         batch = rows if isinstance(rows, list) else [rows]
         stats.rows.extend(batch)
-        if writer is not None:
+        if writer is not None or record is not None:
             if not unwritten:
                 loop.call_soon(write_unwritten)
             unwritten.extend(batch)

@@ -29,6 +29,7 @@ from ._engine import run_rows
 if TYPE_CHECKING:
     from ..results._manifest import RunManifest, Totals
     from ..results._schema import ResultRow
+    from ..store import Recorder
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -125,6 +126,7 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
     except (ValueError, OSError):
         old = None
     if old is None or not _same_config(old, manifest) or _foreign_rows(out, manifest):
+        manifest.run_id = None  # a different run: a new id
         prev = _free_prev_name(out)
         os.replace(out, prev)
         mp = manifest_path(out)
@@ -132,6 +134,9 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
             os.replace(mp, manifest_path(prev))
         res.note = f"{out} held results of a different configuration; moved to {prev}"
         return res
+    # The same run resumed: it keeps its id, so the history completes that run rather than adding another.
+    if old.run_id is not None:
+        manifest.run_id = old.run_id
     # Batch jobs an earlier (killed or interrupted) run submitted: polled again rather than paid twice.
     jobs = old.extra.get("batch_jobs")
     if isinstance(jobs, list) and jobs:
@@ -281,12 +286,18 @@ async def execute_async(
     # One writer per results file, from before the resume read until the manifest is final: a second run on
     # the same --out stops here (exit 2, "in use by pid N") before it pays for anything.
     lock = ResultsLock(out).acquire() if out is not None else None
+    recorder = None
     try:
+        # The run history's one sink (None: off). Its thread opens the store while the run starts.
+        from ..store import open_recorder
+        recorder = open_recorder(out)
         return await _execute_locked(out=out, manifest=manifest, items=items, key=key, evaluate=evaluate,
                                      on_error=on_error, client=client, concurrency=concurrency, label=label,
                                      skipped=skipped, show_progress=show_progress, cleanup=cleanup,
-                                     on_todo=on_todo)
+                                     on_todo=on_todo, recorder=recorder)
     finally:
+        if recorder is not None:
+            recorder.close()  # a run that failed before it started: the thread stops unrecorded
         if lock is not None:
             lock.release()
 
@@ -306,10 +317,12 @@ async def _execute_locked(
     show_progress: bool | None,
     cleanup: Callable[[], Awaitable[None]] | None,
     on_todo: Callable[[int], None] | None = None,
+    recorder: Recorder | None = None,
 ) -> Outcome:
     deferred = callable(manifest) and (out is None or not out.exists()) and (client is None or client.batch is None)
     built: list[RunManifest] = [] if deferred else [manifest() if callable(manifest) else manifest]
     ready = asyncio.Event()
+    from ..store import new_run_id
 
     def the_manifest() -> RunManifest:
         if not built:
@@ -318,9 +331,16 @@ async def _execute_locked(
         m = built[0]
         if client is not None and m.judge is not None:
             m.judge.price_source = client.price_source
+        if m.run_id is None:
+            m.run_id = new_run_id()
+        if recorder is not None and not recorder.started:
+            recorder.start(m)
+            recorder.rows(resume.kept)
         return m
 
     resume = prepare_output(out, built[0]) if out is not None and built else Resume()
+    if built:
+        the_manifest()
     todo = [it for it in items if key(it) not in resume.done]
     if on_todo is not None:
         on_todo(len(todo))
@@ -369,7 +389,8 @@ async def _execute_locked(
         try:
             run = run_rows(todo, evaluate_flagged, writer=writer, concurrency=concurrency, label=label,
                            on_error=on_error, show_progress=show_progress,
-                           cost_so_far=(lambda: client.stats.cost_usd if client and client.price_source else None))
+                           cost_so_far=(lambda: client.stats.cost_usd if client and client.price_source else None),
+                           record=recorder.rows if recorder is not None else None)
             if deferred:
                 task = asyncio.ensure_future(run)
                 try:
@@ -419,6 +440,8 @@ async def _execute_locked(
                 final.write(out)
         except OSError as exc:  # a full disk must not hide the original error
             log.warning("warning: could not update the manifest: %s", exc)
+        if recorder is not None:
+            recorder.finish(final, all_rows)
     if reread:  # the manifest counted the rows found in the file; the caveat speaks of this run's
         n_self = self_grading.count(resume.kept + new_rows)
     if n_self:

@@ -55,7 +55,8 @@ def _as_suite(suite: Any, cases: Any, evaluators: Any, base_dir: Path | None) ->
 def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Path | None = None,
                 evaluators: Sequence[Any] | None = None, judge: JudgeClient | None = None,
                 threshold: float | None = None, fail_under: float | None = None, out: str | Path | None = None,
-                base_dir: str | Path | None = None, **gates: Any) -> list[ResultRow]:
+                base_dir: str | Path | None = None, store: str | bool | None = None, tags: Sequence[str] = (),
+                **gates: Any) -> list[ResultRow]:
     """Evaluate and gate; returns the rows, raises :class:`EvalFailed` (an AssertionError) when a gate fails
     or nothing was graded.
 
@@ -65,7 +66,8 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
     keyword (``fail_if_unscored_above=0``, ``baseline="main.jsonl"``, ...). With no gate at all, as with
     ``referee run``, the run passes when something was graded: give ``fail_under=1.0`` for "every case must
     pass". A run that graded nothing fails whatever the gates (the verdict rule). ``judge`` binds LLM
-    evaluators to a client (e.g. the ``fake_judge`` fixture's).
+    evaluators to a client (e.g. the ``fake_judge`` fixture's). The run is recorded in the run history as
+    ``referee.evaluate`` records it: ``store=`` (a URL or file, False for none) and ``tags=``.
     """
     import asyncio
     import dataclasses
@@ -74,7 +76,9 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
     from ..evaluators._base import JudgeSettings
     from ..results._io import ResultWriter
     from ..run._case import CaseEvaluator
-    from ..run._suite import bind_settings
+    from ..run._suite import EVALUATOR_LABEL, bind_settings, build_manifest
+    from ..runner._session import error_row, execute_async
+    from ..store import scope
     from ..suites._gating import gate_verdicts
 
     s = _as_suite(suite, cases, evaluators, Path(base_dir) if base_dir else None)
@@ -89,12 +93,22 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
 
     ce = CaseEvaluator(s)
 
+    manifest = build_manifest(s, command=["assert_eval", s.name])
+
     async def _all() -> list[ResultRow]:
-        try:
-            return list(await asyncio.gather(*(ce.evaluate(c) for c in s.cases)))
-        finally:
+        async def close_judge() -> None:
             if judge is not None:  # its connections belong to this call's own event loop: closed before it ends
                 await judge.provider.aclose()
+
+        # The one runner (rows recorded in the run history like every entry point's), all cases at once.
+        with scope(store, tags):
+            outcome = await execute_async(
+                out=None, manifest=manifest, items=s.cases, key=lambda c: (c.id, None, None), evaluate=ce.evaluate,
+                on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
+                client=None, concurrency=max(1, len(s.cases)), label="evaluating", show_progress=False,
+                cleanup=close_judge)
+        order = {c.id: i for i, c in enumerate(s.cases)}
+        return sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
 
     try:
         asyncio.get_running_loop()

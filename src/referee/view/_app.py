@@ -414,7 +414,7 @@ class ViewApp:
                                             "path": str(self.labels[key].path)}
 
     def api_agreement(self, key: str) -> dict[str, Any]:
-        from ..calibrate._calibrate import calibrate, read_labels
+        from ..calibrate._calibrate import calibrate, judge_labels, read_labels
 
         run = self.run(key)
         store = self.labels[key]
@@ -424,19 +424,14 @@ class ViewApp:
         hit = run.cached_summary(ck)
         if hit is not None:
             return hit
+        th, rule = self.opts.threshold, self.opts.pass_rule
+        # The command printed runs the one computation this page ran: the same verdict rule, flag for flag.
+        flags = f" --pass-threshold {th:g}" + (f" --pass-rule {rule}" if rule != "threshold" else "")
         try:
-            judged = read_labels(run.path)
-            # Rows without a verdict of their own pass by the viewer's rule, so pass/fail labels meet pass/fail.
-            from ._grid import first_rows
-
-            ok = passes(run.table, np.arange(len(run.table), dtype=np.int64), self.opts.threshold,
-                        self.opts.pass_rule)
-            for cid, i in first_rows(run).items():
-                if cid not in judged.passed and ok[i] >= 0:
-                    judged.passed[cid] = bool(ok[i] == 1)
+            judged = judge_labels(run.path, threshold=th, pass_rule=rule, table=run.table)
             cal = calibrate(judged, read_labels(store.path), n_boot=self.opts.n_boot)
             out = cast(dict[str, Any], clean({"run": key, **cal.to_dict(),
-                                              "command": f"referee calibrate {run.path} {store.path}"}))
+                                              "command": f"referee calibrate {run.path} {store.path}{flags}"}))
         except UserError as exc:
             out = {"run": key, "n": 0, "message": str(exc)}
         run.store_summary(ck, out)

@@ -1,0 +1,169 @@
+"""Connecting to a store and keeping its schema current.
+
+SQLite: WAL, a busy timeout, and every write transaction begun ``IMMEDIATE`` (a deferred one that later wants to
+write is where "database is locked" comes from: it cannot wait for the lock it needs). PostgreSQL (psycopg 3): a
+connect timeout, a statement timeout and TCP keepalives, so a server that is down or blackholed cannot hang a run.
+
+Schema: Alembic's versioned migrations shipped in ``_migrations/`` and run from code. A SQLite store migrates
+itself; a PostgreSQL store is created when empty, and otherwise upgraded only by ``referee store upgrade`` (under
+an advisory lock). A store written by a newer referee is refused, never altered.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event, inspect, text
+from sqlalchemy.engine import Engine, make_url
+
+from .._util._home import ensure_dir
+from ..errors import MissingExtraError
+from ._settings import StoreError, display_url, scrub
+
+# Every revision this referee knows, oldest first; the last is the head.
+REVISIONS = ("0001",)
+HEAD = REVISIONS[-1]
+_PG_LOCK_KEY = 0x7265_6665  # "refe": the advisory lock of a migration
+
+
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        raise StoreError(f"{name}={raw!r} is not a number of seconds") from None
+    if not (0 < v < 86400):
+        raise StoreError(f"{name}={raw!r} must be between 0 and 86400 seconds")
+    return v
+
+
+def lock_timeout_s() -> float:
+    """How long a writer waits for another's lock (``REFEREE_STORE_TIMEOUT``, default 30 s)."""
+    return _seconds("REFEREE_STORE_TIMEOUT", 30.0)
+
+
+def connect_timeout_s() -> float:
+    return _seconds("REFEREE_STORE_CONNECT_TIMEOUT", 5.0)
+
+
+def make_engine(url: str) -> Engine:
+    u = make_url(url)
+    backend = u.get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_engine(u.database or "")
+    if backend == "postgresql":
+        return _pg_engine(url)
+    raise StoreError(f"{display_url(url)}: only SQLite and PostgreSQL stores are supported")
+
+
+def _sqlite_engine(path: str) -> Engine:
+    if path and path != ":memory:":
+        p = Path(path)
+        ensure_dir(p.parent) if p.parent.name == ".referee" else p.parent.mkdir(parents=True, exist_ok=True)
+    timeout = lock_timeout_s()
+    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": timeout, "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # transactions are begun below, IMMEDIATE
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _pg_engine(url: str) -> Engine:
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise MissingExtraError("postgres", "psycopg", "a PostgreSQL run history (--store postgresql://...)") from None
+    u = make_url(url).set(drivername="postgresql+psycopg")
+    statement_ms = int(lock_timeout_s() * 1000)
+    return create_engine(
+        u, pool_pre_ping=True, pool_size=2, max_overflow=2,
+        connect_args={"connect_timeout": max(1, int(connect_timeout_s())),
+                      "options": f"-c statement_timeout={statement_ms} -c lock_timeout={statement_ms}",
+                      "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
+                      "application_name": "referee"})
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+        conn.rollback()
+    return None if row is None else str(row[0])
+
+
+def _alembic_config(conn: Any) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", "referee.store:_migrations")
+    cfg.attributes["connection"] = conn
+    return cfg
+
+
+def upgrade(engine: Engine, url: str, *, on_wait: Any = None) -> tuple[str | None, str]:
+    """Bring the schema to the head, under a lock (SQLite's write lock; PostgreSQL's advisory lock), so racing
+    processes migrate once. Returns (revision before, after). ``on_wait(msg)``: told when another process holds
+    the lock."""
+    from alembic import command
+
+    before = current_revision(engine)
+    refuse_newer(before, url)
+    if before == HEAD:
+        return before, HEAD
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            got = conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": _PG_LOCK_KEY}).scalar()
+            if not got:
+                if on_wait is not None:
+                    on_wait(f"another process is upgrading {display_url(url)}; waiting for it")
+                conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _PG_LOCK_KEY})
+            conn.commit()
+        try:
+            command.upgrade(_alembic_config(conn), "head")
+            conn.commit()
+        finally:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _PG_LOCK_KEY})
+                conn.commit()
+    return before, current_revision(engine) or HEAD
+
+
+def refuse_newer(revision: str | None, url: str) -> None:
+    if revision is not None and revision not in REVISIONS:
+        raise StoreError(f"{display_url(url)} was written by a newer referee (schema {revision}; this one knows "
+                         f"up to {HEAD}): upgrade referee to use it. It was not changed.")
+
+
+def ensure_schema(engine: Engine, url: str) -> None:
+    """Ready to use at the head: migrate a SQLite store (or an empty PostgreSQL one) itself; refuse a newer one;
+    ask for ``referee store upgrade`` on an older shared one."""
+    rev = current_revision(engine)
+    refuse_newer(rev, url)
+    if rev == HEAD:
+        return
+    if engine.dialect.name == "postgresql" and rev is not None:
+        raise StoreError(f"{display_url(url)} has schema {rev}; this referee needs {HEAD}. A shared store is "
+                         "upgraded only on purpose: run `referee store upgrade --store URL`")
+    try:
+        upgrade(engine, url)
+    except StoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - named, with the password masked
+        raise StoreError(f"cannot prepare {display_url(url)}: {scrub(str(exc), url)}") from exc

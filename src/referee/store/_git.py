@@ -1,0 +1,102 @@
+"""Where a run ran: the git commit, branch and dirty flag (tracked changes only), the remotes without their
+credentials, and the CI provider's commit, ref and run id read from an allow-list of its variables (nothing else
+of the environment is read)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .._util._redact import bare_url
+
+# provider: (marker variable, commit, ref, run id). Only these variables are read.
+CI_VARS: dict[str, tuple[str, str, str, str]] = {
+    "github": ("GITHUB_ACTIONS", "GITHUB_SHA", "GITHUB_REF", "GITHUB_RUN_ID"),
+    "gitlab": ("GITLAB_CI", "CI_COMMIT_SHA", "CI_COMMIT_REF_NAME", "CI_PIPELINE_ID"),
+    "circleci": ("CIRCLECI", "CIRCLE_SHA1", "CIRCLE_BRANCH", "CIRCLE_WORKFLOW_ID"),
+    "buildkite": ("BUILDKITE", "BUILDKITE_COMMIT", "BUILDKITE_BRANCH", "BUILDKITE_BUILD_ID"),
+    "azure": ("TF_BUILD", "BUILD_SOURCEVERSION", "BUILD_SOURCEBRANCH", "BUILD_BUILDID"),
+    "jenkins": ("JENKINS_URL", "GIT_COMMIT", "GIT_BRANCH", "BUILD_TAG"),
+}
+# The base branch of a pull request, where the CI names it (a shallow checkout's fallback for `main`).
+CI_BASE_REF = ("GITHUB_BASE_REF", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "BUILDKITE_PULL_REQUEST_BASE_BRANCH")
+MAX_VALUE = 200
+GIT_TIMEOUT_S = 5.0
+
+
+@dataclass
+class GitFacts:
+    commit: str | None = None
+    branch: str | None = None
+    dirty: bool | None = None
+    remote: str | None = None
+    ci_provider: str | None = None
+    ci_commit: str | None = None
+    ci_ref: str | None = None
+    ci_run_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def git(args: list[str], cwd: str | Path | None = None) -> str | None:
+    """``git args`` in ``cwd``: its stripped output, or None (no git, not a repository, a timeout)."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
+                              start_new_session=True, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip()
+
+
+def _clip(v: str | None) -> str | None:
+    if v is None:
+        return None
+    v = "".join(ch for ch in v if ch.isprintable())
+    return v[:MAX_VALUE] or None
+
+
+def ci_facts(environ: dict[str, str] | None = None) -> tuple[str | None, str | None, str | None, str | None]:
+    env = os.environ if environ is None else environ
+    for name, (marker, commit, ref, run_id) in CI_VARS.items():
+        if env.get(marker):
+            return name, _clip(env.get(commit)), _clip(env.get(ref)), _clip(env.get(run_id))
+    return None, None, None, None
+
+
+def git_facts(cwd: str | Path | None = None) -> GitFacts:
+    """This working folder's commit, branch, dirty flag and first remote (credentials removed), and the CI's."""
+    facts = GitFacts()
+    facts.ci_provider, facts.ci_commit, facts.ci_ref, facts.ci_run_id = ci_facts()
+    head = git(["rev-parse", "HEAD"], cwd)
+    if head is None:
+        return facts
+    facts.commit = head
+    branch = git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
+    facts.branch = _clip(branch) if branch and branch != "HEAD" else None
+    if facts.branch is None and facts.ci_ref:  # a detached CI checkout: the CI names the branch
+        facts.branch = _clip(facts.ci_ref.removeprefix("refs/heads/"))
+    status = git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    facts.dirty = None if status is None else bool(status)
+    remote = git(["remote", "get-url", "origin"], cwd)
+    if remote is None:
+        names = (git(["remote"], cwd) or "").split()
+        remote = git(["remote", "get-url", names[0]], cwd) if names else None
+    facts.remote = _clip(strip_credentials(remote)) if remote else None
+    return facts
+
+
+def strip_credentials(url: str) -> str:
+    """A remote URL without user, password or token (``https://tok@host/x`` -> ``https://host/x``); scp-like
+    ``git@host:x`` keeps only the host and path."""
+    if "://" in url:
+        return bare_url(url) or ""
+    if "@" in url and ":" in url.split("@", 1)[1]:
+        return url.split("@", 1)[1]
+    return url

@@ -1,0 +1,227 @@
+"""Recording a run as it goes: the one sink ``runner/_session`` hands its rows to.
+
+Everything happens on a thread of its own (SQLAlchemy's import, git, the database), fed by a queue: the event
+loop only appends rows to a list. Rows are written in batches (whatever arrived since the last write). A store
+that fails warns once, naming the store (never its password), and the run goes on: its files are complete, and
+``referee runs import`` adds it later."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._settings import StoreSettings, display_url, scrub
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..results._manifest import RunManifest
+    from ..results._schema import ResultRow
+
+log = logging.getLogger("referee.store")
+_STOP = object()
+FINISH_WAIT_S = 60.0
+
+
+def new_run_id() -> str:
+    """A run's id: 32 hex digits (a UUID4), unique across machines so stores merge."""
+    return uuid.uuid4().hex
+
+
+def manifest_bytes(m: RunManifest) -> bytes:
+    return json.dumps(m.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+
+def run_values(m: RunManifest, *, results_path: str | None, git: dict[str, Any]) -> dict[str, Any]:
+    from ._identity import identity, judge_key, suite_label
+
+    assert m.run_id is not None
+    return {
+        "id": m.run_id, "kind": m.kind, "suite": suite_label(m), "identity": identity(m), "judge_key": judge_key(m),
+        "judge": f"{m.judge.provider}/{m.judge.model}" if m.judge else None, "status": "running",
+        "started_at": m.created_at, "finished_at": None, "results_path": results_path,
+        "git_commit": git.get("commit"), "git_branch": git.get("branch"), "git_dirty": git.get("dirty"),
+        "git_remote": git.get("remote"), "ci_provider": git.get("ci_provider"), "ci_commit": git.get("ci_commit"),
+        "ci_ref": git.get("ci_ref"), "ci_run_id": git.get("ci_run_id"),
+    }
+
+
+def summary_of(rows: Sequence[ResultRow], m: RunManifest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the run's summary columns, the summary JSON) from the one aggregator."""
+    from ..aggregate import ScoreOptions, summarize
+
+    scoring = m.extra.get("suite", {}).get("scoring") if isinstance(m.extra.get("suite"), dict) else None
+    threshold = scoring.get("threshold") if isinstance(scoring, dict) else None
+    opts = ScoreOptions(threshold=float(threshold)) if isinstance(threshold, int | float) else ScoreOptions()
+    summ = summarize(list(rows), opts, min_case_pass_rate=None)
+
+    def group(g: Any) -> dict[str, Any]:
+        return {"name": g.name, "rows": g.rows, "cases": g.cases, "unscored": g.unscored, "errors": g.errors,
+                "pass_rate": [g.pass_rate.estimate, g.pass_rate.lo, g.pass_rate.hi],
+                "mean": [g.mean.estimate, g.mean.lo, g.mean.hi], "mean_cost": g.mean_cost,
+                "mean_latency_ms": g.mean_latency_ms}
+
+    o = summ.overall
+    cols = {"pass_rate": o.pass_rate.estimate, "pass_rate_lo": o.pass_rate.lo, "pass_rate_hi": o.pass_rate.hi,
+            "mean": o.mean.estimate, "mean_lo": o.mean.lo, "mean_hi": o.mean.hi}
+    doc = {"threshold": summ.threshold, "n_boot": summ.n_boot, "overall": group(o),
+           "categories": [group(g) for g in summ.categories]}
+    return cols, doc
+
+
+class Recorder:
+    """One run's recording. ``start(manifest)`` once the manifest exists, ``rows(batch)`` as rows complete (cheap:
+    a queue put), ``finish(manifest, rows)`` at the end (waits for the writes, bounded)."""
+
+    def __init__(self, settings: StoreSettings, out: Path | None) -> None:
+        self.settings = settings
+        self.url = settings.resolved_url()
+        self.out = str(out) if out is not None else None
+        self.started = False
+        self.failed: str | None = None
+        self.stubs = 0
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._seq = 0
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name="referee-store", daemon=True)
+        self._thread.start()
+
+    # -- called from the run -------------------------------------------------------------------------------
+    def start(self, manifest: RunManifest) -> None:
+        if manifest.run_id is None:
+            manifest.run_id = new_run_id()
+        self.started = True
+        self.run_id = manifest.run_id
+        self._q.put(("start", manifest.model_copy(deep=True)))
+
+    def rows(self, batch: Sequence[ResultRow]) -> None:
+        if batch and self.failed is None:
+            self._q.put(("rows", list(batch)))
+
+    def finish(self, manifest: RunManifest, rows: Sequence[ResultRow], *, wait_s: float = FINISH_WAIT_S) -> None:
+        if self.started and not self._closed:
+            self._q.put(("finish", (manifest.model_copy(deep=True), list(rows))))
+        self.close(wait_s)
+
+    def close(self, wait_s: float = FINISH_WAIT_S) -> None:
+        """Stop the writer once its queue is written (bounded by ``wait_s``); later calls do nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._q.put(_STOP)
+        self._thread.join(wait_s)
+        if self._thread.is_alive():
+            self._fail(f"still writing after {wait_s:.0f}s; the rest of this run is not recorded")
+
+    # -- the writer thread ---------------------------------------------------------------------------------
+    def _fail(self, why: str) -> None:
+        if self.failed is None:
+            self.failed = why
+            where = f" ({self.out})" if self.out else ""
+            log.warning("warning: run history not recorded in %s: %s; the run goes on and its files are complete%s"
+                        "%s", display_url(self.url), scrub(why, self.url),
+                        where, f"; `referee runs import {self.out}` adds it later" if self.out else "")
+
+    def _work(self) -> None:
+        store: Any = None
+        git: dict[str, Any] = {}
+        try:
+            from ._git import git_facts
+            from ._store import Store
+
+            git = git_facts().as_dict()
+            store = Store(self.url)
+        except Exception as exc:  # noqa: BLE001 - the run must go on
+            self._fail(f"{type(exc).__name__}: {exc}")
+        while True:
+            item = self._q.get()
+            items = [item]
+            # Everything that arrived meanwhile goes in the same write.
+            while item is not _STOP:
+                try:
+                    item = self._q.get_nowait()
+                except queue.Empty:
+                    break
+                items.append(item)
+            pending: list[ResultRow] = []
+            stop = False
+            for it in items:
+                if it is _STOP:
+                    stop = True
+                    continue
+                kind, payload = it
+                if kind == "rows":
+                    pending.extend(payload)
+                    continue
+                self._flush(store, pending)
+                pending = []
+                if kind == "start":
+                    self._start(store, payload, git)
+                elif kind == "finish":
+                    self._finish(store, *payload)
+            self._flush(store, pending)
+            if stop:
+                break
+        if store is not None:
+            store.close()
+
+    def _guard(self, store: Any, what: Any, *args: Any) -> None:
+        if store is None or self.failed is not None:
+            return
+        try:
+            what(store, *args)
+        except Exception as exc:  # noqa: BLE001 - the run must go on
+            self._fail(f"{type(exc).__name__}: {exc}")
+
+    def _start(self, store: Any, m: RunManifest, git: dict[str, Any]) -> None:
+        def go(st: Any, m: RunManifest) -> None:
+            st.begin_run(run_values(m, results_path=self.out, git=git), tags=self.settings.tags,
+                         manifest_json=manifest_bytes(m))
+        self._guard(store, go, m)
+
+    def _flush(self, store: Any, rows: list[ResultRow]) -> None:
+        if not rows:
+            return
+
+        def go(st: Any, rows: list[ResultRow]) -> None:
+            stubs = st.add_rows(self.run_id, rows, first_seq=self._seq, results_path=self.out)
+            self._seq += len(rows)
+            if stubs and not self.stubs:
+                log.warning("warning: a row larger than the store's bound (REFEREE_STORE_MAX_ROW_BYTES) is stored "
+                            "as a stub in %s; the full row is in %s", display_url(self.url), self.out or "memory")
+            self.stubs += stubs
+        self._guard(store, go, rows)
+
+    def _finish(self, store: Any, m: RunManifest, rows: list[ResultRow]) -> None:
+        def go(st: Any, m: RunManifest, rows: list[ResultRow]) -> None:
+            t = m.totals
+            values: dict[str, Any] = {
+                "status": m.status, "finished_at": m.finished_at, "n_rows": t.rows, "n_scored": t.scored,
+                "n_unscored": t.unscored, "n_error": t.error, "cost_usd": t.cost_usd, "input_tokens": t.input_tokens,
+                "output_tokens": t.output_tokens, "wall_s": t.wall_s}
+            summary = None
+            if rows:
+                cols, doc = summary_of(rows, m)
+                values.update(cols)
+                summary = json.dumps(doc, sort_keys=True, allow_nan=False).encode("utf-8")
+            st.finish_run(self.run_id, values, manifest_json=manifest_bytes(m), summary_json=summary)
+        self._guard(store, go, m, rows)
+
+
+def open_recorder(out: Path | None) -> Recorder | None:
+    """The recorder of a run starting now, or None when the store is off."""
+    from ._settings import current
+
+    try:
+        settings = current()
+    except Exception as exc:  # noqa: BLE001 - a bad REFEREE_STORE must not stop the run
+        log.warning("warning: run history off: %s", exc)
+        return None
+    if not settings.enabled:
+        return None
+    return Recorder(settings, out)

@@ -1,0 +1,144 @@
+"""Which store a run records into: ``--store URL`` / ``--no-store`` / ``--tag`` (a command's flags),
+``REFEREE_STORE=URL|off``, else the SQLite file in referee's folder (``.referee/history.sqlite``).
+
+The flags reach the runner through a context variable (:func:`recording`), so every entry point records through
+the one sink in ``runner/_session`` without passing the store along."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .._util._home import referee_dir
+from .._util._redact import redact_text
+from ..errors import UserError
+
+ENV = "REFEREE_STORE"
+FILE_NAME = "history.sqlite"
+_OFF = frozenset({"off", "0", "false", "no", "none"})
+MAX_TAG = 200
+
+
+class StoreError(UserError):
+    """The store cannot be used (its message names the store, never its password)."""
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """``url`` None: the default SQLite file; ``enabled`` False: nothing is recorded."""
+
+    url: str | None = None
+    enabled: bool = True
+    tags: tuple[str, ...] = ()
+
+    def resolved_url(self) -> str:
+        return self.url if self.url else default_url()
+
+
+_CURRENT: ContextVar[StoreSettings | None] = ContextVar("referee_store", default=None)
+
+
+def default_url() -> str:
+    """The default store: ``history.sqlite`` in referee's folder (``.referee/`` at the repository's top level)."""
+    return sqlite_url(referee_dir() / FILE_NAME)
+
+
+def sqlite_url(path: str | Path) -> str:
+    return f"sqlite:///{Path(path).resolve()}"
+
+
+def normalise_url(value: str) -> str:
+    """A URL as given (``sqlite:///file``, ``postgresql://...``), or a plain file path made a SQLite URL."""
+    value = value.strip()
+    if not value:
+        raise UserError("--store needs a URL (sqlite:///path or postgresql://user:pass@host:port/db) or a file path")
+    scheme = urlsplit(value).scheme.lower()
+    if "://" not in value:
+        return sqlite_url(value)
+    if scheme.split("+")[0] not in ("sqlite", "postgresql", "postgres"):
+        raise UserError(f"--store {display_url(value)}: only sqlite:/// and postgresql:// stores are supported")
+    if scheme.split("+")[0] == "postgres":
+        value = "postgresql" + value[len("postgres"):]
+    return value
+
+
+def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
+    """Tags as given (any characters: they are bound parameters), refusing empty and oversized ones."""
+    out: list[str] = []
+    for t in tags:
+        if not t.strip():
+            raise UserError("--tag needs a non-empty value")
+        if len(t) > MAX_TAG:
+            raise UserError(f"--tag is {len(t)} characters; at most {MAX_TAG}")
+        if t not in out:
+            out.append(t)
+    return tuple(out)
+
+
+def current() -> StoreSettings:
+    """The settings in force: the innermost :func:`recording`, else ``REFEREE_STORE``, else the default file."""
+    s = _CURRENT.get()
+    if s is not None:
+        return s
+    env = os.environ.get(ENV, "").strip()
+    if env.lower() in _OFF:
+        return StoreSettings(enabled=False)
+    return StoreSettings(url=normalise_url(env) if env else None)
+
+
+@contextmanager
+def recording(url: str | None = None, *, enabled: bool | None = None,
+              tags: Sequence[str] = ()) -> Iterator[StoreSettings]:
+    """Within this block runs record into ``url`` (default: as :func:`current`), with ``tags``;
+    ``enabled=False`` records nothing (``--no-store``)."""
+    base = current()
+    settings = StoreSettings(
+        url=normalise_url(url) if url else base.url,
+        enabled=base.enabled if enabled is None and not url else (True if enabled is None else enabled),
+        tags=check_tags([*base.tags, *tags]),
+    )
+    token = _CURRENT.set(settings)
+    try:
+        yield settings
+    finally:
+        _CURRENT.reset(token)
+
+
+def display_url(url: str) -> str:
+    """``url`` without its password (and user), for every message, log and table."""
+    parts = urlsplit(url)
+    if parts.password is None and parts.username is None:
+        return redact_text(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    shown = parts._replace(netloc=f"***@{host}").geturl()
+    return redact_text(shown, secrets=[parts.password] if parts.password else [])
+
+
+def scrub(message: str, url: str) -> str:
+    """An error message with the store's password (and the URL's credentials) masked."""
+    parts = urlsplit(url)
+    secrets = [parts.password] if parts.password and len(parts.password) >= 1 else []
+    for s in secrets:
+        message = message.replace(s, "***")
+    return redact_text(message.replace(url, display_url(url)))
+
+
+def scope(store: str | bool | None = None, tags: Sequence[str] = ()) -> AbstractContextManager[object]:
+    """The Python entry points' ``store=`` / ``tags=``: None keeps the store in force (``REFEREE_STORE``, else
+    the default file), False records nothing, True records (into the default), a string is a store URL or file."""
+    if store is None and not tags:
+        return nullcontext()
+    if store is False:
+        return recording(enabled=False, tags=tags)
+    if store is True or store is None:
+        return recording(enabled=True if store is True else None, tags=tags)
+    if not isinstance(store, str | os.PathLike):
+        raise UserError(f"store= takes a URL, a file path, True or False; got {type(store).__name__}")
+    return recording(os.fspath(store), tags=tags)

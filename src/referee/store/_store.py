@@ -1,0 +1,388 @@
+"""The ``Store``: one face over a SQLite file or a PostgreSQL database (open by URL, record a run, finish it,
+query, resolve a baseline). Every statement is SQLAlchemy Core with bound parameters."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy.engine import Connection, Engine
+
+from . import _schema as s
+from ._engine import ensure_schema, make_engine
+from ._settings import StoreError, display_url, scrub
+
+if TYPE_CHECKING:
+    from ..results._manifest import RunManifest
+    from ..results._schema import ResultRow
+
+VOLATILE = ("latency_ms", "cost_usd")
+"""Row fields kept as columns, out of the hashed body: they differ between reruns whose rows are otherwise equal."""
+_PACK_MIN = 256
+DEFAULT_MAX_ROW_BYTES = 4_000_000
+
+
+def max_row_bytes() -> int:
+    """A row's body above this many bytes is stored as a stub naming its results file
+    (``REFEREE_STORE_MAX_ROW_BYTES``)."""
+    raw = os.environ.get("REFEREE_STORE_MAX_ROW_BYTES")
+    if not raw:
+        return DEFAULT_MAX_ROW_BYTES
+    try:
+        v = int(raw)
+    except ValueError:
+        raise StoreError(f"REFEREE_STORE_MAX_ROW_BYTES={raw!r} is not a whole number of bytes") from None
+    if v < 1024:
+        raise StoreError(f"REFEREE_STORE_MAX_ROW_BYTES={raw!r} must be at least 1024")
+    return v
+
+
+def digest(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def _pack(data: bytes) -> tuple[int, bytes]:
+    if len(data) >= _PACK_MIN:
+        z = zlib.compress(data, 1)
+        if len(z) < len(data) * 0.9:
+            return 1, z
+    return 0, data
+
+
+def _unpack(packed: int, data: bytes) -> bytes:
+    return zlib.decompress(data) if packed == 1 else bytes(data)
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False).encode("utf-8")
+
+
+def _key_part(v: int | None) -> int:
+    return s.NONE_INDEX if v is None else int(v)
+
+
+@dataclass
+class RunRecord:
+    """One stored run, as ``referee runs list`` shows it."""
+
+    id: str
+    kind: str
+    suite: str | None
+    identity: str
+    judge: str | None
+    status: str
+    started_at: str
+    finished_at: str | None
+    git_commit: str | None
+    git_branch: str | None
+    git_dirty: bool | None
+    git_remote: str | None
+    ci_provider: str | None
+    ci_commit: str | None
+    ci_ref: str | None
+    ci_run_id: str | None
+    results_path: str | None
+    n_rows: int
+    n_scored: int
+    n_unscored: int
+    n_error: int
+    cost_usd: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    wall_s: float | None
+    pass_rate: float | None
+    pass_rate_lo: float | None
+    pass_rate_hi: float | None
+    mean: float | None
+    mean_lo: float | None
+    mean_hi: float | None
+    judge_key: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+_RUN_COLS = [c for c in RunRecord.__dataclass_fields__ if c != "tags"]
+
+
+class Store:
+    """The run history at ``url`` (``sqlite:///file`` or ``postgresql://user:pass@host:port/db``).
+
+    Opening prepares the schema (see ``_engine.ensure_schema``); a store written by a newer referee raises
+    :class:`StoreError`."""
+
+    def __init__(self, url: str, *, engine: Engine | None = None, prepare: bool = True) -> None:
+        self.url = url
+        self.engine = engine if engine is not None else make_engine(url)
+        if prepare:
+            ensure_schema(self.engine, url)
+        self._insert: Any = None
+
+    def __repr__(self) -> str:
+        return f"<Store {self.display_url}>"
+
+    @property
+    def display_url(self) -> str:
+        return display_url(self.url)
+
+    @property
+    def dialect(self) -> str:
+        return str(self.engine.dialect.name)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def error(self, exc: BaseException) -> StoreError:
+        return StoreError(f"{self.display_url}: {scrub(f'{type(exc).__name__}: {exc}', self.url)}")
+
+    # -- writing -------------------------------------------------------------------------------------------
+    def _ins(self) -> Any:
+        if self._insert is None:
+            from sqlalchemy.dialects import postgresql, sqlite
+
+            self._insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+        return self._insert
+
+    def put_texts(self, conn: Connection, texts: dict[bytes, bytes]) -> None:
+        """Each text once, by its SHA-256 (``texts`` maps hash -> UTF-8 bytes)."""
+        if not texts:
+            return
+        have: set[bytes] = set()
+        keys = list(texts)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            have.update(bytes(h) for (h,) in conn.execute(select(s.texts.c.hash).where(s.texts.c.hash.in_(chunk))))
+        new = []
+        for h, data in texts.items():
+            if h not in have:
+                packed, stored = _pack(data)
+                new.append({"hash": h, "packed": packed, "data": stored})
+        if new:
+            stmt = self._ins()(s.texts).on_conflict_do_nothing(index_elements=["hash"])
+            conn.execute(stmt, new)
+
+    def put_text(self, conn: Connection, data: bytes) -> bytes:
+        h = digest(data)
+        self.put_texts(conn, {h: data})
+        return h
+
+    def get_text(self, conn: Connection, h: bytes | None) -> bytes | None:
+        if h is None:
+            return None
+        row = conn.execute(select(s.texts.c.packed, s.texts.c.data).where(s.texts.c.hash == h)).first()
+        return None if row is None else _unpack(row[0], row[1])
+
+    def begin_run(self, run: dict[str, Any], *, tags: Sequence[str] = (), manifest_json: bytes | None = None) -> None:
+        """Record a run as started (or, for a resumed run id, as running again, keeping its start)."""
+        values = dict(run)
+        with self.engine.begin() as conn:
+            if manifest_json is not None:
+                values["manifest"] = self.put_text(conn, manifest_json)
+            stmt = self._ins()(s.runs).values(**values)
+            keep = {"id", "started_at"}
+            stmt = stmt.on_conflict_do_update(
+                index_elements=["id"], set_={k: stmt.excluded[k] for k in values if k not in keep})
+            conn.execute(stmt)
+            self._tag(conn, values["id"], tags)
+
+    def _tag(self, conn: Connection, run_id: str, tags: Iterable[str]) -> None:
+        rows = [{"run_id": run_id, "tag": t} for t in dict.fromkeys(tags)]
+        if rows:
+            conn.execute(self._ins()(s.run_tags).on_conflict_do_nothing(index_elements=["run_id", "tag"]), rows)
+
+    def row_values(self, run_id: str, row: ResultRow, seq: int, *, results_path: str | None,
+                   limit: int) -> tuple[dict[str, Any], bytes, bytes, bool]:
+        """(the row's columns, its body's hash, the body, whether it was cut to a stub)."""
+        body = row.model_dump(mode="json", exclude_none=True, exclude=set(VOLATILE))
+        data = _dumps(body)
+        stub = len(data) > limit
+        if stub:
+            keep: dict[str, Any] = {k: body[k] for k in ("schema_version", "id", "status", "score", "passed", "category",
+                                         "evaluator", "repeat", "turn") if k in body}
+            keep["details"] = {"store_stub": {"bytes": len(data), "file": results_path,
+                                              "note": "too large for the store; the full row is in the file"}}
+            data = _dumps(keep)
+        h = digest(data)
+        values = {"run_id": run_id, "case_id": row.id, "rep": _key_part(row.repeat), "turn": _key_part(row.turn),
+                  "seq": seq, "status": row.status, "score": row.score, "passed": row.passed,
+                  "latency_ms": row.latency_ms, "cost_usd": row.cost_usd, "body": h}
+        return values, h, data, stub
+
+    def add_rows(self, run_id: str, rows: Sequence[ResultRow], *, first_seq: int = 0,
+                 results_path: str | None = None) -> int:
+        """Store ``rows`` (a row already stored under the same key is replaced: a retried error row). Returns how
+        many were cut to stubs."""
+        if not rows:
+            return 0
+        limit = max_row_bytes()
+        values: list[dict[str, Any]] = []
+        texts: dict[bytes, bytes] = {}
+        stubs = 0
+        for i, r in enumerate(rows):
+            v, h, data, stub = self.row_values(run_id, r, first_seq + i, results_path=results_path, limit=limit)
+            values.append(v)
+            texts[h] = data
+            stubs += stub
+        with self.engine.begin() as conn:
+            self.put_texts(conn, texts)
+            stmt = self._ins()(s.rows)
+            stmt = stmt.on_conflict_do_update(
+                index_elements=["run_id", "case_id", "rep", "turn"],
+                set_={k: stmt.excluded[k] for k in ("seq", "status", "score", "passed", "latency_ms", "cost_usd",
+                                                     "body")})
+            conn.execute(stmt, values)
+        return stubs
+
+    def finish_run(self, run_id: str, values: dict[str, Any], *, manifest_json: bytes | None = None,
+                   summary_json: bytes | None = None) -> None:
+        values = dict(values)
+        with self.engine.begin() as conn:
+            if manifest_json is not None:
+                values["manifest"] = self.put_text(conn, manifest_json)
+            if summary_json is not None:
+                values["summary"] = self.put_text(conn, summary_json)
+            conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(**values))
+
+    def tag(self, run_id: str, add: Sequence[str] = (), remove: Sequence[str] = ()) -> None:
+        with self.engine.begin() as conn:
+            self._tag(conn, run_id, add)
+            if remove:
+                conn.execute(delete(s.run_tags).where(and_(s.run_tags.c.run_id == run_id,
+                                                           s.run_tags.c.tag.in_(list(remove)))))
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def _records(self, conn: Connection, where: Any = None, *, limit: int | None = None,
+                 newest_first: bool = True) -> list[RunRecord]:
+        q = select(*[s.runs.c[c] for c in _RUN_COLS])
+        if where is not None:
+            q = q.where(where)
+        q = q.order_by(s.runs.c.started_at.desc() if newest_first else s.runs.c.started_at,
+                       s.runs.c.id.desc() if newest_first else s.runs.c.id)
+        if limit is not None:
+            q = q.limit(limit)
+        recs = [RunRecord(**dict(zip(_RUN_COLS, r, strict=True))) for r in conn.execute(q)]
+        if recs:
+            by_id = {r.id: r for r in recs}
+            ids = list(by_id)
+            for i in range(0, len(ids), 500):
+                tq = select(s.run_tags.c.run_id, s.run_tags.c.tag).where(s.run_tags.c.run_id.in_(ids[i:i + 500]))
+                for rid, tag in conn.execute(tq.order_by(s.run_tags.c.tag)):
+                    by_id[rid].tags.append(tag)
+        return recs
+
+    def list_runs(self, *, suite: str | None = None, branch: str | None = None, tag: str | None = None,
+                  status: str | None = None, since: str | None = None, until: str | None = None,
+                  identity: str | None = None, commit: str | None = None, limit: int | None = None,
+                  newest_first: bool = True) -> list[RunRecord]:
+        """Runs matching every filter given, newest first. ``commit``: a full or abbreviated hash."""
+        conds: list[Any] = []
+        if suite is not None:
+            conds.append(s.runs.c.suite == suite)
+        if branch is not None:
+            conds.append(s.runs.c.git_branch == branch)
+        if status is not None:
+            conds.append(s.runs.c.status == status)
+        if since is not None:
+            conds.append(s.runs.c.started_at >= since)
+        if until is not None:
+            conds.append(s.runs.c.started_at <= until)
+        if identity is not None:
+            conds.append(s.runs.c.identity == identity)
+        if commit is not None:
+            conds.append(or_(s.runs.c.git_commit.startswith(commit, autoescape=True),
+                             s.runs.c.ci_commit.startswith(commit, autoescape=True)))
+        if tag is not None:
+            conds.append(s.runs.c.id.in_(select(s.run_tags.c.run_id).where(s.run_tags.c.tag == tag)))
+        with self.engine.connect() as conn:
+            return self._records(conn, and_(*conds) if conds else None, limit=limit, newest_first=newest_first)
+
+    def get_run(self, ref: str) -> RunRecord:
+        """A run by its id or an unambiguous prefix of it (at least 4 characters)."""
+        with self.engine.connect() as conn:
+            recs = self._records(conn, s.runs.c.id == ref)
+            if not recs and len(ref) >= 4:
+                recs = self._records(conn, s.runs.c.id.startswith(ref, autoescape=True), limit=3)
+        if not recs:
+            raise KeyError(f"no run {ref!r} in {self.display_url}")
+        if len(recs) > 1:
+            raise KeyError(f"run id {ref!r} is ambiguous in {self.display_url}: "
+                           + ", ".join(r.id[:12] for r in recs))
+        return recs[0]
+
+    def count_runs(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(s.runs)).scalar_one())
+
+    def rows(self, run_id: str) -> list[ResultRow]:
+        """The run's rows, in the order they arrived, as :class:`~referee.results.ResultRow`."""
+        from ..results._schema import ResultRow
+
+        q = (select(s.rows.c.latency_ms, s.rows.c.cost_usd, s.texts.c.packed, s.texts.c.data)
+             .join(s.texts, s.texts.c.hash == s.rows.c.body)
+             .where(s.rows.c.run_id == run_id).order_by(s.rows.c.seq, s.rows.c.case_id))
+        out: list[ResultRow] = []
+        with self.engine.connect() as conn:
+            for latency, cost, packed, data in conn.execute(q):
+                body = json.loads(_unpack(packed, data))
+                if latency is not None:
+                    body["latency_ms"] = latency
+                if cost is not None:
+                    body["cost_usd"] = cost
+                out.append(ResultRow.model_validate(body))
+        return out
+
+    def count_rows(self, run_id: str | None = None) -> int:
+        q = select(func.count()).select_from(s.rows)
+        if run_id is not None:
+            q = q.where(s.rows.c.run_id == run_id)
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar_one())
+
+    def manifest(self, run_id: str) -> RunManifest | None:
+        from ..results._manifest import RunManifest
+
+        with self.engine.connect() as conn:
+            h = conn.execute(select(s.runs.c.manifest).where(s.runs.c.id == run_id)).scalar()
+            data = self.get_text(conn, h)
+        return None if data is None else RunManifest.model_validate_json(data)
+
+    def summary(self, run_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            h = conn.execute(select(s.runs.c.summary).where(s.runs.c.id == run_id)).scalar()
+            data = self.get_text(conn, h)
+        return None if data is None else dict(json.loads(data))
+
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete runs (their rows and tags with them) and the texts nothing references any more."""
+        ids = list(run_ids)
+        if not ids:
+            return 0
+        with self.engine.begin() as conn:
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                conn.execute(delete(s.rows).where(s.rows.c.run_id.in_(chunk)))
+                conn.execute(delete(s.run_tags).where(s.run_tags.c.run_id.in_(chunk)))
+                conn.execute(delete(s.runs).where(s.runs.c.id.in_(chunk)))
+            self._collect_texts(conn)
+        return len(ids)
+
+    def _collect_texts(self, conn: Connection) -> None:
+        refs = [s.rows.c.body, s.runs.c.manifest, s.runs.c.summary, s.traces.c.attrs, s.spans.c.attrs,
+                s.trace_scores.c.body, s.alignments.c.config, s.alignments.c.metrics, s.labels.c.note,
+                s.generated_cases.c.source, s.generated_cases.c.body]
+        used = [select(c).where(c.is_not(None)) for c in refs]
+        conn.execute(delete(s.texts).where(~s.texts.c.hash.in_(used[0].union(*used[1:]).scalar_subquery())))

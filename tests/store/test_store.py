@@ -1,0 +1,149 @@
+"""The Store face on SQLite: record, finish, query; texts stored once; stubs; hostile names; delete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from referee.results import ResultRow, RunManifest
+from referee.store import Store, StoreError, open_store
+from referee.store import _schema as schema
+from referee.store._recorder import run_values
+
+HOSTILE = ["'; DROP TABLE runs; --", 'quote " and \' both', "ctrl\x01\x1b[31m\ttab", "percent % under_score"]
+
+
+def _rows(n: int, *, rationale: str = "fine", offset: int = 0) -> list[ResultRow]:
+    return [ResultRow(id=f"c{i}", status="scored", score=(i % 4) / 3, passed=(i % 4) / 3 >= 0.7,
+                      evaluator="suite", rationale=rationale, latency_ms=10.0 + i + offset) for i in range(n)]
+
+
+def _begin(store: Store, run_id: str, *, suite: str = "s", tags: tuple[str, ...] = (),
+           started: str = "2026-01-01T00:00:00+00:00", branch: str | None = "main",
+           commit: str | None = "a" * 40) -> RunManifest:
+    m = RunManifest(kind="suite", run_id=run_id, created_at=started, extra={"suite": {"name": suite}})
+    store.begin_run(run_values(m, results_path="r.jsonl", git={"commit": commit, "branch": branch, "dirty": False}),
+                    tags=tags)
+    return m
+
+
+def test_a_run_recorded_reads_back_row_for_row(store: Store) -> None:
+    _begin(store, "r1" * 16)
+    rows = _rows(6)
+    store.add_rows("r1" * 16, rows[:3])
+    store.add_rows("r1" * 16, rows[3:], first_seq=3)
+    back = store.rows("r1" * 16)
+    assert [r.model_dump() for r in back] == [r.model_dump() for r in rows]
+    rec = store.get_run("r1r1")
+    assert (rec.status, rec.suite, rec.git_branch, rec.git_commit) == ("running", "s", "main", "a" * 40)
+
+
+def test_a_row_stored_again_under_its_key_replaces_the_old_one(store: Store) -> None:
+    _begin(store, "x" * 32)
+    err = ResultRow(id="c0", status="error", evaluator="suite", error="timeout")
+    store.add_rows("x" * 32, [err])
+    store.add_rows("x" * 32, _rows(1))
+    back = store.rows("x" * 32)
+    assert len(back) == 1 and back[0].status == "scored"
+
+
+def test_texts_that_repeat_are_stored_once(store: Store) -> None:
+    for k in range(5):  # five reruns whose rows differ only in latency
+        _begin(store, f"{k:032d}")
+        store.add_rows(f"{k:032d}", _rows(20, rationale="the same long rationale " * 20, offset=k))
+    with store.engine.connect() as conn:
+        n_texts = conn.execute(select(func.count()).select_from(schema.texts)).scalar_one()
+        n_rows = conn.execute(select(func.count()).select_from(schema.rows)).scalar_one()
+    assert n_rows == 100
+    assert n_texts == 20  # one body per distinct case, whatever the latency
+    assert [r.latency_ms for r in store.rows(f"{3:032d}")][:2] == [13.0, 14.0]
+
+
+def test_an_oversized_row_is_stored_as_a_stub_naming_its_file(store: Store,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REFEREE_STORE_MAX_ROW_BYTES", "2048")
+    _begin(store, "b" * 32)
+    big = ResultRow(id="big", status="scored", score=1.0, passed=True, evaluator="suite", raw_reply="x" * 10_000)
+    assert store.add_rows("b" * 32, [big, *_rows(1)], results_path="out.jsonl") == 1
+    back = {r.id: r for r in store.rows("b" * 32)}
+    assert back["big"].raw_reply is None and back["big"].score == 1.0
+    assert back["big"].details["store_stub"]["file"] == "out.jsonl"
+    assert back["c0"].rationale == "fine"
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_sql_quotes_and_control_characters_are_data(store: Store, name: str) -> None:
+    run_id = "h" * 32
+    _begin(store, run_id, suite=name, tags=(name,))
+    store.add_rows(run_id, [ResultRow(id=name, status="scored", score=0.5, passed=False, evaluator="suite")])
+    assert [r.id for r in store.list_runs(suite=name)] == [run_id]
+    assert [r.id for r in store.list_runs(tag=name)] == [run_id]
+    assert store.get_run(run_id).tags == [name]
+    assert store.rows(run_id)[0].id == name
+    assert store.count_runs() == 1  # the tables are all still there
+
+
+def test_a_like_pattern_in_a_commit_prefix_is_literal(store: Store) -> None:
+    _begin(store, "p" * 32, commit="abc%def")
+    _begin(store, "q" * 32, commit="abcXdef")
+    assert [r.id for r in store.list_runs(commit="abc%")] == ["p" * 32]
+
+
+def test_filters_and_order(store: Store) -> None:
+    _begin(store, "1" * 32, started="2026-01-01T00:00:00+00:00", branch="main", tags=("nightly",))
+    _begin(store, "2" * 32, started="2026-01-02T00:00:00+00:00", branch="feature")
+    _begin(store, "3" * 32, started="2026-01-03T00:00:00+00:00", branch="main")
+    assert [r.id[0] for r in store.list_runs()] == ["3", "2", "1"]
+    assert [r.id[0] for r in store.list_runs(branch="main")] == ["3", "1"]
+    assert [r.id[0] for r in store.list_runs(tag="nightly")] == ["1"]
+    assert [r.id[0] for r in store.list_runs(since="2026-01-02")] == ["3", "2"]
+    assert [r.id[0] for r in store.list_runs(limit=1)] == ["3"]
+
+
+def test_an_ambiguous_or_unknown_id_is_refused(store: Store) -> None:
+    _begin(store, "abcd" + "1" * 28)
+    _begin(store, "abcd" + "2" * 28)
+    with pytest.raises(KeyError, match="ambiguous"):
+        store.get_run("abcd")
+    with pytest.raises(KeyError, match="no run"):
+        store.get_run("ffff")
+
+
+def test_delete_removes_rows_tags_and_unreferenced_texts(store: Store) -> None:
+    _begin(store, "k" * 32, tags=("t",))
+    store.add_rows("k" * 32, _rows(3, rationale="shared"))
+    _begin(store, "d" * 32, tags=("t",))
+    store.add_rows("d" * 32, _rows(3, rationale="shared") + [ResultRow(id="only", status="unscored",
+                                                                          evaluator="suite")])
+    assert store.delete_runs(["d" * 32]) == 1
+    with store.engine.connect() as conn:
+        n_texts = conn.execute(select(func.count()).select_from(schema.texts)).scalar_one()
+        manifests = conn.execute(select(func.count()).select_from(schema.runs)).scalar_one()
+    assert manifests == 1
+    assert n_texts == 3  # the kept run's three bodies; "only" was collected
+    assert len(store.rows("k" * 32)) == 3 and store.rows("d" * 32) == []
+
+
+def test_a_store_from_a_newer_referee_is_refused_and_left_alone(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    open_store(url).close()
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "h.sqlite")
+    db.execute("UPDATE alembic_version SET version_num='9999'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="newer referee.*9999.*not changed"):
+        open_store(url)
+    db = sqlite3.connect(tmp_path / "h.sqlite")
+    assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("9999",)]
+    db.close()
+
+
+def test_the_planned_tables_exist_empty(store: Store) -> None:
+    from sqlalchemy import inspect
+
+    names = set(inspect(store.engine).get_table_names())
+    assert {"traces", "spans", "trace_scores", "alignments", "labels", "generated_cases"} <= names
