@@ -22,7 +22,7 @@ import markupsafe
 
 from .._util._image import ImageError, image_of, images_in, plain
 from .._version import __version__
-from ..evaluators._evidence import locate
+from ..evaluators._evidence import Locator
 from ..results._schema import ResultRow
 from ..rubrics._model import SCALES
 from ._claims import claims_table
@@ -39,12 +39,15 @@ class Segment:
     ungrounded: bool = False
 
 
-def highlight_segments(text: str, quotes: Iterable[tuple[str, str]]) -> list[Segment]:
+def highlight_segments(text: str, quotes: Iterable[tuple[str, str]], locator: Locator | None = None
+                       ) -> list[Segment]:
     """Split ``text`` into plain and quoted segments. ``quotes`` are (label, quote) pairs; overlapping
-    matches are merged and carry every label. Nothing is escaped here: the template escapes each segment."""
+    matches are merged and carry every label. Nothing is escaped here: the template escapes each segment.
+    ``locator``: the text's own, when the caller has made one already (it normalises the text once)."""
     spans: list[tuple[int, int, str]] = []
     for label, quote in quotes:
-        for s, e in locate(quote, text):
+        locator = locator or Locator(text)
+        for s, e in locator.spans(quote):
             spans.append((s, e, label))
     if not spans:
         return [Segment(text)] if text else []
