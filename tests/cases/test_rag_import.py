@@ -91,6 +91,28 @@ def test_cli_import_writes_cases_that_load(tmp_path: Path, capsys: pytest.Captur
     assert code == 2 and "bad.jsonl:1" in err and "input" in err
 
 
+def test_a_record_giving_one_field_under_two_names_is_a_warning_and_the_current_name_wins(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Which of the two was kept depended on the keys' order, silently. Now the current name (Ragas's, DeepEval's
+    snake_case) is used in either order, and the import says so naming file, line and both names."""
+    ragas = [{"question": "old q", "user_input": "new q", "retrieved_contexts": ["new"], "contexts": ["old"]},
+             {"user_input": "q2", "response": "a2"}]
+    cs = from_ragas(ragas)
+    assert (cs.cases[0].input, [c.text for c in cs.cases[0].contexts]) == ("new q", ["new"])
+    assert len(cs.warnings) == 2 and "'user_input' is used and 'question' left out" in cs.warnings[0]
+    assert "'retrieved_contexts' is used and 'contexts' left out" in cs.warnings[1]
+    camel_first = {"input": "q", "actualOutput": "camel", "actual_output": "snake"}
+    snake_first = {"input": "q", "actual_output": "snake", "actualOutput": "camel"}
+    for rec in (camel_first, snake_first):
+        d = from_deepeval([rec])
+        assert d.cases[0].output == "snake" and "'actual_output' is used" in d.warnings[0]
+    assert from_deepeval([{"input": "q", "actual_output": "a", "actualOutput": None}]).warnings == []
+    src = tmp_path / "d.jsonl"
+    src.write_text(json.dumps(camel_first) + "\n", encoding="utf-8")
+    code, _, err = run_cli(["import", "--format", "deepeval", str(src), "--out", str(tmp_path / "c.jsonl")], capsys)
+    assert code == 0 and f"warning: {src}:1: record 1 gives both 'actual_output' and 'actualOutput'" in err
+
+
 def test_a_python_list_cell_reads_as_python_reads_it() -> None:
     """Every list of strings, written as ``repr`` writes it (quotes of either kind, escapes, non-Latin text),
     reads back equal; the parser is a scan, never an evaluation."""

@@ -91,6 +91,8 @@ class CaseSet:
     cases: list[Case] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """Lines left out when loaded with ``skip_bad_lines`` (each ``file:line: why``)."""
+    warnings: list[str] = field(default_factory=list)
+    """What was read in a way worth saying (``file:line: what was done``): a record giving one field twice."""
 
     @property
     def ids(self) -> list[str]:

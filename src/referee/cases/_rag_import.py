@@ -35,6 +35,11 @@ _RAGAS_OLD = {"question": "input", "answer": "output", "ground_truth": "referenc
 _DEEPEVAL = {"input": "input", "actual_output": "output", "expected_output": "reference",
              "retrieval_context": "contexts", "actualOutput": "output", "expectedOutput": "reference",
              "retrievalContext": "contexts"}
+_SAME_FIELD = {"ragas": (("user_input", "question"), ("response", "answer"), ("reference", "ground_truth"),
+                         ("retrieved_contexts", "contexts")),
+               "deepeval": (("actual_output", "actualOutput"), ("expected_output", "expectedOutput"),
+                            ("retrieval_context", "retrievalContext"))}
+"""(current name, older or camelCase name) of one field: a record giving both has the current one used."""
 _LIST_FIELDS = frozenset({"retrieved_contexts", "reference_contexts", "contexts", "retrieval_context",
                           "retrievalContext", "context", "multi_responses", "ground_truths"})
 _WRAPPERS = ("samples", "test_cases", "testCases", "goldens", "cases", "data")
@@ -60,9 +65,18 @@ def _mapping(fmt: str, record: dict[str, Any]) -> dict[str, str]:
     return _RAGAS_OLD if ("question" in record or "answer" in record) else _RAGAS
 
 
-def _convert(fmt: str, record: Any, path: str, line: int, n: int) -> dict[str, Any]:
+def _convert(fmt: str, record: Any, path: str, line: int, n: int, warnings: list[str] | None = None
+             ) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise InputError(f"record {n}: expected an object, got {type(record).__name__}", file=path, line=line)
+    shadowed = set()
+    for new, old in _SAME_FIELD[fmt]:
+        if record.get(new) is not None and record.get(old) is not None:
+            shadowed.add(old)  # which one was kept depended on the keys' order: the current name now, said
+            if warnings is not None:
+                warnings.append(f"{path}:{line}: record {n} gives both '{new}' and '{old}' (another name for the "
+                                f"same field); '{new}' is used and '{old}' left out")
+    record = {k: v for k, v in record.items() if k not in shadowed} if shadowed else record
     mapping = _mapping(fmt, record)
     required = "user_input" if mapping is _RAGAS else ("question" if mapping is _RAGAS_OLD else "input")
     if not isinstance(record.get(required), str):
@@ -233,9 +247,10 @@ def _import_rag_cases_unshared(source: Any, fmt: str, *, name: str = "<records>"
                       for r in source.to_dict(orient="records")]
         items = [(i + 1, r) for i, r in enumerate(source)]
     cases = []
+    said: list[str] = []
     seen: dict[str, int] = {}
     for n, (line, rec) in enumerate(items, 1):
-        case = _check_case(_convert(fmt, rec, path, line, n), path, line, n - 1)
+        case = _check_case(_convert(fmt, rec, path, line, n, said), path, line, n - 1)
         if case.id in seen:
             raise InputError(f"duplicate case id '{case.id}' (first at line {seen[case.id]})", file=path, line=line,
                              field="id")
@@ -243,7 +258,7 @@ def _import_rag_cases_unshared(source: Any, fmt: str, *, name: str = "<records>"
         cases.append(case)
     if not cases:
         raise InputError("no records", file=path)
-    return CaseSet(path=path, cases=cases)
+    return CaseSet(path=path, cases=cases, warnings=said)
 
 
 def from_ragas(source: Any) -> CaseSet:
