@@ -69,6 +69,7 @@ def test_an_agent_url_with_credentials_reaches_no_file(fake_server: FakeLLMServe
     import base64
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("REFEREE_STORE", f"sqlite:///{tmp_path / 'history.sqlite'}")  # the run history too
     password, token = "Pa55-w0rd-Very-Secret", "T0ken-Very-Secret-42"
     basic = base64.b64encode(f"agent-user:{password}".encode()).decode()
 
@@ -92,10 +93,11 @@ def test_an_agent_url_with_credentials_reaches_no_file(fake_server: FakeLLMServe
     assert row.details["episode"]["termination"] == "agent_error" and "HTTP 401" in row.details["episode"]["error"]
     manifest = json.loads(manifest_path(out).read_text(encoding="utf-8"))
     assert manifest["extra"]["agent"]["kind"] == "http" and host in manifest["extra"]["agent"]["url"]
+    assert (tmp_path / "history.sqlite").stat().st_size > 0
     for f in tmp_path.iterdir():
         if f.is_file():
-            text = f.read_text(encoding="utf-8")
+            data = f.read_bytes()
             for secret in (password, token, basic):
-                assert secret not in text, (f.name, secret)
+                assert secret.encode() not in data, (f.name, secret)
     for secret in (password, token, basic):
         assert secret not in stdout + err

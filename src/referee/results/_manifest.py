@@ -127,14 +127,18 @@ class RunManifest(_Model):
         # must never reach the manifest, whoever built the list.
         return redact_argv(v)
 
+    def recorded(self) -> dict[str, Any]:
+        """The manifest as every copy of it is written (the file beside the results, the run-history store).
+        ``extra`` is filled by every command (agents, targets, endpoints), often after construction: whatever lands
+        there, a URL's user:password@, a secret query value or a key-shaped token is masked on the way out."""
+        data = self.model_dump(mode="json")
+        data["extra"] = _redacted(data["extra"])
+        return data
+
     def write(self, results_path: str | Path) -> Path:
         path = manifest_path(results_path)
         tmp = path.with_name(path.name + ".tmp")
-        data = self.model_dump(mode="json")
-        # ``extra`` is filled by every command (agents, targets, endpoints), often after construction: whatever
-        # lands there, a URL's user:password@, a secret query value or a key-shaped token is masked on the way out.
-        data["extra"] = _redacted(data["extra"])
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps(self.recorded(), indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, path)
         return path
 
