@@ -11,8 +11,9 @@ import pytest
 from referee.testing import FakeLLMServer
 
 # pytester drives the tests of referee's own pytest plugin (tests/testing); the targets' fixtures (a user module,
-# a local HTTP service) serve tests in several folders. Plugins must be named at the top level.
-pytest_plugins = ["pytester", "tests.support.targets"]
+# a local HTTP service) and the store's (SQLite and a PostgreSQL server, `store_url`) serve tests in several
+# folders. Plugins must be named at the top level.
+pytest_plugins = ["pytester", "tests.support.targets", "tests.support.postgres"]
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("REFEREE_SHARED_DATA", REPO.parent / "shared" / "data"))

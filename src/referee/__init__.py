@@ -47,6 +47,7 @@ if _TYPE_CHECKING:
     from .run._judge import Judge
     from .run._target_runs import TargetGate, TargetsRun, run_targets
     from .runner import JudgeClient, ResponseCache, RetryPolicy
+    from .store import runs
 
 # Names are imported on first use (PEP 562): ``import referee`` (every CLI command starts with it) must not
 # pay for numpy, pydantic models or aiohttp that the command at hand never touches. Judging starts sooner.
@@ -68,6 +69,7 @@ _LAZY = {
                      "read_results"), ".results"),
     **dict.fromkeys(("JudgeClient", "ResponseCache", "RetryPolicy"), ".runner"),
     **dict.fromkeys(("RunEstimate", "estimate_run"), ".run._estimate"),
+    "runs": ".store",
     **dict.fromkeys(("TargetGate", "TargetsRun", "run_targets"), ".run._target_runs"),
 }
 
@@ -150,5 +152,6 @@ __all__ = [
     "read_results",
     "register",
     "run_targets",
+    "runs",
     "summarize",
 ]

@@ -18,11 +18,14 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from referee.store import Store, open_store
 
 REQUIRE_ENV = "REFEREE_REQUIRE_POSTGRES"
 USER_ENV = "REFEREE_TEST_PG_USER"
@@ -176,3 +179,47 @@ def start_server() -> PostgresServer:
                 srv.proc.wait(10)
     shutil.rmtree(root, ignore_errors=True)
     raise RuntimeError(f"could not start postgres: {last}")
+
+
+# Fixtures (registered in tests/conftest.py): every store test runs on SQLite and on this server.
+_pg: dict[str, PostgresServer | str] = {}
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    if "error" in _pg:
+        unavailable(str(_pg["error"]))
+    try:
+        srv = start_server()
+    except RuntimeError as exc:
+        _pg["error"] = str(exc)
+        unavailable(str(exc))
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PostgresServer) -> Iterator[str]:
+    db = pg_server.new_database()
+    try:
+        yield pg_server.url(db)
+    finally:
+        pg_server.drop_database(db)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'history.sqlite'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    st = open_store(store_url)
+    try:
+        yield st
+    finally:
+        st.close()

@@ -96,12 +96,15 @@ def default_out(suite_path: str) -> Path:
               help="Resuming into an earlier run's results: judge again the cases it left unscored (error rows "
                    "are always judged again), asking the judge afresh instead of reading its cached reply.")
 @click.option("--verbose", "-v", is_flag=True, help="The full score report (paired tests, power, more cases).")
+@click.option("--baseline", "baseline", default=None, metavar="FILE|RUN",
+              help="Gate against this run instead of the suite's gates.baseline: a results file, or a run in the "
+                   "history (main or any branch, last, a run id, @COMMIT).")
 @judge_options(default_concurrency=8)
 @store_options()
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
             panel_judges: tuple[str, ...],
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
-            rpm: float | None, repeat: int, retry_unscored: bool, verbose: bool,
+            rpm: float | None, repeat: int, retry_unscored: bool, verbose: bool, baseline: str | None,
             judge: JudgeOptions) -> int:
     """Run SUITE (YAML): every evaluator on every case, one row per case, then the suite's gates
     (exit 0 pass, 1 a gate failed or nothing was graded, 2 an invalid suite or usage error)."""
@@ -109,13 +112,14 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
 
     with retrying_unscored(retry_unscored):
         return _run(suite_file, out, filters, cases_file, dry_run, no_judge, no_gates, target_ids, markdown_out,
-                    engine, rpm, judge, verbose=verbose, panel_judges=panel_judges, repeat=repeat)
+                    engine, rpm, judge, verbose=verbose, panel_judges=panel_judges, repeat=repeat,
+                    baseline=baseline)
 
 
 def _run(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
          no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
          rpm: float | None, judge: JudgeOptions, *, verbose: bool, panel_judges: tuple[str, ...],
-         repeat: int) -> int:
+         repeat: int, baseline: str | None = None) -> int:
     from ..run import run_suite
     from ..run.engines import get_engine
     from ..suites import evaluator_table, load_suite
@@ -127,6 +131,16 @@ def _run(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file:
         suite = dataclasses.replace(suite, cases=load_cases(cases_file).cases, cases_path=cases_file)
     if filters:
         suite = suite.filtered(list(filters))
+    if baseline is not None:
+        # A file given here is relative to the working folder; a run name is resolved when the gates run.
+        given = baseline
+        if Path(baseline).is_file():
+            from ..store import file_note
+
+            given = str(Path(baseline).resolve())
+            if note := file_note(baseline):
+                echo_err(note)
+        suite = dataclasses.replace(suite, gates=suite.gates.model_copy(update={"baseline": given}))
     if no_judge and suite.llm_specs:
         kept = [s for s in suite.specs if not s.is_llm]
         if not kept:

@@ -7,6 +7,7 @@ A drop-in for agent-eval's ``score_eval.py``: the same flags, defaults and exit 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import click
@@ -47,8 +48,9 @@ _RATE = click.FloatRange(0.0, 1.0)
 
 @click.command("score")
 @click.argument("results", type=click.Path(dir_okay=False))
-@click.option("--baseline", "-b", type=click.Path(dir_okay=False), default=None,
-              help="Results of the reference run (e.g. main) to compare with.")
+@click.option("--baseline", "-b", default=None, metavar="FILE|RUN",
+              help="The reference run to compare with: its results file, or a run in the history: main (or any "
+                   "branch), last, a run id, @COMMIT (an existing file wins).")
 @click.option("--threshold", type=_RATE, default=0.7, show_default=True, help="A case passes when score >= this.")
 @click.option("--pass-rule", type=click.Choice(PASS_RULES), default="threshold", show_default=True,
               help="threshold: a row passes when score >= --threshold (score_eval.py's rule). evaluator: by the row's "
@@ -135,7 +137,11 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
                         target_drop=target_drop, allow_case_set_change=allow_case_set_change, pass_rule=pass_rule,
                         cost_rows=cost_rows, regression_min_drop=regression_min_drop)
     if baseline:
-        table, base_table = load_tables([results, baseline], strict=strict)
+        b = resolve_named_baseline(baseline, results)
+        if b.path is not None:
+            table, base_table = load_tables([results, str(b.path)], strict=strict)
+        else:
+            table, base_table = load_table(results, strict=strict), b.table()
     else:
         table, base_table = load_table(results, strict=strict), None
     summary = summarize(table, opts, baseline=base_table, min_case_pass_rate=min_case_pass_rate)
@@ -204,3 +210,21 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         if warning:
             echo_err(f"warning: {warning}")
     return code
+
+
+def resolve_named_baseline(baseline: str, results: str) -> Any:
+    """``--baseline``: a file, or a run in the history of the same suite and configuration as ``results``
+    (its manifest); the choice and why go to stderr."""
+    from ..results import RunManifest
+    from ..store import resolve_baseline
+
+    try:
+        candidate = RunManifest.read(results)
+    except (OSError, ValueError):
+        candidate = None
+    b = resolve_baseline(baseline, base_dir=Path("."), candidate=candidate)
+    for note in b.notes:
+        echo_err(note)
+    if b.run is not None:
+        echo_err(b.describe())
+    return b

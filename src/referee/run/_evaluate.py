@@ -100,7 +100,7 @@ class EvalResult:
         from ..suites._gating import gate_summary
 
         gates, threshold, base_dir = self._gate_setup
-        return gate_summary(self.rows, gates, threshold=threshold, base_dir=base_dir)
+        return gate_summary(self.rows, gates, threshold=threshold, base_dir=base_dir, candidate=self.manifest)
 
     @property
     def summary(self) -> Summary:

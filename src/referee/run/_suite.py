@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,6 +54,11 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
     m.extra["config_hash"] = text_sha256(suite.config_hash() + (m.eval_set.sha256 if m.eval_set else ""))
     if (media := media_sha256(suite.cases)) is not None:
         m.extra["media_sha256"] = media
+    # What the run history matches baselines on (with the suite's name and the judge): the evaluators and their
+    # options, never the targets or prompts under test. Memory addresses (a function's repr) are left out.
+    specs = repr([(s.label, s.name, s.weight, s.threshold, s.critical, s.field, s.evaluator, s.panel)
+                  for s in suite.specs])
+    m.extra["evaluators_sha256"] = text_sha256(re.sub(r" at 0x[0-9a-fA-F]+", "", specs))
     m.extra["suite"] = {"path": suite.path, "name": suite.name, "sha256": suite.sha256,
                         "evaluators": [s.label for s in suite.specs], "scoring": suite.scoring.model_dump(),
                         "llm_evaluators": [s.label for s in suite.llm_specs]}

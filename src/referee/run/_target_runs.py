@@ -90,6 +90,8 @@ def resolve_gate_targets(gates: Any, ids: list[str], all_ids: list[str], out_dir
         return candidate, None, None
     if baseline not in all_ids:  # a results file, as in a suite without targets (the loader checked it exists)
         path = Path(baseline) if Path(baseline).is_absolute() else base_dir / baseline
+        if not path.exists():  # a run in the history (main, last, a run id, @COMMIT): resolved when gating
+            return candidate, baseline, None
         return candidate, baseline, path
     path = out_dir / f"{baseline}.jsonl"
     if baseline not in ids and not path.exists():
@@ -221,7 +223,7 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
             # Absolute: gating resolves a relative baseline against the suite's folder, not the working one.
             if reporter is not None:
                 reporter.gating(tid, baseline)
-            g = suite_gates.model_copy(update={"baseline": str(baseline_path.resolve()) if baseline_path else None,
+            g = suite_gates.model_copy(update={"baseline": str(baseline_path.resolve()) if baseline_path else baseline,
                                                "candidate": None})
             summary, verdicts = gate_summary(out_dir / f"{tid}.jsonl", g, threshold=suite.scoring.threshold,
                                              base_dir=suite.base_dir)

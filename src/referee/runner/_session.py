@@ -134,8 +134,9 @@ def prepare_output(out: Path, manifest: RunManifest) -> Resume:
             os.replace(mp, manifest_path(prev))
         res.note = f"{out} held results of a different configuration; moved to {prev}"
         return res
-    # The same run resumed: it keeps its id, so the history completes that run rather than adding another.
-    if old.run_id is not None:
+    # An unfinished run resumed keeps its id, so the history completes that run rather than adding another; a
+    # rerun after a complete run is a new run (its kept rows recorded under the new id, their texts shared).
+    if old.run_id is not None and old.status != "complete":
         manifest.run_id = old.run_id
     # Batch jobs an earlier (killed or interrupted) run submitted: polled again rather than paid twice.
     jobs = old.extra.get("batch_jobs")

@@ -12,6 +12,7 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from ._baseline import Baseline, file_note, looks_like_name, resolve_baseline
 from ._recorder import Recorder, new_run_id, open_recorder
 from ._settings import (
     ENV,
@@ -28,11 +29,27 @@ from ._settings import (
 if _TYPE_CHECKING:
     from ._engine import HEAD as SCHEMA_REVISION
     from ._engine import REVISIONS
+    from ._history import (
+        StoredRun,
+        check_store,
+        compact_if_worth_it,
+        export_run,
+        import_results,
+        import_store,
+        load_run,
+        prune_plan,
+        results_files,
+        rows_frame,
+        runs_frame,
+    )
     from ._store import RunRecord, Store
 
 # SQLAlchemy is imported with the names that need it, never by a run's start (the recorder's thread imports it).
 _LAZY = {"SCHEMA_REVISION": ("._engine", "HEAD"), "REVISIONS": ("._engine", "REVISIONS"),
-         "RunRecord": ("._store", "RunRecord"), "Store": ("._store", "Store")}
+         "RunRecord": ("._store", "RunRecord"), "Store": ("._store", "Store"),
+         **{n: ("._history", n) for n in ("StoredRun", "check_store", "compact_if_worth_it", "export_run",
+                                          "import_results", "import_store", "load_run", "prune_plan",
+                                          "results_files", "rows_frame", "runs_frame")}}
 
 
 def __getattr__(name: str) -> _Any:
@@ -51,7 +68,35 @@ def open_store(url: str | None = None) -> Store:
     return Store(normalise_url(url) if url else current().resolved_url())
 
 
+
+def runs(store: str | None = None, **filters: _Any) -> _Any:
+    """The run history as a pandas DataFrame, one row per run, newest first: ``referee.runs(suite="demo",
+    branch="main", tag="nightly", status="complete", since="2026-01-01", limit=50)``. ``store``: a store URL or
+    file (default: the one in force). A run's rows: ``referee.store.rows_frame(open_store(), run_id)``."""
+    from ._history import runs_frame
+
+    st = open_store(store)
+    try:
+        return runs_frame(st, **filters)
+    finally:
+        st.close()
+
+
+def upgrade_store(url: str | None = None, *, on_wait: _Any = None) -> tuple[str | None, str]:
+    """Bring the store's schema to this referee's (a shared PostgreSQL store is upgraded only this way), under
+    a lock. Returns (revision before, after)."""
+    from ._engine import make_engine, upgrade
+
+    target = normalise_url(url) if url else current().resolved_url()
+    engine = make_engine(target)
+    try:
+        return upgrade(engine, target, on_wait=on_wait)
+    finally:
+        engine.dispose()
+
+
 __all__ = [
+    "Baseline",
     "ENV",
     "REVISIONS",
     "Recorder",
@@ -60,13 +105,29 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreSettings",
+    "StoredRun",
+    "check_store",
+    "compact_if_worth_it",
     "current",
     "default_url",
     "display_url",
+    "export_run",
+    "file_note",
+    "import_results",
+    "import_store",
+    "load_run",
+    "looks_like_name",
     "new_run_id",
     "normalise_url",
     "open_recorder",
     "open_store",
+    "prune_plan",
     "recording",
+    "resolve_baseline",
+    "results_files",
+    "rows_frame",
+    "runs",
+    "runs_frame",
     "scope",
+    "upgrade_store",
 ]

@@ -72,7 +72,8 @@ def _sqlite_engine(path: str) -> Engine:
         dbapi_conn.isolation_level = None  # transactions are begun below, IMMEDIATE
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-        cur.execute("PRAGMA journal_mode=WAL")
+        # WAL is set once the schema is known to be ours (``ensure_schema``): it is written into the file, and a
+        # store from a newer referee, or one being checked, is never altered.
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
@@ -157,13 +158,25 @@ def ensure_schema(engine: Engine, url: str) -> None:
     rev = current_revision(engine)
     refuse_newer(rev, url)
     if rev == HEAD:
+        _wal(engine)
         return
     if engine.dialect.name == "postgresql" and rev is not None:
         raise StoreError(f"{display_url(url)} has schema {rev}; this referee needs {HEAD}. A shared store is "
                          "upgraded only on purpose: run `referee store upgrade --store URL`")
     try:
+        _wal(engine)
         upgrade(engine, url)
     except StoreError:
         raise
     except Exception as exc:  # noqa: BLE001 - named, with the password masked
         raise StoreError(f"cannot prepare {display_url(url)}: {scrub(str(exc), url)}") from exc
+
+
+def _wal(engine: Engine) -> None:
+    """SQLite: write-ahead logging (readers never block the writer; one writer at a time waits its turn)."""
+    if engine.dialect.name == "sqlite":
+        raw = engine.raw_connection()  # outside any transaction (the mode cannot change inside one)
+        try:
+            raw.driver_connection.execute("PRAGMA journal_mode=WAL")  # type: ignore[union-attr]
+        finally:
+            raw.close()

@@ -11,8 +11,10 @@ import json
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ._settings import StoreSettings, display_url, scrub
@@ -26,11 +28,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("referee.store")
 _STOP = object()
 FINISH_WAIT_S = 60.0
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 
 
 def new_run_id() -> str:
     """A run's id: 32 hex digits (a UUID4), unique across machines so stores merge."""
     return uuid.uuid4().hex
+
+
+def _now() -> str:
+    """Microseconds: runs started within one second still sort in the order they started."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def manifest_bytes(m: RunManifest) -> bytes:
@@ -44,7 +52,7 @@ def run_values(m: RunManifest, *, results_path: str | None, git: dict[str, Any])
     return {
         "id": m.run_id, "kind": m.kind, "suite": suite_label(m), "identity": identity(m), "judge_key": judge_key(m),
         "judge": f"{m.judge.provider}/{m.judge.model}" if m.judge else None, "status": "running",
-        "started_at": m.created_at, "finished_at": None, "results_path": results_path,
+        "started_at": _now(), "finished_at": None, "results_path": results_path,
         "git_commit": git.get("commit"), "git_branch": git.get("branch"), "git_dirty": git.get("dirty"),
         "git_remote": git.get("remote"), "ci_provider": git.get("ci_provider"), "ci_commit": git.get("ci_commit"),
         "ci_ref": git.get("ci_ref"), "ci_run_id": git.get("ci_run_id"),
@@ -135,7 +143,15 @@ class Recorder:
             from ._store import Store
 
             git = git_facts().as_dict()
-            store = Store(self.url)
+            for delay in (*RETRY_DELAYS_S, None):
+                try:
+                    store = Store(self.url)
+                    break
+                except Exception as exc:  # noqa: BLE001 - a server restarting: tried again
+                    cause = exc.__cause__ if exc.__cause__ is not None else exc
+                    if delay is None or not (self.url.startswith("postgresql") and _transient_error(cause)):
+                        raise
+                    time.sleep(delay)
         except Exception as exc:  # noqa: BLE001 - the run must go on
             self._fail(f"{type(exc).__name__}: {exc}")
         while True:
@@ -171,12 +187,19 @@ class Recorder:
             store.close()
 
     def _guard(self, store: Any, what: Any, *args: Any) -> None:
+        """Run one write; a PostgreSQL connection lost (a server restarting) is retried on a fresh connection,
+        with backoff: every write is an upsert, so a retried batch is never stored twice."""
         if store is None or self.failed is not None:
             return
-        try:
-            what(store, *args)
-        except Exception as exc:  # noqa: BLE001 - the run must go on
-            self._fail(f"{type(exc).__name__}: {exc}")
+        for delay in (*RETRY_DELAYS_S, None):
+            try:
+                what(store, *args)
+                return
+            except Exception as exc:  # noqa: BLE001 - the run must go on
+                if delay is None or not _transient(store, exc):
+                    self._fail(f"{type(exc).__name__}: {exc}")
+                    return
+                time.sleep(delay)  # this thread only: the run's event loop never waits for the store
 
     def _start(self, store: Any, m: RunManifest, git: dict[str, Any]) -> None:
         def go(st: Any, m: RunManifest) -> None:
@@ -201,7 +224,7 @@ class Recorder:
         def go(st: Any, m: RunManifest, rows: list[ResultRow]) -> None:
             t = m.totals
             values: dict[str, Any] = {
-                "status": m.status, "finished_at": m.finished_at, "n_rows": t.rows, "n_scored": t.scored,
+                "status": m.status, "finished_at": _now(), "n_rows": t.rows, "n_scored": t.scored,
                 "n_unscored": t.unscored, "n_error": t.error, "cost_usd": t.cost_usd, "input_tokens": t.input_tokens,
                 "output_tokens": t.output_tokens, "wall_s": t.wall_s}
             summary = None
@@ -211,6 +234,21 @@ class Recorder:
                 summary = json.dumps(doc, sort_keys=True, allow_nan=False).encode("utf-8")
             st.finish_run(self.run_id, values, manifest_json=manifest_bytes(m), summary_json=summary)
         self._guard(store, go, m, rows)
+
+
+def _transient(store: Any, exc: BaseException) -> bool:
+    """A lost PostgreSQL connection (worth a retry); SQLite's errors (a lock held past the timeout, a full disk)
+    are not: waiting longer is what the timeout already did."""
+    return store.dialect == "postgresql" and _transient_error(exc)
+
+
+def _transient_error(exc: BaseException) -> bool:
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    if isinstance(exc, OperationalError | InterfaceError):
+        # a refused password or a missing database will not come right by waiting
+        return "password authentication failed" not in str(exc) and "does not exist" not in str(exc)
+    return False
 
 
 def open_recorder(out: Path | None) -> Recorder | None:

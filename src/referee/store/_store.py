@@ -123,7 +123,11 @@ class Store:
         self.url = url
         self.engine = engine if engine is not None else make_engine(url)
         if prepare:
-            ensure_schema(self.engine, url)
+            try:
+                ensure_schema(self.engine, url)
+            except BaseException:
+                self.engine.dispose()  # no connection outlives a store that could not be opened
+                raise
         self._insert: Any = None
 
     def __repr__(self) -> str:
@@ -286,8 +290,9 @@ class Store:
 
     def list_runs(self, *, suite: str | None = None, branch: str | None = None, tag: str | None = None,
                   status: str | None = None, since: str | None = None, until: str | None = None,
-                  identity: str | None = None, commit: str | None = None, limit: int | None = None,
-                  newest_first: bool = True) -> list[RunRecord]:
+                  identity: str | None = None, commit: str | None = None, commits: Sequence[str] | None = None,
+                  limit: int | None = None, newest_first: bool = True,
+                  exclude: str | None = None) -> list[RunRecord]:
         """Runs matching every filter given, newest first. ``commit``: a full or abbreviated hash."""
         conds: list[Any] = []
         if suite is not None:
@@ -305,6 +310,11 @@ class Store:
         if commit is not None:
             conds.append(or_(s.runs.c.git_commit.startswith(commit, autoescape=True),
                              s.runs.c.ci_commit.startswith(commit, autoescape=True)))
+        if exclude is not None:
+            conds.append(s.runs.c.id != exclude)
+        if commits is not None:
+            full = list(commits)
+            conds.append(or_(s.runs.c.git_commit.in_(full), s.runs.c.ci_commit.in_(full)))
         if tag is not None:
             conds.append(s.runs.c.id.in_(select(s.run_tags.c.run_id).where(s.run_tags.c.tag == tag)))
         with self.engine.connect() as conn:

@@ -8,6 +8,7 @@ than ``scoring.threshold`` is an explicit request to re-threshold, so it switche
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from ..aggregate import Summary
     from ..gates._engine import GateConfig, GateResult
 
+log = logging.getLogger(__name__)
+
 
 def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path, show: bool = True) -> int:
     """Aggregate ``results``, print the score summary with the gate verdicts, return the exit code."""
@@ -28,9 +31,9 @@ def apply_gates(results: Path, gates: Gates, *, threshold: float, base_dir: Path
 
 
 def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Path,
-                  show: bool = False) -> tuple[int, list[Any]]:
+                  show: bool = False, candidate: Any = None) -> tuple[int, list[Any]]:
     """(exit code, ``referee.GateResult`` list) for ``results`` under ``gates``, by the verdict rule."""
-    summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir)
+    summary, verdicts = gate_summary(results, gates, threshold=threshold, base_dir=base_dir, candidate=candidate)
     code = summary_exit_code(summary, verdicts)
     if show:
         from ..reports._score_terminal import render_terminal
@@ -39,19 +42,22 @@ def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Pa
     return code, verdicts
 
 
-def gate_summary(results: Any, gates: Gates, *, threshold: float,
-                 base_dir: Path) -> tuple[Summary, list[GateResult]]:
+def gate_summary(results: Any, gates: Gates, *, threshold: float, base_dir: Path,
+                 candidate: Any = None) -> tuple[Summary, list[GateResult]]:
     """The summary of ``results`` (a results file or rows in memory) and the verdict of each of ``gates``
     (the one gate model of suites, ``assert_eval`` and ``referee.evaluate``), followed by the verdict rule's
-    failed ``graded`` entry when ``results`` has no scored row."""
+    failed ``graded`` entry when ``results`` has no scored row.
+
+    ``gates.baseline`` is a results file, or a run in the history (``main``, a branch, ``last``, a run id,
+    ``@COMMIT``) of the same identity as ``candidate`` (the run's manifest; read beside a results file when not
+    given); the chosen run and why are logged."""
     from ..aggregate import ScoreOptions, summarize
     from ..gates._engine import evaluate_gates, with_graded_check
     from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 
-    baseline = None
+    baseline: Any = None
     if gates.baseline is not None:
-        b = Path(gates.baseline)
-        baseline = b if b.is_absolute() else base_dir / b
+        baseline = load_baseline(gates.baseline, base_dir=base_dir, results=results, candidate=candidate)
     else:
         asked = [k for k in BASELINE_ONLY_GATES if getattr(gates, k)]
         if asked:
@@ -63,6 +69,25 @@ def gate_summary(results: Any, gates: Gates, *, threshold: float,
     summary = summarize(results if not isinstance(results, Path) else str(results), opts, baseline=baseline,
                         min_case_pass_rate=gates.min_case_pass_rate)
     return summary, with_graded_check(evaluate_gates(summary, gate_config(gates)), summary)
+
+
+def load_baseline(spec: str, *, base_dir: Path, results: Any = None, candidate: Any = None) -> Any:
+    """A baseline file's path, or a stored run's rows (the choice and why logged to stderr)."""
+    from ..results._manifest import RunManifest
+    from ..store import resolve_baseline
+
+    if candidate is None and isinstance(results, str | Path):
+        try:
+            candidate = RunManifest.read(results)
+        except (OSError, ValueError):
+            candidate = None
+    b = resolve_baseline(spec, base_dir=base_dir, candidate=candidate)
+    for note in b.notes:
+        log.warning("%s", note)
+    if b.path is not None:
+        return b.path
+    log.warning("%s", b.describe())
+    return b.rows
 
 
 def summary_exit_code(summary: Summary, verdicts: list[GateResult]) -> int:

@@ -162,7 +162,8 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
                                         f"{', '.join(sorted(target_ids)) or 'none'})")
     if gates is not None and gates.baseline in target_ids:
         pass  # a target of this suite, not a file
-    elif gates is not None and gates.baseline is not None and not (base / gates.baseline).exists():
+    elif gates is not None and gates.baseline is not None and not (base / gates.baseline).exists() \
+            and _file_like(gates.baseline):
         col.add(("gates", "baseline"), f"baseline results file not found: {base / gates.baseline}")
     if gates is not None and gates.baseline is None:
         for key in BASELINE_ONLY_GATES:
@@ -258,3 +259,12 @@ def _key_hint(loc: tuple[Any, ...]) -> str:
     fields = getattr(model, "model_fields", {})
     names = [f.alias or n for n, f in fields.items()]
     return did_you_mean(str(loc[-1]), names) + (f" (keys here: {', '.join(sorted(names))})" if names else "")
+
+
+def _file_like(baseline: str) -> bool:
+    """A baseline that can only be a file (a path or a results file's name); anything else may name a run in the
+    history (``main``, a branch, ``last``, a run id, ``@COMMIT``), resolved when the gates run."""
+    from ..store import looks_like_name
+
+    return baseline.endswith((".jsonl", ".json", ".ndjson")) or "/" in baseline.strip("/") and baseline.startswith(
+        (".", "/")) or not looks_like_name(baseline)

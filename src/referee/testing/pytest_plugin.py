@@ -125,7 +125,8 @@ def assert_eval(suite: Any = None, *, cases: Sequence[dict[str, Any]] | str | Pa
         with ResultWriter(path, append=False) as w:
             for r in rows:
                 w.write(r)
-        code, verdicts = gate_verdicts(path, g, threshold=s.scoring.threshold, base_dir=s.base_dir)
+        code, verdicts = gate_verdicts(path, g, threshold=s.scoring.threshold, base_dir=s.base_dir,
+                                       candidate=manifest)
     if code != 0:
         failed = [v for v in verdicts if v.failed]
         bad = [r for r in rows if r.status != "scored" or not (r.score is not None and

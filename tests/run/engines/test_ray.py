@@ -37,8 +37,9 @@ def ray_cluster() -> Iterator[None]:
         from referee.run.engines._ray_local import LOOPBACK, loopback_node
 
         with loopback_node():  # as referee starts its own: nothing of the tests' cluster listens beyond loopback
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-                     _node_ip_address=LOOPBACK)
+            # "local": a cluster of the tests' own, never one another program left on this machine.
+            ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.ERROR, _node_ip_address=LOOPBACK)
     yield
     ray.shutdown()
 

@@ -271,8 +271,10 @@ class RayEngine(Engine):
             enable_token_auth_for_address()
         try:
             if local:
+                # "local" always starts a cluster of our own: with None, Ray joins whatever cluster another
+                # program (a `ray start --head`, another checkout's run) left on this machine.
                 with tracking_new_children() as self._watchdog, loopback_node():
-                    ray.init(address=address, **kwargs)
+                    ray.init(address="local", **kwargs)
             else:
                 ray.init(address=address, **kwargs)
         except Exception as exc:  # noqa: BLE001 - whatever Ray raises, the user sees one line

@@ -1,0 +1,346 @@
+"""``referee runs ...``: the run history (list, show, compare, trend, tag, export, import, delete, prune)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..aggregate import printable
+from ..errors import UserError
+from ._common import echo_err
+
+_STORE_OPT = click.option("--store", "store_url", default=None, metavar="URL",
+                          help="The history to read: a SQLite file or sqlite:///path, or postgresql://... "
+                               "(default: REFEREE_STORE, else .referee/history.sqlite).")
+_JSON_OPT = click.option("--json", "as_json", is_flag=True,
+                         help="Pure JSON on stdout (messages go to stderr).")
+
+
+@contextmanager
+def _opened(url: str | None) -> Iterator[Any]:
+    from ..store import current, open_store
+
+    if url is None and not current().enabled:
+        raise UserError("the run history is off (REFEREE_STORE=off): give --store URL to read one")
+    st = open_store(url)
+    try:
+        yield st
+    finally:
+        st.close()
+
+
+def _get(st: Any, ref: str) -> Any:
+    try:
+        return st.get_run(ref)
+    except KeyError as exc:
+        raise UserError(str(exc.args[0])) from None
+
+
+def _cell(v: Any, width: int) -> str:
+    text = printable("" if v is None else str(v))
+    return text if len(text) <= width else text[: width - 1] + "~"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{100 * v:.1f}"
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{v:.3f}"
+
+
+def _status(r: Any) -> str:
+    # A run still marked running was killed or is running now: not a complete run either way.
+    return "incomplete" if r.status == "running" else r.status
+
+
+def _when(iso: str | None) -> str:
+    return (iso or "")[5:16].replace("T", " ")
+
+
+def run_json(r: Any) -> dict[str, Any]:
+    return {"id": r.id, "suite": r.suite, "kind": r.kind, "branch": r.git_branch, "commit": r.git_commit,
+            "dirty": r.git_dirty, "tags": r.tags, "status": r.status, "started_at": r.started_at,
+            "finished_at": r.finished_at, "judge": r.judge, "results_path": r.results_path,
+            "ci": {"provider": r.ci_provider, "commit": r.ci_commit, "ref": r.ci_ref, "run_id": r.ci_run_id},
+            "summary": {"rows": r.n_rows, "scored": r.n_scored, "unscored": r.n_unscored, "error": r.n_error,
+                        "pass_rate": r.pass_rate, "pass_rate_ci": [r.pass_rate_lo, r.pass_rate_hi],
+                        "mean": r.mean, "mean_ci": [r.mean_lo, r.mean_hi], "cost_usd": r.cost_usd,
+                        "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "wall_s": r.wall_s}}
+
+
+def _dump(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+@click.group("runs")
+def command() -> None:
+    """The run history: every run recorded as it ran (docs/store.md)."""
+
+
+@command.command("list")
+@_STORE_OPT
+@click.option("--suite", default=None, help="Only runs of this suite (its name or repository-relative path).")
+@click.option("--branch", default=None, help="Only runs on this git branch.")
+@click.option("--tag", default=None, help="Only runs with this tag.")
+@click.option("--status", type=click.Choice(["complete", "running", "interrupted", "failed"]), default=None)
+@click.option("--since", default=None, metavar="DATE", help="Only runs started at or after DATE (ISO 8601).")
+@click.option("--until", default=None, metavar="DATE", help="Only runs started before DATE (ISO 8601).")
+@click.option("--limit", type=click.IntRange(1), default=None,
+              help="At most N runs (default: 20 in the table, every run with --json).")
+@_JSON_OPT
+def list_cmd(store_url: str | None, suite: str | None, branch: str | None, tag: str | None, status: str | None,
+             since: str | None, until: str | None, limit: int | None, as_json: bool) -> int:
+    """Runs, newest first, in a table that fits 80 columns."""
+    with _opened(store_url) as st:
+        shown = limit if limit is not None or as_json else 20
+        runs = st.list_runs(suite=suite, branch=branch, tag=tag, status=status, since=since, until=until,
+                            limit=shown)
+        if as_json:
+            _dump([run_json(r) for r in runs])
+            return 0
+        if not runs:
+            echo_err(f"no runs in {st.display_url}" + (" match" if any((suite, branch, tag, status, since, until))
+                                                        else ""))
+            return 0
+        click.echo(f"{'RUN':<8} {'SUITE':<12} {'BRANCH':<12} {'COMMIT':<7} {'STATUS':<10} {'PASS%':>6} "
+                   f"{'MEAN':>5} {'STARTED':<11}")
+        for r in runs:
+            commit = (r.git_commit or r.ci_commit or "-")[:7] + ("*" if r.git_dirty else "")
+            click.echo(f"{r.id[:8]:<8} {_cell(r.suite, 12):<12} {_cell(r.git_branch or '-', 12):<12} "
+                       f"{commit:<7} {_status(r):<10} {_pct(r.pass_rate):>6} "
+                       f"{_num(r.mean)[:5]:>5} {_when(r.started_at):<11}")
+        if limit is None and len(runs) == shown:
+            echo_err(f"(the newest {shown}; --limit N for more, --json for every run; * = dirty tree)")
+    return 0
+
+
+@command.command("show")
+@click.argument("run")
+@_STORE_OPT
+@_JSON_OPT
+def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
+    """One run: where it ran, its totals and summary, its tags."""
+    with _opened(store_url) as st:
+        r = _get(st, run)
+        summary = st.summary(r.id)
+        if as_json:
+            _dump({**run_json(r), "groups": summary})
+            return 0
+        lines = [
+            ("run", r.id), ("suite", r.suite), ("kind", r.kind), ("status", _status(r)),
+            ("started", r.started_at), ("finished", r.finished_at or "-"),
+            ("commit", (r.git_commit or "-") + (" (dirty tree)" if r.git_dirty else "")),
+            ("branch", r.git_branch or "-"), ("remote", r.git_remote or "-"),
+            ("ci", " ".join(x for x in (r.ci_provider, r.ci_ref, r.ci_run_id) if x) or "-"),
+            ("judge", r.judge or "-"), ("tags", ", ".join(r.tags) or "-"), ("results", r.results_path or "-"),
+            ("rows", f"{r.n_rows} ({r.n_scored} scored, {r.n_unscored} unscored, {r.n_error} error)"),
+            ("pass rate", f"{_pct(r.pass_rate)}% [{_pct(r.pass_rate_lo)}, {_pct(r.pass_rate_hi)}]"),
+            ("mean", f"{_num(r.mean)} [{_num(r.mean_lo)}, {_num(r.mean_hi)}]"),
+            ("cost", "-" if r.cost_usd is None else f"${r.cost_usd:.4f}"),
+            ("wall", "-" if r.wall_s is None else f"{r.wall_s:.1f}s"),
+        ]
+        for k, v in lines:
+            click.echo(f"{k:<10} {_cell(v, 69)}")
+        for g in (summary or {}).get("categories", [])[:20]:
+            pr, mean = g["pass_rate"], g["mean"]
+            click.echo(f"  {_cell(g['name'], 20):<20} {_pct(pr[0]):>6}% [{_pct(pr[1])}, {_pct(pr[2])}]  "
+                       f"mean {_num(mean[0])}  n={g['cases']}")
+    return 0
+
+
+@command.command("compare")
+@click.argument("baseline")
+@click.argument("candidate")
+@_STORE_OPT
+@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
+              help="A case passes when score >= this (default: the run's suite threshold, else 0.7).")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case that passed in BASELINE fails.")
+@click.option("--fail-on-significant-regression", is_flag=True,
+              help="Exit 1 when the paired tests find a significant drop.")
+@click.option("--verbose", "-v", is_flag=True, help="The paired tests, power and more cases.")
+def compare_cmd(baseline: str, candidate: str, store_url: str | None, threshold: float | None,
+                fail_on_regression: bool, fail_on_significant_regression: bool, verbose: bool) -> int:
+    """CANDIDATE against BASELINE (run ids, or main, last, @COMMIT): what `referee score --baseline` prints:
+    regressions, fixed cases, McNemar, the paired bootstrap."""
+    from ..aggregate import ScoreOptions, summarize
+    from ..gates import GateConfig, evaluate_gates, exit_code, graded_counts, verdict, with_graded_check
+    from ..reports import render_terminal
+    from ..store import load_run
+
+    with _opened(store_url) as st:
+        b, c = load_run(st, _get(st, baseline).id), load_run(st, _get(st, candidate).id)
+    if b.record.identity != c.record.identity:
+        echo_err(f"note: runs {b.run_id[:12]} and {c.run_id[:12]} differ in suite, evaluators or judge "
+                 f"({b.record.judge or 'no judge'} vs {c.record.judge or 'no judge'})")
+    echo_err(f"baseline: run {b.run_id[:12]} ({b.record.git_branch or '?'} @ {(b.record.git_commit or '?')[:12]}); "
+             f"candidate: run {c.run_id[:12]} ({c.record.git_branch or '?'} @ {(c.record.git_commit or '?')[:12]})")
+    scoring = (c.manifest.extra.get("suite") or {}).get("scoring") if c.manifest is not None else None
+    thr = threshold if threshold is not None else float((scoring or {}).get("threshold", 0.7))
+    summary = summarize(list(c.rows), ScoreOptions(threshold=thr), baseline=list(b.rows))
+    gates = evaluate_gates(summary, GateConfig(fail_on_regression=fail_on_regression,
+                                               fail_on_significant_regression=fail_on_significant_regression))
+    code = 0
+    if gates:
+        gates = with_graded_check(gates, summary)
+        code = exit_code(verdict(gates, graded_counts(summary)[0]))
+    render_terminal(summary, gates, code, verbose=verbose)
+    return code
+
+
+@command.command("trend")
+@_STORE_OPT
+@click.option("--suite", default=None, help="The suite (default: the newest run's).")
+@click.option("--metric", type=click.Choice(["pass_rate", "mean"]), default="pass_rate", show_default=True)
+@click.option("--by", type=click.Choice(["run", "commit"]), default="run", show_default=True,
+              help="One point per run, or per commit (its newest complete run).")
+@click.option("--branch", default=None, help="Only runs on this branch.")
+@click.option("--limit", type=click.IntRange(1), default=30, show_default=True, help="The newest N points.")
+@_JSON_OPT
+def trend_cmd(store_url: str | None, suite: str | None, metric: str, by: str, branch: str | None, limit: int,
+              as_json: bool) -> int:
+    """A metric over time with its interval, read from each run's stored summary (no rows re-read)."""
+    with _opened(store_url) as st:
+        runs = st.list_runs(suite=suite, branch=branch, status="complete", limit=max(limit * 5, 200))
+    if not runs:
+        raise UserError("no complete runs" + (f" of suite {suite!r}" if suite else "") + " to show a trend of")
+    identity = runs[0].identity
+    if len({r.identity for r in runs}) > 1:
+        echo_err(f"note: showing suite {runs[0].suite!r} with the configuration of run {runs[0].id[:12]}; "
+                 "runs judged differently are left out")
+    runs = [r for r in runs if r.identity == identity]
+    if by == "commit":
+        seen: set[str] = set()
+        kept = []
+        for r in runs:
+            key = r.git_commit or r.id
+            if key not in seen:
+                seen.add(key)
+                kept.append(r)
+        runs = kept
+    points = list(reversed(runs[:limit]))
+    lo_name, hi_name = f"{metric}_lo", f"{metric}_hi"
+    if as_json:
+        _dump([{"run": r.id, "commit": r.git_commit, "branch": r.git_branch, "started_at": r.started_at,
+                "metric": metric, "value": getattr(r, metric), "ci": [getattr(r, lo_name), getattr(r, hi_name)],
+                "cases": r.n_scored} for r in points])
+        return 0
+    click.echo(f"{metric} of {printable(runs[0].suite or '?')}, oldest first ([interval], one | per 5 points)")
+    click.echo(f"{'STARTED':<11} {'COMMIT':<7} {'RUN':<8} {'VALUE':>6} {'INTERVAL':<15} {'N':>5}  CHART")
+    fmt: Callable[[float | None], str] = _pct if metric == "pass_rate" else _num
+    for r in points:
+        v, lo, hi = getattr(r, metric), getattr(r, lo_name), getattr(r, hi_name)
+        bar = "" if v is None else "|" * round(20 * max(0.0, min(1.0, v)))
+        interval = f"[{fmt(lo)}, {fmt(hi)}]"
+        click.echo(f"{_when(r.started_at):<11} {(r.git_commit or '-')[:7]:<7} {r.id[:8]:<8} {fmt(v)[:6]:>6} "
+                   f"{interval:<15} {r.n_scored:>5}  {bar}")
+    return 0
+
+
+@command.command("tag")
+@click.argument("run")
+@click.argument("tags", nargs=-1, required=True)
+@click.option("--remove", is_flag=True, help="Remove these tags instead of adding them.")
+@_STORE_OPT
+def tag_cmd(run: str, tags: tuple[str, ...], remove: bool, store_url: str | None) -> int:
+    """Add (or --remove) TAGS on RUN."""
+    from ..store import recording
+
+    with recording(tags=tags) as settings:  # the one check of tags (non-empty, bounded)
+        checked = settings.tags
+    with _opened(store_url) as st:
+        r = _get(st, run)
+        st.tag(r.id, add=() if remove else checked, remove=checked if remove else ())
+        echo_err(f"run {r.id[:12]}: tags {', '.join(_get(st, r.id).tags) or 'none'}")
+    return 0
+
+
+@command.command("export")
+@click.argument("run")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False), help="Results JSONL to write.")
+@_STORE_OPT
+def export_cmd(run: str, out: str, store_url: str | None) -> int:
+    """Write RUN's rows and manifest as files, as the run wrote them."""
+    from ..store import export_run
+
+    with _opened(store_url) as st:
+        path, n = export_run(st, _get(st, run).id, Path(out))
+    echo_err(f"{n} rows -> {path}")
+    return 0
+
+
+@command.command("import")
+@click.argument("sources", nargs=-1, required=True)
+@_STORE_OPT
+@click.option("--tag", "tags", multiple=True, help="Tag the imported runs (repeatable).")
+def import_cmd(sources: tuple[str, ...], store_url: str | None, tags: tuple[str, ...]) -> int:
+    """Add results files, folders of them, or another store (a .sqlite file or a URL) to the history; a run
+    already there is kept once."""
+    from ..store import import_results, import_store, normalise_url, open_store, results_files
+
+    added = kept = 0
+    with _opened(store_url) as st:
+        for src in sources:
+            is_store = "://" in src or (Path(src).is_file() and Path(src).read_bytes()[:16] == b"SQLite format 3\x00")
+            if is_store:
+                other = open_store(normalise_url(src))
+                try:
+                    a, k = import_store(st, other)
+                finally:
+                    other.close()
+                added, kept = added + a, kept + k
+                continue
+            for f in results_files([src]):
+                _, new = import_results(st, f, tags=tags)
+                added, kept = added + new, kept + (not new)
+        echo_err(f"{added} runs added, {kept} already in {st.display_url}")
+    return 0
+
+
+@command.command("delete")
+@click.argument("runs", nargs=-1, required=True)
+@_STORE_OPT
+def delete_cmd(runs: tuple[str, ...], store_url: str | None) -> int:
+    """Delete RUNS (their rows and tags, and texts nothing else uses)."""
+    from ..store import compact_if_worth_it
+
+    with _opened(store_url) as st:
+        ids = [_get(st, r).id for r in runs]
+        n = st.delete_runs(ids)
+        compacted = compact_if_worth_it(st)
+        echo_err(f"{n} runs deleted from {st.display_url}" + (" (file compacted)" if compacted else ""))
+    return 0
+
+
+@command.command("prune")
+@_STORE_OPT
+@click.option("--keep", type=click.IntRange(0), default=None,
+              help="Keep the N newest runs of each suite and configuration.")
+@click.option("--older-than", default=None, metavar="AGE", help="Only runs started more than AGE ago (30d, 12h, 2w).")
+@click.option("--dry-run", is_flag=True, help="List what would be deleted; delete nothing.")
+@_JSON_OPT
+def prune_cmd(store_url: str | None, keep: int | None, older_than: str | None, dry_run: bool, as_json: bool) -> int:
+    """Delete old runs: beyond --keep N of each suite, and/or older than --older-than (both: a run must match both)."""
+    from ..store import compact_if_worth_it, prune_plan
+
+    with _opened(store_url) as st:
+        doomed = prune_plan(st, keep=keep, older_than=older_than)
+        if as_json:
+            _dump({"dry_run": dry_run, "runs": [run_json(r) for r in doomed]})
+        else:
+            for r in doomed[:50]:
+                echo_err(f"{'would delete' if dry_run else 'delete'} {r.id[:12]} {_cell(r.suite, 20)} "
+                         f"{_when(r.started_at)}")
+        if dry_run:
+            echo_err(f"{len(doomed)} runs would be deleted (dry run)")
+            return 0
+        n = st.delete_runs([r.id for r in doomed])
+        compacted = compact_if_worth_it(st)
+        echo_err(f"{n} runs deleted" + (" (file compacted)" if compacted else ""))
+    return 0

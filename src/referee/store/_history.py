@@ -1,0 +1,303 @@
+"""Operations over the whole history: export a run as files, import results files, folders or another store
+(so two CI caches merge; a run already stored is kept once), prune, check, and the history as DataFrames."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select, text
+
+from ..errors import UserError
+from . import _schema as s
+from ._recorder import manifest_bytes, run_values, summary_of
+from ._settings import StoreError
+
+if TYPE_CHECKING:
+    from ..results._manifest import RunManifest
+    from ..results._schema import ResultRow
+    from ._store import RunRecord, Store
+
+COMPACT_FREE_SHARE = 0.25
+"""A SQLite store is compacted (``VACUUM``) after a delete or prune leaves more than this share of it free."""
+
+
+@dataclass
+class StoredRun:
+    """A stored run loaded whole: its record, manifest and rows. Iterating gives the rows, so ``summarize``
+    (``referee.summarize(run)``) and ``compare`` take it as they take a results file's rows."""
+
+    record: RunRecord
+    manifest: RunManifest | None
+    rows: list[ResultRow] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.record.id
+
+    def __iter__(self) -> Iterator[ResultRow]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def load_run(store: Store, ref: str) -> StoredRun:
+    rec = store.get_run(ref)
+    return StoredRun(rec, store.manifest(rec.id), store.rows(rec.id))
+
+
+def export_run(store: Store, ref: str, out: Path) -> tuple[Path, int]:
+    """Write the run's rows (``out``) and manifest beside it, as the run wrote them. Returns (file, rows)."""
+    from ..results._writer import ResultWriter
+
+    run = load_run(store, ref)
+    if out.exists():
+        raise UserError(f"{out} exists; export to a new file (an output never overwrites)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with ResultWriter(out, append=False) as w:
+        w.write_all(run.rows)
+    if run.manifest is not None:
+        run.manifest.write(out)
+    return out, len(run.rows)
+
+
+def _file_run_id(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:32]
+
+
+def results_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The results files named: files as given, folders searched for ``*.jsonl`` with a manifest beside."""
+    from ..results._files import manifest_path
+
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted(f for f in p.rglob("*.jsonl") if manifest_path(f).exists())
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise UserError(f"{p}: no such file or folder")
+    return out
+
+
+def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tuple[str, bool]:
+    """Record the results file ``path`` (and its manifest) as a run. Returns (run id, whether it was new): the same
+    run imported twice (same ``run_id``, or a file without one with the same bytes) is kept once."""
+    from ..results._io import read_results
+    from ..results._manifest import RunManifest
+
+    try:
+        manifest = RunManifest.read(path)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: its manifest cannot be read: {exc}") from None
+    if manifest is None:
+        manifest = RunManifest(kind="import", status="complete")
+    if manifest.run_id is None:
+        manifest.run_id = _file_run_id(path)
+    try:
+        store.get_run(manifest.run_id)
+        return manifest.run_id, False
+    except KeyError:
+        pass
+    rows = read_results(path).rows
+    values = run_values(manifest, results_path=str(path), git={})
+    values["started_at"] = manifest.created_at
+    store.begin_run(values, tags=tags, manifest_json=manifest_bytes(manifest))
+    store.add_rows(manifest.run_id, rows, results_path=str(path))
+    finish = _finish_values(manifest, rows)
+    cols, doc = summary_of(rows, manifest) if rows else ({}, None)
+    finish.update(cols)
+    store.finish_run(manifest.run_id, finish, summary_json=json.dumps(doc, sort_keys=True).encode()
+                     if doc is not None else None)
+    return manifest.run_id, True
+
+
+def _finish_values(m: RunManifest, rows: Sequence[ResultRow]) -> dict[str, Any]:
+    from ..results._files import utc_now_iso
+
+    t = m.totals
+    status = m.status if m.status != "running" else "interrupted"
+    counts = {k: sum(1 for r in rows if r.status == k) for k in ("scored", "unscored", "error")}
+    return {"status": status, "finished_at": m.finished_at or utc_now_iso(), "n_rows": len(rows),
+            "n_scored": counts["scored"], "n_unscored": counts["unscored"], "n_error": counts["error"],
+            "cost_usd": t.cost_usd, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
+            "wall_s": t.wall_s}
+
+
+def import_store(store: Store, other: Store) -> tuple[int, int]:
+    """Copy into ``store`` every run of ``other`` it does not hold (runs, tags, rows, their texts). Returns
+    (runs copied, runs already there)."""
+    have = {r for (r,) in _scalars(store, select(s.runs.c.id))}
+    theirs = [r for (r,) in _scalars(other, select(s.runs.c.id))]
+    copied = 0
+    ins = store._ins()
+    for run_id in theirs:
+        if run_id in have:
+            continue
+        with other.engine.connect() as src:
+            run = dict(src.execute(select(s.runs).where(s.runs.c.id == run_id)).mappings().one())
+            tags = [t for (t,) in src.execute(select(s.run_tags.c.tag).where(s.run_tags.c.run_id == run_id))]
+            rows = [dict(m) for m in src.execute(select(s.rows).where(s.rows.c.run_id == run_id)).mappings()]
+            hashes = {h for h in [run.get("manifest"), run.get("summary"), *(r["body"] for r in rows)] if h}
+            texts: list[dict[str, Any]] = []
+            hl = list(hashes)
+            for i in range(0, len(hl), 500):
+                texts += [dict(m) for m in src.execute(select(s.texts).where(s.texts.c.hash.in_(hl[i:i + 500])))
+                          .mappings()]
+        with store.engine.begin() as dst:
+            if texts:
+                dst.execute(ins(s.texts).on_conflict_do_nothing(index_elements=["hash"]), texts)
+            dst.execute(ins(s.runs).on_conflict_do_nothing(index_elements=["id"]), [run])
+            if tags:
+                dst.execute(ins(s.run_tags).on_conflict_do_nothing(index_elements=["run_id", "tag"]),
+                            [{"run_id": run_id, "tag": t} for t in tags])
+            for i in range(0, len(rows), 2000):
+                dst.execute(ins(s.rows).on_conflict_do_nothing(
+                    index_elements=["run_id", "case_id", "rep", "turn"]), rows[i:i + 2000])
+        copied += 1
+    return copied, len(theirs) - copied
+
+
+def _scalars(store: Store, q: Any) -> list[Any]:
+    with store.engine.connect() as conn:
+        return list(conn.execute(q))
+
+
+_AGE = re.compile(r"^(\d+)([dhw])$")
+
+
+def parse_age(value: str) -> timedelta:
+    m = _AGE.match(value.strip())
+    if not m:
+        raise UserError(f"--older-than {value!r}: give a number of days, hours or weeks (30d, 12h, 2w)")
+    n, unit = int(m.group(1)), m.group(2)
+    return {"d": timedelta(days=n), "h": timedelta(hours=n), "w": timedelta(weeks=n)}[unit]
+
+
+def prune_plan(store: Store, *, keep: int | None = None, older_than: str | None = None) -> list[RunRecord]:
+    """The runs ``prune`` would delete: those beyond the ``keep`` newest of their suite and configuration,
+    and (when given) started more than ``older_than`` ago; both given, a run must match both."""
+    if keep is None and older_than is None:
+        raise UserError("prune needs --keep N and/or --older-than AGE")
+    if keep is not None and keep < 0:
+        raise UserError("--keep must be 0 or more")
+    runs = store.list_runs()
+    doomed = set()
+    if keep is not None:
+        seen: dict[str, int] = {}
+        for r in runs:  # newest first
+            seen[r.identity] = seen.get(r.identity, 0) + 1
+            if seen[r.identity] > keep:
+                doomed.add(r.id)
+    else:
+        doomed = {r.id for r in runs}
+    if older_than is not None:
+        cutoff = (datetime.now(UTC) - parse_age(older_than)).isoformat()
+        doomed &= {r.id for r in runs if r.started_at < cutoff}
+    return [r for r in runs if r.id in doomed]
+
+
+def compact_if_worth_it(store: Store) -> bool:
+    """SQLite: ``VACUUM`` when more than a quarter of the file is free pages. Returns whether it ran."""
+    if store.dialect != "sqlite":
+        return False
+    with store.engine.connect() as conn:
+        free = conn.exec_driver_sql("PRAGMA freelist_count").scalar() or 0
+        pages = conn.exec_driver_sql("PRAGMA page_count").scalar() or 0
+    if pages and free / pages > COMPACT_FREE_SHARE:
+        with store.engine.connect() as conn:
+            conn.exec_driver_sql("VACUUM")
+        return True
+    return False
+
+
+def check_store(url: str) -> list[str]:
+    """What is wrong with the store at ``url`` (empty: nothing). Never changes it."""
+    from sqlalchemy.exc import DBAPIError
+
+    from ._engine import HEAD, REVISIONS, current_revision, make_engine
+    from ._settings import display_url, scrub
+
+    problems: list[str] = []
+    where = display_url(url)
+    try:
+        engine = make_engine(url)
+    except StoreError as exc:
+        return [str(exc)]
+    try:
+        try:
+            rev = current_revision(engine)
+        except DBAPIError as exc:
+            return [f"{where} cannot be read: {scrub(str(exc.orig), url)}"]
+        if rev is None:
+            return [f"{where} has no run history schema (an empty or foreign database)"]
+        if rev not in REVISIONS:
+            problems.append(f"{where} was written by a newer referee (schema {rev}; this one knows up to {HEAD})")
+        elif rev != HEAD:
+            problems.append(f"{where} has schema {rev}; `referee store upgrade` brings it to {HEAD}")
+        with engine.connect() as conn:
+            if engine.dialect.name == "sqlite":
+                for (line,) in conn.execute(text("PRAGMA integrity_check")):
+                    if line != "ok":
+                        problems.append(f"{where}: integrity check: {line}")
+            bad = conn.execute(
+                select(s.runs.c.id, s.runs.c.n_rows, func.count(s.rows.c.case_id))
+                .select_from(s.runs.outerjoin(s.rows, s.rows.c.run_id == s.runs.c.id))
+                .where(s.runs.c.status == "complete").group_by(s.runs.c.id, s.runs.c.n_rows)
+                .having(func.count(s.rows.c.case_id) != s.runs.c.n_rows)).all()
+            for run_id, want, got in bad[:20]:
+                problems.append(f"run {run_id[:12]}: {got} rows stored, its totals say {want}")
+            missing = conn.execute(select(func.count()).select_from(s.rows).where(
+                ~s.rows.c.body.in_(select(s.texts.c.hash)))).scalar_one()
+            if missing:
+                problems.append(f"{missing} rows point at a text that is not stored")
+    except DBAPIError as exc:
+        problems.append(f"{where} cannot be read: {scrub(str(exc.orig), url)}")
+    finally:
+        engine.dispose()
+    return problems
+
+
+def runs_frame(store: Store, **filters: Any) -> Any:
+    """The runs matching ``filters`` (as ``Store.list_runs``) as a pandas DataFrame, one row per run."""
+    try:
+        import pandas as pd
+    except ImportError:
+        from ..errors import MissingExtraError
+
+        raise MissingExtraError("pandas", "pandas", "referee.runs() as a DataFrame") from None
+    recs = store.list_runs(**filters)
+    cols = list(recs[0].as_dict()) if recs else list(_record_fields())
+    return pd.DataFrame([r.as_dict() for r in recs], columns=cols)
+
+
+def rows_frame(store: Store, ref: str) -> Any:
+    """One stored run's rows as a pandas DataFrame (id, status, score, passed, category, evaluator, ...)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        from ..errors import MissingExtraError
+
+        raise MissingExtraError("pandas", "pandas", "a stored run's rows as a DataFrame") from None
+    run = load_run(store, ref)
+    cols = ("id", "repeat", "turn", "status", "score", "passed", "category", "evaluator", "rationale", "error",
+            "latency_ms", "cost_usd")
+    return pd.DataFrame([{"run_id": run.run_id, **{c: getattr(r, c) for c in cols}} for r in run.rows],
+                        columns=["run_id", *cols])
+
+
+def _record_fields() -> list[str]:
+    from ._store import RunRecord
+
+    return list(RunRecord.__dataclass_fields__)

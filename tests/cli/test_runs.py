@@ -1,0 +1,138 @@
+"""`referee runs ...` over a history on SQLite and on PostgreSQL: tables that fit 80 columns, pure JSON,
+compare with referee's paired statistics, trend from stored summaries, tag, export, import, delete, prune."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import referee
+from referee.store import open_store
+from tests.support.cli import run_cli
+
+GOOD = [{"id": f"c{i}", "output": "yes"} for i in range(40)]
+WORSE = [{"id": f"c{i}", "output": "yes" if i >= 12 else "no"} for i in range(40)]
+EVALS = [{"contains": {"value": "yes"}}]
+
+
+@pytest.fixture
+def two_runs(store_url: str, tmp_path: Path) -> tuple[str, str]:
+    a = referee.evaluate(GOOD, EVALS, name="demo", store=store_url, tags=["base"], out=tmp_path / "a.jsonl",
+                         progress=False)
+    b = referee.evaluate(WORSE, EVALS, name="demo", store=store_url, tags=["pr", "x'; DROP TABLE runs;--"],
+                         out=tmp_path / "b.jsonl", progress=False)
+    assert a.run_id and b.run_id
+    return a.run_id, b.run_id
+
+
+def test_list_fits_80_columns_and_json_is_pure(two_runs: tuple[str, str], store_url: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_runs
+    code, out, _ = run_cli(["runs", "list", "--store", store_url], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert lines[1].startswith(b[:8]) and lines[2].startswith(a[:8])  # newest first
+    code, out, err = run_cli(["runs", "list", "--store", store_url, "--json"], capsys)
+    data = json.loads(out)
+    assert [r["id"] for r in data] == [b, a]
+    for key in ("id", "suite", "branch", "commit", "dirty", "tags", "status", "started_at", "finished_at", "summary"):
+        assert key in data[0]
+    assert data[1]["summary"]["pass_rate"] == 1.0 and data[0]["summary"]["pass_rate"] == pytest.approx(28 / 40)
+    code, out, _ = run_cli(["runs", "list", "--store", store_url, "--json", "--tag", "x'; DROP TABLE runs;--"],
+                           capsys)
+    assert [r["id"] for r in json.loads(out)] == [b]
+
+
+def test_show_and_its_json(two_runs: tuple[str, str], store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _, b = two_runs
+    code, out, _ = run_cli(["runs", "show", b[:6], "--store", store_url], capsys)
+    assert code == 0 and b in out and "70.0%" in out and max(len(x) for x in out.splitlines()) <= 80
+    code, out, _ = run_cli(["runs", "show", b, "--store", store_url, "--json"], capsys)
+    data = json.loads(out)
+    assert data["groups"]["overall"]["cases"] == 40
+    code, _, err = run_cli(["runs", "show", "ffffffff", "--store", store_url], capsys)
+    assert code == 2 and "no run" in err
+
+
+def test_compare_names_the_regressions_and_gates(two_runs: tuple[str, str], store_url: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_runs
+    code, out, err = run_cli(["runs", "compare", a, b, "--store", store_url, "--fail-on-regression",
+                              "--fail-on-significant-regression"], capsys)
+    assert code == 1
+    assert "regression" in (out + err).lower()
+    code, _, _ = run_cli(["runs", "compare", a, a, "--store", store_url, "--fail-on-regression"], capsys)
+    assert code == 0
+
+
+def test_trend_reads_the_stored_summaries(two_runs: tuple[str, str], store_url: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_runs
+    code, out, _ = run_cli(["runs", "trend", "--store", store_url, "--json"], capsys)
+    points = json.loads(out)
+    assert [p["run"] for p in points] == [a, b]  # oldest first
+    assert points[0]["value"] == 1.0 and points[1]["value"] == pytest.approx(0.7)
+    lo, hi = points[1]["ci"]
+    assert lo < 0.7 < hi
+    code, out, _ = run_cli(["runs", "trend", "--store", store_url], capsys)
+    assert code == 0 and max(len(x) for x in out.splitlines()) <= 80
+
+
+def test_tag_export_import_once_delete_and_prune(two_runs: tuple[str, str], store_url: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_runs
+    assert run_cli(["runs", "tag", a, "keep me", "--store", store_url], capsys)[0] == 0
+    assert run_cli(["runs", "tag", a, "base", "--remove", "--store", store_url], capsys)[0] == 0
+    with open_store(store_url) as st:
+        assert st.get_run(a).tags == ["keep me"]
+    assert run_cli(["runs", "tag", a, "", "--store", store_url], capsys)[0] == 2
+    out = tmp_path / "exported" / "a.jsonl"
+    assert run_cli(["runs", "export", a, "-o", str(out), "--store", store_url], capsys)[0] == 0
+    assert len(out.read_text().splitlines()) == 40
+    assert run_cli(["runs", "export", a, "-o", str(out), "--store", store_url], capsys)[0] == 2  # never overwrites
+    other = f"sqlite:///{tmp_path / 'other.sqlite'}"
+    code, _, err = run_cli(["runs", "import", str(out.parent), "--store", other], capsys)
+    assert code == 0 and "1 runs added" in err
+    code, _, err = run_cli(["runs", "import", str(out), "--store", other], capsys)
+    assert "0 runs added, 1 already" in err
+    # merging two stores (two CI caches): the run exported and imported is the same run, kept once
+    code, _, err = run_cli(["runs", "import", store_url, "--store", other], capsys)
+    assert code == 0 and "1 runs added, 1 already" in err
+    with open_store(other) as st:
+        assert st.count_runs() == 2 and st.count_rows() == 80
+    code, _, err = run_cli(["runs", "prune", "--keep", "1", "--dry-run", "--store", store_url], capsys)
+    assert "1 runs would be deleted" in err
+    with open_store(store_url) as st:
+        assert st.count_runs() == 2
+    assert run_cli(["runs", "prune", "--keep", "1", "--store", store_url], capsys)[0] == 0
+    with open_store(store_url) as st:
+        assert [r.id for r in st.list_runs()] == [b]
+    assert run_cli(["runs", "delete", b, "--store", store_url], capsys)[0] == 0
+    with open_store(store_url) as st:
+        assert st.count_runs() == 0 and st.count_rows() == 0
+
+
+def test_referee_runs_is_a_dataframe(two_runs: tuple[str, str], store_url: str) -> None:
+    pytest.importorskip("pandas")
+    from referee.store import rows_frame
+
+    df = referee.runs(store_url, tag="pr")
+    assert list(df["id"]) == [two_runs[1]] and df["pass_rate"].iloc[0] == pytest.approx(0.7)
+    with open_store(store_url) as st:
+        rows = rows_frame(st, two_runs[1])
+        assert len(rows) == 40 and set(rows["status"]) == {"scored"}
+        run = referee.store.load_run(st, two_runs[0])
+    summary = referee.summarize(list(run))  # a stored run is rows score and compare accept
+    assert summary.overall.pass_rate.estimate == 1.0
+
+
+def test_score_takes_a_stored_run_as_its_baseline(two_runs: tuple[str, str], store_url: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    a, _ = two_runs
+    monkeypatch.setenv("REFEREE_STORE", store_url)
+    code, out, err = run_cli(["score", str(tmp_path / "b.jsonl"), "--baseline", a, "--fail-on-regression"], capsys)
+    assert code == 1 and f"baseline: run {a[:12]}" in err

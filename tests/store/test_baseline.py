@@ -1,0 +1,156 @@
+"""Baselines by name: main (any branch), last, a run id, @COMMIT; a file wins with a note; nothing found is exit 2
+saying what was searched; a run judged differently is named, not matched."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from referee.store import open_store
+from tests.support.cli import run_cli
+
+CASES = [{"id": f"c{i}", "output": "yes" if i % 4 else "no"} for i in range(8)]
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    r = tmp_path / "repo"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    _git(r, "config", "user.email", "t@example.com")
+    _git(r, "config", "user.name", "t")
+    (r / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CASES))
+    (r / "suite.yaml").write_text("name: demo\ncases: cases.jsonl\nevaluators:\n  - contains: {value: 'yes'}\n")
+    (r / ".gitignore").write_text("*.jsonl.*\nout/\n.referee/\n")
+    _git(r, "add", ".")
+    _git(r, "commit", "-q", "-m", "one")
+    monkeypatch.chdir(r)
+    for var in ("GITHUB_ACTIONS", "GITLAB_CI", "CIRCLECI", "BUILDKITE", "TF_BUILD", "JENKINS_URL",
+                "GITHUB_BASE_REF"):
+        monkeypatch.delenv(var, raising=False)
+    return r
+
+
+def _run(capsys: pytest.CaptureFixture[str], store_url: str, *extra: str, out: str = "out/r.jsonl") -> tuple[int, str]:
+    code, _, err = run_cli(["run", "suite.yaml", "--out", out, "--store", store_url, *extra], capsys)
+    return code, err
+
+
+def _commit(repo: Path, msg: str) -> str:
+    (repo / "notes.txt").write_text(msg)
+    _git(repo, "add", "notes.txt")
+    _git(repo, "commit", "-q", "-m", msg)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def _last_id(store_url: str) -> str:
+    with open_store(store_url) as st:
+        return st.list_runs(limit=1)[0].id
+
+
+def test_main_is_the_newest_run_on_mains_first_parent_history_up_to_the_merge_base(
+        repo: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, store_url)[0] == 0
+    b = _commit(repo, "two")
+    assert _run(capsys, store_url)[0] == 0
+    on_b = _last_id(store_url)
+    _git(repo, "checkout", "-q", "-b", "feature")
+    _commit(repo, "three")
+    _git(repo, "checkout", "-q", "main")
+    _commit(repo, "main moves on after the branch point")
+    assert _run(capsys, store_url)[0] == 0  # a run on main past the merge base: not the feature's baseline
+    _git(repo, "checkout", "-q", "feature")
+    code, err = _run(capsys, store_url, "--baseline", "main", "--tag", "pr")
+    assert code == 0, err
+    assert f"baseline: run {on_b[:12]}" in err and b[:12] in err and "merge base" in err and "clean tree" in err
+
+
+def test_a_clean_run_is_preferred_to_a_dirty_one_at_the_same_commit(
+        repo: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, store_url)[0] == 0
+    clean = _last_id(store_url)
+    (repo / "suite.yaml").write_text((repo / "suite.yaml").read_text() + "# local edit\n")
+    assert _run(capsys, store_url, out="out/dirty.jsonl")[0] == 0
+    with open_store(store_url) as st:
+        assert st.list_runs(limit=1)[0].git_dirty is True
+    code, err = _run(capsys, store_url, "--baseline", "main", out="out/third.jsonl")
+    assert code == 0 and f"baseline: run {clean[:12]}" in err
+
+
+def test_last_a_run_id_and_a_commit(repo: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, store_url)[0] == 0
+    first = _last_id(store_url)
+    head = _commit(repo, "two")
+    assert _run(capsys, store_url)[0] == 0
+    second = _last_id(store_url)
+    code, err = _run(capsys, store_url, "--baseline", "last")
+    assert code == 0 and f"baseline: run {second[:12]}" in err, err  # the newest other than this run itself
+    code, err = _run(capsys, store_url, "--baseline", first[:8])
+    assert code == 0 and f"baseline: run {first[:12]}" in err and "named by its id" in err
+    newest_at_head = _last_id(store_url)
+    code, err = _run(capsys, store_url, "--baseline", "@" + head[:7])
+    assert code == 0 and f"baseline: run {newest_at_head[:12]}" in err and "at commit" in err
+    code, err = _run(capsys, store_url, "--baseline", "@" + "f" * 7)
+    assert code == 2 and "at commit fffffff" in err
+
+
+def test_score_accepts_a_run_name(repo: Path, store_url: str, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _run(capsys, store_url)[0] == 0
+    first = _last_id(store_url)
+    (repo / "cases.jsonl").write_text("".join(json.dumps({**c, "output": "no"}) + "\n" for c in CASES))
+    assert _run(capsys, store_url, out="out/worse.jsonl")[0] == 0
+    monkeypatch.setenv("REFEREE_STORE", store_url)
+    code, out, err = run_cli(["score", "out/worse.jsonl", "--baseline", first[:10], "--fail-on-regression"], capsys)
+    assert code == 1 and f"baseline: run {first[:12]}" in err
+    assert "regress" in (out + err).lower()
+
+
+def test_an_existing_file_wins_with_a_note(repo: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, store_url)[0] == 0
+    (repo / "last").write_text((repo / "out" / "r.jsonl").read_text())
+    code, err = _run(capsys, store_url, "--baseline", "last", out="out/again.jsonl")
+    assert code == 0 and "is a file here" in err and "baseline: run" not in err
+
+
+def test_nothing_found_is_exit_2_saying_what_was_searched(repo: Path, store_url: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _run(capsys, store_url, "--baseline", "main")
+    assert code == 2
+    assert "first-parent history of 'main'" in err and "suite 'demo'" in err
+    code, err = _run(capsys, store_url, "--baseline", "no-such-branch", out="out/x.jsonl")
+    assert code == 2 and "recorded on branch 'no-such-branch'" in err
+    code, err = _run(capsys, store_url, "--baseline", "@zzzz", out="out/y.jsonl")
+    assert code == 2 and "commit hash" in err
+
+
+def test_a_run_judged_differently_is_named_not_matched(repo: Path, store_url: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, store_url)[0] == 0
+    other = _last_id(store_url)
+    (repo / "suite.yaml").write_text("name: demo\ncases: cases.jsonl\nevaluators:\n  - contains: {value: 'no'}\n")
+    code, err = _run(capsys, store_url, "--baseline", "last", out="out/changed.jsonl")
+    assert code == 2 and other[:12] in err and "different evaluator or judge configuration" in err
+
+
+def test_the_history_off_says_so(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["run", "suite.yaml", "--out", "out/r.jsonl", "--baseline", "main"], capsys)
+    assert code == 2 and "run history is off" in err
+
+
+def test_a_suites_gates_baseline_may_name_a_run(repo: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, store_url)[0] == 0
+    first = _last_id(store_url)
+    (repo / "suite.yaml").write_text((repo / "suite.yaml").read_text() + "gates:\n  baseline: last\n"
+                                     "  fail_on_regression: true\n")
+    code, err = _run(capsys, store_url, out="out/gated.jsonl")
+    # the gates' baseline is part of the suite, not of its identity: the earlier run matches
+    assert code == 0, err
+    assert f"baseline: run {first[:12]}" in err
