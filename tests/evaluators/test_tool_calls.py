@@ -154,6 +154,11 @@ def test_1200_parallel_calls_pair_without_recursion_comparing_each_call_with_few
     assert compared[0] <= 2 * n
     # A chain where every expected call fits two actual calls (i and i + 1) and the last fits only the first:
     # a greedy pass leaves the last unmatched, and the augmenting path through all 1,200 is found iteratively.
+    compared[0] = 0  # list arguments are indexed too (a list's items, standardised, in order)
+    hours = [{"f": {"hours": [[i, i + 1]]}} for i in range(n)]
+    given = [{"f": {"hours": [i, i + 1.0]}} for i in range(n)]
+    random.Random(12).shuffle(given)
+    assert match_tool_calls(given, hours).passed and compared[0] <= 2 * n
     chain = [{"f": {"x": [i, i + 1] if i < n - 1 else [0]}} for i in range(n)]
     r = match_tool_calls([{"f": {"x": i}} for i in range(n)], chain)
     assert r.passed, r.reason
@@ -168,7 +173,8 @@ def test_narrowing_the_candidates_never_changes_a_verdict() -> None:
     from referee.evaluators import _tool_calls
 
     rng = random.Random(11)
-    values = ["Paris", "paris", "PARIS ", "Rome", "", 1, 1.0, 2, True, False, 0, [1, 2], ["a"], None, 2.5]
+    values = ["Paris", "paris", "PARIS ", "Rome", "", 1, 1.0, 2, True, False, 0, [1, 2], [1.0, 2], [True, 2], ["a"],
+              ["A "], [], [["a"]], [{"k": 1}], None, 2.5]
     for _ in range(1500):
         n = rng.randint(1, 4)
         expected = [{rng.choice("fg"): {p: rng.sample(values, rng.randint(1, 3))

@@ -359,14 +359,27 @@ def _assign(candidates: list[list[int]], ok: Any, n_actual: int) -> list[int | N
     return match
 
 
-def _key(value: Any) -> tuple[str, Any] | None:
-    """What any answer a value can be accepted as shares with it: its standardised text, or its number (a bool
-    as 0 or 1, an int as the float it equals); None for a value no key describes (lists, dicts, NaN)."""
+def _key(value: Any, depth: int = 0) -> tuple[str, Any] | None:
+    """What any answer a value can be accepted as shares with it: its standardised text, its number (a bool as 0
+    or 1, an int as the float it equals), or a list's items' keys in order; None for a value no key describes
+    (dicts, NaN, a list holding one of those)."""
     if isinstance(value, str):
         return "s", standardize(value)
     if isinstance(value, bool | int | float) and value == value:
         return "n", float(value)
+    if isinstance(value, list) and depth < 4:
+        items = tuple(_key(v, depth + 1) for v in value)
+        return None if None in items else ("l", items)
     return None
+
+
+def _answer_keys(answers: list[Any]) -> set[tuple[str, Any]]:
+    """The keys of a parameter's possible answers (``""``, the optional marker, also stands for the empty list,
+    as the checker reads it for a list)."""
+    keys = {k for k in map(_key, answers) if k is not None}
+    if "" in answers:
+        keys.add(("l", ()))
+    return keys
 
 
 def _candidates(calls: list[_Call], want: list[str], possible: list[dict[str, list[Any]]]) -> list[list[int]]:
@@ -402,7 +415,7 @@ def _candidates(calls: list[_Call], want: list[str], possible: list[dict[str, li
             if len(best) <= 1 or not isinstance(answers, list):
                 break
             keyed, unkeyed = indexed(name, param)
-            keys = {k for k in map(_key, answers) if k is not None}
+            keys = _answer_keys(answers)
             narrowed = sorted({a for k in keys for a in keyed.get(k, ())}.union(unkeyed))
             if len(narrowed) < len(best):
                 best = narrowed
