@@ -43,8 +43,9 @@ _SAME_FIELD = {"ragas": (("user_input", "question"), ("response", "answer"), ("r
 _LIST_FIELDS = frozenset({"retrieved_contexts", "reference_contexts", "contexts", "retrieval_context",
                           "retrievalContext", "context", "multi_responses", "ground_truths"})
 _WRAPPERS = ("samples", "test_cases", "testCases", "goldens", "cases", "data")
-_STOP = {"'": re.compile(r"['\\\n]"), '"': re.compile(r'["\\\n]')}
-"""The next quote, backslash or line end inside a string literal: one character class, so no backtracking."""
+_BODY = {q: re.compile(rf"(?:[^{q}\\\n]++|\\.)*+{q}", re.S) for q in "'\""}
+"""A string literal's body and its closing quote: runs of plain characters or escape pairs, possessive (no
+backtracking, no memory per character), so a cell of 4 million escapes is matched in C in one pass."""
 _SPACE = re.compile(r"[ \t\r\n]*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_LIST_ITEMS = 100_000
@@ -138,20 +139,16 @@ def python_str_list(text: str) -> list[str]:
     out: list[str] = []
     while pos < n and text[pos] != "]":
         quote = text[pos]
-        if quote not in _STOP:
+        if quote not in _BODY:
             raise ValueError(f"expected a quoted string at character {pos + 1}, found {text[pos]!r}")
-        stop, start, escaped = _STOP[quote], pos + 1, False
-        pos = start
-        while True:
-            m = stop.search(text, pos)
-            if m is None or m.group() == "\n":
-                raise ValueError(f"the string at character {start} is not closed on its line")
-            if m.group() == quote:
-                break
-            escaped, pos = True, m.end() + 1  # a backslash: the next character is escaped, whatever it is
+        start = pos + 1
+        m = _BODY[quote].match(text, start)
+        if m is None:
+            raise ValueError(f"the string at character {start} is not closed on its line")
+        body = text[start:m.end() - 1]
         if len(out) >= MAX_LIST_ITEMS:
             raise ValueError(f"more than {MAX_LIST_ITEMS:,} strings in one cell")
-        out.append(_unescape(text[start:m.start()]) if escaped else text[start:m.start()])
+        out.append(_unescape(body) if "\\" in body else body)
         pos = _skip(text, m.end())
         if pos < n and text[pos] == ",":
             pos = _skip(text, pos + 1)
