@@ -157,6 +157,67 @@ def test_parallel_assignment_is_one_to_one() -> None:
     assert "(for expected call 2 get_weather): argument 'city': 'Rome' is not one of ['Paris']" in r.reason
 
 
+def test_1200_parallel_calls_pair_without_recursion_comparing_each_call_with_few(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """1,200 expected and 1,200 actual calls that match one to one, in another order: the pairing recursed once per
+    call (a RecursionError, so an unscored row) after comparing all 1.44 million pairs (~57 s). Counted, not timed:
+    calls are bucketed by function and narrowed by an argument's value before their arguments are compared."""
+    from referee.evaluators import _tool_calls
+
+    compared = [0]
+    real = _tool_calls._call_problem
+
+    def counting(*args: Any) -> Any:
+        compared[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(_tool_calls, "_call_problem", counting)
+    n = 1200
+    expected = [{"get_weather" if i % 2 else "get_time": {"city": [f"City {i}", f"C{i}"], "days": [i % 7 + 1, ""]}}
+                for i in range(n)]
+    actual = [{"get_weather" if i % 2 else "get_time": {"city": f"city {i}", "days": i % 7 + 1}} for i in range(n)]
+    random.Random(10).shuffle(actual)
+    r = match_tool_calls(actual, expected)
+    assert r.passed and r.reason == f"{n} calls match (parallel_multiple)"
+    assert compared[0] <= 2 * n
+    # A chain where every expected call fits two actual calls (i and i + 1) and the last fits only the first:
+    # a greedy pass leaves the last unmatched, and the augmenting path through all 1,200 is found iteratively.
+    compared[0] = 0  # list arguments are indexed too (a list's items, standardised, in order)
+    hours = [{"f": {"hours": [[i, i + 1]]}} for i in range(n)]
+    given = [{"f": {"hours": [i, i + 1.0]}} for i in range(n)]
+    random.Random(12).shuffle(given)
+    assert match_tool_calls(given, hours).passed and compared[0] <= 2 * n
+    chain = [{"f": {"x": [i, i + 1] if i < n - 1 else [0]}} for i in range(n)]
+    r = match_tool_calls([{"f": {"x": i}} for i in range(n)], chain)
+    assert r.passed, r.reason
+    one_short = match_tool_calls([{"f": {"x": i}} for i in range(1, n + 1)], chain)
+    assert not one_short.passed and len(one_short.details["failures"]) == 1
+
+
+def test_narrowing_the_candidates_never_changes_a_verdict() -> None:
+    """Random parallel calls (strings that standardise alike, ints for floats, bools, lists, optional and
+    missing arguments, wrong functions): the verdict with candidates narrowed is the verdict of comparing every
+    actual call with every expected one."""
+    from referee.evaluators import _tool_calls
+
+    rng = random.Random(11)
+    values = ["Paris", "paris", "PARIS ", "Rome", "", 1, 1.0, 2, True, False, 0, [1, 2], [1.0, 2], [True, 2], ["a"],
+              ["A "], [], [["a"]], [{"k": 1}], None, 2.5]
+    for _ in range(1500):
+        n = rng.randint(1, 4)
+        expected = [{rng.choice("fg"): {p: rng.sample(values, rng.randint(1, 3))
+                                        for p in rng.sample("xyz", rng.randint(0, 2))}} for _ in range(n)]
+        actual = [{rng.choice("fg"): {p: rng.choice(values) for p in rng.sample("xyz", rng.randint(0, 2))}}
+                  for _ in range(n)]
+        ours = match_tool_calls(actual, expected)
+        calls = _tool_calls._calls(actual)
+        parsed = _tool_calls._check_expected(expected)
+        full = [[_tool_calls._call_problem(c.name, c.args, c.problem, w, p, None) is None for c in calls]
+                for w, p in parsed]
+        every = _tool_calls._assign([list(range(n))] * n, lambda e, a, full=full: full[e][a], n)
+        assert ours.passed == all(a is not None for a in every), (expected, actual, ours.reason)
+
+
 def test_multiple_picks_one_of_several_functions() -> None:
     exp = [{"get_time": {"tz": ["CET"]}}]
     r = match_tool_calls([{"get_time": {"tz": "CET"}}], exp, PARALLEL_DOCS)

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from .._util._yaml import parse_nodes
 from ..cases._case import Case, load_cases
+from ..cases._media import media_store
 from ..errors import InputError, UserError
 from ..evaluators._base import LLMEvaluator
 from ..targets._loader import TARGET_KEYS, parse_targets
@@ -37,6 +38,12 @@ __all__ = [
 ]
 
 def _load_cases(value: Any, col: _Collector, base: Path) -> tuple[list[Case], str | None]:
+    # One image store for every case loaded here: an image named by many parts is held once.
+    with media_store():
+        return _load_cases_unshared(value, col, base)
+
+
+def _load_cases_unshared(value: Any, col: _Collector, base: Path) -> tuple[list[Case], str | None]:
     from ..cases._case import _check_case  # the same checks and messages as cases files
 
     cases: list[Case] = []
