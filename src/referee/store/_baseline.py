@@ -63,6 +63,7 @@ def file_note(spec: str) -> str | None:
 
 
 def looks_like_name(spec: str) -> bool:
+    """Whether ``spec`` can name a run (``last``, ``@COMMIT``, a run id, a branch) rather than only a file."""
     return spec == "last" or spec.startswith("@") or bool(re.fullmatch(r"[\w./\-]+", spec))
 
 
