@@ -24,8 +24,8 @@ def _begin(store: Store, run_id: str, *, suite: str = "s", tags: tuple[str, ...]
            started: str = "2026-01-01T00:00:00+00:00", branch: str | None = "main",
            commit: str | None = "a" * 40) -> RunManifest:
     m = RunManifest(kind="suite", run_id=run_id, created_at=started, extra={"suite": {"name": suite}})
-    store.begin_run(run_values(m, results_path="r.jsonl", git={"commit": commit, "branch": branch, "dirty": False}),
-                    tags=tags)
+    values = run_values(m, results_path="r.jsonl", git={"commit": commit, "branch": branch, "dirty": False})
+    store.begin_run({**values, "started_at": started}, tags=tags)
     return m
 
 

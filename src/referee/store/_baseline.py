@@ -63,6 +63,7 @@ def file_note(spec: str) -> str | None:
 
 
 def looks_like_name(spec: str) -> bool:
+    """Whether ``spec`` can name a run (``last``, ``@COMMIT``, a run id, a branch) rather than only a file."""
     return spec == "last" or spec.startswith("@") or bool(re.fullmatch(r"[\w./\-]+", spec))
 
 
@@ -88,9 +89,9 @@ def resolve_baseline(spec: str, *, base_dir: Path | str = ".", candidate: RunMan
         from ._store import Store
 
         settings = current()
-        if not settings.enabled:
-            raise UserError(f"baseline {spec!r}: no such file, and the run history is off (REFEREE_STORE=off or "
-                            "--no-store), so a run cannot be looked up by name")
+        if not settings.readable:
+            raise UserError(f"baseline {spec!r}: no such file, and the run history is off (REFEREE_STORE=off), "
+                            "so a run cannot be looked up by name")
         st = Store(settings.resolved_url())
         try:
             return _resolve(st, spec, candidate, cwd, siblings)

@@ -88,6 +88,7 @@ run_tags = Table(
     Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("tag", Text, nullable=False),
     PrimaryKeyConstraint("run_id", "tag"),
+    sqlite_with_rowid=False,
 )
 Index("run_tags_tag", run_tags.c.tag)
 
@@ -107,6 +108,9 @@ rows = Table(
     Column("body", LargeBinary(32), ForeignKey("texts.hash"), nullable=False),
     # The rest of the row as JSON (rationale, criteria, reply...): identical across reruns, so stored once.
     PrimaryKeyConstraint("run_id", "case_id", "rep", "turn"),
+    # SQLite: the key is the table (no rowid and no second copy of the key in an index): a row costs its key and
+    # numbers, its body being a hash into `texts`.
+    sqlite_with_rowid=False,
 )
 
 # Planned for the capabilities that come next (production traces, judge alignment, synthetic cases): created

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 VOLATILE = ("latency_ms", "cost_usd")
 """Row fields kept as columns, out of the hashed body: they differ between reruns whose rows are otherwise equal."""
+_VOLATILE_SET = set(VOLATILE)
 _PACK_MIN = 256
 DEFAULT_MAX_ROW_BYTES = 4_000_000
 
@@ -130,6 +131,7 @@ class Store:
                 self.engine.dispose()  # no connection outlives a store that could not be opened
                 raise
         self._insert: Any = None
+        self._compiled: dict[str, tuple[str, tuple[str, ...] | None]] = {}
 
     def __repr__(self) -> str:
         return f"<Store {self.display_url}>"
@@ -163,22 +165,29 @@ class Store:
         return self._insert
 
     def put_texts(self, conn: Connection, texts: dict[bytes, bytes]) -> None:
-        """Each text once, by its SHA-256 (``texts`` maps hash -> UTF-8 bytes)."""
+        """Each text once, by its SHA-256 (``texts`` maps hash -> UTF-8 bytes): a text already stored is left
+        as it is (the insert does nothing on its key)."""
         if not texts:
             return
-        have: set[bytes] = set()
-        keys = list(texts)
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
-            have.update(bytes(h) for (h,) in conn.execute(select(s.texts.c.hash).where(s.texts.c.hash.in_(chunk))))
         new = []
         for h, data in texts.items():
-            if h not in have:
-                packed, stored = _pack(data)
-                new.append({"hash": h, "packed": packed, "data": stored})
-        if new:
-            stmt = self._ins()(s.texts).on_conflict_do_nothing(index_elements=["hash"])
-            conn.execute(stmt, new)
+            packed, stored = _pack(data)
+            new.append({"hash": h, "packed": packed, "data": stored})
+        self._many(conn, "texts", lambda ins: ins(s.texts).on_conflict_do_nothing(index_elements=["hash"]), new)
+
+    def _many(self, conn: Connection, name: str, build: Any, values: list[dict[str, Any]]) -> None:
+        """One statement for many rows, built once with SQLAlchemy Core (bound parameters only) and handed to
+        the driver's own executemany: SQLAlchemy's per-value processing cost more than the database did."""
+        if not values:
+            return
+        cached = self._compiled.get(name)
+        if cached is None:
+            compiled = build(self._ins()).compile(dialect=self.engine.dialect)
+            cached = (str(compiled), tuple(compiled.positiontup) if compiled.positional else None)
+            self._compiled[name] = cached
+        sql, order = cached
+        params: Any = [tuple(v[k] for k in order) for v in values] if order is not None else values
+        conn.exec_driver_sql(sql, params)
 
     def put_text(self, conn: Connection, data: bytes) -> bytes:
         h = digest(data)
@@ -212,10 +221,11 @@ class Store:
     def row_values(self, run_id: str, row: ResultRow, seq: int, *, results_path: str | None,
                    limit: int) -> tuple[dict[str, Any], bytes, bytes, bool]:
         """(the row's columns, its body's hash, the body, whether it was cut to a stub)."""
-        body = row.model_dump(mode="json", exclude_none=True, exclude=set(VOLATILE))
-        data = _dumps(body)
+        # pydantic's own JSON (fields in their declared order, so equal rows give equal bytes)
+        data = row.model_dump_json(exclude_none=True, exclude=_VOLATILE_SET).encode("utf-8")
         stub = len(data) > limit
         if stub:
+            body = json.loads(data)
             keep: dict[str, Any] = {k: body[k] for k in ("schema_version", "id", "status", "score", "passed", "category",
                                          "evaluator", "repeat", "turn") if k in body}
             keep["details"] = {"store_stub": {"bytes": len(data), "file": results_path,
@@ -244,12 +254,15 @@ class Store:
             stubs += stub
         with self.engine.begin() as conn:
             self.put_texts(conn, texts)
-            stmt = self._ins()(s.rows)
-            stmt = stmt.on_conflict_do_update(
-                index_elements=["run_id", "case_id", "rep", "turn"],
-                set_={k: stmt.excluded[k] for k in ("seq", "status", "score", "passed", "latency_ms", "cost_usd",
-                                                     "body")})
-            conn.execute(stmt, values)
+
+            def upsert(ins: Any) -> Any:
+                stmt = ins(s.rows)
+                return stmt.on_conflict_do_update(
+                    index_elements=["run_id", "case_id", "rep", "turn"],
+                    set_={k: stmt.excluded[k] for k in ("seq", "status", "score", "passed", "latency_ms",
+                                                         "cost_usd", "body")})
+
+            self._many(conn, "rows", upsert, values)
         return stubs
 
     def finish_run(self, run_id: str, values: dict[str, Any], *, manifest_json: bytes | None = None,

@@ -89,7 +89,7 @@ def load_baseline(spec: str, *, base_dir: Path, results: Any = None, candidate: 
     if b.path is not None:
         return b.path
     log.warning("%s", b.describe())
-    return b.rows
+    return b.table()
 
 
 def summary_exit_code(summary: Summary, verdicts: list[GateResult]) -> int:
