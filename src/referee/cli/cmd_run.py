@@ -210,7 +210,7 @@ def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
         client = build_client(jo)
     except UserError as exc:
         raise UserError(f"{exc} (the suite has LLM evaluators: {', '.join(s.label for s in suite.llm_specs)}; "
-                        "run only the checks with --no-judge)") from exc
+                        "--no-judge runs only the checks)") from exc
     settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
                              seed=jo.seed, use_cache=not jo.no_cache)
     from ..run import bind_settings

@@ -53,7 +53,8 @@ def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None
         try:
             server = ViewServer(app, host, port)
         except OSError as exc:
-            raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+            hint = "; --port 0 picks a free port" if port else ""
+            raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}") from exc
         if host not in _LOOPBACK:
             echo_err(f"warning: listening on {host}: anyone who can reach this machine on port {server.port} "
                      "can read these results and post labels (there is no login)")
