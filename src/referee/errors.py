@@ -23,6 +23,7 @@ from contextvars import ContextVar
 
 __all__ = [
     "InputError",
+    "JudgeCannotGrade",
     "JudgeNeedsModel",
     "KeyMissing",
     "MissingExtraError",
@@ -116,6 +117,11 @@ class ProviderAuthError(ProviderError):
 
 class ProviderUnavailable(ProviderError):
     """The provider could not be reached at all."""
+
+
+class JudgeCannotGrade(ProviderError):
+    """The judge says it cannot grade this case (the stand-in judge with no reference where the rubric needs
+    one): the row is unscored with this message as its reason, never a number. Not retried."""
 
 class KeyMissing(UserError):
     """The judge's provider has no key (raised before any call). The message says how to set it, and how to try
