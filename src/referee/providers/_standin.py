@@ -429,6 +429,16 @@ def load_replies(path: str | Path) -> dict[str, str]:
     return out
 
 
+NO_REPLY = "(stand-in model: no recorded reply for this input; give it a replies file or use a real model)"
+"""The stand-in model's answer when its replies file has none for the prompt (a simulated user then stays
+silent: the episode is unscored, never a fail)."""
+
+
+def is_standin(provider: Provider) -> bool:
+    """Whether ``provider`` is the in-process stand-in."""
+    return isinstance(provider, StandinProvider)
+
+
 def model_reply(prompt: str, replies: Mapping[str, str], model: str = "") -> str:
     """The stand-in model's answer to ``prompt``: the reply recorded for the input it contains (the longest
     match), degraded to its first half for a model named ``worse``."""
@@ -438,7 +448,7 @@ def model_reply(prompt: str, replies: Mapping[str, str], model: str = "") -> str
                        and re.search(r"(?<!\w)" + re.escape(k) + r"(?!\w)", prompt)), key=len, reverse=True)
         found = replies[keys[0]] if keys else None
     if found is None:
-        return "(stand-in model: no recorded reply for this input; give it a replies file or use a real model)"
+        return NO_REPLY
     if "worse" in model.lower():
         words = found.split()
         return " ".join(words[: max(1, len(words) // 2)])
