@@ -615,7 +615,7 @@ async function viewGrid(params) {
     warningsBox(),
     el("div", { class: "filters" }, search, shows, el("span", { class: "muted", id: "grid-total" }, d.total + " case(s)")),
     el("table", { id: "grid" },
-      el("thead", {}, el("tr", {}, el("th", { class: "nosort" }, "case"), d.names.map((n, i) => el("th", { class: "nosort" },
+      el("thead", {}, el("tr", {}, el("th", { class: "nosort" }, "case"), d.names.map((n, i) => el("th", { class: "nosort", title: d.files ? d.files[i] : n },
         el("a", { href: "#/run/" + d.runs[i] }, n))))),
       el("tbody", {}, d.rows.map((r) => el("tr", { class: "grid-row", "data-id": r.id },
         el("td", { class: "grid-case" }, el("b", {}, r.id), r.input ? el("div", { class: "muted cell-input" }, r.input) : null),
