@@ -393,7 +393,7 @@ class Run:
         t = self.table
         man = t.manifest
         return {
-            "run": self.key, "path": str(self.path), "name": self.path.name, "rows": len(t),
+            "run": self.key, "path": str(self.path), "name": self.path.name, "label": self.label(), "rows": len(t),
             "cases": len(set(t.ids)), "scored": int((t.status == SCORED).sum()),
             "unscored": int((t.status == UNSCORED).sum()), "error": int((t.status == ERROR).sum()),
             "categories": sorted(t.category_names, key=str.lower), "indexed": self.indexed,

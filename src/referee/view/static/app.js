@@ -121,7 +121,7 @@ function renderNav() {
   const { parts } = parseHash();
   const cur = parts[0] === "run" ? parts[1] : null;
   const links = state.index.runs.map((r) => el("a", { href: "#/run/" + r.run, class: cur === r.run ? "active" : null,
-    title: r.path }, r.name));
+    title: r.path }, r.label || r.name));
   if (state.index.runs.length > 1) {
     links.unshift(el("a", { href: "#/grid", id: "nav-grid", class: parts[0] === "grid" || !parts.length ? "active" : null }, "grid"));
     links.push(el("a", { href: "#/compare/" + state.index.runs[0].run + "/" + state.index.runs[1].run,
