@@ -91,6 +91,9 @@ function go(parts, params) {
 async function route() {
   const ctx = { box: el("main", { id: "main" }, el("p", { class: "muted" }, "loading...")), keys: null };
   state.ctx = ctx;
+  // A sign of work at once: the page being left is dimmed and the bar says "working..." until the next one is
+  // on screen (a large comparison takes a moment; the old page must not look like the answer).
+  busy(true);
   if (!state.index) state.index = await api("/api/runs");
   renderNav();
   const { parts, params } = parseHash();
@@ -107,6 +110,7 @@ async function route() {
     clear(main, el("div", { class: "card" }, el("b", {}, "Error: "), e.message));
   }
   if (state.ctx === ctx) {
+    busy(false);
     document.getElementById("main").replaceWith(ctx.box);
     document.onkeydown = ctx.keys;
     // A case page is on screen: the extensions (claims.js, episodes.js) add to it from the same data, with no
@@ -114,6 +118,12 @@ async function route() {
     window.refereeCase = ctx.shownCase || null;
     if (ctx.shownCase) document.dispatchEvent(new CustomEvent("referee:case", { detail: ctx.shownCase }));
   }
+}
+
+function busy(on) {
+  document.body.classList.toggle("busy", on);
+  const b = document.getElementById("busy");
+  if (b) b.hidden = !on;
 }
 
 function renderNav() {
