@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from ..example import STANDIN_NOTICE, STANDIN_PROVIDER, ExampleContext, prepare, steps
+from ..example import (
+    STANDIN_NOTICE,
+    STANDIN_PROVIDER,
+    ExampleContext,
+    prepare,
+    selected_steps,
+    step_names,
+    steps,
+)
 from ._common import judge_configured
 
 
@@ -17,16 +25,20 @@ from ._common import judge_configured
 @click.option("--provider", default=None, help="Judge provider for the model-graded steps (see referee judge).")
 @click.option("--model", default=None)
 @click.option("--base-url", default=None)
+@click.option("--step", "only", multiple=True, metavar="NAME",
+              help="Run only this step (repeatable), after the steps it reads from: " + ", ".join(step_names()) + ".")
 @click.option("--standin/--no-standin", default=True, show_default=True,
               help="Without a configured judge, grade with the local stand-in judge (--provider standin: token "
                    "overlap with the reference, not a model); --no-standin skips the model-graded steps instead.")
-def command(workdir: str, provider: str | None, model: str | None, base_url: str | None, standin: bool) -> int:
+def command(workdir: str, provider: str | None, model: str | None, base_url: str | None, only: tuple[str, ...],
+            standin: bool) -> int:
     """Run the built-in example: a support agent before and after a prompt change, evaluated end to end.
 
     Model-graded steps use the configured judge (an API key in the environment, REFEREE_PROVIDER, or
     --provider/--base-url); without one, the local stand-in judge grades them (no key, no network), or with
     --no-standin they are skipped with instructions. Everything else runs either way.
     """
+    chosen = selected_steps(list(only)) if only else steps()  # a bad name: a usage error before any file
     target = Path(workdir)
     prepare(target)
     judge_args: list[str] = []
@@ -48,7 +60,7 @@ def command(workdir: str, provider: str | None, model: str | None, base_url: str
     if use_standin:
         click.echo(click.style(STANDIN_NOTICE, fg="yellow"))
     outcomes = []
-    for _name, mod in steps():
+    for _name, mod in chosen:
         click.echo("")
         click.echo(click.style(f"== {mod.TITLE}", bold=True))
         outcomes.append((mod.TITLE, mod.run(ctx)))

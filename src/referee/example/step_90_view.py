@@ -13,7 +13,8 @@ TITLE = "Look and label: every run of this example in the local viewer (referee 
 
 # Baseline first, candidate second (the viewer's compare page opens on the first two), then the rest.
 _PREFERRED = [("judged_before.jsonl", "judged_after.jsonl"), ("suite_before.jsonl", "suite_after.jsonl")]
-_OTHERS = ["pairwise.jsonl", "rubric_after.jsonl", "agent_checks.jsonl", "redteam_results.jsonl"]
+_OTHERS = ["pairwise.jsonl", "rubric_after.jsonl", "rag_results.jsonl", "agent_checks.jsonl",
+           "simulated_results.jsonl", "redteam_results.jsonl"]
 
 
 def command_for(folder: Path) -> list[str] | None:
@@ -24,6 +25,8 @@ def command_for(folder: Path) -> list[str] | None:
             files += [before, after]
             break
     files += [f for f in _OTHERS if (folder / f).is_file()]
+    if not files and (folder / "targets_out").is_dir():  # the targets step alone: its folder, a run per target
+        files = ["targets_out"]
     if not files:
         return None
     return ["referee", "view", *(str(folder / f) for f in files), "--open"]
