@@ -68,11 +68,16 @@ def command(workdir: str, provider: str | None, model: str | None, base_url: str
     click.echo(click.style("== Summary", bold=True))
     for title, outcome in outcomes:
         click.echo(f"- {title}: {outcome or 'done'}")
-    from ..example.step_90_view import command_for
+    from ..example.step_90_view import commands_for
 
-    view = command_for(target)
-    if view is not None:  # the last thing printed: where to look next
+    views = commands_for(target)
+    if views:  # the last thing printed: where to look next
         click.echo("")
+        if len(views) > 1:  # runs over cases of their own: one grid each, not columns of mostly nothing
+            click.echo("Runs of other cases, each in a viewer of its own:")
+            for v in views[:-1]:
+                click.echo(click.style("  " + shlex.join(v), fg="cyan"))
+            click.echo("")
         click.echo("Look at the runs and label cases in your browser:")
-        click.echo(click.style("  " + shlex.join(view), fg="cyan"))
+        click.echo(click.style("  " + shlex.join(views[-1]), fg="cyan"))
     return 0
