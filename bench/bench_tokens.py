@@ -211,10 +211,10 @@ def billed(template: str, case: dict[str, Any]) -> None:
     base = costs["seed run_judge.py"]
     print("\nbilled per case by a provider that counts every character it is sent (characters / 4, the whole "
           "request body; reply the same)")
-    print(f"{'request':<32}{'input tokens':>13}{'x seed':>8}{'$ per case':>12}{'x seed':>8}")
+    print(f"  {'request':<30}{'input tokens':>13}{'x seed':>8}{'$ per case':>12}{'x seed':>8}")
     for name, c in costs.items():
         n = inputs[name]
-        print(f"{name:<32}{n:>13}{n / inputs['seed run_judge.py']:>8.2f}{c:>12.6f}{c / base:>8.2f}")
+        print(f"  {name:<30}{n:>13}{n / inputs['seed run_judge.py']:>8.2f}{c:>12.6f}{c / base:>8.2f}")
 
 
 if __name__ == "__main__":

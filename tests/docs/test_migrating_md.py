@@ -29,7 +29,7 @@ def test_the_page_states_the_measured_cost_and_the_way_out(capsys: pytest.Captur
     bench = _bench()
     bench.billed(bench.TEMPLATE, bench.CASE)  # type: ignore[attr-defined]
     out = capsys.readouterr().out
-    ratio = {name.strip(): float(x) for name, x in re.findall(r"^(.+?)\s+\d+\s+[\d.]+\s+[\d.]+\s+([\d.]+)$", out,
+    ratio = {name.strip(): float(x) for name, x in re.findall(r"^  (.+?)\s+\d+\s+[\d.]+\s+[\d.]+\s+([\d.]+)$", out,
                                                                re.M)}
     assert ratio["seed run_judge.py"] == 1.0 and ratio["referee --request-format seed"] == 1.0
     assert ratio["referee (default)"] > 1.2  # past --fail-on-cost-regression's default tolerance
