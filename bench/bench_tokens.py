@@ -152,7 +152,69 @@ def main(argv: list[str] | None = None) -> int:
     if forms[2][1] != seed:
         print("warning: the seed-exact mode's prompt differs from the seed's", file=sys.stderr)
         return 1
+    billed(template, case)
     return 0
+
+
+def _criteria(template: str) -> list[str]:
+    """The criterion names of the template's JSON example (``"name": {"score"``), else one."""
+    import re
+
+    return re.findall(r'"([A-Za-z_][\w-]*)"\s*:\s*\{\s*"score"', template) or ["quality"]
+
+
+_IN, _OUT = 3.0, 15.0  # $ per million tokens: any prices; the ratio does not depend on them
+
+
+def billed(template: str, case: dict[str, Any]) -> None:
+    """What a provider that bills every character it is sent charges per case: ``referee judge`` run for real
+    (in this process, over the Anthropic wire to a local server that counts the whole request body, JSON and
+    all, as input tokens at characters / 4, and the reply the same way), by default and with
+    ``--request-format seed``, against the seed runner's request body for the same case and reply."""
+    import tempfile
+
+    from referee.cli import cli
+    from referee.results import read_results
+    from referee.testing import FakeLLMServer, Reply, WireRequest
+
+    names = _criteria(template)
+    verdict = json.dumps({**{n: {"score": 0.8, "rationale": "Every fact in the summary is in the ticket."}
+                             for n in names}, "overall_score": 0.8})
+
+    def bill(req: WireRequest) -> Reply:  # one valid verdict for every request: one call per case each way
+        return Reply(text=verdict, input_tokens=round(len(req.raw_body) / 4), output_tokens=round(len(verdict) / 4))
+
+    import os
+
+    os.environ.setdefault("ANTHROPIC_API_KEY", "sk-ant-bench-local-only")  # the local server's, never sent out
+    costs: dict[str, float] = {}
+    inputs: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp, FakeLLMServer(bill) as srv:
+        d = Path(tmp)
+        (d / "t.md").write_text(template, encoding="utf-8")
+        (d / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+        for name, extra in (("referee (default)", []), ("referee --request-format seed", ["--request-format", "seed"])):
+            out = d / f"{len(costs)}.jsonl"
+            code = cli(["judge", str(d / "cases.jsonl"), "-t", str(d / "t.md"), "-o", str(out), "--provider",
+                        "anthropic", "--base-url", srv.url, "--no-cache", "--input-price-per-mtok", str(_IN),
+                        "--output-price-per-mtok", str(_OUT), *extra])
+            rows = read_results(out).rows
+            if code not in (0, 1) or rows[0].cost_usd is None or rows[0].usage.calls != 1:
+                raise SystemExit(f"{name}: referee judge exited {code}; one call with its cost was expected")
+            costs[name] = rows[0].cost_usd
+            inputs[name] = rows[0].usage.input_tokens or 0
+            if not costs.get("seed run_judge.py"):  # the seed's body for the same case, and the same reply
+                body = json.dumps(seed_payload(template, case)).encode()
+                costs = {"seed run_judge.py": (round(len(body) / 4) * _IN + round(len(verdict) / 4) * _OUT) / 1e6,
+                         **costs}
+                inputs = {"seed run_judge.py": round(len(body) / 4), **inputs}
+    base = costs["seed run_judge.py"]
+    print("\nbilled per case by a provider that counts every character it is sent (characters / 4, the whole "
+          "request body; reply the same)")
+    print(f"  {'request':<30}{'input tokens':>13}{'x seed':>8}{'$ per case':>12}{'x seed':>8}")
+    for name, c in costs.items():
+        n = inputs[name]
+        print(f"  {name:<30}{n:>13}{n / inputs['seed run_judge.py']:>8.2f}{c:>12.6f}{c / base:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ from contextvars import ContextVar
 
 __all__ = [
     "InputError",
+    "JudgeCannotGrade",
     "JudgeNeedsModel",
+    "KeyMissing",
     "MissingExtraError",
     "OptionError",
     "ProviderAuthError",
@@ -115,6 +117,21 @@ class ProviderAuthError(ProviderError):
 
 class ProviderUnavailable(ProviderError):
     """The provider could not be reached at all."""
+
+
+class JudgeCannotGrade(ProviderError):
+    """The judge says it cannot grade this case (the stand-in judge with no reference where the rubric needs
+    one): the row is unscored with this message as its reason, never a number. Not retried."""
+
+class KeyMissing(UserError):
+    """The judge's provider has no key (raised before any call). The message says how to set it, and how to try
+    without one: the stand-in judge (``judge="standin"``; on the command line ``--provider standin``)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"{reason}; or try without a key: judge=\"standin\" (the stand-in judge, not a model: "
+                         "docs/judge.md)")
+
 
 class JudgeNeedsModel(UserError):
     """A local server that routes by model name was given no model (raised before any call)."""

@@ -60,7 +60,7 @@ DEFAULT_PAIRWISE_TEMPLATE = """Compare two responses to the same request.
 <question>
 {input}
 </question>
-
+{reference_block}
 <response_1>
 {response_1}
 </response_1>

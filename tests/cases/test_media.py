@@ -233,3 +233,18 @@ def test_a_50_kb_cases_file_naming_one_19_mb_image_1200_times_loads_under_a_memo
                           capture_output=True, text=True, timeout=300, env=env, start_new_session=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["60", "1200", "1"]
+
+
+def test_a_misspelt_image_type_warns_with_the_right_spelling(tmp_path: Path, caplog: pytest.LogCaptureFixture
+                                                             ) -> None:
+    rows = [{"id": "typo", "input": [{"type": "text", "text": "What is shown?"}, {"type": "imag", "path": "a.png"}]},
+            {"id": "text", "input": [{"type": "text", "text": "plain"}, {"type": "note", "url": "http://x"}]}]
+    f = tmp_path / "cases.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with caplog.at_level("WARNING", logger="referee"):
+        cases = load_cases(f)
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1, warned  # the unrelated type 'note' is no typo of 'image'
+    assert f"{f}:1" in warned[0] and "'typo'" in warned[0] and "input[1]" in warned[0]
+    assert "did you mean 'image'?" in warned[0] and "read as text" in warned[0]
+    assert list(cases)[0].data["input"][1] == {"type": "imag", "path": "a.png"}  # kept as written, nothing invented

@@ -56,3 +56,25 @@ def test_init_does_not_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert (folder / "suite.yaml").read_text(encoding="utf-8") == "name: mine\n"
     assert cli(["init", str(folder), "--force"]) == 0
     assert "provider: standin" in (folder / "suite.yaml").read_text(encoding="utf-8")
+
+
+def test_init_run_then_view_the_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The path a promptfoo user takes: init, view the folder (told to run first), run (told how to look), view
+    the folder (its results, not its cases)."""
+    from referee.view._inputs import expand_inputs
+
+    monkeypatch.chdir(tmp_path)
+    assert cli(["init", "evals"]) == 0
+    assert "referee view evals/ --open" in capsys.readouterr().out
+    assert cli(["view", "evals/", "--port", "0"]) == 2
+    assert "run the suite first (referee run evals/suite.yaml)" in capsys.readouterr().err
+    assert cli(["run", "evals/suite.yaml"]) == 0
+    err = capsys.readouterr().err
+    assert "look at it: referee view evals/suite_results.jsonl --open" in err
+    assert "referee report evals/suite_results.jsonl --html evals/suite_results.html" in err
+    files, notes = expand_inputs(["evals/"])
+    assert [f.name for f in files] == ["suite_results.jsonl"] and notes == []
+    # The suggested report command works as printed.
+    assert cli(["report", "evals/suite_results.jsonl", "--html", "evals/suite_results.html"]) == 0
+    assert (tmp_path / "evals" / "suite_results.html").stat().st_size > 0

@@ -101,3 +101,52 @@ def test_an_agent_url_with_credentials_reaches_no_file(fake_server: FakeLLMServe
                 assert secret.encode() not in data, (f.name, secret)
     for secret in (password, token, basic):
         assert secret not in stdout + err
+
+
+def _example_files(tmp_path: Path) -> Path:
+    from importlib import resources
+
+    src = resources.files("referee.example") / "data" / "agent"
+    for name in ("simulated.jsonl", "shop_agent.py", "shop_env.py", "user_replies.jsonl"):
+        (tmp_path / name).write_text(src.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("first_message", [True, False])
+def test_a_stand_in_user_that_cannot_speak_leaves_the_episode_unscored_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_message: bool,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    d = _example_files(tmp_path)
+    monkeypatch.syspath_prepend(str(d))
+    scenarios = d / "simulated.jsonl"
+    if not first_message:
+        rows = [json.loads(x) for x in scenarios.read_text(encoding="utf-8").splitlines()]
+        for r in rows:
+            del r["user"]["first_message"]
+        scenarios.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code, out, err = run_cli(["simulate", str(scenarios), "--agent", "shop_agent:agent", "--user-provider",
+                              "standin", "--out", str(d / "ep.jsonl")], capsys)
+    rows = read_results(d / "ep.jsonl").rows
+    assert code == 1 and len(rows) == 3
+    assert all(r.status == "unscored" and r.score is None and r.metadata["termination"] == "user_silent"
+               for r in rows)  # never a 0 for the agent
+    turn = "1 (the scenario has no first_message)" if not first_message else "2"
+    assert all(f"no recorded reply at user turn {turn}" in (r.error or "") for r in rows)
+    assert f"3 tries not graded: the stand-in user has no recorded reply at user turn {turn}" in err
+    assert "unscored(user_silent)" in out
+
+
+def test_the_stand_in_user_follows_first_message_and_its_replies_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _example_files(tmp_path)
+    monkeypatch.syspath_prepend(str(d))
+    code, out, err = run_cli(["simulate", str(d / "simulated.jsonl"), "--agent", "shop_agent:agent",
+                              "--user-provider", "standin", "--user-base-url", str(d / "user_replies.jsonl"),
+                              "--out", str(d / "ep.jsonl")], capsys)
+    rows = {r.id: r for r in read_results(d / "ep.jsonl").rows}
+    assert all(r.status == "scored" and r.metadata["termination"] == "user_stop" for r in rows.values()), err
+    convo = rows["refund-delivered"].details["episode"]["messages"]
+    users = [m["content"] for m in convo if m["role"] == "user"]
+    assert users[0] == "Hi, order A1 arrived broken. I want a refund."  # first_message as written
+    assert users[1] == "Thanks, that is all."  # the replies file's line for "refunded 12.50", token stripped
+    assert rows["refund-delivered"].passed and "not graded" not in err

@@ -104,8 +104,8 @@ def _reply(req: JudgeRequest) -> str:
 
     schema = req.response_schema or {}
     if "winner" in schema.get("properties", {}):
-        return json.dumps({"winner": "response_1" if "30 days." in req.messages[1].content.split("response_2")[0]
-                           else "response_2", "rationale": "a is right"})
+        first = req.messages[1].content.split("response_1", 1)[1].split("response_2")[0]  # the first response only
+        return json.dumps({"winner": "response_1" if "30 days." in first else "response_2", "rationale": "a is right"})
     return json.dumps(instance_for_schema(schema, req.messages[-1].content))
 
 

@@ -316,3 +316,32 @@ def test_dry_run_estimate_and_the_manifest_per_metric(fake_server: Any, tmp_path
     per = manifest["extra"]["per_evaluator"]
     assert sum(v["calls"] for v in per.values()) == 7
     assert sum(v["input_tokens"] for v in per.values()) == manifest["totals"]["input_tokens"]
+
+
+_INVENTED = {"id": "sso", "input": "Which plans include single sign-on?",
+             "output": "Single sign-on is included on every plan, including Free.",
+             "reference": "Single sign-on is included in the Enterprise plan only.",
+             "contexts": [{"id": "plans#2", "text": "Single sign-on is included in the Enterprise plan only."}]}
+_GROUNDED = {**_INVENTED, "id": "ok", "output": "Single sign-on is included in the Enterprise plan only."}
+_SUITE = ["context_precision", "context_recall", "answer_relevancy"]
+
+
+def test_an_answer_with_invented_claims_fails_a_grounded_suite_by_default() -> None:
+    """Faithfulness is critical by default beside other metrics: the invented claim (faithfulness 0, the other
+    three 1: a weighted mean of 0.75) fails its case; a grounded answer still passes."""
+    result = referee.evaluate([_INVENTED, _GROUNDED], ["faithfulness", *_SUITE], judge="standin", progress=False)
+    bad, good = result.rows
+    assert bad.check("faithfulness").score == 0.0
+    assert [bad.check(n).score for n in _SUITE] == [1.0, 1.0, 1.0]
+    assert bad.passed is False and bad.score == 0.0 and "critical_failed" in bad.flags
+    assert good.passed is True and good.score == 1.0
+
+
+def test_critical_false_keeps_the_weighted_mean_and_alone_faithfulness_keeps_its_score() -> None:
+    result = referee.evaluate([_INVENTED], [{"faithfulness": {}, "critical": False}, *_SUITE], judge="standin",
+                              progress=False)
+    assert result.rows[0].score == 0.75 and result.rows[0].passed is True
+    alone = referee.evaluate([{**_INVENTED, "output": "Single sign-on is included in the Enterprise plan only. "
+                                                      "It is free on every plan."}],
+                             ["faithfulness"], judge="standin", progress=False).rows[0]
+    assert 0 < alone.score < 1 and "critical_failed" not in alone.flags   # its own fraction, not zeroed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,11 @@ def test_example_in_a_relative_folder_as_scripts_example_runs_it(tmp_path: Path,
     assert code == 0, out.err[-2000:]
     assert (tmp_path / "rel-example" / "targets_out" / "v2.jsonl").exists()
     assert out.out.strip().splitlines()[-1].strip().startswith("referee view rel-example/")
+    # The main viewer holds runs over the same cases (a grid with a verdict in every cell); runs over cases of
+    # their own each get a viewer of their own, listed before it.
+    main = shlex.split(out.out.strip().splitlines()[-1])[2:-1]
+    ids = [{json.loads(x)["id"] for x in (tmp_path / f).read_text(encoding="utf-8").splitlines()} for f in main]
+    assert len(main) >= 2 and all(i == ids[0] for i in ids[1:]), main
+    others = out.out.split("Runs of other cases, each in a viewer of its own:")[1].split("Look at the runs")[0]
+    for f in ("rag_results.jsonl", "agent_checks.jsonl", "simulated_results.jsonl", "targets_out"):
+        assert f"referee view rel-example/{f} --open" in others, f

@@ -189,6 +189,14 @@ def test_the_tables_fold_to_80_columns(shared_data: Path, capsys: pytest.Capture
     for header in ("accuracy", "vs best", "alpha", "effective", "independent", "shared", "family"):
         assert header in text, header  # headers wrap on spaces when a table is folded
     assert sum(line.count("[0.") for line in lines if "0.657" in line) >= 1  # o1-mini's accuracy, whole
+    # Each part of the folded in-sample table keeps the rule beside the panel: one panel under three rules is
+    # three rows told apart in every part.
+    parts = text.split("In-sample panels")[1].split("┏")[1:]
+    assert len(parts) >= 2
+    for part in parts:
+        header = "\n".join(line for line in part.splitlines()[:4] if line.startswith("┃"))
+        assert "rule" in header, header
+        assert any(r in part for r in ("majority", "mean", "median"))
 
 
 def test_llmbar_strategies_as_judges_and_unknown_names_refused(shared_data: Path) -> None:

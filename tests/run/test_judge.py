@@ -56,3 +56,14 @@ evaluators: [{{llm_judge: {{rubric: "- answers"}}}}]
     rows = run.outcomes[0].outcome.rows
     assert [r.status for r in rows] == ["scored"]
     assert fake_server.requests and fake_server.requests[-1].body["model"] == "m-from-the-suite"
+
+
+def test_a_missing_key_in_python_names_judge_standin(monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.errors import KeyMissing
+
+    for var in ("ANTHROPIC_API_KEY", "REFEREE_PROVIDER", "REFEREE_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(KeyMissing, match=r'ANTHROPIC_API_KEY.*judge="standin"') as info:
+        referee.evaluate([{"input": "2+2?", "output": "4"}], [referee.judges.LLMJudge(rubric="- correct")],
+                         judge="anthropic", progress=False)
+    assert "--provider" not in str(info.value)  # Python's spelling, not the command line's

@@ -86,6 +86,8 @@ def test_dry_run_counts_each_judge(fake_server: FakeLLMServer, tmp_path: Path,
     code, out, _ = _run(fake_server, suite, capsys, "--dry-run")
     assert code == 0
     assert "= 12 judge call(s)" in out and "a panel judges llm_judge: one call per judge" in out
+    panel_line = next(x for x in out.splitlines() if "a panel judges" in x)
+    assert panel_line.endswith("depend on the verdicts and are not counted")  # a whole sentence
     assert fake_server.requests == []
 
 

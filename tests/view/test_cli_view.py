@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from referee.cli import cli
 from tests.support.cli import close_pipes
@@ -135,3 +137,16 @@ def test_view_opens_the_folder_referee_run_writes(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
         close_pipes(proc)
+
+
+def test_a_port_in_use_suggests_port_0(data: Data, capsys: Any) -> None:
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli(["view", str(data.results), "--port", str(port)]) == 2
+    finally:
+        taken.close()
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "--port 0 picks a free port" in err

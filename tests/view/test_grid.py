@@ -139,7 +139,8 @@ def test_charts_draw_the_run_and_escape_its_names(tmp_path: Path) -> None:
         agree = app.api_charts("1", {})["charts"][-1]["svg"]
         assert "agree on 2 of 3" in agree
         chart = app.api_compare("0", "1", {})["chart"]["svg"]
-        assert chart.count('class="dot regression"') == 3 and "3 regressed" in chart
+        dots = re.findall(r'class="dot regression"[^>]*data-n="(\d+)"', chart)  # same scores: merged dots
+        assert sum(map(int, dots)) == 3 and "3 regressed" in chart
     finally:
         close_app(app)
 
@@ -195,3 +196,49 @@ def test_the_first_grid_page_does_not_wait_for_a_cases_file_being_read(tmp_path:
         assert g["outputs_pending"] is False and g["rows"][0]["cells"][0]["output"] == "A says q0"
     finally:
         close_app(app)
+
+
+def test_the_grid_heads_each_column_with_its_target_and_model(tmp_path: Path) -> None:
+    """A targets folder's files are named after the targets' ids, sanitised; the header says the target and the
+    model behind it (the file name stays in the title), and a run without a target keeps its file name."""
+    def run(name: str, target: dict[str, Any] | None) -> Path:
+        return write_jsonl(tmp_path / name, [{"id": f"q{i}", "score": 0.9, **({"target": target} if target else {})}
+                                             for i in range(3)])
+    a = run("v1_gpt-4o-mini.jsonl", {"id": "v1@gpt-4o-mini", "kind": "model", "provider": "openai",
+                                     "model": "gpt-4o-mini"})
+    b = run("t2.jsonl", {"id": "support-bot", "kind": "http"})
+    c = run("plain.jsonl", None)
+    app = build_app([str(a), str(b), str(c)], lock=False, index_now=False)
+    try:
+        g = app.api_grid({})
+        assert g["names"] == ["v1@gpt-4o-mini", "support-bot", "plain.jsonl"]
+        assert g["files"] == ["v1_gpt-4o-mini.jsonl", "t2.jsonl", "plain.jsonl"]
+    finally:
+        close_app(app)
+    d = run("d.jsonl", {"id": "fast", "kind": "model", "provider": "anthropic", "model": "claude-3-5-haiku-latest"})
+    app = build_app([str(d)], lock=False, index_now=False)
+    try:
+        assert app.api_grid({})["names"] == ["fast (anthropic:claude-3-5-haiku-latest)"]
+    finally:
+        close_app(app)
+
+
+def test_the_first_two_runs_comparison_is_warmed_in_the_background(tmp_path: Path) -> None:
+    ra, rb, ca, cb = two_runs(tmp_path)
+    app = build_app([str(ra), str(rb)], lock=False, index_now=False)
+    try:
+        t = app.warm_compare()
+        assert t is not None
+        t.join(timeout=120)
+        assert not t.is_alive()
+        cached = [k for k in app.runs["1"]._summaries if k and k[0] == "compare"]  # noqa: SLF001
+        assert cached, "the comparison was computed by the warm-up"
+        d = app.api_compare("0", "1", {"filter": "all"})  # the request is served from it: the same figures
+        assert d["total"] == 6 and d["chart"]["svg"].count("<circle") >= 1
+    finally:
+        close_app(app)
+    single = build_app([str(ra)], lock=False, index_now=False)
+    try:
+        assert single.warm_compare() is None  # one run: nothing to compare
+    finally:
+        close_app(single)

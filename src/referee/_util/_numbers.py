@@ -7,6 +7,11 @@ from typing import Any
 from ..errors import UserError
 
 
+def count(n: int, word: str, many: str | None = None) -> str:
+    """``1 case``, ``2 cases``: a count with its noun in the right number (``many``: an irregular plural)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
 def whole_number(value: Any, what: str, *, minimum: int = 1) -> int:
     """``value`` when it is a whole number >= ``minimum`` (not a bool, a float or NaN); else UserError naming it."""
     import numbers

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._util._display import Block, Table
+from .._util._numbers import count
 
 if TYPE_CHECKING:
     from ._model import CaseLine, Comparison, Group, Summary
@@ -22,15 +23,25 @@ def _group_row(g: Group) -> list[str]:
 
 
 def _case_table(title: str, cases: list[CaseLine], *, baseline: bool = False) -> Table:
-    headers = ["id", "category", "score", *(["baseline"] if baseline else []), "status", "rationale"]
-    rows = [[c.id, c.category, _num(c.score), *([_num(c.baseline_score)] if baseline else []), c.status,
-             c.rationale or ""] for c in cases]
+    from ._load import UNCATEGORIZED
+
+    cat = any(c.category != UNCATEGORIZED for c in cases)  # a column of "(uncategorized)" says nothing
+    headers = ["id", *(["category"] if cat else []), "score", *(["baseline"] if baseline else []), "status",
+               "rationale"]
+    rows = [[c.id, *([c.category] if cat else []), _num(c.score), *([_num(c.baseline_score)] if baseline else []),
+             c.status, c.rationale or ""] for c in cases]
     return Table(title, headers, rows)
+
+
+def _only_overall(s: Summary) -> bool:
+    from ._load import UNCATEGORIZED
+
+    return len(s.categories) == 1 and s.categories[0].name == UNCATEGORIZED
 
 
 def summary_headline(s: Summary) -> str:
     o = s.overall
-    return (f"{o.cases} cases scored: pass rate {o.pass_rate}, mean {o.mean}"
+    return (f"{count(o.cases, 'case')} scored: pass rate {o.pass_rate}, mean {o.mean}"
             + (f"; {o.unscored} unscored, {o.errors} errors" if o.unscored or o.errors else ""))
 
 
@@ -39,7 +50,9 @@ def summary_repr(s: Summary) -> str:
 
 
 def summary_blocks(s: Summary) -> list[Block]:
-    blocks: list[Block] = [Table("", _GROUP_HEADERS, [_group_row(g) for g in [s.overall, *s.categories]])]
+    # One category that is everything (no case has one) would only repeat the overall row.
+    groups = [s.overall, *(s.categories if not _only_overall(s) else [])]
+    blocks: list[Block] = [Table("", _GROUP_HEADERS, [_group_row(g) for g in groups])]
     if s.adversarial:
         blocks.append(Table("adversarial", _GROUP_HEADERS, [_group_row(g) for g in s.adversarial]))
     if s.lowest:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from .._util._numbers import count
 from ..results._schema import ResultRow
 from ..results._self_grading import same_model
 from ._compare import _compare
@@ -132,7 +133,7 @@ def summarize(table: Rows, opts: ScoreOptions | None = None, *, baseline: Rows |
         warnings.append(f"adversarial category '{k}' does not occur in {table.path}")
     small = 0 < overall.cases < SMALL_SAMPLE
     if small:
-        warnings.append(f"small sample: {overall.cases} scored cases (under {SMALL_SAMPLE}); intervals are wide "
+        warnings.append(f"small sample: {count(overall.cases, 'scored case')} (under {SMALL_SAMPLE}); intervals are wide "
                         "and a few cases swing the rates")
     if overall.cases == 0 and len(adv_rows) and not len(cor_rows):
         warnings.append("every row is in the adversarial track: there are no correctness numbers")

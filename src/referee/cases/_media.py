@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -31,7 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from .._util import _image
+from .._util._hints import did_you_mean
 from ..errors import InputError
+
+log = logging.getLogger("referee")
 
 _SKIP = frozenset({"id", "metadata"})
 
@@ -118,6 +122,7 @@ class _Walk:
         if isinstance(value, dict):
             if value.get("type") == "image":
                 return self.image(where, lambda: self.part(value))
+            self.check_typo(value, where)
             if depth > 32:
                 return value
             changed = {k: self.value(v, f"{where}.{k}", depth + 1) for k, v in value.items()}
@@ -135,6 +140,18 @@ class _Walk:
         if _is_pil(value):
             return self.image(where, lambda: _image.from_bytes(_pil_png(value), name=""))
         return value
+
+    def check_typo(self, value: dict[str, Any], where: str) -> None:
+        """Warn about a part that looks meant as an image (a ``path``, ``url`` or ``data``) under a misspelt
+        ``type``: it is read as text, and nothing else would say so."""
+        kind = value.get("type")
+        if not isinstance(kind, str) or not any(k in value for k in ("path", "url", "data")):
+            return
+        hint = did_you_mean(kind, ("image",))
+        if hint:
+            at = f"{self.source}:{self.line}" if self.line else self.source
+            log.warning("warning: %s: case '%s': field '%s': part type '%s' is not an image part%s; it is read as "
+                        "text", at, self.case_id, where, kind, hint)
 
     def part(self, part: dict[str, Any]) -> _image.Image | dict[str, Any]:
         if "path" not in part:

@@ -74,6 +74,18 @@ class _LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return guard(command)  # every command: an output path never overwrites an input (cli/_outputs.py)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                            list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in _command_modules():
+            # The closest commands, as click already does for a misspelt flag.
+            import difflib
+
+            close = difflib.get_close_matches(name, sorted(_command_modules()), n=3, cutoff=0.5)
+            if close:
+                ctx.fail(f"No such command '{name}'. Did you mean {' or '.join(repr(c) for c in close)}?")
+        return super().resolve_command(ctx, args)
+
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, "-V", "--version", prog_name="referee")

@@ -222,10 +222,13 @@ def result_exit(result: EvalResult, checks: Sequence[GateResult] = ()) -> int:
 @contextlib.contextmanager
 def flag_errors() -> Iterator[None]:
     """The API's judge errors in the flags' words (raised where the API raises them: after the preflight)."""
-    from ..errors import JudgeNeedsModel
+    from ..errors import JudgeNeedsModel, KeyMissing
 
     try:
         yield
+    except KeyMissing as exc:
+        raise UserError(f"{exc.reason}; or try without a key: --provider standin (the stand-in judge, not a model: "
+                        "docs/judge.md)") from None
     except JudgeNeedsModel as exc:
         raise UserError(f"--provider {exc.provider} needs --model (or REFEREE_MODEL): the name of a model the "
                         f"server serves, e.g. --model llama3.1") from None

@@ -21,6 +21,8 @@ def command(folder: str, force: bool) -> int:
     click.echo("")
     click.echo("Run it (no key needed):")
     click.echo(click.style(f"  referee run {suite.as_posix()}", fg="cyan"))
+    click.echo("Then look at the results in a browser:")
+    click.echo(click.style(f"  referee view {suite.parent.as_posix()}/ --open", fg="cyan"))
     click.echo("")
     click.echo(INIT_SWITCH)
     return 0

@@ -199,6 +199,7 @@ def _run(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file:
         click.echo(table)
     echo_err(totals_line(outcome.manifest.totals, out_path, judged=client is not None))
     if no_gates:  # report only; the verdict rule still holds: a run that graded nothing is not a pass
+        echo_look(out_path)
         return echo_verdict(outcome.manifest.totals.scored, len(outcome.rows))
     code, verdicts, summary = gate_and_show(out_path, suite.gates, threshold=suite.scoring.threshold,
                                             base_dir=suite.base_dir, verbose=verbose)
@@ -212,7 +213,18 @@ def _run(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file:
         panels = panel_agreement(read_results(out_path).rows) if outcome.manifest.extra.get("panel") else []
         write_markdown(render_markdown(summary, verdicts, code, images=image_refs(suite.cases), panels=panels),
                        markdown_out)
+    echo_look(out_path)
     return code
+
+
+def echo_look(written: Path) -> None:
+    """Where to look next at what a run wrote: the viewer (a targets folder: every target side by side), or one
+    HTML file."""
+    view = f"look at it: referee view {written} --open   (cases, charts, labels in a browser)"
+    if written.is_dir():
+        echo_err(view)
+    else:
+        echo_err(f"{view}, or referee report {written} --html {written.with_suffix('.html')}")
 
 
 def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
@@ -226,7 +238,7 @@ def bind_judge(suite: Any, jo: JudgeOptions) -> tuple[Any, Any, Any]:
         client = build_client(jo)
     except UserError as exc:
         raise UserError(f"{exc} (the suite has LLM evaluators: {', '.join(s.label for s in suite.llm_specs)}; "
-                        "run only the checks with --no-judge)") from exc
+                        "--no-judge runs only the checks)") from exc
     settings = JudgeSettings(client=client, max_tokens=jo.max_tokens, temperature=jo.temperature,
                              seed=jo.seed, use_cache=not jo.no_cache)
     from ..run import bind_settings
@@ -262,6 +274,7 @@ def run_with_targets(suite: Any, suite_file: str, out: str | None, jo: JudgeOpti
     for line in run.nothing_graded:
         echo_err(f"error: {line}")
     write_markdown(run.markdown, markdown_out)
+    echo_look(out_dir)
     return run.exit_code
 
 

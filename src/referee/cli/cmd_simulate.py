@@ -110,6 +110,9 @@ def command(cases: str | None, out: str, tau2_domain: str | None, tasks: str | N
         by_case.setdefault(r.id, []).append(f"{mark}({end})")
     for cid, tries in by_case.items():
         click.echo(f"{cid}: {' '.join(tries)}")
+    reasons = Counter(r.error for r in run.rows if r.status != "scored" and r.error)
+    for reason, n in reasons.most_common(5):  # why tries have no reward, said here and not only in the rows
+        echo_err(f"{r_status_word(n)}: {reason}")
     ends = Counter(str(r.metadata.get("termination", r.status)) for r in run.rows)
     click.echo("ends: " + ", ".join(f"{k} {v}" for k, v in sorted(ends.items())))
     for k in sorted({*range(1, min(repeat, 8) + 1), repeat}):
@@ -124,3 +127,7 @@ def command(cases: str | None, out: str, tau2_domain: str | None, tasks: str | N
         return 1
     click.echo(f"{scored}/{len(run.rows)} tries graded; rows in {out}")
     return 0
+
+
+def r_status_word(n: int) -> str:
+    return f"{n} {'try' if n == 1 else 'tries'} not graded"

@@ -53,7 +53,8 @@ def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None
         try:
             server = ViewServer(app, host, port)
         except OSError as exc:
-            raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+            hint = "; --port 0 picks a free port" if port else ""
+            raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}") from exc
         if host not in _LOOPBACK:
             echo_err(f"warning: listening on {host}: anyone who can reach this machine on port {server.port} "
                      "can read these results and post labels (there is no login)")
@@ -68,7 +69,8 @@ def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None
             click.echo(f"  labels of {app.runs[k].path.name} go to {app.labels[k].path}")
         click.echo(f"serving on {server.url} (127.0.0.1 only)" if host in _LOOPBACK else f"serving on {server.url}")
         click.echo("press Ctrl-C to stop", err=True)
-        for run in app.runs.values():
+        app.warm_compare()  # the compare link's two runs, ready before the click on a large run (before the
+        for run in app.runs.values():  # row indexes, which hold the interpreter for long stretches)
             run.start_indexing()
         if open_browser:
             import webbrowser

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ProviderError
+from ..providers._standin import NO_REPLY, is_standin
 from ..trajectories._model import Step
 from ._agents import Agent, AgentFailed, AgentTurn
 from ._environment import Environment, EnvironmentFailed, state_diff
@@ -32,7 +33,7 @@ AGENT_STOP_TOKEN = "###TRANSFER###"
 NORMAL_ENDS = ("user_stop", "agent_stop")
 """Ends after which the episode is graded; every other end is premature and its reward is 0."""
 TERMINATIONS = ("user_stop", "agent_stop", "max_turns", "agent_loop", "agent_max_steps", "agent_error",
-                "user_error", "user_leak", "environment_error")
+                "user_error", "user_leak", "user_silent", "environment_error")
 
 
 @dataclass
@@ -204,6 +205,13 @@ async def run_episode(scenario: Scenario, env: Environment, agent: Agent, simula
                 break
             ep.user.add(c.input_tokens, c.output_tokens, simulator.client.cost_of(c), c.cached)
             text = c.text.strip()
+            if text == NO_REPLY and is_standin(simulator.client.provider):
+                ep.termination, ep.error = "user_silent", (
+                    "the stand-in user has no recorded reply at user turn "
+                    f"{ep.user_turns + 1}{' (the scenario has no first_message)' if ep.user_turns == 0 else ''}: "
+                    "give it a replies file (--user-base-url replies.jsonl, docs/agents.md) or a real model "
+                    "(--user-model)")
+                break
         text, stopped = _strip_token(text, user.stop_tokens)
         ep.user_turns += 1
         if text:

@@ -96,8 +96,8 @@ async def reward_of(scenario: Scenario, episode: Episode, env: Environment, case
     """The reward of ``episode`` under ``scenario`` (the module's rules); ``env`` gives the fresh state the gold
     actions are replayed on, ``judge`` the settings the assertions are judged with."""
     basis = scenario.expected.reward_basis()
-    if episode.termination == "user_leak":
-        return Reward(None, basis=basis, status="unscored", reason=episode.error or "user leak")
+    if episode.termination in ("user_leak", "user_silent"):
+        return Reward(None, basis=basis, status="unscored", reason=episode.error or episode.termination)
     if episode.termination in ("user_error", "environment_error"):
         return Reward(None, basis=basis, status="error", reason=episode.error or episode.termination)
     if episode.termination not in NORMAL_ENDS:

@@ -33,6 +33,9 @@ from ._base import CheckResult, JudgeSettings, LLMEvaluator, result_row
 from ._prompt_guard import REQUEST_FORMATS, fill_template, judge_request, seed_request, system_prompt
 from ._reply import JudgeOutcome, ReplyInvalid, ask_judge, case_text_in_scope, json_candidates, parse_verdict
 
+REFERENCE_BLOCK = "\n<reference>\n{reference}\n</reference>\n"
+"""What ``{reference_block}`` in a prompt becomes for a case with a reference (nothing for one without)."""
+
 Pick = Literal["1", "2", "tie"]
 """A verdict by position as shown to the judge: ``1`` = the response shown first."""
 Winner = Literal["a", "b", "tie"]
@@ -247,10 +250,13 @@ class PairwiseJudge(LLMEvaluator):
         a, b = case.get("output_a"), case.get("output_b")
         first, second = (a, b) if shown_first == "a" else (b, a)
         values.update(response_1=first, response_2=second)
+        template = self.template
+        if "{reference_block}" in template:  # referee's default prompt: the reference when the case has one
+            template = template.replace("{reference_block}", REFERENCE_BLOCK if case.reference is not None else "")
         if self.request_format == "seed":
-            user, case_text = fill_template(self.template, values, neutralised=False)
+            user, case_text = fill_template(template, values, neutralised=False)
             return seed_request(user, case_text, max_tokens=s.max_tokens, temperature=s.temperature, seed=s.seed)
-        user, case_text = fill_template(self.template, values)
+        user, case_text = fill_template(template, values)
         return judge_request(PAIRWISE_SYSTEM, user, case_text, response_schema=PAIRWISE_REPLY_SCHEMA,
                              schema_name="pairwise_verdict", max_tokens=s.max_tokens,
                              temperature=s.temperature, seed=s.seed)

@@ -335,6 +335,9 @@ class Faithfulness(ClaimMetric):
 
     name: ClassVar[str] = "faithfulness"
     needs_contexts: ClassVar[bool] = True
+    critical_by_default: ClassVar[bool] = True
+    """In a suite (or ``referee.evaluate``) with other evaluators, a failed faithfulness fails the case unless its
+    entry says ``critical: false``: an answer that invents claims must not pass on a weighted mean."""
     formula: ClassVar[str] = "answer claims supported by some chunk / answer claims"
 
     def steps(self) -> tuple[str, ...]:
@@ -632,6 +635,7 @@ class Hallucination(_AnswerDiagnosis):
     better: passes at ``score <= threshold`` (default 0.1)."""
 
     name: ClassVar[str] = "hallucination"
+    critical_by_default: ClassVar[bool] = True
     formula: ClassVar[str] = "answer claims supported by neither the reference nor any chunk / answer claims"
 
     def steps(self) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from .._util._fastjson import loads as fast_loads
-from ..errors import ProviderError, RefereeError
+from ..errors import JudgeCannotGrade, ProviderError, RefereeError
 from ..providers._base import Completion, JudgeRequest, Message
 from ..runner._client import COST_DECIMALS, JudgeClient
 from ..runner._engine import is_fatal
@@ -310,6 +310,9 @@ async def ask_judge(client: JudgeClient, request: JudgeRequest, parse: Callable[
             if is_fatal(exc):
                 raise  # a bad key, an unknown model, a server that is down: stop the run (exit 2)
             latency += (time.perf_counter() - t0) * 1000
+            if isinstance(exc, JudgeCannotGrade):  # a judge that knows it cannot tell: unscored, with its reason
+                return JudgeOutcome(status="unscored", error=str(exc), usage=_usage(calls, len(request.images)),
+                                    latency_ms=latency, cost_usd=cost, model=model)
             return JudgeOutcome(status="error", error=str(exc), usage=_usage(calls, len(request.images)),
                                 latency_ms=latency, cost_usd=cost, model=model)
         latency += completion.latency_ms if completion.cached else (time.perf_counter() - t0) * 1000

@@ -24,7 +24,7 @@ from ._scaffold import SWITCH as INIT_SWITCH
 from ._scaffold import scaffold
 
 __all__ = ["DATA", "ExampleContext", "INIT_FILES", "INIT_SWITCH", "STANDIN_NOTICE", "STANDIN_PROVIDER", "Step",
-           "prepare", "scaffold", "steps"]
+           "prepare", "scaffold", "selected_steps", "step_name", "step_names", "steps"]
 
 DATA = Path(__file__).parent / "data"
 
@@ -106,6 +106,38 @@ def steps() -> list[tuple[str, Step]]:
     here = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("step_"))
     return [(n, cast(Step, import_module(f"{__name__}.{n}"))) for n in names]
+
+
+def step_name(module: str) -> str:
+    """``step_45_grounded`` -> ``grounded``."""
+    return module.split("_", 2)[2]
+
+
+def step_names() -> list[str]:
+    here = Path(__file__).parent
+    return [step_name(m.name) for m in sorted(pkgutil.iter_modules([str(here)]), key=lambda m: m.name)
+            if m.name.startswith("step_")]
+
+
+def selected_steps(names: list[str]) -> list[tuple[str, Step]]:
+    """The steps named (``--step grounded``), each after the steps it reads from (a step's ``NEEDS``), in the
+    example's order; an unknown name is a UserError naming the known ones."""
+    from ..errors import UserError
+
+    every = steps()
+    by_name = {step_name(n): (n, mod) for n, mod in every}
+    want: set[str] = set()
+
+    def add(name: str) -> None:
+        if name not in by_name:
+            raise UserError(f"--step {name}: no such step (steps: {', '.join(by_name)})")
+        want.add(name)
+        for need in getattr(by_name[name][1], "NEEDS", ()):
+            add(need)
+
+    for n in names:
+        add(n)
+    return [(n, mod) for n, mod in every if step_name(n) in want]
 
 
 def prepare(target: Path) -> None:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from . import ExampleContext
 
+NEEDS = ("judge", "suite")
+"""The steps whose results this one scores."""
 TITLE = "Score: after vs before, with confidence intervals, the failures behind them, and a regression gate"
 
 

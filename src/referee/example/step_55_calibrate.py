@@ -6,6 +6,8 @@ from pathlib import Path
 
 from . import ExampleContext
 
+NEEDS = ("judge",)
+"""The judge's verdicts this one calibrates."""
 TITLE = "Calibration: the judge against human labels (or a replay of recorded judge verdicts)"
 
 

@@ -27,13 +27,15 @@ class GateResults(list[GateResult]):
     """A list of gate verdicts that displays as a table in a notebook or a rich terminal."""
 
     def headline(self) -> str:
+        if not self:
+            return "no gate was set"
         failed = [g.flag for g in self if g.failed]
         return f"gates: {len(failed)} of {len(self)} failed" + (f" ({', '.join(failed)})" if failed else "")
 
     def blocks(self) -> list[Block]:
         rows = [[g.flag, "failed" if g.failed else ("passed" if g.evaluated else "not evaluated"), g.message]
                 for g in self]
-        return [Table("", ["gate", "result", "message"], rows)] if rows else ["no gate was set"]
+        return [Table("", ["gate", "result", "message"], rows)] if rows else []
 
     def _repr_html_(self) -> str:
         return to_html(self.headline(), self.blocks(), ok=not any(g.failed for g in self))

@@ -4,7 +4,8 @@
 ``<output-NONCE>`` blocks, or a user template's own ``<answer>`` / ``<policy>`` tags), scores by token overlap
 with the reference (token F1 over content words), gives 0 to refusals and "I don't know" answers, at most 0.3 to an answer
 that gives another number where the reference gives one, halves the score
-of an answer far too short or too long for its reference, and replies in exactly the shape the request's schema
+of an answer far too short or too long for its reference, refuses to grade correctness with no reference (the
+row is unscored with the reason: :class:`~referee.errors.JudgeCannotGrade`), and replies in exactly the shape the request's schema
 asks for (template, rubric with quotes copied from the judged text, pairwise, gold, criteria judges, red team; the
 claim-level RAG metrics' claims, support and relevance: ``_standin_claims.py``; ``referee synth``'s cases, critic and
 answerable requests: ``_standin_synth.py``).
@@ -29,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import UserError
+from ..errors import JudgeCannotGrade, UserError
 from ._base import Completion, JudgeRequest, Provider
 
 LABEL = "stand-in judge"
-RULES = "1"
+RULES = "2"
 """The version of the stand-in's rules, part of its cache identity: a cached verdict of older rules is not reused."""
 REPLIES_ENV = "REFEREE_STANDIN_REPLIES"
 """A replies file for the stand-in model when ``--provider standin`` is used as a target."""
@@ -347,9 +348,34 @@ def _graded(reading: Reading) -> tuple[Grade, str | None]:
             "response_1" if first else "response_2")
 
 
+_NEEDS_REFERENCE = re.compile(
+    r"\b(correct\w*|incorrect|accura\w*|factual\w*|reference|expected|ground[ -]truth|right answer|wrong|"
+    r"true|truth\w*|gold|policy|invents?\w*)\b", re.IGNORECASE)
+
+
+def needs_reference(prompt: str) -> bool:
+    """Whether the prompt's own instructions (its text outside the delimited case blocks) ask about correctness,
+    which only a reference lets the stand-in check."""
+    return _NEEDS_REFERENCE.search(_BLOCK.sub(" ", prompt)) is not None
+
+
+NO_REFERENCE = (f"{LABEL}: the rubric asks whether the answer is correct and the case has no reference to check "
+                "it against, so it cannot grade it (give the case a 'reference', or use a real judge)")
+
+
+def cannot_know(reading: Reading, prompt: str) -> bool:
+    """A verdict the stand-in would invent: correctness asked, no reference, and nothing else that decides it
+    (a refusal, a case that expects one, an agent's steps)."""
+    if reading.reference is not None or reading.refusal_expected or reading.trajectory:
+        return False
+    texts = reading.pair if reading.pair is not None else (reading.judged,)
+    return not all(is_refusal(_plain(t)) for t in texts) and needs_reference(prompt)
+
+
 def judge_reply(prompt: str, schema: Mapping[str, Any] | None) -> str:
     """The stand-in judge's reply (a JSON object) to a judge prompt, in the shape ``schema`` asks for (without a
-    schema: a template verdict with the criteria the prompt's example names)."""
+    schema: a template verdict with the criteria the prompt's example names). Raises :class:`JudgeCannotGrade`
+    (the row is unscored, with the reason) for a verdict it cannot know: correctness with no reference."""
     from ._standin_claims import claims_reply, is_claims_schema
     from ._standin_synth import is_synth_schema, synth_reply
 
@@ -358,6 +384,8 @@ def judge_reply(prompt: str, schema: Mapping[str, Any] | None) -> str:
     if schema and is_synth_schema(schema):
         return synth_reply(prompt, schema, tokens=tokens)
     reading = read_prompt(prompt)
+    if cannot_know(reading, prompt):
+        raise JudgeCannotGrade(NO_REFERENCE)
     grade, winner = _graded(reading)
     filler = _Filler(reading, grade, winner, trajectory_grades(reading, grade))
     if schema:
@@ -405,6 +433,16 @@ def load_replies(path: str | Path) -> dict[str, str]:
     return out
 
 
+NO_REPLY = "(stand-in model: no recorded reply for this input; give it a replies file or use a real model)"
+"""The stand-in model's answer when its replies file has none for the prompt (a simulated user then stays
+silent: the episode is unscored, never a fail)."""
+
+
+def is_standin(provider: Provider) -> bool:
+    """Whether ``provider`` is the in-process stand-in."""
+    return isinstance(provider, StandinProvider)
+
+
 def model_reply(prompt: str, replies: Mapping[str, str], model: str = "") -> str:
     """The stand-in model's answer to ``prompt``: the reply recorded for the input it contains (the longest
     match), degraded to its first half for a model named ``worse``."""
@@ -414,7 +452,7 @@ def model_reply(prompt: str, replies: Mapping[str, str], model: str = "") -> str
                        and re.search(r"(?<!\w)" + re.escape(k) + r"(?!\w)", prompt)), key=len, reverse=True)
         found = replies[keys[0]] if keys else None
     if found is None:
-        return "(stand-in model: no recorded reply for this input; give it a replies file or use a real model)"
+        return NO_REPLY
     if "worse" in model.lower():
         words = found.split()
         return " ".join(words[: max(1, len(words) // 2)])

@@ -37,10 +37,11 @@ def _eff(p: PanelFigure) -> str:
 
 
 def _print_table(con: object, title: str, headers: list[str], cells: list[list[str]], *,
-                 right: list[bool]) -> None:
-    """A table folded to the console's width (every column kept, the judge or panel repeated in each part)."""
+                 right: list[bool], keys: int = 1) -> None:
+    """A table folded to the console's width (every column kept, the ``keys`` first columns (the judge, or the
+    panel and its rule) repeated in each part)."""
     for t in rich_tables(title, headers, [[Text(c) for c in r] for r in cells], con.width,  # type: ignore[attr-defined]
-                         plain=cells, right=right):
+                         plain=cells, right=right, keys=keys):
         con.print(t)  # type: ignore[attr-defined]
 
 
@@ -74,7 +75,7 @@ def render_panel(m: PanelMeta, *, top: int = 10) -> None:
                   "shared family"],
                  [[" + ".join(p.judges), p.rule, _pct(p.accuracy), _diff(p.vs_best), _alpha(p), _eff(p),
                    f"{p.independent * 100:.1f}%", ", ".join(p.shared_families) or "-"] for p in m.panels[:top]],
-                 right=[False, False, True, True, True, True, True, False])
+                 right=[False, False, True, True, True, True, True, False], keys=2)  # one panel, three rules
     for n in m.notes:
         con.print(f"note: {n}", markup=False)
 

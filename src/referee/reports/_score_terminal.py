@@ -13,7 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from .._util._fold import rich_tables, terminal_width
+from .._util._numbers import count
 from ..aggregate._format import ci_range, num, pct
+from ..aggregate._load import UNCATEGORIZED
 from ..aggregate._summary import CaseLine, Group, Summary, format_p, printable
 from ..gates._engine import GateResult
 from ._safe import SafeConsole, neutralise_bidi
@@ -44,7 +46,8 @@ def _groups_tables(title: str, first: str, groups: list[Group], total: Group | N
     rows = [*groups, total] if total is not None and len(groups) != 1 else groups
     cells: list[list[str]] = []
     for g in rows:
-        line = [_plain(g.name), str(g.cases), num(g.mean.estimate), pct(g.pass_rate.estimate),
+        name = "overall" if g.name == UNCATEGORIZED and len(groups) == 1 else g.name  # no category is everything
+        line = [_plain(name), str(g.cases), num(g.mean.estimate), pct(g.pass_rate.estimate),
                 _ci(g.pass_rate.lo, g.pass_rate.hi), _ci(g.pass_rate_wilson.lo, g.pass_rate_wilson.hi),
                 str(g.unscored + g.errors), num(g.mean_cost, 5), num(g.mean_latency_ms, 0)]
         if repeats:
@@ -78,7 +81,8 @@ def _case(c: CaseLine, extra: str = "") -> str:
     why = _safe(" ".join((c.rationale or "(no rationale)").split()))
     if len(why) > 240:
         why = why[:239] + "…"
-    return f"  {_safe(c.id)} ({_safe(c.category)}) score {score}{extra}{rep}: {why}"
+    cat = "" if c.category == UNCATEGORIZED else f" ({_safe(c.category)})"
+    return f"  {_safe(c.id)}{cat} score {score}{extra}{rep}: {why}"
 
 
 _BOX: dict[str, Any] = {"show_edge": False, "pad_edge": False, "box": box.SIMPLE_HEAD, "collapse_padding": True}
@@ -102,7 +106,7 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
     o = s.overall
     repeats = s.repeats is not None and s.repeats.max_repeats > 1
     adv_rows = sum(g.rows for g in s.adversarial)
-    con.print(f"[bold]referee score[/bold] {_safe(s.path)}: {o.rows} rows, {o.cases} scored cases"
+    con.print(f"[bold]referee score[/bold] {_safe(s.path)}: {count(o.rows, 'row')}, {count(o.cases, 'scored case')}"
               + (f" (+ {adv_rows} adversarial rows, reported apart)" if adv_rows else "")
               + f", {_rule_text(s)}")
     con.print(f"  pass rate [bold]{pct(o.pass_rate.estimate)}[/bold] "
@@ -117,20 +121,23 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
         con.print(f"  [bold yellow]caveat: {_safe(s.self_grading)}[/bold yellow] (flag 'self_grading'; judge with "
                   "a different model)")
     if s.small_sample:
-        con.print(f"  [yellow]small sample: {o.cases} cases; treat the rates as rough[/yellow]")
+        con.print(f"  [yellow]small sample: {count(o.cases, 'case')}; treat the rates as rough[/yellow]")
     con.print()
     for t in _groups_tables("Per category", "category", s.categories, o, repeats, width):
         con.print(t)
     if o.mean_cost is not None or o.mean_latency_ms is not None:
         con.print(f"  {_cost_rows_text(s)}")
     con.print()
+    failing = [c for c in s.lowest if c.passed is False]  # a passing case is no failure behind the numbers
     con.print("[bold]Lowest-scoring cases[/bold] (the failures behind the numbers):")
-    for c in s.lowest[:many]:
+    for c in failing[:many]:
         con.print(_case(c), overflow="fold")
-    if len(s.lowest) > many:
-        hidden.append(f"{len(s.lowest) - many} more lowest-scoring cases")
+    if len(failing) > many:
+        hidden.append(f"{len(failing) - many} more lowest-scoring cases")
     if not s.lowest:
         con.print("  (no scored cases)")
+    elif not failing:
+        con.print("  (no case failed)")
     if s.repeats is not None and s.repeats.flaky:
         con.print()
         con.print(f"[bold]Flaky cases[/bold] (some repeats pass, some fail): {s.repeats.flaky_count}"
@@ -160,8 +167,8 @@ def render_terminal(s: Summary, gates: list[GateResult], exit_code: int, *,
                      f"time (alpha 0.05; {p.basis})")
         else:  # a pass rate cannot drop by more than 100 points
             found = f"no drop in pass rate is detectable 80% of the time (alpha 0.05; {p.basis})"
-        con.print(f"  power: with {p.n} cases {found}; detecting a {p.target_drop:.1%} drop needs about {need} "
-                  "cases")
+        con.print(f"  power: with {count(p.n, 'case')} {found}; detecting a {p.target_drop:.1%} drop needs about "
+                  f"{need} cases")
     if gates:
         con.print()
         con.print("[bold]Gates[/bold]")

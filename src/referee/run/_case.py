@@ -240,7 +240,7 @@ def own_row(suite: Suite, case: Case, spec: EvalSpec, r: CheckResult, latency_ms
             spec.threshold is not None or spec.critical or suite.scoring.mode == "all_pass"):
         passed = _passed(spec, r, suite.scoring.threshold)
         r = dataclasses.replace(r, passed=passed)
-        critical_failed = spec.critical and not passed
+        critical_failed = bool(spec.critical) and not passed
         if suite.scoring.mode == "all_pass" or critical_failed:  # else the suite's rule leaves one score as it is
             r.score = suite_score(suite.scoring.mode, [score], [1.0], all_passed=bool(passed),
                                   critical_failed=critical_failed)

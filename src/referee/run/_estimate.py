@@ -84,6 +84,7 @@ def estimate_run(suite: Any, *, provider: str, model: str | None = None, base_ur
     panels = [s.label for s in suite.llm_specs if isinstance(s.evaluator, PanelEvaluator)]
     if panels:
         lines.append(f"  a panel judges {', '.join(panels)}: one call per judge, counted above at the run judge's "
-                     "prices; calls to a stronger judge for escalated cases depend on the verdicts and are not")
+                     "prices; calls to a stronger judge for escalated cases depend on the verdicts and are not "
+                     "counted")
     return RunEstimate(generation=gens, judge=est, input_price=ip, output_price=op, price_source=source,
                        lines=lines)

@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._util._numbers import whole_number
+from .._util._numbers import count, whole_number
 from ..cases._case import Case, CaseSet, cases_from
 from ..errors import MissingExtraError, UserError
 from ..evaluators._base import Evaluator
@@ -207,7 +207,7 @@ class EvalResult:
 
     def __repr__(self) -> str:
         t = self.manifest.totals
-        text = f"EvalResult({len(self.rows)} rows: {t.scored} scored, {t.unscored} unscored, {t.error} error"
+        text = f"EvalResult({count(len(self.rows), 'row')}: {t.scored} scored, {t.unscored} unscored, {t.error} error"
         if self.rows:
             pr = self.summary.overall.pass_rate.estimate
             if pr is not None:
@@ -219,8 +219,8 @@ class EvalResult:
         """The verdict line (the one verdict rule, as ``passed``) and whether it passed."""
         if self.passed:
             n = len(self.gates)
-            return (f"PASSED: {self.scored} of {len(self.rows)} rows scored"
-                    + (f", {n} gate(s) passed" if n else ", no gate set")), True
+            return (f"PASSED: {self.scored} of {count(len(self.rows), 'row')} scored"
+                    + (f", {count(n, 'gate')} passed" if n else ", no gate set")), True
         why = "; ".join(f"{g.flag}: {g.message}" for g in self.gates if g.failed)
         return f"FAILED: {why or 'nothing was graded'}", False
 
@@ -233,9 +233,10 @@ class EvalResult:
             s = self.summary
             blocks += [summary_headline(s), *summary_blocks(s)]
         gates = self.gates
-        blocks += [gates.headline(), *gates.blocks()]
+        if gates:  # with none, the verdict line above already says "no gate set"
+            blocks += [gates.headline(), *gates.blocks()]
         t = self.manifest.totals
-        blocks.append(f"{len(self.rows)} rows: {t.scored} scored, {t.unscored} unscored, {t.error} error")
+        blocks.append(f"{count(len(self.rows), 'row')}: {t.scored} scored, {t.unscored} unscored, {t.error} error")
         return blocks
 
     def _repr_html_(self) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from .._util._numbers import whole_number
-from ..errors import JudgeNeedsModel, ProviderAuthError, UserError
+from ..errors import JudgeNeedsModel, KeyMissing, ProviderAuthError, UserError
 from ..providers._base import Provider
 from ..runner._client import JudgeClient
 
@@ -164,7 +164,7 @@ class Judge:
             try:
                 provider = get_provider(self.provider, self.model, base_url=self.base_url, timeout=self.timeout)
             except ProviderAuthError as exc:
-                raise UserError(str(exc)) from None  # the message says it all; the chain is noise
+                raise KeyMissing(str(exc)) from None  # the message says it all; the chain is noise
         return JudgeClient(provider, cache=ResponseCache() if self.cache else None,
                            retry=RetryPolicy(max_retries=self.max_retries),
                            input_price_per_mtok=self.input_price_per_mtok,

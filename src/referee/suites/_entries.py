@@ -111,7 +111,7 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
     here: Path_ = ("evaluators", idx)
     if isinstance(entry, Evaluator):  # a suite built in Python
         label = entry.name or type(entry).__name__
-        return EvalSpec(label=label, name=label, evaluator=entry, line=None)
+        return EvalSpec(label=label, name=label, evaluator=entry, line=None, critical=None)
     if isinstance(entry, str):
         name, raw_opts, meta_raw = entry, {}, {}
     elif isinstance(entry, dict):

@@ -29,7 +29,7 @@ from ._model import (
     JudgeDefaults,
     SuiteFile,
 )
-from ._suite import EvalSpec, Path_, Problem, Suite, SuiteInvalid
+from ._suite import EvalSpec, Path_, Problem, Suite, SuiteInvalid, resolve_critical
 
 # Every name callers imported from here before the split still imports from here.
 __all__ = [
@@ -143,6 +143,7 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
         spec = _build_entry(entry, i, col, base, run_user_code=run_user_code, declared_plugins=declared_plugins)
         if spec is not None:
             specs.append(spec)
+    resolve_critical(specs)
     labels: dict[str, int] = {}
     for s in specs:
         n = labels.get(s.label, 0) + 1

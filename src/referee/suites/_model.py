@@ -157,7 +157,9 @@ class EntryMeta(_M):
     weight: float = Field(default=1.0, ge=0)
     threshold: float | None = Field(default=None, ge=0, le=1,
                                     description="Pass when the evaluator's score >= threshold (default: its own).")
-    critical: bool = False
+    critical: bool | None = Field(
+        default=None, description="A failed critical evaluator fails the case whatever the others score (default: "
+                                  "true for faithfulness and hallucination, false otherwise).")
     field: str = Field(default="output", description="Case field the evaluator looks at.")
     description: str | None = None
     panel: PanelOptions | None = Field(default=None, description="This LLM evaluator's panel rule (with judges:).")

@@ -41,6 +41,15 @@ class Problem:
         return f"{where} {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
 
 
+def resolve_critical(specs: list[EvalSpec]) -> None:
+    """Give each entry that does not say ``critical:`` its evaluator's default. With other evaluators beside it, a
+    grounded-answer metric that catches invented claims (``critical_by_default``) is critical, so a weighted mean
+    cannot pass an answer whose claims no chunk supports; alone, it decides the case by itself anyway."""
+    for s in specs:
+        if s.critical is None:
+            s.critical = len(specs) > 1 and bool(getattr(s.evaluator, "critical_by_default", False))
+
+
 class SuiteInvalid(UserError):
     """The suite file has problems; the message lists every one, one per line."""
 
@@ -58,7 +67,9 @@ class EvalSpec:
     evaluator: Evaluator
     weight: float = 1.0
     threshold: float | None = None
-    critical: bool = False
+    critical: bool | None = False
+    """Whether a failed verdict fails the case; None (an entry that does not say) until the suite is built, which
+    applies the evaluator's default (:func:`resolve_critical`)."""
     field: str = "output"
     line: int | None = None
     panel: PanelOptions | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from ..errors import JudgeCannotGrade
 from ..providers._standin import judge_reply, looks_like_judge, model_reply
 from ._wire import WireRequest
 
@@ -26,7 +27,10 @@ def standin_responder(replies: Mapping[str, str] | None = None, *,
 
     def respond(req: WireRequest) -> str:
         if not model_only and (req.schema or looks_like_judge(req.prompt_text)):
-            return judge_reply(req.last_user_text, req.schema)
+            try:
+                return judge_reply(req.last_user_text, req.schema)
+            except JudgeCannotGrade as exc:  # no verdict to give: its reason, which no parser takes for one
+                return str(exc)
         return model_reply(req.last_user_text, table, req.model)
 
     return respond

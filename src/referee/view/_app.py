@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -80,6 +81,7 @@ class ViewApp:
         self.labels = {r.key: lab for r, lab in zip(runs, labels, strict=True)}
         self.opts = opts
         self._md = _markdown()
+        self._compare_lock = threading.Lock()  # one computation per comparison: a request waits for the warm-up
         self.warnings: list[str] = []
         """What the user should know about the inputs (id collisions between cases files, skipped files)."""
 
@@ -441,11 +443,35 @@ class ViewApp:
         return out
 
     def api_compare(self, base: str, cand: str, params: dict[str, str]) -> dict[str, Any]:
-        from ..reports._json_summary import summary_dict
 
         rb, rc = self.run(base), self.run(cand)
         opts = self._score_opts(params, allow_case_set_change=True)
         ck = ("compare", base, rb.generation, opts.threshold, opts.pass_rule)
+        hit = rc.cached_summary(ck)
+        if hit is None:
+            with self._compare_lock:
+                hit = self._compare_data(rb, rc, ck, opts)
+        return self._compare_page(base, cand, hit, params)
+
+    def warm_compare(self) -> threading.Thread | None:
+        """Compute the first two runs' comparison (the compare link's) in the background, so the page shows it
+        at once when the user gets there; a request meanwhile waits for this one instead of starting another."""
+        if len(self.order) < 2:
+            return None
+
+        def warm() -> None:
+            try:
+                self.api_compare(self.order[0], self.order[1], {})
+            except Exception:  # noqa: BLE001 - a warm-up only; the request says what is wrong
+                pass
+
+        t = threading.Thread(target=warm, name="referee-view-compare", daemon=True)
+        t.start()
+        return t
+
+    def _compare_data(self, rb: Run, rc: Run, ck: tuple[Any, ...], opts: ScoreOptions) -> dict[str, Any]:
+        from ..reports._json_summary import summary_dict
+
         hit = rc.cached_summary(ck)
         if hit is None:
             try:
@@ -454,7 +480,16 @@ class ViewApp:
                 raise ApiError(400, str(exc)) from None
             data = summary_dict(s, [], 0)
             hit = {"summary": data, "cases": self._paired_cases(rb, rc, opts)}
+            from ..reports._charts import Pair, flips
+
+            chart = flips([Pair(c["id"], (c["baseline"] or {}).get("score"), (c["candidate"] or {}).get("score"),
+                                c["change"]) for c in hit["cases"]],
+                          title="Baseline vs candidate per case", threshold=opts.threshold)
+            hit["chart"] = {"id": chart.id, "title": chart.title, "svg": chart.svg}  # once, not per page
             rc.store_summary(ck, hit)
+        return hit
+
+    def _compare_page(self, base: str, cand: str, hit: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
         which = params.get("filter") or "changed"
         kinds = {"regressions": {"regression"}, "improvements": {"improvement"},
                  "changed": {"regression", "improvement", "lost", "gained"}, "all": None}
@@ -470,13 +505,8 @@ class ViewApp:
         counts: dict[str, int] = {}
         for c in hit["cases"]:
             counts[c["change"]] = counts.get(c["change"], 0) + 1
-        from ..reports._charts import Pair, flips
-
-        chart = flips([Pair(c["id"], (c["baseline"] or {}).get("score"), (c["candidate"] or {}).get("score"),
-                            c["change"]) for c in hit["cases"]],
-                      title="Baseline vs candidate per case", threshold=opts.threshold)
         return {"baseline": base, "candidate": cand, "summary": hit["summary"], "counts": counts,
-                "chart": {"id": chart.id, "title": chart.title, "svg": chart.svg},
+                "chart": hit["chart"],
                 "filter": which, "total": len(cases), "offset": offset, "cases": cases[offset:offset + limit]}
 
     @staticmethod
@@ -491,13 +521,21 @@ class ViewApp:
         out = []
         seen = set()
 
+        def sides(u: Any) -> list[dict[str, Any]]:
+            # Built from whole columns at once (20,000 cases: 0.1 s, where a clean() per case took 2 s).
+            scored = (np.asarray(u.n_scored) > 0).tolist()
+            mean = np.asarray(u.mean, dtype=np.float64)
+            finite = np.isfinite(mean).tolist()
+            means, rows = mean.tolist(), np.asarray(u.first_row).tolist()
+            passed = (np.asarray(u.pass_share) >= 0.5).tolist()
+            return [{"row": r, "score": m if s and f else None, "passed": p if s else None,
+                     "status": "scored" if s else "unscored"}
+                    for r, m, s, f, p in zip(rows, means, scored, finite, passed, strict=True)]
+
+        all_b, all_c = sides(ub), sides(uc)
+
         def side(u: Any, i: int | None) -> dict[str, Any] | None:
-            if i is None:
-                return None
-            scored = bool(u.n_scored[i])
-            return cast(dict[str, Any], clean({"row": int(u.first_row[i]), "score": float(u.mean[i]) if scored else None,
-                          "passed": bool(u.pass_share[i] >= 0.5) if scored else None,
-                          "status": "scored" if scored else "unscored"}))
+            return None if i is None else (all_b if u is ub else all_c)[i]
 
         for i, k in enumerate(uc.keys):
             j = bi.get(k)

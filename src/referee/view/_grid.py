@@ -112,7 +112,8 @@ def _page(runs: list[Run], firsts: list[dict[str, int]], oks: list[Any], loaded:
                           "output": text[:OUTPUT_EXCERPT], "cut": len(text) > OUTPUT_EXCERPT,
                           "has_output": output is not None, "loading": loaded[len(cells)] is None})
         out_rows.append({"id": cid, "input": _text(first_input)[:OUTPUT_EXCERPT], "cells": cells})
-    page_data: dict[str, Any] = clean({"runs": [r.key for r in runs], "names": [r.path.name for r in runs],
+    page_data: dict[str, Any] = clean({"runs": [r.key for r in runs], "names": [r.label() for r in runs],
+                                       "files": [r.path.name for r in runs],
                                        "total": total, "offset": offset, "limit": limit, "show": show,
                                        "outputs_pending": pending, "rows": out_rows})
     return page_data

@@ -32,10 +32,10 @@ def expand_inputs(paths: list[str]) -> tuple[list[Path], list[str]]:
     for p in paths:
         pp = Path(p)
         if pp.is_dir():
-            found = sorted(q for q in pp.iterdir() if q.is_file() and is_results_file(q))
+            found = _folder_results(pp)
             if not found:
                 raise InputError("a folder with no results file in it (*.jsonl beside a .manifest.json, or any "
-                                 "*.jsonl that is not outputs or labels)", file=p)
+                                 "*.jsonl that is not outputs or labels)" + _run_first(pp), file=p)
             out += found
         elif not pp.exists():
             raise InputError("file not found", file=p)
@@ -49,6 +49,26 @@ def expand_inputs(paths: list[str]) -> tuple[list[Path], list[str]]:
     if not out:
         raise UserError("no results file to view: " + "; ".join(notes) if notes else "no results file to view")
     return out, notes
+
+
+def _folder_results(folder: Path) -> list[Path]:
+    """The results files of a folder: those with a run manifest beside them when there are any (a suite's
+    folder such as ``referee init``'s holds its cases too), else every JSONL file that is not outputs or
+    labels."""
+    found = sorted(q for q in folder.iterdir() if q.is_file() and is_results_file(q))
+    with_manifest = [q for q in found if q.with_name(q.name.rsplit(".", 1)[0] + ".manifest.json").is_file()]
+    if with_manifest:
+        return with_manifest
+    if any(folder.glob("*.yaml")) or any(folder.glob("*.yml")):
+        return []  # a suite's folder before its first run: its JSONL files are cases, not results
+    return found
+
+
+def _run_first(folder: Path) -> str:
+    suites = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+    if not suites:
+        return ""
+    return f"; run the suite first (referee run {suites[0]}), then view the folder again"
 
 
 @dataclass

@@ -209,6 +209,23 @@ class Run:
         except UserError:
             pass  # kept in the index's error, shown when a page asks for it
 
+    def label(self) -> str:
+        """What the run is, for a column header: the target id and the model behind it (``v2 (openai:gpt-4o)``)
+        when its rows record a target, else the file's name."""
+        key = ("label", self.generation)
+        hit = self.cached_summary(key)
+        if hit is not None:
+            return str(hit["label"])
+        label = self.path.name
+        if len(self.table):
+            target = self.read_row(0).get("target")
+            if isinstance(target, dict) and isinstance(target.get("id"), str):
+                model = ":".join(str(x) for x in (target.get("provider"), target.get("model")) if x)
+                said = str(target.get("model") or "") in target["id"]  # a matrix id (prompt@model) names it
+                label = target["id"] + (f" ({model})" if model and not said else "")
+        self.store_summary(key, {"label": label})
+        return label
+
     def first_rows(self) -> dict[str, int]:
         """Case id -> its first row (cached per load of the file): the grid's rows."""
         got = self._first_rows
@@ -376,7 +393,7 @@ class Run:
         t = self.table
         man = t.manifest
         return {
-            "run": self.key, "path": str(self.path), "name": self.path.name, "rows": len(t),
+            "run": self.key, "path": str(self.path), "name": self.path.name, "label": self.label(), "rows": len(t),
             "cases": len(set(t.ids)), "scored": int((t.status == SCORED).sum()),
             "unscored": int((t.status == UNSCORED).sum()), "error": int((t.status == ERROR).sum()),
             "categories": sorted(t.category_names, key=str.lower), "indexed": self.indexed,

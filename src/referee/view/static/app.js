@@ -91,6 +91,9 @@ function go(parts, params) {
 async function route() {
   const ctx = { box: el("main", { id: "main" }, el("p", { class: "muted" }, "loading...")), keys: null };
   state.ctx = ctx;
+  // A sign of work at once: the page being left is dimmed and the bar says "working..." until the next one is
+  // on screen (a large comparison takes a moment; the old page must not look like the answer).
+  busy(true);
   if (!state.index) state.index = await api("/api/runs");
   renderNav();
   const { parts, params } = parseHash();
@@ -107,6 +110,7 @@ async function route() {
     clear(main, el("div", { class: "card" }, el("b", {}, "Error: "), e.message));
   }
   if (state.ctx === ctx) {
+    busy(false);
     document.getElementById("main").replaceWith(ctx.box);
     document.onkeydown = ctx.keys;
     // A case page is on screen: the extensions (claims.js, episodes.js) add to it from the same data, with no
@@ -116,12 +120,18 @@ async function route() {
   }
 }
 
+function busy(on) {
+  document.body.classList.toggle("busy", on);
+  const b = document.getElementById("busy");
+  if (b) b.hidden = !on;
+}
+
 function renderNav() {
   const nav = document.getElementById("runs-nav");
   const { parts } = parseHash();
   const cur = parts[0] === "run" ? parts[1] : null;
   const links = state.index.runs.map((r) => el("a", { href: "#/run/" + r.run, class: cur === r.run ? "active" : null,
-    title: r.path }, r.name));
+    title: r.path }, r.label || r.name));
   if (state.index.runs.length > 1) {
     links.unshift(el("a", { href: "#/grid", id: "nav-grid", class: parts[0] === "grid" || !parts.length ? "active" : null }, "grid"));
     links.push(el("a", { href: "#/compare/" + state.index.runs[0].run + "/" + state.index.runs[1].run,
@@ -615,7 +625,7 @@ async function viewGrid(params) {
     warningsBox(),
     el("div", { class: "filters" }, search, shows, el("span", { class: "muted", id: "grid-total" }, d.total + " case(s)")),
     el("table", { id: "grid" },
-      el("thead", {}, el("tr", {}, el("th", { class: "nosort" }, "case"), d.names.map((n, i) => el("th", { class: "nosort" },
+      el("thead", {}, el("tr", {}, el("th", { class: "nosort" }, "case"), d.names.map((n, i) => el("th", { class: "nosort", title: d.files ? d.files[i] : n },
         el("a", { href: "#/run/" + d.runs[i] }, n))))),
       el("tbody", {}, d.rows.map((r) => el("tr", { class: "grid-row", "data-id": r.id },
         el("td", { class: "grid-case" }, el("b", {}, r.id), r.input ? el("div", { class: "muted cell-input" }, r.input) : null),

@@ -1,0 +1,55 @@
+"""The first run of each feature is one command from its page: the "Try it first" block of every feature page
+runs as written with no key in a fresh folder, exits 0, and its last lines say where to look next."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from referee.cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ["judge", "score", "suites", "targets", "agents", "rag", "pairwise-calibration", "rubrics", "view"]
+KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "REFEREE_PROVIDER",
+        "REFEREE_MODEL", "REFEREE_BASE_URL")
+
+
+def first_run(page: str) -> list[str]:
+    text = (ROOT / "docs" / f"{page}.md").read_text(encoding="utf-8")
+    m = re.search(r"\*\*Try it first\*\*.*?```bash\n(.*?)\n```", text, re.S)
+    assert m, f"docs/{page}.md has no 'Try it first' block"
+    lines = [x for x in m.group(1).splitlines() if x.strip()]
+    assert len(lines) == 1, "one command"
+    return shlex.split(lines[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES)
+def test_the_first_run_of_each_feature_is_one_command_with_no_key(page: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    for var in KEYS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache"))
+    argv = first_run(page)
+    assert argv[0] == "referee"
+    assert cli(argv[1:]) == 0
+    out = capsys.readouterr().out
+    tail = out.strip().splitlines()[-2:]
+    assert tail[0].startswith("Look at the runs") and tail[1].strip().startswith("referee view "), tail
+    shown = shlex.split(tail[1])[2:-1]  # the files it names exist
+    assert shown and all(Path(f).exists() for f in shown)
+
+
+def test_every_step_named_on_a_page_exists_and_a_bad_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.example import step_names
+
+    for page in PAGES:
+        argv = first_run(page)
+        assert all(argv[i + 1] in step_names() for i, a in enumerate(argv) if a == "--step"), page
+    assert cli(["example", "--step", "nope"]) == 2
+    assert "no such step" in capsys.readouterr().err
