@@ -84,7 +84,7 @@ def test_an_agent_url_with_credentials_reaches_no_file(fake_server: FakeLLMServe
     out = tmp_path / "r.jsonl"
     play(fake_server)
     code, stdout, err = run_cli(["simulate", str(cases), "-o", str(out), "--user-model", USER_MODEL,
-                                 "--user-base-url", fake_server.openai_base_url,
+                                 "--user-base-url", fake_server.openai_base_url, "--environment", "tests.support.episodes",
                                  "--agent", f"http://agent-user:{password}@{host}/agent?token={token}"], capsys)
     # The endpoint was reached with the credentials, and refused (so its echo is in the row's error).
     assert svc.requests and svc.requests[0]["headers"]["Authorization"] == f"Basic {basic}"
@@ -125,7 +125,7 @@ def test_a_stand_in_user_that_cannot_speak_leaves_the_episode_unscored_and_says_
             del r["user"]["first_message"]
         scenarios.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     code, out, err = run_cli(["simulate", str(scenarios), "--agent", "shop_agent:agent", "--user-provider",
-                              "standin", "--out", str(d / "ep.jsonl")], capsys)
+                              "standin", "--environment", "shop_env", "--out", str(d / "ep.jsonl")], capsys)
     rows = read_results(d / "ep.jsonl").rows
     assert code == 1 and len(rows) == 3
     assert all(r.status == "unscored" and r.score is None and r.metadata["termination"] == "user_silent"
@@ -141,6 +141,7 @@ def test_the_stand_in_user_follows_first_message_and_its_replies_file(
     d = _example_files(tmp_path)
     monkeypatch.syspath_prepend(str(d))
     code, out, err = run_cli(["simulate", str(d / "simulated.jsonl"), "--agent", "shop_agent:agent",
+                              "--environment", "shop_env",
                               "--user-provider", "standin", "--user-base-url", str(d / "user_replies.jsonl"),
                               "--out", str(d / "ep.jsonl")], capsys)
     rows = {r.id: r for r in read_results(d / "ep.jsonl").rows}
