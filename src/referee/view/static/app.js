@@ -107,6 +107,8 @@ async function route() {
     clear(main, el("div", { class: "card" }, el("b", {}, "Error: "), e.message));
   }
   if (state.ctx === ctx) {
+    // Marked as rendered: the extensions (panel.js) add to this page, never to the placeholder it replaces.
+    ctx.box.dataset.rendered = "1";
     document.getElementById("main").replaceWith(ctx.box);
     document.onkeydown = ctx.keys;
     // A case page is on screen: the extensions (claims.js, episodes.js) add to it from the same data, with no
