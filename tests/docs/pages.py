@@ -113,7 +113,11 @@ def fixture_dir(page: Path) -> Path:
 
 def setup(namespace: dict[str, Any]) -> None:
     path: Path = namespace["__page__"]
-    tmp = Path(tempfile.mkdtemp(prefix=f"referee-docs-{path.stem}-"))
+    base = Path(tempfile.mkdtemp(prefix=f"referee-docs-{path.stem}-"))
+    tmp = base / "page"
+    tmp.mkdir()
+    if (ROOT.parent / "shared").is_dir():  # pages name the data sets as ../shared/data, as from the repo's root
+        (base / "shared").symlink_to(ROOT.parent / "shared")
     src = fixture_dir(path)
     if src.is_dir():
         shutil.copytree(src, tmp, dirs_exist_ok=True)
@@ -143,7 +147,7 @@ def teardown(namespace: dict[str, Any]) -> None:
         sys.path.remove(str(page.dir))
     for name in [m for m, mod in sys.modules.items() if str(page.dir) in str(getattr(mod, "__file__", "") or "")]:
         del sys.modules[name]  # a page's own modules (plugins it wrote) are not another page's
-    shutil.rmtree(page.dir, ignore_errors=True)
+    shutil.rmtree(page.dir.parent, ignore_errors=True)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
