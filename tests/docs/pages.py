@@ -233,11 +233,12 @@ def run_shell(page: Page, block: Block, where: str) -> str:
 
     def flush() -> None:
         if segment:
-            body = "".join(_expect_exit(x, "__rc", where) if EXIT.search(x) else x + "\n" for x in segment)
+            lines = [page.rewrite(x) for x in segment]  # a server started above in this block has its address now
+            body = "".join(_expect_exit(x, "__rc", where) if EXIT.search(x) else x + "\n" for x in lines)
             printed.append(_run_script(page, "set -euo pipefail\n" + body, where))
             segment.clear()
 
-    for line in logical_lines(page.rewrite(block.source)):
+    for line in logical_lines(block.source):
         if SERVER.match(line.strip()):
             flush()
             printed.append(_start_server(page, line.split(" #", 1)[0].strip(), where) + "\n")
@@ -289,9 +290,10 @@ def _strip_blank(lines: list[str]) -> list[str]:
 
 
 def run_console(page: Page, block: Block, where: str) -> None:
-    steps = parse_console(page.rewrite(block.source))
+    steps = parse_console(block.source)
     script = []
     for i, (cmd, _) in enumerate(steps):
+        cmd = page.rewrite(cmd)
         if SERVER.match(cmd.strip()):
             url = _start_server(page, cmd.split(" #", 1)[0].strip(), where)
             script.append(f"printf '\\x1e{i} 0\\n'\necho {shlex.quote(url)}\n")
@@ -399,7 +401,10 @@ def check_data(page: Page, block: Block, where: str) -> None:
     if block.file is not None:
         written = page.dir / block.file
         written.parent.mkdir(parents=True, exist_ok=True)
-        written.write_text(block.source, encoding="utf-8")
+        text = block.source
+        if block.lang == "json" and written.suffix == ".jsonl":  # a case shown over several lines: one per line
+            text = "".join(json.dumps(o) + "\n" for o in _objects(block.source))
+        written.write_text(text, encoding="utf-8")
     if block.lang == "yaml":
         data = yaml.safe_load(block.source)
         if isinstance(data, dict) and SUITE_KEYS & set(data) and not {"on", "jobs", "criteria"} & set(data):
@@ -414,7 +419,8 @@ def check_data(page: Page, block: Block, where: str) -> None:
 
 def check_syntax(block: Block, where: str) -> None:
     if block.lang in SHELL or block.lang == "console":
-        src = block.source if block.lang != "console" else "\n".join(c for c, _ in parse_console(block.source))
+        src = block.source if block.lang != "console" else "\n".join(
+            c for c, _ in parse_console(block.source.split("\n", 1)[1] if "\n" in block.source else ""))
         proc = subprocess.run(["bash", "-n"], input=src.encode(), capture_output=True, timeout=60)
         assert proc.returncode == 0, f"{where}: not valid bash: {proc.stderr.decode()}"
     elif block.lang == "python":
