@@ -123,7 +123,7 @@ def setup(namespace: dict[str, Any]) -> None:
         shutil.copytree(src, tmp, dirs_exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not SECRET.search(k)}
     env.update(PATH=BIN + os.pathsep + env.get("PATH", ""), HOME=str(tmp), BROWSER="true", COLUMNS="100",
-               NO_COLOR="1", TERM="dumb", PYTHONPATH=str(tmp), REFEREE_REPO=str(ROOT),
+               NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1", PYTHONPATH=str(tmp), REFEREE_REPO=str(ROOT),
                XDG_CACHE_HOME=str(tmp / ".cache"))
     page = Page(path=path, dir=tmp, env=env, cwd=os.getcwd(), saved_env=dict(os.environ))
     os.environ.clear()
@@ -368,6 +368,7 @@ def _validate_suite(page: Page, data: dict[str, Any], written: Path | None, wher
     if written is None or "cases" not in data:
         data = dict(data)
         data.setdefault("cases", [{"id": "docs-example", "input": "q", "output": "a", "reference": "a"}])
+        data.setdefault("evaluators", [{"llm_judge": {"rubric": "- correct"}}])  # an excerpt of judge settings
         written = page.dir / f".excerpt-{abs(hash(where))}.yaml"
         written.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     err = io.StringIO()
