@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +13,23 @@ import pytest
 
 from referee.cli import cli
 from referee.results import read_results
+from tests.docs.pages import blocks
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
-SECTION = DOC.read_text(encoding="utf-8").split("## Tool calls, as the function-calling leaderboard", 1)[1]
-SECTION = SECTION.split("\n## ", 1)[0]
+
+
+def _section(title: str, lang: str) -> list[str]:
+    """The ``lang`` blocks under the section ``## title``, as the doc tests parse them (tests/docs/pages.py)."""
+    lines = DOC.read_text(encoding="utf-8").split("\n")
+    start = next(i for i, x in enumerate(lines) if x.startswith("## " + title)) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines)) + 1
+    return [b.source for b in blocks(DOC) if b.lang == lang and start < b.line < end]
 
 
 def _block(lang: str) -> str:
-    found = re.findall(rf"```{lang}\n(.*?)```", SECTION, re.S)
+    found = _section("Tool calls, as the function-calling leaderboard", lang)
     assert found, lang
-    return str(found[0])
+    return found[0]
 
 
 def test_the_python_example_gives_what_its_comment_says() -> None:
@@ -61,12 +67,8 @@ def test_the_suite_excerpt_grades_calls_end_to_end(tmp_path: Path, capsys: pytes
     capsys.readouterr()
 
 
-BOTH = DOC.read_text(encoding="utf-8").split("## A screenshot and exact tool calls, end to end", 1)[1]
-BOTH = BOTH.split("\n## ", 1)[0]
-
-
 def _both(lang: str) -> list[str]:
-    return [str(b) for b in re.findall(rf"```{lang}\n(.*?)```", BOTH, re.S)]
+    return _section("A screenshot and exact tool calls, end to end", lang)
 
 
 def _example(tmp_path: Path, pixel: tuple[int, int, tuple[int, int, int]] | None = None) -> None:
@@ -88,11 +90,13 @@ def test_the_screenshot_and_tool_calls_example_runs_end_to_end(tmp_path: Path, m
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    run_line = _both("bash")[0].splitlines()[0].split()
+    run_line = _both("bash")[0].splitlines()[1].split()  # after the line starting the stand-in server
     assert run_line[:2] == ["referee", "run"]
     with FakeLLMServer(responder=schema_responder) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-        code = cli(run_line[1:])
+        args = run_line[1:]
+        args[args.index("--base-url") + 1] = srv.openai_base_url  # this test's server, not the page's
+        code = cli(args)
         err = capsys.readouterr().err
         assert code in (0, 1), err
         (req,) = srv.requests  # one judge call; tool_calls needs none
@@ -106,7 +110,7 @@ def test_the_screenshot_and_tool_calls_example_runs_end_to_end(tmp_path: Path, m
     crit = {c.id: c for c in row.criteria}
     assert crit["calls"].score == 1.0 and crit["path"].status == "scored"
     assert "shots/form.png (png 6x4, sha256 " in (tmp_path / "comment.md").read_text()
-    report_line = _both("bash")[0].splitlines()[1].split()
+    report_line = _both("bash")[0].splitlines()[2].split()
     assert report_line[:2] == ["referee", "report"] and cli(report_line[1:]) == 0
     html = (tmp_path / "report.html").read_text()
     assert "data:image/png;base64," + base64.b64encode(png(6, 4)).decode() in html

@@ -13,6 +13,7 @@ import pytest
 from referee._util import _image
 from referee.cases import load_cases
 from referee.testing import FakeLLMServer
+from tests.docs.pages import blocks
 from tests.support.images import png
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "multimodal.md"
@@ -20,9 +21,10 @@ TEXT = DOC.read_text(encoding="utf-8")
 
 
 def _block(lang: str) -> str:
-    found = re.findall(rf"```{lang}\n(.*?)```", TEXT, re.S)
+    """The page's first ``lang`` block, as the doc tests parse it (tests/docs/pages.py)."""
+    found = [b.source for b in blocks(DOC) if b.lang == lang]
     assert found, lang
-    return str(found[0])
+    return found[0]
 
 
 def _objects(text: str) -> list[dict[str, Any]]:
@@ -81,7 +83,7 @@ def test_the_score_markdown_example_is_what_score_writes(tmp_path: Path, monkeyp
     shown = _block("markdown").splitlines()
     assert shown[0] == "| case | category | score | rationale | images |"
     want = re.sub(r"1280x800, sha256 \w+", "8x6, sha256 ", shown[2].rsplit("|", 2)[1].strip())
-    for line in _block("bash").splitlines():
+    for line in _block("bash").splitlines()[1:]:  # the two score lines, after the run
         args = line.split("#")[0].split()
         assert args[:2] == ["referee", "score"]
         assert cli(args[1:]) == 0

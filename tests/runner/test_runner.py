@@ -99,15 +99,24 @@ def test_cache_key_depends_on_model_and_request() -> None:
     assert k != cache_key(ident, JudgeRequest(messages=REQ.messages, seed=1))
 
 
+@pytest.mark.timing
 async def test_run_rows_bounds_concurrency_and_writes_as_rows_complete(tmp_path: Path) -> None:
     in_flight = 0
     peak = 0
+    done = 0
+    others_done = asyncio.Event()
 
     async def evaluate(i: int) -> ResultRow:
-        nonlocal in_flight, peak
+        nonlocal in_flight, peak, done
         in_flight += 1
         peak = max(peak, in_flight)
-        await asyncio.sleep(0.3 if i == 0 else 0.001)
+        if i == 0:  # the slow first case: finishes once every other case has (a condition, not a delay)
+            await asyncio.wait_for(others_done.wait(), 60)
+        else:
+            await asyncio.sleep(0.001)
+            done += 1
+            if done == 11:
+                others_done.set()
         in_flight -= 1
         return ResultRow(id=str(i), score=1.0)
 

@@ -88,6 +88,7 @@ def test_a_torn_last_line_and_foreign_lines_are_handled(tmp_path: Path) -> None:
     assert prev.exists() and '"other"' in prev.read_text()  # another configuration's outputs are kept aside
 
 
+@pytest.mark.timing
 def test_a_slow_target_cannot_outlive_its_timeout(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text("import time\ntime.sleep(30)\n", encoding="utf-8")
     t0 = time.monotonic()

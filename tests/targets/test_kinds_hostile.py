@@ -60,6 +60,7 @@ def test_sys_exit_in_a_target_does_not_end_referee_run(tmp_path: Path, user_modu
 
 # -- a Python target that hangs ----------------------------------------------------------------------------
 
+@pytest.mark.timing
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_a_python_targets_timeout_is_applied(tmp_path: Path, user_module: Any, kind: str) -> None:
     mod = user_module("import asyncio, threading\nRELEASE = threading.Event()\n"
@@ -73,11 +74,12 @@ def test_a_python_targets_timeout_is_applied(tmp_path: Path, user_module: Any, k
         import importlib
 
         importlib.import_module(mod).RELEASE.set()
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 20  # well under the 30 s the target hangs for, whatever the machine's load
     for _, g in got:
         assert g.error is not None and "timed out after 0.5 s" in g.error
 
 
+@pytest.mark.timing
 def test_a_function_target_takes_its_timeout_from_a_mapping(tmp_path: Path) -> None:
     import threading
 
@@ -99,6 +101,7 @@ def test_a_function_target_takes_its_timeout_from_a_mapping(tmp_path: Path) -> N
 
 # -- a command that floods stdout, or leaves children behind ---------------------------------------------
 
+@pytest.mark.timing
 def test_a_command_printing_more_than_the_limit_is_an_error_row(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from referee.targets import _kinds
@@ -109,7 +112,7 @@ def test_a_command_printing_more_than_the_limit_is_an_error_row(tmp_path: Path,
     t0 = time.monotonic()
     [(_, gen)] = generate_outputs({"id": "t", "exec": "python flood.py", "timeout": 30}, CASES[:1],
                                   base_dir=tmp_path)
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 25  # stopped by the limit, before the 30 s timeout
     assert gen.error is not None and "output larger than 100000 bytes" in gen.error
 
 
@@ -166,16 +169,18 @@ def _exited(pid: int) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_a_command_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     (tmp_path / "wrap.sh").write_text("sleep 100 &\necho $! > child.pid\nwait\n", encoding="utf-8")
     t0 = time.monotonic()
     [(_, gen)] = generate_outputs({"id": "t", "exec": "sh wrap.sh", "timeout": 1}, CASES[:1], base_dir=tmp_path)
-    assert time.monotonic() - t0 < 8
+    assert time.monotonic() - t0 < 60  # not the child's 100 s
     assert gen.error is not None and "timed out" in gen.error
     assert _gone(int((tmp_path / "child.pid").read_text())), "the wrapper's child outlived the timeout"
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_a_child_that_left_the_group_holding_the_pipes_does_not_hang_the_run(tmp_path: Path) -> None:
     import shutil
 
@@ -187,7 +192,7 @@ def test_a_child_that_left_the_group_holding_the_pipes_does_not_hang_the_run(tmp
     try:
         [(_, gen)] = generate_outputs({"id": "t", "exec": "sh wrap.sh", "timeout": 1}, CASES[:1],
                                       base_dir=tmp_path)
-        assert time.monotonic() - t0 < 8
+        assert time.monotonic() - t0 < 25  # not the grandchild's 30 s
         assert gen.error is not None and "timed out" in gen.error
     finally:
         pid_file = tmp_path / "child.pid"
@@ -198,12 +203,13 @@ def test_a_child_that_left_the_group_holding_the_pipes_does_not_hang_the_run(tmp
                 pass
 
 
+@pytest.mark.timing
 def test_a_command_exiting_while_its_child_holds_stdout_is_not_waited_for(tmp_path: Path) -> None:
     # The command answers and exits; a background child it left keeps the pipe open for 30 s.
     (tmp_path / "answer.sh").write_text("sleep 30 &\necho $! > child.pid\necho hello\n", encoding="utf-8")
     t0 = time.monotonic()
     [(_, gen)] = generate_outputs({"id": "t", "exec": "sh answer.sh", "timeout": 20}, CASES[:1], base_dir=tmp_path)
-    assert time.monotonic() - t0 < 8
+    assert time.monotonic() - t0 < 18  # not the child's 30 s, nor the 20 s timeout
     assert gen.error is None and gen.output == "hello"
     assert _gone(int((tmp_path / "child.pid").read_text()))
 

@@ -96,9 +96,10 @@ def test_the_panel_section_renders_in_a_browser_and_hostile_text_stays_text(pane
         from selenium.webdriver.support.ui import WebDriverWait
 
         d.get(s.url + f"#/run/{key}")
-        WebDriverWait(d, 60).until(lambda _: d.execute_script(
-            "return document.querySelectorAll('#panel .panel-table tbody tr').length") == 4)  # 2 split + 2 escalated
-        text = d.execute_script("return document.getElementById('panel').innerText")
+        # Rows and text read in one script: the page may be re-rendered between two calls (#panel gone).
+        text = WebDriverWait(d, 60).until(lambda _: d.execute_script(
+            "const p = document.getElementById('panel');"
+            "return p && p.querySelectorAll('.panel-table tbody tr').length === 4 ? p.innerText : null"))  # 2 split + 2 escalated
         assert "m1 on 0 <script>window.__xss=1</script>" in text
         assert "needs a human" in text
         assert d.execute_script("return window.__xss") is None

@@ -172,6 +172,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("address", ["127.0.0.1:{port}", "127.0.0.1:notaport"])
 def test_unreachable_cluster_exits_2_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               address: str) -> None:

@@ -111,6 +111,8 @@ async function route() {
   }
   if (state.ctx === ctx) {
     busy(false);
+    // Marked as rendered: the extensions (panel.js) add to this page, never to the placeholder it replaces.
+    ctx.box.dataset.rendered = "1";
     document.getElementById("main").replaceWith(ctx.box);
     document.onkeydown = ctx.keys;
     // A case page is on screen: the extensions (claims.js, episodes.js) add to it from the same data, with no

@@ -51,7 +51,9 @@
 
   async function show(main) {
     let key = runKey();
-    if (key === null || main.dataset.panel) return;
+    // Only a page app.js has rendered: the placeholder <main> is replaced as soon as the page is ready, and a
+    // section added to it would vanish a moment after it appeared.
+    if (key === null || !main.dataset.rendered || main.dataset.panel) return;
     main.dataset.panel = "1";
     try {
       if (key === "") {
