@@ -91,12 +91,20 @@ function go(parts, params) {
 async function route() {
   const ctx = { box: el("main", { id: "main" }, el("p", { class: "muted" }, "loading...")), keys: null };
   state.ctx = ctx;
-  if (!state.index) state.index = await api("/api/runs");
+  if (!state.index) {
+    const first = state.index === null && !state.indexLoaded;
+    state.index = await api("/api/runs");
+    state.indexLoaded = true;
+    // `referee view --reviewer NAME`: the name given on the command line is the one labels carry.
+    if (first && state.index.reviewer) document.getElementById("reviewer").value = state.index.reviewer;
+  }
   renderNav();
   const { parts, params } = parseHash();
   const main = ctx.box;
   try {
-    if (parts[0] === "run" && parts[2] === "case") await viewCase(parts[1], Number(parts[3]), params);
+    if (parts[0] === "history") await viewHistory(parts, params);
+    else if (!parts.length && state.index.history && !state.index.runs.length) await viewHistory(["history"], params);
+    else if (parts[0] === "run" && parts[2] === "case") await viewCase(parts[1], Number(parts[3]), params);
     else if (parts[0] === "run" && parts[2] === "review") await viewReview(parts[1], params);
     else if (parts[0] === "compare" && parts[3] === "rows") await viewSideBySide(parts[1], parts[2], parts[4], parts[5], params);
     else if (parts[0] === "compare") await viewCompare(parts[1], parts[2], params);
@@ -121,9 +129,12 @@ function renderNav() {
   const { parts } = parseHash();
   const cur = parts[0] === "run" ? parts[1] : null;
   const links = state.index.runs.map((r) => el("a", { href: "#/run/" + r.run, class: cur === r.run ? "active" : null,
-    title: r.path }, r.name));
+    title: r.path }, r.stored_run ? "run " + r.stored_run.slice(0, 8) : r.name));
+  if (state.index.history) {
+    links.unshift(el("a", { href: "#/history", id: "nav-history", class: parts[0] === "history" || (!parts.length && !state.index.runs.length) ? "active" : null }, "history"));
+  }
   if (state.index.runs.length > 1) {
-    links.unshift(el("a", { href: "#/grid", id: "nav-grid", class: parts[0] === "grid" || !parts.length ? "active" : null }, "grid"));
+    links.splice(state.index.history ? 1 : 0, 0, el("a", { href: "#/grid", id: "nav-grid", class: parts[0] === "grid" || !parts.length ? "active" : null }, "grid"));
     links.push(el("a", { href: "#/compare/" + state.index.runs[0].run + "/" + state.index.runs[1].run,
       class: parts[0] === "compare" ? "active" : null }, "compare"));
   }
