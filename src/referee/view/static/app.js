@@ -129,7 +129,7 @@ function renderNav() {
   const { parts } = parseHash();
   const cur = parts[0] === "run" ? parts[1] : null;
   const links = state.index.runs.map((r) => el("a", { href: "#/run/" + r.run, class: cur === r.run ? "active" : null,
-    title: r.path }, r.stored_run ? "run " + r.stored_run.slice(0, 8) : r.name));
+    title: r.path }, runName(r)));
   if (state.index.history) {
     links.unshift(el("a", { href: "#/history", id: "nav-history", class: parts[0] === "history" || (!parts.length && !state.index.runs.length) ? "active" : null }, "history"));
   }
@@ -140,6 +140,9 @@ function renderNav() {
   }
   clear(nav, links);
 }
+
+// A stored run opened from the history is named by its run id, not by the file it was exported to.
+function runName(r) { return r.stored_run ? "run " + r.stored_run.slice(0, 8) : r.name; }
 
 function runInfo(key) {
   const r = state.index.runs.find((x) => x.run === key);
@@ -524,7 +527,7 @@ async function viewCompare(base, cand, params) {
   const filter = params.get("filter") || "changed";
   const runs = state.index.runs;
   const pick = (name, cur) => el("select", { id: "compare-" + name, onchange: (e) => { const b = name === "base" ? e.target.value : base; const c = name === "cand" ? e.target.value : cand; go(["compare", b, c], params); } },
-    runs.map((r) => el("option", { value: r.run, selected: r.run === cur ? "selected" : null }, r.name)));
+    runs.map((r) => el("option", { value: r.run, selected: r.run === cur ? "selected" : null }, runName(r))));
   clear(main, el("h1", {}, "Compare two runs"),
     el("p", {}, "baseline ", pick("base", base), " candidate ", pick("cand", cand)), el("p", { class: "muted" }, "computing..."));
   const q = new URLSearchParams({ filter, offset: params.get("offset") || "0", limit: "100" });
