@@ -82,7 +82,7 @@ class History:
                 filters[name] = v
         status = params.get("status") or None
         if status is not None:
-            if status not in ("complete", "incomplete", "failed", "interrupted"):
+            if status not in ("complete", "incomplete", "running", "failed", "interrupted"):
                 raise HistoryError(400, "status must be complete, incomplete, failed or interrupted")
             filters["status"] = "running" if status == "incomplete" else status
         for name in ("since", "until"):
