@@ -233,3 +233,20 @@ def test_the_newcomers_flow_needs_no_set_up(tmp_path: Path, monkeypatch: pytest.
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=30)
+
+
+def test_a_run_open_for_labelling_in_another_viewer_is_refused_not_shared(hist: Served, store_url: str,
+                                                                          tmp_path: Path) -> None:
+    rid = "run1" + "0" * 28
+    assert post(hist, "/api/history/open", {"runs": [rid]})[0] == 200
+    other = serve_history(store_url, tmp_path)
+    try:
+        status, data = post(other, "/api/history/open", {"runs": [rid]})
+        assert status == 409 and "label" in data["error"].lower()
+        assert get(other, "/api/runs")["runs"] == []
+        # Another run opens there as usual.
+        assert post(other, "/api/history/open", {"runs": ["run2" + "0" * 28]})[0] == 200
+    finally:
+        other.server.shutdown()
+        other.server.server_close()
+        close_app(other.app)

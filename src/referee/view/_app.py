@@ -225,7 +225,10 @@ class ViewApp:
                     run = Run(key, path, [])
                     inputs = [path, *(self.runs[k].path for k in self.order)]
                     store = LabelStore(default_labels_path(path), inputs)
-                    store.acquire()
+                    try:
+                        store.acquire()
+                    except UserError as exc:  # another viewer has this run open for labelling
+                        raise ApiError(409, str(exc)) from None
                     run.start_indexing()
                     self.runs[key] = run
                     self.labels[key] = store
