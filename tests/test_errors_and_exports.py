@@ -116,7 +116,8 @@ PRIVATE_IMPLEMENTATION = {
     "referee.rubrics": set(),
     "referee.runner": set(),
     "referee.stats": set(),
-    "referee.suites": {"schema"},  # `python -m referee.suites.schema` regenerates suite.schema.json
+    "referee.suites": {"schema"},
+    "referee.synth": set(),  # `python -m referee.suites.schema` regenerates suite.schema.json
     "referee.targets": set(),
     "referee.testing": {"pytest_plugin"},  # the pytest11 entry point; users import EvalFailed from it
     "referee.trajectories": set(),

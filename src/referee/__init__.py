@@ -19,8 +19,9 @@ from .errors import (
 )
 
 if _TYPE_CHECKING:
-    from . import judges
+    from . import judges, synth
     from .aggregate import Summary, summarize
+    from .alignment import Alignment, align
     from .cases._case import Case, CaseSet, cases_from, load_cases
     from .evaluators import CheckResult, Evaluator, JudgeOutcome, ReplyInvalid, ask_judge, register
     from .gates._engine import GateConfig, GateResult, evaluate_gates
@@ -48,11 +49,14 @@ if _TYPE_CHECKING:
     from .run._target_runs import TargetGate, TargetsRun, run_targets
     from .runner import JudgeClient, ResponseCache, RetryPolicy
     from .store import runs
+    from .synth import synth_async
 
 # Names are imported on first use (PEP 562): ``import referee`` (every CLI command starts with it) must not
 # pay for numpy, pydantic models or aiohttp that the command at hand never touches. Judging starts sooner.
 _LAZY = {
     "judges": ".judges",
+    "synth": ".synth",
+    "synth_async": ".synth",
     **dict.fromkeys(("EvalResult", "as_evaluator", "evaluate", "evaluate_async"), ".run._evaluate"),
     "Judge": ".run._judge",
     **dict.fromkeys(("check_trajectories", "check_trajectories_async", "compare", "compare_async", "grade",
@@ -70,6 +74,7 @@ _LAZY = {
     **dict.fromkeys(("JudgeClient", "ResponseCache", "RetryPolicy"), ".runner"),
     **dict.fromkeys(("RunEstimate", "estimate_run"), ".run._estimate"),
     "runs": ".store",
+    **dict.fromkeys(("Alignment", "align"), ".alignment"),
     **dict.fromkeys(("TargetGate", "TargetsRun", "run_targets"), ".run._target_runs"),
 }
 
@@ -79,7 +84,7 @@ def __getattr__(name: str) -> _Any:
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module = _import_module(where, __name__)
-    value = module if name == "judges" else getattr(module, name)
+    value = module if name in ("judges", "synth") else getattr(module, name)
     globals()[name] = value
     return value
 
@@ -89,6 +94,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Alignment",
     "Case",
     "CaseSet",
     "CheckResult",
@@ -125,6 +131,7 @@ __all__ = [
     "Usage",
     "UserError",
     "__version__",
+    "align",
     "as_evaluator",
     "ask_judge",
     "cases_from",
@@ -154,4 +161,6 @@ __all__ = [
     "run_targets",
     "runs",
     "summarize",
+    "synth",
+    "synth_async",
 ]

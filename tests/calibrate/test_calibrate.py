@@ -205,3 +205,18 @@ def test_pass_fail_labels_meet_the_judges_verdicts_not_its_scores(tmp_path: Path
     judge.write_text("".join(json.dumps({"id": f"c{i}", "score": s}) + "\n"
                              for i, s in enumerate([0.91, 0.75, 0.2, 0.35, 0.8, 0.1])), encoding="utf-8")
     assert calibrate(read_labels(judge), read_labels(human)).stats.kappa is None
+
+
+def test_duplicate_human_labels_are_a_warning_saying_what_was_done(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Two labellers in one file (or one file appended twice): each id's labels are averaged, and a warning names
+    the ids, their lines and values, and the mean used."""
+    judge = _jsonl(tmp_path / "j.jsonl", [{"id": i, "score": s} for i, s in (("a", 4), ("b", 2), ("c", 5))])
+    human = _jsonl(tmp_path / "h.jsonl", [{"id": "a", "score": 4}, {"id": "b", "score": 1}, {"id": "c", "score": 5},
+                                          {"id": "b", "score": 3}, {"id": "a", "score": 4}])
+    assert cli(["calibrate", judge, human, "--threshold", "5"]) == 0
+    err = capsys.readouterr().err
+    warning = next(line for line in err.splitlines() if line.startswith("warning:"))
+    assert "2 id(s) with more than one human label" in warning and "mean" in warning
+    assert "'a' (lines 1, 5: 4, 4 -> 4)" in warning and "'b' (lines 2, 4: 1, 3 -> 2)" in warning
+    assert "'c'" not in warning

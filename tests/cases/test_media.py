@@ -164,3 +164,72 @@ def test_an_image_is_checked_from_its_bytes_whatever_its_name() -> None:
     assert img.media_type == "image/png" and img.label == "image looks.jpg (png, 4x3)"
     with pytest.raises(_image.ImageError, match="truncated JPEG"):
         _image.from_bytes(b"\xff\xd8\xff\xe0" + b"\x00" * 40)
+
+
+def _big_png(size: int) -> bytes:
+    """A PNG of about ``size`` bytes (one large IDAT chunk; the reader walks the chunks, never inflates them)."""
+    import struct
+    import zlib
+
+    small = png()
+    body = b"\x00" * size
+    idat = struct.pack(">I", len(body)) + b"IDAT" + body + struct.pack(">I", zlib.crc32(b"IDAT" + body))
+    return small[:33] + idat + small[33:]
+
+
+def test_an_image_named_by_many_parts_is_read_once_and_held_once(tmp_path: Path) -> None:
+    (tmp_path / "a.png").write_bytes(png(2, 2))
+    (tmp_path / "b.png").write_bytes(png(3, 3))
+    cases = [{"id": f"c{i}", "input": [{"type": "image", "path": "a.png"}, {"type": "image", "path": "./a.png",
+                                                                           "name": f"n{i}"},
+                                       part(png(3, 3)), {"type": "image", "path": "b.png"}]} for i in range(5)]
+    loaded = load_cases(_write(tmp_path, *cases)).cases
+    texts = {id(p["data"]) for c in loaded for p in c.input}
+    assert len(texts) == 2  # two distinct images, each one base64 text shared by every part naming it
+    assert loaded[4].input[1]["name"] == "n4" and loaded[0].input[0]["name"] == "a.png"  # names stay per part
+    assert loaded[0].input[3]["sha256"] == hashlib.sha256(png(3, 3)).hexdigest()
+    # A lying media type is refused for a file already read as well.
+    bad = [*cases[:1], {"id": "x", "input": {"type": "image", "path": "a.png", "media_type": "image/gif"}}]
+    with pytest.raises(InputError, match="declared as image/gif but its bytes are image/png"):
+        load_cases(_write(tmp_path, *bad))
+
+
+def test_the_distinct_image_bytes_of_one_load_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    images = [png(4, 4, (i, 0, 0)) for i in range(4)]
+    monkeypatch.setenv("REFEREE_MAX_RUN_IMAGE_BYTES", str(sum(len(i) for i in images[:3])))
+    ok = [{"id": f"c{i}", "input": [part(images[i % 3])] * 3} for i in range(9)]  # 27 parts, 3 images: fits
+    assert len(load_cases(_write(tmp_path, *ok)).cases) == 9
+    err = _refused(tmp_path, {"id": "four", "input": [part(i) for i in images]})
+    assert "REFEREE_MAX_RUN_IMAGE_BYTES" in str(err) and err.field == "input[3]"
+    # Cases given in Python share one store too.
+    with pytest.raises(InputError, match="REFEREE_MAX_RUN_IMAGE_BYTES"):
+        cases_from([{"id": str(i), "input": part(images[i])} for i in range(4)])
+
+
+_MANY_PARTS_UNDER_A_CAP = """\
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
+from referee.cases import load_cases
+cases = load_cases(sys.argv[1]).cases
+print(len(cases), sum(len(c.input) for c in cases), len({{id(p["data"]) for c in cases for p in c.input}}))
+"""
+
+
+@pytest.mark.slow
+def test_a_50_kb_cases_file_naming_one_19_mb_image_1200_times_loads_under_a_memory_cap(tmp_path: Path) -> None:
+    """60 cases x 20 parts, one 19 MB PNG: one copy held (~25 MB of base64), where a copy per part would be
+    ~32 GB. Run under an address-space limit, so a regression fails here instead of taking the machine."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "big.png").write_bytes(_big_png(19 * 1024 * 1024))
+    cases = [{"id": f"c{i}", "input": [{"type": "image", "path": "big.png"}] * 20} for i in range(60)]
+    path = _write(tmp_path, *cases)
+    assert path.stat().st_size < 60_000
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    cap = 1 << 30  # referee fits with room for a few copies; 1,200 copies of 25 MB do not
+    proc = subprocess.run([sys.executable, "-c", _MANY_PARTS_UNDER_A_CAP.format(cap=cap), str(path)],
+                          capture_output=True, text=True, timeout=300, env=env, start_new_session=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["60", "1200", "1"]

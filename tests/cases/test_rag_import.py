@@ -89,3 +89,109 @@ def test_cli_import_writes_cases_that_load(tmp_path: Path, capsys: pytest.Captur
     bad.write_text('{"user_input": 3}\n', encoding="utf-8")
     code, _, err = run_cli(["import", "--format", "deepeval", str(bad), "--out", str(out)], capsys)
     assert code == 2 and "bad.jsonl:1" in err and "input" in err
+
+
+def test_a_record_giving_one_field_under_two_names_is_a_warning_and_the_current_name_wins(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Which of the two was kept depended on the keys' order, silently. Now the current name (Ragas's, DeepEval's
+    snake_case) is used in either order, and the import says so naming file, line and both names."""
+    ragas = [{"question": "old q", "user_input": "new q", "retrieved_contexts": ["new"], "contexts": ["old"]},
+             {"user_input": "q2", "response": "a2"}]
+    cs = from_ragas(ragas)
+    assert (cs.cases[0].input, [c.text for c in cs.cases[0].contexts]) == ("new q", ["new"])
+    assert len(cs.warnings) == 2 and "'user_input' is used and 'question' left out" in cs.warnings[0]
+    assert "'retrieved_contexts' is used and 'contexts' left out" in cs.warnings[1]
+    camel_first = {"input": "q", "actualOutput": "camel", "actual_output": "snake"}
+    snake_first = {"input": "q", "actual_output": "snake", "actualOutput": "camel"}
+    for rec in (camel_first, snake_first):
+        d = from_deepeval([rec])
+        assert d.cases[0].output == "snake" and "'actual_output' is used" in d.warnings[0]
+    assert from_deepeval([{"input": "q", "actual_output": "a", "actualOutput": None}]).warnings == []
+    src = tmp_path / "d.jsonl"
+    src.write_text(json.dumps(camel_first) + "\n", encoding="utf-8")
+    code, _, err = run_cli(["import", "--format", "deepeval", str(src), "--out", str(tmp_path / "c.jsonl")], capsys)
+    assert code == 0 and f"warning: {src}:1: record 1 gives both 'actual_output' and 'actualOutput'" in err
+
+
+def test_a_python_list_cell_reads_as_python_reads_it() -> None:
+    """Every list of strings, written as ``repr`` writes it (quotes of either kind, escapes, non-Latin text),
+    reads back equal; the parser is a scan, never an evaluation."""
+    import ast
+    import random
+
+    from referee.cases._rag_import import python_str_list
+
+    rng = random.Random(34)
+    alphabet = "ab '\"\\\n\t\r\x00\x7f\u00e9\u4e2d\U0001f600,[]"
+    for _ in range(400):
+        value = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(0, 5))]
+        text = repr(value)
+        assert python_str_list(text) == ast.literal_eval(text) == value
+    spaced = " [ 'a' ,\n\"b\\x41\\u00e9\\N{BULLET}\" , ] "
+    assert python_str_list(spaced) == ast.literal_eval(spaced) == ["a", "bA\u00e9\u2022"]
+    assert python_str_list("['\\q']") == ["\\q"]  # an unknown escape is kept as written, as Python keeps it
+
+
+@pytest.mark.parametrize(("cell", "why"), [
+    ("['a', 1]", "expected a quoted string"),
+    ("[['a']]", "expected a quoted string"),
+    ("['a' 'b']", "expected ',' or ']'"),
+    ("['a'", "does not end with ']'"),
+    ("['a'] + ['b']", "does not end with ']'"),
+    ("['a\\", "not closed"),
+    ("[__import__('os').system('echo hi')]", "expected a quoted string"),
+    ("['\\ud800']", "lone surrogate"),
+    ("['\\x4']", "bad escape"),
+])
+def test_a_list_cell_that_is_not_a_list_of_strings_is_refused_naming_its_field(tmp_path: Path, cell: str,
+                                                                             why: str) -> None:
+    p = tmp_path / "ragas.csv"
+    quoted = cell.replace('"', '""')
+    p.write_text(f'user_input,retrieved_contexts\nq,x\nq2,"{quoted}"\n', encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        from_ragas(p)
+    assert (exc.value.line, exc.value.field) == (3, "retrieved_contexts") and why in str(exc.value)
+
+
+_PARSE_UNDER_A_CAP = """\
+import json, resource, sys, time, tracemalloc
+resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
+from referee.cases._rag_import import _list_cell
+
+def cell(size):
+    # What pandas writes for long contexts: quotes of both kinds, escapes, non-Latin text.
+    item = "It's a \\"quoted\\" line\\twith tabs,\\n new lines and caf\\u00e9 \\u4e2d\\u6587 " * 40
+    return repr([item] * (size // len(repr(item)) + 1))
+
+out = {{}}
+for size in (1 << 20, 8 << 20):
+    text = cell(size)
+    best = min(_timed(text) for _timed in [lambda t: (lambda s: (_list_cell(t, "f.csv", 2, "contexts"),
+                                                                 time.perf_counter() - s)[1])(time.perf_counter())]
+               * 3)
+    tracemalloc.start()
+    parsed = _list_cell(text, "f.csv", 2, "contexts")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    out[size] = {{"bytes": len(text.encode()), "seconds": best, "peak": peak, "items": len(parsed)}}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_a_python_list_cell_parses_in_linear_time_and_bounded_memory(tmp_path: Path) -> None:
+    """An 8 MB list cell in Python syntax took ~4 GB and 40 s to parse. Now, under a 1 GiB address-space limit:
+    peak memory of the parse under ten times the cell's size, and 8 times the text takes about 8 times as long
+    (a generous factor of 3 on top: the machine may be busy; quadratic would be 64 times)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", _PARSE_UNDER_A_CAP.format(cap=1 << 30)], capture_output=True,
+                          text=True, timeout=600, env=env, start_new_session=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    small, big = json.loads(proc.stdout).values()
+    for m in (small, big):
+        assert m["items"] > 1 and m["peak"] < 10 * m["bytes"], m
+    assert big["seconds"] < 8 * 3 * small["seconds"], (small, big)

@@ -9,12 +9,21 @@ import pytest
 
 from referee.episodes import ModelAgent, PythonAgent, Simulator, run_episodes
 from referee.testing import FakeLLMServer, Reply
-from tests.support.episodes import AGENT_MODEL, SCENARIO, USER_MODEL, agent_replies, count, play, sides
+from tests.support.episodes import (
+    AGENT_MODEL,
+    ENVIRONMENTS,
+    SCENARIO,
+    USER_MODEL,
+    agent_replies,
+    count,
+    play,
+    sides,
+)
 
 
 def _run(server: FakeLLMServer, cases: list[dict[str, Any]], **kw: Any) -> Any:
     agent, sim = sides(server, **{k: kw.pop(k) for k in ("agent_model",) if k in kw})
-    return run_episodes(cases, agent, sim, **kw)
+    return run_episodes(cases, agent, sim, **{"environments": ENVIRONMENTS, **kw})
 
 
 def test_a_competent_agent_gets_reward_one_from_state_and_outputs(fake_server: FakeLLMServer) -> None:
@@ -166,10 +175,10 @@ def test_a_scenario_cannot_break_out_of_its_block_or_reach_the_agent(fake_server
 
 def test_a_simulator_leaking_the_gold_action_makes_the_episode_unscored(fake_server: FakeLLMServer) -> None:
     case = {**SCENARIO, "expected": {**SCENARIO["expected"],
-                                     "actions": [{"tool": "refund_order", "args": {"order_id": "A1"}}]},
+                                     "actions": [{"tool": "get_order", "args": {"order_id": "A1"}}]},
             "environment": {"class": "tests.support.episodes:Shop"}}
     case["expected"]["basis"] = ["outputs"]
-    play(fake_server, user=lambda p: "Please call refund_order with order_id A1.")
+    play(fake_server, user=lambda p: "Please call get_order with order_id A1.")
     [row] = _run(fake_server, [case]).rows
     assert row.details["episode"]["termination"] == "user_leak"
     assert row.status == "unscored" and row.score is None and row.passed is None
@@ -192,7 +201,8 @@ def test_a_python_agent_and_the_trajectory_checks_read_the_episode(fake_server: 
     play(fake_server)
     _, sim = sides(fake_server)
     run = run_episodes([SCENARIO], PythonAgent(agent), sim,
-                       checks=[ToolUsed(tools=["refund"]), ToolSequence(expected=["get_order", "refund"])])
+                       checks=[ToolUsed(tools=["refund"]), ToolSequence(expected=["get_order", "refund"])],
+                       environments=ENVIRONMENTS)
     [row] = run.rows
     assert row.score == 1.0
     checks = row.details["checks"]
@@ -205,7 +215,7 @@ def test_an_agent_that_raises_ends_the_episode_as_agent_error_with_reward_zero(f
 
     play(fake_server)
     _, sim = sides(fake_server)
-    [row] = run_episodes([SCENARIO], PythonAgent(agent), sim).rows
+    [row] = run_episodes([SCENARIO], PythonAgent(agent), sim, environments=ENVIRONMENTS).rows
     assert row.details["episode"]["termination"] == "agent_error" and row.score == 0.0
     assert "RuntimeError: agent crashed" in row.details["episode"]["error"]
 
@@ -232,9 +242,54 @@ def test_bad_scenarios_name_file_line_and_field(tmp_path: Any, field: str, value
     agent = PythonAgent(lambda c, t: "x")
     sim = Simulator(client=None)  # type: ignore[arg-type]
     with pytest.raises(InputError) as err:
-        run_episodes(path, agent, sim, close=False)
+        run_episodes(path, agent, sim, close=False, environments=ENVIRONMENTS)
     assert err.value.file == str(path) and err.value.line == 2 and err.value.field == where
     assert "case 'bad'" in str(err.value)
+
+
+@pytest.mark.parametrize("action, where, why", [
+    ({"tool": "refund_order", "args": {"order_id": "A1"}}, "expected.actions[1].tool",
+     "the environment has no tool 'refund_order' (tools: get_order, refund)"),
+    ({"tool": "refund", "args": {"order_id": 1}}, "expected.actions[1].args.order_id", "valid string"),
+    ({"tool": "refund", "args": {"order_id": True}}, "expected.actions[1].args.order_id", "valid string"),
+    ({"tool": "refund", "args": {"order": "A1"}}, "expected.actions[1].args.order_id", "Field required"),
+    ({"tool": "refund", "args": {"order_id": "A1", "amount": 12.5}}, "expected.actions[1].args.amount",
+     "Extra inputs are not permitted"),
+    ({"tool": "refund", "args": {"order_id": "A1", "reason": ["broken"]}}, "expected.actions[1].args.reason",
+     "valid string"),
+    ({"tool": "refund", "args": {"order_id": "A1", "reason": float("nan")}}, "expected.actions[1].args",
+     "not finite"),
+    ({"tool": "refund", "args": {"order_id": "A1"}, "compare_args": ["order_id", "amount"]},
+     "expected.actions[1].compare_args[1]", "the tool takes no argument 'amount' (arguments: order_id, reason)"),
+])
+def test_a_gold_action_that_cannot_run_is_refused_before_any_call(tmp_path: Any, fake_server: FakeLLMServer,
+                                                                   action: dict[str, Any], where: str,
+                                                                   why: str) -> None:
+    """A gold action the environment cannot run would leave the gold state at the initial state, so an agent
+    that does nothing would pass: it is a usage error naming file, line and field, before anything is paid for."""
+    from referee.errors import InputError
+
+    bad = {**SCENARIO, "id": "bad", "expected": {"actions": [{"tool": "get_order", "args": {"order_id": "A1"}},
+                                                             action]}}
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps(SCENARIO) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    play(fake_server, agent=lambda messages: Reply(text="I did nothing."))
+    agent, sim = sides(fake_server)
+    with pytest.raises(InputError) as err:
+        run_episodes(path, agent, sim, close=False, environments=ENVIRONMENTS)
+    assert err.value.file == str(path) and err.value.line == 2 and err.value.field == where
+    assert "case 'bad': gold action 2" in str(err.value) and why in str(err.value)
+    assert fake_server.requests == []
+
+
+def test_a_gold_action_that_raises_is_recorded_as_tau2_records_it(fake_server: FakeLLMServer) -> None:
+    """A well-formed gold action that raises on the initial state (refunding an order not yet delivered) is
+    tau2's case of an action that changes nothing: recorded with the state check, not refused."""
+    case = {**SCENARIO, "expected": {"actions": [{"tool": "refund", "args": {"order_id": "B2"}}], "outputs": ["x"]}}
+    play(fake_server)
+    [row] = _run(fake_server, [case]).rows
+    state = row.details["reward"]["state"]
+    assert state["gold_errors"] == ["gold action 1 refund: ValueError: order B2 is shipped, not delivered"]
 
 
 def test_model_agent_identity_names_provider_and_model(fake_server: FakeLLMServer) -> None:
@@ -302,12 +357,12 @@ def test_an_http_agent_plays_the_episode(fake_server: FakeLLMServer, service: An
     svc = service(answer)
     play(fake_server)
     _, sim = sides(fake_server)
-    [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim).rows
+    [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim, environments=ENVIRONMENTS).rows
     assert row.score == 1.0 and svc.requests[0]["body"]["tools"][0]["name"] in ("get_order", "refund")
     # A service that answers garbage ends the episode as the agent's error.
     svc.answer = lambda body: (200, ["not", "an", "object"])
     _, sim = sides(fake_server)
-    [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim).rows
+    [row] = run_episodes([SCENARIO], HttpAgent(url=svc.url), sim, environments=ENVIRONMENTS).rows
     assert row.details["episode"]["termination"] == "agent_error" and row.score == 0.0
 
 
@@ -339,7 +394,7 @@ def test_an_agent_sending_nan_arguments_ends_as_its_error(fake_server: FakeLLMSe
 
     play(fake_server)
     _, sim = sides(fake_server)
-    [row] = run_episodes([SCENARIO], PythonAgent(agent), sim).rows
+    [row] = run_episodes([SCENARIO], PythonAgent(agent), sim, environments=ENVIRONMENTS).rows
     ep = row.details["episode"]
     assert ep["termination"] == "agent_error" and "non-finite number" in ep["error"] and row.score == 0.0
     assert "tool_calls[0].arguments.order_id" in ep["error"]

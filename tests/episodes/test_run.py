@@ -11,7 +11,7 @@ import pytest
 
 from referee.episodes import PythonAgent, pass_at_k, pass_hat_k, reliability, run_episodes
 from referee.testing import FakeLLMServer, Reply
-from tests.support.episodes import AGENT_MODEL, SCENARIO, USER_MODEL, count, play, sides
+from tests.support.episodes import AGENT_MODEL, ENVIRONMENTS, SCENARIO, USER_MODEL, count, play, sides
 
 # Three customers; the agent below refunds for them on these tries (seeds) only.
 SUCCEEDS = {"ana": {0, 1, 2}, "bo": {3}, "cy": {0, 1, 2, 3}}
@@ -41,7 +41,8 @@ def _seeded_agent(conversation: list[dict[str, Any]], tools: list[dict[str, Any]
 def test_pass_hat_k_and_pass_at_k_against_hand_computed_values(fake_server: FakeLLMServer) -> None:
     play(fake_server, user=_named_user)
     _, sim = sides(fake_server)
-    run = run_episodes([_case(n) for n in SUCCEEDS], PythonAgent(_seeded_agent), sim, repeat=4)
+    run = run_episodes([_case(n) for n in SUCCEEDS], PythonAgent(_seeded_agent), sim, repeat=4,
+                       environments=ENVIRONMENTS)
     assert len(run.rows) == 12 and sorted({r.repeat for r in run.rows}) == [0, 1, 2, 3]
     got = {(r.id, r.repeat): r.passed for r in run.rows}
     assert got == {(n, s): s in SUCCEEDS[n] for n in SUCCEEDS for s in range(4)}
@@ -81,7 +82,8 @@ def test_two_agent_versions_compared_on_paired_episodes(fake_server: FakeLLMServ
     play(fake_server, user=_named_user)
     cases = [_case(n) for n in SUCCEEDS]
     _, sim = sides(fake_server)
-    run_episodes(cases, PythonAgent(_seeded_agent), sim, repeat=4, out=tmp_path / "old.jsonl")
+    run_episodes(cases, PythonAgent(_seeded_agent), sim, repeat=4, out=tmp_path / "old.jsonl",
+                 environments=ENVIRONMENTS)
 
     def worse(conversation: list[dict[str, Any]], tools: list[dict[str, Any]], seed: int) -> dict[str, Any]:
         if conversation[0]["content"].startswith("I am cy"):
@@ -89,7 +91,7 @@ def test_two_agent_versions_compared_on_paired_episodes(fake_server: FakeLLMServ
         return _seeded_agent(conversation, tools, seed)
 
     _, sim = sides(fake_server)
-    run_episodes(cases, PythonAgent(worse), sim, repeat=4, out=tmp_path / "new.jsonl")
+    run_episodes(cases, PythonAgent(worse), sim, repeat=4, out=tmp_path / "new.jsonl", environments=ENVIRONMENTS)
     s = summarize(tmp_path / "new.jsonl", baseline=tmp_path / "old.jsonl")
     assert s.comparison is not None and s.comparison.shared == 3
     assert [c.id for c in s.comparison.regressions] == ["cy"]
@@ -117,12 +119,12 @@ def test_an_unchanged_rerun_makes_zero_calls_and_a_changed_agent_repays_from_its
     case = {**SCENARIO, "expected": {"outputs": ["12.50"]}}
     play(fake_server, user=_three_turn_user, agent=_talker("Yes, it is refundable."))
     agent, sim = sides(fake_server, system="v1")
-    first = run_episodes([case], agent, sim).rows[0]
+    first = run_episodes([case], agent, sim, environments=ENVIRONMENTS).rows[0]
     assert first.score == 1.0 and (count(fake_server, USER_MODEL), count(fake_server, AGENT_MODEL)) == (3, 2)
     fake_server.requests.clear()
 
     agent, sim = sides(fake_server, system="v1")
-    again = run_episodes([case], agent, sim).rows[0]
+    again = run_episodes([case], agent, sim, environments=ENVIRONMENTS).rows[0]
     assert fake_server.requests == []  # zero calls: every turn replayed from the cache
     assert again.details["episode"]["messages"] == first.details["episode"]["messages"]
     assert again.usage is not None and again.usage.calls == 0 and again.usage.cached_calls == 5
@@ -131,7 +133,7 @@ def test_an_unchanged_rerun_makes_zero_calls_and_a_changed_agent_repays_from_its
     # read the same conversation as before and replay; only the turn after its first different reply is paid.
     play(fake_server, user=_three_turn_user, agent=_talker("No, sorry."))
     agent, sim = sides(fake_server, system="v2")
-    changed = run_episodes([case], agent, sim).rows[0]
+    changed = run_episodes([case], agent, sim, environments=ENVIRONMENTS).rows[0]
     assert count(fake_server, AGENT_MODEL) == 2 and count(fake_server, USER_MODEL) == 1
     assert changed.details["episode"]["messages"][3]["content"] == "No, sorry."
 
@@ -140,7 +142,7 @@ def test_each_try_has_its_own_user_and_agent_samples(fake_server: FakeLLMServer)
     # Two tries of one case, run at once: neither may be served the other's replies from the cache.
     play(fake_server)
     agent, sim = sides(fake_server)
-    run = run_episodes([SCENARIO], agent, sim, repeat=2, seed=7, concurrency=2)
+    run = run_episodes([SCENARIO], agent, sim, repeat=2, seed=7, concurrency=2, environments=ENVIRONMENTS)
     assert [r.passed for r in run.rows] == [True, True]
     seeds = sorted({(r.body["model"], r.body.get("seed")) for r in fake_server.requests})
     assert seeds == [(AGENT_MODEL, 7), (AGENT_MODEL, 8), (USER_MODEL, 7), (USER_MODEL, 8)]

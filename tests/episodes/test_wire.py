@@ -11,7 +11,7 @@ import pytest
 from referee.episodes import model_agent, run_episodes, simulator
 from referee.testing import FakeLLMServer, Reply
 from referee.testing._wire import WireRequest
-from tests.support.episodes import SCENARIO, USER_MODEL, user_replies
+from tests.support.episodes import ENVIRONMENTS, SCENARIO, USER_MODEL, user_replies
 
 
 def _tool_results(req: WireRequest) -> list[Any]:
@@ -48,7 +48,7 @@ def test_an_agent_model_on_each_wire_format_plays_the_episode(fake_server: FakeL
     base = fake_server.openai_base_url if provider == "openai" else fake_server.url
     agent = model_agent(provider, "agent-m", base_url=base, system="Help customers.")
     sim = simulator("openai", USER_MODEL, base_url=fake_server.openai_base_url)
-    [row] = run_episodes([SCENARIO], agent, sim).rows
+    [row] = run_episodes([SCENARIO], agent, sim, environments=ENVIRONMENTS).rows
     assert row.details["episode"]["termination"] == "user_stop" and row.score == 1.0
     agent_reqs = [r for r in fake_server.requests if r.format == provider and r.body.get("model") != USER_MODEL]
     assert len(agent_reqs) == 3

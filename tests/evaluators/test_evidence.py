@@ -121,3 +121,21 @@ def test_strict_ellipsis_tries_every_place_of_the_first_fragment() -> None:
 def test_strict_fragments_tolerate_a_typo_like_the_lenient_matcher() -> None:
     c = EvidenceChecker({"p": POLICY}, strict=True)
     assert c.check("Refunds for card payments arive ... 5 business days").found
+
+
+def test_the_vectorised_normalisation_is_the_character_by_character_one() -> None:
+    """Long texts are normalised over arrays of code points (a 1.9 MB chunk once, quickly); the result and the
+    map back to the source are exactly those of going character by character, on text full of what changes:
+    quote marks, dashes, ligatures and ellipses that expand, whitespace of every kind, case, astral characters."""
+    import random
+
+    from referee.evaluators._evidence import _normalise_chars, normalise_with_map
+
+    rng = random.Random(34)
+    alphabet = ("aB c'\"`\n\t\u00a0\u2014\u00e9\u00df\ufb01\u00a8 \u2019x1.,Z\u00c5\u3000\u2026\u1680"
+                "\U0001F600\u0345")
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(512, 2000)))
+        norm, idx = normalise_with_map(text)
+        assert (norm, [int(i) for i in idx]) == _normalise_chars(text)
+    assert normalise_with_map(" " * 600) == ("", [])

@@ -38,3 +38,21 @@ def test_the_report_shows_an_image_output_inline_and_a_remote_one_as_a_link(tmp_
     assert ('Remote image (not loaded): <a href="https://example.com/x.png?a=1&amp;b=&#34;2&#34;" '
             'rel="noopener noreferrer">') in html
     assert "[[image:" not in html  # no marker leaks into the page
+
+
+def test_an_image_named_by_many_parts_and_rows_is_embedded_once_in_the_report(tmp_path: Path) -> None:
+    """One file named by 20 parts of each of 3 cases, and a case judged twice: the page embeds the image once and
+    names it elsewhere (a copy per part and per row was 60+ copies of the image in the page)."""
+    data = png(7, 7, rgb=(1, 2, 3))
+    (tmp_path / "big.png").write_bytes(data)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"id": f"c{i}", "input": [{"type": "image", "path": "big.png"}] * 20,
+                                         "output": "ok"}) + "\n" for i in range(3)))
+    res = tmp_path / "r.jsonl"
+    res.write_text("".join(json.dumps({"id": i, "score": 0.5}) + "\n" for i in ("c0", "c1", "c2", "c0")))
+    out = tmp_path / "r.html"
+    assert cli(["report", str(res), "--html", str(out), "--cases", str(cases)]) == 0
+    html = out.read_text()
+    b64 = base64.b64encode(data).decode()
+    assert html.count(b64) == 1
+    assert html.count("the same image as shown above") == 4 * 20 - 1

@@ -192,3 +192,18 @@ def test_sigterm_leaves_the_manifest_interrupted_and_keeps_rows(tmp_path: Path) 
     rows = read_results(tmp_path / "r.jsonl", strict=True).rows
     assert 1 <= len(rows) < 30 and all(r.status == "scored" for r in rows)
     assert not (tmp_path / "r.jsonl.lock").exists()
+
+
+def test_whatever_a_command_puts_in_a_manifests_extra_is_written_without_url_credentials(tmp_path: Path) -> None:
+    """Every copy of a manifest (the file beside the results, the run-history store) masks a URL's user info,
+    secret query values and key-shaped tokens anywhere in ``extra``, filled after construction or not."""
+    from referee.results._manifest import RunManifest
+    from referee.store._recorder import manifest_bytes
+
+    m = RunManifest(kind="episodes", extra={"agent": {"url": "http://me:Pa55-Very-Secret@h/a?token=T0k-Secret-9"}})
+    m.extra["later"] = ["https://x:p@ss-Secret-7@h2/", {"key": "sk-live-ABCDEFGHIJKLMNOP"}]
+    m.write(tmp_path / "r.jsonl")
+    for written in ((tmp_path / "r.manifest.json").read_bytes(), manifest_bytes(m)):
+        for secret in (b"Pa55-Very-Secret", b"T0k-Secret-9", b"ss-Secret-7", b"ABCDEFGHIJKLMNOP"):
+            assert secret not in written
+        assert b"h2/" in written and b"/a?token=***" in written

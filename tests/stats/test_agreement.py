@@ -76,3 +76,36 @@ def test_agreement_continuous_has_no_kappa() -> None:
     a = agreement([0.1, 0.5, 0.9], [0.2, 0.4, 1.0], categorical=False, ordinal=False, n_boot=100)
     assert a.kappa is None and a.confusion is None
     assert a.spearman.estimate == pytest.approx(1.0)
+
+
+def test_alpha_interval_in_closed_form_equals_the_krippendorff_package() -> None:
+    import krippendorff
+    import numpy as np
+
+    from referee.stats._agreement import alpha_interval, alpha_interval_rows
+
+    rng = np.random.default_rng(3)
+    for n in (5, 30, 200):
+        x = rng.integers(1, 6, size=n).astype(float)
+        y = np.clip(x + rng.integers(-1, 2, size=n), 1, 5)
+        ref = krippendorff.alpha(reliability_data=np.vstack([x, y]), level_of_measurement="interval")
+        assert alpha_interval(x, y) == pytest.approx(ref, abs=1e-9)
+        rows = alpha_interval_rows(np.vstack([x, y]), np.vstack([y, x]))
+        assert rows == pytest.approx([ref, ref], abs=1e-9)
+    assert math.isnan(alpha_interval([2.0, 2.0], [2.0, 2.0]))
+
+
+def test_kappa_rows_equals_kappa_from_each_matrix() -> None:
+    import numpy as np
+
+    from referee.stats._agreement import confusion_matrix, kappa_from_matrix, kappa_rows
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 4, size=(6, 25))
+    y = np.where(rng.random((6, 25)) < 0.6, x, rng.integers(0, 4, size=(6, 25)))
+    for w in (None, "quadratic"):
+        got = kappa_rows(x, y, 4, w)
+        want = [kappa_from_matrix(confusion_matrix(a.tolist(), b.tolist(), [0, 1, 2, 3]), w)
+                for a, b in zip(x, y, strict=True)]
+        assert got == pytest.approx(want)
+    assert math.isnan(kappa_rows(np.zeros((1, 5), int), np.zeros((1, 5), int), 2)[0])

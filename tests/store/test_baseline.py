@@ -154,3 +154,20 @@ def test_a_suites_gates_baseline_may_name_a_run(repo: Path, store_url: str, caps
     # the gates' baseline is part of the suite, not of its identity: the earlier run matches
     assert code == 0, err
     assert f"baseline: run {first[:12]}" in err
+
+
+def test_a_targets_run_never_takes_another_target_of_the_same_run_as_its_baseline(
+        repo: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # Targets are what is compared, never part of a run's identity: both targets' runs match `last`. The other
+    # target of the same invocation finished first, but a baseline comes from the history before this run.
+    (repo / "agents.py").write_text("def good(case):\n    return 'yes'\n\ndef bad(case):\n    return 'no'\n")
+    (repo / "suite.yaml").write_text("name: demo\ncases: cases.jsonl\ntargets:\n  - id: good\n    python: agents:good\n"
+                                     "  - id: bad\n    python: agents:bad\nevaluators:\n  - contains: {value: 'yes'}\n")
+    assert _run(capsys, store_url, out="out1")[0] in (0, 1)
+    with open_store(store_url) as st:
+        before = {r.id for r in st.list_runs()}
+    assert len(before) == 2
+    _, err = _run(capsys, store_url, "--baseline", "last", out="out2")
+    chosen = [line.split("baseline: run ", 1)[1][:12] for line in err.splitlines() if "baseline: run " in line]
+    assert len(chosen) == 2, err
+    assert all(any(r.startswith(c) for r in before) for c in chosen), (chosen, before)

@@ -257,6 +257,32 @@ def test_migrations_raced_by_eight_processes_on_a_fresh_store(store_url: str, tm
         assert current_revision(st.engine) == SCHEMA_REVISION and st.count_runs() == 0
 
 
+def test_migrations_raced_by_threads_of_one_process_on_a_fresh_store(store_url: str) -> None:
+    # A targets run records each target from a thread of its own: on a fresh store they all migrate at once, and
+    # Alembic's module-level state must not mix them up (it lost a run in two, or all, before).
+    from referee.store import SCHEMA_REVISION
+    from referee.store._engine import current_revision
+
+    errors: list[BaseException] = []
+    go = threading.Barrier(6)
+
+    def open_one() -> None:
+        try:
+            go.wait(timeout=60)
+            open_store(store_url).close()
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors, errors
+    with open_store(store_url) as st:
+        assert current_revision(st.engine) == SCHEMA_REVISION and st.count_runs() == 0
+
+
 @pytest.mark.slow
 def test_kill_9_then_resume_completes_the_same_run(store_url: str, tmp_path: Path) -> None:
     script = tmp_path / "slow.py"

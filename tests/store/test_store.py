@@ -24,8 +24,8 @@ def _begin(store: Store, run_id: str, *, suite: str = "s", tags: tuple[str, ...]
            started: str = "2026-01-01T00:00:00+00:00", branch: str | None = "main",
            commit: str | None = "a" * 40) -> RunManifest:
     m = RunManifest(kind="suite", run_id=run_id, created_at=started, extra={"suite": {"name": suite}})
-    store.begin_run(run_values(m, results_path="r.jsonl", git={"commit": commit, "branch": branch, "dirty": False}),
-                    tags=tags)
+    values = run_values(m, results_path="r.jsonl", git={"commit": commit, "branch": branch, "dirty": False})
+    store.begin_run({**values, "started_at": started}, tags=tags)
     return m
 
 
@@ -147,3 +147,25 @@ def test_the_planned_tables_exist_empty(store: Store) -> None:
 
     names = set(inspect(store.engine).get_table_names())
     assert {"traces", "spans", "trace_scores", "alignments", "labels", "generated_cases"} <= names
+
+
+def test_generated_cases_are_recorded_per_generation_run(store: Store) -> None:
+    records = [{"case_id": "synth-00001", "gate": "kept", "source": "Refunds take 14 days.",
+                "body": '{"id": "synth-00001", "input": "How long?"}'},
+               {"case_id": "synth-00002", "gate": "duplicate", "source": "Refunds take 14 days.",
+                "body": '{"id": "synth-00002"}'},
+               *({"case_id": name, "gate": "critic", "source": None, "body": name} for name in HOSTILE)]
+    store.add_generated_cases("g" * 32, records)
+    store.add_generated_cases("h" * 32, records[:1])
+    got = store.generated_cases("g" * 32)
+    assert [(g["case_id"], g["gate"], g["source"], g["body"]) for g in got] == sorted(
+        ((r["case_id"], r["gate"], r["source"], r["body"]) for r in records), key=lambda t: t[0])
+    assert len(store.generated_cases()) == len(records) + 1
+    # Recorded again under the same run: replaced, not doubled; the shared source text is stored once.
+    store.add_generated_cases("g" * 32, [{**records[0], "gate": "critic"}])
+    again = store.generated_cases("g" * 32)
+    assert len(again) == len(records) and again[0]["gate"] == "critic"
+    with store.engine.connect() as conn:
+        n = conn.execute(select(func.count()).select_from(schema.texts)
+                         .where(schema.texts.c.data.is_not(None))).scalar()
+    assert n is not None and n <= len(records) + 1

@@ -80,6 +80,9 @@ class Unhashable(Shop):
         self.state["tags"] = {"a", "b"}  # a set: not JSON
 
 
+ENVIRONMENTS = ["tests.support.episodes"]
+"""The environment code the test scenarios may name (a scenario file names code only from such a list)."""
+
 SCENARIO: dict[str, Any] = {
     "id": "refund-a1",
     "user": {"persona": "A terse customer.", "instructions": "Get a refund for order A1, which arrived broken.",

@@ -63,3 +63,31 @@ def test_hostile_inputs_stay_arguments(tmp_path: Path) -> None:
                                               "TARGETS": "v1; touch pwned", "ARGS": ""})
     assert outputs["exit-code"] == "2" and "unknown target id(s) v1; touch pwned" in log
     assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash")
+def test_the_run_step_merges_a_saved_history_tags_the_run_and_gates_against_a_stored_baseline(
+        tmp_path: Path) -> None:
+    import json
+
+    _suite(tmp_path, "agent_action3")
+    main_store, pr_store = tmp_path / "main-cache" / "history.sqlite", tmp_path / "pr" / "history.sqlite"
+    main_store.parent.mkdir()
+    pr_store.parent.mkdir()
+    base = {"SUITE": "suite.yaml", "TARGETS": "", "ARGS": ""}
+    code, outputs, log = _run_step(tmp_path, {**base, "OUT": "main-results", "STORE_INPUT": str(main_store),
+                                              "TAGS": "ci,main"})
+    assert code == 0 and outputs["exit-code"] in ("0", "1"), log
+    # The pull request's job: main's saved history merged (a missing file skipped), the run gated against it.
+    code, outputs, log = _run_step(tmp_path, {**base, "OUT": "pr-results", "STORE_INPUT": str(pr_store),
+                                              "IMPORT_HISTORY": f"{main_store} {tmp_path / 'absent.sqlite'}",
+                                              "BASELINE": "last", "TAGS": "ci"})
+    assert outputs["exit-code"] in ("0", "1"), log
+    assert "baseline: run " in log
+    listed = subprocess.run([sys.executable, "-m", "referee", "runs", "list", "--store", str(pr_store), "--json"],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "REFEREE_STORE": str(pr_store)})
+    assert listed.returncode == 0, listed.stderr
+    runs = json.loads(listed.stdout)
+    # One run per target: main's two, merged, and the pull request's two.
+    assert sorted(sorted(r["tags"]) for r in runs) == [["ci"], ["ci"], ["ci", "main"], ["ci", "main"]]

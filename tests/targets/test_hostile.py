@@ -198,3 +198,37 @@ def test_an_endless_target_reply_under_a_memory_cap_is_an_error_row(tmp_path: Pa
     assert done.returncode == 1, done.stderr[-2000:]
     rows = [json.loads(line) for line in (tmp_path / "out" / "app.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(f"reply larger than {32 * 1024 * 1024} bytes" in r["error"] for r in rows)
+
+
+def test_a_service_echoing_the_basic_header_built_from_its_url_never_puts_it_in_results(
+        tmp_path: Path, service: Any) -> None:
+    """``http://user:password@host``: the client sends ``Authorization: Basic base64(user:password)``; a service
+    that echoes it (or the password, whose ``@`` must not cut the mask short) has it masked."""
+    import base64
+
+    password = "p@ss-Very-Secret-77"
+    basic = base64.b64encode(f"me:{password}".encode()).decode()
+
+    def echo(_body: Any) -> tuple[int, Any]:
+        return 401, {"error": f"refused {srv.requests[-1]['headers'].get('Authorization')} ({password})"}
+
+    srv = service(echo)
+    host = srv.url.split("://", 1)[1]
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASES[0]) + "\n", encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text(f"""\
+cases: cases.jsonl
+targets:
+  - id: app
+    http: {{url: "http://me:{password.replace('@', '%40')}@{host}/chat", body: {{m: "{{input}}"}}, max_retries: 0}}
+  - id: cli
+    exec: ["python", "-c", "print('hi')", "http://me:{password}@example.invalid/x?api_key=K3y-Very-Secret-9"]
+evaluators: [is_json]
+""", encoding="utf-8")
+    assert cli(["run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "out")]) == 1
+    assert srv.requests[0]["headers"]["Authorization"] == f"Basic {basic}"
+    assert "HTTP 401" in (tmp_path / "out" / "app.jsonl").read_text()
+    assert "example.invalid" in (tmp_path / "out" / "cli.jsonl").read_text()  # the command is recorded, masked
+    for f in (tmp_path / "out").iterdir():
+        text = f.read_text()
+        for secret in (basic, password, "Very-Secret"):
+            assert secret not in text, (f.name, secret)

@@ -12,7 +12,7 @@ import pytest
 from referee.episodes import run_episodes
 from referee.testing import FakeLLMServer, Reply
 from tests.support import browser
-from tests.support.episodes import SCENARIO, agent_replies, play, sides
+from tests.support.episodes import ENVIRONMENTS, SCENARIO, agent_replies, play, sides
 from tests.view.conftest import XSS, serve
 
 pytestmark = [pytest.mark.chromium]
@@ -44,7 +44,7 @@ def test_the_case_page_shows_the_episode_and_its_tries(driver: Any, fake_server:
          user=lambda p: ("Thanks. ###STOP###" if "Agent: " in p else "Refund A1 please " + XSS[1]))
     a, s = sides(fake_server)
     out = tmp_path / "episodes.jsonl"
-    run_episodes([SCENARIO], a, s, repeat=2, out=out)
+    run_episodes([SCENARIO], a, s, repeat=2, out=out, environments=ENVIRONMENTS)
     served = serve([out], [])
     try:
         d = driver

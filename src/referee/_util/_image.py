@@ -6,7 +6,8 @@ the normalised JSON form a case keeps (:meth:`Image.part`), and the markers a pr
 (:func:`marker`, :func:`split`). Paths are resolved where cases are loaded (``cases/_media.py``), never here.
 
 Limits (environment): ``REFEREE_MAX_IMAGE_BYTES`` (one image, default 20 MiB, OpenAI's and Gemini's inline
-limit) and ``REFEREE_MAX_IMAGES_PER_CASE`` (default 20).
+limit), ``REFEREE_MAX_IMAGES_PER_CASE`` (default 20) and ``REFEREE_MAX_RUN_IMAGE_BYTES`` (the distinct images one
+load of cases may hold, default 1 GiB: each is held once, however many parts name it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """The formats every wire format referee speaks takes inline (OpenAI, Anthropic, Gemini, Bedrock Converse)."""
 DEFAULT_MAX_IMAGE_BYTES = 20 * 1024 * 1024
 DEFAULT_MAX_IMAGES = 20
+DEFAULT_MAX_RUN_IMAGE_BYTES = 1024 * 1024 * 1024
 _FORMAT_OF = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
 _ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
 
@@ -54,6 +56,11 @@ def _env_int(name: str, default: int) -> int:
 def max_image_bytes() -> int:
     """The size limit of one image (``REFEREE_MAX_IMAGE_BYTES``)."""
     return _env_int("REFEREE_MAX_IMAGE_BYTES", DEFAULT_MAX_IMAGE_BYTES)
+
+
+def max_run_image_bytes() -> int:
+    """The bytes of distinct images one load of cases may hold (``REFEREE_MAX_RUN_IMAGE_BYTES``)."""
+    return _env_int("REFEREE_MAX_RUN_IMAGE_BYTES", DEFAULT_MAX_RUN_IMAGE_BYTES)
 
 
 def max_images() -> int:
@@ -324,9 +331,12 @@ def images_in(*texts: str) -> tuple[Image, ...]:
 
 
 def split(text: str, images: tuple[Image, ...]) -> list[str | Image]:
-    """``text`` cut at its markers: text pieces and the images in their places (empty pieces dropped)."""
+    """``text`` cut at its markers: text pieces and the images in their places (empty pieces dropped). An image
+    is sent once, where it first stands; a later marker of the same image is a line of text saying so (a case
+    naming one 19 MB image 20 times is one image in the request, not 20)."""
     by_sha = {i.sha256: i for i in images}
     out: list[str | Image] = []
+    placed: set[str] = set()
     pos = 0
     for m in _MARKER.finditer(text):
         img = by_sha.get(m.group(1))
@@ -334,7 +344,11 @@ def split(text: str, images: tuple[Image, ...]) -> list[str | Image]:
             continue
         if m.start() > pos:
             out.append(text[pos:m.start()])
-        out.append(img)
+        if img.sha256 in placed:
+            out.append(f"[{img.label}: the same image as above]")
+        else:
+            placed.add(img.sha256)
+            out.append(img)
         pos = m.end()
     if pos < len(text):
         out.append(text[pos:])
@@ -361,18 +375,27 @@ def strip_markers(text: str) -> str:
 
 def with_markers(value: Any) -> Any:
     """``value`` with each image part replaced by its marker (a string), for JSON renderings of case values."""
-    return _with_markers(value)
+    return _with_markers(value, {})
 
 
-def _with_markers(value: Any, depth: int = 0) -> Any:
+def _with_markers(value: Any, seen: dict[int, tuple[Any, Any, str]], depth: int = 0) -> Any:
+    """``seen``: id of a part's base64 text -> (that text, its declared type, its marker), for this one value: parts sharing one
+    text (a loaded case's repeated image) are decoded and checked once, not once per part."""
     if isinstance(value, dict):
         if value.get("type") == "image":
-            return marker(image_of(value))
+            data, declared = value.get("data"), value.get("media_type")
+            hit = seen.get(id(data)) if isinstance(data, str) else None
+            if hit is not None and hit[0] is data and hit[1] == declared:
+                return hit[2]
+            mark = marker(image_of(value))  # the marker names the content only (its SHA-256), not the part's name
+            if isinstance(data, str):
+                seen[id(data)] = (data, declared, mark)
+            return mark
         if value.get("type") == "text" and isinstance(value.get("text"), str) and len(value) == 2:
             return value["text"]
-        return {k: _with_markers(v, depth + 1) for k, v in value.items()}
+        return {k: _with_markers(v, seen, depth + 1) for k, v in value.items()}
     if isinstance(value, list) and depth < 64:
-        return [_with_markers(v, depth + 1) for v in value]
+        return [_with_markers(v, seen, depth + 1) for v in value]
     return value
 
 
@@ -382,7 +405,7 @@ def prompt_text(value: Any, dumps: Callable[[Any], str] = lambda v: json.dumps(v
     value with the images' markers in place of the parts."""
     if isinstance(value, str):
         return value
-    swapped = _with_markers(value)
+    swapped = _with_markers(value, {})
     if isinstance(swapped, str):
         return swapped
     if isinstance(swapped, list) and all(isinstance(v, str) for v in swapped) and isinstance(value, list) \

@@ -21,7 +21,8 @@ _KEYLIKE_RE = re.compile(
     r"\b(?:sk-(?:ant-)?[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|gsk_[A-Za-z0-9]{16,}|xai-[A-Za-z0-9]{16,}"
     r"|hf_[A-Za-z0-9]{16,}|(?:ghp|gho|ghs|github_pat)_[A-Za-z0-9_]{16,})"
 )
-_URL_USERINFO_RE = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<userinfo>[^/@\s]+)@")
+# Up to the authority's last "@" (a password may hold one), never past the path, query or whitespace.
+_URL_USERINFO_RE = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<userinfo>[^/?#\s]+)@")
 _SECRET_NAME_RE = re.compile(r"(key|token(?!s)|secret|password|passwd|credential|authorization)", re.IGNORECASE)
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _QUERY_SECRET_RE = re.compile(
@@ -79,6 +80,34 @@ def redact_url(url: str) -> str:
         pairs = parse_qsl(query, keep_blank_values=True)
         query = urlencode([(k, MASK if _SECRET_NAME_RE.search(k) else v) for k, v in pairs], safe="*")
     return redact_text(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials a URL carries, as exact values to mask in what a server sends back: the user info
+    (``user:password``, the password alone, and the ``Basic`` header value an HTTP client builds from them) and
+    the values of secret-named query parameters. An endpoint that echoes its request in an error shows them."""
+    import base64
+    from urllib.parse import unquote
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    out: list[str] = []
+    if parts.password is not None or parts.username:
+        for user, password in {(parts.username or "", parts.password or ""),
+                               (unquote(parts.username or ""), unquote(parts.password or ""))}:
+            pair = f"{user}:{password}"
+            out += [pair, password]
+            for encoding in ("latin-1", "utf-8"):  # aiohttp encodes latin-1; others utf-8
+                try:
+                    out.append(base64.b64encode(pair.encode(encoding)).decode("ascii"))
+                except UnicodeEncodeError:
+                    pass
+    if parts.query:
+        out += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                if v and (_SECRET_NAME_RE.search(k) or _QUERY_SECRET_RE.search(f"?{k}={v}"))]
+    return sorted({v for v in out if len(v) >= 4}, key=len, reverse=True)
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:

@@ -49,6 +49,21 @@ class Labels:
     """Malformed lines that were skipped, each naming file and line (as ``referee score`` and the seed do)."""
     passed: dict[str, bool] = field(default_factory=dict)
     """id -> the row's own pass/fail verdict, where it has one (every row of the id agreeing)."""
+    repeated: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    """id -> (line, value) of each of its rows, for the ids given more than once (their values are averaged)."""
+
+    def repeat_warning(self, what: str, shown: int = 5) -> str | None:
+        """One line saying which ids were given more than once and what was done (their mean used), or None."""
+        if not self.repeated:
+            return None
+        parts = []
+        for cid, rows in list(self.repeated.items())[:shown]:
+            lines = ", ".join(str(n) for n, _ in rows)
+            values = ", ".join(f"{v:g}" for _, v in rows)
+            parts.append(f"'{cid}' (lines {lines}: {values} -> {sum(v for _, v in rows) / len(rows):g})")
+        more = f", and {len(self.repeated) - shown} more" if len(self.repeated) > shown else ""
+        return (f"{len(self.repeated)} id(s) with more than one {what} in {self.path}; each is given the mean of "
+                f"its values: {', '.join(parts)}{more}")
 
     @property
     def levels(self) -> list[float]:
@@ -73,6 +88,7 @@ def read_labels(path: str | Path, *, field_name: str | None = None,
     p = Path(path)
     out = Labels(path=str(p))
     sums: dict[str, list[float]] = {}
+    lines: dict[str, list[int]] = {}
     verdicts: dict[str, set[bool]] = {}
 
     def bad(err: InputError) -> None:
@@ -110,6 +126,7 @@ def read_labels(path: str | Path, *, field_name: str | None = None,
             raise InputError(f"{v:g} is outside the scale {scale[0]:g}-{scale[1]:g}", file=str(p),
                              line=lineno, field=key)
         sums.setdefault(cid, []).append(v)
+        lines.setdefault(cid, []).append(lineno)
         verdict = obj.get("passed")
         if isinstance(verdict, bool):
             verdicts.setdefault(cid, set()).add(verdict)
@@ -118,6 +135,7 @@ def read_labels(path: str | Path, *, field_name: str | None = None,
         mean = sum(vs) / len(vs)
         if len(vs) > 1:
             out.repeats += 1
+            out.repeated[cid] = list(zip(lines[cid], vs, strict=True))
         if not mean.is_integer():
             out.integer = False  # a fractional or averaged label is no longer a category
         out.values[cid] = mean if scale is None else (mean - scale[0]) / (scale[1] - scale[0])

@@ -20,7 +20,7 @@ from .._util import _data
 from .._util._image import sniff
 from ..errors import InputError, MissingExtraError, UserError
 from ._contexts import Chunk, check_contexts, chunks_of
-from ._media import resolve_media
+from ._media import media_store, resolve_media
 
 _INF = float("inf")
 NESTED_FIELDS = ("turns", "trajectory", "metadata", "expect", "messages", "contexts")
@@ -91,6 +91,8 @@ class CaseSet:
     cases: list[Case] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """Lines left out when loaded with ``skip_bad_lines`` (each ``file:line: why``)."""
+    warnings: list[str] = field(default_factory=list)
+    """What was read in a way worth saying (``file:line: what was done``): a record giving one field twice."""
 
     @property
     def ids(self) -> list[str]:
@@ -151,6 +153,12 @@ def load_cases(path: str | Path, *, skip_bad_lines: bool = False) -> CaseSet:
     (``--skip-invalid``): a JSONL line that cannot be decoded or is not a valid case is left out instead, its
     problem in :attr:`CaseSet.problems`.
     """
+    # One image store for every case loaded here: an image named by many parts is held once.
+    with media_store():
+        return _load_cases_unshared(path, skip_bad_lines=skip_bad_lines)
+
+
+def _load_cases_unshared(path: str | Path, *, skip_bad_lines: bool = False) -> CaseSet:
     p = Path(path)
     sp = str(p)
     if not p.exists():
@@ -512,6 +520,12 @@ def cases_from(source: CasesLike, *, name: str = "<cases>", skip_bad_lines: bool
 
 
 def _from_records(items: Sequence[Any], name: str) -> CaseSet:
+    # One image store for every case loaded here: an image named by many parts is held once.
+    with media_store():
+        return _from_records_unshared(items, name)
+
+
+def _from_records_unshared(items: Sequence[Any], name: str) -> CaseSet:
     cases: list[Case] = []
     for i, obj in enumerate(items):
         if isinstance(obj, Case):

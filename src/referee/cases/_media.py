@@ -10,7 +10,13 @@
   become image parts.
 
 The bytes decide the format (a lying media type is refused), and the limits of :mod:`referee._util._image`
-apply (size of one image, images per case).
+apply (size of one image, images per case, distinct image bytes per load).
+
+Images are content-addressed: one :class:`MediaStore` per load of cases (a file, a suite, a list given in Python)
+holds each distinct image once, and every part naming it shares that one base64 text. A file named by many parts
+is read once (while it is unchanged). Without it a 50 kB cases file naming one 19 MB image 1,200 times would
+hold 1,200 copies (~32 GB); the store holds one, and its bound (``REFEREE_MAX_RUN_IMAGE_BYTES``) caps the
+distinct ones.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import hashlib
 import io
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +36,63 @@ from ..errors import InputError
 _SKIP = frozenset({"id", "metadata"})
 
 
+class MediaStore:
+    """The distinct images of one load of cases, by SHA-256: each held once as its normalised part (base64
+    text shared by every part naming it), their raw bytes bounded by ``REFEREE_MAX_RUN_IMAGE_BYTES``."""
+
+    def __init__(self) -> None:
+        self.limit: int | None = None
+        self.parts: dict[str, dict[str, Any]] = {}
+        self.files: dict[tuple[str, int, int, int, int], str] = {}
+        self.total = 0
+
+    def add(self, img: _image.Image) -> dict[str, Any]:
+        """The shared part of ``img`` (without a name); a new image over the bound is refused."""
+        held = self.parts.get(img.sha256)
+        if held is not None:
+            return held
+        if self.limit is None:
+            self.limit = _image.max_run_image_bytes()
+        size = len(img.data or b"")
+        if self.total + size > self.limit:
+            raise _image.ImageError(
+                f"the distinct images of these cases pass {self.limit:,} bytes (REFEREE_MAX_RUN_IMAGE_BYTES; "
+                f"{self.total:,} bytes held before this {size:,}-byte image)")
+        self.total += size
+        part = img.part()
+        part.pop("name", None)
+        self.parts[img.sha256] = part
+        return part
+
+    def part(self, img: _image.Image) -> dict[str, Any]:
+        shared = self.add(img)
+        return {**shared, "name": img.name} if img.name else dict(shared)
+
+
+_STORE: ContextVar[MediaStore | None] = ContextVar("referee_media_store", default=None)
+
+
+@contextmanager
+def media_store() -> Iterator[MediaStore]:
+    """The image store every case checked inside shares (the one already open, when there is one)."""
+    store = _STORE.get()
+    if store is not None:
+        yield store
+        return
+    store = MediaStore()
+    token = _STORE.set(store)
+    try:
+        yield store
+    finally:
+        _STORE.reset(token)
+
+
 class _Walk:
     def __init__(self, source: str, line: int | None, case_id: str) -> None:
         self.source, self.line, self.case_id = source, line, case_id
         self.count = 0
         self.limit: int | None = None
+        self.store = _STORE.get() or MediaStore()
 
     def fail(self, where: str, why: str) -> InputError:
         return InputError(f"case '{self.case_id}': {why}", file=self.source, line=self.line, field=where)
@@ -47,10 +107,10 @@ class _Walk:
         if self.count > self.limit:
             raise self.fail(where, f"more than {self.limit} images in one case (REFEREE_MAX_IMAGES_PER_CASE)")
         try:
-            img: _image.Image = make()
+            made: _image.Image | dict[str, Any] = make()
+            return made if isinstance(made, dict) else self.store.part(made)
         except _image.ImageError as exc:
             raise self.fail(where, f"image refused: {exc}") from None
-        return img.part()
 
     def value(self, value: Any, where: str, depth: int = 0) -> Any:
         if isinstance(value, str | int | float | bool) or value is None:
@@ -76,7 +136,7 @@ class _Walk:
             return self.image(where, lambda: _image.from_bytes(_pil_png(value), name=""))
         return value
 
-    def part(self, part: dict[str, Any]) -> _image.Image:
+    def part(self, part: dict[str, Any]) -> _image.Image | dict[str, Any]:
         if "path" not in part:
             return _image.image_of(part)
         if sum(k in part for k in ("data", "url", "path")) != 1:
@@ -85,10 +145,21 @@ class _Walk:
         if not isinstance(raw_path, str) or not raw_path:
             raise _image.ImageError("'path' must be a non-empty string")
         file = self.resolve(raw_path)
-        data = _read_bounded(file)
         declared = part.get("media_type")
-        return _image.from_bytes(data, declared=declared if isinstance(declared, str) else None,
-                                 name=str(part.get("name") or raw_path))
+        want = _image.normal_media_type(declared if isinstance(declared, str) else None)
+        name = str(part.get("name") or raw_path)
+        st = file.stat()
+        key = (str(file), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        sha = self.store.files.get(key)
+        if sha is not None:  # read, checked and held already: the same file unchanged is not read again
+            shared = self.store.parts[sha]
+            if want is not None and want != shared["media_type"]:
+                raise _image.ImageError(f"declared as {want} but its bytes are {shared['media_type']}")
+            return {**shared, "name": name}
+        img = _image.from_bytes(_read_bounded(file), declared=want, name=name)
+        out = self.store.part(img)
+        self.store.files[key] = img.sha256
+        return out
 
     def resolve(self, raw: str) -> Path:
         src = Path(self.source)

@@ -86,6 +86,9 @@ def command(judge_file: str, human_file: str, threshold: float, pass_threshold: 
     n_warn = len(judge.warnings) + len(human.warnings)
     if n_warn > _MAX_WARNINGS:
         echo_err(f"warning: ... and {n_warn - _MAX_WARNINGS} more malformed lines skipped")
+    repeated = human.repeat_warning("human label")  # two labellers, or one file appended twice: said, not hidden
+    if repeated:
+        echo_err(f"warning: {repeated}")
     cal = calibrate(judge, human, n_boot=n_boot, seed=boot_seed, judge_scaled=js is not None,
                     human_scaled=hs is not None)
     # The seed's report on stdout (scripts parse it: the per-case deltas and the verdict), and on stderr only what

@@ -27,6 +27,11 @@ def command(files: tuple[str, ...], out: str, fmt: str) -> int:
     and field."""
     if fmt in RAG_FORMATS:
         loaded = [import_rag_cases(f, fmt) for f in files]  # every file is read before anything is written
+        said = [w for cs in loaded for w in cs.warnings]
+        for w in said[:20]:
+            echo_err(f"warning: {w}")
+        if len(said) > 20:
+            echo_err(f"warning: ... and {len(said) - 20} more records giving one field twice")
         ids = [c.id for cs in loaded for c in cs]
         if len(set(ids)) != len(ids):
             raise UserError("the files repeat case ids: give each record an id, or import one file at a time")

@@ -26,7 +26,7 @@ _JSON_OPT = click.option("--json", "as_json", is_flag=True,
 def _opened(url: str | None) -> Iterator[Any]:
     from ..store import current, open_store
 
-    if url is None and not current().enabled:
+    if url is None and not current().readable:
         raise UserError("the run history is off (REFEREE_STORE=off): give --store URL to read one")
     st = open_store(url)
     try:

@@ -30,6 +30,13 @@ from ._common import (
 @click.option("--tau2", "tau2_domain", type=click.Choice(["mock", "retail", "airline"]), default=None,
               help="Play a tau2-bench domain's tasks instead of CASES (the extra 'tau2').")
 @click.option("--tasks", default=None, help="With --tau2: comma-separated task ids (default: every task).")
+@click.option("--environment", "environments", multiple=True, metavar="MODULE[:CLASS]",
+              help="Environment code the scenarios may name (repeatable): a module (any of its classes) or "
+                   "module:Class. A scenario file is data; it runs only code named here. A module that is not "
+                   "installed is looked for beside CASES.")
+@click.option("--trust-scenario-code", is_flag=True,
+              help="Import whatever environment.class the scenarios name (only for a scenario set you trust: "
+                   "its classes run with your rights).")
 @click.option("--agent", "agent_ref", default=None,
               help="The agent as module:function (Python) or an http(s):// URL; else --agent-model.")
 @click.option("--agent-provider", default="openai", show_default=True, help="The agent model's provider.")
@@ -52,7 +59,8 @@ from ._common import (
                    "thread).")
 @judge_options(default_concurrency=4)
 @store_options()
-def command(cases: str | None, out: str, tau2_domain: str | None, tasks: str | None, agent_ref: str | None,
+def command(cases: str | None, out: str, tau2_domain: str | None, tasks: str | None, environments: tuple[str, ...],
+            trust_scenario_code: bool, agent_ref: str | None,
             agent_provider: str, agent_model: str | None, agent_base_url: str | None, agent_system: str | None,
             user_provider: str, user_model: str | None, user_base_url: str | None, repeat: int, max_steps: int,
             repeat_limit: int, tool_timeout: float | None, judge: JudgeOptions) -> int:
@@ -92,7 +100,8 @@ def command(cases: str | None, out: str, tau2_domain: str | None, tasks: str | N
             settings = j.settings(j.client())
         run = run_episodes(scenarios, agent, sim, judge=settings, repeat=repeat,
                            limits=Limits(max_steps=max_steps, repeat_limit=repeat_limit, tool_timeout=tool_timeout), out=out,
-                           concurrency=judge.concurrency, seed=judge.seed, command=invoked_argv())
+                           concurrency=judge.concurrency, seed=judge.seed, command=invoked_argv(),
+                           environments=list(environments), trust_scenario_code=trust_scenario_code)
     keep_until_exit(run)
     by_case: dict[str, list[str]] = {}
     for r in run.rows:

@@ -1,4 +1,5 @@
-"""``referee validate SUITE.yaml ...``: report every problem of suite files, each with its line and path."""
+"""``referee validate FILE ...``: report every problem of suite files, each with its line and path; read scenario
+files (cases files) and list every reference to code they make."""
 
 from __future__ import annotations
 
@@ -9,12 +10,31 @@ import click
 from ._common import echo_err
 
 
+def _scenarios(path: str) -> bool:
+    """List a cases file's problems and its code references; True when it has no problem."""
+    from ..episodes import check_scenarios
+
+    found = check_scenarios(path)
+    for p in found.problems:
+        echo_err(str(p))
+    for r in found.references:
+        click.echo(f"code: {r}")
+    if found.problems:
+        echo_err(f"{path}: {len(found.problems)} problem(s)")
+        return False
+    click.echo(f"ok: {path}: {found.describe()}")
+    return True
+
+
 @click.command("validate")
 @click.argument("suites", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--print-schema", is_flag=True, help="Print the suite JSON Schema (for editors) and exit.")
 def command(suites: tuple[str, ...], print_schema: bool) -> int:
     """Check suite files without running anything: unknown evaluators, wrong option types, invalid regexes or
-    JSON schemas, missing files, bad cases. Every problem is listed as FILE:LINE PATH: MESSAGE (exit 2)."""
+    JSON schemas, missing files, bad cases. Every problem is listed as FILE:LINE PATH: MESSAGE (exit 2).
+    A cases file (scenarios for `referee simulate`) is read too: its problems, and every reference to code it
+    makes (environment.class), listed as FILE:LINE: case 'ID' FIELD: module:Class; nothing is imported."""
+    from ..episodes import is_cases_file
     from ..suites import check_suite
 
     if print_schema:
@@ -29,6 +49,9 @@ def command(suites: tuple[str, ...], print_schema: bool) -> int:
     check_env()  # the environment's number knobs, as a run would read them
     bad = 0
     for path in suites:
+        if is_cases_file(path):
+            bad += not _scenarios(path)
+            continue
         suite, problems = check_suite(path, run_user_code=False)  # validate runs no user code
         for p in problems:
             echo_err(str(p))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._util._redact import redact_text
+from .._util._redact import redact_text, redact_url
 from ..errors import ProviderError, RefereeError, UserError
 from ..providers._base import Message
 from ..runner._client import JudgeClient
@@ -156,7 +156,7 @@ class HttpAgent(Agent):
         from ..providers._http import HttpClient
 
         if not self.url.startswith(("http://", "https://")):
-            raise UserError(f"agent url {self.url!r}: must start with http:// or https://")
+            raise UserError(f"agent url {redact_url(self.url)!r}: must start with http:// or https://")
         if self._http is None:
             self._http = HttpClient(timeout=self.timeout, headers=self.headers, label=f"agent {self.url}")
         try:
@@ -164,12 +164,13 @@ class HttpAgent(Agent):
                                                                   "seed": seed})
         except ProviderError as exc:
             raise AgentFailed(str(exc)) from exc
-        t = turn_of(data, f"the agent at {self.url}")
+        t = turn_of(data, f"the agent at {redact_url(self.url)}")
         t.latency_ms = latency
         return t
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": "http", "url": self.url}
+        # Written to the manifest: user:password@ and secret query values masked.
+        return {"kind": "http", "url": redact_url(self.url)}
 
     async def aclose(self) -> None:
         if self._http is not None:

@@ -3,7 +3,6 @@ simulated user (any provider), each through the shared client (retries, prices, 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -58,14 +57,14 @@ def simulator(provider: str, model: str | None = None, *, base_url: str | None =
 
 def agent_from(ref: str, base_dir: str | Path | None = None) -> Agent:
     """An agent by reference: ``http(s)://...`` (an HTTP agent) or ``module:function`` (a Python agent; a
-    module in ``base_dir``, the cases' folder, imports too)."""
+    module in ``base_dir``, the cases' folder, imports too, while it is imported and no longer)."""
     if ref.startswith(("http://", "https://")):
         return HttpAgent(url=ref)
-    if base_dir is not None and str(Path(base_dir).resolve()) not in sys.path:
-        sys.path.append(str(Path(base_dir).resolve()))
     from ..evaluators._plugins import import_dotted
+    from ._code import importable_from
 
-    fn = import_dotted(ref)
+    with importable_from(Path(base_dir) if base_dir is not None else None):
+        fn = import_dotted(ref)
     if not callable(fn):
         raise UserError(f"agent {ref}: is a {type(fn).__name__}, not a function")
     return PythonAgent(fn)

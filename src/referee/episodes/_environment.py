@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 import inspect
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -171,6 +173,44 @@ class Environment:
             return h
         return state_digest(self.state(), f"environment {self.label}: the state")
 
+    def argument_names(self, name: str) -> list[str] | None:
+        """The arguments tool ``name`` takes (None: no such tool)."""
+        entry = self._tools.get(name)
+        return None if entry is None else list(entry[0].parameters.get("properties") or {})
+
+    def argument_problem(self, name: str, args: dict[str, Any]) -> tuple[str, str] | None:
+        """Why a call of ``name`` with ``args`` could not run as written, checked without running it: ``(where,
+        why)`` with ``where`` ``tool`` or ``args.<argument>``; None when it fits. The types are checked strictly
+        (JSON values of the declared types: a bool is not an int, ``"3"`` is not 3), as the gold actions of a
+        scenario are written by hand and compared with the agent's calls as they are."""
+        entry = self._tools.get(name)
+        if entry is None:
+            return "tool", f"the environment has no tool '{name}' (tools: {', '.join(self._tools)})"
+        tdef, _ = entry
+        errors: list[dict[str, Any]] = []
+        if tdef.args_model is not None:
+            try:
+                try:
+                    text = json.dumps(args, allow_nan=False)
+                except ValueError:
+                    return "args", "a number that is not finite (NaN or infinity)"
+                except TypeError:  # a YAML date, say: checked as the Python value it is
+                    tdef.args_model.model_validate(args, strict=True)
+                else:
+                    tdef.args_model.model_validate_json(text, strict=True)
+            except ValidationError as exc:
+                errors = [{"loc": e["loc"], "msg": e["msg"]} for e in exc.errors()]
+        else:  # an adapter's tool (tau2's): its JSON Schema
+            from jsonschema import Draft202012Validator
+
+            errors = [{"loc": tuple(e.absolute_path) or tuple(_missing(e)), "msg": e.message}
+                      for e in Draft202012Validator(tdef.parameters).iter_errors(args)]
+        if not errors:
+            return None
+        e = errors[0]
+        loc = ".".join(str(x) for x in e["loc"])
+        return ("args." + loc if loc else "args"), str(e["msg"])
+
     def call(self, name: str, args: Any) -> tuple[Any, str | None]:
         """Run one tool call: ``(result, None)``, or ``(None, error)`` for an unknown tool, arguments that do
         not fit its types, or the tool raising (the agent sees the error, as it would a real one)."""
@@ -199,6 +239,14 @@ class Environment:
         return jsonable(result), None
 
 
+def _missing(error: Any) -> list[str]:
+    """The argument a JSON Schema ``required`` error names (it sits at the object's own path)."""
+    if error.validator == "required":
+        m = re.match(r"'([^']+)' is a required property", error.message)
+        return [m.group(1)] if m else []
+    return []
+
+
 def state_diff(expected: Any, got: Any, path: str = "", out: list[dict[str, Any]] | None = None,
                limit: int = 50) -> list[dict[str, Any]]:
     """Where two JSON states differ: ``[{path, expected, got}]`` (at most ``limit`` entries; missing keys as
@@ -225,11 +273,79 @@ def state_diff(expected: Any, got: Any, path: str = "", out: list[dict[str, Any]
     return out
 
 
-def load_environment(ref: str, options: dict[str, Any], label: str) -> Environment:
-    """The environment class ``module:Class`` built with ``options`` as keyword arguments."""
-    from ..evaluators._plugins import import_dotted
+def _static_function(cls: type, name: str) -> Any:
+    """The method ``cls`` defines as ``name`` (a function, a staticmethod's or classmethod's, or a decorator's
+    callable object), found without running a descriptor, a property or a metaclass hook; None when there is
+    none or it is a class."""
+    member = inspect.getattr_static(cls, name, None)
+    if isinstance(member, staticmethod | classmethod):
+        member = member.__func__
+    return member if callable(member) and not inspect.isclass(member) else None
 
-    cls = import_dotted(ref)
-    if not callable(cls):
-        raise UserError(f"environment {ref}: is a {type(cls).__name__}, not a class")
-    return Environment(lambda: cls(**options), label)
+
+def declared_tools(cls: type) -> list[str]:
+    """The tools a class declares, by inspection alone (nothing of it runs): the functions named in its ``tools``
+    attribute, the ones marked with :func:`tool`, or its own ``tool_defs`` / ``call_tool`` pair (an adapter)."""
+    if _static_function(cls, "tool_defs") is not None and _static_function(cls, "call_tool") is not None:
+        return ["tool_defs()"]
+    names: list[str] = []
+    listed = inspect.getattr_static(cls, "tools", None)
+    if type(listed) in (list, tuple):
+        names += [n for n in listed if type(n) is str and _static_function(cls, n) is not None]
+    for klass in inspect.getmro(cls):
+        for attr in list(vars(klass)):
+            fn = _static_function(klass, attr)
+            if fn is not None and inspect.getattr_static(fn, _TOOL_MARK, False) is True and attr not in names:
+                names.append(attr)
+    return names
+
+
+def environment_class(obj: Any, ref: str) -> type:
+    """``obj`` (what ``ref`` names) when it is a class that declares its tools; UserError otherwise, decided by
+    inspection before anything is called (so ``os:system`` or ``subprocess:Popen`` is refused, not run)."""
+    if not inspect.isclass(obj):
+        kind = "a function" if callable(obj) else f"a {type(obj).__name__}"
+        raise UserError(f"environment {ref}: is {kind}, not a class; an environment is a class whose tools are "
+                        "methods (marked with referee.episodes.tool or named in a 'tools' attribute); nothing was "
+                        "called")
+    if not declared_tools(obj):
+        raise UserError(f"environment {ref}: the class declares no tools (mark methods with referee.episodes.tool "
+                        "or name them in a 'tools' class attribute); it was not built")
+    return obj
+
+
+def resolve_environment(ref: str) -> type:
+    """The class ``module:Class`` names (imported, then checked with :func:`environment_class`). The path after
+    the colon is looked up without running any attribute hook and may not pass through another module
+    (``shop:os.system`` is refused: name code where it is defined)."""
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise UserError(f"environment '{ref}' is not of the form module:Class")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"environment {ref}: cannot import module '{module_name}': {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - the user's module failing while importing is reported, named
+        raise UserError(f"environment {ref}: module '{module_name}' failed while importing: "
+                        f"{type(exc).__name__}: {exc}") from exc
+    missing = object()
+    for i, part in enumerate(attr.split(".")):
+        if i and inspect.ismodule(obj):
+            raise UserError(f"environment {ref}: '{attr.split('.')[i - 1]}' is a module, not a class of "
+                            f"'{module_name}'; name the class where it is defined")
+        obj = inspect.getattr_static(obj, part, missing)
+        if obj is missing:
+            raise UserError(f"environment {ref}: module '{module_name}' has no class '{attr}'")
+    return environment_class(obj, ref)
+
+
+def load_environment(ref: str | type, options: dict[str, Any], label: str | None = None) -> Environment:
+    """The environment class (``module:Class``, or the class itself) built with ``options`` as keyword
+    arguments. It must declare its tools (:func:`declared_tools`); that is checked before it is called."""
+    if isinstance(ref, str):
+        cls = resolve_environment(ref)
+        name = ref
+    else:
+        name = f"{getattr(ref, '__module__', '?')}:{getattr(ref, '__qualname__', type(ref).__name__)}"
+        cls = environment_class(ref, name)
+    return Environment(lambda: cls(**options), label or name)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cases._case import Case
+from ..errors import InputError
 from ..evaluators._base import JudgeSettings
 from ..results._check import CheckResult
 from ..results._combine import reward_product
@@ -56,6 +57,24 @@ def gold_state(scenario: Scenario, env: Environment) -> tuple[str, Any, list[str
         if err is not None:
             errors.append(f"gold action {i + 1} {a.tool}: {err}")
     return gold.state_hash(), gold.snapshot(), errors
+
+
+def check_gold_actions(scenario: Scenario, env: Environment, case: Case) -> None:
+    """Every gold action names a tool of the environment with arguments that fit its types, or InputError
+    naming the case's file, line and field (``expected.actions[0].args.order_id``). Checked before anything is
+    paid for: a gold action that cannot run leaves the gold state at the initial one, which an agent that does
+    nothing would match."""
+    for i, a in enumerate(scenario.expected.actions or []):
+        problem = env.argument_problem(a.tool, a.args)
+        if problem is None:  # an argument compared that the tool does not take would match every call of it
+            known = env.argument_names(a.tool) or []
+            problem = next(((f"compare_args[{j}]", f"the tool takes no argument '{n}' (arguments: "
+                             f"{', '.join(known) or 'none'})") for j, n in enumerate(a.compare_args or [])
+                            if n not in known), None)
+        if problem is not None:
+            where, why = problem
+            raise InputError(f"case '{case.id}': gold action {i + 1} ({a.tool}): {why}", file=case.source or None,
+                             line=case.line, field=f"expected.actions[{i}].{where}")
 
 
 def action_matches(gold: GoldAction, call: dict[str, Any]) -> bool:

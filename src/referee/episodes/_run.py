@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,28 +18,30 @@ from ..results._rows import result_row
 from ..results._schema import ResultRow, Usage
 from ..runner._session import execute_async, run_sync
 from ._agents import Agent
+from ._code import EnvironmentSources
 from ._environment import Environment, load_environment
 from ._episode import Episode, Limits, run_episode
 from ._reliability import Reliability, reliability
-from ._reward import SUCCESS, reward_of
+from ._reward import SUCCESS, check_gold_actions, reward_of
 from ._scenario import Scenario, is_scenario, scenario_of
 from ._simulator import Simulator
 
 EVALUATOR = "episode"
 
 
-def _cases(cases: str | Path | Iterable[Case | dict[str, Any]]) -> tuple[list[Case], str]:
+def _cases(cases: str | Path | Iterable[Case | dict[str, Any]]) -> tuple[list[Case], str, Path | None]:
+    """The cases, their label and their folder (where a module the user named may be found; it is never put on
+    the import path for good: a scenario set's own files must not shadow a module imported later)."""
     from ..cases import cases_from, load_cases
 
     if isinstance(cases, str | Path):
-        base = str(Path(cases).resolve().parent)
-        if base not in sys.path:
-            sys.path.append(base)  # environment modules beside the cases import as plugins do
-        return list(load_cases(cases).cases), str(cases)
-    return list(cases_from(list(cases)).cases), "(in memory)"
+        return list(load_cases(cases).cases), str(cases), Path(cases).resolve().parent
+    return list(cases_from(list(cases)).cases), "(in memory)", None
 
 
-def build_environment(scenario: Scenario, case: Case) -> Environment:
+def build_environment(scenario: Scenario, case: Case, sources: EnvironmentSources | None = None) -> Environment:
+    """The scenario's environment: a tau2 domain, or the class it names when ``sources`` admits it (the code
+    the person running it named; by default none)."""
     spec = scenario.environment
     if spec.domain is not None:
         from ._tau2 import tau2_environment
@@ -48,7 +49,8 @@ def build_environment(scenario: Scenario, case: Case) -> Environment:
         env: Environment = tau2_environment(spec.domain, spec.task or case.id)
         return env
     assert spec.cls is not None
-    return load_environment(spec.cls, spec.options, f"{spec.cls} (case '{case.id}')")
+    cls = (sources or EnvironmentSources()).resolve(spec.cls, case)
+    return load_environment(cls, spec.options, f"{spec.cls} (case '{case.id}')")
 
 
 def episode_case(case: Case, ep: Episode) -> Case:
@@ -75,21 +77,29 @@ async def run_episodes_async(cases: str | Path | Iterable[Case | dict[str, Any]]
                              limits: Limits | None = None, checks: Sequence[Evaluator] = (),
                              out: str | Path | None = None, concurrency: int = 4,
                              seed: int | None = None, close: bool = True,
-                             command: Sequence[str] = ()) -> EpisodeRun:
+                             command: Sequence[str] = (), environments: Sequence[str | type] | None = None,
+                             trust_scenario_code: bool = False) -> EpisodeRun:
     """Run every scenario ``repeat`` times (each try its own seed, ``seed + try``, so tries are distinct
     samples that a rerun replays from the cache). ``checks`` (trajectory checks, any evaluator) are run on each
     episode and recorded beside the reward. Bad scenarios raise InputError before anything is paid for. The
-    agent, the simulator and the judge's client are closed at the end (``close=False``: left open)."""
+    agent, the simulator and the judge's client are closed at the end (``close=False``: left open).
+
+    ``environments``: the environment code the scenarios may name (module names, ``module:Class`` references or
+    classes); a scenario file is data and names code only from this list, unless ``trust_scenario_code``. A
+    module named here and not installed is also looked for beside the cases file."""
     if not isinstance(repeat, int) or repeat < 1:
         raise UserError(f"repeat={repeat!r}: must be a whole number >= 1")
-    loaded, label = _cases(cases)
+    loaded, label, folder = _cases(cases)
+    sources = EnvironmentSources.of(environments, trust=trust_scenario_code, folder=folder)
     plan: list[tuple[Case, Scenario, Environment]] = []
     for c in loaded:
         if not is_scenario(c):
             raise UserError(f"{c.where or label}: case '{c.id}' is not a simulated conversation (it needs 'user:' "
                             "and 'environment:')")
         sc = scenario_of(c)
-        plan.append((c, sc, build_environment(sc, c)))
+        env = build_environment(sc, c, sources)
+        check_gold_actions(sc, env, c)
+        plan.append((c, sc, env))
     items = [(i, r) for i in range(len(plan)) for r in range(repeat)]
 
     async def one(item: tuple[int, int]) -> ResultRow:

@@ -32,9 +32,9 @@ from __future__ import annotations
 import dataclasses
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from rapidfuzz import fuzz
 
@@ -56,9 +56,68 @@ _ELLIPSIS_RE = re.compile(r"\s*(?:\.\.\.+|…|\[\.\.\.\])\s*")
 _FILE_LINE_RE = re.compile(r"^\s*`?(?P<path>[\w./\\-]+\.[\w]+):(?P<a>\d+)(?:-(?P<b>\d+))?`?\s*$")
 
 
-def normalise_with_map(text: str) -> tuple[str, list[int]]:
+def normalise_with_map(text: str) -> tuple[str, Sequence[int]]:
     """The normalised text and, for each of its characters, the index of the source character it came from
-    (so a match can be highlighted in the original text)."""
+    (so a match can be highlighted in the original text).
+
+    Vectorised over the text's code points (numpy): each distinct character's NFKC case-folded form is computed
+    once, however often it occurs, and the quote removal, dash unifying and whitespace collapsing are array
+    operations. The same result as going character by character, in a fraction of the time (a 1.9 MB chunk in
+    well under a second rather than ~10 s), so a text with a thousand quotes to place is cheap to normalise."""
+    if len(text) < _VECTOR_MIN:
+        return _normalise_chars(text)
+    import numpy as np
+
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    # Each distinct character's units (tables indexed by code point: no sort, linear in the text): its NFKC
+    # case-folded form without quote marks, dashes as "-", and which of its units are whitespace.
+    distinct = np.flatnonzero(np.bincount(cp))
+    forms: list[list[int]] = []
+    for code in distinct.tolist():
+        form = unicodedata.normalize("NFKC", chr(code)).casefold()
+        forms.append([ord("-") if c in _DASHES else ord(c) for c in form if c not in _QUOTES])
+    size = int(distinct[-1]) + 1
+    length_of = np.zeros(size, dtype=np.int64)
+    length_of[distinct] = [len(f) for f in forms]
+    per_char = length_of[cp]
+    if int(per_char.max()) <= 1:  # every character is one unit or none (no ligature, no ellipsis): no expansion
+        unit_of = np.zeros(size, dtype=np.uint32)
+        unit_of[distinct] = [f[0] if f else 0 for f in forms]
+        source = np.flatnonzero(per_char)
+        units = unit_of[cp[source]]
+    else:
+        flat = np.array([u for f in forms for u in f] or [0], dtype=np.uint32)
+        start_of = np.zeros(size, dtype=np.int64)
+        start_of[distinct] = np.concatenate(([0], np.cumsum(length_of[distinct])[:-1]))
+        source = np.repeat(np.arange(len(cp), dtype=np.int64), per_char)  # each unit's source character
+        first_unit = np.cumsum(per_char) - per_char
+        units = flat[start_of[cp[source]] + np.arange(len(source), dtype=np.int64) - first_unit[source]]
+    if not len(units):
+        return "", []
+    unit_codes = np.flatnonzero(np.bincount(units))
+    is_space = np.zeros(int(unit_codes[-1]) + 1, dtype=bool)
+    is_space[unit_codes] = [chr(u).isspace() for u in unit_codes.tolist()]
+    space = is_space[units]
+    keep = np.flatnonzero(~space)
+    if not len(keep):
+        return "", []
+    # A space before a kept unit when whitespace stood between it and the kept unit before it (none first).
+    spaces_so_far = np.cumsum(space)
+    gap = np.zeros(len(keep), dtype=np.int64)
+    gap[1:] = spaces_so_far[keep[1:]] > spaces_so_far[keep[:-1]]
+    out_units = np.repeat(units[keep], 1 + gap)
+    out_source = np.repeat(source[keep], 1 + gap)
+    space_at = np.flatnonzero(gap) + np.arange(int(gap.sum()))  # where each inserted space lands
+    out_units[space_at] = ord(" ")
+    return out_units.astype("<u4").tobytes().decode("utf-32-le", "surrogatepass"), cast("Sequence[int]", out_source)
+
+
+_VECTOR_MIN = 512
+"""Texts shorter than this (quotes, most outputs) are normalised character by character: array set-up costs more."""
+
+
+def _normalise_chars(text: str) -> tuple[str, list[int]]:
+    """:func:`normalise_with_map` character by character (the definition the vectorised form reproduces)."""
     out: list[str] = []
     idx: list[int] = []
     pending_space = False
@@ -273,21 +332,63 @@ def describe_ungrounded(rows: Iterable[Any]) -> str | None:
     return "ungrounded evidence per criterion: " + ", ".join(f"{k} {v}" for k, v in counts.items())
 
 
-def locate(quote: str, text: str) -> list[tuple[int, int]]:
-    """Where the fragments of ``quote`` sit in the original ``text`` (start, end), for highlighting."""
-    norm, idx = normalise_with_map(text)
-    spans: list[tuple[int, int]] = []
-    for frag in _fragments(quote):
-        pos = norm.find(frag)
-        if pos >= 0:
-            start, end = pos, pos + len(frag)
-        elif MIN_FUZZY_CHARS <= len(frag) <= len(norm):
-            al = fuzz.partial_ratio_alignment(frag, norm, score_cutoff=MATCH_THRESHOLD)
-            if al is None:
+class Locator:
+    """Where quotes sit in one text, for highlighting: the text is normalised once, however many quotes are
+    located in it (the claims table marks up to 1,000 quotes in a chunk of up to megabytes).
+
+    A fragment found as written costs one substring search. One that is not (a near match the checker accepted)
+    is searched for near the places where a piece of it stands as written (its halves, then its quarters: a
+    near match differs in a few characters, so some piece is intact), never over the whole text: at most
+    :data:`ANCHOR_PLACES` windows per piece, each a few times the fragment's length, so a quote's cost does not
+    grow with the text's. A near match with no intact piece is left unmarked (it was checked when judged; the
+    mark only shows where it sits)."""
+
+    ANCHOR_PLACES = 4
+    """Places of one piece tried at most."""
+
+    def __init__(self, text: str) -> None:
+        self.norm, self.idx = normalise_with_map(text)
+
+    def spans(self, quote: str) -> list[tuple[int, int]]:
+        """Where the fragments of ``quote`` sit in the original text (start, end)."""
+        spans: list[tuple[int, int]] = []
+        for frag in _fragments(quote):
+            hit = self._exact(frag) or self._near(frag)
+            if hit is not None and hit[1] > hit[0]:
+                spans.append((int(self.idx[hit[0]]), int(self.idx[hit[1] - 1]) + 1))
+        return spans
+
+    def _exact(self, frag: str) -> tuple[int, int] | None:
+        pos = self.norm.find(frag)
+        return (pos, pos + len(frag)) if pos >= 0 else None
+
+    def _near(self, frag: str) -> tuple[int, int] | None:
+        size = len(frag)
+        if not MIN_FUZZY_CHARS <= size <= len(self.norm):
+            return None
+        pieces = [(i * size // k, (i + 1) * size // k) for k in (2, 4) for i in range(k)]
+        tried: set[int] = set()
+        for a, b in pieces:
+            piece = frag[a:b]
+            if len(piece.strip()) < 4:
                 continue
-            start, end = al.dest_start, al.dest_end
-        else:
-            continue
-        if end > start:
-            spans.append((idx[start], idx[end - 1] + 1))
-    return spans
+            at = self.norm.find(piece)
+            for _ in range(self.ANCHOR_PLACES):
+                if at < 0:
+                    break
+                lo = max(0, at - a - size // 2)
+                if lo not in tried:
+                    tried.add(lo)
+                    window = self.norm[lo:at - a + size + size // 2]
+                    al = fuzz.partial_ratio_alignment(frag, window, score_cutoff=MATCH_THRESHOLD)
+                    if al is not None and _meaning_marks(frag) == _meaning_marks(
+                            _word_window(window, al.dest_start, al.dest_end)):
+                        return lo + al.dest_start, lo + al.dest_end
+                at = self.norm.find(piece, at + 1)
+        return None
+
+
+def locate(quote: str, text: str) -> list[tuple[int, int]]:
+    """Where the fragments of ``quote`` sit in the original ``text`` (start, end), for highlighting (one quote;
+    for many in one text, one :class:`Locator`)."""
+    return Locator(text).spans(quote)

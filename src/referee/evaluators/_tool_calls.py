@@ -58,6 +58,15 @@ def _std(value: Any) -> Any:
     return value
 
 
+def _bools_apart(value: Any) -> Any:
+    """``value`` with every bool tagged, so that comparing it never finds ``True == 1`` or ``False == 0.0``."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, list):
+        return [_bools_apart(v) for v in value]
+    return value
+
+
 def _one(value: Any) -> Any:
     return standardize(value) if isinstance(value, str) else value
 
@@ -78,16 +87,23 @@ def _answer_type(possible: Sequence[Any]) -> type | None:
 def _type_ok(value: Any, possible: Sequence[Any], want: type, item_type: type | None) -> tuple[bool, bool]:
     """``(type accepted, value is a "variable")`` as BFCL's type checker decides it: a value of the possible
     answers' own type is accepted even when the documented type differs (the answer names a variable), and is
-    then compared as it is, without standardisation."""
+    then compared as it is, without standardisation.
+
+    A value of the documented type is judged by that type alone: an array whose items do not have the documented
+    item type (``[true, 2]`` for integers, ``[12, 15]`` for floats: a bool is never an int, and an int is a float
+    only at the top level) is refused, never passed on to the variable rule, where Python's ``True == 1`` would
+    accept it. An item may have the type of the items of one possible answer (a variable, item by item, as in
+    BFCL). Unlike BFCL, the optional marker ``""`` is not an answer whose items fit any type."""
     answer_type = _answer_type(possible)
     variable = answer_type is not None and answer_type is not want
     if type(value) is want:
         if item_type is None:
             return True, variable
         items: list[Any] = value if isinstance(value, list) else []
-        for answer in possible:
-            if not isinstance(answer, list) or all(_type_ok(v, answer, item_type, None)[0] for v in items):
-                return True, variable
+        answers = [a for a in possible if isinstance(a, list)] or [[]]
+        if any(all(_type_ok(v, answer, item_type, None)[0] for v in items) for answer in answers):
+            return True, variable
+        return False, False
     if answer_type is not None and type(value) is answer_type:
         return True, True
     return False, False
@@ -180,7 +196,9 @@ def _check_value(param: str, value: Any, possible: Sequence[Any], doc: dict[str,
             return f"argument '{param}': {value!r} is not one of {_shown(possible)}"
         if want is list and isinstance(value, list):
             options = [[] if p == "" else p for p in possible]  # BFCL reads "" here as the empty list
-            if _std(value) in [_std(p) for p in options if isinstance(p, list)]:
+            # Without a documented item type nothing checked the items: a bool must still not equal an int.
+            key = _std if item_type is not None else (lambda v: _bools_apart(_std(v)))
+            if key(value) in [key(p) for p in options if isinstance(p, list)]:
                 return None
             return f"argument '{param}': {value!r} is not one of {_shown(possible)}"
     if value in possible:
@@ -319,28 +337,108 @@ def _infer(expected: list[tuple[str, dict[str, list[Any]]]], docs: dict[str, Any
     return "parallel_multiple" if len({n for n, _ in expected}) > 1 else "parallel"
 
 
-def _assign(ok: list[list[bool]], n_actual: int) -> list[int | None]:
-    """A one-to-one assignment of actual calls to expected ones (``ok[e][a]``), as large as possible
-    (augmenting paths): ``match[e]`` is the actual call of expected call ``e``, or None."""
+def _assign(candidates: list[list[int]], ok: Any, n_actual: int) -> list[int | None]:
+    """A one-to-one assignment of actual calls to expected ones, as large as possible: ``match[e]`` is the actual
+    call of expected call ``e``, or None. ``candidates[e]``: the actual calls that may match ``e`` (the rest
+    cannot); ``ok(e, a)``: whether they do, asked at most once per pair and only when needed. Augmenting paths
+    followed with an explicit stack, never recursion: 1,200 calls are 1,200 levels deep at worst."""
     owner: list[int | None] = [None] * n_actual
-
-    def place(e: int, seen: set[int]) -> bool:
-        for a in range(n_actual):
-            if ok[e][a] and a not in seen:
-                seen.add(a)
+    match: list[int | None] = [None] * len(candidates)
+    for e, cands in enumerate(candidates):  # most calls match the first free candidate that fits
+        a = next((a for a in cands if owner[a] is None and ok(e, a)), None)
+        if a is not None:
+            owner[a], match[e] = e, a
+    for e in range(len(candidates)):
+        if match[e] is not None:
+            continue
+        parent: dict[int, int] = {}
+        stack = [(e, iter(candidates[e]))]
+        free = None
+        while stack and free is None:
+            u, rest = stack[-1]
+            for a in rest:
+                if a in parent or not ok(u, a):
+                    continue
+                parent[a] = u
                 held = owner[a]
-                if held is None or place(held, seen):
-                    owner[a] = e
-                    return True
-        return False
-
-    for e in range(len(ok)):
-        place(e, set())
-    match: list[int | None] = [None] * len(ok)
-    for a, held in enumerate(owner):
-        if held is not None:
-            match[held] = a
+                if held is None:
+                    free = a
+                else:
+                    stack.append((held, iter(candidates[held])))
+                break
+            else:
+                stack.pop()
+        at = free
+        while at is not None:  # flip the path: each expected call on it takes the actual call it reached
+            u = parent[at]
+            before = match[u]
+            match[u], owner[at] = at, u
+            at = before
     return match
+
+
+def _key(value: Any, depth: int = 0) -> tuple[str, Any] | None:
+    """What any answer a value can be accepted as shares with it: its standardised text, its number (a bool as 0
+    or 1, an int as the float it equals), or a list's items' keys in order; None for a value no key describes
+    (dicts, NaN, a list holding one of those)."""
+    if isinstance(value, str):
+        return "s", standardize(value)
+    if isinstance(value, bool | int | float) and value == value:
+        return "n", float(value)
+    if isinstance(value, list) and depth < 4:
+        items = tuple(_key(v, depth + 1) for v in value)
+        return None if None in items else ("l", items)
+    return None
+
+
+def _answer_keys(answers: list[Any]) -> set[tuple[str, Any]]:
+    """The keys of a parameter's possible answers (``""``, the optional marker, also stands for the empty list,
+    as the checker reads it for a list)."""
+    keys = {k for k in map(_key, answers) if k is not None}
+    if "" in answers:
+        keys.add(("l", ()))
+    return keys
+
+
+def _candidates(calls: list[_Call], want: list[str], possible: list[dict[str, list[Any]]]) -> list[list[int]]:
+    """Per expected call, the actual calls that could match it, found by index rather than compared one by one:
+    the calls of the same function (bucketed by name), narrowed by one argument whose value must be among the
+    expected call's possible answers. Only a call that cannot match is left out: an argument value matches a
+    possible answer only when they share a :func:`_key` (strings standardised alike, numbers equal), and a
+    value without a key, or an argument left out, is kept for the full check to decide."""
+    by_name: dict[str, list[int]] = {}
+    for a, c in enumerate(calls):
+        by_name.setdefault(c.name, []).append(a)
+    index: dict[tuple[str, str], tuple[dict[tuple[str, Any], list[int]], list[int]]] = {}
+
+    def indexed(name: str, param: str) -> tuple[dict[tuple[str, Any], list[int]], list[int]]:
+        got = index.get((name, param))
+        if got is None:
+            keyed: dict[tuple[str, Any], list[int]] = {}
+            unkeyed: list[int] = []
+            for a in by_name.get(name, []):
+                args = calls[a].args
+                k = _key(args[param]) if args is not None and param in args else None
+                if k is None:
+                    unkeyed.append(a)
+                else:
+                    keyed.setdefault(k, []).append(a)
+            got = index[(name, param)] = (keyed, unkeyed)
+        return got
+
+    out = []
+    for name, params in zip(want, possible, strict=True):
+        best = by_name.get(name, [])
+        for param, answers in params.items():
+            if len(best) <= 1 or not isinstance(answers, list):
+                break
+            keyed, unkeyed = indexed(name, param)
+            keys = _answer_keys(answers)
+            narrowed = sorted({a for k in keys for a in keyed.get(k, ())}.union(unkeyed))
+            if len(narrowed) < len(best):
+                best = narrowed
+        out.append(best)
+    return out
 
 
 def _grade(calls: list[_Call], expected: list[tuple[str, dict[str, list[Any]]]],
@@ -375,8 +473,21 @@ def _grade(calls: list[_Call], expected: list[tuple[str, dict[str, list[Any]]]],
             raise ValueError(f"no function documentation for '{name}' (functions: {', '.join(docs) or 'none'})")
         return docs[name]
 
-    why = [[_call_problem(c.name, c.args, c.problem, name_of(w), p, doc_of(w)) for c in calls] for w, p in expected]
-    match = _assign([[w is None for w in row] for row in why], len(calls))
+    for w, _ in expected:
+        doc_of(w)  # every expected function documented, before any pairing
+    known: dict[tuple[int, int], str | None] = {}
+
+    def why(e: int, a: int) -> str | None:
+        if (e, a) not in known:
+            w, p = expected[e]
+            c = calls[a]
+            known[(e, a)] = _call_problem(c.name, c.args, c.problem, name_of(w), p, doc_of(w))
+        return known[(e, a)]
+
+    # Bucketed by function name and narrowed by an argument's value before any arguments are compared: 1,200
+    # expected and 1,200 actual calls are not 1.44 million comparisons.
+    cands = _candidates(calls, [name_of(w) for w, _ in expected], [p for _, p in expected])
+    match = _assign(cands, lambda e, a: why(e, a) is None, len(calls))
     failures = []
     taken = {a for a in match if a is not None}
     for e, a in enumerate(match):
@@ -389,7 +500,7 @@ def _grade(calls: list[_Call], expected: list[tuple[str, dict[str, list[Any]]]],
         label = f"call {best + 1} {calls[best].name}"
         if len(expected) > 1:
             label += f" (for expected call {e + 1} {want})"
-        failures.append(f"{label}: {why[e][best]}")
+        failures.append(f"{label}: {why(e, best)}")
     if failures:
         return failed(failures)
     return CheckResult(score=1.0, passed=True,

@@ -15,7 +15,10 @@ def run(ctx: ExampleContext) -> str | None:
     # The stand-in user (not a model) answers from its replies file whatever judge is configured, so the
     # step shows the same episodes everywhere; point --user-provider / --user-model at a model for real ones.
     user = ["--user-provider", "standin", "--user-base-url", ctx.path("agent/user_replies.jsonl")]
-    ctx.run("simulate", ctx.path("agent/simulated.jsonl"), "--agent", "shop_agent:agent", *user,
+    # The scenarios name their environment class (shop_env:Shop); a scenario file is data, so the code it may
+    # run is named here, on the command line.
+    ctx.run("simulate", ctx.path("agent/simulated.jsonl"), "--environment", "shop_env",
+            "--agent", "shop_agent:agent", *user,
             "--repeat", "2", "--out", out)
     rows = read_results(out).rows
     passed = sum(bool(r.passed) for r in rows)

@@ -18,7 +18,7 @@ from multidict import CIMultiDictProxy
 from yarl import URL
 
 from .._util._fastjson import dumps_bytes, loads
-from .._util._redact import redact_text
+from .._util._redact import redact_text, url_secrets
 from ..errors import ProviderAuthError, ProviderError, ProviderUnavailable, RefereeError, UserError, setting
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
@@ -217,6 +217,9 @@ class HttpClient:
             return await self._send(method, url, data, headers or {}, max_bytes or self.max_bytes)
         except ProviderError as exc:
             extra = [v.removeprefix("Bearer ") for k, v in (headers or {}).items() if _is_secret_header(k)]
+            # Credentials in the URL travel too (aiohttp sends user:password@ as a Basic header): an endpoint
+            # that echoes its request must not put them in a message.
+            extra += url_secrets(str(url))
             msg = redact_text(str(exc), secrets=[*self._secrets, *extra])
             if msg != str(exc):
                 exc.args = (msg,)

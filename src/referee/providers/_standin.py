@@ -6,7 +6,8 @@ with the reference (token F1 over content words), gives 0 to refusals and "I don
 that gives another number where the reference gives one, halves the score
 of an answer far too short or too long for its reference, and replies in exactly the shape the request's schema
 asks for (template, rubric with quotes copied from the judged text, pairwise, gold, criteria judges, red team; the
-claim-level RAG metrics' claims, support and relevance: ``_standin_claims.py``).
+claim-level RAG metrics' claims, support and relevance: ``_standin_claims.py``; ``referee synth``'s cases, critic and
+answerable requests: ``_standin_synth.py``).
 Every rationale says "stand-in judge". Same request, same verdict.
 
 **The stand-in model** answers prompts that ask for no verdict: from a replies file (JSONL objects with ``input``
@@ -350,9 +351,12 @@ def judge_reply(prompt: str, schema: Mapping[str, Any] | None) -> str:
     """The stand-in judge's reply (a JSON object) to a judge prompt, in the shape ``schema`` asks for (without a
     schema: a template verdict with the criteria the prompt's example names)."""
     from ._standin_claims import claims_reply, is_claims_schema
+    from ._standin_synth import is_synth_schema, synth_reply
 
     if schema and is_claims_schema(schema):
         return claims_reply(prompt, schema, tokens=tokens, is_refusal=is_refusal)
+    if schema and is_synth_schema(schema):
+        return synth_reply(prompt, schema, tokens=tokens)
     reading = read_prompt(prompt)
     grade, winner = _graded(reading)
     filler = _Filler(reading, grade, winner, trajectory_grades(reading, grade))

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..cases._case import Case
 from ..cases._contexts import chunks_of
-from ..evaluators._evidence import locate
+from ..evaluators._evidence import Locator
 
 MAX_CLAIM_ROWS = 500
 """Claims listed per case over all its metrics: the rest are counted, not sent."""
@@ -44,38 +44,30 @@ def _passages(case: Case | None) -> dict[str, tuple[str, int | None, str | None]
     return out
 
 
-def _segments(text: str, quote: str, found: bool) -> list[dict[str, Any]]:
+def _segments(text: str, locator: Locator, quote: str, found: bool) -> list[dict[str, Any]]:
     """``text`` as [{text, mark}] with the quote's matches marked (only a found quote is marked: a quote that was
-    not found must not look like evidence), cut to a window around the first match when the text is long."""
-    spans = sorted(locate(quote, text)) if found and quote else []
-    out: list[dict[str, Any]] = []
-    pos = 0
+    not found must not look like evidence), cut to a window around the first match when the text is long. Only
+    the window is sliced: a quote costs the same in a 2 MB chunk as in a 2 kB one."""
+    spans = sorted(locator.spans(quote)) if found and quote else []
+    lo, hi = 0, len(text)
+    if len(text) > MAX_TEXT:
+        first = spans[0][0] if spans else 0
+        lo, hi = max(0, first - WINDOW), min(len(text), first + (len(quote) if spans else 0) + WINDOW)
+    out: list[dict[str, Any]] = [{"text": "...", "mark": False}] if lo > 0 else []
+    pos = lo
     for s, e in spans:
-        s = max(s, pos)
+        s, e = max(s, pos), min(e, hi)
         if e <= s:
             continue
         if s > pos:
             out.append({"text": text[pos:s], "mark": False})
         out.append({"text": text[s:e], "mark": True})
         pos = e
-    if pos < len(text) or not out:
-        out.append({"text": text[pos:], "mark": False})
-    if len(text) <= MAX_TEXT:
-        return out
-    first = next((i for i, g in enumerate(out) if g["mark"]), None)
-    pos = sum(len(g["text"]) for g in out[:first]) if first is not None else 0
-    lo, hi = max(0, pos - WINDOW), min(len(text), pos + (len(quote) if first is not None else 0) + WINDOW)
-    cut: list[dict[str, Any]] = [{"text": "...", "mark": False}] if lo > 0 else []
-    at = 0
-    for g in out:
-        a, b = at, at + len(g["text"])
-        at = b
-        if b <= lo or a >= hi:
-            continue
-        cut.append({"text": g["text"][max(lo, a) - a:min(hi, b) - a], "mark": g["mark"]})
+    if pos < hi or not out:
+        out.append({"text": text[pos:hi], "mark": False})
     if hi < len(text):
-        cut.append({"text": "...", "mark": False})
-    return cut
+        out.append({"text": "...", "mark": False})
+    return out
 
 
 def _verdict(claim: Mapping[str, Any], against: str) -> str:
@@ -91,6 +83,7 @@ def claims_table(details: Mapping[str, Any], case: Case | None) -> dict[str, Any
     if not metrics:
         return None
     passages = _passages(case)
+    locators: dict[str, Locator] = {}  # each passage normalised once, however many quotes cite it
     rows: list[dict[str, Any]] = []
     total = quotes = 0
     for metric, det in metrics:
@@ -124,6 +117,8 @@ def claims_table(details: Mapping[str, Any], case: Case | None) -> dict[str, Any
                     out.append({"passage": label, "quote": quote, "found": found is True,
                                 "related": s.get("related"), "problem": s.get("problem"),
                                 "rank": None if p is None else p[1], "source": None if p is None else p[2],
-                                "segments": None if p is None else _segments(p[0], quote, found is True)})
+                                "segments": None if p is None else _segments(
+                                    p[0], locators.get(label) or locators.setdefault(label, Locator(p[0])), quote,
+                                    found is True)})
                 rows.append({**base, "against": str(against), "verdict": _verdict(c, str(against)), "supports": out})
     return {"rows": rows, "total": total, "quotes": quotes, "max_quotes": MAX_SUPPORTS, "has_case": case is not None}

@@ -22,7 +22,7 @@ import markupsafe
 
 from .._util._image import ImageError, image_of, images_in, plain
 from .._version import __version__
-from ..evaluators._evidence import locate
+from ..evaluators._evidence import Locator
 from ..results._schema import ResultRow
 from ..rubrics._model import SCALES
 from ._claims import claims_table
@@ -39,12 +39,15 @@ class Segment:
     ungrounded: bool = False
 
 
-def highlight_segments(text: str, quotes: Iterable[tuple[str, str]]) -> list[Segment]:
+def highlight_segments(text: str, quotes: Iterable[tuple[str, str]], locator: Locator | None = None
+                       ) -> list[Segment]:
     """Split ``text`` into plain and quoted segments. ``quotes`` are (label, quote) pairs; overlapping
-    matches are merged and carry every label. Nothing is escaped here: the template escapes each segment."""
+    matches are merged and carry every label. Nothing is escaped here: the template escapes each segment.
+    ``locator``: the text's own, when the caller has made one already (it normalises the text once)."""
     spans: list[tuple[int, int, str]] = []
     for label, quote in quotes:
-        for s, e in locate(quote, text):
+        locator = locator or Locator(text)
+        for s, e in locator.spans(quote):
             spans.append((s, e, label))
     if not spans:
         return [Segment(text)] if text else []
@@ -133,17 +136,28 @@ def _verdict_label(d: Mapping[str, Any]) -> str | None:
     return str(verdict or grade) if (verdict or grade) else None
 
 
-def case_images(case: Any) -> list[dict[str, str]]:
+def case_images(case: Any, shown: set[str] | None = None) -> list[dict[str, Any]]:
     """Every image of a case (input, output, contexts, reference, turns, tool results: any field but
-    ``metadata``), as :func:`shown_images` shows them, each labelled with its field."""
-    out: list[dict[str, str]] = []
+    ``metadata``), as :func:`shown_images` shows them, each labelled with its field. An image is embedded once:
+    where it stands again (in this case, or in a case already in ``shown``, the report's SHA-256s so far) it is
+    named as the same image, not embedded again (a case naming one 19 MB image 20 times is one copy in the page)."""
+    out: list[dict[str, Any]] = []
+    shown = set() if shown is None else shown
+    decoded: dict[int, tuple[Any, Any]] = {}  # parts sharing one base64 text (a loaded case's) decoded once
 
     def walk(value: Any, where: str, depth: int) -> None:
         if isinstance(value, dict) and value.get("type") == "image":
+            data = value.get("data")
+            hit = decoded.get(id(data))
             try:
-                img = image_of(value)
+                img = hit[1] if hit is not None and hit[0] is data else image_of(value)
             except ImageError:
                 return
+            decoded[id(data)] = (data, img)
+            if img.data is not None and img.sha256 in shown:
+                out.append({"label": f"{where}: {img.label}", "src": "", "url": "", "same": True})
+                return
+            shown.add(img.sha256)
             out.append({"label": f"{where}: {img.label}", "src": img.data_url() if img.data is not None else "",
                         "url": "" if img.data is not None else img.url or ""})
         elif isinstance(value, dict) and depth < 16:
@@ -157,6 +171,11 @@ def case_images(case: Any) -> list[dict[str, str]]:
         if key != "metadata":
             walk(value, key, 0)
     return out
+
+
+def _again(images: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A case's images for a second row of it (a repeat): named, not embedded again."""
+    return [{**i, "src": "", "same": True} if i.get("src") else i for i in images]
 
 
 def _case_view(row: ResultRow, case_text: str | None,
@@ -219,6 +238,12 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
 
     manifest_self = bool(sut) and any(same_model(judge_model, m) for m in str(sut).split(","))
     lowest = sorted(scored, key=lambda r: r.score if r.score is not None else 0.0)[:3]
+    row_images: list[list[dict[str, Any]] | None] = []
+    seen_ids: set[str] = set()
+    for r in rows:  # a case's images embedded with its first row; a repeat's row names them
+        imgs = (case_images or {}).get(r.id)
+        row_images.append(imgs if imgs is None or r.id not in seen_ids else _again(imgs))
+        seen_ids.add(r.id)
     return {
         "title": title, "source": source, "version": __version__,
         "generated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
@@ -232,7 +257,7 @@ def build_context(rows: Sequence[ResultRow], *, title: str, source: str = "",
         "judges": judges, "verdicts": sorted(verdicts.items()),
         "hist_pairs": [(f"{i / HIST_BINS:.1f}", n) for i, n in enumerate(hist)],
         "criteria": _criterion_summary(rows), "lowest": lowest,
-        "cases": [_case_view(r, case_texts.get(r.id), (case_images or {}).get(r.id)) for r in rows],
+        "cases": [_case_view(r, case_texts.get(r.id), images) for r, images in zip(rows, row_images, strict=True)],
         "charts": _charts(rows, summary),
     }
 
@@ -270,7 +295,8 @@ def render_html(rows: Sequence[ResultRow], *, title: str = "referee report", sou
     from ._panel_sections import panel_view
 
     cases = list(cases or ())
-    images = {str(c.id): found for c in cases if (found := case_images(c))}
+    shown: set[str] = set()  # each distinct image embedded once in the page
+    images = {str(c.id): found for c in cases if (found := case_images(c, shown))}
     ctx = build_context(rows, title=title, source=source, case_texts=case_texts, manifest=manifest,
                         case_images=images)
     by_id = {str(c.id): c for c in cases}

@@ -18,7 +18,7 @@ from typing import Any
 
 from .._util._image import contains_image
 from ..aggregate._summary import Summary
-from ..cases._media import media_sha256, resolve_media
+from ..cases._media import media_sha256, media_store, resolve_media
 from ..errors import InputError
 from ..results._files import file_sha256
 from ..results._manifest import RunManifest
@@ -81,6 +81,12 @@ def _cases_of_manifest(results: Path, warnings: list[str]) -> Iterable[Any]:
 
 def _cases_of_rows(results: Path, ids: set[str], warnings: list[str]) -> list[_RowCase]:
     """The listed cases whose rows carry image parts in their case's fields, checked as a cases file's."""
+    # One image store for every case loaded here: an image named by many parts is held once.
+    with media_store():
+        return _cases_of_rows_unshared(results, ids, warnings)
+
+
+def _cases_of_rows_unshared(results: Path, ids: set[str], warnings: list[str]) -> list[_RowCase]:
     out: dict[str, _RowCase] = {}
     try:
         f = open(results, "rb")

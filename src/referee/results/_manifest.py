@@ -9,13 +9,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .._util._redact import redact_argv, redact_url
+from .._util._redact import redact_argv, redact_text, redact_url
 from .._version import __version__
 from ._files import file_sha256, manifest_path, utc_now_iso
 from ._files import text_sha256 as text_sha256  # imported from here by many modules
 
 MANIFEST_VERSION = 2
 """2: ``run_id`` (the run's id in the run history)."""
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
 
 
 class _Model(BaseModel):
@@ -117,10 +127,18 @@ class RunManifest(_Model):
         # must never reach the manifest, whoever built the list.
         return redact_argv(v)
 
+    def recorded(self) -> dict[str, Any]:
+        """The manifest as every copy of it is written (the file beside the results, the run-history store).
+        ``extra`` is filled by every command (agents, targets, endpoints), often after construction: whatever lands
+        there, a URL's user:password@, a secret query value or a key-shaped token is masked on the way out."""
+        data = self.model_dump(mode="json")
+        data["extra"] = _redacted(data["extra"])
+        return data
+
     def write(self, results_path: str | Path) -> Path:
         path = manifest_path(results_path)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps(self.recorded(), indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, path)
         return path
 

@@ -40,7 +40,22 @@ def _checked(spec: EvalSpec, res: Any) -> CheckResult:
         return CheckResult.error(f"{spec.label} returned {type(res).__name__}, not a CheckResult")
     if res.status == "scored" and (res.score is None or not 0.0 <= res.score <= 1.0 or res.score != res.score):
         return CheckResult.error(f"{spec.label} returned score {res.score!r}; scores are 0-1")
+    if spec.aligned is not None and res.status == "scored" and res.score is not None:
+        return _mapped(spec, res)
     return res
+
+
+def _mapped(spec: EvalSpec, res: CheckResult) -> CheckResult:
+    """The judge's score through its aligned judge's map: the row keeps the raw score beside the mapped one and
+    names the alignment; its verdict is the map's pass mark on the raw score (else the run's threshold decides)."""
+    al = spec.aligned
+    assert al is not None and res.score is not None
+    raw = res.score
+    mapped = min(1.0, max(0.0, al.map_score(raw)))
+    pass_mark = al.map.pass_mark if al.map is not None else None
+    details = {**res.details, "raw_score": raw, "alignment": al.hash}
+    return dataclasses.replace(res, score=mapped, details=details,
+                               passed=(raw >= pass_mark) if pass_mark is not None else None)
 
 
 def _has_async(spec: EvalSpec) -> bool:

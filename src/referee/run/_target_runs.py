@@ -219,6 +219,8 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
         from ..suites._gating import gate_summary, summary_exit_code
 
         images = image_refs(suite.cases)  # the cases' own images (the targets' inputs), named beside each case
+        # A baseline named from the run history is never another target of this same run.
+        sibling_runs = {o.outcome.manifest.run_id for o in outcomes if o.outcome.manifest.run_id}
         for tid in [candidate] if candidate is not None else ids:
             # Absolute: gating resolves a relative baseline against the suite's folder, not the working one.
             if reporter is not None:
@@ -226,7 +228,7 @@ def run_targets(suite: Any, out_dir: str | Path, *, targets: Sequence[str] | Non
             g = suite_gates.model_copy(update={"baseline": str(baseline_path.resolve()) if baseline_path else baseline,
                                                "candidate": None})
             summary, verdicts = gate_summary(out_dir / f"{tid}.jsonl", g, threshold=suite.scoring.threshold,
-                                             base_dir=suite.base_dir)
+                                             base_dir=suite.base_dir, siblings=sibling_runs)
             gate_code = summary_exit_code(summary, verdicts)
             nothing_graded += [f"target {tid}: {v.message}" for v in verdicts if v.flag == GRADED_FLAG and v.failed]
             gated.append(TargetGate(tid, baseline, gate_code, verdicts, summary))

@@ -104,3 +104,36 @@ def bootstrap_stat(
         return None, None
     lo, hi = np.quantile(vals, [alpha / 2, 1 - alpha / 2])
     return float(lo), float(hi)
+
+
+def bootstrap_paired(
+    n: int,
+    stat_of_indices: Callable[[NDArray[np.int64]], NDArray[np.float64]],
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+    alpha: float = 0.05,
+) -> Interval:
+    """Percentile CI of a statistic of units resampled together (a paired bootstrap: the gain of one rater
+    over another on the same cases is computed on the same resample for both).
+
+    ``stat_of_indices`` gets a 2-D array of indices (resamples x n) and returns one value per row (NaN when
+    undefined for that resample; such resamples are dropped). The estimate is the statistic on every unit.
+    """
+    if n == 0:
+        return Interval(None, None, None, 0)
+    est = float(stat_of_indices(np.arange(n, dtype=np.int64)[None, :])[0])
+    est_or_none = est if np.isfinite(est) else None
+    if n < 2:
+        return Interval(est_or_none, None, None, n)
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_boot, dtype=np.float64)
+    chunk = max(1, min(n_boot, 2_000_000 // n))
+    for start in range(0, n_boot, chunk):
+        stop = min(n_boot, start + chunk)
+        out[start:stop] = stat_of_indices(rng.integers(0, n, size=(stop - start, n)))
+    out = out[np.isfinite(out)]
+    if out.size == 0:
+        return Interval(est_or_none, None, None, n)
+    lo, hi = np.quantile(out, [alpha / 2, 1 - alpha / 2])
+    return Interval(est_or_none, float(lo), float(hi), n)

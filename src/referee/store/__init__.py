@@ -27,6 +27,7 @@ from ._settings import (
 )
 
 if _TYPE_CHECKING:
+    from ._alignments import alignments, record_alignment
     from ._engine import HEAD as SCHEMA_REVISION
     from ._engine import REVISIONS
     from ._history import (
@@ -46,6 +47,7 @@ if _TYPE_CHECKING:
 
 # SQLAlchemy is imported with the names that need it, never by a run's start (the recorder's thread imports it).
 _LAZY = {"SCHEMA_REVISION": ("._engine", "HEAD"), "REVISIONS": ("._engine", "REVISIONS"),
+         "alignments": ("._alignments", "alignments"), "record_alignment": ("._alignments", "record_alignment"),
          "RunRecord": ("._store", "RunRecord"), "Store": ("._store", "Store"),
          **{n: ("._history", n) for n in ("StoredRun", "check_store", "compact_if_worth_it", "export_run",
                                           "import_results", "import_store", "load_run", "prune_plan",
@@ -108,6 +110,7 @@ __all__ = [
     "StoredRun",
     "check_store",
     "compact_if_worth_it",
+    "alignments",
     "current",
     "default_url",
     "display_url",
@@ -122,6 +125,7 @@ __all__ = [
     "open_recorder",
     "open_store",
     "prune_plan",
+    "record_alignment",
     "recording",
     "resolve_baseline",
     "results_files",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,13 +63,16 @@ def file_note(spec: str) -> str | None:
 
 
 def looks_like_name(spec: str) -> bool:
+    """Whether ``spec`` can name a run (``last``, ``@COMMIT``, a run id, a branch) rather than only a file."""
     return spec == "last" or spec.startswith("@") or bool(re.fullmatch(r"[\w./\-]+", spec))
 
 
 def resolve_baseline(spec: str, *, base_dir: Path | str = ".", candidate: RunManifest | None = None,
-                     store: Store | None = None, cwd: str | Path | None = None) -> Baseline:
+                     store: Store | None = None, cwd: str | Path | None = None,
+                     siblings: Collection[str] = ()) -> Baseline:
     """The baseline ``spec`` names. A file (relative to ``base_dir``) wins; else the run history is searched
-    (``store``: default, the one in force). Raises ``UserError`` (exit 2) saying what was searched."""
+    (``store``: default, the one in force). ``siblings``: runs made by the same invocation as the candidate (the
+    other targets of a targets run), never its baseline. Raises ``UserError`` (exit 2) saying what was searched."""
     p = Path(spec)
     path = p if p.is_absolute() else Path(base_dir) / p
     if path.is_file():
@@ -86,22 +89,23 @@ def resolve_baseline(spec: str, *, base_dir: Path | str = ".", candidate: RunMan
         from ._store import Store
 
         settings = current()
-        if not settings.enabled:
-            raise UserError(f"baseline {spec!r}: no such file, and the run history is off (REFEREE_STORE=off or "
-                            "--no-store), so a run cannot be looked up by name")
+        if not settings.readable:
+            raise UserError(f"baseline {spec!r}: no such file, and the run history is off (REFEREE_STORE=off), "
+                            "so a run cannot be looked up by name")
         st = Store(settings.resolved_url())
         try:
-            return _resolve(st, spec, candidate, cwd)
+            return _resolve(st, spec, candidate, cwd, siblings)
         finally:
             st.close()
-    return _resolve(store, spec, candidate, cwd)
+    return _resolve(store, spec, candidate, cwd, siblings)
 
 
-def _resolve(store: Store, spec: str, candidate: RunManifest | None, cwd: str | Path | None) -> Baseline:
+def _resolve(store: Store, spec: str, candidate: RunManifest | None, cwd: str | Path | None,
+             siblings: Collection[str] = ()) -> Baseline:
     from ._identity import identity, suite_label
 
     ident = identity(candidate) if candidate is not None else None
-    exclude = candidate.run_id if candidate is not None else None
+    exclude = {*siblings, *([candidate.run_id] if candidate is not None and candidate.run_id else [])}
     suite = suite_label(candidate) if candidate is not None else None
     what = f"runs of suite {suite!r} with this configuration" if ident else "runs"
     where = store.display_url
@@ -119,7 +123,7 @@ def _resolve(store: Store, spec: str, candidate: RunManifest | None, cwd: str | 
         msg = f"baseline {spec!r}: no complete {what} {searched} in {where}"
         if ident and suite:
             others = [r for r in store.list_runs(suite=suite, status="complete", limit=50)
-                      if r.identity != ident and r.id != exclude]
+                      if r.identity != ident and r.id not in exclude]
             if others:
                 o = others[0]
                 msg += (f"; run {o.id[:12]} of the same suite has a different evaluator or judge configuration "

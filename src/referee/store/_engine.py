@@ -12,6 +12,7 @@ an advisory lock). A store written by a newer referee is refused, never altered.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,13 @@ from ..errors import MissingExtraError
 from ._settings import StoreError, display_url, scrub
 
 # Every revision this referee knows, oldest first; the last is the head.
-REVISIONS = ("0001",)
+REVISIONS = ("0001", "0002")
 HEAD = REVISIONS[-1]
 _PG_LOCK_KEY = 0x7265_6665  # "refe": the advisory lock of a migration
+# Alembic keeps the migration being run in module globals (its `context` and `op` proxies): two threads of one
+# process migrating at once (a targets run records each target from a thread of its own) corrupt each other's.
+# The database's lock serialises processes; this one serialises the threads of a process.
+_MIGRATING = threading.Lock()
 
 
 def _seconds(name: str, default: float) -> float:
@@ -75,7 +80,8 @@ def _sqlite_engine(path: str) -> Engine:
         # WAL is set once the schema is known to be ours (``ensure_schema``): it is written into the file, and a
         # store from a newer referee, or one being checked, is never altered.
         cur.execute("PRAGMA synchronous=NORMAL")
-        cur.execute("PRAGMA foreign_keys=ON")
+        # Foreign keys are declared but not enforced here (SQLite's default): a check per row on `texts` and
+        # `runs` halved the write rate, and deletes remove a run's rows and tags themselves.
         cur.close()
 
     @event.listens_for(engine, "begin")
@@ -122,6 +128,11 @@ def upgrade(engine: Engine, url: str, *, on_wait: Any = None) -> tuple[str | Non
     """Bring the schema to the head, under a lock (SQLite's write lock; PostgreSQL's advisory lock), so racing
     processes migrate once. Returns (revision before, after). ``on_wait(msg)``: told when another process holds
     the lock."""
+    with _MIGRATING:
+        return _upgrade(engine, url, on_wait=on_wait)
+
+
+def _upgrade(engine: Engine, url: str, *, on_wait: Any = None) -> tuple[str | None, str]:
     from alembic import command
 
     before = current_revision(engine)

@@ -49,6 +49,7 @@ class StoredRun:
 
 
 def load_run(store: Store, ref: str) -> StoredRun:
+    """The run ``ref`` (an id or an unambiguous prefix) with its manifest and every row."""
     rec = store.get_run(ref)
     return StoredRun(rec, store.manifest(rec.id), store.rows(rec.id))
 

@@ -42,7 +42,7 @@ def _now() -> str:
 
 
 def manifest_bytes(m: RunManifest) -> bytes:
-    return json.dumps(m.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode("utf-8")
+    return json.dumps(m.recorded(), sort_keys=True, ensure_ascii=False).encode("utf-8")  # as the file: redacted
 
 
 def run_values(m: RunManifest, *, results_path: str | None, git: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
 )
 
 NONE_INDEX = -1
@@ -87,6 +88,7 @@ run_tags = Table(
     Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("tag", Text, nullable=False),
     PrimaryKeyConstraint("run_id", "tag"),
+    sqlite_with_rowid=False,
 )
 Index("run_tags_tag", run_tags.c.tag)
 
@@ -106,6 +108,9 @@ rows = Table(
     Column("body", LargeBinary(32), ForeignKey("texts.hash"), nullable=False),
     # The rest of the row as JSON (rationale, criteria, reply...): identical across reruns, so stored once.
     PrimaryKeyConstraint("run_id", "case_id", "rep", "turn"),
+    # SQLite: the key is the table (no rowid and no second copy of the key in an index): a row costs its key and
+    # numbers, its body being a hash into `texts`.
+    sqlite_with_rowid=False,
 )
 
 # Planned for the capabilities that come next (production traces, judge alignment, synthetic cases): created
@@ -120,6 +125,12 @@ traces = Table(
     Column("run_id", String(32), ForeignKey("runs.id", ondelete="SET NULL")),
     # The run that scored it, if any (a monitor's run).
     Column("attrs", LargeBinary(32), ForeignKey("texts.hash")),
+    # 0002 (production traces): the last span's arrival, open / scored / a skip reason, spans kept, cut at the cap.
+    Column("last_ns", BigInteger),
+    Column("state", String(16), nullable=False, server_default="open"),
+    Column("span_count", Integer, nullable=False, server_default="0"),
+    Column("truncated", Boolean, nullable=False, server_default=false()),
+    Index("ix_traces_state_last", "state", "last_ns"),
 )
 spans = Table(
     "spans", metadata,
@@ -144,7 +155,23 @@ trace_scores = Table(
     Column("score", Float),
     Column("passed", Boolean),
     Column("body", LargeBinary(32), ForeignKey("texts.hash")),
+    # 0002: when it was scored, and whether the evaluation event was accepted by the export collector.
+    Column("at_ns", BigInteger),
+    Column("exported", Boolean, nullable=False, server_default=false()),
     PrimaryKeyConstraint("trace_id", "span_id", "evaluator"),
+)
+# 0002: what was not stored or not evaluated, by reason (never dropped silently); drift alerts.
+trace_counts = Table(
+    "trace_counts", metadata,
+    Column("reason", String(200), primary_key=True),
+    Column("n", BigInteger, nullable=False),
+)
+trace_alerts = Table(
+    "trace_alerts", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at_ns", BigInteger, nullable=False),
+    Column("metric", Text, nullable=False),
+    Column("body", LargeBinary(32), ForeignKey("texts.hash"), nullable=False),
 )
 alignments = Table(
     "alignments", metadata,

@@ -35,6 +35,9 @@ class StoreSettings:
     url: str | None = None
     enabled: bool = True
     tags: tuple[str, ...] = ()
+    readable: bool = True
+    """Whether baselines may be looked up in it: ``--no-store`` records nothing but still reads the history;
+    ``REFEREE_STORE=off`` turns it off altogether."""
 
     def resolved_url(self) -> str:
         return self.url if self.url else default_url()
@@ -87,7 +90,7 @@ def current() -> StoreSettings:
         return s
     env = os.environ.get(ENV, "").strip()
     if env.lower() in _OFF:
-        return StoreSettings(enabled=False)
+        return StoreSettings(enabled=False, readable=False)
     return StoreSettings(url=normalise_url(env) if env else None)
 
 
@@ -101,6 +104,7 @@ def recording(url: str | None = None, *, enabled: bool | None = None,
         url=normalise_url(url) if url else base.url,
         enabled=base.enabled if enabled is None and not url else (True if enabled is None else enabled),
         tags=check_tags([*base.tags, *tags]),
+        readable=base.readable or bool(url),
     )
     token = _CURRENT.set(settings)
     try:

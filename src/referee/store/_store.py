@@ -7,8 +7,9 @@ import hashlib
 import json
 import os
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, delete, func, or_, select, update
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 VOLATILE = ("latency_ms", "cost_usd")
 """Row fields kept as columns, out of the hashed body: they differ between reruns whose rows are otherwise equal."""
+_VOLATILE_SET = set(VOLATILE)
 _PACK_MIN = 256
 DEFAULT_MAX_ROW_BYTES = 4_000_000
 
@@ -129,6 +131,7 @@ class Store:
                 self.engine.dispose()  # no connection outlives a store that could not be opened
                 raise
         self._insert: Any = None
+        self._compiled: dict[str, tuple[str, tuple[str, ...] | None]] = {}
 
     def __repr__(self) -> str:
         return f"<Store {self.display_url}>"
@@ -162,22 +165,29 @@ class Store:
         return self._insert
 
     def put_texts(self, conn: Connection, texts: dict[bytes, bytes]) -> None:
-        """Each text once, by its SHA-256 (``texts`` maps hash -> UTF-8 bytes)."""
+        """Each text once, by its SHA-256 (``texts`` maps hash -> UTF-8 bytes): a text already stored is left
+        as it is (the insert does nothing on its key)."""
         if not texts:
             return
-        have: set[bytes] = set()
-        keys = list(texts)
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
-            have.update(bytes(h) for (h,) in conn.execute(select(s.texts.c.hash).where(s.texts.c.hash.in_(chunk))))
         new = []
         for h, data in texts.items():
-            if h not in have:
-                packed, stored = _pack(data)
-                new.append({"hash": h, "packed": packed, "data": stored})
-        if new:
-            stmt = self._ins()(s.texts).on_conflict_do_nothing(index_elements=["hash"])
-            conn.execute(stmt, new)
+            packed, stored = _pack(data)
+            new.append({"hash": h, "packed": packed, "data": stored})
+        self._many(conn, "texts", lambda ins: ins(s.texts).on_conflict_do_nothing(index_elements=["hash"]), new)
+
+    def _many(self, conn: Connection, name: str, build: Any, values: list[dict[str, Any]]) -> None:
+        """One statement for many rows, built once with SQLAlchemy Core (bound parameters only) and handed to
+        the driver's own executemany: SQLAlchemy's per-value processing cost more than the database did."""
+        if not values:
+            return
+        cached = self._compiled.get(name)
+        if cached is None:
+            compiled = build(self._ins()).compile(dialect=self.engine.dialect)
+            cached = (str(compiled), tuple(compiled.positiontup) if compiled.positional else None)
+            self._compiled[name] = cached
+        sql, order = cached
+        params: Any = [tuple(v[k] for k in order) for v in values] if order is not None else values
+        conn.exec_driver_sql(sql, params)
 
     def put_text(self, conn: Connection, data: bytes) -> bytes:
         h = digest(data)
@@ -211,10 +221,11 @@ class Store:
     def row_values(self, run_id: str, row: ResultRow, seq: int, *, results_path: str | None,
                    limit: int) -> tuple[dict[str, Any], bytes, bytes, bool]:
         """(the row's columns, its body's hash, the body, whether it was cut to a stub)."""
-        body = row.model_dump(mode="json", exclude_none=True, exclude=set(VOLATILE))
-        data = _dumps(body)
+        # pydantic's own JSON (fields in their declared order, so equal rows give equal bytes)
+        data = row.model_dump_json(exclude_none=True, exclude=_VOLATILE_SET).encode("utf-8")
         stub = len(data) > limit
         if stub:
+            body = json.loads(data)
             keep: dict[str, Any] = {k: body[k] for k in ("schema_version", "id", "status", "score", "passed", "category",
                                          "evaluator", "repeat", "turn") if k in body}
             keep["details"] = {"store_stub": {"bytes": len(data), "file": results_path,
@@ -243,12 +254,15 @@ class Store:
             stubs += stub
         with self.engine.begin() as conn:
             self.put_texts(conn, texts)
-            stmt = self._ins()(s.rows)
-            stmt = stmt.on_conflict_do_update(
-                index_elements=["run_id", "case_id", "rep", "turn"],
-                set_={k: stmt.excluded[k] for k in ("seq", "status", "score", "passed", "latency_ms", "cost_usd",
-                                                     "body")})
-            conn.execute(stmt, values)
+
+            def upsert(ins: Any) -> Any:
+                stmt = ins(s.rows)
+                return stmt.on_conflict_do_update(
+                    index_elements=["run_id", "case_id", "rep", "turn"],
+                    set_={k: stmt.excluded[k] for k in ("seq", "status", "score", "passed", "latency_ms",
+                                                         "cost_usd", "body")})
+
+            self._many(conn, "rows", upsert, values)
         return stubs
 
     def finish_run(self, run_id: str, values: dict[str, Any], *, manifest_json: bytes | None = None,
@@ -260,6 +274,53 @@ class Store:
             if summary_json is not None:
                 values["summary"] = self.put_text(conn, summary_json)
             conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(**values))
+
+    # -- generated cases (``referee synth``) -------------------------------------------------------------
+    def add_generated_cases(self, batch_id: str, records: Sequence[Mapping[str, Any]], *,
+                            created_at: str | None = None) -> None:
+        """Record one generation run's candidates: per case its ``case_id``, the text of its source chunks
+        (``source``), the case as written (``body``, JSON text) and ``gate`` (``kept``, or the gate that rejected
+        it). A case recorded again under the same ``batch_id`` is replaced."""
+        if not records:
+            return
+        when = created_at or datetime.now(UTC).isoformat()
+        texts: dict[bytes, bytes] = {}
+        values = []
+        for r in records:
+            body = str(r["body"]).encode("utf-8", "surrogatepass")
+            source = r.get("source")
+            hb = digest(body)
+            texts[hb] = body
+            hs = None
+            if source:
+                data = str(source).encode("utf-8", "surrogatepass")
+                hs = digest(data)
+                texts[hs] = data
+            values.append({"batch_id": batch_id, "case_id": str(r["case_id"]), "created_at": when, "source": hs,
+                           "body": hb, "gate": str(r["gate"])[:16]})
+        with self.engine.begin() as conn:
+            self.put_texts(conn, texts)
+            stmt = self._ins()(s.generated_cases)
+            stmt = stmt.on_conflict_do_update(index_elements=["batch_id", "case_id"],
+                                              set_={k: stmt.excluded[k] for k in ("created_at", "source", "body",
+                                                                                   "gate")})
+            conn.execute(stmt, values)
+
+    def generated_cases(self, batch_id: str | None = None) -> list[dict[str, Any]]:
+        """The generated cases recorded (of one generation run), oldest first: ``batch_id``, ``case_id``,
+        ``created_at``, ``gate``, ``source`` and ``body`` (texts)."""
+        t = s.generated_cases
+        q = select(t.c.batch_id, t.c.case_id, t.c.created_at, t.c.gate, t.c.source, t.c.body)
+        if batch_id is not None:
+            q = q.where(t.c.batch_id == batch_id)
+        out = []
+        with self.engine.connect() as conn:
+            for row in conn.execute(q.order_by(t.c.created_at, t.c.batch_id, t.c.case_id)):
+                src, body = self.get_text(conn, row.source), self.get_text(conn, row.body)
+                out.append({"batch_id": row.batch_id, "case_id": row.case_id, "created_at": row.created_at,
+                            "gate": row.gate, "source": None if src is None else src.decode("utf-8", "replace"),
+                            "body": "" if body is None else body.decode("utf-8", "replace")})
+        return out
 
     def tag(self, run_id: str, add: Sequence[str] = (), remove: Sequence[str] = ()) -> None:
         with self.engine.begin() as conn:
@@ -292,8 +353,9 @@ class Store:
                   status: str | None = None, since: str | None = None, until: str | None = None,
                   identity: str | None = None, commit: str | None = None, commits: Sequence[str] | None = None,
                   limit: int | None = None, newest_first: bool = True,
-                  exclude: str | None = None) -> list[RunRecord]:
-        """Runs matching every filter given, newest first. ``commit``: a full or abbreviated hash."""
+                  exclude: str | Collection[str] | None = None) -> list[RunRecord]:
+        """Runs matching every filter given, newest first. ``commit``: a full or abbreviated hash; ``exclude``:
+        run ids left out."""
         conds: list[Any] = []
         if suite is not None:
             conds.append(s.runs.c.suite == suite)
@@ -310,8 +372,8 @@ class Store:
         if commit is not None:
             conds.append(or_(s.runs.c.git_commit.startswith(commit, autoescape=True),
                              s.runs.c.ci_commit.startswith(commit, autoescape=True)))
-        if exclude is not None:
-            conds.append(s.runs.c.id != exclude)
+        if exclude:
+            conds.append(s.runs.c.id.not_in([exclude] if isinstance(exclude, str) else list(exclude)))
         if commits is not None:
             full = list(commits)
             conds.append(or_(s.runs.c.git_commit.in_(full), s.runs.c.ci_commit.in_(full)))

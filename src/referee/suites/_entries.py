@@ -7,18 +7,21 @@ import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 from pydantic import ValidationError
 
-from ..errors import OptionError, UserError
+from ..errors import InputError, OptionError, UserError
 from ..evaluators._base import CheckResult, Evaluator, lookup, registry
 from ._model import (
     RESERVED_ENTRY_KEYS,
     EntryMeta,
 )
 from ._suite import EvalSpec, Path_, Problem
+
+if TYPE_CHECKING:
+    from ..alignment import AlignedJudge
 
 
 def _line_map(node: Any, path: Path_ = (), out: dict[Path_, int] | None = None) -> dict[Path_, int]:
@@ -148,7 +151,7 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
             return None
         return EvalSpec(label=meta.id or name, name=name, evaluator=NotImported(plugin=name), weight=meta.weight,
                         threshold=meta.threshold, critical=meta.critical, field=meta.field, line=col.line(here),
-                        panel=meta.panel)
+                        panel=meta.panel, aligned=_aligned(meta.aligned, here, col, base))
     try:
         target = plugins.resolve(name)
     except UserError as exc:
@@ -177,7 +180,23 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
         return None
     if meta is None:
         return None
+    aligned = _aligned(meta.aligned, here, col, base)
+    if aligned is not None and not getattr(evaluator, "is_llm", False):
+        col.add((*here, "aligned"), f"'{name}' is not an LLM judge: only a judge's scores are aligned")
     return EvalSpec(label=meta.id or name, name=name, evaluator=evaluator, weight=meta.weight,
                     threshold=meta.threshold, critical=meta.critical, field=meta.field,
-                    line=col.line(here), panel=meta.panel)
+                    line=col.line(here), panel=meta.panel, aligned=aligned)
+
+
+def _aligned(path: str | None, here: Path_, col: _Collector, base: Path) -> AlignedJudge | None:
+    """The entry's aligned judge file (``aligned:``, relative to the suite), or None with the problem noted."""
+    if path is None:
+        return None
+    from ..alignment import load_aligned
+
+    try:
+        return load_aligned(base / path)
+    except InputError as exc:
+        col.add((*here, "aligned"), str(exc))
+        return None
 

@@ -9,7 +9,7 @@ than ``scoring.threshold`` is an explicit request to re-threshold, so it switche
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,21 +43,22 @@ def gate_verdicts(results: Path, gates: Gates, *, threshold: float, base_dir: Pa
 
 
 def gate_summary(results: Any, gates: Gates, *, threshold: float, base_dir: Path,
-                 candidate: Any = None) -> tuple[Summary, list[GateResult]]:
+                 candidate: Any = None, siblings: Collection[str] = ()) -> tuple[Summary, list[GateResult]]:
     """The summary of ``results`` (a results file or rows in memory) and the verdict of each of ``gates``
     (the one gate model of suites, ``assert_eval`` and ``referee.evaluate``), followed by the verdict rule's
     failed ``graded`` entry when ``results`` has no scored row.
 
     ``gates.baseline`` is a results file, or a run in the history (``main``, a branch, ``last``, a run id,
     ``@COMMIT``) of the same identity as ``candidate`` (the run's manifest; read beside a results file when not
-    given); the chosen run and why are logged."""
+    given), never one of ``siblings`` (the runs of the same invocation); the chosen run and why are logged."""
     from ..aggregate import ScoreOptions, summarize
     from ..gates._engine import evaluate_gates, with_graded_check
     from ..stats import DEFAULT_N_BOOT, DEFAULT_SEED
 
     baseline: Any = None
     if gates.baseline is not None:
-        baseline = load_baseline(gates.baseline, base_dir=base_dir, results=results, candidate=candidate)
+        baseline = load_baseline(gates.baseline, base_dir=base_dir, results=results, candidate=candidate,
+                                 siblings=siblings)
     else:
         asked = [k for k in BASELINE_ONLY_GATES if getattr(gates, k)]
         if asked:
@@ -71,7 +72,8 @@ def gate_summary(results: Any, gates: Gates, *, threshold: float, base_dir: Path
     return summary, with_graded_check(evaluate_gates(summary, gate_config(gates)), summary)
 
 
-def load_baseline(spec: str, *, base_dir: Path, results: Any = None, candidate: Any = None) -> Any:
+def load_baseline(spec: str, *, base_dir: Path, results: Any = None, candidate: Any = None,
+                  siblings: Collection[str] = ()) -> Any:
     """A baseline file's path, or a stored run's rows (the choice and why logged to stderr)."""
     from ..results._manifest import RunManifest
     from ..store import resolve_baseline
@@ -81,13 +83,13 @@ def load_baseline(spec: str, *, base_dir: Path, results: Any = None, candidate: 
             candidate = RunManifest.read(results)
         except (OSError, ValueError):
             candidate = None
-    b = resolve_baseline(spec, base_dir=base_dir, candidate=candidate)
+    b = resolve_baseline(spec, base_dir=base_dir, candidate=candidate, siblings=siblings)
     for note in b.notes:
         log.warning("%s", note)
     if b.path is not None:
         return b.path
     log.warning("%s", b.describe())
-    return b.rows
+    return b.table()
 
 
 def summary_exit_code(summary: Summary, verdicts: list[GateResult]) -> int:

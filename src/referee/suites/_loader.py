@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from .._util._yaml import parse_nodes
 from ..cases._case import Case, load_cases
+from ..cases._media import media_store
 from ..errors import InputError, UserError
 from ..evaluators._base import LLMEvaluator
 from ..targets._loader import TARGET_KEYS, parse_targets
@@ -37,6 +38,12 @@ __all__ = [
 ]
 
 def _load_cases(value: Any, col: _Collector, base: Path) -> tuple[list[Case], str | None]:
+    # One image store for every case loaded here: an image named by many parts is held once.
+    with media_store():
+        return _load_cases_unshared(value, col, base)
+
+
+def _load_cases_unshared(value: Any, col: _Collector, base: Path) -> tuple[list[Case], str | None]:
     from ..cases._case import _check_case  # the same checks and messages as cases files
 
     cases: list[Case] = []
@@ -171,6 +178,17 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
     if model is None or col.problems:
         return None, sorted(col.problems, key=lambda p: (p.line or 0))
     specs = [_with_judge_defaults(s, judge) for s in specs]
+    if judge is not None:
+        from ..alignment import JudgeRef
+
+        for idx, s in enumerate(specs):
+            if s.aligned is not None:
+                try:
+                    s.aligned.check_judge(JudgeRef(provider=judge.provider, model=judge.model))
+                except UserError as exc:
+                    col.add(("evaluators", idx, "aligned"), str(exc))
+        if col.problems:
+            return None, sorted(col.problems, key=lambda p: (p.line or 0))
     suite = Suite(path=sp, name=model.name or default_name, cases=cases, specs=specs, scoring=model.scoring,
                   judge=judge, gates=model.gates, concurrency=model.concurrency,
                   sha256=sha256, cases_path=cases_path, base_dir=base, targets=targets,

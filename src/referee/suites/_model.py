@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..targets._model import ModelEntry, PromptEntry, TargetSpec
 
-RESERVED_ENTRY_KEYS = ("id", "weight", "threshold", "critical", "field", "description", "panel")
+RESERVED_ENTRY_KEYS = ("id", "weight", "threshold", "critical", "field", "description", "panel", "aligned")
 """Keys of an evaluator entry that configure how the suite uses it; the one other key is its name."""
 
 
@@ -144,6 +144,10 @@ class SuiteFile(_M):
         default=None, description="With models: every prompt x model pair is a target (id <prompt>@<model>).")
     models: list[ModelEntry] | None = Field(default=None, description="With prompts: the models of the matrix "
                                                                       "(provider:model strings work too).")
+    monitor: dict[str, Any] | None = Field(
+        default=None, description="Online evaluation of production traces by `referee monitor` (docs/monitoring.md): "
+                                  "traces, sampling, quiet_seconds, budget, export, alerts, redact. Read and "
+                                  "checked by referee.traces; offline runs ignore it.")
 
 
 class EntryMeta(_M):
@@ -157,3 +161,5 @@ class EntryMeta(_M):
     field: str = Field(default="output", description="Case field the evaluator looks at.")
     description: str | None = None
     panel: PanelOptions | None = Field(default=None, description="This LLM evaluator's panel rule (with judges:).")
+    aligned: str | None = Field(default=None, description="An aligned judge file (referee align), relative to the "
+                                                          "suite: this LLM judge's scores are mapped through it.")

@@ -7,6 +7,7 @@ import fnmatch
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..cases._case import Case
 from ..errors import UserError
@@ -19,6 +20,9 @@ from ._model import (
     PanelOptions,
     Scoring,
 )
+
+if TYPE_CHECKING:
+    from ..alignment import AlignedJudge
 
 Path_ = tuple[str | int, ...]
 
@@ -59,6 +63,8 @@ class EvalSpec:
     line: int | None = None
     panel: PanelOptions | None = None
     """This entry's panel rule (``panel:``), over the suite's."""
+    aligned: AlignedJudge | None = None
+    """The aligned judge (``aligned:``) this LLM judge's scores are mapped through."""
 
     @property
     def is_llm(self) -> bool:

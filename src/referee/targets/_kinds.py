@@ -776,7 +776,10 @@ class ExecTarget(Target):
         return {**super().identity(), "files_sha256": files}
 
     def info(self) -> dict[str, Any]:
-        return {**super().info(), "model": shlex.join(self.argv)}
+        from .._util._redact import redact_argv
+
+        # Recorded in every row: a URL with user:password@ or a token in the command is masked.
+        return {**super().info(), "model": shlex.join(redact_argv(self.argv))}
 
     async def _run(self, case_dict: dict[str, Any], _inp: Any) -> Any:
         try:
@@ -876,11 +879,14 @@ class HttpTarget(Target):
 
     def secrets(self) -> list[str]:
         # A service that echoes the credentials it was sent (a 401 body) must not put them in an error row.
+        from .._util._redact import url_secrets
+
         out = []
         for v in self.headers.values():
             out.append(v)
             out += [part for part in v.split() if len(part) >= 6]
-        return out
+        assert self.spec.http is not None
+        return out + url_secrets(self.spec.http.url)  # user:password@ is sent as a Basic header
 
     async def _call(self, case_dict: dict[str, Any], _inp: Any) -> Any:
         import aiohttp

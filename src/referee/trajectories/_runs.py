@@ -15,6 +15,7 @@ from .._util import _data
 from ..errors import InputError
 from ._importers import detect_format, import_trajectory
 from ._model import TrajectoryError
+from ._otel import otel_input
 
 
 @dataclass
@@ -34,29 +35,9 @@ class ImportedRuns:
         return p
 
 
-def _otel_input(data: Any) -> str | None:
-    """The first user message of the GenAI spans (``gen_ai.input.messages``: ``[{role, parts: [{type, content}]}]``),
-    taken from the earliest span that has one."""
-    from ._otel import _attributes, _span_list, _time_ns
-    from ._parse import _maybe_json
-
-    spans = [s for s in _span_list(data) if isinstance(s, dict)]
-    spans.sort(key=lambda s: (_time_ns(s, "startTimeUnixNano", "start_time") is None,
-                              _time_ns(s, "startTimeUnixNano", "start_time") or 0))
-    for span in spans:
-        msgs = _maybe_json(_attributes(span).get("gen_ai.input.messages"))
-        for m in msgs if isinstance(msgs, list) else []:
-            if isinstance(m, dict) and m.get("role") == "user":
-                text = "".join(str(p.get("content", "")) for p in m.get("parts") or []
-                               if isinstance(p, dict) and p.get("type") == "text")
-                if text:
-                    return text
-    return None
-
-
 def _first_user_text(data: Any, fmt: str) -> str | None:
     if fmt == "otel":
-        return _otel_input(data)
+        return otel_input(data)
     msgs = data.get("messages") if isinstance(data, dict) else data
     if fmt in ("openai", "anthropic") and isinstance(msgs, list):
         for m in msgs:

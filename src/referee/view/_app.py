@@ -319,7 +319,7 @@ class ViewApp:
         if not 0 <= row < len(t):
             raise ApiError(404, f"no row {row} in run {key} ({len(t)} rows)")
         # Imported here: jinja2, rapidfuzz and the rubric models are not needed to start the viewer.
-        from ..evaluators._evidence import locate
+        from ..evaluators._evidence import Locator
         from ..reports._claims import claims_table
         from ..reports._html import highlight_segments
 
@@ -336,12 +336,15 @@ class ViewApp:
         judged = self._judged_text(case, details)
         quotes: list[tuple[str, str]] = []
         crit_out = []
+        located: Locator | None = None
         claims = claims_table(details, case)  # a claim's quotes come from its chunks: checked and marked there
         in_chunk = {(r["id"], q["quote"]): q["found"] for r in (claims or {}).get("rows", []) for q in r["supports"]}
         for c in crits:
             ev = [str(e) for e in c.get("evidence") or [] if e is not None] if isinstance(
                 c.get("evidence"), list) else []
-            found = ([bool(judged and locate(q, judged)) for q in ev] if claims is None
+            if judged and ev and claims is None and located is None:
+                located = Locator(judged)  # the judged text normalised once for every quote of every criterion
+            found = ([bool(located and located.spans(q)) for q in ev] if claims is None
                      else [in_chunk.get((str(c.get("id")), q), c.get("grounded") is True) for q in ev])
             quotes += [(str(c.get("id")), q) for q in ev] if claims is None else []
             crit_out.append({**{k: c.get(k) for k in ("id", "name", "status", "score", "raw_score", "scale",
@@ -351,7 +354,7 @@ class ViewApp:
         ungrounded_crit = {str(c.get("id")) for c in crits if c.get("grounded") is False}
         segments = []
         if judged:
-            for s in highlight_segments(judged, quotes):
+            for s in highlight_segments(judged, quotes, located):
                 segments.append({"text": s.text, "labels": s.labels,
                                  "ungrounded": bool(set(s.labels) & ungrounded_crit)})
         out = {

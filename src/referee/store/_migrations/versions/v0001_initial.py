@@ -113,13 +113,15 @@ def upgrade() -> None:
     sa.Column('body', sa.LargeBinary(length=32), nullable=False),
     sa.ForeignKeyConstraint(['body'], ['texts.hash'], ),
     sa.ForeignKeyConstraint(['run_id'], ['runs.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('run_id', 'case_id', 'rep', 'turn')
+    sa.PrimaryKeyConstraint('run_id', 'case_id', 'rep', 'turn'),
+    sqlite_with_rowid=False
     )
     op.create_table('run_tags',
     sa.Column('run_id', sa.String(length=32), nullable=False),
     sa.Column('tag', sa.Text(), nullable=False),
     sa.ForeignKeyConstraint(['run_id'], ['runs.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('run_id', 'tag')
+    sa.PrimaryKeyConstraint('run_id', 'tag'),
+    sqlite_with_rowid=False
     )
     op.create_index('run_tags_tag', 'run_tags', ['tag'], unique=False)
     op.create_table('traces',

@@ -1,0 +1,116 @@
+"""Benchmark: online evaluation (`referee monitor --replay ... --once`) against `referee judge` on the same cases,
+the same template and the same local server (``python -m referee.testing --fast`` with a fixed latency). The
+traces are made by the OpenTelemetry SDK and written as OTLP/JSON; the cases `referee judge` gets are those traces
+read by the same mapping. Target: the monitor's wall time within 2% of `referee judge`'s.
+
+    .venv/bin/python bench/bench_monitor.py [--n 500] [--latency 0.1] [--concurrency 32] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_judge import TEMPLATE, _start_server  # noqa: E402 - the same server and template as bench_judge
+
+
+def make_traces(folder: Path, n: int) -> tuple[Path, Path]:
+    from google.protobuf import json_format
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from referee.traces import MemorySink, Redactor, replay
+    from referee.trajectories import case_from_spans
+
+    exp = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(exp))
+    t = tp.get_tracer("bench")
+    for i in range(n):
+        with t.start_as_current_span("chat m", attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [
+                    {"type": "text", "content": f"How do I reset my password? (#{i})"}]}]),
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                    {"type": "text", "content": "Go to Settings > Security > Reset password."}]}])}):
+            pass
+    doc = json_format.MessageToDict(encode_spans(exp.get_finished_spans()))
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                for k in ("traceId", "spanId"):
+                    sp[k] = base64.b64decode(sp[k]).hex()
+    traces = folder / "traces.otlp.json"
+    traces.write_text(json.dumps(doc))
+    sink = MemorySink()
+    replay([traces], sink, Redactor(), received_ns=time.time_ns())
+    cases = folder / "cases.jsonl"
+    with open(cases, "w") as f:
+        for tid in sink.quiet_traces(before_ns=time.time_ns() + 1, limit=n):
+            f.write(json.dumps(case_from_spans(sink.trace_spans(tid), case_id=tid)) + "\n")
+    return traces, cases
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=500)
+    ap.add_argument("--latency", type=float, default=0.1)
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--runs", type=int, default=3)
+    a = ap.parse_args()
+    server, url = _start_server(a.latency)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            traces, cases = make_traces(folder, a.n)
+            (folder / "judge.md").write_text(TEMPLATE)
+            (folder / "monitor.yaml").write_text(
+                f"evaluators:\n  - llm_judge: {{template_file: {folder / 'judge.md'}}}\n"
+                f"monitor:\n  batch: {a.n}\n  quiet_seconds: 0\n")
+            env = {**os.environ, "OPENAI_API_KEY": "sk-bench-not-a-real-key", "REFEREE_STORE": "off"}
+            judge_flags = ["--provider", "openai", "--base-url", url + "/v1", "--model", "bench-judge",
+                           "--concurrency", str(a.concurrency), "--no-cache"]
+            ref = [sys.executable, "-m", "referee"]
+            judge_s, monitor_s = [], []
+            for _ in range(a.runs):
+                judge_s.append(timed([*ref, "judge", str(cases), "--template", str(folder / "judge.md"), "--out",
+                                      str(folder / "r.jsonl"), *judge_flags], env))
+                (folder / "r.jsonl").unlink()
+                monitor_s.append(timed([*ref, "monitor", str(folder / "monitor.yaml"), "--replay", str(traces),
+                                        "--once", *judge_flags], env))
+    finally:
+        server.terminate()
+        server.wait(30)
+        if server.stdout is not None:
+            server.stdout.close()
+    j, m = statistics.median(judge_s), statistics.median(monitor_s)
+    ideal = a.n * a.latency / a.concurrency
+    print(f"N={a.n}, latency {a.latency} s, concurrency {a.concurrency}, median of {a.runs}; "
+          f"load average {os.getloadavg()[0]:.1f}; ideal {ideal:.2f} s")
+    print(f"referee judge   {j:.2f} s")
+    print(f"referee monitor {m:.2f} s (replay + evaluate + summary)")
+    print(f"monitor / judge: {m / j:.3f} (target <= 1.02)")
+    return 0 if m / j <= 1.02 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""``referee traces to-cases``: stored production traces -> a case file the offline suite runs."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import UserError
+from ..traces import open_sink, traces_to_cases, write_cases
+from ._common import echo_err
+
+
+@click.group("traces")
+def command() -> None:
+    """Production traces kept by referee collect / referee monitor."""
+
+
+@command.command("to-cases")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False), help="Cases JSONL to write.")
+@click.option("--metric", default=None, help="Select on this metric (default: any).")
+@click.option("--below", type=click.FloatRange(0, 1), default=None, help="Traces scored under this.")
+@click.option("--failed", is_flag=True, help="Traces that failed the metric's threshold.")
+@click.option("--trace", "trace_ids", multiple=True, help="A trace id (an alert's examples); repeatable.")
+@click.option("--store", "store_url", default=None, metavar="URL",
+              help="Store URL (default: REFEREE_STORE, else .referee/history.sqlite).")
+def to_cases(out: str, metric: str | None, below: float | None, failed: bool, trace_ids: tuple[str, ...],
+             store_url: str | None) -> int:
+    """Turn selected traces (low scores, failed, named) into cases, redaction already applied when stored."""
+    if below is None and not failed and not trace_ids:
+        raise UserError("choose traces: --below SCORE, --failed or --trace ID")
+    cases = traces_to_cases(open_sink(store_url), metric=metric, below=below, failed=failed, trace_ids=trace_ids)
+    write_cases(cases, out)
+    echo_err(f"{len(cases)} trace(s) -> {out}")
+    return 0 if cases else 1

@@ -1,0 +1,120 @@
+"""Files around the monitor: the monitor file (a suite's ``monitor:`` section with its ``evaluators`` and
+``judge``), recorded OTLP exports replayed into the sink, and selected traces written as a case file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._util import _yaml
+from ..errors import InputError, UserError
+from ..trajectories import TrajectoryError, case_from_spans
+from ._monitor import MonitorConfig
+from ._otlp import OTLPDecodeError, decode_traces
+from ._receiver import DEFAULT_MAX_DECODED_BYTES, ingest
+from ._redact import Redactor
+from ._sink import TraceSink
+
+
+def _redactor(section: dict[str, Any], where: str) -> Redactor:
+    spec = section.get("redact") or {}
+    if not isinstance(spec, dict) or set(spec) - {"patterns", "hook"}:
+        raise UserError(f"{where}.redact: expected {{patterns: [regex, ...], hook: module:function}}")
+    hook = None
+    if spec.get("hook"):
+        from ..evaluators._plugins import import_dotted
+
+        hook = import_dotted(str(spec["hook"]))
+        if not callable(hook):
+            raise UserError(f"{where}.redact.hook: {spec['hook']} is not callable")
+    return Redactor([str(p) for p in spec.get("patterns") or []], hook)
+
+
+def load_monitor(path: str | Path, *, clock: Callable[[], float] | None = None) -> tuple[MonitorConfig, Any,
+                                                                                        Redactor]:
+    """(the monitor's configuration, the file's judge (``provider:model`` or None), the redaction hook) of a
+    suite file with a ``monitor:`` section."""
+    data = _yaml.load(str(path))
+    if not isinstance(data, dict) or not isinstance(data.get("monitor"), dict):
+        raise InputError("expected a suite with a 'monitor:' section (docs/monitoring.md)", file=str(path))
+    evaluators = data.get("evaluators")
+    if not isinstance(evaluators, list) or not evaluators:
+        raise InputError("'evaluators' must list at least one evaluator", file=str(path))
+    section = dict(data["monitor"])
+    redactor = _redactor(section, "monitor")
+    section.pop("redact", None)
+    try:
+        config = (MonitorConfig.parse(section, evaluators) if clock is None
+                  else MonitorConfig.parse(section, evaluators, clock=clock))
+    except UserError as exc:
+        raise InputError(str(exc), file=str(path)) from None
+    judge = data.get("judge")
+    if isinstance(judge, dict):
+        judge = judge.get("provider") and ":".join(str(x) for x in (judge["provider"], judge.get("model")) if x)
+    return config, judge, redactor
+
+
+def replay(files: Sequence[str | Path], sink: TraceSink, redactor: Redactor, *, received_ns: int,
+           max_bytes: int = DEFAULT_MAX_DECODED_BYTES) -> int:
+    """Recorded OTLP trace exports into the sink, through the receiver's own decoding and redaction: a ``.json``
+    file is one ``ExportTraceServiceRequest`` in OTLP/JSON, a ``.jsonl`` file one per line (the collector's file
+    exporter), anything else one protobuf request. Returns the spans stored."""
+    stored = 0
+    for f in files:
+        p = Path(f)
+        if p.stat().st_size > max_bytes:
+            raise InputError(f"over {max_bytes} bytes", file=str(p))
+        raw = p.read_bytes()
+        bodies: list[tuple[int | None, bytes, str]]
+        if p.suffix.lower() in (".jsonl", ".ndjson"):
+            bodies = [(n, line, "application/json") for n, line in enumerate(raw.splitlines(), 1) if line.strip()]
+        elif p.suffix.lower() == ".json":
+            bodies = [(None, raw, "application/json")]
+        else:
+            bodies = [(None, raw, "application/x-protobuf")]
+        for line, body, ctype in bodies:
+            try:
+                decoded = decode_traces(body, ctype)
+            except OTLPDecodeError as exc:
+                raise InputError(str(exc), file=str(p), line=line) from None
+            stored += ingest(sink, decoded, redactor, received_ns=received_ns).stored
+    return stored
+
+
+def traces_to_cases(sink: TraceSink, *, metric: str | None = None, below: float | None = None,
+                    failed: bool = False, trace_ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Selected traces as cases the offline suite runs (spans were redacted before they were stored): those
+    scored under ``below`` on ``metric`` (any metric when None), those that ``failed`` it, and ``trace_ids``
+    (an alert's examples). Each case keeps its trace id and score in ``metadata``."""
+    chosen: dict[str, dict[str, Any]] = {t: {} for t in trace_ids}
+    for s in sink.scores(evaluator=metric):
+        if s.status != "scored" or s.score is None:
+            continue
+        if (below is not None and s.score < below) or (failed and s.passed is False):
+            chosen.setdefault(s.trace_id, {})[s.evaluator] = s.score
+    cases = []
+    for tid, scores in chosen.items():
+        spans = sink.trace_spans(tid)
+        if not spans:
+            continue
+        try:
+            case = case_from_spans(spans, case_id=tid)
+        except TrajectoryError as exc:
+            print(f"skipped trace {tid}: {exc}", file=sys.stderr)
+            continue
+        case["metadata"] = {"trace_id": tid, "production_scores": scores}
+        cases.append(case)
+    return cases
+
+
+def write_cases(cases: Sequence[dict[str, Any]], out: str | Path) -> Path:
+    """The cases as JSONL at ``out`` (its folder created)."""
+    p = Path(out)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "w", encoding="utf-8") as fh:
+        for c in cases:
+            fh.write(json.dumps(c, ensure_ascii=False, default=str) + "\n")
+    return p

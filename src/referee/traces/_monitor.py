@@ -1,0 +1,421 @@
+"""Online evaluation: traces from the sink, sampled, mapped to cases and evaluated by the one runner
+(:func:`referee.evaluate_async`, the same path as ``referee run``), one stored score per (trace, evaluator),
+drift alerts, and the scores exported as ``gen_ai.evaluation.result`` events.
+
+A trace is ready when no span has arrived for ``quiet_seconds`` (by the injected clock). Each pass
+(:meth:`Monitor.step`) takes ready traces, decides which to evaluate, evaluates them evaluator by evaluator
+(cases already scored for an evaluator are not sent again, so a restart resumes where it stopped), records each
+score before the trace is closed, then exports what is not yet exported. Judge calls and exports are
+at-least-once: a crash between a judge reply and its record repeats the call (the response cache makes it
+free), and between an export and its mark repeats the export.
+
+Nothing is dropped silently: each skipped evaluation is counted by reason (``sampled_out``, ``over_cap``,
+``over_budget``, ``not_matched``, ``no_case``, ``too_large``, ``evaluator_error``, ``judge_unavailable``) in the sink's counts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ProviderError, UserError
+from ..runner._engine import FatalRunError
+from ..trajectories import TrajectoryError, case_from_span, case_from_spans, span_view
+from ._drift import DEFAULT_H, DEFAULT_K, DEFAULT_REFERENCE, DEFAULT_WINDOW, Alert, DriftDetector
+from ._export import EvaluationExporter
+from ._sampler import Rule, Sampler
+from ._sink import Score, TraceSink
+
+DEFAULT_QUIET_SECONDS = 30.0
+"""A trace is complete when none of its spans arrived for this long."""
+DEFAULT_BATCH = 64
+"""Traces taken per pass."""
+DEFAULT_MAX_INPUT_CHARS = 100_000
+"""A trace whose case text is longer is not judged (``too_large``)."""
+DEFAULT_RETENTION_DAYS = 30.0
+"""Traces whose last span arrived longer ago are deleted with their spans and scores."""
+DEFAULT_MAX_TRACES = 1_000_000
+"""Past this many stored traces, the oldest are deleted."""
+PRUNE_EVERY_S = 60.0
+DEFAULT_MAX_ATTEMPTS = 3
+"""Passes an evaluator error is retried before the score is stored as ``error``."""
+
+
+@dataclass
+class MonitorConfig:
+    """The ``monitor:`` section of a suite (docs/monitoring.md)."""
+
+    evaluators: list[Any]
+    traces: list[Rule] = field(default_factory=list)
+    """Which traces (any rule matches; none: every trace)."""
+    sampler: Sampler = field(default_factory=Sampler)
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS
+    budget_usd_per_hour: float | None = None
+    max_input_chars: int = DEFAULT_MAX_INPUT_CHARS
+    export_endpoint: str | None = None
+    export_headers: dict[str, str] = field(default_factory=dict)
+    webhook: str | None = None
+    drift_reference: int = DEFAULT_REFERENCE
+    drift_window: int = DEFAULT_WINDOW
+    drift_k: float = DEFAULT_K
+    drift_h: float = DEFAULT_H
+    threshold: float = 0.7
+    batch: int = DEFAULT_BATCH
+    """Traces taken per pass (each pass's scores are stored when its evaluation returns)."""
+    spans: SpanFilter | None = None
+    """Evaluate chosen spans, one case each (retrieval spans for the grounded metrics), instead of one case per
+    trace."""
+    retention_days: float | None = DEFAULT_RETENTION_DAYS
+    max_traces: int | None = DEFAULT_MAX_TRACES
+
+    @classmethod
+    def parse(cls, section: Mapping[str, Any], evaluators: Sequence[Any], *, where: str = "monitor",
+              clock: Callable[[], float] = time.time) -> MonitorConfig:
+        known = {"traces", "sampling", "quiet_seconds", "budget", "max_input_chars", "export", "alerts",
+                 "threshold", "redact", "batch", "retention", "spans"}
+        unknown = set(section) - known
+        if unknown:
+            raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
+        rules = [Rule.parse(r, f"{where}.traces[{i}]") for i, r in enumerate(section.get("traces") or [])]
+        samp = section.get("sampling") or {}
+        unknown = set(samp) - {"rate", "always", "per_minute"}
+        if unknown:
+            raise UserError(f"{where}.sampling: unknown key(s) {', '.join(sorted(unknown))} (known: rate, always, "
+                            "per_minute)")
+        sampler = Sampler(samp.get("rate", 1.0),
+                          always=[Rule.parse(r, f"{where}.sampling.always[{i}]")
+                                  for i, r in enumerate(samp.get("always") or [])],
+                          per_minute=samp.get("per_minute"), clock=clock)
+        budget = section.get("budget") or {}
+        export = section.get("export") or {}
+        alerts = section.get("alerts") or {}
+        return cls(
+            evaluators=list(evaluators), traces=rules, sampler=sampler,
+            quiet_seconds=float(section.get("quiet_seconds", DEFAULT_QUIET_SECONDS)),
+            budget_usd_per_hour=budget.get("usd_per_hour"),
+            max_input_chars=int(section.get("max_input_chars", DEFAULT_MAX_INPUT_CHARS)),
+            export_endpoint=export.get("endpoint"), export_headers=dict(export.get("headers") or {}),
+            webhook=alerts.get("webhook"), drift_reference=int(alerts.get("reference", DEFAULT_REFERENCE)),
+            drift_window=int(alerts.get("window", DEFAULT_WINDOW)), drift_k=float(alerts.get("k", DEFAULT_K)),
+            drift_h=float(alerts.get("h", DEFAULT_H)), threshold=float(section.get("threshold", 0.7)),
+            batch=int(section.get("batch", DEFAULT_BATCH)),
+            spans=SpanFilter.parse(section["spans"], f"{where}.spans") if section.get("spans") else None,
+            retention_days=(section.get("retention") or {}).get("days", DEFAULT_RETENTION_DAYS),
+            max_traces=(section.get("retention") or {}).get("max_traces", DEFAULT_MAX_TRACES),
+        )
+
+
+_KINDS = ("llm", "tool", "agent", "retriever", "other")
+
+
+@dataclass
+class SpanFilter:
+    """Which spans become cases: a span ``kind`` as the mapping reads it (``retriever``, ``llm``, ``tool``,
+    ``agent``) and/or the fields of a :class:`Rule` (name, status, attributes)."""
+
+    kind: str | None = None
+    rule: Rule | None = None
+
+    @classmethod
+    def parse(cls, spec: Any, where: str) -> SpanFilter:
+        if not isinstance(spec, Mapping):
+            raise UserError(f"{where}: expected a mapping such as {{kind: retriever}}")
+        spec = dict(spec)
+        kind = spec.pop("kind", None)
+        if kind is not None and kind not in _KINDS:
+            raise UserError(f"{where}.kind: expected one of {', '.join(_KINDS)}, got {kind!r}")
+        return cls(kind=kind, rule=Rule.parse(spec, where) if spec else None)
+
+    def matches(self, span: Mapping[str, Any]) -> bool:
+        if self.rule is not None and not self.rule.matches([span]):
+            return False
+        if self.kind is not None:
+            view = span_view(dict(span))
+            return view is not None and view.kind == self.kind
+        return True
+
+
+def metric_name(entry: Any) -> str:
+    """The metric an evaluator entry reports under: its ``id``, else its name."""
+    if isinstance(entry, str):
+        return entry
+    if isinstance(entry, Mapping):
+        if entry.get("id"):
+            return str(entry["id"])
+        names = [k for k in entry if k not in ("weight", "threshold", "critical", "field", "panel")]
+        if names:
+            return str(names[0])
+    return str(getattr(entry, "name", type(entry).__name__))
+
+
+def _root_span(spans: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The evaluated span: the trace's root (no parent, or a parent that never arrived), earliest first."""
+    ids = {s.get("spanId") for s in spans}
+    roots = [s for s in spans if not s.get("parentSpanId") or s.get("parentSpanId") not in ids]
+    return min(roots or spans, key=lambda s: (int(s.get("startTimeUnixNano") or 0), str(s.get("spanId"))))
+
+
+@dataclass
+class _Unit:
+    """What gets one score per evaluator: a whole trace (``unit`` "") or one chosen span of it."""
+
+    trace_id: str
+    unit: str
+    span_id: str
+    """The evaluated span, whose ids the exported event carries."""
+    case: dict[str, Any]
+
+
+@dataclass
+class StepReport:
+    """What one pass did."""
+
+    traces: int = 0
+    scored: int = 0
+    exported: int = 0
+    alerts: list[Alert] = field(default_factory=list)
+
+
+class Monitor:
+    """Evaluates traces from ``sink`` with ``judge`` (a :class:`~referee.Judge`, a ``provider:model`` string or a
+    Provider); ``clock`` (seconds) decides when a trace is quiet and the per-minute cap; ``alert_sink`` gets each
+    alert's message (default: stderr)."""
+
+    def __init__(self, sink: TraceSink, config: MonitorConfig, *, judge: Any = None,
+                 clock: Callable[[], float] = time.time, alert_sink: Callable[[str], None] | None = None,
+                 exporter: EvaluationExporter | None = None) -> None:
+        self.sink = sink
+        self.config = config
+        self.judge = judge
+        self._clock = clock
+        self._alert_sink = alert_sink or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        names = [metric_name(e) for e in config.evaluators]
+        if len(set(names)) != len(names):
+            raise UserError(f"monitor: two evaluators report as the same metric ({', '.join(names)}); give one an id")
+        self._entries = dict(zip(names, config.evaluators, strict=True))
+        if exporter is None and config.export_endpoint:
+            exporter = EvaluationExporter(config.export_endpoint, headers=config.export_headers)
+        self.exporter = exporter
+        self._attempts: dict[tuple[str, str], int] = {}
+        self._spend: list[tuple[float, float]] = []
+        self.alerts: list[Alert] = []
+        self.last_error: str | None = None
+        self._pruned_at = float("-inf")
+        self._drift = {n: DriftDetector(n, reference_size=config.drift_reference, window=config.drift_window,
+                                        k=config.drift_k, h=config.drift_h) for n in names}
+        for name, det in self._drift.items():  # a restart picks the statistic up from the stored scores
+            for s in sorted(sink.scores(evaluator=name), key=lambda s: s.at_ns):
+                if s.status == "scored" and s.score is not None:
+                    det.update(s.score, s.trace_id)
+
+    @property
+    def metrics(self) -> list[str]:
+        """The monitored metrics' names, in the suite's order."""
+        return list(self._entries)
+
+    # -- one pass ---------------------------------------------------------------------------------------------
+
+    def step(self) -> StepReport:
+        report = StepReport()
+        now = self._clock()
+        if now - self._pruned_at >= PRUNE_EVERY_S:
+            self._pruned_at = now
+            days = self.config.retention_days
+            self.sink.prune(older_than_ns=int((now - days * 86400) * 1e9) if days is not None else None,
+                            max_traces=self.config.max_traces)
+        ready = self.sink.quiet_traces(before_ns=int((now - self.config.quiet_seconds) * 1e9), limit=self.config.batch)
+        todo: list[_Unit] = []
+        starts: dict[str, int] = {}
+        for tid in ready:
+            report.traces += 1
+            spans = self.sink.trace_spans(tid)
+            if self.config.traces and not any(r.matches(spans) for r in self.config.traces):
+                self._close(tid, "not_matched")
+                continue
+            decision = self.config.sampler.decide(tid, spans)
+            if not decision.sampled:
+                self._close(tid, decision.reason)
+                continue
+            if self._over_budget(now):
+                self._close(tid, "over_budget")
+                continue
+            root = _root_span(spans)
+            span_id = str(root.get("spanId"))
+            if self.sink.trace_truncated(tid):
+                self._unscored(tid, span_id, "too_large", "trace over the span cap per trace")
+                continue
+            try:
+                units = self._units(tid, spans, span_id)
+            except TrajectoryError as exc:
+                self._close(tid, "no_case", str(exc))
+                continue
+            if not units:
+                self._close(tid, "no_matching_span")
+                continue
+            big = [u for u in units if len(json.dumps(u.case, default=str)) > self.config.max_input_chars]
+            if big:
+                self._unscored(tid, span_id, "too_large", f"case over {self.config.max_input_chars} characters")
+                continue
+            todo.extend(units)
+            starts[tid] = int(root.get("startTimeUnixNano") or 0)
+        # Scores enter the drift statistic in the order the traces began, whatever order they arrived in.
+        todo.sort(key=lambda u: (starts[u.trace_id], u.trace_id, u.unit))
+        if todo:
+            report.scored += self._evaluate(todo, report)
+        report.exported = self.export_pending()
+        return report
+
+    def _units(self, tid: str, spans: list[dict[str, Any]], root_span: str) -> list[_Unit]:
+        """The trace as one case, or (``spans:``) one case per chosen span."""
+        if self.config.spans is None:
+            return [_Unit(tid, "", root_span, case_from_spans(spans, case_id=tid))]
+        chosen = [s for s in spans if self.config.spans.matches(s)]
+        chosen.sort(key=lambda s: (int(s.get("startTimeUnixNano") or 0), str(s.get("spanId"))))
+        return [_Unit(tid, str(s["spanId"]), str(s["spanId"]),
+                      case_from_span(spans, str(s["spanId"]), case_id=f"{tid}:{s['spanId']}")) for s in chosen]
+
+    def _has_score(self, unit: _Unit, name: str) -> bool:
+        return (unit.unit, name) in self.sink.scored_units(unit.trace_id)
+
+    def _close(self, trace_id: str, reason: str, detail: str | None = None) -> None:
+        self.sink.count(f"skipped: {reason}", len(self._entries))
+        self.sink.mark_trace(trace_id, reason)
+
+    def _unscored(self, trace_id: str, span_id: str, reason: str, detail: str) -> None:
+        at = int(self._clock() * 1e9)
+        for name in self._entries:
+            self.sink.record_score(Score(trace_id=trace_id, span_id=span_id, evaluator=name, status="unscored",
+                                         error_type=reason, explanation=detail, at_ns=at))
+        self.sink.count(f"skipped: {reason}", len(self._entries))
+        self.sink.mark_trace(trace_id, reason)
+
+    def _over_budget(self, now: float) -> bool:
+        if self.config.budget_usd_per_hour is None:
+            return False
+        self._spend = [(t, c) for t, c in self._spend if t > now - 3600]
+        return sum(c for _, c in self._spend) >= self.config.budget_usd_per_hour
+
+    def _evaluate(self, todo: list[_Unit], report: StepReport) -> int:
+        from ..run._evaluate import evaluate_async
+        from ..runner._session import run_sync
+        from ..store import recording
+
+        recorded = 0
+        needed: dict[str, int] = {}
+        for u in todo:
+            needed[u.trace_id] = needed.get(u.trace_id, 0) + len(self._entries)
+        done: dict[str, int] = {tid: 0 for tid in needed}
+        for name, entry in self._entries.items():
+            batch = []
+            for u in todo:
+                if self._has_score(u, name):  # scored before a restart: not judged again
+                    done[u.trace_id] += 1
+                else:
+                    batch.append(u)
+            if not batch:
+                continue
+            try:
+                # A pass is not a run of the history: its scores are the store's trace scores, one per unit.
+                with recording(enabled=False):
+                    result = run_sync(evaluate_async([u.case for u in batch], [entry], self.judge, progress=False,
+                                                     threshold=self.config.threshold, name=f"monitor:{name}"))
+            except (FatalRunError, ProviderError) as exc:
+                # The judge is down or refuses us: the scores wait (the traces stay open for the next pass).
+                self.sink.count("skipped: judge_unavailable", len(batch))
+                self.last_error = str(exc)
+                return recorded
+            rows = {r.id: r for r in result.rows}
+            now = self._clock()
+            for u in batch:
+                row = rows.get(u.case["id"])
+                if row is None:
+                    continue
+                if row.cost_usd:
+                    self._spend.append((now, float(row.cost_usd)))
+                if row.status == "error":
+                    key = (u.case["id"], name)
+                    self._attempts[key] = self._attempts.get(key, 0) + 1
+                    self.sink.count("skipped: evaluator_error")
+                    if self._attempts[key] < DEFAULT_MAX_ATTEMPTS:
+                        continue  # the score waits: the trace stays open and the next pass tries again
+                score = Score(trace_id=u.trace_id, span_id=u.span_id, evaluator=name, status=row.status,
+                              score=row.score if row.status == "scored" else None,
+                              passed=row.passed if row.status == "scored" else None,
+                              explanation=row.rationale or row.error,
+                              error_type=None if row.status == "scored" else (row.status if row.status != "error"
+                                                                               else "evaluator_error"),
+                              at_ns=int(now * 1e9), unit=u.unit)
+                if self.sink.record_score(score):
+                    recorded += 1
+                    if score.score is not None:
+                        alert = self._drift[name].update(score.score, u.trace_id)
+                        if alert is not None:
+                            self._raise(alert)
+                            report.alerts.append(alert)
+                done[u.trace_id] += 1
+        for tid, n in done.items():
+            if n == needed[tid]:
+                self.sink.mark_trace(tid, "scored")
+        return recorded
+
+    def _raise(self, alert: Alert) -> None:
+        self.alerts.append(alert)
+        self._alert_sink(alert.message())
+        record = getattr(self.sink, "record_alert", None)
+        if callable(record):
+            record(alert)
+        if self.config.webhook:
+            body = json.dumps({"text": alert.message(), "metric": alert.metric, "effect": alert.effect,
+                               "interval": [alert.low, alert.high], "examples": alert.examples}).encode()
+            req = urllib.request.Request(self.config.webhook, data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - the user's own URL
+                    resp.read(1024)
+            except OSError:
+                self.sink.count("alert_webhook_failed")
+
+    def export_pending(self, limit: int = 512) -> int:
+        """Send the scores not yet exported; marks them only when the collector accepted them."""
+        if self.exporter is None:
+            return 0
+        pending = self.sink.unexported(limit)
+        if not pending:
+            return 0
+        if self.exporter.export(pending):
+            self.sink.mark_exported(pending)
+            return len(pending)
+        self.sink.count("export_failed", len(pending))
+        return 0
+
+    def counts(self) -> dict[str, int]:
+        return self.sink.counts()
+
+
+@dataclass
+class MetricSummary:
+    """One monitored metric: traces scored, its mean and pass rate, traces not scored."""
+
+    metric: str
+    scored: int
+    mean: float | None
+    pass_rate: float | None
+    unscored: int
+
+
+def summarize(sink: TraceSink, metrics: Sequence[str]) -> list[MetricSummary]:
+    """Each metric's stored scores summed up: traces scored, mean, pass rate, traces not scored."""
+    out = []
+    for m in metrics:
+        ss = sink.scores(evaluator=m)
+        vals = [s.score for s in ss if s.status == "scored" and s.score is not None]
+        passes = [s.passed for s in ss if s.status == "scored" and s.passed is not None]
+        out.append(MetricSummary(metric=m, scored=len(vals), mean=sum(vals) / len(vals) if vals else None,
+                                 pass_rate=sum(passes) / len(passes) if passes else None,
+                                 unscored=len(ss) - len(vals)))
+    return out

@@ -1,0 +1,383 @@
+"""``referee collect``: an OTLP/HTTP receiver for traces (OpenTelemetry protocol specification, OTLP/HTTP).
+
+- ``POST /v1/traces`` with ``application/x-protobuf`` or ``application/json``, optionally
+  ``Content-Encoding: gzip``: spans are decoded, redacted, and written to the sink before the reply, so a reply
+  of 200 means stored. Spans rejected (bounds, bad ids) are named in ``partial_success``.
+- ``POST /v1/logs`` and ``/v1/metrics``: a stated reply, every item rejected in ``partial_success`` with the
+  message that referee receives traces only (the exporter does not retry a partial success).
+- Bounds: the body (``max_body_bytes``, compressed as sent) and its decompressed size (``max_decoded_bytes``) give
+  413; a span or an attribute value over its bound is rejected. At most ``max_inflight`` requests are decoded
+  and stored at once: the next one gets 503 with ``Retry-After`` (back-pressure, never a growing queue), and
+  connections past ``max_connections`` get 429 with ``Retry-After``. Memory is therefore bounded by about
+  ``max_inflight * max_decoded_bytes`` whatever the sender does.
+- Listens on 127.0.0.1 unless ``allow_remote``; another address needs a bearer ``token`` (checked on every
+  request) and, since the token must not travel in clear, either TLS (``certfile``/``keyfile``) or
+  ``behind_proxy`` (a TLS-terminating proxy on the same host).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import socket
+import ssl
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from ..errors import UserError
+from ..trajectories import follows_convention
+from ._otlp import (
+    DEFAULT_MAX_ATTRIBUTE_BYTES,
+    DEFAULT_MAX_SPAN_BYTES,
+    Decoded,
+    OTLPDecodeError,
+    decode_traces,
+    other_signal_response,
+    trace_response,
+)
+from ._redact import Redactor
+from ._sink import Added, TraceSink
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 4318
+"""OTLP/HTTP's standard port."""
+DEFAULT_MAX_BODY_BYTES = 16 << 20
+DEFAULT_MAX_DECODED_BYTES = 64 << 20
+DEFAULT_MAX_INFLIGHT = 4
+DEFAULT_MAX_CONNECTIONS = 64
+RETRY_AFTER_S = 1
+
+_TYPES = {"application/x-protobuf": "application/x-protobuf", "application/protobuf": "application/x-protobuf",
+          "application/json": "application/json"}
+
+
+@dataclass
+class CollectorConfig:
+    """Where the receiver listens, who may send, and its bounds (defaults in docs/monitoring.md)."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    allow_remote: bool = False
+    token: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    behind_proxy: bool = False
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES
+    max_span_bytes: int = DEFAULT_MAX_SPAN_BYTES
+    max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES
+    max_inflight: int = DEFAULT_MAX_INFLIGHT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    redactor: Redactor = field(default_factory=Redactor)
+
+    def check(self) -> None:
+        if not _is_loopback(self.host):
+            if not self.allow_remote:
+                raise UserError(f"referee collect listens on loopback unless told otherwise: --host {self.host} "
+                                "needs --allow-remote (and --token, with --tls-cert/--tls-key or --behind-proxy)")
+            if not self.token:
+                raise UserError("--allow-remote needs --token (or REFEREE_COLLECT_TOKEN): every request must "
+                                "carry 'Authorization: Bearer <token>'")
+            if not (self.certfile or self.behind_proxy):
+                raise UserError("--allow-remote needs TLS (--tls-cert and --tls-key) or --behind-proxy (a "
+                                "TLS-terminating proxy in front): the token must not travel in clear")
+        if bool(self.certfile) != bool(self.keyfile):
+            raise UserError("--tls-cert and --tls-key go together")
+        for name in ("max_body_bytes", "max_decoded_bytes", "max_span_bytes", "max_attribute_bytes",
+                     "max_inflight", "max_connections"):
+            if int(getattr(self, name)) < 1:
+                raise UserError(f"{name} must be at least 1")
+
+
+def ingest(sink: TraceSink, decoded: Decoded, redactor: Redactor, *, received_ns: int) -> Added:
+    """Decoded spans into the sink: spans with neither convention counted and skipped, the redaction hook
+    applied before anything is stored, rejections and spans over their trace's cap counted. The receiver and
+    ``referee monitor --replay`` (recorded OTLP files) both go through here."""
+    kept = []
+    for span in decoded.spans:
+        if not follows_convention(span.attributes):
+            sink.count("no_convention")
+            continue
+        red = redactor.apply(span)
+        if red is None:
+            sink.count("redacted_out")
+            continue
+        kept.append(red)
+    added = sink.add_spans(kept, received_ns=received_ns)
+    for reason, n in decoded.reasons.items():
+        sink.count(f"rejected: {reason}", n)
+    if added.over_trace_cap:
+        sink.count("over_trace_cap", added.over_trace_cap)
+    return added
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class CollectorStats:
+    """Counts since start, by what happened (read with :meth:`Collector.stats`)."""
+
+    requests: int = 0
+    spans_received: int = 0
+    spans_stored: int = 0
+    duplicates: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    busy_replies: int = 0
+    refused_requests: dict[str, int] = field(default_factory=dict)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _gunzip(body: bytes, limit: int) -> bytes:
+    """Decompressed gzip with a bound: past ``limit`` bytes it stops (a gzip bomb costs ``limit``, not more)."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise OTLPDecodeError(f"malformed gzip: {exc}") from None
+    if len(out) > limit or d.unconsumed_tail:
+        raise _TooLarge(f"decompressed body over {limit} bytes")
+    if not d.eof:
+        raise OTLPDecodeError("truncated gzip body")
+    return out
+
+
+class Collector:
+    """The receiver: ``start()`` serves in a thread (``serve_forever()`` in the caller's), ``stop()`` ends it.
+    ``clock_ns`` stamps the arrival of each batch (the monitor's quiet period is measured from it)."""
+
+    def __init__(self, sink: TraceSink, config: CollectorConfig | None = None, *,
+                 clock_ns: Callable[[], int] = time.time_ns) -> None:
+        self.config = config or CollectorConfig()
+        self.config.check()
+        self.sink = sink
+        self._clock_ns = clock_ns
+        self._inflight = threading.BoundedSemaphore(self.config.max_inflight)
+        self._connections = 0
+        self._lock = threading.Lock()
+        self._stats = CollectorStats()
+        self._changed = threading.Condition(self._lock)
+        self._server = _Server((self.config.host, self.config.port), _handler_for(self), self)
+        if self.config.certfile:
+            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_cert_chain(self.config.certfile, self.config.keyfile)
+            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
+        self._thread: threading.Thread | None = None
+        self.last_error: str | None = None
+        """The last failure to store (its type and message), for the operator."""
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def endpoint(self) -> str:
+        scheme = "https" if self.config.certfile else "http"
+        return f"{scheme}://{self.config.host}:{self.port}"
+
+    def start(self) -> Collector:
+        self._thread = threading.Thread(target=self._server.serve_forever, name="referee-collect", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._server.serve_forever()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> Collector:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stats(self) -> CollectorStats:
+        with self._lock:
+            s = self._stats
+            return CollectorStats(s.requests, s.spans_received, s.spans_stored, s.duplicates, dict(s.rejected),
+                                  s.busy_replies, dict(s.refused_requests))
+
+    def wait_for(self, predicate: Callable[[CollectorStats], bool], timeout: float = 30.0) -> CollectorStats:
+        """Block until ``predicate(stats)`` holds (woken by each request, never polling); raises TimeoutError."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                snap = CollectorStats(self._stats.requests, self._stats.spans_received, self._stats.spans_stored,
+                                      self._stats.duplicates, dict(self._stats.rejected), self._stats.busy_replies,
+                                      dict(self._stats.refused_requests))
+                if predicate(snap):
+                    return snap
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"collector did not reach the expected state: {snap}")
+                self._changed.wait(left)
+
+    def _update(self, fn: Callable[[CollectorStats], None]) -> None:
+        with self._changed:
+            fn(self._stats)
+            self._changed.notify_all()
+
+    # -- one request ----------------------------------------------------------------------------------------
+
+    def handle(self, path: str, headers: Any, body_reader: Callable[[int], bytes]) -> tuple[int, dict[str, str], bytes]:
+        cfg = self.config
+
+        def refuse(code: int, reason: str, message: str, extra: dict[str, str] | None = None) -> \
+                tuple[int, dict[str, str], bytes]:
+            def bump(s: CollectorStats) -> None:
+                s.requests += 1
+                s.refused_requests[reason] = s.refused_requests.get(reason, 0) + 1
+            self._update(bump)
+            return code, {"Content-Type": "text/plain; charset=utf-8", **(extra or {})}, message.encode()
+
+        if cfg.token is not None:
+            auth = headers.get("Authorization") or ""
+            want = f"Bearer {cfg.token}"
+            if not hmac.compare_digest(auth.encode("utf-8", "replace"), want.encode()):
+                return refuse(401, "unauthorized", "missing or wrong bearer token",
+                              {"WWW-Authenticate": "Bearer"})
+        if path not in ("/v1/traces", "/v1/logs", "/v1/metrics"):
+            return refuse(404, "not_found", "POST OTLP traces to /v1/traces")
+        ctype = _TYPES.get((headers.get("Content-Type") or "").split(";")[0].strip().lower())
+        if ctype is None:
+            return refuse(415, "unsupported_media_type",
+                          "Content-Type must be application/x-protobuf or application/json")
+        try:
+            length = int(headers.get("Content-Length") or "")
+        except ValueError:
+            return refuse(411, "no_length", "Content-Length is required")
+        if length < 0:
+            return refuse(400, "malformed", "bad Content-Length")
+        if length > cfg.max_body_bytes:
+            return refuse(413, "too_large", f"body over {cfg.max_body_bytes} bytes")
+        if not self._inflight.acquire(blocking=False):
+            def busy(s: CollectorStats) -> None:
+                s.requests += 1
+                s.busy_replies += 1
+            self._update(busy)
+            # The body is not read (a flood costs no memory); the connection is closed after the reply.
+            return 503, {"Retry-After": str(RETRY_AFTER_S), "Content-Type": "text/plain; charset=utf-8"}, \
+                b"busy: retry later"
+        try:
+            body = body_reader(length)
+            encoding = (headers.get("Content-Encoding") or "identity").strip().lower()
+            if encoding == "gzip":
+                body = _gunzip(body, cfg.max_decoded_bytes)
+            elif encoding not in ("identity", ""):
+                return refuse(415, "unsupported_encoding", f"Content-Encoding {encoding} is not supported (gzip is)")
+            if path != "/v1/traces":
+                reply = other_signal_response(path, body, ctype)
+                self._update(lambda s: setattr(s, "requests", s.requests + 1))
+                return 200, {"Content-Type": ctype}, reply
+            decoded = decode_traces(body, ctype, max_span_bytes=cfg.max_span_bytes,
+                                    max_attribute_bytes=cfg.max_attribute_bytes)
+            received = len(decoded.spans) + decoded.rejected
+            added = ingest(self.sink, decoded, cfg.redactor, received_ns=self._clock_ns())
+
+            def done(s: CollectorStats) -> None:
+                s.requests += 1
+                s.spans_received += received
+                s.spans_stored += added.stored
+                s.duplicates += added.duplicates
+                for reason, n in decoded.reasons.items():
+                    s.rejected[reason] = s.rejected.get(reason, 0) + n
+            self._update(done)
+            return 200, {"Content-Type": ctype}, trace_response(decoded.rejected, decoded.error_message, ctype)
+        except _TooLarge as exc:
+            return refuse(413, "too_large", str(exc))
+        except OTLPDecodeError as exc:
+            return refuse(400, "malformed", str(exc))
+        except Exception as exc:  # noqa: BLE001 - the store is down or locked: nothing was kept, so ask for a retry
+            self.last_error = f"{type(exc).__name__}: {str(exc)[:300]}"
+            return refuse(503, "store_unavailable", "spans could not be stored: retry later",
+                          {"Retry-After": str(RETRY_AFTER_S)})
+        finally:
+            self._inflight.release()
+
+    def _connection_opened(self) -> bool:
+        with self._lock:
+            if self._connections >= self.config.max_connections:
+                return False
+            self._connections += 1
+            return True
+
+    def _connection_closed(self) -> None:
+        with self._lock:
+            self._connections -= 1
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 64
+
+    def __init__(self, addr: tuple[str, int], handler: type[BaseHTTPRequestHandler], owner: Collector) -> None:
+        self.owner = owner
+        if ":" in addr[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(addr, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.owner._connection_opened():
+            try:  # over the connection cap: a short 429 without a thread
+                request.sendall(f"HTTP/1.1 429 Too Many Requests\r\nRetry-After: {RETRY_AFTER_S}\r\n"
+                                "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.owner._connection_closed()
+
+
+def _handler_for(owner: Collector) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "referee-collect"
+        timeout = 30
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+            pass  # request lines could carry what a user would not want in a log; counts are in stats()
+
+        def _reply(self, code: int, headers: dict[str, str], body: bytes) -> None:
+            self.send_response(code)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            code, headers, body = owner.handle(self.path.split("?")[0], self.headers, self.rfile.read)
+            if code >= 400:  # a body may be left unread: the connection cannot carry another request
+                self.close_connection = True
+            self._reply(code, headers, body)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self.close_connection = True
+            self._reply(405, {"Allow": "POST", "Content-Type": "text/plain"}, b"OTLP/HTTP: POST to /v1/traces")
+
+    return Handler

@@ -1,0 +1,84 @@
+"""``referee align``: a thin command over ``referee.align``; exit codes 0 / 1 (--min-gain) / 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from referee.alignment import load_aligned
+from tests.support.alignment import noise, squashed, write_labels, write_run
+from tests.support.cli import run_cli
+
+
+def _files(tmp_path: Path, judge: dict[str, float], human: dict[str, float]) -> tuple[str, str]:
+    run = write_run(tmp_path / "run.jsonl", judge)
+    lab = write_labels(tmp_path / "labels.jsonl", [{"id": c, "score": v} for c, v in human.items()])
+    return str(run), str(lab)
+
+
+def test_a_kept_alignment_is_written_logged_and_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run, lab = _files(tmp_path, *squashed(60, seed=3))
+    log = tmp_path / "judge.md"
+    log.write_text("# Judge\n", encoding="utf-8")
+    code, out, err = run_cli(["align", run, lab, "--update-log", str(log), "--json-out", str(tmp_path / "a.json"),
+                              "--target-width", "0.5", "--min-gain", "0", "--n-boot", "500"], capsys)
+    assert code == 0, err
+    assert "aligned judge written" in out and "gain over raw judge" in out
+    aligned = load_aligned(tmp_path / "run.aligned.json")
+    assert aligned.hash in out and aligned.hash in log.read_text()
+    data = json.loads((tmp_path / "a.json").read_text())
+    assert data["written"] and data["aligned_hash"] == aligned.hash
+    assert all(len(line) <= 80 for line in out.splitlines() if not line.startswith("aligned judge "))
+
+
+def test_noise_keeps_the_judge_exit_0_and_min_gain_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run, lab = _files(tmp_path, *noise(60, 4, binary=True))
+    code, out, _ = run_cli(["align", run, lab, "--target-width", "1", "--n-boot", "500"], capsys)
+    assert code == 0 and "no aligned judge written" in out and "not above 0" in out
+    assert not (tmp_path / "run.aligned.json").exists()
+    code, _, err = run_cli(["align", run, lab, "--target-width", "1", "--min-gain", "0", "--n-boot", "500"], capsys)
+    assert code == 1 and "gate failed" in err
+
+
+def test_a_wide_interval_is_exit_2_with_labels_needed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run, lab = _files(tmp_path, *squashed(20, seed=5))
+    code, out, err = run_cli(["align", run, lab, "--n-boot", "500"], capsys)
+    assert code == 0 and "more labels" in out  # said, not a failure, unless --target-width asks for it
+    code, out, err = run_cli(["align", run, lab, "--n-boot", "500", "--target-width", "0.05"], capsys)
+    assert code == 2 and "wider than --target-width" in err and "more labels" in out
+
+
+def test_bad_input_is_exit_2_and_an_input_is_never_overwritten(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    judge, human = squashed(30, seed=1)
+    run, lab = _files(tmp_path, judge, human)
+    before = Path(lab).read_bytes()
+    code, _, err = run_cli(["align", run, lab, "-o", lab], capsys)
+    assert code == 2 and "destroy the input" in err and Path(lab).read_bytes() == before
+    one = write_labels(tmp_path / "one.jsonl", [{"id": c, "score": 1} for c in human])
+    code, _, err = run_cli(["align", run, str(one)], capsys)
+    assert code == 2 and "one class only" in err
+    code, out, _ = run_cli(["align", run, lab, "--dry-run"], capsys)
+    assert code == 0 and "no model call" in out and "$0.00" in out
+
+
+def test_an_alignment_is_recorded_in_the_run_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.store import alignments, open_store
+
+    judge, human = squashed(60, seed=3)
+    run = write_run(tmp_path / "run.jsonl", judge)
+    lab = write_labels(tmp_path / "labels.jsonl",
+                       [{"id": c, "score": v, "reviewer": "ann", "comment": "ok"} for c, v in human.items()])
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    code, _, err = run_cli(["align", str(run), str(lab), "--store", url, "--target-width", "1", "--n-boot", "300"],
+                           capsys)
+    assert code == 0 and "recorded in the run history" in err
+    with open_store(url) as st:
+        got = alignments(st)
+    aligned = load_aligned(tmp_path / "run.aligned.json")
+    assert [a["id"] for a in got] == [aligned.hash] and got[0]["labels"] == 60
+    assert got[0]["config"]["map"] == aligned.model_dump(mode="json")["map"]
+    code, _, err = run_cli(["align", str(run), str(lab), "--store", url, "--no-store"], capsys)
+    assert code == 2 and "contradict" in err

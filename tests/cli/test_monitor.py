@@ -1,0 +1,98 @@
+"""``referee monitor``: the example's recorded production traces evaluated with the stand-in judge (no key),
+the low-scored traces written as cases, and the monitor file's errors named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from referee.example import DATA
+from tests.support.cli import run_cli
+
+RECORDED = DATA / "production" / "traces.otlp.jsonl"
+SUITE = DATA / "production" / "monitor.yaml"
+
+
+def test_replayed_traces_are_scored_and_the_worst_become_cases(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "low.jsonl"
+    code, stdout, err = run_cli(["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider",
+                                 "standin", "--to-cases", str(out), "--below", "0.5"], capsys)
+    assert code == 0, err
+    lines = {line.split()[0]: line.split() for line in stdout.splitlines() if line.split()}
+    assert lines["faithfulness"][1] == "12" and lines["llm_judge"][1] == "12"
+    cases = [json.loads(line) for line in out.read_text().splitlines()]
+    assert cases and all(c["metadata"]["production_scores"]["faithfulness"] < 0.5 for c in cases
+                         if "faithfulness" in c["metadata"]["production_scores"])
+    # The made-up answers (backups kept forever, refunds at any time) are among them; the good ones are not.
+    outputs = " ".join(c["output"] for c in cases)
+    assert "kept forever" in outputs and "within 30 days of purchase" not in outputs
+    assert all(c["contexts"] for c in cases)
+    assert "sk-live" not in out.read_text()
+
+
+def test_the_secret_in_a_span_attribute_never_reaches_the_output(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert "sk-live-abcdef0123456789" in RECORDED.read_text()  # the recording has one
+    code, stdout, err = run_cli(["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider",
+                                 "standin"], capsys)
+    assert code == 0 and "sk-live" not in stdout + err
+
+
+def test_a_monitor_file_without_a_monitor_section_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "suite.yaml"
+    bad.write_text("evaluators: [faithfulness]\n")
+    code, _, err = run_cli(["monitor", str(bad), "--replay", str(RECORDED), "--once", "--provider", "standin"],
+                           capsys)
+    assert code == 2 and "suite.yaml" in err and "monitor:" in err
+
+
+def test_an_unknown_monitor_key_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "suite.yaml"
+    bad.write_text("evaluators: [faithfulness]\nmonitor:\n  sampling: {rate: 0.5, cap: 3}\n")
+    code, _, err = run_cli(["monitor", str(bad), "--replay", str(RECORDED), "--once", "--provider", "standin"],
+                           capsys)
+    assert code == 2 and "cap" in err and "per_minute" in err
+
+
+def test_a_recording_that_is_not_otlp_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rec = tmp_path / "rec.jsonl"
+    rec.write_text(RECORDED.read_text().splitlines()[0] + "\n{broken\n")
+    code, _, err = run_cli(["monitor", str(SUITE), "--replay", str(rec), "--once", "--provider", "standin"], capsys)
+    assert code == 2 and "rec.jsonl:2" in err and "malformed JSON" in err
+
+
+def test_collect_refuses_another_address_without_the_flag_and_a_token(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["collect", "--host", "0.0.0.0", "--port", "0"], capsys)
+    assert code == 2 and "--allow-remote" in err
+    code, _, err = run_cli(["collect", "--host", "0.0.0.0", "--port", "0", "--allow-remote"], capsys)
+    assert code == 2 and "--token" in err
+
+
+def test_a_store_keeps_the_scores_and_traces_to_cases_reads_them(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    args = ["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider", "standin", "--store", url]
+    code, first, err = run_cli(args, capsys)
+    assert code == 0, err
+    code, again, _ = run_cli(args, capsys)  # a rerun finds every trace scored: nothing judged twice
+    assert code == 0 and again.splitlines()[:3] == first.splitlines()[:3]
+    out = tmp_path / "failed.jsonl"
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--metric", "faithfulness", "--failed",
+                            "--out", str(out)], capsys)
+    assert code == 0, err
+    cases = [json.loads(line) for line in out.read_text().splitlines()]
+    assert cases and all(c["metadata"]["production_scores"]["faithfulness"] < 0.7 for c in cases)
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--out", str(out)], capsys)
+    assert code == 2 and "--below" in err
+
+
+def test_the_same_suite_runs_offline_with_its_monitor_section(tmp_path: Path) -> None:
+    from referee.suites import load_suite
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.read_text() + "cases:\n  - {id: a, input: q, output: a, contexts: [a]}\n")
+    loaded = load_suite(suite)
+    assert [c.id for c in loaded.cases] == ["a"]

@@ -1,0 +1,310 @@
+"""End to end: an application instrumented with the OpenTelemetry SDK sends spans over OTLP/HTTP to the receiver;
+the monitor samples, judges with the local LLM server through the one runner, stores one score per (trace,
+evaluator) and exports gen_ai.evaluation.result log records to a second OTLP receiver."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from referee import Judge
+from referee.testing import WireRequest
+from referee.traces import Collector, CollectorConfig, Monitor, MonitorConfig
+from tests.support.judging import verdict
+from tests.support.otel import App, logs_receiver
+from tests.traces.conftest import SinkFactory
+
+RUBRIC = {"llm_judge": {"rubric": "- the answer is correct"}}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def ns(self) -> int:
+        return int(self.t * 1e9)
+
+
+def grading(req: WireRequest) -> str:
+    return verdict(0.1, "wrong") if "WRONG" in req.prompt_text else verdict(0.9, "right")
+
+
+@pytest.fixture
+def judge(fake_server: Any, monkeypatch: pytest.MonkeyPatch) -> Judge:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    fake_server.responder = grading
+    return Judge("openai:gpt-test", base_url=fake_server.url + "/v1")
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def collector(clock: Clock, make_sink: SinkFactory) -> Iterator[Collector]:
+    with Collector(make_sink(), CollectorConfig(port=0), clock_ns=clock.ns) as c:
+        yield c
+
+
+def _send(collector: Collector, questions: list[tuple[str, str]], **kw: Any) -> list[Any]:
+    app = App(collector.endpoint, **kw)
+    sent = [app.ask(q, a) for q, a in questions]
+    app.flush()
+    app.close()
+    collector.wait_for(lambda s: s.spans_received >= 3 * len(sent))
+    return sent
+
+
+@pytest.mark.parametrize("openinference", [False, True], ids=["genai", "openinference"])
+def test_every_trace_is_received_scored_once_and_exported_with_its_ids(
+        collector: Collector, judge: Judge, clock: Clock, openinference: bool, fake_server: Any) -> None:
+    qa = [(f"question {i}?", "WRONG answer" if i % 3 == 0 else f"answer {i}") for i in range(9)]
+    sent = _send(collector, qa, openinference=openinference)
+    assert collector.stats().spans_stored == 27
+    with logs_receiver() as (logs, url):
+        cfg = MonitorConfig.parse({"quiet_seconds": 5, "export": {"endpoint": url}}, [RUBRIC], clock=clock)
+        mon = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+        assert mon.step().traces == 0  # not quiet yet: the clock has not moved
+        clock.t += 10
+        report = mon.step()
+        assert report.traces == 9 and report.scored == 9 and report.exported == 9
+        records = logs.wait_for(9)
+    scores = {s.trace_id: s for s in collector.sink.scores()}
+    assert set(scores) == {s.trace_id for s in sent}
+    for s in sent:
+        assert scores[s.trace_id].span_id == s.root_span_id
+        assert scores[s.trace_id].passed is ("WRONG" not in s.answer)
+    by_trace = {r["trace_id"]: r for r in records}
+    assert set(by_trace) == {s.trace_id for s in sent}
+    for s in sent:
+        r = by_trace[s.trace_id]
+        assert r["span_id"] == s.root_span_id and r["event_name"] == "gen_ai.evaluation.result"
+        assert r["attributes"]["gen_ai.evaluation.name"] == "llm_judge"
+        want = 0.1 if "WRONG" in s.answer else 0.9
+        assert r["attributes"]["gen_ai.evaluation.score.value"] == pytest.approx(want)
+        assert r["attributes"]["gen_ai.evaluation.score.label"] == ("fail" if want < 0.7 else "pass")
+    judged = len(fake_server.requests)
+    clock.t += 100
+    assert mon.step().traces == 0 and len(fake_server.requests) == judged  # nothing judged twice
+
+
+def test_a_restarted_monitor_resumes_without_judging_twice(collector: Collector, judge: Judge, clock: Clock,
+                                                           fake_server: Any) -> None:
+    _send(collector, [(f"q{i}", f"a{i}") for i in range(4)])
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5}, [RUBRIC, "is_json"], clock=clock)
+    first = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+    # Simulate a crash after the first evaluator's scores were stored: the second never ran.
+    first._entries = {"llm_judge": RUBRIC}
+    first.step()
+    judged = len(fake_server.requests)
+    assert judged == 4
+    for tid in {s.trace_id for s in collector.sink.scores()}:
+        collector.sink.mark_trace(tid, "open")  # as the store finds them after a kill: not closed
+    second = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+    second.step()
+    assert len(fake_server.requests) == judged  # the judge is not called again
+    by_eval: dict[str, int] = {}
+    for s in collector.sink.scores():
+        by_eval[s.evaluator] = by_eval.get(s.evaluator, 0) + 1
+    assert by_eval == {"llm_judge": 4, "is_json": 4}
+
+
+def test_sampling_by_rate_and_always_rules_is_counted(collector: Collector, judge: Judge, clock: Clock) -> None:
+    app = App(collector.endpoint)
+    sent = [app.ask(f"q{i}", f"a{i}", error=(i % 10 == 0)) for i in range(40)]
+    app.flush()
+    app.close()
+    collector.wait_for(lambda s: s.spans_stored >= 120)
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "sampling": {"rate": 0.25, "always": [{"status": "error"}]}},
+                              [RUBRIC], clock=clock)
+    mon = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+    mon.step()
+    scored = {s.trace_id for s in collector.sink.scores()}
+    expected = {s.trace_id for i, s in enumerate(sent) if i % 10 == 0 or cfg.sampler.rate_sampled(s.trace_id)}
+    assert scored == expected
+    assert collector.sink.counts().get("skipped: sampled_out", 0) == 40 - len(expected)
+
+
+def test_a_judge_that_is_down_leaves_the_scores_waiting(collector: Collector, clock: Clock, fake_server: Any,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    _send(collector, [("q", "a")])
+    clock.t += 60
+    down = Judge("openai:gpt-test", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=2)
+    cfg = MonitorConfig.parse({"quiet_seconds": 5}, [RUBRIC], clock=clock)
+    Monitor(collector.sink, cfg, judge=down, clock=clock).step()
+    assert collector.sink.scores() == []
+    assert collector.sink.counts()["skipped: judge_unavailable"] == 1
+    fake_server.responder = grading
+    up = Judge("openai:gpt-test", base_url=fake_server.url + "/v1")
+    Monitor(collector.sink, cfg, judge=up, clock=clock).step()
+    assert [s.status for s in collector.sink.scores()] == ["scored"]
+
+
+def test_unscored_traces_carry_error_type_and_no_score(clock: Clock, judge: Judge, make_sink: SinkFactory) -> None:
+    sink = make_sink(max_spans_per_trace=2)
+    with Collector(sink, CollectorConfig(port=0), clock_ns=clock.ns) as c:
+        _send(c, [("q", "a")])  # three spans: over the cap of two
+        assert sink.counts()["over_trace_cap"] == 1
+        clock.t += 60
+        with logs_receiver() as (logs, url):
+            cfg = MonitorConfig.parse({"quiet_seconds": 5, "export": {"endpoint": url}}, [RUBRIC], clock=clock)
+            Monitor(sink, cfg, judge=judge, clock=clock).step()
+            [record] = logs.wait_for(1)
+    attrs = record["attributes"]
+    assert attrs["error.type"] == "too_large"
+    assert "gen_ai.evaluation.score.value" not in attrs and "gen_ai.evaluation.score.label" not in attrs
+    assert sink.counts()["skipped: too_large"] == 1
+
+
+def test_a_failed_export_is_sent_again_on_the_next_pass(collector: Collector, judge: Judge, clock: Clock) -> None:
+    sent = _send(collector, [("q1", "a1"), ("q2", "a2")])
+    clock.t += 60
+    with logs_receiver() as (logs, url):
+        logs.fail_next = 1
+        cfg = MonitorConfig.parse({"quiet_seconds": 5, "export": {"endpoint": url}}, [RUBRIC], clock=clock)
+        mon = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+        assert mon.step().exported == 0
+        assert collector.sink.counts()["export_failed"] == 2
+        assert mon.step().exported == 2
+        records = logs.wait_for(2)
+    assert sorted(r["trace_id"] for r in records) == sorted(s.trace_id for s in sent)
+
+
+def test_a_planted_quality_drop_raises_an_alert_and_an_unchanged_stream_does_not(
+        collector: Collector, judge: Judge, clock: Clock) -> None:
+    alerts: list[str] = []
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {"reference": 20, "window": 20, "h": 4}},
+                              [RUBRIC], clock=clock)
+    mon = Monitor(collector.sink, cfg, judge=judge, clock=clock, alert_sink=alerts.append)
+    _send(collector, [(f"q{i}", f"a{i}" if i % 5 else f"WRONG {i}") for i in range(40)])
+    clock.t += 60
+    while mon.step().traces:
+        pass
+    assert alerts == []  # the same quality as the reference: no alarm
+    _send(collector, [(f"r{i}", f"WRONG {i}" if i % 5 else f"b{i}") for i in range(30)])
+    clock.t += 60
+    while mon.step().traces:
+        pass
+    assert len(alerts) >= 1 and "llm_judge" in alerts[0]
+    assert mon.alerts[0].effect < 0
+
+
+def test_the_monitor_prunes_by_the_retention_it_is_given(collector: Collector, judge: Judge, clock: Clock) -> None:
+    _send(collector, [("q", "a")])
+    clock.t += 2 * 86400
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "retention": {"days": 1}}, [RUBRIC], clock=clock)
+    report = Monitor(collector.sink, cfg, judge=judge, clock=clock).step()
+    assert report.traces == 0 and collector.sink.counts()["pruned"] == 1
+
+
+def test_an_alert_goes_to_the_webhook_and_the_store(collector: Collector, judge: Judge, clock: Clock) -> None:
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    got: list[dict[str, Any]] = []
+    done = threading.Event()
+
+    class Hook(BaseHTTPRequestHandler):
+        def log_message(self, *a: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            got.append(_json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+            done.set()
+
+    srv = HTTPServer(("127.0.0.1", 0), Hook)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {
+            "reference": 10, "window": 10, "h": 2, "webhook": f"http://127.0.0.1:{srv.server_address[1]}/hook"}},
+            [RUBRIC], clock=clock)
+        mon = Monitor(collector.sink, cfg, judge=judge, clock=clock, alert_sink=lambda m: None)
+        _send(collector, [(f"q{i}", f"a{i}") for i in range(10)] + [(f"r{i}", f"WRONG {i}") for i in range(10)])
+        clock.t += 60
+        while mon.step().traces:
+            pass
+        assert done.wait(30)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        th.join()
+    assert got[0]["metric"] == "llm_judge" and got[0]["effect"] < 0 and got[0]["examples"]
+    stored = getattr(collector.sink, "alerts", None)
+    if callable(stored):  # the store keeps alerts; the memory sink keeps nothing past the process
+        assert stored()[0]["metric"] == "llm_judge"
+
+
+def test_over_the_budget_traces_are_skipped_and_counted(collector: Collector, fake_server: Any, clock: Clock,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    fake_server.responder = grading
+    priced = Judge("openai:gpt-test", base_url=fake_server.url + "/v1", input_price_per_mtok=1000.0,
+                   output_price_per_mtok=1000.0)
+    _send(collector, [(f"q{i}", f"a{i}") for i in range(6)])
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "batch": 2, "budget": {"usd_per_hour": 0.0001}}, [RUBRIC],
+                              clock=clock)
+    mon = Monitor(collector.sink, cfg, judge=priced, clock=clock)
+    while mon.step().traces:
+        pass
+    assert len(collector.sink.scores()) == 2  # the first pass spent the hour's budget
+    assert collector.sink.counts()["skipped: over_budget"] == 4
+    assert len(fake_server.requests) == 2
+
+
+def test_span_filters_evaluate_each_retrieval_span_and_export_its_ids(make_sink: SinkFactory, clock: Clock) -> None:
+    from referee.example import DATA
+    from referee.traces import Redactor, replay
+
+    sink = make_sink()
+    replay([DATA / "production" / "traces.otlp.jsonl"], sink, Redactor(), received_ns=clock.ns())
+    clock.t += 60
+    retrieval = {}
+    for tid in sink.quiet_traces(before_ns=clock.ns(), limit=100):
+        [span] = [s for s in sink.trace_spans(tid) if s["name"] == "retrieval"]
+        retrieval[tid] = span["spanId"]
+    with logs_receiver() as (logs, url):
+        cfg = MonitorConfig.parse({"quiet_seconds": 5, "spans": {"kind": "retriever"}, "export": {"endpoint": url}},
+                                  ["faithfulness"], clock=clock)
+        mon = Monitor(sink, cfg, judge="standin", clock=clock)
+        while mon.step().traces:
+            pass
+        records = logs.wait_for(12)
+    scores = sink.scores()
+    assert len(scores) == 12 and {(s.trace_id, s.unit) for s in scores} == set(retrieval.items())
+    assert {(r["trace_id"], r["span_id"]) for r in records} == set(retrieval.items())
+    assert sum(s.passed is False for s in scores) == 4  # the four answers their document does not support
+
+
+def test_an_unknown_span_kind_is_named() -> None:
+    with pytest.raises(Exception, match="retriever"):
+        MonitorConfig.parse({"spans": {"kind": "retrieval"}}, ["faithfulness"])
+
+
+def test_monitor_passes_are_not_recorded_as_runs(tmp_path: Any, judge: Judge, clock: Clock,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.store import Store
+    from referee.traces import StoreSink
+
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    monkeypatch.setenv("REFEREE_STORE", url)  # the store in force is the one the traces go to
+    with Store(url) as store, Collector(StoreSink(store), CollectorConfig(port=0), clock_ns=clock.ns) as c:
+        _send(c, [("q", "a"), ("q2", "a2")])
+        clock.t += 60
+        Monitor(c.sink, MonitorConfig.parse({"quiet_seconds": 5}, [RUBRIC], clock=clock), judge=judge,
+                clock=clock).step()
+        assert len(c.sink.scores()) == 2
+        assert store.count_runs() == 0

@@ -1,0 +1,244 @@
+"""referee collect's receiver: OTLP/HTTP as the specification defines it, and every hostile input the issue
+names (malformed bodies, gzip bombs, bounds, duplicates, floods, secrets, non-loopback without a token)."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http import Compression
+
+from referee import UserError
+from referee.traces import Added, Collector, CollectorConfig, MemorySink, Redactor, SpanRecord
+from tests.support.otel import App
+from tests.traces._bodies import json_request, partial, post, request, span
+from tests.traces.conftest import SinkFactory
+
+
+@pytest.fixture
+def collector(make_sink: SinkFactory) -> Iterator[Collector]:
+    with Collector(make_sink(), CollectorConfig(port=0, max_body_bytes=1 << 20, max_decoded_bytes=4 << 20,
+                                                 max_attribute_bytes=1024)) as c:
+        yield c
+
+
+def test_the_sdk_exporter_with_gzip_is_received_in_full(collector: Collector) -> None:
+    app = App(collector.endpoint, compression=Compression.Gzip)
+    sent = [app.ask(f"q{i}", f"a{i}") for i in range(5)]
+    app.flush()
+    app.close()
+    collector.wait_for(lambda s: s.spans_stored >= 15)
+    for s in sent:
+        spans = collector.sink.trace_spans(s.trace_id)
+        assert len(spans) == 3 and {sp["service"] for sp in spans} == {"shop-agent"}
+
+
+def test_json_bodies_with_hex_ids(collector: Collector) -> None:
+    code, headers, body = post(collector.port, json_request("5b8efff798038103d269b633813fc60c",
+                                                            "eee19b7ec3c1b174"), ctype="application/json")
+    assert code == 200 and headers["content-type"] == "application/json"
+    assert json.loads(body) == {}
+    assert [s["spanId"] for s in collector.sink.trace_spans("5b8efff798038103d269b633813fc60c")] == \
+        ["eee19b7ec3c1b174"]
+
+
+@pytest.mark.parametrize("trace_id,span_id", [
+    ("5b8efff798038103d269b633813fc6", "eee19b7ec3c1b174"),  # 30 hex digits
+    ("W47/95gDgQPSabYzgT/GDA==", "7uGbfsPBsXQ="),  # proto3 JSON's base64, not OTLP/JSON's hex
+    ("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b1"),
+])
+def test_json_ids_that_are_not_hex_of_the_right_length_are_refused(collector: Collector, trace_id: str,
+                                                                    span_id: str) -> None:
+    code, _, body = post(collector.port, json_request(trace_id, span_id), ctype="application/json")
+    assert code == 400 and (b"hex" in body)
+    assert collector.stats().spans_stored == 0
+
+
+@pytest.mark.parametrize("body,ctype", [
+    (b"\x0a\xff\xff\xff\xff\x0f", "application/x-protobuf"),
+    (b"{not json", "application/json"),
+    (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 5}]}]}]}', "application/json"),
+    (b'{"resourceSpans": "x"}', "application/json"),
+])
+def test_malformed_bodies_get_400_and_store_nothing(collector: Collector, body: bytes, ctype: str) -> None:
+    code, _, _ = post(collector.port, body, ctype=ctype)
+    assert code == 400
+    assert collector.stats().refused_requests == {"malformed": 1}
+
+
+def test_a_gzip_bomb_stops_at_the_bound(collector: Collector) -> None:
+    bomb = gzip.compress(b"\0" * (64 << 20))  # 64 MiB of zeros in ~64 KiB
+    assert len(bomb) < (1 << 20)
+    code, _, _ = post(collector.port, bomb, headers={"Content-Encoding": "gzip"})
+    assert code == 413
+
+
+def test_a_body_over_the_bound_is_refused_before_it_is_read(collector: Collector) -> None:
+    # Only the headers are sent: the reply comes from Content-Length alone, no byte of the body is awaited.
+    conn = http.client.HTTPConnection("127.0.0.1", collector.port, timeout=30)
+    conn.putrequest("POST", "/v1/traces")
+    conn.putheader("Content-Type", "application/x-protobuf")
+    conn.putheader("Content-Length", str((1 << 20) + 1))
+    conn.endheaders()
+    assert conn.getresponse().status == 413
+    conn.close()
+
+
+def test_spans_over_the_attribute_bound_are_rejected_in_a_partial_success(collector: Collector) -> None:
+    body = request([span(1, 1), span(1, 2, attrs={"gen_ai.operation.name": "chat", "big": "x" * 2000})])
+    code, _, reply = post(collector.port, body)
+    assert code == 200
+    rejected, message = partial(reply)
+    assert rejected == 1 and "1024 bytes" in message
+    assert collector.stats().spans_stored == 1
+
+
+def test_invalid_ids_in_protobuf_are_rejected_per_span(collector: Collector) -> None:
+    bad = span(1, 1)
+    bad.trace_id = b"\0" * 16
+    code, _, reply = post(collector.port, request([bad, span(2, 2)]))
+    assert code == 200 and partial(reply)[0] == 1
+
+
+def test_duplicate_spans_from_an_exporter_retry_are_kept_once(collector: Collector) -> None:
+    body = request([span(7, 1), span(7, 2, parent=1)])
+    assert post(collector.port, body)[0] == 200
+    assert post(collector.port, body)[0] == 200
+    s = collector.stats()
+    assert s.spans_stored == 2 and s.duplicates == 2
+    assert len(collector.sink.trace_spans(f"{7:032x}")) == 2
+
+
+def test_spans_with_neither_convention_are_counted_and_skipped(collector: Collector) -> None:
+    post(collector.port, request([span(3, 1, "GET /", attrs={"http.method": "GET"}), span(3, 2)]))
+    assert collector.sink.counts()["no_convention"] == 1
+    assert [s["spanId"] for s in collector.sink.trace_spans(f"{3:032x}")] == [f"{2:016x}"]
+
+
+def test_missing_parents_and_clocks_out_of_order_still_make_one_trace(collector: Collector) -> None:
+    # The child arrives first, its parent never does; start times run backwards.
+    post(collector.port, request([span(4, 2, parent=99, start=50)]))
+    post(collector.port, request([span(4, 3, parent=2, start=10)]))
+    assert {s["spanId"] for s in collector.sink.trace_spans(f"{4:032x}")} == {f"{2:016x}", f"{3:016x}"}
+
+
+def test_logs_and_metrics_get_a_stated_partial_success(collector: Collector) -> None:
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+
+    req = logs_service_pb2.ExportLogsServiceRequest()
+    req.resource_logs.add().scope_logs.add().log_records.add().severity_text = "INFO"
+    code, _, body = post(collector.port, req.SerializeToString(), path="/v1/logs")
+    resp = logs_service_pb2.ExportLogsServiceResponse()
+    resp.ParseFromString(body)
+    assert code == 200 and resp.partial_success.rejected_log_records == 1
+    assert "traces only" in resp.partial_success.error_message
+    mreq = metrics_service_pb2.ExportMetricsServiceRequest()
+    m = mreq.resource_metrics.add().scope_metrics.add().metrics.add()
+    m.gauge.data_points.add().as_int = 3
+    code, _, body = post(collector.port, mreq.SerializeToString(), path="/v1/metrics")
+    mresp = metrics_service_pb2.ExportMetricsServiceResponse()
+    mresp.ParseFromString(body)
+    assert code == 200 and mresp.partial_success.rejected_data_points == 1
+
+
+class _SlowSink(MemorySink):
+    """Holds every write until released, as a store under load would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def add_spans(self, spans: Sequence[SpanRecord], *, received_ns: int) -> Added:
+        self.entered.set()
+        assert self.release.wait(30)
+        return super().add_spans(spans, received_ns=received_ns)
+
+
+def test_a_flood_gets_503_with_retry_after_not_a_growing_queue() -> None:
+    sink = _SlowSink()
+    with Collector(sink, CollectorConfig(port=0, max_inflight=1)) as c:
+        first: list[Any] = []
+        t = threading.Thread(target=lambda: first.append(post(c.port, request([span(5, 1)]))))
+        t.start()
+        assert sink.entered.wait(30)
+        code, headers, _ = post(c.port, request([span(5, 2)]))
+        assert code == 503 and headers["retry-after"] == "1"
+        sink.release.set()
+        t.join(30)
+        assert first[0][0] == 200
+        assert c.stats().busy_replies == 1
+        assert post(c.port, request([span(5, 2)]))[0] == 200  # the retry goes through
+
+
+@pytest.mark.slow
+def test_a_trace_with_100000_spans_is_cut_at_the_stated_cap(make_sink: SinkFactory) -> None:
+    sink = make_sink(max_spans_per_trace=10_000)
+    with Collector(sink, CollectorConfig(port=0)) as c:
+        for part in range(4):
+            spans = [span(6, part * 25_000 + i + 1) for i in range(25_000)]
+            assert post(c.port, request(spans))[0] == 200
+        assert c.stats().spans_received == 100_000
+    assert len(sink.trace_spans(f"{6:032x}")) == 10_000
+    assert sink.trace_truncated(f"{6:032x}")
+    assert sink.counts()["over_trace_cap"] == 90_000
+
+
+def test_secrets_in_span_attributes_are_redacted_before_storing(make_sink: SinkFactory) -> None:
+    sink = make_sink()
+    hook_seen: list[str] = []
+
+    def hook(s: dict[str, Any]) -> dict[str, Any] | None:
+        hook_seen.append(s["name"])
+        return None if s["attributes"].get("drop") else s
+
+    red = Redactor([r"card=\d+"], hook)
+    with Collector(sink, CollectorConfig(port=0, redactor=red)) as c:
+        post(c.port, request([
+            span(8, 1, attrs={"gen_ai.operation.name": "chat", "gen_ai.input.messages":
+                              "my key is sk-abcdefghijklmnop1234 and card=4111111111111111"}),
+            span(8, 2, attrs={"gen_ai.operation.name": "chat", "drop": True}),
+        ]))
+    stored = sink.trace_spans(f"{8:032x}")
+    assert len(stored) == 1 and len(hook_seen) == 2
+    text = stored[0]["attributes"]["gen_ai.input.messages"]
+    assert "sk-abcdefghijklmnop1234" not in text and "4111111111111111" not in text and "***" in text
+    assert sink.counts()["redacted_out"] == 1
+
+
+def test_non_loopback_needs_the_flag_a_token_and_tls_or_a_proxy() -> None:
+    with pytest.raises(UserError, match="--allow-remote"):
+        CollectorConfig(host="0.0.0.0", port=0).check()
+    with pytest.raises(UserError, match="--token"):
+        CollectorConfig(host="0.0.0.0", port=0, allow_remote=True).check()
+    with pytest.raises(UserError, match="TLS"):
+        CollectorConfig(host="0.0.0.0", port=0, allow_remote=True, token="t0ken-long-enough").check()
+    CollectorConfig(host="0.0.0.0", port=0, allow_remote=True, token="t", behind_proxy=True).check()
+
+
+def test_a_token_is_checked_on_every_request(make_sink: SinkFactory) -> None:
+    sink = make_sink()
+    with Collector(sink, CollectorConfig(port=0, token="s3cret-token")) as c:
+        assert post(c.port, request([span(9, 1)]))[0] == 401
+        assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer wrong"})[0] == 401
+        assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer s3cret-token"})[0] == 200
+    assert len(sink.trace_spans(f"{9:032x}")) == 1
+
+
+class _BrokenSink(MemorySink):
+    def add_spans(self, spans: Sequence[SpanRecord], *, received_ns: int) -> Added:
+        raise OSError("disk full")
+
+
+def test_a_store_that_fails_gets_503_and_the_exporter_retries() -> None:
+    with Collector(_BrokenSink(), CollectorConfig(port=0)) as c:
+        code, headers, _ = post(c.port, request([span(11, 1)]))
+        assert code == 503 and headers["retry-after"] == "1"
+        assert c.stats().refused_requests == {"store_unavailable": 1}
+        assert c.last_error == "OSError: disk full"

@@ -1,0 +1,88 @@
+"""Traces in the run-history store, on SQLite and PostgreSQL: spans once each, the cap per trace, quiet traces,
+one score per (trace, evaluator), the export mark, counts and alerts; a second process (another Store on the same
+database) sees what the first wrote."""
+
+from __future__ import annotations
+
+from referee.store import Store
+from referee.traces import Alert, Score, SpanRecord, StoreSink
+
+
+def _span(trace: str, span: str, *, parent: str | None = None, attrs: dict[str, object] | None = None) -> SpanRecord:
+    return SpanRecord(trace_id=trace, span_id=span, parent_span_id=parent, name="chat m", start_ns=int(span, 16),
+                      end_ns=int(span, 16) + 5, service="svc", status_code=2, status_message="boom",
+                      attributes=attrs if attrs is not None else {"gen_ai.operation.name": "chat", "n": 1.5})
+
+
+T1, T2 = "a" * 32, "b" * 32
+
+
+def test_spans_are_stored_once_and_read_back_whole(trace_store: Store) -> None:
+    sink = StoreSink(trace_store, max_spans_per_trace=3)
+    added = sink.add_spans([_span(T1, "0000000000000001"), _span(T1, "0000000000000002", parent="01" * 8),
+                            _span(T1, "0000000000000002")], received_ns=10)
+    assert (added.stored, added.duplicates) == (2, 1)
+    again = sink.add_spans([_span(T1, "0000000000000001"), _span(T1, "0000000000000003"),
+                            _span(T1, "0000000000000004")], received_ns=20)
+    assert (again.stored, again.duplicates, again.over_trace_cap) == (1, 1, 1)
+    assert sink.trace_truncated(T1)
+    spans = sorted(sink.trace_spans(T1), key=lambda s: s["spanId"])
+    assert [s["spanId"] for s in spans] == ["0000000000000001", "0000000000000002", "0000000000000003"]
+    assert spans[1]["parentSpanId"] == "01" * 8
+    assert spans[0]["attributes"] == {"gen_ai.operation.name": "chat", "n": 1.5}
+    assert spans[0]["status"] == {"code": 2, "message": "boom"} and spans[0]["service"] == "svc"
+
+
+def test_quiet_traces_are_those_without_a_recent_span(trace_store: Store) -> None:
+    sink = StoreSink(trace_store)
+    sink.add_spans([_span(T1, "0000000000000001")], received_ns=100)
+    sink.add_spans([_span(T2, "0000000000000001")], received_ns=200)
+    assert sink.quiet_traces(before_ns=150, limit=10) == [T1]
+    assert sink.quiet_traces(before_ns=250, limit=10) == [T1, T2]
+    sink.add_spans([_span(T1, "0000000000000002")], received_ns=300)  # a late span keeps the trace open
+    assert sink.quiet_traces(before_ns=250, limit=10) == [T2]
+    sink.mark_trace(T2, "scored")
+    assert sink.quiet_traces(before_ns=1000, limit=10) == [T1]
+
+
+def test_one_score_per_trace_and_evaluator_and_the_export_mark(trace_store: Store) -> None:
+    sink = StoreSink(trace_store)
+    sink.add_spans([_span(T1, "0000000000000001")], received_ns=1)
+    s = Score(trace_id=T1, span_id="0000000000000001", evaluator="faithfulness", status="scored", score=0.4,
+              passed=False, explanation="claim 2 unsupported", at_ns=5)
+    assert sink.record_score(s) is True
+    assert sink.record_score(Score(trace_id=T1, span_id="x", evaluator="faithfulness", status="scored",
+                                   score=0.9, passed=True, at_ns=6)) is False
+    other = StoreSink(Store(trace_store.url))  # another process on the same database
+    [got] = other.scores()
+    assert (got.score, got.passed, got.span_id, got.explanation) == (0.4, False, "0000000000000001",
+                                                                     "claim 2 unsupported")
+    assert other.scored_units(T1) == {("", "faithfulness")}
+    assert [x.evaluator for x in other.unexported(10)] == ["faithfulness"]
+    other.mark_exported([got])
+    assert sink.unexported(10) == []
+    other.store.close()
+
+
+def test_counts_add_up_and_alerts_are_kept(trace_store: Store) -> None:
+    sink = StoreSink(trace_store)
+    sink.count("skipped: sampled_out", 3)
+    sink.count("skipped: sampled_out", 2)
+    sink.count("no_convention")
+    assert sink.counts() == {"skipped: sampled_out": 5, "no_convention": 1}
+    sink.record_alert(Alert(metric="faithfulness", reference_mean=0.8, reference_n=200, window_mean=0.5,
+                            window_n=20, effect=-0.3, low=-0.5, high=-0.1, examples=[T1]))
+    [a] = sink.alerts()
+    assert a["metric"] == "faithfulness" and a["examples"] == [T1]
+
+
+def test_retention_prunes_by_age_and_by_count(trace_store: Store) -> None:
+    sink = StoreSink(trace_store)
+    for i, tid in enumerate(["1" * 32, "2" * 32, "3" * 32, "4" * 32]):
+        sink.add_spans([_span(tid, "0000000000000001")], received_ns=100 * (i + 1))
+    sink.record_score(Score(trace_id="1" * 32, span_id="", evaluator="m", status="scored", score=1.0, at_ns=1))
+    assert sink.prune(older_than_ns=150) == 1  # the first trace, its span and its score
+    assert sink.trace_spans("1" * 32) == [] and sink.scores() == []
+    assert sink.prune(max_traces=2) == 1  # the oldest left
+    assert sink.quiet_traces(before_ns=10**9, limit=10) == ["3" * 32, "4" * 32]
+    assert sink.counts()["pruned"] == 2
