@@ -10,6 +10,7 @@ import pytest
 
 from referee.cli import cli
 from referee.results import read_results
+from referee.store import open_store
 from referee.testing import FakeLLMServer, schema_responder
 from referee.view import build_app
 
@@ -54,6 +55,7 @@ def test_example_with_a_local_judge_grades_every_case(tmp_path: Path, monkeypatc
 def test_example_in_a_relative_folder_as_scripts_example_runs_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("REFEREE_STORE")  # as a user has it: the run history on
     code = cli(["example", "--dir", "rel-example"])
     out = capsys.readouterr()
     assert code == 0, out.err[-2000:]
@@ -67,3 +69,16 @@ def test_example_in_a_relative_folder_as_scripts_example_runs_it(tmp_path: Path,
     others = out.out.split("Runs of other cases, each in a viewer of its own:")[1].split("Look at the runs")[0]
     for f in ("rag_results.jsonl", "agent_checks.jsonl", "simulated_results.jsonl", "targets_out"):
         assert f"referee view rel-example/{f} --open" in others, f
+    # It ends with two stored runs of its suite and their trend, in a history of its own (never the working
+    # folder's or a repository's .referee/).
+    assert not (tmp_path / ".referee" / "history.sqlite").exists()
+    with open_store(str(tmp_path / "rel-example" / "history.sqlite")) as st:
+        suite_runs = st.list_runs(suite="support-agent", status="complete")
+    assert len(suite_runs) == 2
+    by_file = {Path(str(r.results_path)).name: r for r in suite_runs}
+    assert set(by_file) == {"suite_before.jsonl", "suite_after.jsonl"}
+    for name, r in by_file.items():
+        assert r.n_rows == len(read_results(tmp_path / "rel-example" / name).rows) and r.pass_rate is not None
+    assert "referee runs trend --store rel-example/history.sqlite --suite support-agent" in out.out
+    assert "pass_rate of support-agent" in out.out
+    assert "referee view --store rel-example/history.sqlite --open" in out.out

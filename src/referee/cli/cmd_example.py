@@ -60,10 +60,15 @@ def command(workdir: str, provider: str | None, model: str | None, base_url: str
     if use_standin:
         click.echo(click.style(STANDIN_NOTICE, fg="yellow"))
     outcomes = []
-    for _name, mod in chosen:
-        click.echo("")
-        click.echo(click.style(f"== {mod.TITLE}", bold=True))
-        outcomes.append((mod.TITLE, mod.run(ctx)))
+    # The example's runs are recorded in a history of its own (in its folder), never in the user's repository's
+    # .referee/ nor a shared store; REFEREE_STORE=off still turns recording off.
+    from ..store import current, recording
+
+    with recording(ctx.store_url if current().enabled else None):
+        for _name, mod in chosen:
+            click.echo("")
+            click.echo(click.style(f"== {mod.TITLE}", bold=True))
+            outcomes.append((mod.TITLE, mod.run(ctx)))
     click.echo("")
     click.echo(click.style("== Summary", bold=True))
     for title, outcome in outcomes:

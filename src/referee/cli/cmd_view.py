@@ -1,4 +1,5 @@
-"""``referee view RESULTS...``: browse runs, compare two, and label cases for ``referee calibrate`` in a browser."""
+"""``referee view [RESULTS...]``: browse runs (or the run history), compare two, and label cases for ``referee
+calibrate`` in a browser."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 @click.command("view")
-@click.argument("results", nargs=-1, required=True, type=click.Path())
+@click.argument("results", nargs=-1, type=click.Path())
+@click.option("--store", "store_url", default=None, metavar="URL",
+              help="The run history to show: a SQLite file or sqlite:///path, or postgresql://... (default, with "
+                   "no RESULTS: REFEREE_STORE, else .referee/history.sqlite).")
+@click.option("--reviewer", default=None, metavar="NAME",
+              help="Your name, saved with each label you give (the page's reviewer box starts with it).")
 @click.option("--cases", "cases", multiple=True, metavar="[RUN=]FILE",
               help="Cases file the runs were judged on, to show inputs and outputs (default: each run's own: a "
                    "target's outputs, the cases a Python run wrote, the file its manifest names). RUN=FILE binds "
@@ -36,19 +42,37 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
               help="As referee score --pass-rule.")
 @click.option("--n-boot", type=click.IntRange(100), default=DEFAULT_N_BOOT, show_default=True,
               help="Bootstrap resamples for the summary's intervals.")
-def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None, port: int, host: str,
-            open_browser: bool, threshold: float, pass_rule: str, n_boot: int) -> int:
+def command(results: tuple[str, ...], store_url: str | None, reviewer: str | None, cases: tuple[str, ...],
+            labels: str | None, port: int, host: str, open_browser: bool, threshold: float, pass_rule: str,
+            n_boot: int) -> int:
     """Open a local web app over RESULTS (results files, or a run folder such as referee run's results/): a grid
     of cases x runs with each output, the summary of referee score with charts, a filterable table of cases,
     one case in full, two runs compared, and human review whose labels `referee calibrate` reads unchanged.
 
+    With no RESULTS it opens the run history (the store referee run records into, or --store URL): the runs
+    with filters, a trend per metric across commits, and any stored run opened or two compared.
+
     Serves on 127.0.0.1 only unless --host says otherwise. Stop with Ctrl-C.
     """
-    from ..view import ViewOptions, ViewServer, build_app, close_app
+    from ..view import MAX_REVIEWER, ViewOptions, ViewServer, build_app, close_app, open_history
 
+    if reviewer is not None and (not reviewer.strip() or len(reviewer) > MAX_REVIEWER):
+        raise UserError(f"--reviewer needs a name of 1 to {MAX_REVIEWER} characters")
+    if not results and cases:
+        raise UserError("--cases goes with RESULTS files (a stored run is opened with its own cases)")
+    if not results and labels:
+        raise UserError("--labels goes with one RESULTS file (a stored run's labels go beside its export)")
     t0 = time.perf_counter()
-    app = build_app(list(results), cases=list(cases), labels=labels,
-                    opts=ViewOptions(threshold=threshold, pass_rule=pass_rule, n_boot=n_boot), index_now=False)
+    history = open_history(store_url) if (store_url is not None or not results) else None
+    try:
+        app = build_app(list(results), cases=list(cases), labels=labels,
+                        opts=ViewOptions(threshold=threshold, pass_rule=pass_rule, n_boot=n_boot), index_now=False)
+    except BaseException:
+        if history is not None:
+            history.close()
+        raise
+    app.history = history
+    app.reviewer = reviewer.strip() if reviewer else None
     try:
         try:
             server = ViewServer(app, host, port)
@@ -64,7 +88,11 @@ def command(results: tuple[str, ...], cases: tuple[str, ...], labels: str | None
         for r in app.runs.values():
             for w in r.table.warnings[:5]:
                 echo_err(f"warning: {w}")
-        click.echo(f"referee view: {len(app.runs)} run(s), {rows} rows, ready in {time.perf_counter() - t0:.2f} s")
+        if history is not None:
+            click.echo(f"referee view: the run history in {history.display} "
+                       f"({history.store.count_runs()} run(s) stored)")
+        if app.runs or history is None:
+            click.echo(f"referee view: {len(app.runs)} run(s), {rows} rows, ready in {time.perf_counter() - t0:.2f} s")
         for k in app.order:
             click.echo(f"  labels of {app.runs[k].path.name} go to {app.labels[k].path}")
         click.echo(f"serving on {server.url} (127.0.0.1 only)" if host in _LOOPBACK else f"serving on {server.url}")

@@ -82,6 +82,15 @@ class ExampleContext:
     def path(self, name: str) -> str:
         return str(self.dir / name)
 
+    @property
+    def store_path(self) -> Path:
+        """The example's own run history (``referee example`` records its runs here)."""
+        return self.dir / "history.sqlite"
+
+    @property
+    def store_url(self) -> str:
+        return f"sqlite:///{self.store_path.resolve()}"
+
     def run(self, *args: str, expect: tuple[int, ...] = (0,)) -> int:
         """Run one referee command as a user would, showing it first."""
         if self.run_cli is None:

@@ -220,3 +220,73 @@ def agreement(pairs: Sequence[tuple[bool, bool]], *, title: str, chart_id: str =
     parts.append(f'<text x="{label_w}" y="{y}" font-size="11">agree on {agree} of {len(pairs)} '
                  f'({agree / len(pairs):.0%})</text>')
     return Chart(chart_id, title, _frame("".join(parts), h=y + 8, label=title))
+
+
+@dataclass
+class TrendPoint:
+    label: str
+    """Shown on hover: the commit (or run) and when it ran."""
+    value: float | None
+    lo: float | None
+    hi: float | None
+    href: str | None = None
+    """Where the point leads (the viewer's page of its run); escaped here, so any text is safe."""
+    regression: bool = False
+
+
+def trend(points: Sequence[TrendPoint], *, title: str, gate: float | None = None, percent: bool = True,
+          chart_id: str = "trend") -> Chart:
+    """A metric across runs (oldest left): its line, the interval as a band, the gate's threshold as a dashed
+    line, and regressions as red points. A point with no value (nothing scored) is left out, never drawn as 0."""
+    drawn = [(i, p) for i, p in enumerate(points) if p.value is not None and math.isfinite(p.value)]
+    if not drawn:
+        return Chart(chart_id, title, _empty(title, "no run with a scored case"))
+    w, h = 560, 200
+    plot_w, plot_h = w - _PAD_L - 12, h - _PAD_T - _PAD_B
+    ys = _finite([v for _, p in drawn for v in (p.value, p.lo, p.hi)] + ([gate] if gate is not None else []))
+    lo_y, hi_y = (0.0, 1.0) if min(ys) >= 0 and max(ys) <= 1 else (min(ys), max(ys))
+    if hi_y - lo_y < 1e-12:
+        lo_y, hi_y = lo_y - 0.5, hi_y + 0.5
+    n = len(points)
+
+    def x(i: int) -> float:
+        return _PAD_L + (plot_w * (i + 0.5) / n)
+
+    def y(v: float) -> float:
+        return _PAD_T + plot_h * (1 - (min(max(v, lo_y), hi_y) - lo_y) / (hi_y - lo_y))
+
+    def fmt(v: float) -> str:
+        return f"{v:.1%}" if percent else _nice(v)
+
+    parts = []
+    for frac in (0.0, 0.5, 1.0):
+        v = lo_y + (hi_y - lo_y) * frac
+        parts.append(f'<line x1="{_PAD_L}" y1="{y(v):.1f}" x2="{w - 12}" y2="{y(v):.1f}" stroke="#ddd"/>'
+                     f'<text x="{_PAD_L - 4}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end">'
+                     f'{_e(f"{v:.0%}" if percent else _nice(v))}</text>')
+    band = [(i, p) for i, p in drawn if p.lo is not None and p.hi is not None and math.isfinite(p.lo)
+            and math.isfinite(p.hi)]
+    if band:
+        upper = " ".join(f"{x(i):.1f},{y(float(p.hi)):.1f}" for i, p in band)  # type: ignore[arg-type]
+        lower = " ".join(f"{x(i):.1f},{y(float(p.lo)):.1f}" for i, p in reversed(band))  # type: ignore[arg-type]
+        parts.append(f'<polygon class="band" points="{upper} {lower}" fill="{_BLUE}" opacity="0.15"/>')
+    if gate is not None and math.isfinite(gate):
+        parts.append(f'<line class="gate" x1="{_PAD_L}" y1="{y(gate):.1f}" x2="{w - 12}" y2="{y(gate):.1f}" '
+                     f'stroke="{_RED}" stroke-dasharray="5,4"><title>gate: {_e(fmt(gate))}</title></line>'
+                     f'<text x="{w - 14}" y="{y(gate) - 3:.1f}" font-size="10" text-anchor="end" '
+                     f'fill="{_RED}">gate {_e(fmt(gate))}</text>')
+    line = " ".join(f"{x(i):.1f},{y(float(p.value)):.1f}" for i, p in drawn)  # type: ignore[arg-type]
+    parts.append(f'<polyline points="{line}" fill="none" stroke="{_BLUE}" stroke-width="1.5"/>')
+    for i, p in drawn:
+        v = float(p.value)  # type: ignore[arg-type]
+        interval = (f" [{fmt(float(p.lo))}, {fmt(float(p.hi))}]"
+                    if p.lo is not None and p.hi is not None and math.isfinite(p.lo) and math.isfinite(p.hi)
+                    else "")
+        tip = f"{p.label}: {fmt(v)}{interval}" + (" (regression)" if p.regression else "")
+        dot = (f'<circle class="point{" regression" if p.regression else ""}" cx="{x(i):.1f}" cy="{y(v):.1f}" '
+               f'r="{5 if p.regression else 3.5}" fill="{_RED if p.regression else _BLUE}">'
+               f'<title>{_e(tip)}</title></circle>')
+        parts.append(f'<a href="{_e(p.href)}">{dot}</a>' if p.href else dot)
+    parts.append(f'<text x="{_PAD_L}" y="{h - 8}" font-size="10">oldest</text>'
+                 f'<text x="{w - 12}" y="{h - 8}" font-size="10" text-anchor="end">newest</text>')
+    return Chart(chart_id, title, _frame("".join(parts), w=w, h=h, label=title))

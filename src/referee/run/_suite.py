@@ -61,6 +61,8 @@ def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None
     m.extra["evaluators_sha256"] = text_sha256(re.sub(r" at 0x[0-9a-fA-F]+", "", specs))
     m.extra["suite"] = {"path": suite.path, "name": suite.name, "sha256": suite.sha256,
                         "evaluators": [s.label for s in suite.specs], "scoring": suite.scoring.model_dump(),
+                        # the viewer's trend draws the pass-rate gate (fail_under) as a line
+                        "gates": {"fail_under": suite.gates.fail_under},
                         "llm_evaluators": [s.label for s in suite.llm_specs]}
     panels = {s.label: {"judges": [m.label for m in s.evaluator.members], "rule": s.evaluator.rule,
                         "quorum": s.evaluator.needed, "tie": s.evaluator.tie}

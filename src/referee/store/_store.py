@@ -399,6 +399,16 @@ class Store:
         with self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(s.runs)).scalar_one())
 
+    def facets(self, limit: int = 500) -> dict[str, list[str]]:
+        """The distinct suites, branches and tags stored (at most ``limit`` of each, sorted): the viewer's filters."""
+        out: dict[str, list[str]] = {}
+        with self.engine.connect() as conn:
+            for name, col in (("suites", s.runs.c.suite), ("branches", s.runs.c.git_branch),
+                              ("tags", s.run_tags.c.tag)):
+                q = select(col).where(col.is_not(None)).distinct().order_by(col).limit(limit)
+                out[name] = [v for (v,) in conn.execute(q)]
+        return out
+
     def rows(self, run_id: str) -> list[ResultRow]:
         """The run's rows, in the order they arrived, as :class:`~referee.results.ResultRow`."""
         from ..results._schema import ResultRow

@@ -1,4 +1,5 @@
-"""``referee view``: a local web app over results files, and the human review that calibrates the judge.
+"""``referee view``: a local web app over results files or the run history, and the human review that calibrates
+the judge.
 
 :func:`build_app` loads the runs and their label files; :class:`ViewServer` serves the page and the JSON API
 (docs/view.md) on 127.0.0.1. Everything the page needs ships in ``static/``: no network, no CDN.
@@ -8,8 +9,9 @@ from __future__ import annotations
 
 from ..errors import UserError
 from ._app import API_VERSION, ApiError, ViewApp, ViewOptions, labels_for
+from ._history import History, open_history
 from ._inputs import expand_inputs, parse_cases
-from ._labels import LabelStore, default_labels_path
+from ._labels import MAX_REVIEWER, LabelStore, default_labels_path
 from ._server import CSP, ViewServer
 from ._store import Run, same_file, shared_id_warnings
 
@@ -55,9 +57,11 @@ def close_app(app: ViewApp) -> None:
     """Release the label stores' locks of ``app`` (the viewer is done with them)."""
     for s in app.labels.values():
         s.release()
+    if app.history is not None:
+        app.history.close()
 
 
 __all__ = [
-    "API_VERSION", "ApiError", "CSP", "LabelStore", "Run", "ViewApp", "ViewOptions", "ViewServer", "build_app",
-    "close_app", "default_labels_path",
+    "API_VERSION", "ApiError", "CSP", "History", "LabelStore", "MAX_REVIEWER", "Run", "ViewApp", "ViewOptions",
+    "ViewServer", "build_app", "close_app", "default_labels_path", "open_history",
 ]

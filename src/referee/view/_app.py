@@ -84,6 +84,10 @@ class ViewApp:
         self._compare_lock = threading.Lock()  # one computation per comparison: a request waits for the warm-up
         self.warnings: list[str] = []
         """What the user should know about the inputs (id collisions between cases files, skipped files)."""
+        self.history: Any = None
+        """The run history this viewer reads (``referee view`` with no results file, or ``--store``), or None."""
+        self.reviewer: str | None = None
+        """The reviewer's name (``--reviewer``): the page's default, and the name of a label posted without one."""
 
     # -- helpers -----------------------------------------------------------------------------------------
 
@@ -165,9 +169,75 @@ class ViewApp:
         from ..rubrics._model import SCALES
 
         return {"api_version": API_VERSION, "threshold": self.opts.threshold, "pass_rule": self.opts.pass_rule,
-                "warnings": self.warnings,
-                "runs": [self.run(k).info() | {"labels": str(self.labels[k].path)} for k in self.order],
+                "warnings": self.warnings, "reviewer": self.reviewer,
+                "history": None if self.history is None else {"store": self.history.display},
+                "runs": [self.run(k).info() | {"labels": str(self.labels[k].path)} | self._stored(k)
+                         for k in list(self.order)],
                 "flags": list(FLAG_NAMES), "sort_keys": list(SORT_KEYS), "scales": list(SCALES)}
+
+    def _stored(self, key: str) -> dict[str, Any]:
+        h = self.history
+        if h is None:
+            return {}
+        rid = next((r for r, k in h.opened.items() if k == key), None)
+        return {} if rid is None else {"stored_run": rid}
+
+    # -- the run history ---------------------------------------------------------------------------------
+
+    def _history(self) -> Any:
+        if self.history is None:
+            raise ApiError(404, "this viewer reads no run history (start it with no results file, or with --store)")
+        return self.history
+
+    def api_history(self, params: dict[str, str]) -> dict[str, Any]:
+        from ._history import HistoryError
+
+        try:
+            return cast(dict[str, Any], self._history().api_runs(params))
+        except HistoryError as exc:
+            raise ApiError(exc.status, exc.msg) from None
+
+    def api_trend(self, params: dict[str, str]) -> dict[str, Any]:
+        from ._history import HistoryError
+
+        try:
+            return cast(dict[str, Any], self._history().api_trend(params))
+        except HistoryError as exc:
+            raise ApiError(exc.status, exc.msg) from None
+
+    def api_open(self, body: Any) -> dict[str, Any]:
+        """Open stored runs as runs of this viewer (``{"runs": [id, ...]}``); returns their keys, in order."""
+        from ._history import HistoryError
+
+        h = self._history()
+        ids = body.get("runs") if isinstance(body, dict) else None
+        if (not isinstance(ids, list) or not 1 <= len(ids) <= 2
+                or not all(isinstance(i, str) and 0 < len(i) <= 200 for i in ids)):
+            raise ApiError(400, "expected {\"runs\": [one or two run ids]}")
+        keys = []
+        with h.lock:
+            for rid in ids:
+                try:
+                    rec, path = h.export(rid)
+                except HistoryError as exc:
+                    raise ApiError(exc.status, exc.msg) from None
+                key = h.opened.get(rec.id)
+                if key is None:
+                    key = f"h{len(self.order)}"
+                    run = Run(key, path, [])
+                    inputs = [path, *(self.runs[k].path for k in self.order)]
+                    store = LabelStore(default_labels_path(path), inputs)
+                    try:
+                        store.acquire()
+                    except UserError as exc:  # another viewer has this run open for labelling
+                        raise ApiError(409, str(exc)) from None
+                    run.start_indexing()
+                    self.runs[key] = run
+                    self.labels[key] = store
+                    self.order.append(key)
+                    h.opened[rec.id] = key
+                keys.append(key)
+        return {"runs": keys, "ids": ids}
 
     def api_summary(self, key: str, params: dict[str, str]) -> dict[str, Any]:
         from ..reports._json_summary import summary_dict
@@ -406,6 +476,8 @@ class ViewApp:
                 if scale != own:
                     raise ApiError(400, f"case {cid!r} is not scored on the {scale} scale"
                                         + (f" (its rubric's scale is {own})" if own else " (use 0-1, or pass/fail)"))
+        if self.reviewer and not body.get("reviewer"):
+            body = {**body, "reviewer": self.reviewer}
         try:
             label = build_label(body, known=known, results_name=run.path.name, pairwise=pairwise)
         except LabelError as exc:

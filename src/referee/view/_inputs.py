@@ -46,7 +46,7 @@ def expand_inputs(paths: list[str]) -> tuple[list[Path], list[str]]:
                          "not as one")
         else:
             out.append(pp)
-    if not out:
+    if not out and paths:  # none given at all: the run history alone (``referee view``)
         raise UserError("no results file to view: " + "; ".join(notes) if notes else "no results file to view")
     return out, notes
 

@@ -40,6 +40,9 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/panel"), "panel"),
     ("GET", re.compile(r"/api/compare/(?P<base>[^/]+)/(?P<cand>[^/]+)"), "compare"),
     ("POST", re.compile(r"/api/labels"), "post_label"),
+    ("GET", re.compile(r"/api/history/?"), "history"),
+    ("GET", re.compile(r"/api/history/trend"), "trend"),
+    ("POST", re.compile(r"/api/history/open"), "open"),
 ]
 
 
@@ -218,6 +221,12 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, app.api_compare(g["base"], g["cand"], params)
         if name == "post_label":
             return app.api_post_label(self._body())
+        if name == "history":
+            return 200, app.api_history(params)
+        if name == "trend":
+            return 200, app.api_trend(params)
+        if name == "open":
+            return 200, app.api_open(self._body())
         raise ApiError(404, "not found")
 
     def _body(self) -> Any:
@@ -225,7 +234,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(403, "cross-site request refused: labels are posted by the viewer's own page")
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":
-            raise ApiError(415, "send the label as application/json")
+            raise ApiError(415, "send the body as application/json")
         try:
             length = int(self.headers.get("Content-Length") or "0")
         except ValueError:

@@ -94,12 +94,20 @@ async function route() {
   // A sign of work at once: the page being left is dimmed and the bar says "working..." until the next one is
   // on screen (a large comparison takes a moment; the old page must not look like the answer).
   busy(true);
-  if (!state.index) state.index = await api("/api/runs");
+  if (!state.index) {
+    const first = state.index === null && !state.indexLoaded;
+    state.index = await api("/api/runs");
+    state.indexLoaded = true;
+    // `referee view --reviewer NAME`: the name given on the command line is the one labels carry.
+    if (first && state.index.reviewer) document.getElementById("reviewer").value = state.index.reviewer;
+  }
   renderNav();
   const { parts, params } = parseHash();
   const main = ctx.box;
   try {
-    if (parts[0] === "run" && parts[2] === "case") await viewCase(parts[1], Number(parts[3]), params);
+    if (parts[0] === "history") await viewHistory(parts, params);
+    else if (!parts.length && state.index.history && !state.index.runs.length) await viewHistory(["history"], params);
+    else if (parts[0] === "run" && parts[2] === "case") await viewCase(parts[1], Number(parts[3]), params);
     else if (parts[0] === "run" && parts[2] === "review") await viewReview(parts[1], params);
     else if (parts[0] === "compare" && parts[3] === "rows") await viewSideBySide(parts[1], parts[2], parts[4], parts[5], params);
     else if (parts[0] === "compare") await viewCompare(parts[1], parts[2], params);
@@ -133,14 +141,20 @@ function renderNav() {
   const { parts } = parseHash();
   const cur = parts[0] === "run" ? parts[1] : null;
   const links = state.index.runs.map((r) => el("a", { href: "#/run/" + r.run, class: cur === r.run ? "active" : null,
-    title: r.path }, r.label || r.name));
+    title: r.path }, r.stored_run ? runName(r) : (r.label || r.name)));
+  if (state.index.history) {
+    links.unshift(el("a", { href: "#/history", id: "nav-history", class: parts[0] === "history" || (!parts.length && !state.index.runs.length) ? "active" : null }, "history"));
+  }
   if (state.index.runs.length > 1) {
-    links.unshift(el("a", { href: "#/grid", id: "nav-grid", class: parts[0] === "grid" || !parts.length ? "active" : null }, "grid"));
+    links.splice(state.index.history ? 1 : 0, 0, el("a", { href: "#/grid", id: "nav-grid", class: parts[0] === "grid" || !parts.length ? "active" : null }, "grid"));
     links.push(el("a", { href: "#/compare/" + state.index.runs[0].run + "/" + state.index.runs[1].run,
       class: parts[0] === "compare" ? "active" : null }, "compare"));
   }
   clear(nav, links);
 }
+
+// A stored run opened from the history is named by its run id, not by the file it was exported to.
+function runName(r) { return r.stored_run ? "run " + r.stored_run.slice(0, 8) : r.name; }
 
 function runInfo(key) {
   const r = state.index.runs.find((x) => x.run === key);
@@ -525,7 +539,7 @@ async function viewCompare(base, cand, params) {
   const filter = params.get("filter") || "changed";
   const runs = state.index.runs;
   const pick = (name, cur) => el("select", { id: "compare-" + name, onchange: (e) => { const b = name === "base" ? e.target.value : base; const c = name === "cand" ? e.target.value : cand; go(["compare", b, c], params); } },
-    runs.map((r) => el("option", { value: r.run, selected: r.run === cur ? "selected" : null }, r.name)));
+    runs.map((r) => el("option", { value: r.run, selected: r.run === cur ? "selected" : null }, runName(r))));
   clear(main, el("h1", {}, "Compare two runs"),
     el("p", {}, "baseline ", pick("base", base), " candidate ", pick("cand", cand)), el("p", { class: "muted" }, "computing..."));
   const q = new URLSearchParams({ filter, offset: params.get("offset") || "0", limit: "100" });
