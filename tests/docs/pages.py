@@ -21,7 +21,10 @@ Blocks run per page, in page order, in one temporary folder per page that starts
 
 from __future__ import annotations
 
+import ast
+import asyncio
 import contextlib
+import inspect
 import io
 import json
 import os
@@ -341,10 +344,14 @@ class _Tee(io.StringIO):
 
 
 def run_python(namespace: dict[str, Any], block: Block, where: str) -> str:
-    code = compile(block.source, where, "exec")
+    # Top-level `await` is allowed, as in a notebook cell (docs/python.md's async example is written for one).
+    code = compile(block.source, where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     tee = _Tee(sys.stdout)
     with contextlib.redirect_stdout(tee):
-        exec(code, namespace)  # noqa: S102 - our own docs, run as their readers would
+        if code.co_flags & inspect.CO_COROUTINE:
+            asyncio.run(eval(code, namespace))  # noqa: S307 - our own docs, run as a notebook runs a cell
+        else:
+            exec(code, namespace)  # noqa: S102 - our own docs, run as their readers would
     return tee.getvalue()
 
 
@@ -425,7 +432,7 @@ def check_syntax(block: Block, where: str) -> None:
         proc = subprocess.run(["bash", "-n"], input=src.encode(), capture_output=True, timeout=60)
         assert proc.returncode == 0, f"{where}: not valid bash: {proc.stderr.decode()}"
     elif block.lang == "python":
-        compile(block.source, where, "exec")
+        compile(block.source, where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     elif block.lang == "yaml":
         yaml.safe_load(block.source)
     elif block.lang in ("json", "jsonl"):

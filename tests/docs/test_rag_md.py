@@ -17,8 +17,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "rag.md"
 def test_the_pages_suite_fails_the_invented_claim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     text = DOC.read_text(encoding="utf-8")
-    cases = re.search(r"```jsonl\n(.*?)```", text, re.S)
-    suite = re.search(r"```yaml\n(cases: rag.jsonl\n.*?)```", text, re.S)
+    cases = re.search(r"```jsonl[^\n]*\n(.*?)```", text, re.S)
+    suite = re.search(r"```yaml[^\n]*\n(cases: rag.jsonl\n.*?)```", text, re.S)
     assert cases and suite
     (tmp_path / "rag.jsonl").write_text(cases.group(1), encoding="utf-8")
     (tmp_path / "rag_suite.yaml").write_text(suite.group(1), encoding="utf-8")

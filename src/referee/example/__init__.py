@@ -123,6 +123,7 @@ def step_name(module: str) -> str:
 
 
 def step_names() -> list[str]:
+    """The example's step names, in order (what ``referee example --step NAME`` takes)."""
     here = Path(__file__).parent
     return [step_name(m.name) for m in sorted(pkgutil.iter_modules([str(here)]), key=lambda m: m.name)
             if m.name.startswith("step_")]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..errors import UserError
+from ..errors import RefereeError, UserError
 from ..store import StoreError, display_url, open_store
 
 MAX_RUNS = 1000
@@ -27,7 +27,9 @@ METRICS = ("pass_rate", "mean")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$")
 
 
-class HistoryError(Exception):
+class HistoryError(RefereeError):
+    """A history request the viewer refuses: answered with ``status`` and the message."""
+
     def __init__(self, status: int, msg: str) -> None:
         super().__init__(msg)
         self.status = status
