@@ -161,10 +161,13 @@ class Store:
         if self._insert is None:
             # Only the dialect in use: PostgreSQL's module alone is a tenth of a CPU-second to import.
             if self.dialect == "postgresql":
-                from sqlalchemy.dialects.postgresql import insert
+                from sqlalchemy.dialects import postgresql
+
+                self._insert = postgresql.insert
             else:
-                from sqlalchemy.dialects.sqlite import insert
-            self._insert = insert
+                from sqlalchemy.dialects import sqlite
+
+                self._insert = sqlite.insert
         return self._insert
 
     def put_texts(self, conn: Connection, texts: dict[bytes, bytes]) -> None:
