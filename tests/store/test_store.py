@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import zlib
 from pathlib import Path
 
 import pytest
@@ -169,3 +172,18 @@ def test_generated_cases_are_recorded_per_generation_run(store: Store) -> None:
         n = conn.execute(select(func.count()).select_from(schema.texts)
                          .where(schema.texts.c.data.is_not(None))).scalar()
     assert n is not None and n <= len(records) + 1
+
+
+@pytest.mark.parametrize("size", [0, 255, 256, 400, 4096, 4097, 200_000])
+def test_packed_texts_read_back_and_compress_as_before(size: int) -> None:
+    # A small window for small texts: every size reads back exactly, and compresses within a few bytes of
+    # zlib's default window; an incompressible text stays as it is.
+    from referee.store._store import _pack, _unpack
+
+    row = json.dumps({"id": "case-1", "rationale": "Go to Settings > Security > Reset password. " * 400}).encode()
+    for data in (row[:size], os.urandom(size)):
+        packed, stored = _pack(data)
+        assert _unpack(packed, stored) == data
+        if packed:
+            assert len(stored) <= len(zlib.compress(data, 1)) + 8
+    assert _pack(row[:size])[0] == (1 if size >= 256 else 0)
