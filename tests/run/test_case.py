@@ -13,10 +13,12 @@ from referee.cli import cli
 from referee.suites import load_suite
 from referee.suites._suite import SuiteInvalid
 
+# With references: the stand-in judges correctness only against one (without, it leaves the row unscored).
 CASES = [
-    {"id": "a", "input": "What is two plus two?", "output": "4"},
-    {"id": "b", "input": "Capital of France?", "output": "I do not know"},
-    {"id": "c", "input": "Name a colour", "output": "Blue is a colour that many people like."},
+    {"id": "a", "input": "What is two plus two?", "output": "4", "reference": "4"},
+    {"id": "b", "input": "Capital of France?", "output": "I do not know", "reference": "Paris"},
+    {"id": "c", "input": "Name a colour", "output": "Blue is a colour that many people like.",
+     "reference": "Blue, red or green are colours."},
 ]
 
 
@@ -55,7 +57,9 @@ def test_rows_keep_the_raw_score_and_name_the_alignment(tmp_path: Path, capsys: 
         expected = min(1.0, max(0.0, AlignedJudge.model_validate_json(aligned.read_text()).map_score(raw[cid])))
         assert row["score"] == pytest.approx(expected, abs=1e-6)
         assert row["passed"] is (raw[cid] >= 0.25)
-    assert rows["a"]["score"] == pytest.approx(0.5) and rows["a"]["passed"] is True  # raw 0.3: failed before
+    # A case below the default pass threshold (0.7) passes by the map's pass mark, as the reviewers would.
+    assert any(raw[cid] < 0.7 and row["passed"] is True for cid, row in rows.items())
+    assert all(row.get("status", "scored") == "scored" for row in rows.values())
 
 
 def test_an_alignment_for_another_judge_is_refused(tmp_path: Path) -> None:
