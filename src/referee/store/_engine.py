@@ -12,7 +12,9 @@ an advisory lock). A store written by a newer referee is refused, never altered.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +168,24 @@ def refuse_newer(revision: str | None, url: str) -> None:
 def ensure_schema(engine: Engine, url: str) -> None:
     """Ready to use at the head: migrate a SQLite store (or an empty PostgreSQL one) itself; refuse a newer one;
     ask for ``referee store upgrade`` on an older shared one."""
+    deadline = time.monotonic() + lock_timeout_s()
+    pause = 0.01
+    while True:
+        try:
+            _prepare(engine, url)
+            return
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - named, with the password masked
+            # A preparation that lost a deadlock to another process's starts again: it reads the revision afresh.
+            if _deadlocked(exc) and time.monotonic() + pause < deadline:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+                continue
+            raise StoreError(f"cannot prepare {display_url(url)}: {scrub(str(exc), url)}") from exc
+
+
+def _prepare(engine: Engine, url: str) -> None:
     rev = current_revision(engine)
     refuse_newer(rev, url)
     if rev == HEAD:
@@ -174,13 +194,10 @@ def ensure_schema(engine: Engine, url: str) -> None:
     if engine.dialect.name == "postgresql" and rev is not None:
         raise StoreError(f"{display_url(url)} has schema {rev}; this referee needs {HEAD}. A shared store is "
                          "upgraded only on purpose: run `referee store upgrade --store URL`")
-    try:
+    # Threads of one process take turns (see ``_MIGRATING``); processes wait on SQLite's locks.
+    with _MIGRATING:
         _wal(engine)
-        upgrade(engine, url)
-    except StoreError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - named, with the password masked
-        raise StoreError(f"cannot prepare {display_url(url)}: {scrub(str(exc), url)}") from exc
+        _upgrade(engine, url)
 
 
 def _wal(engine: Engine) -> None:
@@ -191,3 +208,11 @@ def _wal(engine: Engine) -> None:
             raw.driver_connection.execute("PRAGMA journal_mode=WAL")  # type: ignore[union-attr]
         finally:
             raw.close()
+
+
+def _deadlocked(exc: BaseException) -> bool:
+    """SQLite's "database is locked" (its busy handler gave up, or was never called: on a fresh file, one process
+    switching it to WAL and another migrating it can each hold a lock the other needs, and SQLite fails one at once
+    rather than wait forever)."""
+    orig = getattr(exc, "orig", exc)
+    return isinstance(orig, sqlite3.OperationalError) and ("locked" in str(orig) or "busy" in str(orig))
