@@ -68,6 +68,21 @@ def test_compare_names_the_regressions_and_gates(two_runs: tuple[str, str], stor
     assert code == 0
 
 
+def test_compare_and_show_take_names(two_runs: tuple[str, str], store_url: str,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_runs
+    # `last` is the newest complete run (b); a unique id prefix names a run; a name that matches nothing is exit 2.
+    code, _, err = run_cli(["runs", "compare", a[:10], "last", "--store", store_url, "--fail-on-regression"],
+                             capsys)
+    assert code == 1 and f"candidate: run {b[:12]}" in err and f"baseline: run {a[:12]}" in err
+    code, out, _ = run_cli(["runs", "show", "last", "--store", store_url, "--json"], capsys)
+    assert code == 0 and json.loads(out)["id"] == b
+    code, _, err = run_cli(["runs", "compare", "last", "last", "--store", store_url], capsys)
+    assert code == 0 and "name the same run" in err
+    code, _, err = run_cli(["runs", "show", "no-such-branch", "--store", store_url], capsys)
+    assert code == 2 and "run 'no-such-branch'" in err and "baseline" not in err
+
+
 def test_trend_reads_the_stored_summaries(two_runs: tuple[str, str], store_url: str,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     a, b = two_runs

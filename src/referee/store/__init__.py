@@ -12,7 +12,7 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from ._baseline import Baseline, file_note, looks_like_name, resolve_baseline
+from ._baseline import Baseline, file_note, find_run, looks_like_name, resolve_baseline
 from ._recorder import Recorder, new_run_id, open_recorder
 from ._settings import (
     ENV,
@@ -116,6 +116,7 @@ __all__ = [
     "display_url",
     "export_run",
     "file_note",
+    "find_run",
     "import_results",
     "import_store",
     "load_run",
