@@ -28,8 +28,6 @@ from ._settings import (
 
 if _TYPE_CHECKING:
     from ._alignments import alignments, record_alignment
-    from ._engine import HEAD as SCHEMA_REVISION
-    from ._engine import REVISIONS
     from ._history import (
         StoredRun,
         check_store,
@@ -43,10 +41,12 @@ if _TYPE_CHECKING:
         rows_frame,
         runs_frame,
     )
+    from ._revision import HEAD as SCHEMA_REVISION
+    from ._revision import REVISIONS
     from ._store import RunRecord, Store
 
 # SQLAlchemy is imported with the names that need it, never by a run's start (the recorder's thread imports it).
-_LAZY = {"SCHEMA_REVISION": ("._engine", "HEAD"), "REVISIONS": ("._engine", "REVISIONS"),
+_LAZY = {"SCHEMA_REVISION": ("._revision", "HEAD"), "REVISIONS": ("._revision", "REVISIONS"),
          "alignments": ("._alignments", "alignments"), "record_alignment": ("._alignments", "record_alignment"),
          "RunRecord": ("._store", "RunRecord"), "Store": ("._store", "Store"),
          **{n: ("._history", n) for n in ("StoredRun", "check_store", "compact_if_worth_it", "export_run",
