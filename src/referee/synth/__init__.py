@@ -10,7 +10,7 @@ import sys as _sys
 import types as _types
 from typing import Any as _Any
 
-from ._coverage import coverage_table, gate_lines
+from ._coverage import coverage_of, coverage_table, gate_lines
 from ._documents import (
     MAX_DOCUMENT_BYTES,
     Chunk,
@@ -64,6 +64,7 @@ __all__ = [
     "SynthEstimate",
     "SynthResult",
     "UNANSWERABLE_REFERENCE",
+    "coverage_of",
     "coverage_table",
     "documents_from_cases",
     "estimate_synth",

@@ -92,18 +92,12 @@ class SynthResult:
     def met(self) -> bool:
         return len(self.cases) >= self.requested
 
-    def coverage(self) -> dict[str, dict[str, int]]:
-        """Kept cases per document, per kind and per persona."""
-        docs: Counter[str] = Counter()
-        kinds: Counter[str] = Counter()
-        personas: Counter[str] = Counter()
-        for c in self.cases:
-            s = c["metadata"]["synth"]
-            for d in dict.fromkeys(ch["source"] for ch in c.get("contexts", [])):
-                docs[d] += 1
-            kinds[s["kind"]] += 1
-            personas[c["metadata"].get("persona") or "(none)"] += 1
-        return {"document": dict(docs), "kind": dict(kinds), "persona": dict(personas)}
+    def coverage(self) -> dict[str, Any]:
+        """Kept cases per document, per kind and per persona, with each kind's target share
+        (:func:`referee.synth.coverage_of`: the one computation the table and the charts draw)."""
+        from ._coverage import coverage_of
+
+        return coverage_of(self.cases, targets={k: v["target"] for k, v in self.kinds.items()})
 
     def to_dict(self) -> dict[str, Any]:
         return {"requested": self.requested, "kept": len(self.cases), "candidates": self.candidates,
@@ -342,7 +336,8 @@ def case_id(c: Candidate) -> str:
 
 def _case(c: Candidate, generator: dict[str, Any]) -> dict[str, Any]:
     s = c.slot
-    prov = {"document": s.chunks[0].document, "chunk": s.chunks[0].id, "chunks": [ch.id for ch in s.chunks],
+    prov = {"document": s.chunks[0].document, "documents": list(dict.fromkeys(ch.document for ch in s.chunks)),
+            "chunk": s.chunks[0].id, "chunks": [ch.id for ch in s.chunks],
             "kind": s.kind, "persona": s.persona, "answerable": c.answerable, "generator": generator,
             "prompt_hash": c.prompt_hash, "prompt_version": PROMPT_VERSION, "seed": generator.get("seed"),
             "slot": s.index, "batch": c.batch,
@@ -459,7 +454,8 @@ async def synth_async(
     client = gen_judge.client()
     critic_client = as_judge(critic).client() if critic is not None else client
     generator = {"provider": client.provider.name, "model": client.provider.model, "temperature": temperature,
-                 "seed": seed, "prompt_version": PROMPT_VERSION}
+                 "seed": seed, "prompt_version": PROMPT_VERSION,
+                 "kinds": {k: round(v, 4) for k, v in kind_shares.items()}}
     run = _Run(n=n, chunks=chunks, client=client, critic=critic_client, kinds=kind_shares, personas=persona_shares,
                seed=seed, temperature=temperature, critic_threshold=critic_threshold, use_cache=gen_judge.cache,
                concurrency=gen_judge.concurrency, index=index)

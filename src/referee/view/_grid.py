@@ -154,3 +154,29 @@ def pass_fail_pairs(run: Run, labels: dict[str, list[dict[str, Any]]], *, thresh
             continue
         out.append((bool(ok[i] == 1), bool(human)))
     return out
+
+
+def coverage(run: Run) -> dict[str, Any]:
+    """The coverage panel of a run on generated cases (``GET /api/runs/<run>/coverage``): cases per document, per
+    kind and per persona from the provenance ``referee synth`` wrote (:func:`referee.synth.coverage_of`, the
+    terminal table's own figures), read from each case's first row, else from the run's cases; ``cases`` 0 when
+    none was generated. Drawn by ``reports._synth`` (escaped SVG) and cached per load of the file."""
+    key = ("coverage", run.generation)
+    hit = run.cached_summary(key)
+    if hit is not None:
+        return hit
+    from ..reports._synth import coverage_charts
+    from ..synth import coverage_of
+
+    firsts = first_rows(run)
+    rows = run.table.read_rows(list(firsts.values()))
+    cov = coverage_of(rows[i] for i in firsts.values() if i in rows)
+    if not cov["cases"]:
+        cases = run.cases_now() or {}
+        cov = coverage_of(c for cid in firsts if (c := cases.get(cid)) is not None)
+    out = {"run": run.key, "cases": cov["cases"], "figures": cov,
+           "charts": [{"id": c.id, "title": c.title, "svg": c.svg} for c in coverage_charts(cov)]
+           if cov["cases"] else []}
+    out = dict(clean(out))
+    run.store_summary(key, out)
+    return out
