@@ -78,3 +78,23 @@ def test_a_hundred_documents_draw_thirty_bars_and_count_the_rest():
            "targets": {}}
     docs = coverage_charts(cov)[0].svg
     assert docs.count('class="bar"') == 30 and "(71 more): 71" in docs
+
+
+def test_rows_without_metadata_take_the_coverage_from_the_cases_file(tmp_path, capsys):
+    import json
+
+    from tests.support.cli import run_cli
+    from tests.support.synth_runs import generate_and_run
+
+    result, results = generate_and_run(tmp_path)
+    bare = tmp_path / "bare.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    bare.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "metadata"}) + "\n" for r in rows))
+    page = tmp_path / "report.html"
+    code, _, err = run_cli(["report", str(bare), "--html", str(page)], capsys)
+    assert code == 0, err
+    assert "synth-coverage" not in page.read_text()
+    code, _, err = run_cli(["report", str(bare), "--html", str(page), "--cases", str(tmp_path / "cases.jsonl")],
+                           capsys)
+    assert code == 0, err
+    assert f"{len(result.cases)} generated cases" in page.read_text()

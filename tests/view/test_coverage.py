@@ -79,3 +79,21 @@ def test_hostile_document_names_and_personas_stay_text_in_the_browser(synth_run:
         assert not d.find_elements(By.CSS_SELECTOR, "#coverage script, #coverage img, #coverage iframe")
     finally:
         d.quit()
+
+
+def test_rows_without_metadata_take_the_coverage_from_the_runs_cases(tmp_path: Path) -> None:
+    import json
+
+    result, results = generate_and_run(tmp_path)
+    bare = tmp_path / "bare.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    bare.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "metadata"}) + "\n" for r in rows))
+    s = serve([bare], [tmp_path / "cases.jsonl"])
+    try:
+        key = s.app.api_index()["runs"][0]["run"]
+        status, d, _ = call(s, "GET", f"/api/runs/{key}/coverage")
+        assert status == 200 and d["figures"] == result.coverage()
+    finally:
+        s.server.shutdown()
+        s.server.server_close()
+        close_app(s.app)

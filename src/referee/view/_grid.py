@@ -171,8 +171,8 @@ def coverage(run: Run) -> dict[str, Any]:
     firsts = first_rows(run)
     rows = run.table.read_rows(list(firsts.values()))
     cov = coverage_of(rows[i] for i in firsts.values() if i in rows)
-    if not cov["cases"]:
-        cases = run.cases_now() or {}
+    if not cov["cases"]:  # rows that do not carry their case's metadata: the run's cases (waits for them)
+        cases = run.cases()
         cov = coverage_of(c for cid in firsts if (c := cases.get(cid)) is not None)
     out = {"run": run.key, "cases": cov["cases"], "figures": cov,
            "charts": [{"id": c.id, "title": c.title, "svg": c.svg} for c in coverage_charts(cov)]
