@@ -56,11 +56,11 @@ def coverage_of(items: Iterable[Any], *, targets: Mapping[str, float] | None = N
     personas: Counter[str] = Counter()
     found: dict[str, float] = {}
     for it in items:
-        get = it.get if isinstance(it, Mapping) else lambda k, _it=it: getattr(_it, k, None)
-        md = get("metadata")
+        mapping = isinstance(it, Mapping)
+        md = it.get("metadata") if mapping else getattr(it, "metadata", None)
         if not isinstance(md, Mapping) or not isinstance(prov := md.get("synth"), Mapping):
             continue
-        cid = str(get("id"))
+        cid = str(it.get("id") if mapping else getattr(it, "id", None))
         if cid in seen:
             continue
         seen.add(cid)

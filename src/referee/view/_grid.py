@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..aggregate._load import SCORED
-from ._store import STATUS_NAMES, Run, _text, clean, passes
+from ._store import STATUS_NAMES, Run, _loads, _text, clean, passes
 
 OUTPUT_EXCERPT = 600
 """Characters of each output in a grid cell (the case page has it in full)."""
@@ -169,8 +169,8 @@ def coverage(run: Run) -> dict[str, Any]:
     from ..synth import coverage_of
 
     firsts = first_rows(run)
-    rows = run.table.read_rows(list(firsts.values()))
-    cov = coverage_of(rows[i] for i in firsts.values() if i in rows)
+    wanted = set(firsts.values())
+    cov = coverage_of(_row_dicts(run, wanted))
     if not cov["cases"]:  # rows that do not carry their case's metadata: the run's cases (waits for them)
         cases = run.cases()
         cov = coverage_of(c for cid in firsts if (c := cases.get(cid)) is not None)
@@ -180,3 +180,15 @@ def coverage(run: Run) -> dict[str, Any]:
     out = dict(clean(out))
     run.store_summary(key, out)
     return out
+
+
+def _row_dicts(run: Run, wanted: set[int]) -> Any:
+    """The decoded rows numbered in ``wanted``, in one sequential read of the file (a malformed line is skipped)."""
+    for i, raw in enumerate(run.raw_lines()):
+        if i in wanted:
+            try:
+                d = _loads(raw)
+            except ValueError:
+                continue
+            if isinstance(d, dict):
+                yield d
