@@ -131,3 +131,15 @@ def test_trace_documents_are_redacted_and_odd_shapes_are_skipped_not_fatal() -> 
     written = json.dumps(r.cases + r.rejected)
     assert r.cases and "alice@example.com" not in written and "PRODUCTION-ANSWER" not in written
     assert all(c["reference"] != "ninety days" for c in r.cases)
+
+
+def test_a_dry_run_prices_generation_from_traces_and_sends_nothing(tmp_path: Path,
+                                                                   stored: tuple[str, list[Sent], Sent],
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    url, _, _ = stored
+    out = tmp_path / "c.jsonl"
+    code, stdout, err = run_cli(["synth", "--from-traces", "--store", url, "--out", str(out), "--n", "10",
+                                 "--provider", "standin", "--dry-run", "--json"], capsys)
+    assert code == 0, err
+    est = json.loads(stdout)
+    assert est["chunks"] == 3 and not out.exists()
