@@ -38,6 +38,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/labels"), "labels"),
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/agreement"), "agreement"),
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/panel"), "panel"),
+    ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/coverage"), "coverage"),
     ("GET", re.compile(r"/api/compare/(?P<base>[^/]+)/(?P<cand>[^/]+)"), "compare"),
     ("POST", re.compile(r"/api/labels"), "post_label"),
     ("GET", re.compile(r"/api/history/?"), "history"),
@@ -217,6 +218,10 @@ class _Handler(BaseHTTPRequestHandler):
             from ._panel import panel_cases
 
             return 200, panel_cases(app.run(g["run"]))
+        if name == "coverage":
+            from ._grid import coverage
+
+            return 200, coverage(app.run(g["run"]))
         if name == "compare":
             return 200, app.api_compare(g["base"], g["cand"], params)
         if name == "post_label":

@@ -171,6 +171,7 @@ async function viewRun(key, params) {
   const summaryBox = el("div", { id: "summary" }, el("p", { class: "muted" }, "computing the summary..."));
   const agreementBox = el("div", { id: "agreement" });
   const chartsBox = el("div", { id: "charts", class: "charts" });
+  const coverageBox = el("div", { id: "coverage" });
   const tableBox = el("div", { id: "cases" });
   clear(main,
     el("h1", {}, info.name),
@@ -180,10 +181,11 @@ async function viewRun(key, params) {
       el("a", { href: "#/run/" + key + "/review?kind=uncertain", id: "start-review" }, "Review the cases the judge was least sure about"),
       " | ", el("a", { href: "#/run/" + key + "/review?kind=random" }, "review a random sample"),
       " | labels go to ", el("code", {}, info.labels)),
-    warningsBox(), summaryBox, chartsBox, agreementBox, tableBox);
+    warningsBox(), summaryBox, chartsBox, coverageBox, agreementBox, tableBox);
   renderTable(key, params, tableBox);
   api("/api/runs/" + key + "/charts").then((d) => clear(chartsBox, d.charts.map(chartCard)))
     .catch((e) => clear(chartsBox, el("p", { class: "fail" }, "charts: " + e.message)));
+  renderCoverage(key, coverageBox);
   ctx.keys = tableKeys;
   api("/api/runs/" + key + "/summary").then((s) => renderSummary(summaryBox, s.summary, s.n_boot))
     .catch((e) => clear(summaryBox, el("p", { class: "fail" }, "summary: " + e.message)));
@@ -595,6 +597,18 @@ async function viewSideBySide(base, cand, rowB, rowC, params) {
     el("h1", { id: "case-title" }, c.id),
     c.case || b.case ? section("Input", textBlock((c.case || b.case).input)) : null,
     el("div", { class: "cols", id: "side-by-side" }, column(base, b), column(cand, c)));
+}
+
+// ---- coverage of generated cases (referee synth's provenance): shown only when the run's cases were generated ----
+
+function renderCoverage(key, box) {
+  api("/api/runs/" + key + "/coverage").then((d) => {
+    if (!d.cases) return;
+    clear(box, el("h2", {}, "Generated cases: coverage"),
+      el("p", { class: "muted", id: "coverage-count" }, d.cases + " generated case" + (d.cases === 1 ? "" : "s") +
+        " (referee synth); a two-chunk case counts for each of its documents"),
+      el("div", { class: "charts" }, d.charts.map(chartCard)));
+  }).catch((e) => clear(box, el("p", { class: "fail" }, "coverage: " + e.message)));
 }
 
 // ---- charts: SVG drawn by the server (reports/_charts.py, escaped there), parsed as SVG, never as HTML -------
