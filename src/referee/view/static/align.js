@@ -66,7 +66,8 @@ async function viewAlign(key) {
   const more = d.more_labels ? Object.entries(d.more_labels).filter(([, k]) => k > 0) : [];
   clear(main, back, title,
     el("p", { id: "align-split" }, "Score map on " + d.n_labels + " labelled case(s): " + d.split.train + " to fit, " + d.split.heldout_ids.length + " held out; "
-      + d.reviewers.length + " reviewer(s), " + d.no_consensus + " case(s) without consensus left out."),
+      + d.reviewers.length + " reviewer(s) (", d.reviewers.map((r, i) => [i ? ", " : "", el("b", { class: "reviewer-name" }, r)]), "), "
+      + d.no_consensus + " case(s) without consensus left out."),
     el("div", { class: "card", id: "align-decision" },
       el("b", { class: d.written ? "pass" : "fail" }, d.written ? "The aligned judge helps on the held-out cases: referee align would write it." : "No aligned judge: the original judge is kept."),
       el("ul", {}, (d.reasons || []).map((r) => el("li", {}, r)))),
