@@ -14,6 +14,7 @@ import pytest
 
 from referee.alignment import align, read_human_labels
 from referee.view import ViewOptions, ViewServer, build_app, close_app
+from referee.view._review import prompt_diff
 from tests.view.conftest import XSS, Data, Served, make_data
 from tests.view.test_api import call, get
 
@@ -262,3 +263,48 @@ def test_a_new_label_refreshes_the_figures(reviewed: Served, data: Data) -> None
     _post(s, "case-01", HOSTILE_REVIEWER, False)
     second = get(s, "/api/runs/0/reviewers")["criteria"][0]
     assert second["reviewers"] == sorted(["ann", HOSTILE_REVIEWER]) and second["cases_shared"] == 2
+
+
+def test_every_reviewer_giving_one_label_has_no_alpha_rather_than_a_crash(data: Data) -> None:
+    _write_labels(data, [{"id": f"case-{i:02d}", "score": 1.0, "reviewer": r} for i in range(6) for r in ("ann", "bo")])
+    s = _serve(data, 2)
+    try:
+        d = get(s, "/api/runs/0/reviewers")
+    finally:
+        s.server.shutdown()
+        s.server.server_close()
+        close_app(s.app)
+    (c,) = d["criteria"]
+    assert c["cases_shared"] == 6 and c["reviewers_alpha"]["estimate"] is None  # one value in play: undefined
+    assert c["no_consensus"] == 0 and c["judge_alpha"]["estimate"] is not None  # the judge fails some of them
+
+
+def test_labels_are_read_as_alignment_reads_them_and_a_bad_one_is_left_out_with_a_warning(data: Data) -> None:
+    _write_labels(data, [{"id": "case-00", "score": "pass", "reviewer": "ann"},
+                         {"id": "case-01", "score": True, "reviewer": "ann"},
+                         {"id": "case-02", "label": 1, "reviewer": "ann"},
+                         {"id": "case-04", "score": "not a label" + XSS[0], "reviewer": "ann"},
+                         {"id": "case-05", "score": 1.0, "reviewer": "ann"}])
+    s = _serve(data)
+    try:
+        d = get(s, "/api/runs/0/reviewers")
+    finally:
+        s.server.shutdown()
+        s.server.server_close()
+        close_app(s.app)
+    assert d["criteria"][0]["cases"] == 4
+    assert len(d["warnings"]) == 1 and "labels.jsonl:4: field 'score'" in d["warnings"][0]
+
+
+def test_the_prompt_diff_is_the_methods_own_and_empty_for_the_score_map() -> None:
+    class Fit:
+        diff = "--- rubric\n+++ rubric\n-old\n+new\n"
+
+    class WithPrompt:
+        prompt = Fit()
+
+    class MapOnly:
+        prompt = None
+
+    assert prompt_diff(WithPrompt()) == Fit.diff
+    assert prompt_diff(MapOnly()) == "" and prompt_diff(object()) == ""

@@ -67,9 +67,16 @@ def reviewers_agreement(run: Run, store: LabelStore, *, threshold: float, pass_r
     from ..calibrate import judge_labels
     from ..stats._panel import krippendorff_alpha
 
-    crits = _by_criterion(store)
-    if not crits:
+    if not store.lines:
         return {"run": run.key, "criteria": [], "reviewers": [], "message": "no labels yet"}
+    hl = read_human_labels(store.path)
+    # Labels of the case as a whole are read as alignment reads them (the viewer's, calibrate's, any tool's);
+    # lines another tool wrote per criterion are grouped by it.
+    by_crit = any(o.get("criterion") not in (None, "") for o in store.lines)
+    crits = _by_criterion(store) if by_crit else {OVERALL: hl.by_reviewer} if hl.by_reviewer else {}
+    if not crits:
+        return {"run": run.key, "criteria": [], "reviewers": [], "message": "no usable labels yet",
+                "warnings": hl.warnings[:20]}
     boot = min(n_boot, MAX_ALPHA_BOOT)
     judged = judge_labels(run.path, threshold=threshold, pass_rule=pass_rule, table=run.table)
     out_crits = []
@@ -85,7 +92,7 @@ def reviewers_agreement(run: Run, store: LabelStore, *, threshold: float, pass_r
         if len(reviewers) > 1:
             votes = [[by_rev[r].get(c) for c in cases] for r in reviewers]
             entry["reviewers_alpha"] = krippendorff_alpha(votes, level=level, n_boot=boot).to_dict()  # type: ignore[arg-type]
-        if crit == OVERALL and not (set(crits) - {OVERALL}):
+        if not by_crit:
             # The judge scores the case as a whole: its pass/fail verdict meets pass/fail labels, its score others.
             def judge_value(c: str, level: str = level) -> float | None:
                 if level == "nominal":
@@ -93,7 +100,6 @@ def reviewers_agreement(run: Run, store: LabelStore, *, threshold: float, pass_r
                     return None if p is None else float(p)
                 return judged.values.get(c)
 
-            hl = read_human_labels(store.path)
             entry["no_consensus"] = len(hl.no_consensus)
             shared = sorted(c for c in hl.values if judge_value(c) is not None)
             if shared:
@@ -108,7 +114,15 @@ def reviewers_agreement(run: Run, store: LabelStore, *, threshold: float, pass_r
                                                     "alpha": None if iv is None else iv.to_dict()})
         out_crits.append(entry)
     all_reviewers = sorted({r for by_rev in crits.values() for r in by_rev})
-    return {"run": run.key, "reviewers": all_reviewers, "criteria": out_crits}
+    return {"run": run.key, "reviewers": all_reviewers, "criteria": out_crits, "warnings": hl.warnings[:20]}
+
+
+def prompt_diff(al: Any) -> str:
+    """The judge prompt's change as a unified diff: empty for the score map, which leaves the prompt as it is; a
+    method that rewrites the prompt keeps its winning diff on ``Alignment.prompt.diff``."""
+    fit = getattr(al, "prompt", None)
+    diff = getattr(fit, "diff", None) if fit is not None else None
+    return diff if isinstance(diff, str) else ""
 
 
 class AlignPageError(RefereeError):
@@ -133,8 +147,7 @@ def align_page(run: Run, store: LabelStore, *, threshold: float, n_boot: int) ->
     rows = {cid: i for i, cid in reversed(list(enumerate(run.table.ids)))}  # a case's first row
     out = al.to_dict()
     out["changed"] = [{**c, "row": rows.get(c["id"])} for c in al.changed]
-    # The prompt the method changed, as a unified diff: the score map leaves the prompt as it is (empty).
-    out["prompt_diff"] = str(getattr(al, "prompt_diff", None) or "")
+    out["prompt_diff"] = prompt_diff(al)
     out["report"] = al.lines()
     out["reviewers"] = hl.reviewers
     out["no_consensus"] = len(hl.no_consensus)
@@ -143,4 +156,4 @@ def align_page(run: Run, store: LabelStore, *, threshold: float, n_boot: int) ->
     return out
 
 
-__all__ = ["AlignPageError", "OVERALL", "align_page", "open_ids", "reviewers_agreement", "reviewers_of"]
+__all__ = ["AlignPageError", "OVERALL", "align_page", "open_ids", "prompt_diff", "reviewers_agreement", "reviewers_of"]

@@ -34,6 +34,7 @@ async function renderReviewers(key, box) {
     el("table", {}, el("thead", {}, el("tr", {}, ["criterion", "reviewers", "cases labelled twice or more", "reviewers' alpha", "judge vs consensus alpha", "cases without consensus"].map((h, i) => el("th", { class: "nosort" + (i ? " num" : "") }, h)))),
       el("tbody", {}, rows)),
     per,
+    (d.warnings || []).length ? el("ul", { class: "warn-list", id: "reviewers-warnings" }, d.warnings.map((w) => el("li", {}, w))) : null,
     el("p", { class: "muted" }, "Krippendorff's alpha (nominal for pass/fail, interval for scores) with 95% bootstrap intervals.")));
 }
 
