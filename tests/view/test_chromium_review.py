@@ -75,6 +75,12 @@ def test_a_reviewer_sees_only_their_own_labels_and_the_reviewers_agreement(drive
                == "labelled by 1 other reviewer(s) (their labels are not shown)")
     d.find_element(By.TAG_NAME, "body").send_keys("p")
     wait_until(d, lambda: "your label: pass" in d.find_element(By.ID, "label-status").text)
+    # ann's queue leaves out what she labelled; the page says how many reviewers each case asks for.
+    d.get(s.url + "#/run/0/review?kind=random&n=50&seed=1")
+    wait_until(d, lambda: "(2 reviewers per case; you: ann)" in d.find_element(By.TAG_NAME, "h1").text)
+    wait_until(d, lambda: d.find_element(By.ID, "review-pos").text.endswith(" of 12"))  # 13 cases, one done
+    queued = d.execute_script("return new URLSearchParams(location.hash.split('?')[1]).get('rows')").split(",")
+    assert "0" not in queued and len(queued) == 12
     d.get(s.url + "#/run/0")
     wait_until(d, lambda: d.execute_script(
         "return [...document.querySelectorAll('#case-table tr.case-row')].length") == 13)

@@ -174,6 +174,7 @@ def test_scores_on_a_scale_use_interval_alpha_and_other_criteria_their_own(data:
     assert crit["tone" + XSS[0]]["reviewers_alpha"]["estimate"] == pytest.approx(1.0)
     # The judge scores the case as a whole; with criterion labels beside them its figure is not claimed for either.
     assert all(c["judge_alpha"] is None for c in d["criteria"])
+    assert any("name a criterion" in w for w in d["warnings"])
 
 
 def test_no_labels_yet_says_so(reviewed: Served) -> None:

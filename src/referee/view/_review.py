@@ -114,7 +114,11 @@ def reviewers_agreement(run: Run, store: LabelStore, *, threshold: float, pass_r
                                                     "alpha": None if iv is None else iv.to_dict()})
         out_crits.append(entry)
     all_reviewers = sorted({r for by_rev in crits.values() for r in by_rev})
-    return {"run": run.key, "reviewers": all_reviewers, "criteria": out_crits, "warnings": hl.warnings[:20]}
+    warnings = hl.warnings[:20]
+    if by_crit:
+        warnings.append("some labels name a criterion: referee align and referee calibrate read every line of the "
+                        "file as a label of the case as a whole; keep per-criterion labels in a file of their own")
+    return {"run": run.key, "reviewers": all_reviewers, "criteria": out_crits, "warnings": warnings}
 
 
 def prompt_diff(al: Any) -> str:
