@@ -120,7 +120,8 @@ def test_a_queue_refuses_a_reviewer_name_too_long(reviewed: Served) -> None:
 
 def test_the_reviewers_agreement_is_krippendorffs_alpha_with_the_judge_beside_it(data: Data) -> None:
     lines = _two_reviewers(data)
-    _write_labels(data, lines)
+    ghost = {"id": "not-in-the-run" + XSS[0], "score": 1.0, "reviewer": "ann"}  # a label on an unknown id
+    _write_labels(data, [*lines, ghost])
     s = _serve(data, 2)
     try:
         d = get(s, "/api/runs/0/reviewers")
@@ -131,6 +132,7 @@ def test_the_reviewers_agreement_is_krippendorffs_alpha_with_the_judge_beside_it
     assert d["reviewers"] == sorted(["ann", HOSTILE_REVIEWER]) and d["reviewers_per_case"] == 2
     (c,) = d["criteria"]
     assert c["criterion"] == "overall" and c["level"] == "nominal" and c["cases_shared"] == 11
+    assert c["cases"] == 12  # the unknown id counts as labelled; the judge's figures leave it out below
     ids = sorted({x["id"] for x in lines})
     by = {r: {x["id"]: x["score"] for x in lines if x["reviewer"] == r} for r in d["reviewers"]}
     expected = krippendorff.alpha(reliability_data=np.array([[by[r][i] for i in ids] for r in d["reviewers"]]),
