@@ -125,6 +125,10 @@ def test_align_shows_the_held_out_figures_the_changed_cases_and_the_prompt_diff(
         shown = d.execute_script("return [...document.querySelectorAll('#align-changed tr.changed-row a')]"
                                  ".map(a => a.textContent)")
         assert shown == changed and any(x in shown[0] for x in XSS)  # ids made of script, shown as text
+        words = {0.0: "fail", 1.0: "pass"}  # pass/fail labels are shown as the words
+        cells = d.execute_script("return [...document.querySelectorAll('#align-changed tr.changed-row')]"
+                                 ".map(r => [...r.querySelectorAll('td.num')].map(t => t.textContent))")
+        assert cells == [[words[c["raw"]], words[c["aligned"]], words[c["human"]]] for c in api["changed"]]
         assert d.find_element(By.ID, "prompt-diff-empty").text.startswith("none")
         names = d.execute_script("return [...document.querySelectorAll('#align-split .reviewer-name')]"
                                  ".map(e => e.textContent)")

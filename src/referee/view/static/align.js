@@ -61,9 +61,12 @@ async function viewAlign(key) {
       el("td", { class: "num gain-raw" }, h.gains.raw[m] ? ivText(h.gains.raw[m]) : ""),
       el("td", { class: "num gain-baseline" }, h.gains.baseline[m] ? ivText(h.gains.baseline[m]) : "")));
   }
+  // Pass/fail labels are 1/0 on the human scale: shown as the words.
+  const level = (v) => d.kind === "binary" ? (v >= 0.5 ? "pass" : "fail") : fmt.num(v, 2);
+  const className = (c) => d.kind === "binary" ? ({ "0": "fail", "1": "pass" }[c] || c) : c;
   const changed = (d.changed || []).map((c) => el("tr", { class: "changed-row", "data-id": c.id },
     el("td", {}, c.row === null || c.row === undefined ? c.id : el("a", { href: "#/run/" + key + "/case/" + c.row }, c.id)),
-    el("td", { class: "num" }, fmt.num(c.raw, 2)), el("td", { class: "num" }, fmt.num(c.aligned, 2)), el("td", { class: "num" }, fmt.num(c.human, 2))));
+    el("td", { class: "num" }, level(c.raw)), el("td", { class: "num" }, level(c.aligned)), el("td", { class: "num" }, level(c.human))));
   const more = d.more_labels ? Object.entries(d.more_labels).filter(([, k]) => k > 0) : [];
   clear(main, back, title,
     el("p", { id: "align-split" }, "Score map on " + d.n_labels + " labelled case(s): " + d.split.train + " to fit, " + d.split.heldout_ids.length + " held out; "
@@ -73,9 +76,9 @@ async function viewAlign(key) {
       el("b", { class: d.written ? "pass" : "fail" }, d.written ? "The aligned judge helps on the held-out cases: referee align would write it." : "No aligned judge: the original judge is kept."),
       el("ul", {}, (d.reasons || []).map((r) => el("li", {}, r)))),
     el("table", { class: "card", id: "align-figures" },
-      el("thead", {}, el("tr", {}, ["held-out agreement", "raw judge", "aligned", "no judge (baseline)", "gain over raw", "gain over baseline"].map((x, i) => el("th", { class: "nosort" + (i ? " num" : "") }, x)))),
+      el("thead", {}, el("tr", {}, ["held-out agreement", "raw judge", "aligned", "no judge (baseline)", "gain over raw (+: better)", "gain over baseline"].map((x, i) => el("th", { class: "nosort" + (i ? " num" : "") }, x)))),
       el("tbody", {}, rows)),
-    more.length ? el("p", { class: "muted" }, "To narrow the gain's interval to +-" + d.target_width + ": about " + more.map(([c, k]) => k + " more label(s) of " + c).join(", ") + ".") : null,
+    more.length ? el("p", { class: "muted" }, "To narrow the gain's interval to +-" + d.target_width + ": about " + more.map(([c, k]) => k + " more " + className(c) + " label(s)").join(", ") + ".") : null,
     section("Held-out cases whose verdict the map changed (" + changed.length + ")",
       changed.length ? el("table", { id: "align-changed" }, el("thead", {}, el("tr", {}, ["case", "raw judge", "aligned", "human"].map((x, i) => el("th", { class: "nosort" + (i ? " num" : "") }, x)))), el("tbody", {}, changed))
         : el("p", { class: "muted", id: "align-changed-none" }, "none")),
