@@ -151,3 +151,25 @@ def test_score_takes_a_stored_run_as_its_baseline(two_runs: tuple[str, str], sto
     monkeypatch.setenv("REFEREE_STORE", store_url)
     code, out, err = run_cli(["score", str(tmp_path / "b.jsonl"), "--baseline", a, "--fail-on-regression"], capsys)
     assert code == 1 and f"baseline: run {a[:12]}" in err
+
+
+def test_score_takes_a_stored_run_as_its_results(two_runs: tuple[str, str], store_url: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = two_runs
+    monkeypatch.setenv("REFEREE_STORE", store_url)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["score", "last", "--baseline", a, "--fail-on-regression", "--json-out", "s.json"],
+                             capsys)
+    assert code == 1 and f"results: run {b[:12]}" in err and f"run {b[:12]}: 40 rows" in out
+    assert json.loads((tmp_path / "s.json").read_text())["overall"]["pass_rate"]["estimate"] == pytest.approx(0.7)
+    code, out, _ = run_cli(["score", a[:8], "--fail-under", "0.9"], capsys)
+    assert code == 0 and f"run {a[:12]}" in out
+    (tmp_path / "last").write_text("")  # a file of that name wins, as it does for --baseline
+    code, _, err = run_cli(["score", "last"], capsys)
+    assert code == 2 and "results: run" not in err
+    code, _, err = run_cli(["score", "no-such-branch"], capsys)
+    assert code == 2 and "no such file" in err
+    monkeypatch.setenv("REFEREE_STORE", "off")
+    code, _, err = run_cli(["score", "no-such-branch"], capsys)
+    assert code == 2 and "run history is off" in err
