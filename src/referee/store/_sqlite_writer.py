@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._codec import ROW_UPDATE_COLUMNS, _pack, digest, encode_row, max_row_bytes
 from ._revision import HEAD
+from ._settings import StoreError
 
 if TYPE_CHECKING:
     from ..results._schema import ResultRow
@@ -38,7 +39,7 @@ _ROWS_SQL = (f"INSERT INTO rows ({', '.join(ROW_COLUMNS)}) VALUES ({', '.join('?
              + ", ".join(f"{c} = excluded.{c}" for c in ROW_UPDATE_COLUMNS))
 
 
-class NotAtHead(Exception):
+class NotAtHead(StoreError):
     """The file is not a store at this referee's head revision (or not a plain file URL): use ``Store``."""
 
 
