@@ -74,7 +74,7 @@ def cited_cases(n: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str,
         cases.append({"id": cid, "input": f"Customer {i} asks where the refund is.", "output": out})
         lab: dict[str, Any] = {"id": cid, "score": float(cites), "reviewer": "ann"}
         if i % 5 == 0:
-            lab["comment"] = "cites the policy" if cites else INJECTED if i % 4 == 0 else "no source given"
+            lab["comment"] = "cites the policy" if cites else INJECTED
         labels.append(lab)
     return cases, labels
 
