@@ -142,7 +142,7 @@ def test_dry_run_prices_judge_and_optimizer_calls_and_calls_nothing(
     assert len(fake_server.requests) == before
     m = re.search(r"at most (\d+) judge calls", out)
     assert m and int(m.group(1)) == 40 + 3 * 20 + 40
-    assert "1 optimizer call" in out and re.search(r"at most \$\d+\.\d{4}", out)
+    assert "1 optimizer call" in out and all(len(line) <= 80 for line in out.splitlines()) and re.search(r"at most \$\d+\.\d{4}", out)
     code, out, _ = run_cli(["align", str(run), str(labels), "--suite", str(suite), "--method", "examples",
                             "--dry-run"], capsys)
     assert code == 0 and "at most $" in out

@@ -67,9 +67,9 @@ def estimate_alignment(methods: Sequence[str], *, judge: LLMJudge | None, cases:
             cost = None
             continue
         cost += ti / 1e6 * price[0] + to / 1e6 * price[1]
-    lines = [f"referee align --method {'+'.join(methods)} on {n_labels} labelled cases: at most {calls} judge "
-             f"calls (~{j_in} input tokens, <= {j_out} output tokens)"
-             + (f" and {opt_calls} optimizer call (~{opt_in} input, <= {opt_out} output tokens)" if opt_calls else ""),
+    lines = [f"referee align --method {'+'.join(methods)} on {n_labels} labelled cases:",
+             f"  at most {calls} judge calls (~{j_in} input tokens, <= {j_out} output tokens)",
+             *([f"  {opt_calls} optimizer call (~{opt_in} input, <= {opt_out} output tokens)"] if opt_calls else []),
              "cost: " + (f"at most ${cost:.4f}" if cost is not None else
                          "not known (no public price: give the judge's and optimizer's prices per million tokens)"),
              "every call goes through the response cache: a rerun with the same labels costs nothing"]
