@@ -82,3 +82,31 @@ def test_an_alignment_is_recorded_in_the_run_history(tmp_path: Path, capsys: pyt
     assert got[0]["config"]["map"] == aligned.model_dump(mode="json")["map"]
     code, _, err = run_cli(["align", str(run), str(lab), "--store", url, "--no-store"], capsys)
     assert code == 2 and "contradict" in err
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--method", "bogus"], "aligns by"),
+    (["--method", "examples"], "--suite"),
+    (["--method", "map,instructions", "--suite", "s.yaml"], "--optimizer"),
+    (["--examples", "0"], "--examples"),
+    (["--candidates", "4"], "--candidates"),
+    (["--method", "instructions", "--suite", "s.yaml", "--optimizer", "standin", "--optimizer-prices", "x"],
+     "optimizer-prices"),
+])
+def test_prompt_method_flags_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str],
+                                         says: str) -> None:
+    run, lab = _files(tmp_path, *squashed(20, seed=1))
+    code, _, err = run_cli(["align", run, lab, *extra], capsys)
+    assert code == 2 and says in err
+
+
+def test_labels_on_cases_the_suite_does_not_hold_are_refused(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    run, lab = _files(tmp_path, *squashed(20, seed=1))
+    (tmp_path / "cases.jsonl").write_text('{"id": "other", "input": "q", "output": "a", "reference": "a"}\n')
+    (tmp_path / "s.yaml").write_text("name: s\ncases: cases.jsonl\njudge: {provider: standin}\nevaluators:\n"
+                                     "  - id: judge\n    llm_judge: {criteria: [correctness]}\n")
+    with pytest.warns(UserWarning, match="another judge"):  # the rows are another judge's: --force
+        code, _, err = run_cli(["align", run, lab, "--suite", str(tmp_path / "s.yaml"), "--method", "examples",
+                                "--force"], capsys)
+    assert code == 2 and "not among the judge's cases" in err

@@ -377,6 +377,10 @@ async def _prompt_alignment(judge: JudgeRunner, optimizer: JudgeClient | None, r
         if len(shared) < MIN_LABELS:
             raise UserError(f"{len(shared)} labelled case(s) in the run: alignment needs at least {MIN_LABELS} "
                             "(20 or more to say anything)")
+        missing = [c for c in shared if c not in judge.cases]
+        if missing:
+            raise UserError(f"{len(missing)} labelled case(s) are not among the judge's cases (first: {missing[0]}): "
+                            "give the suite the run was judged with")
         y = [hl.values[c] for c in shared]
         kind = _kind_of(y)
         levels = sorted(set(y))

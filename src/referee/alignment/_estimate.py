@@ -72,5 +72,6 @@ def estimate_alignment(methods: Sequence[str], *, judge: LLMJudge | None, cases:
              *([f"  {opt_calls} optimizer call (~{opt_in} input, <= {opt_out} output tokens)"] if opt_calls else []),
              "cost: " + (f"at most ${cost:.4f}" if cost is not None else
                          "not known (no public price: give the judge's and optimizer's prices per million tokens)"),
-             "every call goes through the response cache: a rerun with the same labels costs nothing"]
+             "every call goes through the response cache: a rerun with the same labels",
+             "costs nothing"]
     return Estimate(calls, opt_calls, j_in + opt_in, j_out + opt_out, cost, lines)

@@ -14,8 +14,8 @@ from typing import Any, ClassVar, Literal
 
 from ..cases._case import Case
 from ..errors import UserError
-from ..evaluators._prompt_guard import data_block, make_nonce
-from ..evaluators.checks._judge import DEFAULT_RUBRIC, LLMJudge
+from ..evaluators._prompt_guard import RESERVED_TAGS, data_block, make_nonce, template_tags
+from ..evaluators.checks._judge import DEFAULT_RUBRIC, DEFAULT_TEMPLATE, LLMJudge
 
 PromptPart = Literal["rubric", "template"]
 EXAMPLE_FIELDS = ("input", "output", "reference")
@@ -23,6 +23,7 @@ MAX_EXAMPLE_CHARS = 4000
 """An example's field longer than this is cut: examples calibrate the judge, they need not be whole."""
 MAX_EXAMPLES = 20
 _PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
+_TAG = re.compile(r"<\s*/?\s*([A-Za-z][A-Za-z0-9_.:-]*)")
 _CRITERION = re.compile(r"^\s*[-*]\s*([A-Za-z0-9_][A-Za-z0-9_ -]*?)\s*:", re.MULTILINE)
 COPIED_RUN = 60
 """A candidate holding this many characters copied from a case or a rationale is refused: wording that arrived
@@ -152,6 +153,10 @@ def check_candidate(part: PromptPart, original: str, candidate: str, *, criteria
     if part == "rubric":
         if cand_ph:
             return f"it brings placeholders ({', '.join(sorted(cand_ph))}) into the rubric: case text is data"
+        tags = sorted({m.group(1).lower() for m in _TAG.finditer(cand)} & (set(RESERVED_TAGS) | template_tags(
+            DEFAULT_TEMPLATE)))
+        if tags:
+            return f"it writes the tags that delimit case text ({', '.join(tags)}) into the rubric"
     else:
         if cand_ph != orig_ph:
             return (f"its placeholders ({', '.join(sorted(cand_ph)) or 'none'}) are not the template's "
