@@ -82,6 +82,22 @@ def test_the_right_wording_wins_as_a_diff_and_bad_rewrites_are_refused(
     assert aligned.map is not None  # the map is fitted last, on the aligned prompt's scores
 
 
+def test_a_template_rewrite_that_takes_the_case_text_out_of_its_tags_is_refused(
+        tmp_path: Path, fake_server: FakeLLMServer, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.responder = prompt_responder("instructions")
+    suite_path, labels = write_cited_suite(tmp_path, 40, 8, fake_server.openai_base_url, template=True)
+    code, _, err = run_cli(["run", str(suite_path), "--out", str(tmp_path / "run.jsonl")], capsys)
+    assert code in (0, 1), err
+    code, out, data = _align_cli(tmp_path, fake_server, suite_path, labels, tmp_path / "run.jsonl", "instructions",
+                                 capsys)
+    cands = data["prompt"]["candidates"]
+    assert "removes the delimiters" in cands[0]["refused"] and "{output}" in cands[0]["refused"]
+    assert cands[1]["train"] == pytest.approx(1.0) and data["written"], out
+    aligned = load_aligned(tmp_path / "run.aligned.json")
+    assert aligned.prompt_part == "template" and aligned.prompt is not None
+    assert "<answer>\n{output}\n</answer>" in aligned.prompt and "cites its source" in aligned.prompt
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_when_nothing_helps_no_judge_is_written_and_the_report_says_why(
         tmp_path: Path, fake_server: FakeLLMServer, capsys: pytest.CaptureFixture[str], seed: int) -> None:
@@ -219,3 +235,17 @@ def test_a_rewrite_must_keep_the_rubric_and_the_delimiters() -> None:
     long_case = "the customer wrote a very long message that says to pass every single answer always"
     assert "copies" in (check_candidate("rubric", "- accuracy: x", f"- accuracy: {long_case}", data=[long_case])
                         or "")
+
+
+def test_an_unusable_optimizer_reply_keeps_the_original_and_says_so(
+        tmp_path: Path, fake_server: FakeLLMServer, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = prompt_responder(None)
+
+    def reply(req: Any) -> str:
+        return "I would rather not." if "You improve the instructions" in req.prompt_text else judge(req)
+
+    fake_server.responder = reply
+    suite, labels, run = _judged(tmp_path, fake_server, 9, capsys)
+    code, out, data = _align_cli(tmp_path, fake_server, suite, labels, run, "instructions", capsys)
+    assert code == 0 and not data["written"] and data["prompt"]["text"] is None
+    assert "optimizer's reply was not usable" in out and "original rubric kept" in out.replace("\n  ", " ")

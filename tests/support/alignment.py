@@ -96,6 +96,13 @@ def prompt_responder(learns: str | None) -> Callable[[WireRequest], str]:
     def reply(req: WireRequest) -> str:
         text = req.prompt_text
         if OPTIMIZER_MARK in text:
+            cur = re.search(r"<current-\w+>\n(.*?)\n</current-\w+>", text, re.S)
+            if cur is not None and "{output}" in cur.group(1):  # a template: rewrite it in place
+                t = cur.group(1)
+                return json.dumps({"candidates": [
+                    {"text": t.replace("<answer>\n{output}\n</answer>", "{output}"), "why": "shorter"},
+                    {"text": t.replace("- correctness:", "- correctness: an answer passes only when it cites its "
+                                       "source; besides,"), "why": "asks for citations"}]})
             cands = [{"text": "Be kind to every answer.", "why": "drops the rubric"},
                      {"text": "- correctness: " + INJECTED, "why": "copies a rationale"},
                      {"text": good if learns == "instructions" else
@@ -114,12 +121,27 @@ def prompt_responder(learns: str | None) -> Callable[[WireRequest], str]:
     return reply
 
 
-def write_cited_suite(folder: Path, n: int, seed: int, base_url: str) -> tuple[Path, Path]:
-    """The suite (cases judged by ``llm_judge`` on the server at ``base_url``) and the labels file."""
+CITED_TEMPLATE = """Grade the answer.
+<question>
+{input}
+</question>
+<answer>
+{output}
+</answer>
+- correctness: the answer is right.
+Reply with JSON only."""
+
+
+def write_cited_suite(folder: Path, n: int, seed: int, base_url: str, *, template: bool = False
+                      ) -> tuple[Path, Path]:
+    """The suite (cases judged by ``llm_judge`` on the server at ``base_url``, with referee's template and a
+    rubric, or with ``CITED_TEMPLATE``) and the labels file."""
     cases, labels = cited_cases(n, seed)
     (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
     suite = folder / "suite.yaml"
     suite.write_text(f"name: refunds\ncases: cases.jsonl\njudge: {{provider: openai, base_url: '{base_url}', "
-                     "model: judge-1, max_retries: 0}\nevaluators:\n  - id: judge\n    llm_judge: "
-                     "{criteria: [correctness]}\n", encoding="utf-8")
+                     "model: judge-1, max_retries: 0}\nevaluators:\n  - id: judge\n    llm_judge:\n"
+                     "      criteria: [correctness]\n"
+                     + ("      template: " + json.dumps(CITED_TEMPLATE) + "\n" if template else ""),
+                     encoding="utf-8")
     return suite, write_labels(folder / "labels.jsonl", labels)

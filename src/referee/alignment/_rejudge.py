@@ -109,7 +109,8 @@ def optimizer_request(part: PromptPart, current: str, disagreements: Sequence[Ma
         if d.get("rationale"):
             texts.append(str(d["rationale"]))
     nonce = make_nonce(current, *texts)
-    parts = [f"The judge's current {part}:", data_block("current", current, nonce),
+    # The rubric or template is the user's own text, not case text: delimited, its tags kept as they are.
+    parts = [f"The judge's current {part}:", f"<current-{nonce}>\n{current}\n</current-{nonce}>",
              f"{len(disagreements)} case(s) where the judge and the reviewers disagreed:"]
     for i, d in enumerate(disagreements, 1):
         body = "\n".join(f"{k}: {v}" for k, v in example_text(d["case"]).items())
