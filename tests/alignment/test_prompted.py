@@ -115,11 +115,8 @@ def test_no_held_out_case_is_an_example_or_in_any_prompt_built_for_fitting(
     fake_server.responder = prompt_responder("examples")
     suite_path, labels, run = _judged(tmp_path, fake_server, 4, capsys, n=30)
     suite = load_suite(suite_path)
-    judge = Judge.for_suite(suite.judge)
-    client = judge.client()
     seen: list[tuple[str, JudgeRequest]] = []
-    runner = JudgeRunner(judge=suite.specs[0].evaluator, cases={c.id: c for c in suite.cases}, client=client,
-                         settings=judge.settings(client), on_request=lambda stage, r: seen.append((stage, r)))
+    runner = JudgeRunner.of(suite, Judge.for_suite(suite.judge), on_request=lambda stage, r: seen.append((stage, r)))
     opt = Judge("openai:optimizer-1", base_url=fake_server.openai_base_url).client()
     al = align(run, labels, method=("examples", "instructions"), judge=runner, optimizer=opt, n_boot=300)
     held = set(al.split.heldout)

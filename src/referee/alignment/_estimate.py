@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..cases._case import Case
+from ..errors import UserError
 from ..evaluators.checks._judge import LLMJudge
 from ._prompt import example_text, prompt_part
 from ._rejudge import MAX_OPTIMIZER_CASES
@@ -40,6 +41,9 @@ def estimate_alignment(methods: Sequence[str], *, judge: LLMJudge | None, cases:
     if judge is None or not ({"examples", "instructions"} & set(methods)):
         return Estimate(0, 0, 0, 0, 0.0, [f"referee align --method {'+'.join(methods)}: no model call (the score "
                                          "map is fitted on the scores already in RESULTS): $0.00"])
+    if not isinstance(judge, LLMJudge):
+        raise UserError(f"examples and instructions align an llm_judge (a rubric or a template); "
+                        f"{type(judge).__name__} is not one")
     some = list(cases.values())[: max(1, n_labels)]
     per_call = sum(len(m.content) for c in some for m in judge.request(c).messages) / max(1, len(some))
     per_example = sum(sum(len(v) for v in example_text(c).values()) + 200 for c in some) / max(1, len(some))

@@ -51,6 +51,30 @@ class JudgeRunner:
     on_request: Callable[[str, JudgeRequest], None] | None = None
     stage: str = "fit"
 
+    @classmethod
+    def of(cls, suite: Any, judge: Any, *, entry: str | None = None, **options: Any) -> JudgeRunner:
+        """The runner of a loaded suite's LLM judge entry (``entry``: its id; default its only one), with the
+        suite's cases, calling through ``judge`` (a :class:`referee.Judge`: ``Judge.for_suite(suite.judge)`` is
+        the one the suite runs with)."""
+        llm = [s for s in suite.specs if s.is_llm]
+        if entry is not None:
+            llm = [s for s in llm if s.label == entry]
+            if not llm:
+                raise UserError(f"{suite.path}: no LLM judge entry {entry!r} (entries: "
+                                f"{', '.join(s.label for s in suite.specs if s.is_llm) or 'none'})")
+        if len(llm) != 1:
+            raise UserError(f"{suite.path}: {len(llm)} LLM judge entries; name the one to align (--entry ID)")
+        spec = llm[0]
+        if spec.aligned is not None:
+            raise UserError(f"{suite.path}: entry {spec.label!r} already uses an aligned judge "
+                            f"({spec.aligned.hash}); align the judge without it")
+        if not isinstance(spec.evaluator, LLMJudge):
+            raise UserError(f"{suite.path}: entry {spec.label!r} is {spec.name}; examples and instructions align "
+                            "an llm_judge (a rubric or a template)")
+        client = judge.client()
+        return cls(judge=spec.evaluator, cases={c.id: c for c in suite.cases}, client=client,
+                   settings=judge.settings(client), concurrency=judge.concurrency, **options)
+
     async def score(self, variant: LLMJudge, ids: Sequence[str]) -> Scored:
         from ..runner._engine import run_rows
 

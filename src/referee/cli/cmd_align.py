@@ -116,33 +116,33 @@ def command(results: str, labels: str, methods: tuple[str, ...], suite_path: str
     if dest.resolve() in inputs or (json_out and Path(json_out).resolve() in inputs):
         raise UserError(f"{dest if dest.resolve() in inputs else json_out} is an input: an output never "
                         "overwrites an input")
-    judge: tuple[Any, dict[str, Any]] | None = None
-    judge_settings: Any = None
+    suite: Any = None
+    judge: Any = None
     if model_methods:
         assert suite_path is not None
-        judge, judge_settings = _suite_judge(suite_path, entry)
+        suite, judge = _suite_judge(suite_path)
     if dry_run:
         from ..calibrate import judge_labels
 
         n = len(judge_labels(Path(results)).values) if model_methods else 0
-        cases = {} if judge is None else judge[1]
+        spec = None
+        if suite is not None:
+            spec = next((s for s in suite.specs if s.is_llm and (entry is None or s.label == entry)), None)
         price = None
-        if judge_settings is not None and judge_settings.input_price_per_mtok is not None and \
-                judge_settings.output_price_per_mtok is not None:
-            price = (judge_settings.input_price_per_mtok, judge_settings.output_price_per_mtok)
-        est = estimate_alignment(methods, judge=None if judge is None else judge[0], cases=cases, n_labels=n,
+        if judge is not None and judge.input_price_per_mtok is not None and judge.output_price_per_mtok is not None:
+            price = (judge.input_price_per_mtok, judge.output_price_per_mtok)
+        est = estimate_alignment(methods, judge=None if spec is None else spec.evaluator,
+                                 cases={} if suite is None else {c.id: c for c in suite.cases}, n_labels=n,
                                  holdout=holdout, examples=n_examples, candidates=candidates,
-                                 max_tokens=judge_settings.max_tokens if judge_settings is not None else 1024,
+                                 max_tokens=judge.max_tokens if judge is not None else 1024,
                                  judge_price=price, optimizer_price=opt_price)
         for line in est.lines:
             click.echo(line)
         return 0
     runner = None
     opt_client = None
-    if judge is not None and judge_settings is not None:
-        client = judge_settings.client()
-        runner = JudgeRunner(judge=judge[0], cases=judge[1], client=client, settings=judge_settings.settings(client),
-                             concurrency=judge_settings.concurrency)
+    if suite is not None:
+        runner = JudgeRunner.of(suite, judge, entry=entry)
     if "instructions" in methods and optimizer:
         from .. import Judge
 
@@ -198,23 +198,10 @@ def _prices(text: str) -> tuple[float, float]:
     return a, b
 
 
-def _suite_judge(path: str, entry: str | None) -> tuple[tuple[Any, dict[str, Any]], Any]:
-    """The suite's LLM judge entry to re-run, its cases by id, and the judge (provider) the suite runs with."""
+def _suite_judge(path: str) -> tuple[Any, Any]:
+    """The suite RESULTS was run with, and the judge (provider) it runs with."""
     from .. import Judge
     from ..suites import load_suite
 
     suite = load_suite(path)
-    llm = [s for s in suite.specs if s.is_llm]
-    if entry is not None:
-        llm = [s for s in llm if s.label == entry]
-        if not llm:
-            raise UserError(f"{path}: no LLM judge entry {entry!r} (entries: "
-                            f"{', '.join(s.label for s in suite.specs if s.is_llm) or 'none'})")
-    if len(llm) != 1:
-        raise UserError(f"{path}: {len(llm)} LLM judge entries; name the one to align with --entry ID")
-    spec = llm[0]
-    if spec.aligned is not None:
-        raise UserError(f"{path}: entry {spec.label!r} already uses an aligned judge ({spec.aligned.hash}); align "
-                        "the judge without it")
-    return (spec.evaluator, {c.id: c for c in suite.cases}), Judge.for_suite(suite.judge,
-                                                                             concurrency=suite.concurrency)
+    return suite, Judge.for_suite(suite.judge, concurrency=suite.concurrency)
