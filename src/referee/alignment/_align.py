@@ -246,6 +246,9 @@ def align_values(judge: dict[str, float], human: dict[str, float], *, raw_verdic
     if metric in RANK_METRICS and "map" in method:
         raise UserError(f"a score map is never credited with a gain in rank correlation ({metric}): a map that "
                         "flattens ties can raise one by accident; decide on alpha, kappa, exact or mae")
+    if metric in RANK_METRICS:
+        raise UserError(f"alignment decides on agreement on the labels' scale, not on a rank correlation "
+                        f"({metric}, reported beside it): decide on alpha, kappa, exact or mae")
     if metric in ("kappa", "exact") and kind == "continuous":
         raise UserError(f"{metric} needs categorical labels (at most {MAX_LEVELS} levels); these are continuous")
     jv = np.array([judge[c] for c in shared], dtype=np.float64)
@@ -390,9 +393,9 @@ async def _prompt_alignment(judge: JudgeRunner, optimizer: JudgeClient | None, r
         dec = metric or default_metric(kind)
         if dec not in METRICS:
             raise UserError(f"metric {dec!r}: choose from {', '.join(METRICS)}")
-        if dec in RANK_METRICS and "map" in methods:
-            raise UserError(f"a score map is never credited with a gain in rank correlation ({dec}): decide on "
-                            "alpha, kappa, exact or mae")
+        if dec in RANK_METRICS:
+            raise UserError(f"alignment decides on agreement on the labels' scale, not on a rank correlation "
+                            f"({dec}): decide on alpha, kappa, exact or mae")
         split = held_out_split(dict(zip(shared, y, strict=True)), groups=groups or None, holdout=holdout,
                                seed=split_seed, categorical=kind != "continuous")
         fit = await fit_prompt(judge, methods=methods, train=split.train, heldout=split.heldout, human=hl.values,
