@@ -246,3 +246,16 @@ def test_an_unusable_optimizer_reply_keeps_the_original_and_says_so(
     code, out, data = _align_cli(tmp_path, fake_server, suite, labels, run, "instructions", capsys)
     assert code == 0 and not data["written"] and data["prompt"]["text"] is None
     assert "optimizer's reply was not usable" in out and "original rubric kept" in out.replace("\n  ", " ")
+
+
+def test_examples_cover_every_label_worst_disagreements_first() -> None:
+    from referee.alignment._prompt import choose_examples
+
+    human = {f"c{i}": float(i % 5) / 4 for i in range(30)}
+    raw = {c: 0.5 for c in human}
+    picked = choose_examples(sorted(human), human, raw, k=2, kind="ordinal")
+    assert {human[c] for c in picked} == {0.0, 0.25, 0.5, 0.75, 1.0}  # k raised to cover every label
+    bin_h = {f"b{i}": float(i % 2) for i in range(20)}
+    bin_raw = {c: (1.0 if c in ("b0", "b2") else bin_h[c]) for c in bin_h}  # the judge gets b0 and b2 wrong
+    picked = choose_examples(sorted(bin_h), bin_h, bin_raw, k=4, kind="binary")
+    assert {"b0", "b2"} <= set(picked) and len(picked) == 4

@@ -194,8 +194,9 @@ def order_key(seed: int, cid: str) -> str:
 
 def choose_examples(train: Sequence[str], human: Mapping[str, float], raw: Mapping[str, float], *, k: int,
                     kind: str, seed: int = 0) -> list[str]:
-    """Up to ``k`` training cases as examples: each label class in turn (so every label is shown), within a
-    class the judge's worst disagreements first (``raw`` on the human scale), ties in a fixed seeded order."""
+    """``k`` training cases as examples (at least one per label class, so every label is shown): each class in
+    turn, within a class the judge's worst disagreements first (``raw`` on the human scale), ties in a fixed
+    seeded order."""
     if k <= 0:
         return []
     if kind == "continuous":
@@ -209,6 +210,7 @@ def choose_examples(train: Sequence[str], human: Mapping[str, float], raw: Mappi
             classes.setdefault(f"{human[c]:g}", []).append(c)
     for ids in classes.values():
         ids.sort(key=lambda c: (-abs(raw[c] - human[c]), order_key(seed, c)))
+    k = min(max(k, len(classes)), MAX_EXAMPLES)
     picked: list[str] = []
     queues = [list(v) for _, v in sorted(classes.items())]
     while len(picked) < k and any(queues):

@@ -21,6 +21,7 @@ from ..alignment import (
     align,
     estimate_alignment,
     methods_in_order,
+    read_human_labels,
 )
 from ..calibrate import parse_scale, update_log
 from ..errors import UserError
@@ -124,7 +125,12 @@ def command(results: str, labels: str, methods: tuple[str, ...], suite_path: str
     if dry_run:
         from ..calibrate import judge_labels
 
-        n = len(judge_labels(Path(results)).values) if model_methods else 0
+        n = 0
+        if model_methods:
+            hl = read_human_labels(labels, id_field=id_field, label_field=label_field, group_field=group_field,
+                                   scale=parse_scale(human_scale) if human_scale else None,
+                                   reviewers=list(reviewers) or None)
+            n = len(set(hl.values) & set(judge_labels(Path(results), threshold=threshold).values))
         spec = None
         if suite is not None:
             spec = next((s for s in suite.specs if s.is_llm and (entry is None or s.label == entry)), None)
