@@ -259,3 +259,22 @@ def test_examples_cover_every_label_worst_disagreements_first() -> None:
     bin_raw = {c: (1.0 if c in ("b0", "b2") else bin_h[c]) for c in bin_h}  # the judge gets b0 and b2 wrong
     picked = choose_examples(sorted(bin_h), bin_h, bin_raw, k=4, kind="binary")
     assert {"b0", "b2"} <= set(picked) and len(picked) == 4
+
+
+def test_a_case_the_aligned_prompt_leaves_unscored_is_left_out_and_counted(
+        tmp_path: Path, fake_server: FakeLLMServer, capsys: pytest.CaptureFixture[str]) -> None:
+    judge = prompt_responder("examples")
+
+    def reply(req: Any) -> str:
+        text = req.prompt_text
+        if "Example 1:" in text and "Customer 3 asks" in text.split("<question>")[-1]:
+            return "no verdict here"  # one case's reply is unusable with the new prompt (twice: re-asked once)
+        return judge(req)
+
+    fake_server.responder = reply
+    suite, labels, run = _judged(tmp_path, fake_server, 10, capsys)
+    code, out, data = _align_cli(tmp_path, fake_server, suite, labels, run, "examples", capsys)
+    assert code == 0 and data["written"], out
+    assert any("left 1 case(s) unscored" in n for n in data["notes"])
+    held = data["split"]["heldout_ids"]
+    assert data["heldout"]["n"] == len(held) - ("c10-03" in held)  # figures on the scored held-out cases only

@@ -103,6 +103,9 @@ def aligned_judge(judge: Any, *, examples: Sequence[Mapping[str, Any]] = (), kin
     if not isinstance(judge, LLMJudge):
         raise UserError(f"examples and instructions align an llm_judge (a rubric or a template); "
                         f"{type(judge).__name__} is not one")
+    if examples and judge.request_format != "referee":
+        raise UserError("examples go in referee's request (request_format: referee): the seed's request format "
+                        "sends the template alone")
     fields = {f.name: getattr(judge, f.name) for f in dataclasses.fields(LLMJudge) if f.init}
     fields["template_hash"] = None
     if part == "rubric" and text is not None:

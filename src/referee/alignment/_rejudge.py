@@ -91,8 +91,11 @@ class JudgeRunner:
                 self.on_request(self.stage, bound.request(case))
             return await bound.judge_row(case)
 
+        from ..runner._session import error_row
+
+        # A case that fails is an error row (left out of the figures and counted), never a stopped alignment.
         stats = await run_rows(list(ids), one, writer=None, concurrency=self.concurrency, label="aligning",
-                               show_progress=False)
+                               show_progress=False, on_error=lambda cid, exc: error_row(cid, exc, evaluator="judge"))
         for row in stats.rows:
             u = row.usage
             out.calls += u.calls if u is not None else 0
