@@ -134,6 +134,8 @@ def command(results: str, labels: str, methods: tuple[str, ...], suite_path: str
         spec = None
         if suite is not None:
             spec = next((s for s in suite.specs if s.is_llm and (entry is None or s.label == entry)), None)
+            if spec is None:
+                raise UserError(f"{suite_path}: no LLM judge entry" + (f" {entry!r}" if entry else ""))
         price = None
         if judge is not None and judge.input_price_per_mtok is not None and judge.output_price_per_mtok is not None:
             price = (judge.input_price_per_mtok, judge.output_price_per_mtok)
