@@ -139,8 +139,8 @@ class AlignedJudge(_Strict):
             return
         msg = f"the aligned judge {self.hash} was fitted for another judge: {'; '.join(diffs)}"
         if not force:
-            raise UserError(msg + " (refit it on this judge's scores, or pass --force to use it anyway)")
-        warnings.warn(msg + " (used anyway: --force)", UserWarning, stacklevel=2)
+            raise UserError(msg + " (refit it on this judge's scores, or run with --force-aligned to use it anyway)")
+        warnings.warn(msg + " (used anyway: --force-aligned)", UserWarning, stacklevel=2)
 
 
 def load_aligned(path: str | Path) -> AlignedJudge:
