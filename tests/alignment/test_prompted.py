@@ -189,6 +189,9 @@ def test_a_suite_runs_the_aligned_prompt(tmp_path: Path, fake_server: FakeLLMSer
     assert code == 0, err
     prompts = [r.prompt_text for r in fake_server.requests]
     assert prompts and all("the reviewers' label is pass" in p for p in prompts)
+    # A reviewer's reason that tries to instruct the judge is shown only inside its delimited block.
+    outside = [re.sub(r"<rationale-(\w+)>.*?</rationale-\1>", "", p, flags=re.S) for p in prompts]
+    assert any(INJECTED in p for p in prompts) and not any(INJECTED in o for o in outside)
     rows = [json.loads(x) for x in (tmp_path / "aligned-run.jsonl").read_text().splitlines()]
     cited = {c["id"]: CITE in c["output"] for c in map(json.loads, (tmp_path / "cases.jsonl").read_text()
                                                          .splitlines())}

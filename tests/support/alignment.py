@@ -61,8 +61,8 @@ OPTIMIZER_MARK = "You improve the instructions of an LLM judge"
 
 
 def cited_cases(n: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``n`` cases (half cite their source) and the reviewer's labels, some with a rationale (one carrying an
-    injected instruction, which must stay data)."""
+    """``n`` cases (half cite their source) and the reviewer's labels, some with a rationale (every failing
+    one's carrying an injected instruction, which must stay data)."""
     rng = np.random.default_rng(seed)
     cases: list[dict[str, Any]] = []
     labels: list[dict[str, Any]] = []
@@ -73,8 +73,10 @@ def cited_cases(n: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str,
         cid = f"c{seed}-{i:02d}"
         cases.append({"id": cid, "input": f"Customer {i} asks where the refund is.", "output": out})
         lab: dict[str, Any] = {"id": cid, "score": float(cites), "reviewer": "ann"}
-        if i % 5 == 0:
-            lab["comment"] = "cites the policy" if cites else INJECTED
+        if not cites:  # every failing answer's reason carries an injected instruction
+            lab["comment"] = INJECTED
+        elif i % 5 == 0:
+            lab["comment"] = "cites the policy"
         labels.append(lab)
     return cases, labels
 
