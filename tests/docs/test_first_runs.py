@@ -12,7 +12,8 @@ import pytest
 from referee.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["judge", "score", "suites", "targets", "agents", "rag", "pairwise-calibration", "rubrics", "view"]
+PAGES = ["judge", "score", "suites", "targets", "agents", "rag", "pairwise-calibration", "rubrics", "view", "multimodal",
+         "scale"]
 KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "REFEREE_PROVIDER",
         "REFEREE_MODEL", "REFEREE_BASE_URL")
 
