@@ -14,7 +14,11 @@ from referee.example import step_48_images as step
 from referee.results import read_results
 
 
-def test_images_step_with_the_stand_in(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_images_step_with_the_stand_in(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.evaluators import _images
+
+    monkeypatch.setattr(_images, "_WARNED", set())  # the warning is said once per process: a fresh process here
     prepare(tmp_path)
     ctx = ExampleContext(dir=tmp_path, judge=True, judge_args=["--provider", "standin"], run_cli=cli, standin=True)
     outcome = step.run(ctx)
