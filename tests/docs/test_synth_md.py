@@ -29,7 +29,7 @@ def test_the_shell_blocks_run_in_order_without_a_key(tmp_path, monkeypatch):
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
         env.pop(key, None)
     blocks = [b for b in _blocks("bash") if not b.startswith("referee example ")]  # not the first run's
-    assert len(blocks) == 4
+    assert len(blocks) >= 4  # the walkthrough; later blocks (dry run, traces) run here too
     for block in blocks:
         proc = subprocess.run(["bash", "-e", "-c", block], cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=300, start_new_session=True)
