@@ -269,3 +269,17 @@ def test_an_ingest_rate_outside_0_to_1_is_refused() -> None:
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(UserError, match="sampling rate"):
             CollectorConfig(sample_rate=bad).check()
+
+
+def test_replayed_exports_are_sampled_at_ingest_by_the_same_rule() -> None:
+    from referee.example import DATA
+    from referee.traces import replay, trace_fraction
+
+    full, half = MemorySink(), MemorySink()
+    f = [DATA / "production" / "traces.otlp.jsonl"]
+    replay(f, full, Redactor(), received_ns=1)
+    replay(f, half, Redactor(), received_ns=1, sample_rate=0.5)
+    every = set(full.quiet_traces(before_ns=2, limit=100))
+    kept = set(half.quiet_traces(before_ns=2, limit=100))
+    assert kept == {t for t in every if trace_fraction(t) < 0.5} and 0 < len(kept) < len(every)
+    assert half.counts()["not stored: sampled_out (traces)"] == len(every) - len(kept)
