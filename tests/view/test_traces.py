@@ -1,6 +1,7 @@
 """The viewer's traces page API over a store filled the real way: an application instrumented with the
 OpenTelemetry SDK sends spans to ``referee collect``'s receiver, the monitor scores them (a program check, no
-judge) and raises a drift alert; span text carrying markup comes back as plain JSON strings."""
+judge) and raises a drift alert; span text carrying markup comes back as plain JSON strings. SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -74,9 +75,10 @@ def seed_traces(url: str) -> Seeded:
 
 
 @pytest.fixture
-def traced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Served, Seeded]]:
+def traced(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Served, Seeded]]:
+    """The seeded store on SQLite and on a real PostgreSQL server."""
     monkeypatch.chdir(tmp_path)
-    seeded = seed_traces(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    seeded = seed_traces(store_url)
     s = serve_history(seeded.url, tmp_path)
     yield s, seeded
     s.server.shutdown()
