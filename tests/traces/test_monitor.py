@@ -354,6 +354,15 @@ def test_a_budget_lowers_the_sampling_rate_instead_of_stopping(make_sink: SinkFa
     counts = sink.counts()
     assert counts["skipped: budget_lowered_rate"] + counts.get("skipped: over_budget", 0) + len(later) == 56
     assert counts["budget: sampling rate lowered"] >= 1
+    # No new spend: the rate stays where it is (it is not lowered again by the same spend) ...
+    factor = mon.rate_factor
+    clock.t += 1
+    mon.step()
+    assert mon.rate_factor == factor
+    # ... and once the spend has aged out of the hour, the full rate is back, and said.
+    clock.t += 3601
+    mon.step()
+    assert mon.rate_factor == 1.0 and said[-1].startswith("budget: sampling rate raised to 100.00% of traces")
 
 
 def test_at_ingest_sampling_is_parsed_and_refused_with_always_rules() -> None:

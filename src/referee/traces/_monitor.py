@@ -224,10 +224,12 @@ class Monitor:
             exporter = EvaluationExporter(config.export_endpoint, headers=config.export_headers)
         self.exporter = exporter
         self._attempts: dict[tuple[str, str], int] = {}
-        self._spend: list[tuple[float, float]] = []
+        self._spend: list[tuple[float, float, float]] = []
+        """(when, cost, the rate factor in force): a cost divided by its factor is what the full rate would spend."""
         self._started = clock()
         self.rate_factor = 1.0
         """The fraction of the configured sampling rate in force: below 1 when the budget lowered it."""
+        self._said_factor = 1.0
         self.alerts: list[Alert] = []
         self.last_error: str | None = None
         self._pruned_at = float("-inf")
@@ -325,8 +327,8 @@ class Monitor:
     def spent_usd(self, now: float | None = None) -> float:
         """What the judge cost over the last hour (of the injected clock)."""
         now = self._clock() if now is None else now
-        self._spend = [(t, c) for t, c in self._spend if t > now - 3600]
-        return sum(c for _, c in self._spend)
+        self._spend = [e for e in self._spend if e[0] > now - 3600]
+        return sum(c for _, c, _ in self._spend)
 
     def _over_budget(self, now: float) -> bool:
         if self.config.budget_usd_per_hour is None:
@@ -334,26 +336,30 @@ class Monitor:
         return self.spent_usd(now) >= self.config.budget_usd_per_hour
 
     def _adjust_rate(self, now: float) -> None:
-        """Lower the sampling rate when the spend, projected to the hour, is over the budget (and raise it back as
-        the spend falls): the rate is scaled by budget / projected spend, so the monitor keeps judging a smaller
-        sample rather than stopping. Each change is said (``alert_sink``) and counted."""
+        """Lower the sampling rate when the spend the full rate would make, projected to the hour, is over the
+        budget: the rate in force is the configured one times budget / that projection, so the monitor keeps
+        judging a smaller sample rather than stopping, and climbs back as the spend ages out of the hour. A fall
+        to under half the rate last said, and the return to the full rate, are said (``alert_sink``) and
+        counted."""
         budget = self.config.budget_usd_per_hour
         if budget is None:
             return
         spent = self.spent_usd(now)
+        full = sum(c / f for _, c, f in self._spend)
         age = min(max(now - self._started, BUDGET_FLOOR_S), 3600.0)
-        projected = spent * 3600.0 / age
-        old = self.rate_factor
-        new = 1.0 if projected <= 0 else min(1.0, max(MIN_BUDGET_FACTOR, old * budget / projected))
-        if new == old or (new > old and projected > budget * 0.8):
-            return  # raised again only with room to spare, so the rate does not swing at the budget's edge
+        projected = full * 3600.0 / age
+        new = 1.0 if projected <= budget else max(MIN_BUDGET_FACTOR, budget / projected)
         self.rate_factor = new
+        said = self._said_factor
+        if not (new < said / 2 or (new < 1.0 and said == 1.0) or (new == 1.0 and said < 1.0)):
+            return
+        self._said_factor = new
         rate = self.config.sampler.rate
-        word = "lowered" if new < old else "raised"
+        word = "lowered" if new < said else "raised"
         self.sink.count(f"budget: sampling rate {word}")
         self._alert_sink(f"budget: sampling rate {word} to {rate * new:.2%} of traces (configured {rate:.0%}; "
-                         f"judge spend ${spent:.4f} in the last hour, projected ${projected:.4f}/hour against "
-                         f"the budget ${budget:.4f}/hour)")
+                         f"judge spend ${spent:.4f} in the last hour; at the full rate "
+                         f"${projected:.4f}/hour against the budget ${budget:.4f}/hour)")
 
     def _evaluate(self, todo: list[_Unit], report: StepReport) -> int:
         from ..run._evaluate import evaluate_async
@@ -391,7 +397,7 @@ class Monitor:
                 if row is None:
                     continue
                 if row.cost_usd:
-                    self._spend.append((now, float(row.cost_usd)))
+                    self._spend.append((now, float(row.cost_usd), self.rate_factor))
                 if row.status == "error":
                     key = (u.case["id"], name)
                     self._attempts[key] = self._attempts.get(key, 0) + 1
