@@ -60,3 +60,15 @@ def test_scores_by_trace_and_alerts_with_their_time(ts: TraceStore) -> None:
     ts.record_alert({"metric": "m", "examples": [a]})
     [alert] = ts.alerts()
     assert alert["metric"] == "m" and alert["examples"] == [a] and alert["at_ns"] > 0
+
+
+def test_the_newest_scores_and_their_count(ts: TraceStore) -> None:
+    ids = [f"{i:032x}" for i in range(5)]
+    for i, tid in enumerate(ids):
+        ts.add_spans([_span(tid, "1" * 16, "s")], received_ns=1)
+        ts.record_score(TraceScore(trace_id=tid, span_id="1" * 16, evaluator="m",
+                                   status="scored" if i != 2 else "unscored", score=i / 10, at_ns=100 + i))
+    assert [s.trace_id for s in ts.scores(evaluator="m", last=2)] == ids[3:]  # oldest first
+    assert len(ts.scores(evaluator="m", last=10)) == 5
+    assert ts.count_scores(evaluator="m") == 5 and ts.count_scores(evaluator="m", status="scored") == 4
+    assert ts.count_scores(evaluator="other") == 0

@@ -163,3 +163,15 @@ def test_bad_trace_requests_are_refused(traced: tuple[Served, Seeded], tmp_path:
 def test_a_viewer_over_results_files_has_no_traces_page(served: Served) -> None:
     status, body, _ = call(served, "GET", "/api/traces")
     assert status == 404 and "store" in body["error"]
+
+
+def test_a_chart_draws_the_newest_scores_and_still_marks_the_alerts(traced: tuple[Served, Seeded],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.view import _traces
+
+    s, _ = traced
+    monkeypatch.setattr(_traces, "MAX_CHART_SCORES", 4)
+    [chart] = get(s, "/api/traces")["charts"]
+    assert chart["n"] == 4 and chart["before"] == 4
+    assert chart["svg"].count("<circle") == 4  # one point per score drawn
+    assert chart["svg"].count('class="point regression"') == 2  # the 7th and 8th scores

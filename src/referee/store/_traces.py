@@ -291,11 +291,13 @@ class TraceStore:
             # RETURNING rather than rowcount: a row comes back only when this call inserted it, on every driver.
             return conn.execute(stmt).first() is not None
 
-    def _scores(self, where: Any, limit: int | None = None) -> list[TraceScore]:
+    def _scores(self, where: Any, limit: int | None = None, *, newest: bool = False) -> list[TraceScore]:
         c = t.trace_scores.c
         q = (select(c.trace_id, c.span_id, c.evaluator, c.status, c.score, c.passed, c.at_ns, c.exported,
                     t.texts.c.packed, t.texts.c.data)
-             .join(t.texts, t.texts.c.hash == c.body).where(where).order_by(c.at_ns, c.trace_id, c.evaluator))
+             .join(t.texts, t.texts.c.hash == c.body).where(where))
+        q = q.order_by(c.at_ns.desc(), c.trace_id.desc(), c.evaluator.desc()) if newest else \
+            q.order_by(c.at_ns, c.trace_id, c.evaluator)
         if limit is not None:
             q = q.limit(limit)
         with self.store.engine.connect() as conn:
@@ -306,7 +308,7 @@ class TraceStore:
                                       score=score, passed=passed, explanation=body.get("explanation"),
                                       error_type=body.get("error_type"), at_ns=at or 0, exported=bool(exported),
                                       unit=unit))
-            return out
+            return out[::-1] if newest else out
 
     def scored_units(self, trace_id: str) -> set[tuple[str, str]]:
         with self.store.engine.connect() as conn:
@@ -314,8 +316,9 @@ class TraceStore:
                                                        .where(t.trace_scores.c.trace_id == trace_id))}
 
     def scores(self, *, evaluator: str | None = None, trace_id: str | None = None,
-               trace_ids: Sequence[str] | None = None) -> list[TraceScore]:
-        """Stored scores, oldest first: of one evaluator, one trace, or the traces named."""
+               trace_ids: Sequence[str] | None = None, last: int | None = None) -> list[TraceScore]:
+        """Stored scores, oldest first: of one evaluator, one trace, or the traces named; ``last``: only the
+        newest that many."""
         c = t.trace_scores.c
         conds: list[Any] = [c.evaluator.is_not(None)]
         if evaluator is not None:
@@ -330,7 +333,18 @@ class TraceStore:
             for i in range(0, len(ids), 500):
                 out += self._scores(and_(*conds, c.trace_id.in_(ids[i:i + 500])))
             return out
-        return self._scores(and_(*conds))
+        return self._scores(and_(*conds), last, newest=last is not None)
+
+    def count_scores(self, *, evaluator: str | None = None, status: str | None = None) -> int:
+        """How many scores are stored (of one evaluator, with one status)."""
+        c = t.trace_scores.c
+        q = select(func.count()).select_from(t.trace_scores)
+        if evaluator is not None:
+            q = q.where(c.evaluator == evaluator)
+        if status is not None:
+            q = q.where(c.status == status)
+        with self.store.engine.connect() as conn:
+            return int(conn.execute(q).scalar() or 0)
 
     def unexported(self, limit: int) -> list[TraceScore]:
         return self._scores(and_(t.trace_scores.c.exported.is_(False), t.trace_scores.c.status != "skipped"),

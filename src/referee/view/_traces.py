@@ -27,6 +27,8 @@ MAX_ATTR_CHARS = 20_000
 """A span's attributes longer than this (as JSON) are shown cut."""
 MAX_POINTS = 40
 """Points per metric chart: scores are taken in order of scoring and grouped into at most this many."""
+MAX_CHART_SCORES = 20_000
+"""A metric's chart draws its newest this many scores (a page load reads no more)."""
 _TRACE_ID = re.compile(r"[0-9a-fA-F]{1,32}")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$")
 
@@ -132,13 +134,18 @@ class TracesPage:
 
         out: list[dict[str, Any]] = []
         for m in metrics:
-            vals = [(s.at_ns, float(s.score)) for s in self.traces.scores(evaluator=m)
+            newest = self.traces.scores(evaluator=m, last=MAX_CHART_SCORES)
+            vals = [(s.at_ns, float(s.score)) for s in newest
                     if s.status == "scored" and s.score is not None and math.isfinite(s.score)]
             if not vals:
                 continue
+            # The scores before the drawn ones (an alert counts every score of its metric since the start).
+            before = (self.traces.count_scores(evaluator=m, status="scored") - len(vals)
+                      if len(newest) == MAX_CHART_SCORES else 0)
             size = max(1, math.ceil(len(vals) / MAX_POINTS))
             # An alert names how many of the metric's scores had been seen when it alarmed: its point holds that one.
-            raised = {int(a["at_index"]) - 1 for a in alerts if a["metric"] == m and isinstance(a["at_index"], int)}
+            raised = {int(a["at_index"]) - 1 - before for a in alerts
+                      if a["metric"] == m and isinstance(a["at_index"], int)}
             points = []
             for i in range(0, len(vals), size):
                 group = vals[i:i + size]
@@ -148,7 +155,7 @@ class TracesPage:
                 points.append(TrendPoint(label=f"{len(group)} score(s) to {_iso(last) or '?'}", value=mean,
                                          lo=min(v for _, v in group), hi=max(v for _, v in group), regression=hit))
             lo_hi = 0 <= min(v for _, v in vals) and max(v for _, v in vals) <= 1
-            out.append({"id": f"traces-{len(out)}", "metric": m, "title": f"{m} over time",
+            out.append({"id": f"traces-{len(out)}", "metric": m, "title": f"{m} over time", "before": before,
                         "svg": trend(points, title=m, percent=False, chart_id=f"traces-{len(out)}").svg,
                         "n": len(vals), "per_point": size, "unit_range": lo_hi})
         return out
