@@ -72,3 +72,14 @@ def test_the_newest_scores_and_their_count(ts: TraceStore) -> None:
     assert len(ts.scores(evaluator="m", last=10)) == 5
     assert ts.count_scores(evaluator="m") == 5 and ts.count_scores(evaluator="m", status="scored") == 4
     assert ts.count_scores(evaluator="other") == 0
+
+
+def test_score_values_are_the_newest_scored_ones(ts: TraceStore) -> None:
+    for i in range(4):
+        tid = f"{i:032x}"
+        ts.add_spans([_span(tid, "1" * 16, "s")], received_ns=1)
+        ts.record_score(TraceScore(trace_id=tid, span_id="1" * 16, evaluator="m",
+                                   status="scored" if i != 3 else "error", score=i / 10 if i != 3 else None,
+                                   at_ns=10 + i))
+    assert ts.score_values("m", last=2) == [(11, 0.1), (12, 0.2)]  # the error has no score: not drawn
+    assert ts.score_values("other", last=5) == []

@@ -134,13 +134,12 @@ class TracesPage:
 
         out: list[dict[str, Any]] = []
         for m in metrics:
-            newest = self.traces.scores(evaluator=m, last=MAX_CHART_SCORES)
-            vals = [(s.at_ns, float(s.score)) for s in newest
-                    if s.status == "scored" and s.score is not None and math.isfinite(s.score)]
+            newest = self.traces.score_values(m, last=MAX_CHART_SCORES)
+            vals = [(at, v) for at, v in newest if math.isfinite(v)]
             if not vals:
                 continue
             # The scores before the drawn ones (an alert counts every score of its metric since the start).
-            before = (self.traces.count_scores(evaluator=m, status="scored") - len(vals)
+            before = (self.traces.count_scores(evaluator=m, status="scored") - len(newest)
                       if len(newest) == MAX_CHART_SCORES else 0)
             size = max(1, math.ceil(len(vals) / MAX_POINTS))
             # An alert names how many of the metric's scores had been seen when it alarmed: its point holds that one.
