@@ -123,6 +123,9 @@ def test_the_list_draws_each_metric_with_its_alert_and_counts(traced: tuple[Serv
     [chart] = d["charts"]
     assert chart["metric"] == "is_json" and chart["n"] == 8
     assert chart["svg"].startswith("<svg")
+    # The dashed line is the alert's reference level (the first three scores passed: 1.0).
+    assert chart["reference"] == d["alerts"][-1]["reference_mean"] == 1.0
+    assert 'class="gate"' in chart["svg"] and ">reference 1<" in chart["svg"]
     # The first drop (the seventh score) alarms; the CUSUM restarts and the eighth alarms again.
     assert [(a["metric"], a["at_index"]) for a in d["alerts"]] == [("is_json", 7), ("is_json", 8)]
     assert all(a["effect"] < 0 for a in d["alerts"])

@@ -154,8 +154,12 @@ class TracesPage:
                 points.append(TrendPoint(label=f"{len(group)} score(s) to {_iso(last) or '?'}", value=mean,
                                          lo=min(v for _, v in group), hi=max(v for _, v in group), regression=hit))
             lo_hi = 0 <= min(v for _, v in vals) and max(v for _, v in vals) <= 1
+            # The level the drift statistic compares each score against: its newest alert's reference mean.
+            ref = next((a["reference_mean"] for a in reversed(alerts) if a["metric"] == m), None)
             out.append({"id": f"traces-{len(out)}", "metric": m, "title": f"{m} over time", "before": before,
-                        "svg": trend(points, title=m, percent=False, chart_id=f"traces-{len(out)}").svg,
+                        "reference": ref,
+                        "svg": trend(points, title=m, percent=False, chart_id=f"traces-{len(out)}", gate=ref,
+                                     gate_label="reference").svg,
                         "n": len(vals), "per_point": size, "unit_range": lo_hi})
         return out
 

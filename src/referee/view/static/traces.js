@@ -53,7 +53,7 @@ async function viewTraces(parts, params) {
     el("p", { class: "muted", id: "traces-store" }, d.total + " trace(s) in ", d.store),
     d.alerts.length ? el("section", { class: "card", id: "trace-alerts" }, el("h2", {}, "Drift alerts"), el("ul", {}, d.alerts.map(alertItem))) : null,
     d.charts.length ? el("section", { id: "trace-charts" }, el("h2", {}, "Scores over time"),
-      el("p", { class: "muted" }, "Each point is the mean of consecutive scores in the order they were scored, the band their range; red points hold a drift alert."),
+      el("p", { class: "muted" }, "Each point is the mean of consecutive scores in the order they were scored, the band their range; red points hold a drift alert, and the dashed line is the reference level the newest alert compared against."),
       el("div", { class: "charts" }, d.charts.map(chartCard))) : null,
     form,
     d.traces.length ? table : el("p", { id: "traces-empty" }, d.total ? "No trace matches these filters." :
