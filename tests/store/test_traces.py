@@ -83,3 +83,13 @@ def test_score_values_are_the_newest_scored_ones(ts: TraceStore) -> None:
                                    at_ns=10 + i))
     assert ts.score_values("m", last=2) == [(11, 0.1), (12, 0.2)]  # the error has no score: not drawn
     assert ts.score_values("other", last=5) == []
+
+
+def test_dropping_a_traces_spans_keeps_its_row(ts: TraceStore) -> None:
+    a, b = "a" * 32, "b" * 32
+    ts.add_spans([_span(a, "1" * 16, "s"), _span(a, "2" * 16, "s"), _span(b, "1" * 16, "s")], received_ns=1)
+    ts.mark_trace(a, "sampled_out")
+    assert ts.drop_spans(a) == 2 and ts.drop_spans(a) == 0
+    tr = ts.get_trace(a)
+    assert tr is not None and tr.state == "sampled_out" and tr.span_count == 0 and ts.trace_spans(a) == []
+    assert len(ts.trace_spans(b)) == 1  # another trace's spans are left alone

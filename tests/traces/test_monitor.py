@@ -373,3 +373,26 @@ def test_at_ingest_sampling_is_parsed_and_refused_with_always_rules() -> None:
         MonitorConfig.parse({"sampling": {"rate": 0.2, "at_ingest": True, "always": [{"status": "error"}]}}, [RUBRIC])
     with pytest.raises(UserError, match="true or false"):
         MonitorConfig.parse({"sampling": {"at_ingest": "yes"}}, [RUBRIC])
+
+
+def test_unsampled_traces_can_be_kept_as_counts_only(collector: Collector, judge: Judge, clock: Clock) -> None:
+    app = App(collector.endpoint)
+    sent = [app.ask(f"q{i}", f"a{i}") for i in range(20)] + [app.ask("failed", "a", error=True)]
+    app.flush()
+    app.close()
+    collector.wait_for(lambda s: s.spans_stored >= 3 * 21)
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "sampling": {"rate": 0.3, "always": [{"status": "error"}],
+                                                                "keep_unsampled": False}}, [RUBRIC], clock=clock)
+    mon = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+    while mon.step().traces:
+        pass
+    kept = {s.trace_id for s in sent if cfg.sampler.rate_sampled(s.trace_id)} | {sent[-1].trace_id}
+    assert {s.trace_id for s in collector.sink.scores()} == kept  # the failed trace too: `always` still holds
+    for s in sent:
+        assert len(collector.sink.trace_spans(s.trace_id)) == (3 if s.trace_id in kept else 0)
+    counts = collector.sink.counts()
+    assert counts["skipped: sampled_out"] == 21 - len(kept)
+    assert counts["not kept: spans of unsampled traces"] == 3 * (21 - len(kept))
+    with pytest.raises(UserError, match="keep_unsampled"):
+        MonitorConfig.parse({"sampling": {"keep_unsampled": "no"}}, [RUBRIC])

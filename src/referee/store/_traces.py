@@ -212,6 +212,14 @@ class TraceStore:
         with self.store.engine.begin() as conn:
             conn.execute(update(t.traces).where(t.traces.c.id == trace_id).values(state=state[:16]))
 
+    def drop_spans(self, trace_id: str) -> int:
+        """Delete a trace's spans, keeping its row (its state says why): a trace not sampled is then only counted.
+        Returns the spans deleted."""
+        with self.store.engine.begin() as conn:
+            n = conn.execute(delete(t.spans).where(t.spans.c.trace_id == trace_id)).rowcount
+            conn.execute(update(t.traces).where(t.traces.c.id == trace_id).values(span_count=0))
+        return int(n or 0)
+
     def prune(self, *, older_than_ns: int | None = None, max_traces: int | None = None) -> int:
         """Delete traces whose last span arrived before ``older_than_ns`` and, past ``max_traces``, the oldest
         others, with their spans and scores. Returns the traces deleted."""

@@ -77,6 +77,9 @@ class MonitorConfig:
     trace."""
     retention_days: float | None = DEFAULT_RETENTION_DAYS
     max_traces: int | None = DEFAULT_MAX_TRACES
+    keep_unsampled: bool = True
+    """``sampling.keep_unsampled``: false deletes the spans of a trace once it is decided not to be evaluated
+    (``sampled_out``, ``budget_lowered_rate``, ``not_matched``), keeping its row and the counts."""
     at_ingest: bool = False
     """``sampling.at_ingest``: the rate applies when spans arrive, so traces not sampled are never stored (only
     counted)."""
@@ -96,10 +99,13 @@ class MonitorConfig:
             raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
         rules = [Rule.parse(r, f"{where}.traces[{i}]") for i, r in enumerate(section.get("traces") or [])]
         samp = section.get("sampling") or {}
-        unknown = set(samp) - {"rate", "always", "per_minute", "at_ingest"}
+        unknown = set(samp) - {"rate", "always", "per_minute", "at_ingest", "keep_unsampled"}
         if unknown:
             raise UserError(f"{where}.sampling: unknown key(s) {', '.join(sorted(unknown))} (known: rate, always, "
-                            "per_minute, at_ingest)")
+                            "per_minute, at_ingest, keep_unsampled)")
+        keep_unsampled = samp.get("keep_unsampled", True)
+        if not isinstance(keep_unsampled, bool):
+            raise UserError(f"{where}.sampling.keep_unsampled: expected true or false, got {keep_unsampled!r}")
         at_ingest = samp.get("at_ingest", False)
         if not isinstance(at_ingest, bool):
             raise UserError(f"{where}.sampling.at_ingest: expected true or false, got {at_ingest!r}")
@@ -128,11 +134,13 @@ class MonitorConfig:
             spans=SpanFilter.parse(section["spans"], f"{where}.spans") if section.get("spans") else None,
             retention_days=(section.get("retention") or {}).get("days", DEFAULT_RETENTION_DAYS),
             max_traces=(section.get("retention") or {}).get("max_traces", DEFAULT_MAX_TRACES),
-            at_ingest=at_ingest,
+            at_ingest=at_ingest, keep_unsampled=keep_unsampled,
         )
 
 
 _KINDS = ("llm", "tool", "agent", "retriever", "other")
+_UNSAMPLED = ("sampled_out", "budget_lowered_rate", "not_matched")
+"""The reasons a trace is not evaluated that ``keep_unsampled: false`` deletes its spans for."""
 
 
 @dataclass
@@ -315,6 +323,8 @@ class Monitor:
     def _close(self, trace_id: str, reason: str, detail: str | None = None) -> None:
         self.sink.count(f"skipped: {reason}", len(self._entries))
         self.sink.mark_trace(trace_id, reason)
+        if not self.config.keep_unsampled and reason in _UNSAMPLED:
+            self.sink.count("not kept: spans of unsampled traces", self.sink.drop_spans(trace_id))
 
     def _unscored(self, trace_id: str, span_id: str, reason: str, detail: str) -> None:
         at = int(self._clock() * 1e9)

@@ -54,6 +54,9 @@ class StoreSink:
     def mark_trace(self, trace_id: str, state: str) -> None:
         self.traces.mark_trace(trace_id, state)
 
+    def drop_spans(self, trace_id: str) -> int:
+        return self.traces.drop_spans(trace_id)
+
     def prune(self, *, older_than_ns: int | None = None, max_traces: int | None = None) -> int:
         return self.traces.prune(older_than_ns=older_than_ns, max_traces=max_traces)
 
