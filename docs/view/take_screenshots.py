@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent))  # tests.view.browser: the same driver set-up as the tests
+sys.path.insert(0, str(HERE.parent.parent))  # tests.support.browser: the same driver set-up as the tests
 
 from referee.cli import cli  # noqa: E402
 from referee.testing import FakeLLMServer, schema_responder  # noqa: E402
 from referee.view import ViewServer, build_app, close_app  # noqa: E402
-from tests.view import browser  # noqa: E402
+from tests.support import browser  # noqa: E402
 
 SHOTS = [
     # (file, hash route, CSS that marks the view as ready, window height)

@@ -56,3 +56,24 @@ def test_a_map_that_is_not_monotone_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="never fall") as exc:
         load_aligned(tmp_path / "m.json")
     assert exc.value.field == "map.knots"
+
+
+def test_a_prompt_alignment_round_trips_and_puts_its_examples_in_the_judge_prompt(tmp_path: Path) -> None:
+    from referee.alignment import AlignedLLMJudge, load_aligned
+    from referee.alignment._file import AlignedJudge, Example, JudgeRef, LabelsRef, SplitRef
+    from referee.cases import Case
+    from referee.judges import LLMJudge, Pairwise
+
+    al = AlignedJudge(method=["instructions", "examples"], judge=JudgeRef(model="m"), prompt="- correctness: cite it",
+                      prompt_part="rubric", examples=[Example(id="a", label=1.0, rationale="cites",
+                                                              case={"input": "q?", "output": "yes [source]"})],
+                      labels=LabelsRef(path="l.jsonl", sha256="0", n=20, reviewers=["ann"], no_consensus=0),
+                      split=SplitRef(seed=0, holdout=0.5, grouped=False, heldout_ids=["b"]), heldout={})
+    back = load_aligned(al.save(tmp_path / "a.json"))
+    assert back == al and back.hash == al.hash and back.changes_prompt
+    judge = back.apply(LLMJudge(criteria=["correctness"]))
+    assert isinstance(judge, AlignedLLMJudge) and judge.rubric == "- correctness: cite it"
+    user, _ = judge.fill(Case(id="c", data={"input": "where?", "output": "here"}))
+    assert user.index("yes [source]") < user.index("here") and "cite it" in user
+    with pytest.raises(UserError, match="llm_judge"):
+        back.apply(Pairwise())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +83,59 @@ def test_an_alignment_is_recorded_in_the_run_history(tmp_path: Path, capsys: pyt
     assert got[0]["config"]["map"] == aligned.model_dump(mode="json")["map"]
     code, _, err = run_cli(["align", str(run), str(lab), "--store", url, "--no-store"], capsys)
     assert code == 2 and "contradict" in err
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--method", "bogus"], "aligns by"),
+    (["--method", "examples"], "--suite"),
+    (["--method", "map,instructions", "--suite", "s.yaml"], "--optimizer"),
+    (["--examples", "0"], "--examples"),
+    (["--candidates", "4"], "--candidates"),
+    (["--method", "instructions", "--suite", "s.yaml", "--optimizer", "standin", "--optimizer-prices", "x"],
+     "optimizer-prices"),
+])
+def test_prompt_method_flags_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str],
+                                         says: str) -> None:
+    run, lab = _files(tmp_path, *squashed(20, seed=1))
+    code, _, err = run_cli(["align", run, lab, *extra], capsys)
+    assert code == 2 and says in err
+
+
+def test_labels_on_cases_the_suite_does_not_hold_are_refused(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    run, lab = _files(tmp_path, *squashed(20, seed=1))
+    (tmp_path / "cases.jsonl").write_text('{"id": "other", "input": "q", "output": "a", "reference": "a"}\n')
+    (tmp_path / "s.yaml").write_text("name: s\ncases: cases.jsonl\njudge: {provider: standin}\nevaluators:\n"
+                                     "  - id: judge\n    llm_judge: {criteria: [correctness]}\n")
+    with pytest.warns(UserWarning, match="another judge"):  # the rows are another judge's: --force
+        code, _, err = run_cli(["align", run, lab, "--suite", str(tmp_path / "s.yaml"), "--method", "examples",
+                                "--force"], capsys)
+    assert code == 2 and "not among the judge's cases" in err
+
+
+def test_an_aligned_judge_run_with_another_model_is_refused_unless_forced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], fake_server: Any) -> None:
+    run, lab = _files(tmp_path, *squashed(60, seed=3))  # rows by openai judge-1
+    code, _, err = run_cli(["align", run, lab, "-o", str(tmp_path / "j.aligned.json"), "--n-boot", "300"], capsys)
+    assert code == 0 and (tmp_path / "j.aligned.json").exists(), err
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "q", "output": "yes", "reference": "yes"}\n')
+    suite = tmp_path / "s.yaml"
+    suite.write_text(f"name: s\ncases: cases.jsonl\njudge: {{provider: openai, model: judge-1, base_url: "
+                     f"'{fake_server.openai_base_url}'}}\nevaluators:\n  - id: judge\n    llm_judge: "
+                     "{criteria: [quality]}\n    aligned: j.aligned.json\n")
+    out = str(tmp_path / "r.jsonl")
+    code, _, err = run_cli(["run", str(suite), "--out", out], capsys)
+    assert code == 0, err
+    # The suite names judge-1, but the run's flags ask judge-2: the map was fitted for another judge.
+    code, _, err = run_cli(["run", str(suite), "--out", out + "2", "--model", "judge-2"], capsys)
+    assert code == 2 and "fitted for another judge" in err and "judge-2" in err
+    with pytest.warns(UserWarning, match="used anyway"):
+        code, _, err = run_cli(["run", str(suite), "--out", out + "3", "--model", "judge-2", "--force-aligned"],
+                               capsys)
+    assert code == 0, err
+    suite.write_text(suite.read_text().replace("model: judge-1", "model: judge-3"))
+    code, _, err = run_cli(["run", str(suite), "--out", out + "4"], capsys)
+    assert code == 2 and "judge-3" in err
+    with pytest.warns(UserWarning, match="used anyway"):
+        code, _, err = run_cli(["run", str(suite), "--out", out + "5", "--force-aligned"], capsys)
+    assert code == 0, err

@@ -68,6 +68,21 @@ def test_compare_names_the_regressions_and_gates(two_runs: tuple[str, str], stor
     assert code == 0
 
 
+def test_compare_and_show_take_names(two_runs: tuple[str, str], store_url: str,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_runs
+    # `last` is the newest complete run (b); a unique id prefix names a run; a name that matches nothing is exit 2.
+    code, _, err = run_cli(["runs", "compare", a[:10], "last", "--store", store_url, "--fail-on-regression"],
+                             capsys)
+    assert code == 1 and f"candidate: run {b[:12]}" in err and f"baseline: run {a[:12]}" in err
+    code, out, _ = run_cli(["runs", "show", "last", "--store", store_url, "--json"], capsys)
+    assert code == 0 and json.loads(out)["id"] == b
+    code, _, err = run_cli(["runs", "compare", "last", "last", "--store", store_url], capsys)
+    assert code == 0 and "name the same run" in err
+    code, _, err = run_cli(["runs", "show", "no-such-branch", "--store", store_url], capsys)
+    assert code == 2 and "run 'no-such-branch'" in err and "baseline" not in err
+
+
 def test_trend_reads_the_stored_summaries(two_runs: tuple[str, str], store_url: str,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     a, b = two_runs
@@ -136,3 +151,25 @@ def test_score_takes_a_stored_run_as_its_baseline(two_runs: tuple[str, str], sto
     monkeypatch.setenv("REFEREE_STORE", store_url)
     code, out, err = run_cli(["score", str(tmp_path / "b.jsonl"), "--baseline", a, "--fail-on-regression"], capsys)
     assert code == 1 and f"baseline: run {a[:12]}" in err
+
+
+def test_score_takes_a_stored_run_as_its_results(two_runs: tuple[str, str], store_url: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = two_runs
+    monkeypatch.setenv("REFEREE_STORE", store_url)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["score", "last", "--baseline", a, "--fail-on-regression", "--json-out", "s.json"],
+                             capsys)
+    assert code == 1 and f"results: run {b[:12]}" in err and f"run {b[:12]}: 40 rows" in out
+    assert json.loads((tmp_path / "s.json").read_text())["overall"]["pass_rate"]["estimate"] == pytest.approx(0.7)
+    code, out, _ = run_cli(["score", a[:8], "--fail-under", "0.9"], capsys)
+    assert code == 0 and f"run {a[:12]}" in out
+    (tmp_path / "last").write_text("")  # a file of that name wins, as it does for --baseline
+    code, _, err = run_cli(["score", "last"], capsys)
+    assert code == 2 and "results: run" not in err
+    code, _, err = run_cli(["score", "no-such-branch"], capsys)
+    assert code == 2 and "no such file" in err
+    monkeypatch.setenv("REFEREE_STORE", "off")
+    code, _, err = run_cli(["score", "no-such-branch"], capsys)
+    assert code == 2 and "run history is off" in err

@@ -45,7 +45,9 @@ class App:
         self.tracer = self.provider.get_tracer("shop-agent")
         self.openinference = openinference
 
-    def ask(self, question: str, answer: str, *, error: bool = False, attrs: dict[str, Any] | None = None) -> Sent:
+    def ask(self, question: str, answer: str, *, error: bool = False, attrs: dict[str, Any] | None = None,
+            documents: list[str] | None = None) -> Sent:
+        """One request; ``documents``: a ``retrieval`` span (GenAI conventions) retrieved them first."""
         t = self.tracer
         if self.openinference:
             root_attrs = {"openinference.span.kind": "AGENT", "input.value": question, "output.value": answer}
@@ -65,6 +67,12 @@ class App:
                         "llm.token_count.prompt": 12, "llm.token_count.completion": 5}):
                     pass
             else:
+                if documents is not None:
+                    with t.start_as_current_span("retrieval kb", attributes={
+                            "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": question,
+                            "gen_ai.retrieval.documents": json.dumps(
+                                [{"id": str(i), "content": d} for i, d in enumerate(documents)])}):
+                        pass
                 with t.start_as_current_span("execute_tool search", attributes={
                         "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
                         "gen_ai.tool.call.arguments": json.dumps({"q": question}),

@@ -30,26 +30,6 @@ def make_sink(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SinkFa
         s.close()
 
 
-_pg: dict[str, Any] = {}
-
-
-@pytest.fixture(scope="session")
-def traces_pg_server() -> Iterator[Any]:
-    from tests.support.postgres import start_server, unavailable
-
-    if "error" in _pg:
-        unavailable(str(_pg["error"]))
-    try:
-        srv = start_server()
-    except RuntimeError as exc:
-        _pg["error"] = str(exc)
-        unavailable(str(exc))
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def trace_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """The run-history store on SQLite and on a real PostgreSQL server (a fresh database per test)."""
@@ -57,10 +37,6 @@ def trace_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stor
         with Store(f"sqlite:///{tmp_path / 'history.sqlite'}") as st:
             yield st
         return
-    srv = request.getfixturevalue("traces_pg_server")
-    db = srv.new_database()
-    try:
-        with Store(srv.url(db)) as st:
-            yield st
-    finally:
-        srv.drop_database(db)
+    # The session's one PostgreSQL server (tests/support/postgres.py), a fresh database per test.
+    with Store(str(request.getfixturevalue("pg_url"))) as st:
+        yield st

@@ -86,3 +86,18 @@ def test_retention_prunes_by_age_and_by_count(trace_store: Store) -> None:
     assert sink.prune(max_traces=2) == 1  # the oldest left
     assert sink.quiet_traces(before_ns=10**9, limit=10) == ["3" * 32, "4" * 32]
     assert sink.counts()["pruned"] == 2
+
+
+def test_recent_traces_are_the_last_to_arrive_scored_or_not(trace_store: Store) -> None:
+    from referee.traces import MemorySink
+
+    T3 = "c" * 32
+    for sink in (StoreSink(trace_store), MemorySink()):
+        sink.add_spans([_span(T1, "0000000000000001")], received_ns=100)
+        sink.add_spans([_span(T2, "0000000000000001")], received_ns=200)
+        sink.add_spans([_span(T3, "0000000000000001")], received_ns=300)
+        sink.add_spans([_span(T1, "0000000000000002")], received_ns=400)  # a late span: T1 arrived last
+        sink.mark_trace(T2, "scored")
+        assert sink.recent_traces(2) == [T3, T1]
+        assert sink.recent_traces(10) == [T2, T3, T1]
+        assert sink.recent_traces(0) == []

@@ -150,3 +150,23 @@ def test_a_port_in_use_suggests_port_0(data: Data, capsys: Any) -> None:
         taken.close()
     err = capsys.readouterr().err
     assert f"cannot listen on 127.0.0.1:{port}" in err and "--port 0 picks a free port" in err
+
+
+def test_reviewers_per_case_is_served_to_the_page(data: Data) -> None:
+    proc, url, _ = _start(str(data.results), "--reviewers", "3", "--reviewer", "ann", "--port", "0")
+    try:
+        with urllib.request.urlopen(url + "api/runs", timeout=30) as r:
+            index = json.loads(r.read())
+        with urllib.request.urlopen(url + "api/runs/0/queue?kind=random&n=5&seed=1", timeout=30) as r:
+            queue = json.loads(r.read())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        close_pipes(proc)
+    assert index["reviewers_per_case"] == 3 and index["reviewer"] == "ann"
+    assert queue["reviewer"] == "ann" and queue["reviewers_per_case"] == 3  # --reviewer names the queue's reviewer
+
+
+def test_reviewers_per_case_out_of_range_is_a_usage_error(data: Data) -> None:
+    assert cli(["view", str(data.results), "--reviewers", "0"]) == 2
+    assert cli(["view", str(data.results), "--reviewers", "21"]) == 2

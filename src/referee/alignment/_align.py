@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
+from ..runner._client import JudgeClient
+from ..runner._session import run_sync
 from ..stats._agreement import interval_text
 from ..stats._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval
 from ._figures import (
@@ -28,9 +30,16 @@ from ._figures import (
 from ._file import AlignedJudge, Example, JudgeRef, LabelsRef, MapSpec, SplitRef
 from ._labels import MAX_LEVELS, HumanLabels, Kind, read_human_labels
 from ._map import ScoreMap, fit_map, snap
+from ._prompt import MAX_EXAMPLES
+from ._prompted import PromptFit, fit_prompt, refit_prompt
+from ._rejudge import MAX_CANDIDATES, JudgeRunner
 from ._split import Split, held_out_split
 
-METHODS = ("map",)
+METHODS = ("examples", "instructions", "map")
+"""In the order they compose: the examples and the instructions change the judge's prompt, the score map is fitted
+last on the scores of that prompt."""
+MODEL_METHODS = frozenset({"examples", "instructions"})
+DEFAULT_EXAMPLES = 4
 MIN_LABELS = 10
 """Fewer labelled cases than this cannot be split into two sides that say anything."""
 DEFAULT_HOLDOUT = 0.5
@@ -59,6 +68,9 @@ class Alignment:
     """The labels read (each reviewer's), when ``align`` read a file."""
     run_id: str | None = None
     """The run the judge's scores came from (its manifest's run id), when known."""
+    prompt: PromptFit | None = None
+    """What the examples and instructions methods chose (the winning rewrite, its diff, the candidates, the
+    examples) and what their calls cost."""
     reviewers_alpha: Interval | None = None
     """With several reviewers: their agreement with each other (Krippendorff's alpha; nominal for pass/fail,
     interval for scores), the ceiling a judge is measured against."""
@@ -99,8 +111,34 @@ class Alignment:
                              metrics=self.to_dict(), labels=labs, run_id=self.run_id)
         return True
 
+    def prompt_lines(self) -> list[str]:
+        """What the prompt methods did: the examples shown, each candidate rewrite, the winning diff, the calls."""
+        p = self.prompt
+        assert p is not None
+        out: list[str] = []
+        if "examples" in self.method:
+            out.append(f"examples: {len(p.examples)} labelled case(s) shown to the judge "
+                       f"({', '.join(str(e['id']) for e in p.examples)})")
+        for i, c in enumerate(p.candidates, 1):
+            if c.get("refused"):
+                out.append(f"candidate {i} refused: {c['refused']}")
+            else:
+                tr = c.get("train")
+                out.append(f"candidate {i}: training agreement {'undefined' if tr is None else f'{tr:.3f}'}")
+        if p.diff:
+            out.append(f"the winning {p.part} edit:")
+            out.extend("\x00" + line for line in p.diff.splitlines())  # a diff is shown as it is, never wrapped
+        out.append(f"calls: {p.judge_calls} to the judge ({p.cached_calls} from the cache), {p.optimizer_calls} to "
+                   f"the optimizer; ${p.cost_usd:.4f}")
+        return out
+
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "method": self.method, "n_labels": self.n_labels, "split": self.split.to_dict(),
+        p = self.prompt
+        prompt = None if p is None else {
+            "part": p.part, "text": p.text, "diff": p.diff, "examples": [e["id"] for e in p.examples],
+            "candidates": p.candidates, "judge_calls": p.judge_calls, "cached_calls": p.cached_calls,
+            "optimizer_calls": p.optimizer_calls, "cost_usd": p.cost_usd}
+        return {"prompt": prompt, "kind": self.kind, "method": self.method, "n_labels": self.n_labels, "split": self.split.to_dict(),
                 "heldout": self.figures.to_dict(), "written": self.written, "reasons": self.reasons,
                 "aligned_hash": self.aligned.hash if self.aligned else None, "more_labels": self.more_labels,
                 "half_width": self.half_width, "target_width": self.target_width, "changed": self.changed,
@@ -125,6 +163,8 @@ class Alignment:
         if self.reviewers_alpha is not None and self.labels is not None:
             out.append(f"reviewers' agreement with each other ({len(self.labels.reviewers)} reviewers, "
                        f"Krippendorff's alpha): {interval_text(self.reviewers_alpha)}: the ceiling for a judge")
+        if self.prompt is not None:
+            out.extend(self.prompt_lines())
         out.append("aligned judge written" if self.written else "no aligned judge written: the original is kept")
         out.extend(f"  {r}" for r in self.reasons)
         if self.more_labels is not None:
@@ -137,6 +177,9 @@ class Alignment:
         out.extend(f"note: {n}" for n in self.notes)
         wrapped: list[str] = []
         for line in out:
+            if line.startswith("\x00"):
+                wrapped.append(line[1:])
+                continue
             indent = " " * (len(line) - len(line.lstrip()))
             wrapped.extend(textwrap.wrap(line, 80, initial_indent="", subsequent_indent=indent + "  ",
                                          break_on_hyphens=False) or [""])
@@ -168,16 +211,18 @@ def align_values(judge: dict[str, float], human: dict[str, float], *, raw_verdic
                  groups: dict[str, str] | None = None, method: tuple[str, ...] = ("map",), holdout: float =
                  DEFAULT_HOLDOUT, split_seed: int = 0, metric: str | None = None, human_pass: float | None = None,
                  target_width: float = DEFAULT_TARGET_WIDTH, n_boot: int = DEFAULT_N_BOOT,
-                 seed: int = DEFAULT_SEED, decision_only: bool = False) -> tuple[Alignment, ScoreMap | None, float]:
+                 seed: int = DEFAULT_SEED, decision_only: bool = False,
+                 candidate: dict[str, float] | None = None, candidate_verdicts: dict[str, bool] | None = None,
+                 split: Split | None = None) -> tuple[Alignment, ScoreMap | None, float]:
     """The procedure on values already on one scale (judge score and human label per case id).
 
     ``raw_verdicts``: the judge's own pass/fail per case, the raw judge's answer to pass/fail labels (else its
     score rounded). Returns the alignment (without a file), the map refitted on every label when it is kept,
     and its pass mark on the judge's scale (nan: none). ``decision_only``: compute only the decision metric's
-    figures (simulations over many seeds)."""
-    for m in method:
-        if m not in METHODS:
-            raise UserError(f"method {m!r}: this referee aligns by {', '.join(METHODS)}")
+    figures (simulations over many seeds). ``candidate`` (and ``candidate_verdicts``): the scores of the judge
+    with its aligned prompt (examples, instructions), which the map (when asked for) is fitted on and which is
+    measured against the raw ``judge``; ``split``: the split that prompt was fitted on (else drawn here)."""
+    method = methods_in_order(method)
     shared = sorted(c for c in human if c in judge)
     if not shared:
         raise UserError(f"none of the {len(human)} labelled case(s) is in the judge's run ({len(judge)} case(s)): "
@@ -201,6 +246,9 @@ def align_values(judge: dict[str, float], human: dict[str, float], *, raw_verdic
     if metric in RANK_METRICS and "map" in method:
         raise UserError(f"a score map is never credited with a gain in rank correlation ({metric}): a map that "
                         "flattens ties can raise one by accident; decide on alpha, kappa, exact or mae")
+    if metric in RANK_METRICS:
+        raise UserError(f"alignment decides on agreement on the labels' scale, not on a rank correlation "
+                        f"({metric}, reported beside it): decide on alpha, kappa, exact or mae")
     if metric in ("kappa", "exact") and kind == "continuous":
         raise UserError(f"{metric} needs categorical labels (at most {MAX_LEVELS} levels); these are continuous")
     jv = np.array([judge[c] for c in shared], dtype=np.float64)
@@ -211,11 +259,19 @@ def align_values(judge: dict[str, float], human: dict[str, float], *, raw_verdic
         raise UserError(f"label scales do not match: judge scores span {jlo:g}-{jhi:g}, human labels span "
                         f"{hlo:g}-{hhi:g}; declare the labels' scale (--human-scale LO-HI, e.g. 1-5) so both "
                         "are read on 0-1")
-    split = held_out_split(dict(zip(shared, y_all.tolist(), strict=True)), groups=groups, holdout=holdout,
-                           seed=split_seed, categorical=kind != "continuous")
+    if split is None:
+        split = held_out_split(dict(zip(shared, y_all.tolist(), strict=True)), groups=groups, holdout=holdout,
+                               seed=split_seed, categorical=kind != "continuous")
     pos = {c: i for i, c in enumerate(shared)}
-    tr = np.array([pos[c] for c in split.train])
-    ho = np.array([pos[c] for c in split.heldout])
+    cand = judge if candidate is None else candidate
+    dropped = [c for c in (*split.train, *split.heldout) if c in pos and c not in cand]
+    if dropped:
+        notes.append(f"{len(dropped)} labelled case(s) the aligned prompt left unscored: left out of the figures")
+    tr = np.array([pos[c] for c in split.train if c in pos and c in cand], dtype=np.int64)
+    ho = np.array([pos[c] for c in split.heldout if c in pos and c in cand], dtype=np.int64)
+    if ho.size == 0 or tr.size == 0:
+        raise UserError("no held-out (or no training) case was scored by the aligned prompt: nothing to measure")
+    cv = np.array([cand.get(c, math.nan) for c in shared], dtype=np.float64)
     train_levels = sorted(set(y_all[tr].tolist()))
     if len(train_levels) < 2:
         raise UserError("the training side holds one class only: label more cases of each class")
@@ -227,10 +283,19 @@ def align_values(judge: dict[str, float], human: dict[str, float], *, raw_verdic
             return snap(jv[ix], [0.0, 1.0])
         return snap(jv[ix], levels) if kind == "ordinal" else jv[ix]
 
-    smap = _fit(kind, jv[tr], y_all[tr])
+    def cand_on_scale(ix: np.ndarray) -> np.ndarray:
+        if kind == "binary":
+            if candidate_verdicts is not None and all(shared[i] in candidate_verdicts for i in ix):
+                return np.array([1.0 if candidate_verdicts[shared[i]] else 0.0 for i in ix])
+            return snap(cv[ix], [0.0, 1.0])
+        return snap(cv[ix], levels) if kind == "ordinal" else cv[ix]
+
+    mapped = "map" in method
+    smap = _fit(kind, cv[tr], y_all[tr]) if mapped else None
     base = _baseline(y_all[tr], kind, train_levels)
     y = y_all[ho]
-    preds = {"raw": raw_on_scale(ho), "aligned": smap(jv[ho]), "baseline": np.full(ho.size, base)}
+    preds = {"raw": raw_on_scale(ho), "aligned": smap(cv[ho]) if smap is not None else cand_on_scale(ho),
+             "baseline": np.full(ho.size, base)}
     fig = heldout_figures(y, preds, kind=kind, metric=metric, levels=levels, n_boot=n_boot, seed=seed,
                           decision_only=decision_only)
     reasons: list[str] = []
@@ -262,7 +327,7 @@ def align_values(judge: dict[str, float], human: dict[str, float], *, raw_verdic
                                      strict=True) if kind != "continuous" and r != a]
     final: ScoreMap | None = None
     mark = math.nan
-    if written:
+    if written and mapped and candidate is None:
         final = _fit(kind, jv, y_all)  # the judge users get is refitted on every label
         level = 1.0 if kind == "binary" else human_pass
         if level is not None:
@@ -272,6 +337,96 @@ def align_values(judge: dict[str, float], human: dict[str, float], *, raw_verdic
                    reasons=reasons, aligned=None, more_labels=more, half_width=half, target_width=target_width,
                    changed=changed, notes=notes)
     return al, final, mark
+
+
+def methods_in_order(method: tuple[str, ...] | str) -> tuple[str, ...]:
+    """The methods asked for (a name, a comma list, or several), in the order they compose."""
+    names = [method] if isinstance(method, str) else list(method)
+    asked = [m.strip() for n in names for m in n.split(",") if m.strip()]
+    for m in asked:
+        if m not in METHODS:
+            raise UserError(f"method {m!r}: this referee aligns by {', '.join(METHODS)}")
+    if not asked:
+        return ("map",)
+    return tuple(m for m in METHODS if m in asked)
+
+
+def _check_same_judge(rows: JudgeRef, judge: JudgeRunner, *, force: bool) -> None:
+    """The run's rows must come from the judge that is re-run (else raw and aligned compare two judges)."""
+    info = judge.client.judge_info(judge.judge.template_hash)
+    now = JudgeRef(provider=info.provider, model=info.model, template_hash=info.template_hash)
+    diffs = [f"{k} {getattr(rows, k)!r} (the run's rows) vs {getattr(now, k)!r} (re-run)"
+             for k in ("provider", "model", "template_hash")
+             if getattr(rows, k) is not None and getattr(now, k) is not None and getattr(rows, k) != getattr(now, k)]
+    if not diffs:
+        return
+    msg = "the run was judged by another judge than the one alignment re-runs: " + "; ".join(diffs)
+    if not force:
+        raise UserError(msg + " (judge the run again with this judge, or pass --force)")
+    import warnings
+
+    warnings.warn(msg + " (aligned anyway: --force)", UserWarning, stacklevel=3)
+
+
+async def _prompt_alignment(judge: JudgeRunner, optimizer: JudgeClient | None, raw: dict[str, float],
+                            raw_verdicts: dict[str, bool], hl: HumanLabels, groups: dict[str, str], *,
+                            methods: tuple[str, ...], holdout: float, split_seed: int, metric: str | None,
+                            examples: int, candidates: int, human_pass: float | None, target_width: float,
+                            n_boot: int, seed: int) -> tuple[Alignment, ScoreMap | None, float, PromptFit]:
+    """The prompt fitted on the training side of the split, measured on the held-out side, refitted on every
+    label when kept; one event loop for every call (the clients are closed at the end)."""
+    try:
+        shared = sorted(c for c in hl.values if c in raw)
+        if len(shared) < MIN_LABELS:
+            raise UserError(f"{len(shared)} labelled case(s) in the run: alignment needs at least {MIN_LABELS} "
+                            "(20 or more to say anything)")
+        missing = [c for c in shared if c not in judge.cases]
+        if missing:
+            raise UserError(f"{len(missing)} labelled case(s) are not among the judge's cases (first: {missing[0]}): "
+                            "give the suite the run was judged with")
+        y = [hl.values[c] for c in shared]
+        kind = _kind_of(y)
+        levels = sorted(set(y))
+        if len(levels) < 2:
+            raise UserError(f"every label is {levels[0]:g}: with one class only, agreement is undefined; label "
+                            "cases of the other class(es) too")
+        dec = metric or default_metric(kind)
+        if dec not in METRICS:
+            raise UserError(f"metric {dec!r}: choose from {', '.join(METRICS)}")
+        if dec in RANK_METRICS:
+            raise UserError(f"alignment decides on agreement on the labels' scale, not on a rank correlation "
+                            f"({dec}): decide on alpha, kappa, exact or mae")
+        split = held_out_split(dict(zip(shared, y, strict=True)), groups=groups or None, holdout=holdout,
+                               seed=split_seed, categorical=kind != "continuous")
+        fit = await fit_prompt(judge, methods=methods, train=split.train, heldout=split.heldout, human=hl.values,
+                               raw=raw, raw_verdicts=raw_verdicts, rationale=hl.rationale, kind=kind,
+                               levels=levels, metric=dec, n_examples=examples, n_candidates=candidates,
+                               optimizer=optimizer, seed=split_seed)
+        assert fit.scored is not None
+        al, final, mark = align_values(raw, hl.values, raw_verdicts=raw_verdicts, groups=groups or None,
+                                       method=methods, holdout=holdout, split_seed=split_seed, metric=dec,
+                                       human_pass=human_pass, target_width=target_width, n_boot=n_boot, seed=seed,
+                                       candidate=fit.scored.scores, candidate_verdicts=fit.scored.passed,
+                                       split=split)
+        al.notes.extend(fit.notes)
+        al.prompt = fit
+        if al.written:
+            fit.examples, rescored = await refit_prompt(
+                judge, fit, ids=shared, human=hl.values, raw=raw, raw_verdicts=raw_verdicts,
+                rationale=hl.rationale, kind=kind, levels=levels, n_examples=examples, seed=split_seed,
+                rescore="map" in methods)
+            if rescored is not None:
+                keep = [c for c in shared if c in rescored.scores]
+                final = _fit(kind, np.array([rescored.scores[c] for c in keep]),
+                             np.array([hl.values[c] for c in keep]))
+                level = 1.0 if kind == "binary" else human_pass
+                pm = final.pass_mark(level) if level is not None else None
+                mark = math.nan if pm is None else pm
+        return al, final, mark, fit
+    finally:
+        await judge.client.aclose()
+        if optimizer is not None and optimizer is not judge.client:
+            await optimizer.aclose()
 
 
 def _judge_ref(results: Path) -> JudgeRef:
@@ -305,7 +460,8 @@ def align(results: str | Path, labels: str | Path | HumanLabels, *, method: tupl
           human_scale: tuple[float, float] | None = None, holdout: float = DEFAULT_HOLDOUT, split_seed: int = 0,
           metric: str | None = None, human_pass: float | None = None,
           target_width: float = DEFAULT_TARGET_WIDTH, n_boot: int = DEFAULT_N_BOOT,
-          seed: int = DEFAULT_SEED) -> Alignment:
+          seed: int = DEFAULT_SEED, judge: JudgeRunner | None = None, optimizer: JudgeClient | None = None,
+          examples: int = DEFAULT_EXAMPLES, candidates: int = MAX_CANDIDATES, force: bool = False) -> Alignment:
     """Align the judge whose rows are in ``results`` (a run's results file) to the human ``labels`` (the viewer's
     or ``calibrate``'s label file, or a CSV with ``id_field`` and ``label_field`` columns).
 
@@ -313,10 +469,25 @@ def align(results: str | Path, labels: str | Path | HumanLabels, *, method: tupl
     ``group_field`` group on one side); the aligned judge (``Alignment.aligned``, save it with ``.save(path)``)
     exists only when the lower bound of its held-out gain over the raw judge and over the no-judge baseline is
     above 0. ``threshold``: the raw judge's pass mark (as ``referee score --threshold``), its verdict for
-    pass/fail labels."""
+    pass/fail labels.
+
+    ``examples`` and ``instructions`` (``method``) re-run the judge: ``judge`` is the judge of the run (an
+    ``llm_judge``, its labelled cases and its provider's client: :class:`JudgeRunner`), ``optimizer`` the client
+    of the model that proposes rewrites of its rubric (at most ``candidates``), ``examples`` how many labelled
+    cases the prompt shows. Those clients are closed when it returns. A run judged by another model or template
+    than ``judge`` is refused (``force``: a warning)."""
     from ..calibrate import judge_labels
 
-    methods = (method,) if isinstance(method, str) else tuple(method)
+    methods = methods_in_order(method)
+    if MODEL_METHODS & set(methods) and judge is None:
+        raise UserError(f"--method {'+'.join(sorted(MODEL_METHODS & set(methods)))} re-runs the judge: give the "
+                        "suite it was run with (--suite)")
+    if "instructions" in methods and optimizer is None:
+        raise UserError("--method instructions needs an optimizer model (--optimizer PROVIDER[:MODEL])")
+    if not 1 <= candidates <= MAX_CANDIDATES:
+        raise UserError(f"candidates: 1 to {MAX_CANDIDATES}")
+    if "examples" in methods and not 1 <= examples <= MAX_EXAMPLES:
+        raise UserError(f"examples: 1 to {MAX_EXAMPLES}")
     rp = Path(results)
     jl = judge_labels(rp, threshold=threshold)
     if not jl.values:
@@ -333,9 +504,18 @@ def align(results: str | Path, labels: str | Path | HumanLabels, *, method: tupl
             groups.setdefault(cid, g)
         if not groups:
             raise UserError(f"no case has a {group_field!r} field (in the labels or the rows' metadata)")
-    al, final, mark = align_values(jl.values, hl.values, raw_verdicts=jl.passed, groups=groups or None,
-                                   method=methods, holdout=holdout, split_seed=split_seed, metric=metric,
-                                   human_pass=human_pass, target_width=target_width, n_boot=n_boot, seed=seed)
+    fit: PromptFit | None = None
+    if MODEL_METHODS & set(methods):
+        assert judge is not None
+        _check_same_judge(_judge_ref(rp), judge, force=force)
+        al, final, mark, fit = run_sync(_prompt_alignment(
+            judge, optimizer, jl.values, jl.passed, hl, groups, methods=methods, holdout=holdout,
+            split_seed=split_seed, metric=metric, examples=examples, candidates=candidates, human_pass=human_pass,
+            target_width=target_width, n_boot=n_boot, seed=seed))
+    else:
+        al, final, mark = align_values(jl.values, hl.values, raw_verdicts=jl.passed, groups=groups or None,
+                                       method=methods, holdout=holdout, split_seed=split_seed, metric=metric,
+                                       human_pass=human_pass, target_width=target_width, n_boot=n_boot, seed=seed)
     al.labels = hl
     if len(hl.reviewers) > 1:
         from ..stats._panel import krippendorff_alpha
@@ -357,13 +537,18 @@ def align(results: str | Path, labels: str | Path | HumanLabels, *, method: tupl
                         f"{len(hl.no_consensus)} case(s) had none and are left out")
     elif hl.no_consensus:
         al.notes.append(f"{len(hl.no_consensus)} case(s) without consensus: left out")
-    if final is not None:
-        examples: list[Example] = []
+    if al.written and (final is not None or fit is not None):
+        chosen = [Example(id=e["id"], label=e["label"], rationale=e.get("rationale"), case=e["case"])
+                  for e in (fit.examples if fit is not None else [])]
         al.aligned = AlignedJudge(
             method=list(methods), judge=_judge_ref(rp),
-            map=MapSpec(knots=final.knots, levels=final.levels, pass_mark=None if math.isnan(mark) else mark,
-                        human_scale=human_scale),
-            examples=examples,
+            map=None if final is None else MapSpec(knots=final.knots, levels=final.levels,
+                                                   pass_mark=None if math.isnan(mark) else mark,
+                                                   human_scale=human_scale),
+            examples=chosen, prompt=fit.text if fit is not None else None,
+            prompt_part=fit.part if fit is not None and fit.text is not None else None,
+            prompt_diff=fit.diff if fit is not None else None, label_kind=al.kind,
+            optimizer_model=optimizer.provider.model if optimizer is not None else None,
             labels=LabelsRef(path=Path(hl.path).name, sha256=hl.sha256, n=al.n_labels, reviewers=hl.reviewers,
                              no_consensus=len(hl.no_consensus)),
             split=SplitRef(seed=al.split.seed, holdout=al.split.holdout, grouped=al.split.grouped,

@@ -54,9 +54,13 @@ class MapSpec(_Strict):
 
 
 class Example(_Strict):
+    """A labelled case shown to the judge before the case it grades."""
+
     id: str
     label: float
     rationale: str | None = None
+    case: dict[str, str] = Field(default_factory=dict)
+    """The fields shown (input, output, reference), as text."""
 
 
 class LabelsRef(_Strict):
@@ -82,6 +86,12 @@ class AlignedJudge(_Strict):
     method: list[str]
     judge: JudgeRef
     prompt: str | None = None
+    """The rubric or template (``prompt_part``) as the instructions method rewrote it (None: the judge's own)."""
+    prompt_part: Literal["rubric", "template"] | None = None
+    prompt_diff: str | None = None
+    """The rewrite as a unified diff against the judge's own rubric or template."""
+    label_kind: Literal["binary", "ordinal", "continuous"] = "binary"
+    """How the examples' labels are shown to the judge (pass/fail, or a score)."""
     examples: list[Example] = Field(default_factory=list)
     map: MapSpec | None = None
     labels: LabelsRef
@@ -99,6 +109,20 @@ class AlignedJudge(_Strict):
         """The raw judge score on the human scale (the raw score itself without a map)."""
         return raw if self.map is None else float(self.map.score_map()([raw])[0])
 
+    @property
+    def changes_prompt(self) -> bool:
+        return bool(self.examples) or self.prompt is not None
+
+    def apply(self, evaluator: Any) -> Any:
+        """``evaluator`` (the suite entry's judge) with this alignment's examples and rewritten rubric or template
+        in its prompt; unchanged when the alignment is a score map only."""
+        if not self.changes_prompt:
+            return evaluator
+        from ._prompt import aligned_judge
+
+        return aligned_judge(evaluator, examples=[e.model_dump() for e in self.examples], kind=self.label_kind,
+                             part=self.prompt_part, text=self.prompt)
+
     def save(self, path: str | Path) -> Path:
         p = Path(path)
         text = json.dumps(self.model_dump(mode="json"), indent=2, allow_nan=False) + "\n"
@@ -115,8 +139,8 @@ class AlignedJudge(_Strict):
             return
         msg = f"the aligned judge {self.hash} was fitted for another judge: {'; '.join(diffs)}"
         if not force:
-            raise UserError(msg + " (refit it on this judge's scores, or pass --force to use it anyway)")
-        warnings.warn(msg + " (used anyway: --force)", UserWarning, stacklevel=2)
+            raise UserError(msg + " (refit it on this judge's scores, or run with --force-aligned to use it anyway)")
+        warnings.warn(msg + " (used anyway: --force-aligned)", UserWarning, stacklevel=2)
 
 
 def load_aligned(path: str | Path) -> AlignedJudge:

@@ -26,7 +26,7 @@ MAX_RATIONALE = 2000
 """A reviewer's rationale is shown to the judge as an example's explanation: longer text is cut."""
 MAX_LEVELS = 11
 """Label values with at most this many distinct levels are categories (pass/fail, 1-5, 0-10)."""
-DEFAULT_REVIEWER = "reviewer"
+DEFAULT_REVIEWER = "anonymous"  # the viewer's name for a label saved without one
 
 Kind = Literal["binary", "ordinal", "continuous"]
 

@@ -53,6 +53,15 @@ def with_panel_judges(suite: Any, jo: JudgeOptions, judges: tuple[str, ...]) -> 
     return suite, jo
 
 
+def _check_aligned(suite: Any, jo: JudgeOptions, force: bool) -> None:
+    """Each aligned judge against the judge this run really uses (flags and environment included)."""
+    from ..alignment import JudgeRef
+
+    for s in suite.specs:
+        if s.aligned is not None:
+            s.aligned.check_judge(JudgeRef(provider=jo.provider, model=jo.model), force=force)
+
+
 def default_out(suite_path: str) -> Path:
     p = Path(suite_path)
     return p.with_name(p.stem + "_results.jsonl")
@@ -99,10 +108,13 @@ def default_out(suite_path: str) -> Path:
 @click.option("--baseline", "baseline", default=None, metavar="FILE|RUN",
               help="Gate against this run instead of the suite's gates.baseline: a results file, or a run in the "
                    "history (main or any branch, last, a run id, @COMMIT).")
+@click.option("--force-aligned", is_flag=True,
+              help="Run an entry's aligned judge (aligned:) even with another judge model than it was fitted for "
+                   "(a warning instead of a refusal).")
 @judge_options(default_concurrency=8)
 @store_options()
 def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
-            panel_judges: tuple[str, ...],
+            panel_judges: tuple[str, ...], force_aligned: bool,
             no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
             rpm: float | None, repeat: int, retry_unscored: bool, verbose: bool, baseline: str | None,
             judge: JudgeOptions) -> int:
@@ -113,18 +125,19 @@ def command(suite_file: str, out: str | None, filters: tuple[str, ...], cases_fi
     with retrying_unscored(retry_unscored):
         return _run(suite_file, out, filters, cases_file, dry_run, no_judge, no_gates, target_ids, markdown_out,
                     engine, rpm, judge, verbose=verbose, panel_judges=panel_judges, repeat=repeat,
-                    baseline=baseline)
+                    baseline=baseline, force_aligned=force_aligned)
 
 
 def _run(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file: str | None, dry_run: bool,
          no_judge: bool, no_gates: bool, target_ids: str | None, markdown_out: str | None, engine: str,
          rpm: float | None, judge: JudgeOptions, *, verbose: bool, panel_judges: tuple[str, ...],
-         repeat: int, baseline: str | None = None) -> int:
+         repeat: int, baseline: str | None = None, force_aligned: bool = False) -> int:
     from ..run import run_suite
     from ..run.engines import get_engine
     from ..suites import evaluator_table, load_suite
 
-    suite = load_suite(suite_file, run_user_code=not dry_run)  # a dry run imports no plugin module
+    # A dry run imports no plugin module.
+    suite = load_suite(suite_file, run_user_code=not dry_run, force_aligned=force_aligned)
     if cases_file:
         from ..cases import load_cases
 
@@ -147,6 +160,7 @@ def _run(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file:
             raise UserError(f"--no-judge leaves no evaluator in {suite_file}")
         suite = dataclasses.replace(suite, specs=kept)
     jo = suite_judge(judge, suite)
+    _check_aligned(suite, jo, force_aligned)
     chosen = get_engine(engine, rpm=rpm)  # a bad --engine is a usage error before anything runs
     from ..runner import check_env
 

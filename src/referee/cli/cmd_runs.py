@@ -36,10 +36,10 @@ def _opened(url: str | None) -> Iterator[Any]:
 
 
 def _get(st: Any, ref: str) -> Any:
-    try:
-        return st.get_run(ref)
-    except KeyError as exc:
-        raise UserError(str(exc.args[0])) from None
+    # A run id or prefix, else a name: last, @COMMIT, a branch (its newest complete run).
+    from ..store import find_run
+
+    return find_run(st, ref)
 
 
 def _cell(v: Any, width: int) -> str:
@@ -176,6 +176,8 @@ def compare_cmd(baseline: str, candidate: str, store_url: str | None, threshold:
 
     with _opened(store_url) as st:
         b, c = load_run(st, _get(st, baseline).id), load_run(st, _get(st, candidate).id)
+    if b.run_id == c.run_id:
+        echo_err(f"note: {baseline!r} and {candidate!r} name the same run ({b.run_id[:12]})")
     if b.record.identity != c.record.identity:
         echo_err(f"note: runs {b.run_id[:12]} and {c.run_id[:12]} differ in suite, evaluators or judge "
                  f"({b.record.judge or 'no judge'} vs {c.record.judge or 'no judge'})")

@@ -47,7 +47,7 @@ _RATE = click.FloatRange(0.0, 1.0)
 
 
 @click.command("score")
-@click.argument("results", type=click.Path(dir_okay=False))
+@click.argument("results", metavar="RESULTS|RUN", type=click.Path(dir_okay=False))
 @click.option("--baseline", "-b", default=None, metavar="FILE|RUN",
               help="The reference run to compare with: its results file, or a run in the history: main (or any "
                    "branch), last, a run id, @COMMIT (an existing file wins).")
@@ -132,6 +132,8 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         for name, flag in _BASELINE_ONLY.items():
             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
                 raise UserError(f"{flag} needs --baseline")
+    given = results
+    results = _stored_results(ctx, results)
     adv = frozenset(normalise_category(c) for c in (adversarial_categories or "").split(",") if c.strip())
     opts = ScoreOptions(threshold=threshold, n_boot=n_boot, boot_seed=boot_seed, adversarial_categories=adv,
                         target_drop=target_drop, allow_case_set_change=allow_case_set_change, pass_rule=pass_rule,
@@ -145,6 +147,8 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
     else:
         table, base_table = load_table(results, strict=strict), None
     summary = summarize(table, opts, baseline=base_table, min_case_pass_rate=min_case_pass_rate)
+    if results != given:
+        summary.path = f"run {Path(results).parent.name}"
 
     for w in summary.warnings[:_MAX_WARNINGS]:
         echo_err(f"warning: {printable(w)}")
@@ -210,6 +214,36 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
         if warning:
             echo_err(f"warning: {warning}")
     return code
+
+
+def _stored_results(ctx: click.Context, results: str) -> str:
+    """RESULTS as given when it is a file (a file wins); else the run it names in the history (a run id or prefix,
+    last, @COMMIT, a branch), exported to a temporary folder removed when the command ends, so every output
+    (JSON, JUnit, Markdown, panels) reads it as it reads a file."""
+    import tempfile
+
+    from ..store import current, export_run, find_run, looks_like_name, open_store
+
+    if Path(results).exists() or not looks_like_name(results):
+        return results
+    if not current().readable:
+        raise UserError(f"{results}: no such file, and the run history is off (REFEREE_STORE=off), so a run cannot "
+                        "be looked up by name")
+    with open_store(None) as st:
+        try:
+            run = find_run(st, results)
+        except UserError as exc:
+            raise UserError(f"{results}: no such file, and {exc}") from None
+        # The folder is named after the run: the report's header names the run, not a temporary path.
+        tmp = tempfile.TemporaryDirectory(prefix="referee-score-")
+        ctx.call_on_close(tmp.cleanup)
+        folder = Path(tmp.name) / run.id[:12]
+        folder.mkdir()
+        path, n = export_run(st, run.id, folder / "results.jsonl")
+        where = st.display_url
+    echo_err(f"results: run {run.id[:12]} ({run.git_branch or '?'} @ {(run.git_commit or '?')[:12]}), {n} rows, "
+             f"from {where}")
+    return str(path)
 
 
 def resolve_named_baseline(baseline: str, results: str) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -22,6 +23,9 @@ from ..synth import (
 )
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
+DEFAULT_RECENT_TRACES = 1000
+"""Traces read by --from-traces when no selection is given: the ones that arrived last."""
+
 
 def _weights(values: tuple[str, ...], flag: str) -> dict[str, float] | None:
     if not values:
@@ -36,6 +40,25 @@ def _weights(values: tuple[str, ...], flag: str) -> dict[str, float] | None:
     return out
 
 
+def _traces(store_url: str | None, metric: str | None, below: float | None, failed: bool, ids: tuple[str, ...],
+            recent: int | None) -> list[dict[str, Any]]:
+    """The selected stored traces as cases (``referee traces to-cases``'s selection)."""
+    selection = [f for f, on in (("--trace-metric", metric), ("--trace-below", below is not None),
+                                 ("--trace-failed", failed), ("--trace", ids), ("--recent-traces", recent)) if on]
+    if selection and not (below is not None or failed or ids or recent):
+        raise UserError("--trace-metric selects with --trace-below or --trace-failed")
+    from ..traces import open_sink, traces_to_cases
+
+    sink = open_sink(store_url)
+    chosen = traces_to_cases(sink, metric=metric, below=below, failed=failed, trace_ids=ids,
+                             recent=recent or (0 if selection else DEFAULT_RECENT_TRACES))
+    if not chosen:
+        raise UserError("--from-traces: no stored trace matches the selection"
+                        + (f" ({', '.join(selection)})" if selection else " (the run history holds no trace)"))
+    echo_err(f"{len(chosen)} stored trace(s) as sources")
+    return chosen
+
+
 @click.command("synth")
 @click.argument("documents", nargs=-1, type=click.Path(exists=True))
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
@@ -44,6 +67,16 @@ def _weights(values: tuple[str, ...], flag: str) -> dict[str, float] | None:
               help="How many cases to keep.")
 @click.option("--from-cases", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Existing cases to write variations of (their contexts and references are the source).")
+@click.option("--from-traces", is_flag=True,
+              help="Stored production traces as sources (their retrieved documents, their questions as examples), "
+                   "read from --store or the run history in force; select with --trace-below, --trace-failed, "
+                   "--trace, else the --recent-traces that arrived last.")
+@click.option("--trace-metric", default=None, help="With --trace-below / --trace-failed: this metric (default any).")
+@click.option("--trace-below", type=click.FloatRange(0, 1), default=None, help="Traces scored under this.")
+@click.option("--trace-failed", is_flag=True, help="Traces that failed the metric's threshold.")
+@click.option("--trace", "trace_ids", multiple=True, help="A trace id; repeatable.")
+@click.option("--recent-traces", type=click.IntRange(1, 100_000), default=None,
+              help="The traces that arrived last (default 1000 when no other selection is given).")
 @click.option("--existing", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="The suite's cases: a generated case too close to one of them is a duplicate.")
 @click.option("--labelled", multiple=True, type=click.Path(exists=True, dir_okay=False),
@@ -67,24 +100,29 @@ def _weights(values: tuple[str, ...], flag: str) -> dict[str, float] | None:
 @click.option("--redact", default=None, metavar="pii|MODULE:FUNCTION",
               help="Applied to every document before any text is sent.")
 @click.option("--store", "store_url", default=None, metavar="URL",
-              help="Record the run in this history (a SQLite file or sqlite:///path, or postgresql://...; default: "
-                   "REFEREE_STORE, else .referee/history.sqlite).")
+              help="Record the run in this history, and read --from-traces from it (a SQLite file or sqlite:///path, "
+                   "or postgresql://...; default: REFEREE_STORE, else .referee/history.sqlite). With --from-traces "
+                   "and --no-store, only read from it.")
 @click.option("--no-store", is_flag=True, help="Do not record the run in the run history.")
 @click.option("--dry-run", is_flag=True, help="Price the first round (generation and gates); send nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary as JSON on stdout.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Also write the coverage report as an HTML page with charts.")
 @judge_options(default_concurrency=4)
-def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str, ...], existing: tuple[str, ...],
+def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str, ...], from_traces: bool,
+            trace_metric: str | None, trace_below: float | None, trace_failed: bool, trace_ids: tuple[str, ...],
+            recent_traces: int | None, existing: tuple[str, ...],
             labelled: tuple[str, ...], kinds: tuple[str, ...], personas: tuple[str, ...], chunk_chars: int,
             overlap: int, critic_threshold: float, near_duplicate: float, max_rounds: int, max_cost: float | None,
             redact: str | None, store_url: str | None, no_store: bool, dry_run: bool, as_json: bool,
             html_out: str | None, judge: JudgeOptions) -> int:
     """Generate N test cases from DOCUMENTS (files or folders: text, Markdown, HTML, PDF with the pdf extra)."""
-    if store_url and no_store:
+    if store_url and no_store and not from_traces:
         raise UserError("--store and --no-store contradict each other; give one")
-    if not documents and not from_cases:
-        raise UserError("give DOCUMENTS (files or folders) or --from-cases")
+    if not documents and not from_cases and not from_traces:
+        raise UserError("give DOCUMENTS (files or folders), --from-cases or --from-traces")
+    traces = _traces(store_url, trace_metric, trace_below, trace_failed, trace_ids, recent_traces) \
+        if from_traces else None
     if html_out:
         taken = [Path(p).resolve() for p in (*documents, *from_cases, *existing, *labelled, out)]
         if Path(html_out).resolve() in taken:
@@ -98,13 +136,14 @@ def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str,
             est = estimate_synth(list(documents), n=n, judge=api_judge(judge), kinds=_weights(kinds, "--kind"),
                                  personas=_weights(personas, "--persona"), splitter=splitter, seed=seed,
                                  temperature=temperature, max_rounds=max_rounds, redact=hook,
-                                 from_cases=list(from_cases))
+                                 from_cases=list(from_cases), from_traces=traces)
             if as_json:
                 click.echo(json.dumps(est.to_dict()))
             for line in est.lines():
                 echo_err(line)
             return 0
         result = synth(list(documents), n=n, judge=api_judge(judge), out=out, from_cases=list(from_cases),
+                       from_traces=traces,
                        existing=existing, labelled=labelled, kinds=_weights(kinds, "--kind"),
                        personas=_weights(personas, "--persona"), splitter=splitter, seed=seed,
                        temperature=temperature, critic_threshold=critic_threshold, near_duplicate=near_duplicate,

@@ -25,6 +25,11 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
                    "no RESULTS: REFEREE_STORE, else .referee/history.sqlite).")
 @click.option("--reviewer", default=None, metavar="NAME",
               help="Your name, saved with each label you give (the page's reviewer box starts with it).")
+@click.option("--reviewers", "reviewers_per_case", type=click.IntRange(1, 20), default=1, show_default=True,
+              metavar="K",
+              help="Reviewers each case asks for: a review queue offers you the cases you have not labelled that "
+                   "fewer than K reviewers have; with K > 1 the page shows each reviewer only their own labels, "
+                   "and the run page shows the reviewers' agreement with each other beside the judge's.")
 @click.option("--cases", "cases", multiple=True, metavar="[RUN=]FILE",
               help="Cases file the runs were judged on, to show inputs and outputs (default: each run's own: a "
                    "target's outputs, the cases a Python run wrote, the file its manifest names). RUN=FILE binds "
@@ -42,7 +47,8 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
               help="As referee score --pass-rule.")
 @click.option("--n-boot", type=click.IntRange(100), default=DEFAULT_N_BOOT, show_default=True,
               help="Bootstrap resamples for the summary's intervals.")
-def command(results: tuple[str, ...], store_url: str | None, reviewer: str | None, cases: tuple[str, ...],
+def command(results: tuple[str, ...], store_url: str | None, reviewer: str | None, reviewers_per_case: int,
+            cases: tuple[str, ...],
             labels: str | None, port: int, host: str, open_browser: bool, threshold: float, pass_rule: str,
             n_boot: int) -> int:
     """Open a local web app over RESULTS (results files, or a run folder such as referee run's results/): a grid
@@ -73,6 +79,7 @@ def command(results: tuple[str, ...], store_url: str | None, reviewer: str | Non
         raise
     app.history = history
     app.reviewer = reviewer.strip() if reviewer else None
+    app.reviewers_per_case = reviewers_per_case
     try:
         try:
             server = ViewServer(app, host, port)

@@ -36,7 +36,8 @@ from ..providers._base import JudgeRequest, Message
 RESERVED_TAGS = ("data", "case", "input", "output", "final_output", "reference", "trajectory", "transcript",
                  "conversation", "turn", "final_turn", "tool_result", "expected", "attack", "response", "rubric",
                  "task", "context", "generated", "gold", "question", "answer", "response_1", "response_2",
-                 "output_a", "output_b", "system", "instructions", "verdict", "chunk", "slots")
+                 "output_a", "output_b", "system", "instructions", "verdict", "chunk", "slots",
+                 "example", "rationale")
 
 DATA_NOTICE = (
     "Everything in the user's message that comes from the case being judged (the task input, the output "

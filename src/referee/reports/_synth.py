@@ -1,6 +1,7 @@
-"""The coverage report of ``referee synth --html``: one self-contained page (no script, nothing fetched) with the
-kept cases per document, per kind (kept share against target share) and per persona, and the rejections per gate,
-as inline SVG bars. It computes nothing: it draws the summary :meth:`referee.synth.SynthResult.to_dict` gives."""
+"""The coverage of generated cases as charts: cases per document, per kind (kept share against target share) and
+per persona, as inline SVG bars. The same three charts are drawn for ``referee synth --html`` (one self-contained
+page, with the rejections per gate), for the section of ``referee report`` and for the viewer's coverage panel. It
+computes nothing: it draws the figures :func:`referee.synth.coverage_of` gives (the terminal table's own)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,19 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._charts import _e, _frame
+from ._charts import Chart, _e, _frame
 
 _BLUE, _GREY, _RED = "#3b6fd4", "#bbb", "#c62828"
+MAX_BARS = 30
+"""Bars drawn per chart; the other names are summed into one last bar that says how many they are."""
+
+
+def _capped(rows: Sequence[tuple[str, float, float | None]]) -> list[tuple[str, float, float | None]]:
+    if len(rows) <= MAX_BARS:
+        return list(rows)
+    rest = rows[MAX_BARS - 1:]
+    total = sum(v for _, v, _ in rest)
+    return [*rows[:MAX_BARS - 1], (f"({len(rest)} more)", total, None)]
 
 
 def count_bars(rows: Sequence[tuple[str, float, float | None]], *, title: str, percent: bool,
@@ -19,6 +30,7 @@ def count_bars(rows: Sequence[tuple[str, float, float | None]], *, title: str, p
     if not rows:
         return _frame(f'<text x="180" y="40" text-anchor="middle" font-size="12" fill="#888">{_e("nothing")}'
                       "</text>", h=60, label=title)
+    rows = _capped(rows)
     row_h, label_w, width = 22, 170, 460
     pw = width - label_w - 60
     top = max([v for _, v, _ in rows] + [t for _, _, t in rows if t is not None] + [1e-9])
@@ -42,22 +54,38 @@ def count_bars(rows: Sequence[tuple[str, float, float | None]], *, title: str, p
     return _frame("".join(parts), w=width, h=12 + row_h * len(rows), label=title)
 
 
+def coverage_charts(cov: Mapping[str, Any]) -> list[Chart]:
+    """Cases per document, each kind's kept share (bar) against its target share (tick), cases per persona: the
+    figures of a :func:`referee.synth.coverage_of` result, in its order."""
+    total = cov.get("cases") or 1
+    targets = cov.get("targets") or {}
+    docs = [(str(d), float(n), None) for d, n in (cov.get("document") or {}).items()]
+    kinds = [(str(k), n / total, targets.get(k)) for k, n in (cov.get("kind") or {}).items()]
+    personas = [(str(p), float(n), None) for p, n in (cov.get("persona") or {}).items()]
+    kind_title = ("Kinds: kept share (bar) against target share (tick)" if targets else "Kinds: share of the cases")
+    return [Chart("coverage-documents", "Cases per document", count_bars(docs, title="per document", percent=False)),
+            Chart("coverage-kinds", kind_title, count_bars(kinds, title="per kind", percent=True)),
+            Chart("coverage-personas", "Cases per persona",
+                  count_bars(personas, title="per persona", percent=False))]
+
+
+def coverage_fragment(cov: Mapping[str, Any], *, title: str = "Generated cases: coverage") -> str:
+    """A ``<section>`` for the HTML report (already escaped: mark it safe there)."""
+    charts = "".join(f'<div class="chartbox" id="chart-{html.escape(c.id)}"><div>{html.escape(c.title)}</div>'
+                     f"{c.svg}</div>" for c in coverage_charts(cov))
+    n = int(cov.get("cases") or 0)
+    return (f'<section id="synth-coverage"><h2>{html.escape(title)}</h2>'
+            f"<p>{n} generated case{'s' if n != 1 else ''} (referee synth), counted once each"
+            " (a two-chunk case counts for each of its documents).</p>"
+            f'<div class="charts">{charts}</div></section>')
+
+
 def render_synth_html(summary: Mapping[str, Any]) -> str:
     """The page for one generation run's summary (``SynthResult.to_dict()``)."""
-    cov = summary.get("coverage", {})
-    docs = sorted(cov.get("document", {}).items(), key=lambda kv: (-kv[1], kv[0]))
-    kinds = summary.get("kinds", {})
-    personas = sorted(cov.get("persona", {}).items(), key=lambda kv: (-kv[1], kv[0]))
-    sections = [
-        ("Cases per document", count_bars([(d, n, None) for d, n in docs], title="per document", percent=False)),
-        ("Kinds: kept share (bar) against target share (tick)",
-         count_bars([(k, v.get("kept", 0.0), v.get("target")) for k, v in kinds.items()], title="per kind",
-                    percent=True)),
-        ("Cases per persona", count_bars([(p, n, None) for p, n in personas], title="per persona", percent=False)),
-        ("Candidates rejected, per gate (in the gates' order)",
-         count_bars([(g, n, None) for g, n in summary.get("rejections", {}).items()], title="rejections",
-                    percent=False, colour=_RED)),
-    ]
+    sections = [(c.title, c.svg) for c in coverage_charts(summary.get("coverage", {}))]
+    sections.append(("Candidates rejected, per gate (in the gates' order)",
+                     count_bars([(g, n, None) for g, n in summary.get("rejections", {}).items()], title="rejections",
+                                percent=False, colour=_RED)))
     head = (f"{summary.get('kept', 0)} of {summary.get('requested', 0)} cases kept from "
             f"{summary.get('candidates', 0)} candidates in {summary.get('rounds', 0)} round(s)")
     shortfall = summary.get("shortfall")

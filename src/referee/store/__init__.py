@@ -12,7 +12,7 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from ._baseline import Baseline, file_note, looks_like_name, resolve_baseline
+from ._baseline import Baseline, file_note, find_run, looks_like_name, resolve_baseline
 from ._recorder import Recorder, new_run_id, open_recorder
 from ._settings import (
     ENV,
@@ -28,8 +28,6 @@ from ._settings import (
 
 if _TYPE_CHECKING:
     from ._alignments import alignments, record_alignment
-    from ._engine import HEAD as SCHEMA_REVISION
-    from ._engine import REVISIONS
     from ._history import (
         StoredRun,
         check_store,
@@ -43,11 +41,13 @@ if _TYPE_CHECKING:
         rows_frame,
         runs_frame,
     )
+    from ._revision import HEAD as SCHEMA_REVISION
+    from ._revision import REVISIONS
     from ._store import RunRecord, Store
     from ._traces import SpansWritten, StoredTrace, TraceScore, TraceStore
 
 # SQLAlchemy is imported with the names that need it, never by a run's start (the recorder's thread imports it).
-_LAZY = {"SCHEMA_REVISION": ("._engine", "HEAD"), "REVISIONS": ("._engine", "REVISIONS"),
+_LAZY = {"SCHEMA_REVISION": ("._revision", "HEAD"), "REVISIONS": ("._revision", "REVISIONS"),
          "alignments": ("._alignments", "alignments"), "record_alignment": ("._alignments", "record_alignment"),
          "RunRecord": ("._store", "RunRecord"), "Store": ("._store", "Store"),
          **{n: ("._traces", n) for n in ("SpansWritten", "StoredTrace", "TraceScore", "TraceStore")},
@@ -122,6 +122,7 @@ __all__ = [
     "display_url",
     "export_run",
     "file_note",
+    "find_run",
     "import_results",
     "import_store",
     "load_run",

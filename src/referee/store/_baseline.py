@@ -100,6 +100,23 @@ def resolve_baseline(spec: str, *, base_dir: Path | str = ".", candidate: RunMan
     return _resolve(store, spec, candidate, cwd, siblings)
 
 
+def find_run(store: Store, spec: str, *, cwd: str | Path | None = None) -> RunRecord:
+    """The run ``spec`` names in ``store``: a run id (or a unique prefix), ``last``, ``@COMMIT`` or a branch (its
+    newest complete run). Never a file. Raises ``UserError`` (exit 2) saying what was searched."""
+    try:
+        return store.get_run(spec)
+    except KeyError as exc:
+        if not looks_like_name(spec) or _HEX.fullmatch(spec):  # an id that is not there is not a branch either
+            raise UserError(str(exc.args[0])) from None
+    try:
+        run = _resolve(store, spec, None, cwd).run
+    except UserError as exc:
+        msg = str(exc)
+        raise UserError("run" + msg[len("baseline"):] if msg.startswith("baseline ") else msg) from None
+    assert run is not None  # _resolve raises when nothing is found
+    return run
+
+
 def _resolve(store: Store, spec: str, candidate: RunManifest | None, cwd: str | Path | None,
              siblings: Collection[str] = ()) -> Baseline:
     from ._identity import identity, suite_label

@@ -11,7 +11,6 @@ an advisory lock). A store written by a newer referee is refused, never altered.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
@@ -23,38 +22,14 @@ from sqlalchemy.engine import Engine, make_url
 
 from .._util._home import ensure_dir
 from ..errors import MissingExtraError
-from ._settings import StoreError, display_url, scrub
+from ._revision import HEAD, REVISIONS
+from ._settings import StoreError, connect_timeout_s, display_url, lock_timeout_s, scrub
 
-# Every revision this referee knows, oldest first; the last is the head.
-REVISIONS = ("0001", "0002")
-HEAD = REVISIONS[-1]
 _PG_LOCK_KEY = 0x7265_6665  # "refe": the advisory lock of a migration
 # Alembic keeps the migration being run in module globals (its `context` and `op` proxies): two threads of one
 # process migrating at once (a targets run records each target from a thread of its own) corrupt each other's.
 # The database's lock serialises processes; this one serialises the threads of a process.
 _MIGRATING = threading.Lock()
-
-
-def _seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        v = float(raw)
-    except ValueError:
-        raise StoreError(f"{name}={raw!r} is not a number of seconds") from None
-    if not (0 < v < 86400):
-        raise StoreError(f"{name}={raw!r} must be between 0 and 86400 seconds")
-    return v
-
-
-def lock_timeout_s() -> float:
-    """How long a writer waits for another's lock (``REFEREE_STORE_TIMEOUT``, default 30 s)."""
-    return _seconds("REFEREE_STORE_TIMEOUT", 30.0)
-
-
-def connect_timeout_s() -> float:
-    return _seconds("REFEREE_STORE_CONNECT_TIMEOUT", 5.0)
 
 
 def make_engine(url: str) -> Engine:

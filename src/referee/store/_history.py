@@ -227,7 +227,8 @@ def check_store(url: str) -> list[str]:
     """What is wrong with the store at ``url`` (empty: nothing). Never changes it."""
     from sqlalchemy.exc import DBAPIError
 
-    from ._engine import HEAD, REVISIONS, current_revision, make_engine
+    from ._engine import current_revision, make_engine
+    from ._revision import HEAD, REVISIONS
     from ._settings import display_url, scrub
 
     problems: list[str] = []

@@ -29,6 +29,9 @@ log = logging.getLogger("referee.store")
 _STOP = object()
 FINISH_WAIT_S = 60.0
 RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+BATCH_WAIT_S = 0.2
+"""How long the writer gathers rows into one write (a killed run loses at most this much from the store; its file
+keeps every row, and a resume completes the run)."""
 
 
 def new_run_id() -> str:
@@ -140,11 +143,18 @@ class Recorder:
         git: dict[str, Any] = {}
         try:
             from ._git import git_facts
-            from ._store import Store
+            from ._settings import lock_timeout_s
+            from ._sqlite_writer import open_writer
 
             git = git_facts().as_dict()
+            # A local file already at the head needs no SQLAlchemy: the stdlib writer (see its module).
+            store = open_writer(self.url, timeout_s=lock_timeout_s())
             for delay in (*RETRY_DELAYS_S, None):
+                if store is not None:
+                    break
                 try:
+                    from ._store import Store
+
                     store = Store(self.url)
                     break
                 except Exception as exc:  # noqa: BLE001 - a server restarting: tried again
@@ -157,10 +167,14 @@ class Recorder:
         while True:
             item = self._q.get()
             items = [item]
-            # Everything that arrived meanwhile goes in the same write.
-            while item is not _STOP:
+            # Everything that arrives within BATCH_WAIT_S goes in the same write: a write (a transaction and its
+            # statements) costs far more than a row, and rows arrive a few at a time. The end of the run (finish,
+            # close) cuts the wait short.
+            deadline = time.monotonic() + BATCH_WAIT_S
+            while item is not _STOP and not (isinstance(item, tuple) and item[0] == "finish"):
+                left = deadline - time.monotonic()
                 try:
-                    item = self._q.get_nowait()
+                    item = self._q.get(timeout=left) if left > 0 else self._q.get_nowait()
                 except queue.Empty:
                     break
                 items.append(item)

@@ -146,3 +146,25 @@ def scope(store: str | bool | None = None, tags: Sequence[str] = ()) -> Abstract
     if not isinstance(store, str | os.PathLike):
         raise UserError(f"store= takes a URL, a file path, True or False; got {type(store).__name__}")
     return recording(os.fspath(store), tags=tags)
+
+
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        raise StoreError(f"{name}={raw!r} is not a number of seconds") from None
+    if not (0 < v < 86400):
+        raise StoreError(f"{name}={raw!r} must be between 0 and 86400 seconds")
+    return v
+
+
+def lock_timeout_s() -> float:
+    """How long a writer waits for another's lock (``REFEREE_STORE_TIMEOUT``, default 30 s)."""
+    return _seconds("REFEREE_STORE_TIMEOUT", 30.0)
+
+
+def connect_timeout_s() -> float:
+    return _seconds("REFEREE_STORE_CONNECT_TIMEOUT", 5.0)

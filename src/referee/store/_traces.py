@@ -204,6 +204,15 @@ class TraceStore:
                             "status": {"code": code, "message": message}, "attributes": body.get("attributes") or {}})
             return out
 
+    def recent_traces(self, limit: int) -> list[str]:
+        """The ids of the ``limit`` traces whose last span arrived last, oldest of them first."""
+        if limit <= 0:
+            return []
+        with self.store.engine.connect() as conn:
+            rows = conn.execute(select(t.traces.c.id).order_by(t.traces.c.last_ns.desc(), t.traces.c.id.desc())
+                                .limit(limit))
+            return [r[0] for r in rows][::-1]
+
     def trace_truncated(self, trace_id: str) -> bool:
         with self.store.engine.connect() as conn:
             return bool(conn.execute(select(t.traces.c.truncated).where(t.traces.c.id == trace_id)).scalar())

@@ -183,6 +183,11 @@ def _build_entry(entry: Any, idx: int, col: _Collector, base: Path, *, run_user_
     aligned = _aligned(meta.aligned, here, col, base)
     if aligned is not None and not getattr(evaluator, "is_llm", False):
         col.add((*here, "aligned"), f"'{name}' is not an LLM judge: only a judge's scores are aligned")
+    elif aligned is not None:
+        try:
+            evaluator = aligned.apply(evaluator)  # its examples and rewritten rubric in the judge's prompt
+        except UserError as exc:
+            col.add((*here, "aligned"), str(exc))
     return EvalSpec(label=meta.id or name, name=name, evaluator=evaluator, weight=meta.weight,
                     threshold=meta.threshold, critical=meta.critical, field=meta.field,
                     line=col.line(here), panel=meta.panel, aligned=aligned)

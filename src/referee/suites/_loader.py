@@ -73,11 +73,13 @@ def _load_cases_unshared(value: Any, col: _Collector, base: Path) -> tuple[list[
     return cases, cases_path
 
 
-def check_suite(path: str | Path, *, run_user_code: bool = True) -> tuple[Suite | None, list[Problem]]:
+def check_suite(path: str | Path, *, run_user_code: bool = True,
+                force_aligned: bool = False) -> tuple[Suite | None, list[Problem]]:
     """Load a suite, collecting every problem. Returns (suite or None when unusable, problems).
 
     ``run_user_code=False`` (``validate``, ``run --dry-run``) imports no plugin module: plugin modules and
-    dotted paths are only looked up, and plugin evaluators become :class:`NotImported` entries."""
+    dotted paths are only looked up, and plugin evaluators become :class:`NotImported` entries.
+    ``force_aligned``: an aligned judge fitted for another judge model is a warning, not a problem."""
     p = Path(path)
     sp = str(path)
     if not p.exists():
@@ -92,11 +94,12 @@ def check_suite(path: str | Path, *, run_user_code: bool = True) -> tuple[Suite 
     except InputError as exc:
         return None, [Problem(sp, exc.line, "", exc.reason)]
     return _check_mapping(data, sp, _line_map(node), p.resolve().parent, hashlib.sha256(raw).hexdigest(),
-                          p.stem, run_user_code=run_user_code)
+                          p.stem, run_user_code=run_user_code, force_aligned=force_aligned)
 
 
 def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha256: str,
-                   default_name: str, *, run_user_code: bool = True) -> tuple[Suite | None, list[Problem]]:
+                   default_name: str, *, run_user_code: bool = True,
+                   force_aligned: bool = False) -> tuple[Suite | None, list[Problem]]:
     col = _Collector(sp, lines)
     if not isinstance(data, dict):
         col.add((), "a suite file is a mapping with at least 'cases' and 'evaluators'")
@@ -185,7 +188,7 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
         for idx, s in enumerate(specs):
             if s.aligned is not None:
                 try:
-                    s.aligned.check_judge(JudgeRef(provider=judge.provider, model=judge.model))
+                    s.aligned.check_judge(JudgeRef(provider=judge.provider, model=judge.model), force=force_aligned)
                 except UserError as exc:
                     col.add(("evaluators", idx, "aligned"), str(exc))
         if col.problems:
@@ -240,9 +243,9 @@ def suite_from_dict(data: dict[str, Any], base_dir: str | Path = ".", name: str 
     return suite
 
 
-def load_suite(path: str | Path, *, run_user_code: bool = True) -> Suite:
+def load_suite(path: str | Path, *, run_user_code: bool = True, force_aligned: bool = False) -> Suite:
     """Load a suite or raise :class:`SuiteInvalid` listing every problem (see :func:`check_suite`)."""
-    suite, problems = check_suite(path, run_user_code=run_user_code)
+    suite, problems = check_suite(path, run_user_code=run_user_code, force_aligned=force_aligned)
     if problems or suite is None:
         raise SuiteInvalid(problems or [Problem(str(path), None, "", "invalid suite")])
     return suite

@@ -10,7 +10,7 @@ import sys as _sys
 import types as _types
 from typing import Any as _Any
 
-from ._coverage import coverage_table, gate_lines
+from ._coverage import coverage_of, coverage_table, gate_lines
 from ._documents import (
     MAX_DOCUMENT_BYTES,
     Chunk,
@@ -38,6 +38,7 @@ from ._run import (
     GenerationStore,
     SynthResult,
     documents_from_cases,
+    documents_from_traces,
     rejected_path,
     synth,
     synth_async,
@@ -64,8 +65,10 @@ __all__ = [
     "SynthEstimate",
     "SynthResult",
     "UNANSWERABLE_REFERENCE",
+    "coverage_of",
     "coverage_table",
     "documents_from_cases",
+    "documents_from_traces",
     "estimate_synth",
     "gate_lines",
     "html_text",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import html.parser
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import MissingExtraError, UserError
@@ -36,10 +36,12 @@ split, so nothing unredacted reaches a prompt, a quote or the case file."""
 
 @dataclass(frozen=True)
 class Document:
-    """A source of cases: its name (a path, ``cases.jsonl#id``, a trace id) and its text."""
+    """A source of cases: its name (a path, ``cases.jsonl#id``, ``trace:<id>``) and its text."""
 
     name: str
     text: str
+    trace_id: str | None = None
+    """The production trace it was made of (``from_traces``): carried into each case's provenance."""
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,7 @@ def redacted(doc: Document, redact: Redactor | None) -> Document:
     text = redact(doc.text)
     if not isinstance(text, str):
         raise UserError(f"the redaction hook returned {type(text).__name__} for {doc.name}, expected text")
-    return Document(doc.name, text)
+    return replace(doc, text=text)
 
 
 # -- the splitter --------------------------------------------------------------------------------------------

@@ -55,11 +55,11 @@ def estimate_synth(documents: DocumentsArg | None = None, *, n: int = 20,
                    judge: Judge | str | Provider | None = None, kinds: Any = None, personas: Any = None,
                    splitter: Splitter | None = None, seed: int = 0, temperature: float | None = 0.7,
                    max_rounds: int = MAX_ROUNDS, redact: Redactor | None = None,
-                   from_cases: Any = None) -> SynthEstimate:
+                   from_cases: Any = None, from_traces: Any = None) -> SynthEstimate:
     """Price the first round of :func:`referee.synth.synth` with the same arguments, sending nothing."""
     from ..errors import UserError
 
-    corpus, _ = source_corpus(documents, from_cases, redact)
+    corpus, _ = source_corpus(documents, from_cases, redact, from_traces)
     chunks = (splitter or Splitter()).split_all(corpus.documents)
     if not chunks:
         raise UserError("no text to generate cases from")

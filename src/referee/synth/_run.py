@@ -23,7 +23,7 @@ from ..errors import UserError
 from ..providers._base import Provider
 from ..run._judge import Judge, as_judge, sync_twin
 from ..runner._client import JudgeClient
-from ._documents import Chunk, Corpus, Document, Redactor, Splitter, load_documents, redacted
+from ._documents import Chunk, Corpus, Document, Redactor, Skipped, Splitter, load_documents, redacted
 from ._gates import (
     CRITIC_THRESHOLD,
     GATES,
@@ -92,18 +92,12 @@ class SynthResult:
     def met(self) -> bool:
         return len(self.cases) >= self.requested
 
-    def coverage(self) -> dict[str, dict[str, int]]:
-        """Kept cases per document, per kind and per persona."""
-        docs: Counter[str] = Counter()
-        kinds: Counter[str] = Counter()
-        personas: Counter[str] = Counter()
-        for c in self.cases:
-            s = c["metadata"]["synth"]
-            for d in dict.fromkeys(ch["source"] for ch in c.get("contexts", [])):
-                docs[d] += 1
-            kinds[s["kind"]] += 1
-            personas[c["metadata"].get("persona") or "(none)"] += 1
-        return {"document": dict(docs), "kind": dict(kinds), "persona": dict(personas)}
+    def coverage(self) -> dict[str, Any]:
+        """Kept cases per document, per kind and per persona, with each kind's target share
+        (:func:`referee.synth.coverage_of`: the one computation the table and the charts draw)."""
+        from ._coverage import coverage_of
+
+        return coverage_of(self.cases, targets={k: v["target"] for k, v in self.kinds.items()})
 
     def to_dict(self) -> dict[str, Any]:
         return {"requested": self.requested, "kept": len(self.cases), "candidates": self.candidates,
@@ -150,14 +144,57 @@ def _as_documents(documents: DocumentsArg | None, redact: Redactor | None) -> Co
     return corpus
 
 
+TracesArg = str | Path | Sequence[Any]
+
+
 def source_corpus(documents: DocumentsArg | None, from_cases: str | Path | Sequence[str | Path] | None,
-                  redact: Redactor | None) -> tuple[Corpus, list[str | Path]]:
-    """The documents of a run (``documents`` and the cases of ``from_cases``), redacted, and the case files."""
+                  redact: Redactor | None, from_traces: TracesArg | None = None) -> tuple[Corpus, list[str | Path]]:
+    """The documents of a run (``documents``, the cases of ``from_cases`` and the traces of ``from_traces``),
+    redacted, and the case files."""
     corpus = _as_documents(documents, redact)
     case_sources = [from_cases] if isinstance(from_cases, str | Path) else list(from_cases or [])
     for p in case_sources:
         corpus.documents += [redacted(d, redact) for d in documents_from_cases(p)]
+    if from_traces is not None:
+        docs, skipped = documents_from_traces(from_traces)
+        corpus.documents += [redacted(d, redact) for d in docs]
+        corpus.skipped += skipped
     return corpus, case_sources
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def documents_from_traces(traces: TracesArg) -> tuple[list[Document], list[Skipped]]:
+    """Stored production traces as documents (variation seeds): each trace's retrieved contexts are the source,
+    with its input as the example question, named ``trace:<trace id>``. ``traces`` are the trace-cases
+    :func:`referee.traces.traces_to_cases` returns, or a case file ``referee traces to-cases`` wrote.
+
+    The production answer is never a reference: it is the output under test, and a reference must be quoted from a
+    source by the strict rules. A trace that retrieved nothing has no source to quote: it is skipped, with a note."""
+    from ..cases import load_cases
+
+    items: Sequence[Any] = load_cases(str(traces)).cases if isinstance(traces, str | Path) else list(traces)
+    docs: list[Document] = []
+    skipped: list[Skipped] = []
+    for t in items:
+        md = _get(t, "metadata")
+        tid = str((md.get("trace_id") if isinstance(md, Mapping) else None) or _get(t, "id") or "")
+        name = f"trace:{tid}"
+        parts = []
+        for ch in _get(t, "contexts") or []:
+            text = ch if isinstance(ch, str) else _get(ch, "text")
+            if isinstance(text, str) and text.strip():
+                parts.append(text)
+        if not parts:
+            skipped.append(Skipped(name, "the trace retrieved no documents: no source to quote a reference from"))
+            continue
+        q = _get(t, "input")
+        q = q if isinstance(q, str) else json.dumps(q, ensure_ascii=False) if q is not None else ""
+        head = f"Example question: {q}\n\n" if q.strip() else ""
+        docs.append(Document(name, head + "\n\n".join(parts), trace_id=tid))
+    return docs, skipped
 
 
 def documents_from_cases(path: str | Path) -> list[Document]:
@@ -340,14 +377,18 @@ def case_id(c: Candidate) -> str:
     return f"synth-{c.slot.index + 1:05d}"
 
 
-def _case(c: Candidate, generator: dict[str, Any]) -> dict[str, Any]:
+def _case(c: Candidate, generator: dict[str, Any], traces: Mapping[str, str]) -> dict[str, Any]:
     s = c.slot
-    prov = {"document": s.chunks[0].document, "chunk": s.chunks[0].id, "chunks": [ch.id for ch in s.chunks],
+    prov = {"document": s.chunks[0].document, "documents": list(dict.fromkeys(ch.document for ch in s.chunks)),
+            "chunk": s.chunks[0].id, "chunks": [ch.id for ch in s.chunks],
             "kind": s.kind, "persona": s.persona, "answerable": c.answerable, "generator": generator,
             "prompt_hash": c.prompt_hash, "prompt_version": PROMPT_VERSION, "seed": generator.get("seed"),
             "slot": s.index, "batch": c.batch,
             "cost_usd": None if c.cost_usd is None else round(c.cost_usd, 8),
             "quotes": [{"chunk": ch, "quote": q} for ch, q in c.quotes], "gates": c.gates}
+    trace_ids = list(dict.fromkeys(traces[ch.document] for ch in s.chunks if ch.document in traces))
+    if trace_ids:  # made from production traces: which ones
+        prov["trace_id"], prov["trace_ids"] = trace_ids[0], trace_ids
     if c.rejected_by:
         prov["rejected_by"] = c.rejected_by
     return {"id": case_id(c), "input": c.input, "reference": c.reference,
@@ -399,6 +440,7 @@ async def synth_async(
     critic: Judge | str | Provider | None = None,
     out: str | Path | None = None,
     from_cases: str | Path | Sequence[str | Path] | None = None,
+    from_traces: TracesArg | None = None,
     existing: Sequence[str | Path] = (),
     labelled: Sequence[str | Path] = (),
     kinds: Mapping[str, float] | Sequence[str] | None = None,
@@ -415,8 +457,9 @@ async def synth_async(
     on_round: Callable[[int, int, int], None] | None = None,
 ) -> SynthResult:
     """Generate ``n`` cases from ``documents`` (files, folders, :class:`Document` objects or any iterable of them:
-    the source is pluggable) and/or existing cases (``from_cases``: variations), keeping only those that pass the
-    gates (:mod:`referee.synth`). Writes ``out`` (the kept cases, JSONL) and ``<out>.rejected.jsonl`` when given.
+    the source is pluggable), existing cases (``from_cases``: variations) and/or stored production traces
+    (``from_traces``: :func:`documents_from_traces`), keeping only those that pass the gates
+    (:mod:`referee.synth`). Writes ``out`` (the kept cases, JSONL) and ``<out>.rejected.jsonl`` when given.
 
     ``judge`` generates (any configured provider; ``"standin"`` without a key); ``critic`` judges the
     unanswerable and critic gates (default: ``judge``). ``store``: the run history the run is recorded in
@@ -437,7 +480,7 @@ async def synth_async(
             raise UserError(f"{name} must be a number from {lo} to {hi}, got {v!r}")
     kind_shares = proportions(kinds if kinds is not None else DEFAULT_KINDS, KINDS, "kinds")
     persona_shares = proportions(personas, None, "personas") if personas else {}
-    corpus, case_sources = source_corpus(documents, from_cases, redact)
+    corpus, case_sources = source_corpus(documents, from_cases, redact, from_traces)
     inputs = [*(d.name for d in corpus.documents), *map(str, case_sources), *map(str, existing),
               *map(str, labelled)]
     if out is not None:
@@ -449,7 +492,8 @@ async def synth_async(
     notes = [f"skipped {s.name}: {s.reason}" for s in corpus.skipped]
     if not chunks:
         raise UserError("no text to generate cases from: " + ("; ".join(notes) if notes else
-                                                              "no documents given (documents or from_cases)"))
+                                                              "no documents given (documents, from_cases or "
+                                                              "from_traces)"))
     notes += usable_kinds(kind_shares, chunks)
     index = DuplicateIndex(near_duplicate)
     for label, text in [*_inputs_of(existing, "existing"), *_inputs_of(labelled, "labelled")]:
@@ -459,7 +503,8 @@ async def synth_async(
     client = gen_judge.client()
     critic_client = as_judge(critic).client() if critic is not None else client
     generator = {"provider": client.provider.name, "model": client.provider.model, "temperature": temperature,
-                 "seed": seed, "prompt_version": PROMPT_VERSION}
+                 "seed": seed, "prompt_version": PROMPT_VERSION,
+                 "kinds": {k: round(v, 4) for k, v in kind_shares.items()}}
     run = _Run(n=n, chunks=chunks, client=client, critic=critic_client, kinds=kind_shares, personas=persona_shares,
                seed=seed, temperature=temperature, critic_threshold=critic_threshold, use_cache=gen_judge.cache,
                concurrency=gen_judge.concurrency, index=index)
@@ -492,8 +537,9 @@ async def synth_async(
     kept = sorted(run.kept, key=lambda c: c.slot.index)
     surplus = kept[n:]
     kept = kept[:n]
-    cases = [_case(c, generator) for c in kept]
-    rejected = [_case(c, generator) for c in sorted(run.rejected, key=lambda c: c.slot.index)]
+    traces = {d.name: d.trace_id for d in corpus.documents if d.trace_id}
+    cases = [_case(c, generator, traces) for c in kept]
+    rejected = [_case(c, generator, traces) for c in sorted(run.rejected, key=lambda c: c.slot.index)]
     kept_kinds = Counter(c.slot.kind for c in kept)
     result = SynthResult(
         cases=cases, rejected=rejected, requested=n, rejections=run.rejections, unfilled=run.unfilled,

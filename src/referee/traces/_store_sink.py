@@ -48,6 +48,9 @@ class StoreSink:
     def trace_spans(self, trace_id: str) -> list[dict[str, Any]]:
         return self.traces.trace_spans(trace_id)
 
+    def recent_traces(self, limit: int) -> list[str]:
+        return self.traces.recent_traces(limit)
+
     def trace_truncated(self, trace_id: str) -> bool:
         return self.traces.trace_truncated(trace_id)
 

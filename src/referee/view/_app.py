@@ -22,7 +22,7 @@ from ..aggregate._units import build_units
 from ..cases._case import Case
 from ..errors import RefereeError, UserError
 from ..stats._bootstrap import DEFAULT_N_BOOT
-from ._labels import LabelError, LabelStore, build_label, default_labels_path
+from ._labels import DEFAULT_REVIEWER, LabelError, LabelStore, build_label, default_labels_path
 from ._store import (
     FLAG_NAMES,
     MAX_LIMIT,
@@ -88,6 +88,10 @@ class ViewApp:
         """The run history this viewer reads (``referee view`` with no results file, or ``--store``), or None."""
         self.reviewer: str | None = None
         """The reviewer's name (``--reviewer``): the page's default, and the name of a label posted without one."""
+        self.reviewers_per_case = 1
+        """How many reviewers each case asks for (``--reviewers K``): a queue offers a reviewer the cases they have
+        not labelled that fewer than K reviewers have; with K > 1 the page shows each reviewer only their own
+        labels (a convention of the page: the API still returns every label)."""
 
     # -- helpers -----------------------------------------------------------------------------------------
 
@@ -170,6 +174,7 @@ class ViewApp:
 
         return {"api_version": API_VERSION, "threshold": self.opts.threshold, "pass_rule": self.opts.pass_rule,
                 "warnings": self.warnings, "reviewer": self.reviewer,
+                "reviewers_per_case": self.reviewers_per_case,
                 "history": None if self.history is None else {"store": self.history.display},
                 "runs": [self.run(k).info() | {"labels": str(self.labels[k].path)} | self._stored(k)
                          for k in list(self.order)],
@@ -426,11 +431,19 @@ class ViewApp:
             raise ApiError(400, "n and seed must be whole numbers") from None
         if not 1 <= n <= MAX_LIMIT:
             raise ApiError(400, f"n must be between 1 and {MAX_LIMIT}")
+        from ._labels import MAX_REVIEWER
+        from ._review import open_ids
+
+        who = (params.get("reviewer") or self.reviewer or DEFAULT_REVIEWER).strip()
+        if not who or len(who) > MAX_REVIEWER:
+            raise ApiError(400, f"reviewer must be a name of at most {MAX_REVIEWER} characters")
         try:
-            rows = review_queue(run, kind, n, self._threshold(params), self.labels[key].ids(), seed)
+            done = open_ids(self.labels[key], who, self.reviewers_per_case)
+            rows = review_queue(run, kind, n, self._threshold(params), done, seed)
         except ValueError as exc:
             raise ApiError(400, str(exc)) from None
         return {"run": key, "kind": kind, "seed": seed if kind == "random" else None, "rows": rows,
+                "reviewer": who, "reviewers_per_case": self.reviewers_per_case,
                 "cases": self._row_lines(run, rows, self._threshold(params), self._pass_rule(params))}
 
     def api_review(self, key: str, row: int) -> dict[str, Any]:
@@ -513,6 +526,42 @@ class ViewApp:
             out = {"run": key, "n": 0, "message": str(exc)}
         run.store_summary(ck, out)
         return out
+
+    def api_reviewers(self, key: str) -> dict[str, Any]:
+        """The reviewers' agreement with each other per criterion, beside the judge's agreement with them."""
+        from ._review import reviewers_agreement
+
+        run = self.run(key)
+        store = self.labels[key]
+        ck = ("reviewers", run.generation, store.version, self.opts.threshold, self.opts.pass_rule)
+        hit = run.cached_summary(ck)
+        if hit is None:
+            try:
+                hit = cast(dict[str, Any], clean(reviewers_agreement(
+                    run, store, threshold=self.opts.threshold, pass_rule=self.opts.pass_rule,
+                    n_boot=self.opts.n_boot)))
+            except UserError as exc:
+                hit = {"run": key, "criteria": [], "reviewers": [], "message": str(exc)}
+            hit["reviewers_per_case"] = self.reviewers_per_case
+            run.store_summary(ck, hit)
+        return hit
+
+    def api_align(self, key: str) -> dict[str, Any]:
+        """``referee align``'s score map on the labels given so far (held-out figures, changed verdicts)."""
+        from ._review import AlignPageError, align_page
+
+        run = self.run(key)
+        store = self.labels[key]
+        ck = ("align", run.generation, store.version, self.opts.threshold)
+        hit = run.cached_summary(ck)
+        if hit is None:
+            try:
+                hit = cast(dict[str, Any], clean(align_page(run, store, threshold=self.opts.threshold,
+                                                            n_boot=self.opts.n_boot)))
+            except AlignPageError as exc:
+                raise ApiError(400, str(exc)) from None
+            run.store_summary(ck, hit)
+        return hit
 
     def api_compare(self, base: str, cand: str, params: dict[str, str]) -> dict[str, Any]:
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..aggregate._load import SCORED
-from ._store import STATUS_NAMES, Run, _text, clean, passes
+from ._store import STATUS_NAMES, Run, _loads, _text, clean, passes
 
 OUTPUT_EXCERPT = 600
 """Characters of each output in a grid cell (the case page has it in full)."""
@@ -154,3 +154,41 @@ def pass_fail_pairs(run: Run, labels: dict[str, list[dict[str, Any]]], *, thresh
             continue
         out.append((bool(ok[i] == 1), bool(human)))
     return out
+
+
+def coverage(run: Run) -> dict[str, Any]:
+    """The coverage panel of a run on generated cases (``GET /api/runs/<run>/coverage``): cases per document, per
+    kind and per persona from the provenance ``referee synth`` wrote (:func:`referee.synth.coverage_of`, the
+    terminal table's own figures), read from each case's first row, else from the run's cases; ``cases`` 0 when
+    none was generated. Drawn by ``reports._synth`` (escaped SVG) and cached per load of the file."""
+    key = ("coverage", run.generation)
+    hit = run.cached_summary(key)
+    if hit is not None:
+        return hit
+    from ..reports._synth import coverage_charts
+    from ..synth import coverage_of
+
+    firsts = first_rows(run)
+    wanted = set(firsts.values())
+    cov = coverage_of(_row_dicts(run, wanted))
+    if not cov["cases"]:  # rows that do not carry their case's metadata: the run's cases (waits for them)
+        cases = run.cases()
+        cov = coverage_of(c for cid in firsts if (c := cases.get(cid)) is not None)
+    out = {"run": run.key, "cases": cov["cases"], "figures": cov,
+           "charts": [{"id": c.id, "title": c.title, "svg": c.svg} for c in coverage_charts(cov)]
+           if cov["cases"] else []}
+    out = dict(clean(out))
+    run.store_summary(key, out)
+    return out
+
+
+def _row_dicts(run: Run, wanted: set[int]) -> Any:
+    """The decoded rows numbered in ``wanted``, in one sequential read of the file (a malformed line is skipped)."""
+    for i, raw in enumerate(run.raw_lines()):
+        if i in wanted:
+            try:
+                d = _loads(raw)
+            except ValueError:
+                continue
+            if isinstance(d, dict):
+                yield d

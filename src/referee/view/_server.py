@@ -38,6 +38,9 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/labels"), "labels"),
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/agreement"), "agreement"),
     ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/panel"), "panel"),
+    ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/coverage"), "coverage"),
+    ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/reviewers"), "reviewers"),
+    ("GET", re.compile(r"/api/runs/(?P<run>[^/]+)/align"), "align"),
     ("GET", re.compile(r"/api/compare/(?P<base>[^/]+)/(?P<cand>[^/]+)"), "compare"),
     ("POST", re.compile(r"/api/labels"), "post_label"),
     ("GET", re.compile(r"/api/history/?"), "history"),
@@ -215,10 +218,18 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, app.api_labels(g["run"])
         if name == "agreement":
             return 200, app.api_agreement(g["run"])
+        if name == "reviewers":
+            return 200, app.api_reviewers(g["run"])
+        if name == "align":
+            return 200, app.api_align(g["run"])
         if name == "panel":
             from ._panel import panel_cases
 
             return 200, panel_cases(app.run(g["run"]))
+        if name == "coverage":
+            from ._grid import coverage
+
+            return 200, coverage(app.run(g["run"]))
         if name == "compare":
             return 200, app.api_compare(g["base"], g["cand"], params)
         if name == "post_label":

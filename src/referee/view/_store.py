@@ -286,6 +286,10 @@ class Run:
         return RowIndex(evaluator=evaluator, evaluators=sorted(set(evaluator)), flags=flags, flag_mask=masks,
                         search=search, cases=cases, case_warnings=warns)
 
+    def raw_lines(self) -> Any:
+        """The raw line of every table row, in table order (see :meth:`_lines`)."""
+        return self._lines()
+
     def _lines(self) -> Any:
         """The raw line of every table row, in table order: one sequential read (rows are in file order)."""
         offsets = self.table.offset.tolist()

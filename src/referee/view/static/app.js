@@ -63,7 +63,7 @@ function verdict(row) {
 function flagsOf(flags) { return (flags || []).map((f) => el("span", { class: "flag" }, f)); }
 
 function labelChips(labels) {
-  return (labels || []).map((l) => el("span", { class: "label-chip", title: "human label by " + (l.reviewer || "?") },
+  return visibleLabels(labels).map((l) => el("span", { class: "label-chip", title: "human label by " + (l.reviewer || "?") },
     "human: " + labelText(l)));
 }
 
@@ -110,6 +110,7 @@ async function route() {
     else if (!parts.length && state.index.history && !state.index.runs.length) await viewHistory(["history"], params);
     else if (parts[0] === "run" && parts[2] === "case") await viewCase(parts[1], Number(parts[3]), params);
     else if (parts[0] === "run" && parts[2] === "review") await viewReview(parts[1], params);
+    else if (parts[0] === "run" && parts[2] === "align") await viewAlign(parts[1]);
     else if (parts[0] === "compare" && parts[3] === "rows") await viewSideBySide(parts[1], parts[2], parts[4], parts[5], params);
     else if (parts[0] === "compare") await viewCompare(parts[1], parts[2], params);
     else if (parts[0] === "run") await viewRun(parts[1], params);
@@ -172,7 +173,9 @@ async function viewRun(key, params) {
   const info = runInfo(key);
   const summaryBox = el("div", { id: "summary" }, el("p", { class: "muted" }, "computing the summary..."));
   const agreementBox = el("div", { id: "agreement" });
+  const reviewersBox = el("div", { id: "reviewers" });
   const chartsBox = el("div", { id: "charts", class: "charts" });
+  const coverageBox = el("div", { id: "coverage" });
   const tableBox = el("div", { id: "cases" });
   clear(main,
     el("h1", {}, info.name),
@@ -181,15 +184,18 @@ async function viewRun(key, params) {
     el("p", {},
       el("a", { href: "#/run/" + key + "/review?kind=uncertain", id: "start-review" }, "Review the cases the judge was least sure about"),
       " | ", el("a", { href: "#/run/" + key + "/review?kind=random" }, "review a random sample"),
+      " | ", el("a", { href: "#/run/" + key + "/align", id: "start-align" }, "align the judge to these labels"),
       " | labels go to ", el("code", {}, info.labels)),
-    warningsBox(), summaryBox, chartsBox, agreementBox, tableBox);
+    warningsBox(), summaryBox, chartsBox, coverageBox, agreementBox, reviewersBox, tableBox);
   renderTable(key, params, tableBox);
   api("/api/runs/" + key + "/charts").then((d) => clear(chartsBox, d.charts.map(chartCard)))
     .catch((e) => clear(chartsBox, el("p", { class: "fail" }, "charts: " + e.message)));
+  renderCoverage(key, coverageBox);
   ctx.keys = tableKeys;
   api("/api/runs/" + key + "/summary").then((s) => renderSummary(summaryBox, s.summary, s.n_boot))
     .catch((e) => clear(summaryBox, el("p", { class: "fail" }, "summary: " + e.message)));
   renderAgreement(key, agreementBox);
+  renderReviewers(key, reviewersBox);
 }
 
 function renderSummary(box, s, nBoot) {
@@ -424,7 +430,9 @@ function reviewPanel(key, c, onDone, blind) {
   const comment = el("textarea", { id: "comment", placeholder: "comment (optional)", maxlength: "5000" });
   const mine = (c.labels || []).filter((l) => (l.reviewer || "anonymous") === currentReviewer());
   if (mine.length && mine[0].comment) comment.value = mine[0].comment;
-  const status = el("span", { id: "label-status", class: "muted" }, mine.length ? "your label: " + labelText(mine[0]) : (c.labels || []).length ? "labelled by others" : "not labelled yet");
+  const others = new Set((c.labels || []).map((l) => l.reviewer || "anonymous").filter((r) => r !== currentReviewer())).size;
+  const status = el("span", { id: "label-status", class: "muted" }, mine.length ? "your label: " + labelText(mine[0])
+    : others ? "labelled by " + others + " other reviewer(s)" + (blindReview() ? " (their labels are not shown)" : "") : "not labelled yet");
   // The value of this reviewer's label, so a comment written after it is saved with it.
   let given = mine.length ? ["passed", "score", "winner"].reduce((o, k) => {
     if (mine[0][k] !== undefined && (k !== "score" || mine[0].passed === undefined && mine[0].winner === undefined)) {
@@ -492,7 +500,7 @@ async function viewReview(key, params) {
   const kind = params.get("kind") || "uncertain";
   const pos = Number(params.get("i") || 0);
   let seed = params.get("seed");
-  const q = new URLSearchParams({ kind, n: params.get("n") || "50" });
+  const q = new URLSearchParams({ kind, n: params.get("n") || "50", reviewer: currentReviewer() });
   if (seed) q.set("seed", seed);
   // The queue is fixed when the review starts (row numbers in the URL), so labelling does not reshuffle it.
   let rows = params.get("rows") ? params.get("rows").split(",").map(Number) : null;
@@ -504,7 +512,8 @@ async function viewReview(key, params) {
     if (queue.seed !== null) p2.set("seed", String(queue.seed));
     history.replaceState(null, "", "#/run/" + key + "/review?" + p2.toString());
   }
-  const title = kind === "random" ? "Review: a random sample" : "Review: the cases the judge was least sure about";
+  const title = (kind === "random" ? "Review: a random sample" : "Review: the cases the judge was least sure about")
+    + (blindReview() ? " (" + state.index.reviewers_per_case + " reviewers per case; you: " + currentReviewer() + ")" : "");
   if (!rows.length) { clear(main, el("h1", {}, title), el("p", { id: "queue-empty" }, "Nothing to review: every case in this queue is labelled."), el("a", { href: "#/run/" + key }, "back to the run")); return; }
   const i = Math.min(Math.max(pos, 0), rows.length - 1);
   const move = (to) => { const p2 = new URLSearchParams(location.hash.split("?")[1] || ""); p2.set("i", String(Math.min(Math.max(to, 0), rows.length - 1))); go(["run", key, "review"], p2); };
@@ -524,7 +533,8 @@ async function viewReview(key, params) {
     panel = reviewPanel(key, c, next);
   }
   panel.keys.nav = { j: () => move(i + 1), k: () => move(i - 1), ArrowRight: () => move(i + 1), ArrowLeft: () => move(i - 1) };
-  clear(main, el("a", { href: "#/run/" + key }, "\u2190 all cases"),
+  clear(main, el("a", { href: "#/run/" + key }, "\u2190 all cases"), " | ",
+    el("a", { href: "#/run/" + key + "/align", id: "review-align" }, "align the judge to the labels so far"),
     el("h1", {}, title),
     el("p", {}, el("b", { id: "review-pos" }, (i + 1) + " of " + rows.length), ": ", el("b", { id: "case-title" }, c.id),
       c.pairwise ? "" : [" - ", c.status, c.score !== null ? " score " + fmt.num(c.score) : "", " ", flagsOf(c.flags)],
@@ -597,6 +607,18 @@ async function viewSideBySide(base, cand, rowB, rowC, params) {
     el("h1", { id: "case-title" }, c.id),
     c.case || b.case ? section("Input", textBlock((c.case || b.case).input)) : null,
     el("div", { class: "cols", id: "side-by-side" }, column(base, b), column(cand, c)));
+}
+
+// ---- coverage of generated cases (referee synth's provenance): shown only when the run's cases were generated ----
+
+function renderCoverage(key, box) {
+  api("/api/runs/" + key + "/coverage").then((d) => {
+    if (!d.cases) return;
+    clear(box, el("h2", {}, "Generated cases: coverage"),
+      el("p", { class: "muted", id: "coverage-count" }, d.cases + " generated case" + (d.cases === 1 ? "" : "s") +
+        " (referee synth); a two-chunk case counts for each of its documents"),
+      el("div", { class: "charts" }, d.charts.map(chartCard)));
+  }).catch((e) => clear(box, el("p", { class: "fail" }, "coverage: " + e.message)));
 }
 
 // ---- charts: SVG drawn by the server (reports/_charts.py, escaped there), parsed as SVG, never as HTML -------

@@ -1,0 +1,134 @@
+"""The recorder's stdlib SQLite writer writes exactly what ``Store`` writes, opens only a store at the head, and
+spares a run SQLAlchemy's import."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee.results import CriterionScore, ResultRow, RunManifest
+from referee.store import _schema as schema
+from referee.store import open_store
+from referee.store._codec import NONE_INDEX, ROW_UPDATE_COLUMNS
+from referee.store._recorder import manifest_bytes, run_values
+from referee.store._sqlite_writer import ROW_COLUMNS, RUN_COLUMNS, SqliteWriter, open_writer, sqlite_path
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "store"
+
+
+def test_its_columns_are_the_schemas() -> None:
+    assert RUN_COLUMNS == tuple(c.name for c in schema.runs.c)
+    assert ROW_COLUMNS == tuple(c.name for c in schema.rows.c)
+    assert NONE_INDEX == schema.NONE_INDEX
+    assert set(ROW_UPDATE_COLUMNS) == set(ROW_COLUMNS) - {"run_id", "case_id", "rep", "turn"}
+
+
+def _rows() -> list[ResultRow]:
+    return [
+        ResultRow(id="a", status="scored", score=1.0, passed=True, latency_ms=12.5, cost_usd=0.001,
+                  criteria=[CriterionScore(id="tone", status="scored", score=1.0, rationale="ok")]),
+        ResultRow(id="b'; DROP TABLE rows;--", status="unscored", rationale="no verdict \x00 here"),
+        ResultRow(id="c", status="scored", score=0.0, passed=False, repeat=2, turn=1, rationale="x" * 3000),
+        ResultRow(id="big", status="scored", score=0.5, passed=False, rationale="y" * 5000),  # over the bound
+    ]
+
+
+def _tables(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    con = sqlite3.connect(path)
+    try:
+        return {t: sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr)  # noqa: S608 - fixed names
+                for t in ("runs", "run_tags", "rows", "texts")}
+    finally:
+        con.close()
+
+
+def _record(w: Any, m: RunManifest) -> None:
+    run = run_values(m, results_path="r.jsonl", git={"commit": "ab" * 20, "branch": "main", "dirty": False})
+    run["started_at"] = "2026-12-04T00:00:00+00:00"
+    w.begin_run(run, tags=["t1", "x'--", "t1"], manifest_json=manifest_bytes(m))
+    rows = _rows()
+    assert w.add_rows(m.run_id, rows[:2], results_path="r.jsonl") == 0
+    assert w.add_rows(m.run_id, rows[2:], first_seq=2, results_path="r.jsonl") == 1
+    retried = rows[1].model_copy(update={"status": "scored", "score": 0.25, "passed": False})
+    w.add_rows(m.run_id, [retried], first_seq=4, results_path="r.jsonl")  # the same key: replaced
+    w.finish_run(m.run_id, {"status": "complete", "finished_at": "2026-12-04T00:01:00+00:00", "n_rows": 4,
+                            "pass_rate": 0.25, "mean": 0.4375},
+                 manifest_json=manifest_bytes(m), summary_json=b'{"overall": {}}')
+
+
+def test_it_writes_what_store_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REFEREE_STORE_MAX_ROW_BYTES", "4096")
+    m = RunManifest(kind="judge", run_id="f" * 32)
+    paths = [tmp_path / "by_store.sqlite", tmp_path / "by_writer.sqlite"]
+    for p in paths:
+        open_store(f"sqlite:///{p}").close()  # created and migrated by Store
+    with open_store(f"sqlite:///{paths[0]}") as st:
+        _record(st, m)
+    w = SqliteWriter(paths[1], timeout_s=5)
+    try:
+        _record(w, m)
+    finally:
+        w.close()
+    by_store, by_writer = _tables(paths[0]), _tables(paths[1])
+    assert by_store["rows"] and len(by_store["rows"]) == 4 and by_store["run_tags"]
+    assert by_writer == by_store
+    with open_store(f"sqlite:///{paths[1]}") as st:
+        rows = {r.id: r for r in st.rows(m.run_id)}
+        assert rows["b'; DROP TABLE rows;--"].score == 0.25
+        assert (rows["big"].details or {}).get("store_stub", {}).get("file") == "r.jsonl"
+        assert st.get_run(m.run_id).tags == ["t1", "x'--"]
+
+
+def test_it_opens_only_a_plain_file_at_the_head(tmp_path: Path) -> None:
+    head = tmp_path / "head.sqlite"
+    open_store(f"sqlite:///{head}").close()
+    w = open_writer(f"sqlite:///{head}", timeout_s=5)
+    assert w is not None
+    w.close()
+    old = tmp_path / "old.sqlite"
+    shutil.copy(DATA / "schema-0001.sqlite", old)
+    fresh = tmp_path / "fresh.sqlite"
+    sqlite3.connect(fresh).close()
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database" * 100)
+    for url in (f"sqlite:///{tmp_path / 'missing.sqlite'}", f"sqlite:///{old}", f"sqlite:///{fresh}",
+                f"sqlite:///{junk}", "sqlite:///:memory:", f"sqlite:///{head}?mode=ro"):
+        assert open_writer(url, timeout_s=5) is None, url
+    assert sqlite_path("postgresql://u:p@h/db") is None
+    assert old.read_bytes() == (DATA / "schema-0001.sqlite").read_bytes()  # looked at, never changed
+
+
+def test_a_run_recorded_into_an_existing_store_imports_no_sqlalchemy(tmp_path: Path) -> None:
+    store = tmp_path / "h.sqlite"
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        import referee
+
+        cases = [{{"id": f"c{{i}}", "output": "yes" if i % 3 else "no"}} for i in range(30)]
+        r = referee.evaluate(cases, [{{"contains": {{"value": "yes"}}}}], name="demo", store={str(store)!r},
+                             progress=False, out={str(tmp_path / 'r.jsonl')!r})
+        print("sqlalchemy" in sys.modules, r.run_id)
+    """))
+    seen = []
+    for _ in range(2):  # the first creates and migrates the store (SQLAlchemy, Alembic); the second needs neither
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        imported, run_id = done.stdout.split()
+        seen.append((imported, run_id))
+    assert [s[0] for s in seen] == ["True", "False"]
+    with open_store(f"sqlite:///{store}") as st:
+        ids = {r.id for r in st.list_runs()}
+        assert ids == {s[1] for s in seen}
+        for run_id in ids:
+            run = st.get_run(run_id)
+            assert run.status == "complete" and run.n_rows == 30 and run.pass_rate == pytest.approx(20 / 30)
+            assert len(st.rows(run_id)) == 30
