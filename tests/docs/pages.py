@@ -2,7 +2,8 @@
 follow are in docs/ARCHITECTURE.md, "Writing docs").
 
 Blocks run per page, in page order, in one temporary folder per page that starts as a copy of
-``tests/docs/fixtures/<page>/`` (``readme`` for README.md). No API key reaches a block: the stand-in judge
+``tests/docs/fixtures/<page>/`` (``readme`` for README.md), with the example's own files its ``from-example.txt``
+names (never copies of them). No API key reaches a block: the stand-in judge
 (``--provider standin``, ``judge="standin"``) is what runs. What each kind of block gets:
 
 - ``bash`` / ``sh``: run as one bash script (``set -euo pipefail``); a command whose last words are ``# exit N``
@@ -49,6 +50,7 @@ from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BIN = str(Path(sys.executable).parent)
+FROM_EXAMPLE = "from-example.txt"
 BLOCK_TIMEOUT = 300.0
 SERVER_WAIT = 60.0
 
@@ -112,6 +114,27 @@ def fixture_dir(page: Path) -> Path:
     return FIXTURES / ("readme" if page.name == "README.md" else page.stem)
 
 
+def from_example(fixtures: Path) -> list[tuple[str, Path]]:
+    """The files a page takes from the built-in example (``src/referee/example/data/``), as the fixture folder's
+    ``from-example.txt`` lists them: ``NAME  PATH`` a line (the name in the page's folder, the path under the
+    example's data), so a page runs on the example's own files, never on copies that drift."""
+    from referee.example import DATA
+
+    listing = fixtures / FROM_EXAMPLE
+    if not listing.is_file():
+        return []
+    out = []
+    for n, line in enumerate(listing.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, _, path = line.partition(" ")
+        data = DATA / path.strip()
+        if not path.strip() or not data.is_file():
+            raise AssertionError(f"{listing}:{n}: `NAME PATH`, PATH a file of the example's data ({DATA})")
+        out.append((name, data))
+    return out
+
+
 # -- the page: its folder, environment and servers ----------------------------------------------------------
 
 def setup(namespace: dict[str, Any]) -> None:
@@ -123,7 +146,10 @@ def setup(namespace: dict[str, Any]) -> None:
         (base / "shared").symlink_to(ROOT.parent / "shared")
     src = fixture_dir(path)
     if src.is_dir():
-        shutil.copytree(src, tmp, dirs_exist_ok=True)
+        shutil.copytree(src, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(FROM_EXAMPLE))
+        for name, data in from_example(src):
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(data, tmp / name)
     env = {k: v for k, v in os.environ.items() if not SECRET.search(k)}
     env.update(PATH=BIN + os.pathsep + env.get("PATH", ""), HOME=str(tmp), BROWSER="true", COLUMNS="100",
                NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1", PYTHONPATH=str(tmp), REFEREE_REPO=str(ROOT),

@@ -223,3 +223,21 @@ def test_the_server_command_serves_the_stand_in(tmp_path: Path) -> None:
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+@pytest.mark.parametrize("require_key", [True, False])
+def test_the_batch_routes_ask_for_a_key_unless_the_server_is_the_stand_in(require_key: bool) -> None:
+    """A provider refuses a batch request without credentials, and the fake server does too; the stand-in server
+    (``python -m referee.testing --standin``) takes none on any route, so ``--batch`` works against it with no key."""
+    import urllib.error
+    import urllib.request
+
+    with FakeLLMServer(responder=standin_responder({}), require_key=require_key) as srv:
+        body = b'{"input_file_id": "file-none", "endpoint": "/v1/chat/completions", "completion_window": "24h"}'
+        req = urllib.request.Request(srv.openai_base_url + "/batches", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            status = urllib.request.urlopen(req, timeout=10).status  # noqa: S310 - loopback
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+    assert (status == 401) is require_key

@@ -29,6 +29,7 @@ from tests.view.test_api import call, get
 
 HOSTILE_SUITE = "suite " + XSS[0] + " '; DROP TABLE runs; --"
 HOSTILE_TAG = "tag" + XSS[1]
+HOSTILE_MODEL = "model" + XSS[0]
 
 
 def record(store: Store, run_id: str, *, suite: str, passed: int, n: int = 20, commit: str | None,
@@ -64,6 +65,19 @@ def seed(store: Store) -> None:
            branch="feature")
     record(store, "unfinished" + "0" * 22, suite="plain", passed=5, commit="8" * 40,
            started="2026-03-06T10:00:00+00:00", branch="feature", status="running")
+    # An aligned judge `referee align` recorded, fitted for a judge whose model name is hostile.
+    from referee.store import record_alignment
+
+    def iv(est: float, lo: float, hi: float) -> dict[str, float]:
+        return {"estimate": est, "lo": lo, "hi": hi, "n": 20}
+
+    record_alignment(store, alignment_id="a1" * 16, judge_key="k" * 32,
+                     config={"judge": {"provider": "openai", "model": HOSTILE_MODEL}},
+                     metrics={"method": ["examples", "map"], "n_labels": 40,
+                              "heldout": {"n": 20, "metric": "kappa",
+                                          "gains": {"raw": {"kappa": iv(0.4, 0.1, 0.7)},
+                                                    "baseline": {"kappa": iv(0.6, 0.3, 0.9)}}}},
+                     labels=[{"case_id": f"c{i:02d}", "reviewer": "Ada", "score": 1.0} for i in range(3)])
 
 
 def serve_history(url: str, tmp: Path, reviewer: str | None = None) -> Served:
@@ -148,6 +162,17 @@ def test_the_trend_has_one_point_per_commit_the_band_the_gate_and_the_regression
     assert get(hist, "/api/history/trend")["suite"] == "plain"
     assert get(hist, "/api/history/trend?suite=nothing")["charts"] == []
     assert call(hist, "GET", "/api/history/trend?by=week")[0] == 400
+
+
+def test_recorded_alignments_are_listed_with_their_held_out_gains(hist: Served) -> None:
+    data = get(hist, "/api/history/alignments")
+    assert data["total"] == 1 and not data["more"]
+    (a,) = data["alignments"]
+    assert a["id"] == "a1" * 16 and a["method"] == ["examples", "map"] and a["judge"] == "openai/" + HOSTILE_MODEL
+    assert a["metric"] == "kappa" and a["n_labels"] == 40 and a["heldout"] == 20 and a["labels"] == 3
+    assert a["gain_raw"]["lo"] == 0.1 and a["gain_baseline"]["estimate"] == 0.6
+    status, data, _ = call(hist, "GET", "/api/history/alignments?limit=0")
+    assert status == 400 and "limit" in json.dumps(data)
 
 
 def test_a_stored_run_opens_as_a_run_and_two_compare_with_paired_statistics(hist: Served) -> None:

@@ -44,8 +44,11 @@ class FakeLLMServer(BatchRoutes):
 
     def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, host: str = "127.0.0.1",
                  port: int = 0, openai_formats: tuple[str, ...] = ("json_schema", "json_object", "none"),
-                 record: bool = True) -> None:
+                 record: bool = True, require_key: bool = True) -> None:
         self.responder = responder or default_responder
+        self.require_key = require_key
+        """Whether the batch routes refuse a request without credentials, as the providers do (the stand-in
+        server takes none: a reader tries ``--batch`` against it with no key)."""
         self.latency = latency
         self.host = host
         self.port = port
@@ -349,7 +352,8 @@ def main(argv: list[str] | None = None) -> None:
         except UserError as exc:
             ap.error(str(exc))
         responder = standin_responder(replies, model_only=args.standin_model)
-    srv = FakeLLMServer(responder, latency=args.latency, port=args.port, record=False).start()
+    srv = FakeLLMServer(responder, latency=args.latency, port=args.port, record=False,
+                        require_key=responder is None).start()
     print(srv.url, flush=True)
     if responder is not None:
         print(f"stand-in judge and model (not a model: token overlap with the reference), OpenAI-compatible at "

@@ -210,6 +210,14 @@ class ViewApp:
         except HistoryError as exc:
             raise ApiError(exc.status, exc.msg) from None
 
+    def api_alignments(self, params: dict[str, str]) -> dict[str, Any]:
+        from ._history import HistoryError
+
+        try:
+            return cast(dict[str, Any], self._history().api_alignments(params))
+        except HistoryError as exc:
+            raise ApiError(exc.status, exc.msg) from None
+
     def api_open(self, body: Any) -> dict[str, Any]:
         """Open stored runs as runs of this viewer (``{"runs": [id, ...]}``); returns their keys, in order."""
         from ._history import HistoryError

@@ -104,6 +104,33 @@ class History:
         return {"store": self.display, "runs": [run_dict(r) for r in recs[:limit]], "more": len(recs) > limit,
                 "total": total, "facets": facets | {"statuses": ["complete", "incomplete", "failed", "interrupted"]}}
 
+    def api_alignments(self, params: dict[str, str]) -> dict[str, Any]:
+        """The aligned judges ``referee align`` recorded, newest first: each with its method, the judge it was
+        fitted for, its labels and its held-out gains (on the metric it was decided on) over the raw judge and
+        over the no-judge baseline."""
+        from ..store import alignments
+
+        limit = _int(params, "limit", 100, 1, MAX_RUNS)
+        try:
+            found = alignments(self.store)
+        except StoreError as exc:
+            raise HistoryError(503, str(exc)) from None
+        out = []
+        for a in found[:limit]:
+            met = a.get("metrics") or {}
+            cfg = a.get("config") or {}
+            held = met.get("heldout") or {}
+            metric = held.get("metric")
+            gains = held.get("gains") or {}
+            judge: dict[str, Any] = cfg["judge"] if isinstance(cfg.get("judge"), dict) else {}
+            out.append({
+                "id": a["id"], "created_at": a["created_at"], "method": met.get("method") or [],
+                "judge": "/".join(str(judge[k]) for k in ("provider", "model") if judge.get(k)) or None,
+                "n_labels": met.get("n_labels"), "heldout": held.get("n"), "labels": a["labels"], "metric": metric,
+                "gain_raw": (gains.get("raw") or {}).get(metric), "gain_baseline": (gains.get("baseline") or {}).get(metric),
+            })
+        return {"alignments": out, "total": len(found), "more": len(found) > limit}
+
     def api_trend(self, params: dict[str, str]) -> dict[str, Any]:
         """One chart per metric, one point per commit (its newest complete run; a run with no commit stands
         alone), oldest first, for one suite judged one way (the configuration of its newest run)."""

@@ -45,6 +45,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("POST", re.compile(r"/api/labels"), "post_label"),
     ("GET", re.compile(r"/api/history/?"), "history"),
     ("GET", re.compile(r"/api/history/trend"), "trend"),
+    ("GET", re.compile(r"/api/history/alignments"), "alignments"),
     ("POST", re.compile(r"/api/history/open"), "open"),
     ("GET", re.compile(r"/api/traces/?"), "traces"),
     ("GET", re.compile(r"/api/traces/(?P<trace>[^/]+)"), "trace"),
@@ -238,6 +239,8 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, app.api_history(params)
         if name == "trend":
             return 200, app.api_trend(params)
+        if name == "alignments":
+            return 200, app.api_alignments(params)
         if name == "open":
             return 200, app.api_open(self._body())
         if name in ("traces", "trace"):

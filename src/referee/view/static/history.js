@@ -27,8 +27,9 @@ async function viewHistory(parts, params) {
   }
   const q = new URLSearchParams();
   for (const k of HISTORY_FILTERS) if (params.get(k)) q.set(k, params.get(k));
-  const [d, tr] = await Promise.all([api("/api/history?" + q.toString()),
-    api("/api/history/trend?" + new URLSearchParams(["suite", "branch", "tag"].filter((k) => params.get(k)).map((k) => [k, params.get(k)])).toString())]);
+  const [d, tr, al] = await Promise.all([api("/api/history?" + q.toString()),
+    api("/api/history/trend?" + new URLSearchParams(["suite", "branch", "tag"].filter((k) => params.get(k)).map((k) => [k, params.get(k)])).toString()),
+    api("/api/history/alignments").catch((e) => ({ alignments: [], error: e.message }))]);
 
   const choose = (name, values, label) => el("label", {}, label + " ",
     el("select", { id: "h-" + name, name },
@@ -82,11 +83,26 @@ async function viewHistory(parts, params) {
       + (tr.gate !== null && tr.gate !== undefined ? ", the dashed line the suite's gate" : "") + "; red points are regressions (below the previous run's interval or the gate). Click a point to open its run.") : null,
     el("div", { class: "charts" }, tr.charts.map(chartCard)));
 
+  // The aligned judges `referee align` wrote: the gain on held-out labels, over the raw judge and over a judge
+  // that knows nothing, each with its interval (docs/judge.md "Aligning the judge to your labels").
+  const gain = (g) => (g ? fmt.ci(g, false) : "n/a");
+  const alignBox = al.alignments.length ? el("section", { id: "history-alignments" },
+    el("h2", {}, "Aligned judges"),
+    el("p", { class: "muted" }, "Written only when the held-out gain over both references is above 0; the gains are on the labels they were not fitted on."),
+    el("table", { class: "cases" },
+      el("thead", {}, el("tr", {}, ["created", "method", "judge", "labels", "held out", "decided on", "gain over raw judge", "gain over no judge", "file hash"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, al.alignments.map((a) => el("tr", { "data-alignment": a.id },
+        el("td", {}, when(a.created_at)), el("td", {}, a.method.join(" + ")), el("td", { class: "judge" }, a.judge || ""),
+        el("td", {}, String(a.n_labels ?? a.labels)), el("td", {}, String(a.heldout ?? "")), el("td", {}, a.metric || ""),
+        el("td", {}, gain(a.gain_raw)), el("td", {}, gain(a.gain_baseline)),
+        el("td", { title: a.id }, String(a.id).slice(0, 12))))))) : null;
+
   clear(main, el("h1", {}, "Run history"),
     el("p", { class: "muted", id: "history-store" }, d.total + " run(s) in ", d.store),
     form, trendBox,
     el("h2", {}, "Runs"),
     d.runs.length ? [el("p", {}, compareBtn), table] : el("p", { id: "history-empty" }, d.total ? "No run matches these filters." :
       "No run is stored yet: `referee run evals/suite.yaml` records one."),
-    d.more ? el("p", { class: "muted" }, "More runs match: narrow the filters to see older ones.") : null);
+    d.more ? el("p", { class: "muted" }, "More runs match: narrow the filters to see older ones.") : null,
+    alignBox);
 }
