@@ -96,3 +96,29 @@ def test_the_same_suite_runs_offline_with_its_monitor_section(tmp_path: Path) ->
     suite.write_text(SUITE.read_text() + "cases:\n  - {id: a, input: q, output: a, contexts: [a]}\n")
     loaded = load_suite(suite)
     assert [c.id for c in loaded.cases] == ["a"]
+
+
+def test_sampling_at_ingest_stores_only_the_sampled_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.store import TraceStore, open_store
+    from referee.traces import trace_fraction
+
+    suite = tmp_path / "monitor.yaml"
+    suite.write_text(SUITE.read_text().replace("    always:\n      - status: error       # and always the traces "
+                                               "that failed\n", "    at_ingest: true\n").replace("rate: 1.0", "rate: 0.5"))
+    assert "at_ingest" in suite.read_text() and "always" not in suite.read_text()
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    code, stdout, err = run_cli(["monitor", str(suite), "--replay", str(RECORDED), "--once", "--provider", "standin",
+                                 "--store", url], capsys)
+    assert code == 0, err
+    every = {sp["traceId"] for line in RECORDED.read_text().splitlines() if line.strip()
+             for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]}
+    want = {t for t in every if trace_fraction(t) < 0.5}
+    with open_store(url) as st:
+        stored = {t.id for t in TraceStore(st).list_traces(limit=100)}
+    assert stored == want and 0 < len(want) < len(every)
+    assert f"not stored: sampled_out (traces) {len(every) - len(want)}" in stdout
+
+
+def test_collect_refuses_a_sample_rate_outside_0_to_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["collect", "--port", "0", "--sample-rate", "1.5"], capsys)
+    assert code == 2 and "--sample-rate" in err

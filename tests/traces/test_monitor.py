@@ -4,12 +4,13 @@ evaluator) and exports gen_ai.evaluation.result log records to a second OTLP rec
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from referee import Judge
+from referee import Judge, UserError
 from referee.testing import WireRequest
 from referee.traces import Collector, CollectorConfig, Monitor, MonitorConfig
 from tests.support.judging import verdict
@@ -308,3 +309,90 @@ def test_monitor_passes_are_not_recorded_as_runs(tmp_path: Any, judge: Judge, cl
                 clock=clock).step()
         assert len(c.sink.scores()) == 2
         assert store.count_runs() == 0
+
+
+def _chat_trace(i: int) -> Any:
+    from referee.traces import SpanRecord
+
+    msgs = [{"role": "user", "parts": [{"type": "text", "content": f"question {i}?"}]}]
+    out = [{"role": "assistant", "parts": [{"type": "text", "content": f"answer {i}"}]}]
+    return SpanRecord(trace_id=f"{i:032x}", span_id=f"{i:016x}", parent_span_id=None, name="chat m", start_ns=i,
+                      end_ns=i + 1, service="svc", attributes={
+                          "gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(msgs),
+                          "gen_ai.output.messages": json.dumps(out)})
+
+
+def test_a_budget_lowers_the_sampling_rate_instead_of_stopping(make_sink: SinkFactory, fake_server: Any,
+                                                               clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.traces import trace_fraction
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    fake_server.responder = grading
+    priced = Judge("openai:gpt-test", base_url=fake_server.url + "/v1", input_price_per_mtok=1000.0,
+                   output_price_per_mtok=1000.0)
+    sink = make_sink()
+    sink.add_spans([_chat_trace(i) for i in range(1, 61)], received_ns=clock.ns())
+    clock.t += 60
+    said: list[str] = []
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "batch": 4}, [RUBRIC], clock=clock)
+    mon = Monitor(sink, cfg, judge=priced, clock=clock, alert_sink=said.append)
+    first = mon.step()
+    assert first.scored == 4 and mon.rate_factor == 1.0
+    spent = mon.spent_usd()
+    assert spent > 0
+    # A budget four times under what the first pass projects to the hour (its spend over the 60 s floor), yet
+    # well over what was spent: the rate is lowered to a quarter, and judging goes on.
+    cfg.budget_usd_per_hour = spent * 60 / 4
+    judged_before = len(fake_server.requests)
+    while mon.step().traces:
+        pass
+    assert 0 < mon.rate_factor <= 0.25
+    assert said and said[0].startswith("budget: sampling rate lowered to 25.00% of traces")
+    later = {s.trace_id for s in sink.scores()} - {f"{i:032x}" for i in range(1, 5)}
+    assert later and all(trace_fraction(t) < 0.25 for t in later)  # a subset of the hash's, never others
+    assert len(fake_server.requests) - judged_before == len(later)
+    counts = sink.counts()
+    assert counts["skipped: budget_lowered_rate"] + counts.get("skipped: over_budget", 0) + len(later) == 56
+    assert counts["budget: sampling rate lowered"] >= 1
+    # No new spend: the rate stays where it is (it is not lowered again by the same spend) ...
+    factor = mon.rate_factor
+    clock.t += 1
+    mon.step()
+    assert mon.rate_factor == factor
+    # ... and once the spend has aged out of the hour, the full rate is back, and said.
+    clock.t += 3601
+    mon.step()
+    assert mon.rate_factor == 1.0 and said[-1].startswith("budget: sampling rate raised to 100.00% of traces")
+
+
+def test_at_ingest_sampling_is_parsed_and_refused_with_always_rules() -> None:
+    cfg = MonitorConfig.parse({"sampling": {"rate": 0.2, "at_ingest": True}}, [RUBRIC])
+    assert cfg.ingest_rate == 0.2
+    assert MonitorConfig.parse({"sampling": {"rate": 0.2}}, [RUBRIC]).ingest_rate is None
+    with pytest.raises(UserError, match="trace id alone"):
+        MonitorConfig.parse({"sampling": {"rate": 0.2, "at_ingest": True, "always": [{"status": "error"}]}}, [RUBRIC])
+    with pytest.raises(UserError, match="true or false"):
+        MonitorConfig.parse({"sampling": {"at_ingest": "yes"}}, [RUBRIC])
+
+
+def test_unsampled_traces_can_be_kept_as_counts_only(collector: Collector, judge: Judge, clock: Clock) -> None:
+    app = App(collector.endpoint)
+    sent = [app.ask(f"q{i}", f"a{i}") for i in range(20)] + [app.ask("failed", "a", error=True)]
+    app.flush()
+    app.close()
+    collector.wait_for(lambda s: s.spans_stored >= 3 * 21)
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "sampling": {"rate": 0.3, "always": [{"status": "error"}],
+                                                                "keep_unsampled": False}}, [RUBRIC], clock=clock)
+    mon = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+    while mon.step().traces:
+        pass
+    kept = {s.trace_id for s in sent if cfg.sampler.rate_sampled(s.trace_id)} | {sent[-1].trace_id}
+    assert {s.trace_id for s in collector.sink.scores()} == kept  # the failed trace too: `always` still holds
+    for s in sent:
+        assert len(collector.sink.trace_spans(s.trace_id)) == (3 if s.trace_id in kept else 0)
+    counts = collector.sink.counts()
+    assert counts["skipped: sampled_out"] == 21 - len(kept)
+    assert counts["not kept: spans of unsampled traces"] == 3 * (21 - len(kept))
+    with pytest.raises(UserError, match="keep_unsampled"):
+        MonitorConfig.parse({"sampling": {"keep_unsampled": "no"}}, [RUBRIC])

@@ -242,3 +242,44 @@ def test_a_store_that_fails_gets_503_and_the_exporter_retries() -> None:
         assert code == 503 and headers["retry-after"] == "1"
         assert c.stats().refused_requests == {"store_unavailable": 1}
         assert c.last_error == "OSError: disk full"
+
+
+def test_sampling_at_ingest_stores_only_sampled_traces_and_counts_the_rest(make_sink: SinkFactory) -> None:
+    from referee.traces import trace_fraction
+
+    # 300 traces of a root and a child span, one request each half: the decision holds across requests.
+    traces = list(range(1, 301))
+    first = [span(t, 1, start=t) for t in traces]
+    second = [span(t, 2, parent=1, start=t) for t in traces]
+    with Collector(make_sink(), CollectorConfig(port=0, sample_rate=0.3)) as c:
+        for body in (request(first), request(second)):
+            assert post(c.port, body)[0] == 200
+        c.wait_for(lambda s: s.requests >= 2)
+        want = {f"{t:032x}" for t in traces if trace_fraction(f"{t:032x}") < 0.3}
+        assert 60 < len(want) < 120  # the rate, by the hash
+        stored = set(c.sink.quiet_traces(before_ns=2**62, limit=1000))
+        assert stored == want
+        assert all(len(c.sink.trace_spans(t)) == 2 for t in want)  # sampled traces in full
+        counts = c.sink.counts()
+        assert counts["not stored: sampled_out (spans)"] == 2 * (300 - len(want))
+        assert counts["not stored: sampled_out (traces)"] == 300 - len(want)  # counted once, by the root span
+
+
+def test_an_ingest_rate_outside_0_to_1_is_refused() -> None:
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(UserError, match="sampling rate"):
+            CollectorConfig(sample_rate=bad).check()
+
+
+def test_replayed_exports_are_sampled_at_ingest_by_the_same_rule() -> None:
+    from referee.example import DATA
+    from referee.traces import replay, trace_fraction
+
+    full, half = MemorySink(), MemorySink()
+    f = [DATA / "production" / "traces.otlp.jsonl"]
+    replay(f, full, Redactor(), received_ns=1)
+    replay(f, half, Redactor(), received_ns=1, sample_rate=0.5)
+    every = set(full.quiet_traces(before_ns=2, limit=100))
+    kept = set(half.quiet_traces(before_ns=2, limit=100))
+    assert kept == {t for t in every if trace_fraction(t) < 0.5} and 0 < len(kept) < len(every)
+    assert half.counts()["not stored: sampled_out (traces)"] == len(every) - len(kept)

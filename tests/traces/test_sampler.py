@@ -64,3 +64,14 @@ def test_a_rate_outside_0_1_is_refused(rate: object) -> None:
 def test_an_unknown_rule_field_is_named() -> None:
     with pytest.raises(UserError, match="spanname"):
         Rule.parse({"spanname": "x"}, "monitor.traces[0]")
+
+
+def test_a_lowered_rate_keeps_a_subset_of_the_full_rate_and_names_the_rest() -> None:
+    ids = _ids(20_000, seed=7)
+    s = Sampler(0.4)
+    full = {t for t in ids if s.decide(t).sampled}
+    decisions = {t: s.decide(t, factor=0.25) for t in ids}
+    low = {t for t, d in decisions.items() if d.sampled}
+    assert low < full and abs(len(low) / len(ids) - 0.1) < 0.01
+    assert {t for t, d in decisions.items() if d.reason == "budget_lowered_rate"} == full - low
+    assert {t for t, d in decisions.items() if d.reason == "sampled_out"} == set(ids) - full

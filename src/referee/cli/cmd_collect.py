@@ -31,16 +31,20 @@ from ._common import echo_err
               help="Traces whose last span is older are deleted (checked every minute).")
 @click.option("--max-traces", type=click.IntRange(1), default=1_000_000, show_default=True,
               help="Past this many stored traces the oldest are deleted.")
+@click.option("--sample-rate", type=click.FloatRange(0, 1), default=None,
+              help="Store only this fraction of traces, chosen by a hash of the trace id (the monitor's own rule); "
+                   "the others are counted, never stored. Default: every trace.")
 @click.option("--store", "store_url", default=None, metavar="URL",
               help="Store URL (default: REFEREE_STORE, else .referee/history.sqlite).")
 def command(host: str, port: int, allow_remote: bool, token: str | None, tls_cert: str | None, tls_key: str | None,
             behind_proxy: bool, max_body_bytes: int, max_spans_per_trace: int, retain_days: float, max_traces: int,
-            store_url: str | None) -> int:
+            sample_rate: float | None, store_url: str | None) -> int:
     """Receive OTLP/HTTP traces (protobuf or JSON, gzip) on /v1/traces and store every span as it arrives.
     Ctrl-C stops; the counts are printed."""
     token = token or os.environ.get("REFEREE_COLLECT_TOKEN") or None
     config = CollectorConfig(host=host, port=port, allow_remote=allow_remote, token=token, certfile=tls_cert,
-                             keyfile=tls_key, behind_proxy=behind_proxy, max_body_bytes=max_body_bytes)
+                             keyfile=tls_key, behind_proxy=behind_proxy, max_body_bytes=max_body_bytes,
+                             sample_rate=sample_rate)
     config.check()
     sink = open_sink(store_url, max_spans_per_trace=max_spans_per_trace)
     with Collector(sink, config) as collector:

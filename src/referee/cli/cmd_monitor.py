@@ -64,7 +64,7 @@ def command(suite: str, replays: tuple[str, ...], once: bool, port: int, to_case
         j = api_judge(judge)
     monitor = Monitor(sink, config, judge=j)
     if replays:
-        n = replay(replays, sink, redactor, received_ns=time.time_ns())
+        n = replay(replays, sink, redactor, received_ns=time.time_ns(), sample_rate=config.ingest_rate)
         echo_err(f"{n} span(s) replayed from {len(replays)} file(s)")
     if once:
         # Stored and recorded traces are complete: no quiet period to wait for.
@@ -74,7 +74,8 @@ def command(suite: str, replays: tuple[str, ...], once: bool, port: int, to_case
                 pass
     else:
         stop = threading.Event()
-        with Collector(sink, CollectorConfig(port=port, redactor=redactor)) as collector:
+        with Collector(sink, CollectorConfig(port=port, redactor=redactor,
+                                             sample_rate=config.ingest_rate)) as collector:
             echo_err(f"receiving OTLP/HTTP traces on {collector.endpoint}/v1/traces (Ctrl-C to stop)")
             try:
                 while not stop.is_set():

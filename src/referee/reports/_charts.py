@@ -235,7 +235,7 @@ class TrendPoint:
 
 
 def trend(points: Sequence[TrendPoint], *, title: str, gate: float | None = None, percent: bool = True,
-          chart_id: str = "trend") -> Chart:
+          chart_id: str = "trend", gate_label: str = "gate") -> Chart:
     """A metric across runs (oldest left): its line, the interval as a band, the gate's threshold as a dashed
     line, and regressions as red points. A point with no value (nothing scored) is left out, never drawn as 0."""
     drawn = [(i, p) for i, p in enumerate(points) if p.value is not None and math.isfinite(p.value)]
@@ -272,9 +272,9 @@ def trend(points: Sequence[TrendPoint], *, title: str, gate: float | None = None
         parts.append(f'<polygon class="band" points="{upper} {lower}" fill="{_BLUE}" opacity="0.15"/>')
     if gate is not None and math.isfinite(gate):
         parts.append(f'<line class="gate" x1="{_PAD_L}" y1="{y(gate):.1f}" x2="{w - 12}" y2="{y(gate):.1f}" '
-                     f'stroke="{_RED}" stroke-dasharray="5,4"><title>gate: {_e(fmt(gate))}</title></line>'
+                     f'stroke="{_RED}" stroke-dasharray="5,4"><title>{_e(gate_label)}: {_e(fmt(gate))}</title></line>'
                      f'<text x="{w - 14}" y="{y(gate) - 3:.1f}" font-size="10" text-anchor="end" '
-                     f'fill="{_RED}">gate {_e(fmt(gate))}</text>')
+                     f'fill="{_RED}">{_e(gate_label)} {_e(fmt(gate))}</text>')
     line = " ".join(f"{x(i):.1f},{y(float(p.value)):.1f}" for i, p in drawn)  # type: ignore[arg-type]
     parts.append(f'<polyline points="{line}" fill="none" stroke="{_BLUE}" stroke-width="1.5"/>')
     for i, p in drawn:

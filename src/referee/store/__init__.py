@@ -44,11 +44,13 @@ if _TYPE_CHECKING:
     from ._revision import HEAD as SCHEMA_REVISION
     from ._revision import REVISIONS
     from ._store import RunRecord, Store
+    from ._traces import SpansWritten, StoredTrace, TraceScore, TraceStore
 
 # SQLAlchemy is imported with the names that need it, never by a run's start (the recorder's thread imports it).
 _LAZY = {"SCHEMA_REVISION": ("._revision", "HEAD"), "REVISIONS": ("._revision", "REVISIONS"),
          "alignments": ("._alignments", "alignments"), "record_alignment": ("._alignments", "record_alignment"),
          "RunRecord": ("._store", "RunRecord"), "Store": ("._store", "Store"),
+         **{n: ("._traces", n) for n in ("SpansWritten", "StoredTrace", "TraceScore", "TraceStore")},
          **{n: ("._history", n) for n in ("StoredRun", "check_store", "compact_if_worth_it", "export_run",
                                           "import_results", "import_store", "load_run", "prune_plan",
                                           "results_files", "rows_frame", "runs_frame")}}
@@ -104,10 +106,14 @@ __all__ = [
     "Recorder",
     "RunRecord",
     "SCHEMA_REVISION",
+    "SpansWritten",
     "Store",
     "StoreError",
     "StoreSettings",
     "StoredRun",
+    "StoredTrace",
+    "TraceScore",
+    "TraceStore",
     "alignments",
     "check_store",
     "compact_if_worth_it",

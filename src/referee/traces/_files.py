@@ -58,10 +58,11 @@ def load_monitor(path: str | Path, *, clock: Callable[[], float] | None = None) 
 
 
 def replay(files: Sequence[str | Path], sink: TraceSink, redactor: Redactor, *, received_ns: int,
-           max_bytes: int = DEFAULT_MAX_DECODED_BYTES) -> int:
-    """Recorded OTLP trace exports into the sink, through the receiver's own decoding and redaction: a ``.json``
-    file is one ``ExportTraceServiceRequest`` in OTLP/JSON, a ``.jsonl`` file one per line (the collector's file
-    exporter), anything else one protobuf request. Returns the spans stored."""
+           max_bytes: int = DEFAULT_MAX_DECODED_BYTES, sample_rate: float | None = None) -> int:
+    """Recorded OTLP trace exports into the sink, through the receiver's own decoding, sampling at ingest
+    (``sample_rate``) and redaction: a ``.json`` file is one ``ExportTraceServiceRequest`` in OTLP/JSON, a
+    ``.jsonl`` file one per line (the collector's file exporter), anything else one protobuf request. Returns
+    the spans stored."""
     stored = 0
     for f in files:
         p = Path(f)
@@ -80,7 +81,7 @@ def replay(files: Sequence[str | Path], sink: TraceSink, redactor: Redactor, *, 
                 decoded = decode_traces(body, ctype)
             except OTLPDecodeError as exc:
                 raise InputError(str(exc), file=str(p), line=line) from None
-            stored += ingest(sink, decoded, redactor, received_ns=received_ns).stored
+            stored += ingest(sink, decoded, redactor, received_ns=received_ns, sample_rate=sample_rate).stored
     return stored
 
 

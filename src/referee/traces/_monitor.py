@@ -10,7 +10,8 @@ at-least-once: a crash between a judge reply and its record repeats the call (th
 free), and between an export and its mark repeats the export.
 
 Nothing is dropped silently: each skipped evaluation is counted by reason (``sampled_out``, ``over_cap``,
-``over_budget``, ``not_matched``, ``no_case``, ``too_large``, ``evaluator_error``, ``judge_unavailable``) in the sink's counts.
+``budget_lowered_rate``, ``over_budget``, ``not_matched``, ``no_case``, ``too_large``, ``evaluator_error``,
+``judge_unavailable``) in the sink's counts.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ DEFAULT_RETENTION_DAYS = 30.0
 DEFAULT_MAX_TRACES = 1_000_000
 """Past this many stored traces, the oldest are deleted."""
 PRUNE_EVERY_S = 60.0
+MIN_BUDGET_FACTOR = 1 / 1024
+"""The budget lowers the sampling rate at most to this fraction of the configured one (then stops at the budget)."""
+BUDGET_FLOOR_S = 60.0
+"""The spend of a monitor younger than this is projected to the hour as if it had run this long."""
 DEFAULT_MAX_ATTEMPTS = 3
 """Passes an evaluator error is retried before the score is stored as ``error``."""
 
@@ -72,6 +77,17 @@ class MonitorConfig:
     trace."""
     retention_days: float | None = DEFAULT_RETENTION_DAYS
     max_traces: int | None = DEFAULT_MAX_TRACES
+    keep_unsampled: bool = True
+    """``sampling.keep_unsampled``: false deletes the spans of a trace once it is decided not to be evaluated
+    (``sampled_out``, ``budget_lowered_rate``, ``not_matched``), keeping its row and the counts."""
+    at_ingest: bool = False
+    """``sampling.at_ingest``: the rate applies when spans arrive, so traces not sampled are never stored (only
+    counted)."""
+
+    @property
+    def ingest_rate(self) -> float | None:
+        """The rate the receiver (and ``--replay``) stores traces at, or None: every trace is stored."""
+        return self.sampler.rate if self.at_ingest else None
 
     @classmethod
     def parse(cls, section: Mapping[str, Any], evaluators: Sequence[Any], *, where: str = "monitor",
@@ -83,10 +99,21 @@ class MonitorConfig:
             raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
         rules = [Rule.parse(r, f"{where}.traces[{i}]") for i, r in enumerate(section.get("traces") or [])]
         samp = section.get("sampling") or {}
-        unknown = set(samp) - {"rate", "always", "per_minute"}
+        unknown = set(samp) - {"rate", "always", "per_minute", "at_ingest", "keep_unsampled"}
         if unknown:
             raise UserError(f"{where}.sampling: unknown key(s) {', '.join(sorted(unknown))} (known: rate, always, "
-                            "per_minute)")
+                            "per_minute, at_ingest, keep_unsampled)")
+        keep_unsampled = samp.get("keep_unsampled", True)
+        if not isinstance(keep_unsampled, bool):
+            raise UserError(f"{where}.sampling.keep_unsampled: expected true or false, got {keep_unsampled!r}")
+        at_ingest = samp.get("at_ingest", False)
+        if not isinstance(at_ingest, bool):
+            raise UserError(f"{where}.sampling.at_ingest: expected true or false, got {at_ingest!r}")
+        if at_ingest and samp.get("always"):
+            # Spans arrive a request at a time and nothing waits in memory: at ingest the decision can read only
+            # the trace id, never a rule over the whole trace.
+            raise UserError(f"{where}.sampling: at_ingest decides by the trace id alone, so it cannot keep the "
+                            "traces 'always' rules match; drop one of them")
         sampler = Sampler(samp.get("rate", 1.0),
                           always=[Rule.parse(r, f"{where}.sampling.always[{i}]")
                                   for i, r in enumerate(samp.get("always") or [])],
@@ -107,10 +134,13 @@ class MonitorConfig:
             spans=SpanFilter.parse(section["spans"], f"{where}.spans") if section.get("spans") else None,
             retention_days=(section.get("retention") or {}).get("days", DEFAULT_RETENTION_DAYS),
             max_traces=(section.get("retention") or {}).get("max_traces", DEFAULT_MAX_TRACES),
+            at_ingest=at_ingest, keep_unsampled=keep_unsampled,
         )
 
 
 _KINDS = ("llm", "tool", "agent", "retriever", "other")
+_UNSAMPLED = ("sampled_out", "budget_lowered_rate", "not_matched")
+"""The reasons a trace is not evaluated that ``keep_unsampled: false`` deletes its spans for."""
 
 
 @dataclass
@@ -202,7 +232,12 @@ class Monitor:
             exporter = EvaluationExporter(config.export_endpoint, headers=config.export_headers)
         self.exporter = exporter
         self._attempts: dict[tuple[str, str], int] = {}
-        self._spend: list[tuple[float, float]] = []
+        self._spend: list[tuple[float, float, float]] = []
+        """(when, cost, the rate factor in force): a cost divided by its factor is what the full rate would spend."""
+        self._started = clock()
+        self.rate_factor = 1.0
+        """The fraction of the configured sampling rate in force: below 1 when the budget lowered it."""
+        self._said_factor = 1.0
         self.alerts: list[Alert] = []
         self.last_error: str | None = None
         self._pruned_at = float("-inf")
@@ -228,6 +263,7 @@ class Monitor:
             days = self.config.retention_days
             self.sink.prune(older_than_ns=int((now - days * 86400) * 1e9) if days is not None else None,
                             max_traces=self.config.max_traces)
+        self._adjust_rate(now)
         ready = self.sink.quiet_traces(before_ns=int((now - self.config.quiet_seconds) * 1e9), limit=self.config.batch)
         todo: list[_Unit] = []
         starts: dict[str, int] = {}
@@ -237,9 +273,11 @@ class Monitor:
             if self.config.traces and not any(r.matches(spans) for r in self.config.traces):
                 self._close(tid, "not_matched")
                 continue
-            decision = self.config.sampler.decide(tid, spans)
+            decision = self.config.sampler.decide(tid, spans, factor=self.rate_factor)
             if not decision.sampled:
-                self._close(tid, decision.reason)
+                # At the budget, what the lowered rate left out would not have been judged either: over_budget.
+                over = decision.reason == "budget_lowered_rate" and self._over_budget(now)
+                self._close(tid, "over_budget" if over else decision.reason)
                 continue
             if self._over_budget(now):
                 self._close(tid, "over_budget")
@@ -285,6 +323,8 @@ class Monitor:
     def _close(self, trace_id: str, reason: str, detail: str | None = None) -> None:
         self.sink.count(f"skipped: {reason}", len(self._entries))
         self.sink.mark_trace(trace_id, reason)
+        if not self.config.keep_unsampled and reason in _UNSAMPLED:
+            self.sink.count("not kept: spans of unsampled traces", self.sink.drop_spans(trace_id))
 
     def _unscored(self, trace_id: str, span_id: str, reason: str, detail: str) -> None:
         at = int(self._clock() * 1e9)
@@ -294,11 +334,42 @@ class Monitor:
         self.sink.count(f"skipped: {reason}", len(self._entries))
         self.sink.mark_trace(trace_id, reason)
 
+    def spent_usd(self, now: float | None = None) -> float:
+        """What the judge cost over the last hour (of the injected clock)."""
+        now = self._clock() if now is None else now
+        self._spend = [e for e in self._spend if e[0] > now - 3600]
+        return sum(c for _, c, _ in self._spend)
+
     def _over_budget(self, now: float) -> bool:
         if self.config.budget_usd_per_hour is None:
             return False
-        self._spend = [(t, c) for t, c in self._spend if t > now - 3600]
-        return sum(c for _, c in self._spend) >= self.config.budget_usd_per_hour
+        return self.spent_usd(now) >= self.config.budget_usd_per_hour
+
+    def _adjust_rate(self, now: float) -> None:
+        """Lower the sampling rate when the spend the full rate would make, projected to the hour, is over the
+        budget: the rate in force is the configured one times budget / that projection, so the monitor keeps
+        judging a smaller sample rather than stopping, and climbs back as the spend ages out of the hour. A fall
+        to under half the rate last said, and the return to the full rate, are said (``alert_sink``) and
+        counted."""
+        budget = self.config.budget_usd_per_hour
+        if budget is None:
+            return
+        spent = self.spent_usd(now)
+        full = sum(c / f for _, c, f in self._spend)
+        age = min(max(now - self._started, BUDGET_FLOOR_S), 3600.0)
+        projected = full * 3600.0 / age
+        new = 1.0 if projected <= budget else max(MIN_BUDGET_FACTOR, budget / projected)
+        self.rate_factor = new
+        said = self._said_factor
+        if not (new < said / 2 or (new < 1.0 and said == 1.0) or (new == 1.0 and said < 1.0)):
+            return
+        self._said_factor = new
+        rate = self.config.sampler.rate
+        word = "lowered" if new < said else "raised"
+        self.sink.count(f"budget: sampling rate {word}")
+        self._alert_sink(f"budget: sampling rate {word} to {rate * new:.2%} of traces (configured {rate:.0%}; "
+                         f"judge spend ${spent:.4f} in the last hour; at the full rate "
+                         f"${projected:.4f}/hour against the budget ${budget:.4f}/hour)")
 
     def _evaluate(self, todo: list[_Unit], report: StepReport) -> int:
         from ..run._evaluate import evaluate_async
@@ -336,7 +407,7 @@ class Monitor:
                 if row is None:
                     continue
                 if row.cost_usd:
-                    self._spend.append((now, float(row.cost_usd)))
+                    self._spend.append((now, float(row.cost_usd), self.rate_factor))
                 if row.status == "error":
                     key = (u.case["id"], name)
                     self._attempts[key] = self._attempts.get(key, 0) + 1

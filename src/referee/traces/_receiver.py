@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import math
 import socket
 import ssl
 import threading
@@ -41,6 +42,7 @@ from ._otlp import (
     trace_response,
 )
 from ._redact import Redactor
+from ._sampler import trace_fraction
 from ._sink import Added, TraceSink
 
 DEFAULT_HOST = "127.0.0.1"
@@ -74,6 +76,9 @@ class CollectorConfig:
     max_inflight: int = DEFAULT_MAX_INFLIGHT
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     redactor: Redactor = field(default_factory=Redactor)
+    sample_rate: float | None = None
+    """Sampling at ingest: only traces whose id hashes under this rate (:func:`~referee.traces.trace_fraction`,
+    the monitor's own rule) are stored; the others are counted, never kept. None: every trace is stored."""
 
     def check(self) -> None:
         if not _is_loopback(self.host):
@@ -92,14 +97,38 @@ class CollectorConfig:
                      "max_inflight", "max_connections"):
             if int(getattr(self, name)) < 1:
                 raise UserError(f"{name} must be at least 1")
+        if self.sample_rate is not None and not (isinstance(self.sample_rate, int | float)
+                                                 and math.isfinite(self.sample_rate) and 0 <= self.sample_rate <= 1):
+            raise UserError(f"the sampling rate must be a number from 0 to 1, got {self.sample_rate!r}")
 
 
-def ingest(sink: TraceSink, decoded: Decoded, redactor: Redactor, *, received_ns: int) -> Added:
-    """Decoded spans into the sink: spans with neither convention counted and skipped, the redaction hook
-    applied before anything is stored, rejections and spans over their trace's cap counted. The receiver and
-    ``referee monitor --replay`` (recorded OTLP files) both go through here."""
+def ingest(sink: TraceSink, decoded: Decoded, redactor: Redactor, *, received_ns: int,
+           sample_rate: float | None = None) -> Added:
+    """Decoded spans into the sink: with ``sample_rate``, the spans of traces not sampled (by the hash of the trace
+    id, so every span of a trace gets the same decision with nothing remembered) counted and not stored; spans
+    with neither convention counted and skipped, the redaction hook applied before anything is stored, rejections
+    and spans over their trace's cap counted. The receiver and ``referee monitor --replay`` (recorded OTLP files)
+    both go through here."""
     kept = []
-    for span in decoded.spans:
+    spans = decoded.spans
+    if sample_rate is not None and sample_rate < 1.0:
+        decided: dict[str, bool] = {}
+        sampled = []
+        out_spans = out_traces = 0
+        for span in spans:
+            keep = decided.get(span.trace_id)
+            if keep is None:
+                keep = decided[span.trace_id] = trace_fraction(span.trace_id) < sample_rate
+            if keep:
+                sampled.append(span)
+            else:
+                out_spans += 1
+                out_traces += not span.parent_span_id  # a trace is counted once, by its root span
+        if out_spans:
+            sink.count("not stored: sampled_out (spans)", out_spans)
+            sink.count("not stored: sampled_out (traces)", out_traces)
+        spans = sampled
+    for span in spans:
         if not follows_convention(span.attributes):
             sink.count("no_convention")
             continue
@@ -290,7 +319,8 @@ class Collector:
             decoded = decode_traces(body, ctype, max_span_bytes=cfg.max_span_bytes,
                                     max_attribute_bytes=cfg.max_attribute_bytes)
             received = len(decoded.spans) + decoded.rejected
-            added = ingest(self.sink, decoded, cfg.redactor, received_ns=self._clock_ns())
+            added = ingest(self.sink, decoded, cfg.redactor, received_ns=self._clock_ns(),
+                           sample_rate=cfg.sample_rate)
 
             def done(s: CollectorStats) -> None:
                 s.requests += 1

@@ -75,7 +75,8 @@ class Decision:
 
     sampled: bool
     reason: str
-    """``rate``, ``always`` (sampled), ``sampled_out`` or ``over_cap`` (skipped)."""
+    """``rate``, ``always`` (sampled), ``sampled_out``, ``budget_lowered_rate`` (under the configured rate, over
+    the rate the budget lowered it to) or ``over_cap`` (skipped)."""
 
 
 class Sampler:
@@ -99,11 +100,15 @@ class Sampler:
         """The rate decision alone (what a rerun reproduces)."""
         return trace_fraction(trace_id) < self.rate
 
-    def decide(self, trace_id: str, spans: Sequence[Mapping[str, Any]] = ()) -> Decision:
+    def decide(self, trace_id: str, spans: Sequence[Mapping[str, Any]] = (), *, factor: float = 1.0) -> Decision:
+        """``factor`` (0 to 1) lowers the rate (a budget's doing): the traces it keeps are a subset of those the
+        full rate keeps, still decided by the hash."""
         if any(rule.matches(spans) for rule in self.always):
             reason = "always"
-        elif self.rate_sampled(trace_id):
+        elif trace_fraction(trace_id) < self.rate * factor:
             reason = "rate"
+        elif self.rate_sampled(trace_id):
+            return Decision(False, "budget_lowered_rate")
         else:
             return Decision(False, "sampled_out")
         if self.per_minute is not None:

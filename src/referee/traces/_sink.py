@@ -60,6 +60,7 @@ class TraceSink(Protocol):
     def recent_traces(self, limit: int) -> list[str]: ...
     def trace_truncated(self, trace_id: str) -> bool: ...
     def mark_trace(self, trace_id: str, state: str) -> None: ...
+    def drop_spans(self, trace_id: str) -> int: ...
     def record_score(self, score: Score) -> bool: ...
     def scored_units(self, trace_id: str) -> set[tuple[str, str]]: ...
     def prune(self, *, older_than_ns: int | None = None, max_traces: int | None = None) -> int: ...
@@ -136,6 +137,15 @@ class MemorySink:
         with self._lock:
             if trace_id in self._traces:
                 self._traces[trace_id].state = state
+
+    def drop_spans(self, trace_id: str) -> int:
+        with self._lock:
+            t = self._traces.get(trace_id)
+            if t is None:
+                return 0
+            n = len(t.spans)
+            t.spans.clear()
+            return n
 
     def record_score(self, score: Score) -> bool:
         with self._lock:

@@ -47,6 +47,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/history/trend"), "trend"),
     ("GET", re.compile(r"/api/history/alignments"), "alignments"),
     ("POST", re.compile(r"/api/history/open"), "open"),
+    ("GET", re.compile(r"/api/traces/?"), "traces"),
+    ("GET", re.compile(r"/api/traces/(?P<trace>[^/]+)"), "trace"),
 ]
 
 
@@ -241,6 +243,11 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, app.api_alignments(params)
         if name == "open":
             return 200, app.api_open(self._body())
+        if name in ("traces", "trace"):
+            from ._traces import traces_page
+
+            page = traces_page(app)
+            return 200, page.api_list(params) if name == "traces" else page.api_trace(g["trace"])
         raise ApiError(404, "not found")
 
     def _body(self) -> Any:

@@ -106,6 +106,7 @@ async function route() {
   const main = ctx.box;
   try {
     if (parts[0] === "history") await viewHistory(parts, params);
+    else if (parts[0] === "traces") await viewTraces(parts, params);
     else if (!parts.length && state.index.history && !state.index.runs.length) await viewHistory(["history"], params);
     else if (parts[0] === "run" && parts[2] === "case") await viewCase(parts[1], Number(parts[3]), params);
     else if (parts[0] === "run" && parts[2] === "review") await viewReview(parts[1], params);
@@ -144,10 +145,11 @@ function renderNav() {
   const links = state.index.runs.map((r) => el("a", { href: "#/run/" + r.run, class: cur === r.run ? "active" : null,
     title: r.path }, r.stored_run ? runName(r) : (r.label || r.name)));
   if (state.index.history) {
-    links.unshift(el("a", { href: "#/history", id: "nav-history", class: parts[0] === "history" || (!parts.length && !state.index.runs.length) ? "active" : null }, "history"));
+    links.unshift(el("a", { href: "#/history", id: "nav-history", class: parts[0] === "history" || (!parts.length && !state.index.runs.length) ? "active" : null }, "history"),
+      el("a", { href: "#/traces", id: "nav-traces", class: parts[0] === "traces" ? "active" : null }, "traces"));
   }
   if (state.index.runs.length > 1) {
-    links.splice(state.index.history ? 1 : 0, 0, el("a", { href: "#/grid", id: "nav-grid", class: parts[0] === "grid" || !parts.length ? "active" : null }, "grid"));
+    links.splice(state.index.history ? 2 : 0, 0, el("a", { href: "#/grid", id: "nav-grid", class: parts[0] === "grid" || !parts.length ? "active" : null }, "grid"));
     links.push(el("a", { href: "#/compare/" + state.index.runs[0].run + "/" + state.index.runs[1].run,
       class: parts[0] === "compare" ? "active" : null }, "compare"));
   }

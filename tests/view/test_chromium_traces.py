@@ -1,0 +1,92 @@
+"""The traces page in a real headless Chromium: span attributes, messages and a service name carrying HTML and
+script stay text in the list, the filters, the trace's case, its spans and its scores; a trace opens from the list
+and from an alert's example."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee.view import close_app
+from tests.support import browser
+from tests.support.browser import wait_until
+from tests.view.conftest import PAYLOAD, Served
+from tests.view.test_history import serve_history
+from tests.view.test_traces import HOSTILE_SERVICE, PLAIN_SERVICE, Seeded, seed_traces
+
+pytestmark = [pytest.mark.chromium]
+
+WHY = browser.missing()
+if WHY is not None:
+    pytestmark.append(pytest.mark.skip(reason=f"browser test skipped: {WHY}"))
+
+
+@pytest.fixture
+def traced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Served, Seeded]]:
+    monkeypatch.chdir(tmp_path)
+    seeded = seed_traces(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    s = serve_history(seeded.url, tmp_path)
+    yield s, seeded
+    s.server.shutdown()
+    s.server.server_close()
+    close_app(s.app)
+
+
+def _clean(d: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    assert d.execute_script("return window.__xss") is None
+    assert not d.find_elements(By.CSS_SELECTOR, "#main script, #main iframe, #main img, #main [onerror], #main [onload]")
+
+
+def test_traces_page_keeps_hostile_span_text_as_text(driver: Any, traced: tuple[Served, Seeded]) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    s, seeded = traced
+    d = driver
+    d.get(s.url)
+    wait_until(d, lambda: d.find_element(By.ID, "nav-traces")).click()
+    wait_until(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")) == 8)
+    services = [c.text for c in d.find_elements(By.CSS_SELECTOR, "#trace-list td.service")]
+    assert services.count(HOSTILE_SERVICE) == 6 and services.count(PLAIN_SERVICE) == 2
+    options = [o.text for o in Select(d.find_element(By.ID, "t-service")).options]
+    assert HOSTILE_SERVICE in options
+    assert len(d.find_elements(By.CSS_SELECTOR, "#trace-charts figure circle.regression")) == 2
+    assert len(d.find_elements(By.CSS_SELECTOR, "#trace-alerts li")) == 2
+    _clean(d)
+
+    # Filter to the hostile service: its six traces.
+    Select(d.find_element(By.ID, "t-service")).select_by_visible_text(HOSTILE_SERVICE)
+    d.find_element(By.CSS_SELECTOR, "#trace-filters button").click()
+    wait_until(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")) == 6)
+    _clean(d)
+
+    # Open the hostile trace: its input, output and attributes are shown as the text they are.
+    bad = seeded.hostile[-1].trace_id
+    d.find_element(By.CSS_SELECTOR, f'#trace-list tr[data-trace="{bad}"] a.open-trace').click()
+    wait_until(d, lambda: d.find_element(By.ID, "trace-id").text == bad)
+    case_text = d.find_element(By.ID, "trace-case").text
+    assert PAYLOAD.split("\n")[0][:40] in case_text
+    assert d.find_element(By.CSS_SELECTOR, "#trace-case .text").text == PAYLOAD
+    rows = d.find_elements(By.CSS_SELECTOR, "#trace-spans tbody tr")
+    assert len(rows) == 3
+    root = d.find_element(By.CSS_SELECTOR, f'#trace-spans tr[data-span="{seeded.hostile[-1].root_span_id}"]')
+    root.find_element(By.TAG_NAME, "summary").click()
+    attrs = root.find_element(By.CSS_SELECTOR, "pre.span-attrs").text
+    assert "window.__xss=2" in attrs and "app.note" in attrs
+    assert "error: boom" in root.text
+    score_row = d.find_element(By.CSS_SELECTOR, '#trace-score-table tr[data-evaluator="is_json"]')
+    assert "fail" in score_row.text
+    _clean(d)
+
+    # An alert's example opens its trace.
+    d.find_element(By.ID, "nav-traces").click()
+    wait_until(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")) == 8)
+    d.find_elements(By.CSS_SELECTOR, "#trace-alerts a.alert-example")[0].click()
+    wait_until(d, lambda: d.find_element(By.ID, "trace-id").text in {x.trace_id for x in seeded.hostile})
+    assert d.find_elements(By.CSS_SELECTOR, "#trace-own-alerts li")
+    _clean(d)
