@@ -113,16 +113,42 @@ def test_labels_on_cases_the_suite_does_not_hold_are_refused(tmp_path: Path,
     assert code == 2 and "not among the judge's cases" in err
 
 
-def test_an_aligned_judge_run_with_another_model_is_refused_unless_forced(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], fake_server: Any) -> None:
-    run, lab = _files(tmp_path, *squashed(60, seed=3))  # rows by openai judge-1
-    code, _, err = run_cli(["align", run, lab, "-o", str(tmp_path / "j.aligned.json"), "--n-boot", "300"], capsys)
-    assert code == 0 and (tmp_path / "j.aligned.json").exists(), err
+def _aligned_suite(tmp_path: Path, fake_server: Any, capsys: pytest.CaptureFixture[str], *,
+                   fitted_template: str | None = None) -> Path:
+    """A suite whose judge entry uses an aligned judge fitted on rows by openai judge-1 with the entry's own
+    template (or, given ``fitted_template``, rows that carried another template's hash)."""
+    from referee.suites import load_suite
+
     (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "q", "output": "yes", "reference": "yes"}\n')
     suite = tmp_path / "s.yaml"
     suite.write_text(f"name: s\ncases: cases.jsonl\njudge: {{provider: openai, model: judge-1, base_url: "
                      f"'{fake_server.openai_base_url}'}}\nevaluators:\n  - id: judge\n    llm_judge: "
-                     "{criteria: [quality]}\n    aligned: j.aligned.json\n")
+                     "{criteria: [quality]}\n")
+    template_hash = fitted_template or load_suite(suite).specs[0].evaluator.template_hash
+    judge, human = squashed(60, seed=3)
+    run = write_run(tmp_path / "run.jsonl", judge, template_hash=template_hash)
+    lab = write_labels(tmp_path / "labels.jsonl", [{"id": c, "score": v} for c, v in human.items()])
+    code, _, err = run_cli(["align", str(run), str(lab), "-o", str(tmp_path / "j.aligned.json"), "--n-boot", "300"],
+                           capsys)
+    assert code == 0 and (tmp_path / "j.aligned.json").exists(), err
+    suite.write_text(suite.read_text() + "    aligned: j.aligned.json\n")
+    return suite
+
+
+def test_an_aligned_judge_run_with_another_template_is_refused_unless_forced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], fake_server: Any) -> None:
+    suite = _aligned_suite(tmp_path, fake_server, capsys, fitted_template="b" * 64)
+    out = str(tmp_path / "r.jsonl")
+    code, _, err = run_cli(["run", str(suite), "--out", out], capsys)
+    assert code == 2 and "template_hash" in err and "fitted for another judge" in err
+    with pytest.warns(UserWarning, match="used anyway"):
+        code, _, err = run_cli(["run", str(suite), "--out", out + "2", "--force-aligned"], capsys)
+    assert code == 0, err
+
+
+def test_an_aligned_judge_run_with_another_model_is_refused_unless_forced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], fake_server: Any) -> None:
+    suite = _aligned_suite(tmp_path, fake_server, capsys)
     out = str(tmp_path / "r.jsonl")
     code, _, err = run_cli(["run", str(suite), "--out", out], capsys)
     assert code == 0, err

@@ -188,7 +188,11 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
         for idx, s in enumerate(specs):
             if s.aligned is not None:
                 try:
-                    s.aligned.check_judge(JudgeRef(provider=judge.provider, model=judge.model), force=force_aligned)
+                    # The template too, unless the alignment brings its own rewritten prompt (then the suite's
+                    # template is not what is sent): the hash the rows of the fitted run carried.
+                    th = getattr(s.evaluator, "template_hash", None) if s.aligned.prompt is None else None
+                    s.aligned.check_judge(JudgeRef(provider=judge.provider, model=judge.model, template_hash=th),
+                                          force=force_aligned)
                 except UserError as exc:
                     col.add(("evaluators", idx, "aligned"), str(exc))
         if col.problems:
