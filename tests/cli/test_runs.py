@@ -169,7 +169,9 @@ def test_score_takes_a_stored_run_as_its_results(two_runs: tuple[str, str], stor
     code, _, err = run_cli(["score", "last"], capsys)
     assert code == 2 and "results: run" not in err
     code, _, err = run_cli(["score", "no-such-branch"], capsys)
-    assert code == 2 and "no such file" in err
+    assert code == 2 and "file not found" in err and "no-such-branch" in err
+    code, _, err = run_cli(["score", "missing.jsonl"], capsys)  # a results file by its name: never a run
+    assert code == 2 and "file not found" in err and "run history" not in err
     monkeypatch.setenv("REFEREE_STORE", "off")
     code, _, err = run_cli(["score", "no-such-branch"], capsys)
     assert code == 2 and "run history is off" in err

@@ -216,6 +216,9 @@ def command(ctx: click.Context, results: str, baseline: str | None, threshold: f
     return code
 
 
+_FILE_SUFFIXES = frozenset({".jsonl", ".json", ".csv", ".gz", ".ndjson", ".txt"})
+
+
 def _stored_results(ctx: click.Context, results: str) -> str:
     """RESULTS as given when it is a file (a file wins); else the run it names in the history (a run id or prefix,
     last, @COMMIT, a branch), exported to a temporary folder removed when the command ends, so every output
@@ -224,16 +227,17 @@ def _stored_results(ctx: click.Context, results: str) -> str:
 
     from ..store import current, export_run, find_run, looks_like_name, open_store
 
-    if Path(results).exists() or not looks_like_name(results):
+    # A path that names a results file (by its suffix) is a file, found or not: "file not found" says it best.
+    if Path(results).exists() or not looks_like_name(results) or Path(results).suffix.lower() in _FILE_SUFFIXES:
         return results
     if not current().readable:
-        raise UserError(f"{results}: no such file, and the run history is off (REFEREE_STORE=off), so a run cannot "
-                        "be looked up by name")
+        raise UserError(f"{results}: file not found (and the run history is off, REFEREE_STORE=off, so a run "
+                        "cannot be looked up by name)")
     with open_store(None) as st:
         try:
             run = find_run(st, results)
         except UserError as exc:
-            raise UserError(f"{results}: no such file, and {exc}") from None
+            raise UserError(f"{results}: file not found, and {exc}") from None
         # The folder is named after the run: the report's header names the run, not a temporary path.
         tmp = tempfile.TemporaryDirectory(prefix="referee-score-")
         ctx.call_on_close(tmp.cleanup)
