@@ -13,7 +13,7 @@ TITLE = "Look and label: every run of this example in the local viewer (referee 
 
 # Baseline first, candidate second (the viewer's compare page opens on the first two), then the rest.
 _PREFERRED = [("judged_before.jsonl", "judged_after.jsonl"), ("suite_before.jsonl", "suite_after.jsonl")]
-_SAME_CASES = ["pairwise.jsonl", "rubric_after.jsonl", "batch_judged.jsonl"]
+_SAME_CASES = ["pairwise.jsonl", "rubric_after.jsonl", "panel_after.jsonl", "batch_judged.jsonl"]
 """Runs over the support answers' own case ids: columns of one grid beside the before / after pair."""
 _OWN_CASES = ["rag_results.jsonl", "images_results.jsonl", "agent_checks.jsonl", "simulated_results.jsonl",
               "redteam_results.jsonl", "targets_out"]
