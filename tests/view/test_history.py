@@ -275,3 +275,56 @@ def test_a_run_open_for_labelling_in_another_viewer_is_refused_not_shared(hist: 
         other.server.shutdown()
         other.server.server_close()
         close_app(other.app)
+
+
+def test_reviewers_on_two_machines_share_labels_through_a_shared_store(pg_url: str, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two viewers in two folders (two machines) over one PostgreSQL store: each reviewer's labels on a stored run
+    # reach the other's viewer through the store; neither viewer's own newer label is written over.
+    from referee.store import record_view_label
+    from referee.view import _app
+
+    monkeypatch.setattr(_app, "LABEL_SYNC_S", 0.0)
+    with open_store(pg_url) as st:
+        seed(st)
+    rid = "run1" + "0" * 28
+    viewers, opened = [], []
+    try:
+        for name in ("ada", "bo"):
+            (tmp_path / name).mkdir()
+            monkeypatch.chdir(tmp_path / name)  # a Postgres store's opened runs go to .referee/ in the folder
+            v = serve_history(pg_url, tmp_path / name, reviewer=name)
+            viewers.append(v)
+            status, data = post(v, "/api/history/open", {"runs": [rid]})
+            assert status == 200, data
+            opened.append(data["runs"][0])
+        (ada, ada_key), (bo, bo_key) = zip(viewers, opened, strict=True)
+        status, data = post(ada, "/api/labels", {"run": ada_key, "id": "c01", "passed": True,
+                                                 "comment": "<b>fine</b>"})
+        assert status == 201 and data["store"] and "store_warning" not in data
+        status, data = post(bo, "/api/labels", {"run": bo_key, "id": "c01", "passed": False})
+        assert status == 201 and data["store"]
+        # Hostile rows in the shared table: a line for another case id, and one that is not JSON, are ignored.
+        with open_store(pg_url) as st:
+            record_view_label(st, rid, {"id": "c02", "passed": True, "score": 1.0, "reviewer": "eve"})
+            from referee.store import _schema as s
+
+            with st.engine.begin() as conn:
+                conn.execute(s.labels.insert().values(run_id=rid, case_id="c03", reviewer="mallory",
+                                                      label='{"id": "c04", "score": 0}', created_at="2026"))
+                conn.execute(s.labels.insert().values(run_id=rid, case_id="c03", reviewer="mallory",
+                                                      label="not json", created_at="2026"))
+        labels = {(x["id"], x["reviewer"]): x for x in get(ada, f"/api/runs/{ada_key}/labels")["labels"]}
+        assert labels[("c01", "ada")]["passed"] is True and labels[("c01", "bo")]["passed"] is False
+        assert labels[("c02", "eve")]["score"] == 1.0 and not any(r == "mallory" for _, r in labels)
+        # Ada changes her mind; Bo sees the new label, and Ada's file never went back to the old one.
+        assert post(ada, "/api/labels", {"run": ada_key, "id": "c01", "passed": False})[0] == 200
+        bo_labels = {(x["id"], x["reviewer"]): x for x in get(bo, f"/api/runs/{bo_key}/labels")["labels"]}
+        assert bo_labels[("c01", "ada")]["passed"] is False and bo_labels[("c01", "bo")]["passed"] is False
+        ada_labels = {(x["id"], x["reviewer"]): x for x in get(ada, f"/api/runs/{ada_key}/labels")["labels"]}
+        assert ada_labels[("c01", "ada")]["passed"] is False
+    finally:
+        for v in viewers:
+            v.server.shutdown()
+            v.server.server_close()
+            close_app(v.app)

@@ -27,7 +27,7 @@ from ._settings import (
 )
 
 if _TYPE_CHECKING:
-    from ._alignments import alignments, record_alignment
+    from ._alignments import alignments, record_alignment, record_view_label, view_labels
     from ._history import (
         StoredRun,
         check_store,
@@ -49,6 +49,7 @@ if _TYPE_CHECKING:
 # SQLAlchemy is imported with the names that need it, never by a run's start (the recorder's thread imports it).
 _LAZY = {"SCHEMA_REVISION": ("._revision", "HEAD"), "REVISIONS": ("._revision", "REVISIONS"),
          "alignments": ("._alignments", "alignments"), "record_alignment": ("._alignments", "record_alignment"),
+         "record_view_label": ("._alignments", "record_view_label"), "view_labels": ("._alignments", "view_labels"),
          "RunRecord": ("._store", "RunRecord"), "Store": ("._store", "Store"),
          **{n: ("._traces", n) for n in ("SpansWritten", "StoredTrace", "TraceScore", "TraceStore")},
          **{n: ("._history", n) for n in ("StoredRun", "check_store", "compact_if_worth_it", "export_run",
@@ -133,6 +134,7 @@ __all__ = [
     "open_store",
     "prune_plan",
     "record_alignment",
+    "record_view_label",
     "recording",
     "resolve_baseline",
     "results_files",
@@ -141,4 +143,5 @@ __all__ = [
     "runs_frame",
     "scope",
     "upgrade_store",
+    "view_labels",
 ]

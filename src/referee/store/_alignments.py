@@ -71,3 +71,52 @@ def alignments(store: Store) -> list[dict[str, Any]]:
                         "config": json.loads(cfg) if cfg else None, "metrics": json.loads(met) if met else None,
                         "labels": int(counts.get(r["id"], 0))})
     return out
+
+
+MAX_VIEW_LABEL_BYTES = 64 * 1024
+"""A viewer label line above this size is not stored (the viewer's own bounds keep them far smaller)."""
+
+
+def record_view_label(store: Store, run_id: str, label: dict[str, Any]) -> None:
+    """Record one label the viewer saved on a stored run (its whole line, as the labels file holds it), so
+    reviewers on other machines sharing this store see it. Raises :class:`StoreError` when it cannot be written."""
+    data = json.dumps(label, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    if len(data.encode("utf-8")) > MAX_VIEW_LABEL_BYTES:
+        raise ValueError(f"a label of {len(data)} characters is over the store's bound")
+    score = label.get("score")
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(s.labels.insert().values(
+                run_id=run_id, case_id=str(label["id"]), reviewer=str(label.get("reviewer") or "anonymous"),
+                label=data, score=float(score) if isinstance(score, int | float) else None,
+                created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds"), alignment_id=None))
+    except Exception as exc:
+        if type(exc).__module__.startswith("sqlalchemy"):
+            raise store.error(exc) from None
+        raise
+
+
+def view_labels(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """The labels viewers saved on the stored run ``run_id``: each (case, reviewer)'s newest line, in the order
+    they were given. Rows that are not a viewer's line (an alignment's labels) are left out."""
+    try:
+        with store.engine.connect() as conn:
+            rows = conn.execute(select(s.labels.c.case_id, s.labels.c.reviewer, s.labels.c.label)
+                                .where(s.labels.c.run_id == run_id, s.labels.c.alignment_id.is_(None))
+                                .order_by(s.labels.c.id)).all()
+    except Exception as exc:
+        if type(exc).__module__.startswith("sqlalchemy"):
+            raise store.error(exc) from None
+        raise
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    for case_id, reviewer, text in rows:
+        if not text or not text.startswith("{") or len(text) > MAX_VIEW_LABEL_BYTES:
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and str(obj.get("id")) == case_id:
+            newest.pop((case_id, reviewer), None)  # re-inserted: the order is that of the newest line
+            newest[(case_id, reviewer)] = obj
+    return list(newest.values())

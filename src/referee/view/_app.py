@@ -7,9 +7,11 @@ judge-human agreement is ``referee calibrate``'s (``calibrate.calibrate`` over `
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -42,6 +44,10 @@ API_VERSION = 1
 _EXCERPT = 300
 MARKDOWN_LIMIT = 200_000
 """Outputs longer than this (characters) are shown as text, not rendered."""
+
+log = logging.getLogger("referee.view")
+LABEL_SYNC_S = 2.0
+"""How often a stored run's labels are read again from the run history (other reviewers' labels)."""
 
 
 class ApiError(RefereeError):
@@ -86,6 +92,7 @@ class ViewApp:
         """What the user should know about the inputs (id collisions between cases files, skipped files)."""
         self.history: Any = None
         """The run history this viewer reads (``referee view`` with no results file, or ``--store``), or None."""
+        self._label_sync: dict[str, float] = {}
         self.reviewer: str | None = None
         """The reviewer's name (``--reviewer``): the page's default, and the name of a label posted without one."""
         self.reviewers_per_case = 1
@@ -218,6 +225,40 @@ class ViewApp:
         except HistoryError as exc:
             raise ApiError(exc.status, exc.msg) from None
 
+    def sync_labels(self, key: str, *, force: bool = False) -> None:
+        """A run opened from the run history: bring the labels other reviewers saved in the store (a shared one)
+        into this viewer's labels file, at most every ``LABEL_SYNC_S`` seconds. This viewer's own reviewer's labels
+        are taken only for cases it has not labelled here (its own newer ones are never written over)."""
+        h = self.history
+        if h is None or key not in self.labels:
+            return
+        run_id = self._stored_run_id(key)
+        if run_id is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._label_sync.get(key, -LABEL_SYNC_S) < LABEL_SYNC_S:
+            return
+        self._label_sync[key] = now
+        from ..store import StoreError, view_labels
+
+        try:
+            stored = view_labels(h.store, run_id)
+        except StoreError as exc:
+            log.warning("warning: labels in %s not read: %s", h.display, exc)
+            return
+        local = self.labels[key]
+        me = self.reviewer or DEFAULT_REVIEWER
+        for lab in stored:
+            who = str(lab.get("reviewer") or DEFAULT_REVIEWER)
+            mine = [o for o in local.for_id(str(lab["id"])) if str(o.get("reviewer") or DEFAULT_REVIEWER) == who]
+            if (mine and who == me) or (mine and mine[-1] == lab):
+                continue
+            try:
+                local.put(lab)
+            except OSError as exc:
+                log.warning("warning: a stored label not copied to %s: %s", local.path, exc)
+                return
+
     def api_open(self, body: Any) -> dict[str, Any]:
         """Open stored runs as runs of this viewer (``{"runs": [id, ...]}``); returns their keys, in order."""
         from ._history import HistoryError
@@ -250,6 +291,8 @@ class ViewApp:
                     self.order.append(key)
                     h.opened[rec.id] = key
                 keys.append(key)
+        for key in keys:  # the labels other reviewers saved in the store, before the page reads any
+            self.sync_labels(key, force=True)
         return {"runs": keys, "ids": ids}
 
     def api_summary(self, key: str, params: dict[str, str]) -> dict[str, Any]:
@@ -508,8 +551,21 @@ class ViewApp:
         except OSError as exc:
             raise ApiError(500, f"could not save the label to {self.labels[key].path}: {exc.strerror or exc} "
                                 "(labels already saved are kept)") from None
-        return (200 if replaced else 201), {"run": key, "label": label, "replaced": replaced,
-                                            "path": str(self.labels[key].path)}
+        out = {"run": key, "label": label, "replaced": replaced, "path": str(self.labels[key].path)}
+        stored = self._stored_run_id(key)
+        if stored is not None:  # a run of the history: the label goes to the store too, for the other reviewers
+            from ..store import StoreError, record_view_label
+
+            try:
+                record_view_label(self.history.store, stored, label)
+                out["store"] = self.history.display
+            except (StoreError, ValueError) as exc:
+                out["store_warning"] = f"saved in {self.labels[key].path} but not in the run history: {exc}"
+        return (200 if replaced else 201), out
+
+    def _stored_run_id(self, key: str) -> str | None:
+        h = self.history
+        return None if h is None else next((rid for rid, k in h.opened.items() if k == key), None)
 
     def api_agreement(self, key: str) -> dict[str, Any]:
         from ..calibrate._calibrate import calibrate, judge_labels, read_labels

@@ -25,6 +25,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 MAX_BODY = 64 * 1024
 _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                  ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+_READS_LABELS = frozenset({"case", "review", "queue", "labels", "agreement", "reviewers", "align", "summary"})
+"""The endpoints whose answer shows a run's labels."""
 _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/?"), "index"),
     ("GET", re.compile(r"/api/runs/?"), "index"),
@@ -198,6 +200,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _call(self, name: str, g: dict[str, str], params: dict[str, str]) -> tuple[int, Any]:
         app = self.server.app
+        if name in _READS_LABELS:
+            app.sync_labels(g["run"])  # a stored run: the labels other reviewers saved in a shared store
         if name == "index":
             return 200, app.api_index()
         if name == "summary":
