@@ -15,7 +15,7 @@ from referee.view import close_app
 from referee.view._server import CSP
 from tests.support import browser
 from tests.support.browser import wait_until
-from tests.view.conftest import Served
+from tests.view.conftest import XSS, Served
 from tests.view.test_history import HOSTILE_MODEL, HOSTILE_SUITE, HOSTILE_TAG, seed, serve_history
 
 pytestmark = [pytest.mark.chromium]
@@ -51,6 +51,9 @@ def test_history_page_keeps_hostile_names_as_text_and_opens_and_compares_runs(dr
     assert tags == [HOSTILE_TAG]
     judges = [c.text for c in d.find_elements(By.CSS_SELECTOR, "#history-alignments td.judge")]
     assert judges == ["openai/" + HOSTILE_MODEL]
+    d.execute_script("document.querySelector('details.alignment-prompt').open = true")
+    diff = d.find_element(By.CSS_SELECTOR, "details.alignment-prompt pre.diff").text
+    assert diff.endswith(XSS[0])  # the rewrite's diff, shown as the text it is
     assert d.execute_script("return window.__xss") is None
     assert not d.find_elements(By.CSS_SELECTOR, "#main script, #main iframe, #main img")
     # The newest complete run is of "plain"; filter to the hostile suite and its trend is drawn.

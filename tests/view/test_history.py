@@ -74,6 +74,7 @@ def seed(store: Store) -> None:
     record_alignment(store, alignment_id="a1" * 16, judge_key="k" * 32,
                      config={"judge": {"provider": "openai", "model": HOSTILE_MODEL}},
                      metrics={"method": ["examples", "map"], "n_labels": 40,
+                              "prompt": {"diff": "--- rubric\n+++ aligned\n+" + XSS[0], "examples": ["c01", "c02"]},
                               "heldout": {"n": 20, "metric": "kappa",
                                           "gains": {"raw": {"kappa": iv(0.4, 0.1, 0.7)},
                                                     "baseline": {"kappa": iv(0.6, 0.3, 0.9)}}}},
@@ -171,6 +172,7 @@ def test_recorded_alignments_are_listed_with_their_held_out_gains(hist: Served) 
     assert a["id"] == "a1" * 16 and a["method"] == ["examples", "map"] and a["judge"] == "openai/" + HOSTILE_MODEL
     assert a["metric"] == "kappa" and a["n_labels"] == 40 and a["heldout"] == 20 and a["labels"] == 3
     assert a["gain_raw"]["lo"] == 0.1 and a["gain_baseline"]["estimate"] == 0.6
+    assert a["prompt_diff"].endswith(XSS[0]) and a["examples"] == ["c01", "c02"]
     status, data, _ = call(hist, "GET", "/api/history/alignments?limit=0")
     assert status == 400 and "limit" in json.dumps(data)
 

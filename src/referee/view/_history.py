@@ -23,6 +23,7 @@ from ..store import StoreError, display_url, open_store
 MAX_RUNS = 1000
 """The most runs one history page lists (``limit``)."""
 MAX_POINTS = 500
+MAX_DIFF_CHARS = 20_000
 METRICS = ("pass_rate", "mean")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$")
 
@@ -128,6 +129,9 @@ class History:
                 "judge": "/".join(str(judge[k]) for k in ("provider", "model") if judge.get(k)) or None,
                 "n_labels": met.get("n_labels"), "heldout": held.get("n"), "labels": a["labels"], "metric": metric,
                 "gain_raw": (gains.get("raw") or {}).get(metric), "gain_baseline": (gains.get("baseline") or {}).get(metric),
+                # The prompt methods' change (examples shown, the winning rewrite as a unified diff), as text.
+                "prompt_diff": str((met.get("prompt") or {}).get("diff") or "")[:MAX_DIFF_CHARS],
+                "examples": [str(x) for x in ((met.get("prompt") or {}).get("examples") or [])][:50],
             })
         return {"alignments": out, "total": len(found), "more": len(found) > limit}
 

@@ -95,7 +95,13 @@ async function viewHistory(parts, params) {
         el("td", {}, when(a.created_at)), el("td", {}, a.method.join(" + ")), el("td", { class: "judge" }, a.judge || ""),
         el("td", {}, String(a.n_labels ?? a.labels)), el("td", {}, String(a.heldout ?? "")), el("td", {}, a.metric || ""),
         el("td", {}, gain(a.gain_raw)), el("td", {}, gain(a.gain_baseline)),
-        el("td", { title: a.id }, String(a.id).slice(0, 12))))))) : null;
+        el("td", { title: a.id }, String(a.id).slice(0, 12)))))),
+    al.alignments.filter((a) => a.prompt_diff || (a.examples || []).length).map((a) =>
+      el("details", { class: "alignment-prompt", "data-alignment": a.id },
+        el("summary", {}, "prompt of " + String(a.id).slice(0, 12) + ": " + (a.examples || []).length + " example(s)"
+          + (a.prompt_diff ? ", a rewritten " + "rubric or template" : "")),
+        (a.examples || []).length ? el("p", {}, "examples: ", a.examples.join(", ")) : null,
+        a.prompt_diff ? el("pre", { class: "diff" }, a.prompt_diff) : null))) : null;
 
   clear(main, el("h1", {}, "Run history"),
     el("p", { class: "muted", id: "history-store" }, d.total + " run(s) in ", d.store),
