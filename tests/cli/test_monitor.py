@@ -122,3 +122,35 @@ def test_sampling_at_ingest_stores_only_the_sampled_traces(tmp_path: Path, capsy
 def test_collect_refuses_a_sample_rate_outside_0_to_1(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(["collect", "--port", "0", "--sample-rate", "1.5"], capsys)
     assert code == 2 and "--sample-rate" in err
+
+
+def test_the_summary_shows_the_suites_offline_run_beside_production(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.store import open_store
+
+    suite = tmp_path / "monitor.yaml"
+    suite.write_text(SUITE.read_text() + "cases:\n"
+                     "  - {id: a, input: 'How long are backups kept?', output: 'Thirty days.', contexts: ['Backups "
+                     "are kept for thirty days.']}\n"
+                     "  - {id: b, input: 'Refunds?', output: 'At any time, forever.', contexts: ['Refunds within 30 "
+                     "days.']}\n")
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    code, _, err = run_cli(["run", str(suite), "--provider", "standin", "--store", url, "--no-gates",
+                            "-o", str(tmp_path / "offline.jsonl")], capsys)
+    assert code == 0, err
+    with open_store(url) as st:
+        [run] = st.list_runs(suite="acme-support-production")
+        rows = st.rows(run.id)
+    want = {m: sum(r.checks[m].score for r in rows) / len(rows) for m in ("faithfulness", "llm_judge")}  # type: ignore[misc]
+    code, stdout, err = run_cli(["monitor", str(suite), "--replay", str(RECORDED), "--once", "--provider", "standin",
+                                 "--store", url], capsys)
+    assert code == 0, err
+    notes = {line.split(":")[0]: line for line in stdout.splitlines() if "offline run" in line}
+    assert set(notes) == {"faithfulness", "llm_judge"}
+    for metric, line in notes.items():
+        assert f"offline run {run.id[:12]}" in line and f": {want[metric]:.3f} [" in line and "over 2 case(s)" in line
+        assert "for context, not the reference" in line
+    # Without a stored run of the suite, nothing is said.
+    code, stdout, _ = run_cli(["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider", "standin",
+                               "--store", f"sqlite:///{tmp_path / 'empty.sqlite'}"], capsys)
+    assert code == 0 and "offline run" not in stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -396,3 +397,65 @@ def test_unsampled_traces_can_be_kept_as_counts_only(collector: Collector, judge
     assert counts["not kept: spans of unsampled traces"] == 3 * (21 - len(kept))
     with pytest.raises(UserError, match="keep_unsampled"):
         MonitorConfig.parse({"sampling": {"keep_unsampled": "no"}}, [RUBRIC])
+
+
+def test_an_alert_shows_the_suites_newest_offline_run_beside_it_never_as_its_reference(
+        tmp_path: Path, judge: Judge, clock: Clock, fake_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.store import Store
+    from referee.traces import StoreSink, load_monitor
+    from tests.support.cli import run_cli
+
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    (tmp_path / "cases.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i}", "input": f"question {i}?", "output": "WRONG" if i == 0 else f"answer {i}"}) + "\n"
+        for i in range(4)))
+    suite = tmp_path / "support.yaml"
+    suite.write_text("name: support-bot\ncases: cases.jsonl\nevaluators:\n  - llm_judge: {rubric: '- the answer is "
+                     "correct'}\nmonitor:\n  quiet_seconds: 5\n  alerts: {reference: 10, window: 10, h: 2}\n")
+    other = tmp_path / "other.yaml"
+    other.write_text(suite.read_text().replace("support-bot", "another-bot"))
+    judge_args = ["--provider", "openai", "--model", "gpt-test", "--base-url", fake_server.url + "/v1",
+                  "--store", url, "--no-gates"]
+    # The suite run offline (one wrong answer in four), then another suite's run, newer, that must not be taken.
+    for path in (suite, other):
+        code, _, err = run_cli(["run", str(path), "-o", str(tmp_path / f"{path.stem}.jsonl"), *judge_args], capsys)
+        assert code == 0, err
+    config, _, _ = load_monitor(suite, clock=clock)
+    assert config.suite == "support-bot"
+    with Store(url) as store:
+        [offline_run] = store.list_runs(suite="support-bot")
+        offline_scores = [r.score for r in store.rows(offline_run.id)]
+        assert len(offline_scores) == 4 and all(s is not None for s in offline_scores)
+        alerts: list[str] = []
+        with Collector(StoreSink(store), CollectorConfig(port=0), clock_ns=clock.ns) as c:
+            mon = Monitor(c.sink, config, judge=judge, clock=clock, alert_sink=alerts.append)
+            _send(c, [(f"q{i}", f"a{i}") for i in range(10)] + [(f"r{i}", f"WRONG {i}") for i in range(10)])
+            clock.t += 60
+            while mon.step().traces:
+                pass
+            stored = c.sink.alerts()
+    assert alerts and mon.alerts
+    first = mon.alerts[0]
+    assert first.offline is not None and first.offline["run"] == offline_run.id
+    assert first.offline["n"] == 4 and first.offline["mean"] == pytest.approx(sum(offline_scores) / 4)  # type: ignore[arg-type]
+    assert first.offline["low"] <= first.offline["mean"] <= first.offline["high"]
+    # The windows are production's alone: the reference is the first ten production scores (all right), not the
+    # offline mean (which a wrong answer in four pulls down).
+    assert first.reference_mean == pytest.approx(0.9) and first.reference_mean != first.offline["mean"]
+    assert f"offline run {offline_run.id[:12]}" in alerts[0] and "for context, not the reference" in alerts[0]
+    assert stored[0]["offline"]["run"] == offline_run.id
+
+
+def test_an_alert_without_a_history_of_runs_names_no_offline_run(collector: Collector, judge: Judge,
+                                                                  clock: Clock) -> None:
+    alerts: list[str] = []
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {"reference": 10, "window": 10, "h": 2}}, [RUBRIC],
+                              clock=clock)
+    cfg.suite = "support-bot"  # no run of it is stored (or the sink keeps no runs at all)
+    mon = Monitor(collector.sink, cfg, judge=judge, clock=clock, alert_sink=alerts.append)
+    _send(collector, [(f"q{i}", f"a{i}") for i in range(10)] + [(f"r{i}", f"WRONG {i}") for i in range(10)])
+    clock.t += 60
+    while mon.step().traces:
+        pass
+    assert alerts and mon.alerts[0].offline is None and "offline" not in alerts[0]
+    assert mon.last_error is None

@@ -15,7 +15,7 @@ from tests.support import browser
 from tests.support.browser import wait_until
 from tests.view.conftest import PAYLOAD, Served
 from tests.view.test_history import serve_history
-from tests.view.test_traces import HOSTILE_SERVICE, PLAIN_SERVICE, Seeded, seed_traces
+from tests.view.test_traces import HOSTILE_SERVICE, OFFLINE_BRANCH, PLAIN_SERVICE, Seeded, seed_traces
 
 pytestmark = [pytest.mark.chromium]
 
@@ -57,6 +57,11 @@ def test_traces_page_keeps_hostile_span_text_as_text(driver: Any, traced: tuple[
     assert HOSTILE_SERVICE in options
     assert len(d.find_elements(By.CSS_SELECTOR, "#trace-charts figure circle.regression")) == 2
     assert len(d.find_elements(By.CSS_SELECTOR, "#trace-alerts li")) == 2
+    # The suite's offline run beside each alert and under the chart, its branch name shown as the text it is.
+    notes = d.find_elements(By.CSS_SELECTOR, "#trace-alerts li .offline-note") + \
+        d.find_elements(By.CSS_SELECTOR, "#trace-charts .chart-offline .offline-note")
+    assert len(notes) == 3
+    assert all(OFFLINE_BRANCH in n.text and "for context, not the reference" in n.text for n in notes)
     _clean(d)
 
     # Filter to the hostile service: its six traces.

@@ -34,10 +34,10 @@ HOSTILE_MODEL = "model" + XSS[0]
 
 def record(store: Store, run_id: str, *, suite: str, passed: int, n: int = 20, commit: str | None,
            started: str, branch: str = "main", tags: tuple[str, ...] = (), gate: float | None = 0.6,
-           status: str = "complete") -> None:
+           status: str = "complete", evaluator: str = "suite") -> None:
     """A run as the recorder stores it: manifest, rows, and the summary of the one aggregator."""
     rows = [ResultRow(id=f"c{i:02d}", status="scored", score=1.0 if i < passed else 0.0, passed=i < passed,
-                      evaluator="suite", rationale=f"row {i}") for i in range(n)]
+                      evaluator=evaluator, rationale=f"row {i}") for i in range(n)]
     m = RunManifest(kind="suite", run_id=run_id, created_at=started, status="complete",
                     extra={"suite": {"name": suite, "gates": {"fail_under": gate}}})
     values = run_values(m, results_path=f"{run_id}.jsonl", git={"commit": commit, "branch": branch, "dirty": False})

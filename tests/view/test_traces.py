@@ -19,8 +19,11 @@ from referee.view import close_app
 from tests.support.otel import App, Sent
 from tests.view.conftest import PAYLOAD, XSS, Served
 from tests.view.test_api import call, get
-from tests.view.test_history import serve_history
+from tests.view.test_history import record, serve_history
 
+OFFLINE_RUN = "offline" + "0" * 25
+OFFLINE_BRANCH = "release " + XSS[0]
+"""The suite's offline run shown beside the alerts (a branch name is the user's text too)."""
 HOSTILE_SERVICE = "svc " + XSS[1]
 PLAIN_SERVICE = "plain-svc"
 T0 = 1_000_000.0
@@ -66,6 +69,10 @@ def seed_traces(url: str) -> Seeded:
         clock.t += 60
         cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {"reference": 3, "window": 5}}, ["is_json"],
                                   clock=clock)
+        # The suite's offline run (three of four cases pass): beside each alert, never its reference.
+        cfg.suite = "seed-suite"
+        record(store, OFFLINE_RUN, suite="seed-suite", passed=3, n=4, commit="ab" * 20, branch=OFFLINE_BRANCH,
+               started="1970-01-11T00:00:00+00:00", evaluator="is_json")
         alerts: list[str] = []
         mon = Monitor(c.sink, cfg, judge="standin", clock=clock, alert_sink=alerts.append)
         while mon.step().traces:
@@ -132,6 +139,30 @@ def test_the_list_draws_each_metric_with_its_alert_and_counts(traced: tuple[Serv
     assert seeded.hostile[4].trace_id in d["alerts"][0]["examples"]
     # One point per score here: the two alerts' points are the red ones.
     assert chart["svg"].count('class="point regression"') == 2
+    # The suite's offline run beside them, as context: its own mean, not the reference the alerts compared against.
+    for offline in [chart["offline"]] + [a["offline"] for a in d["alerts"]]:
+        assert offline["run"] == OFFLINE_RUN and offline["branch"] == OFFLINE_BRANCH
+        assert offline["mean"] == 0.75 and offline["n"] == 4 and offline["commit"] == ("ab" * 20)[:12]
+    assert chart["offline"]["mean"] != chart["reference"]
+
+
+def test_a_stored_alerts_offline_run_is_read_back_as_data(traced: tuple[Served, Seeded]) -> None:
+    from referee.store import TraceStore
+
+    s, seeded = traced
+    with Store(seeded.url) as st:
+        TraceStore(st).record_alert({"metric": "is_json", "reference_mean": 1.0, "reference_n": 3, "window_mean": 0.0,
+                                     "window_n": 2, "effect": -1.0, "low": -1.0, "high": -1.0, "examples": [],
+                                     "at_index": 8, "offline": {"run": ["not", "text"], "mean": "NaN", "n": True}})
+        TraceStore(st).record_alert({"metric": "is_json", "reference_mean": 1.0, "reference_n": 3, "window_mean": 0.0,
+                                     "window_n": 2, "effect": -1.0, "low": -1.0, "high": -1.0, "examples": [],
+                                     "at_index": 8, "offline": {"run": "r" * 500, "mean": 0.5, "low": float("inf"),
+                                                                "n": True, "branch": 7}})
+    d = get(s, "/api/traces")
+    assert d["alerts"][-2]["offline"] is None  # no finite mean: nothing to show
+    last = d["alerts"][-1]["offline"]
+    assert last == {"run": "r" * 32, "started_at": None, "commit": None, "branch": None, "mean": 0.5, "low": None,
+                    "high": None, "n": None}
 
 
 def test_a_trace_opens_as_the_case_the_monitor_judged_with_its_spans_and_scores(

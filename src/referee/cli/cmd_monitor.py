@@ -14,6 +14,7 @@ from ..traces import (
     CollectorConfig,
     Monitor,
     load_monitor,
+    offline_note,
     open_sink,
     replay,
     summarize,
@@ -30,6 +31,10 @@ def _table(monitor: Monitor) -> None:
         mean = f"{r.mean:.3f}" if r.mean is not None else "-"
         rate = f"{r.pass_rate:.0%}" if r.pass_rate is not None else "-"
         click.echo(f"{r.metric[:24]:<24} {r.scored:>7} {mean:>6} {rate:>6} {r.unscored:>9}")
+    for r in rows:  # context, never the reference: curated cases and production traffic differ
+        note = offline_note(monitor.offline(r.metric))
+        if note:
+            click.echo(f"{r.metric}: {note}")
     counts = monitor.counts()
     if counts:
         click.echo("counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from ._baseline import Baseline, file_note, find_run, looks_like_name, resolve_baseline
+from ._identity import label_of_suite
 from ._recorder import Recorder, new_run_id, open_recorder
 from ._settings import (
     ENV,
@@ -126,6 +127,7 @@ __all__ = [
     "find_run",
     "import_results",
     "import_store",
+    "label_of_suite",
     "load_run",
     "looks_like_name",
     "new_run_id",

@@ -35,12 +35,14 @@ def _rel(path: str | None) -> str | None:
 
 def suite_label(m: RunManifest) -> str | None:
     suite = m.extra.get("suite")
-    if isinstance(suite, dict):
-        if suite.get("name"):
-            return str(suite["name"])
-        if suite.get("path"):
-            return _rel(str(suite["path"]))
+    if isinstance(suite, dict) and (suite.get("name") or suite.get("path")):
+        return label_of_suite(suite.get("path"), suite.get("name"))
     return _rel(m.eval_set.path) if m.eval_set else None
+
+
+def label_of_suite(path: str | None, name: str | None = None) -> str | None:
+    """How the history names a suite's runs: its ``name:``, else its repository-relative path."""
+    return str(name) if name else _rel(str(path) if path else None)
 
 
 def judge_key(m: RunManifest) -> str | None:

@@ -10,7 +10,7 @@ runner); the sampler, the drift detector and the span records load with the pack
 from typing import TYPE_CHECKING
 
 from .._util._moved import forward
-from ._drift import Alert, DriftDetector, Simulation, simulate
+from ._drift import Alert, DriftDetector, Simulation, offline_note, simulate
 from ._open import open_sink
 from ._otlp import OTLPDecodeError, SpanRecord, decode_traces
 from ._redact import Redactor
@@ -46,6 +46,6 @@ __all__ = [
     "Added", "Alert", "Collector", "CollectorConfig", "CollectorStats", "Decision", "DriftDetector",
     "EvaluationExporter", "MemorySink", "MetricSummary", "Monitor", "MonitorConfig", "OTLPDecodeError", "Redactor",
     "Rule", "Sampler", "Score", "Simulation", "SpanFilter", "SpanRecord", "StepReport", "StoreSink", "TraceSink",
-    "decode_traces", "evaluation_attributes", "load_monitor", "metric_name", "open_sink", "replay", "simulate",
-    "summarize", "trace_fraction", "traces_to_cases", "write_cases",
+    "decode_traces", "evaluation_attributes", "load_monitor", "metric_name", "offline_note", "open_sink", "replay",
+    "simulate", "summarize", "trace_fraction", "traces_to_cases", "write_cases",
 ]

@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_REFERENCE = 200
 DEFAULT_WINDOW = 100
@@ -44,11 +45,29 @@ class Alert:
     examples: list[str] = field(default_factory=list)
     at_index: int = 0
     """How many scores of the metric had been seen when it alarmed."""
+    offline: dict[str, Any] | None = None
+    """The newest offline run of the monitor's suite that scored this metric, shown beside the windows for
+    context and never compared against (curated cases and production traffic differ): ``run``, ``started_at``,
+    ``commit``, ``branch``, ``mean``, ``low``, ``high``, ``n`` (see :func:`offline_note`)."""
 
     def message(self) -> str:
-        return (f"drift: {self.metric} fell from {self.reference_mean:.3f} (reference, {self.reference_n} traces) "
+        text = (f"drift: {self.metric} fell from {self.reference_mean:.3f} (reference, {self.reference_n} traces) "
                 f"to {self.window_mean:.3f} (last {self.window_n}); effect {self.effect:+.3f} "
                 f"[{self.low:+.3f}, {self.high:+.3f}] 95% CI; examples: {', '.join(self.examples) or '-'}")
+        note = offline_note(self.offline)
+        return f"{text}; {note}" if note else text
+
+
+def offline_note(offline: Mapping[str, Any] | None) -> str:
+    """An offline run's figure for a metric in one line, marked as context (empty when there is none)."""
+    if not offline or not isinstance(offline.get("mean"), int | float):
+        return ""
+    where = ", ".join(str(x) for x in (offline.get("branch"), str(offline.get("commit") or "")[:8],
+                                        str(offline.get("started_at") or "")[:10]) if x)
+    interval = (f" [{offline['low']:.3f}, {offline['high']:.3f}]"
+                if isinstance(offline.get("low"), int | float) and isinstance(offline.get("high"), int | float) else "")
+    return (f"offline run {str(offline.get('run') or '?')[:12]}{f' ({where})' if where else ''}: "
+            f"{offline['mean']:.3f}{interval} over {offline.get('n', '?')} case(s), for context, not the reference")
 
 
 def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:

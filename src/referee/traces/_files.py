@@ -11,6 +11,7 @@ from typing import Any
 
 from .._util import _yaml
 from ..errors import InputError, UserError
+from ..store import label_of_suite
 from ..trajectories import TrajectoryError, case_from_spans
 from ._monitor import MonitorConfig
 from ._otlp import OTLPDecodeError, decode_traces
@@ -51,6 +52,7 @@ def load_monitor(path: str | Path, *, clock: Callable[[], float] | None = None) 
                   else MonitorConfig.parse(section, evaluators, clock=clock))
     except UserError as exc:
         raise InputError(str(exc), file=str(path)) from None
+    config.suite = label_of_suite(str(path), data.get("name") if isinstance(data.get("name"), str) else None)
     judge = data.get("judge")
     if isinstance(judge, dict):
         judge = judge.get("provider") and ":".join(str(x) for x in (judge["provider"], judge.get("model")) if x)

@@ -83,6 +83,9 @@ class MonitorConfig:
     at_ingest: bool = False
     """``sampling.at_ingest``: the rate applies when spans arrive, so traces not sampled are never stored (only
     counted)."""
+    suite: str | None = None
+    """How the run history names the suite this monitor came from (:func:`referee.store.label_of_suite`): its
+    newest offline run is shown beside each alert for context. None: no offline run is looked up."""
 
     @property
     def ingest_rate(self) -> float | None:
@@ -434,7 +437,22 @@ class Monitor:
                 self.sink.mark_trace(tid, "scored")
         return recorded
 
+    def offline(self, metric: str) -> dict[str, Any] | None:
+        """The newest offline run of the suite that scored ``metric`` (its mean, interval and cases), from a
+        sink that keeps the run history; None when there is none. Context only: never an alert's reference."""
+        look = getattr(self.sink, "offline_context", None)
+        if not self.config.suite or not callable(look):
+            return None
+        try:
+            found = look(self.config.suite, metric, sole=len(self._entries) == 1)
+        except Exception as exc:  # noqa: BLE001 - context for an alert must never stop the alert
+            self.last_error = f"offline run lookup: {type(exc).__name__}: {str(exc)[:200]}"
+            return None
+        return dict(found) if found else None
+
     def _raise(self, alert: Alert) -> None:
+        if alert.offline is None:
+            alert.offline = self.offline(alert.metric)
         self.alerts.append(alert)
         self._alert_sink(alert.message())
         record = getattr(self.sink, "record_alert", None)
@@ -442,7 +460,8 @@ class Monitor:
             record(alert)
         if self.config.webhook:
             body = json.dumps({"text": alert.message(), "metric": alert.metric, "effect": alert.effect,
-                               "interval": [alert.low, alert.high], "examples": alert.examples}).encode()
+                               "interval": [alert.low, alert.high], "examples": alert.examples,
+                               "offline": alert.offline}).encode()
             req = urllib.request.Request(self.config.webhook, data=body, method="POST",
                                          headers={"Content-Type": "application/json"})
             try:

@@ -5,6 +5,7 @@ neither loses nor duplicates a score."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -13,6 +14,9 @@ from ..store import Store, TraceScore, TraceStore
 from ._drift import Alert
 from ._otlp import SpanRecord
 from ._sink import DEFAULT_MAX_SPANS_PER_TRACE, Added, Score
+
+OFFLINE_LOOK_BACK = 20
+"""The suite's newest complete runs searched for one that scored the alert's metric."""
 
 
 def _score(s: TraceScore) -> Score:
@@ -86,3 +90,29 @@ class StoreSink:
 
     def alerts(self) -> list[dict[str, Any]]:
         return self.traces.alerts()
+
+    def offline_context(self, suite: str, metric: str, *, sole: bool = False,
+                        look_back: int = OFFLINE_LOOK_BACK) -> dict[str, Any] | None:
+        """The newest complete run of ``suite`` in the history whose rows scored ``metric``: its case mean with
+        a 95% bootstrap interval (repeats and turns averaged within a case first). ``sole``: the suite has this
+        one evaluator, so a row of one evaluator is its result whatever that evaluator calls itself (a suite
+        of one ``llm_judge`` writes ``judge`` rows). Only ``look_back`` runs are read; None when none of them
+        has the metric."""
+        from ..stats import mean_interval
+
+        for rec in self.store.list_runs(suite=suite, status="complete", limit=look_back):
+            per_case: dict[str, list[float]] = {}
+            for row in self.store.rows(rec.id):
+                checks = row.checks
+                check = checks.get(metric)
+                if check is None and sole and len(checks) == 1 and row.evaluator != "suite":
+                    check = next(iter(checks.values()))
+                if check is None or check.status != "scored" or check.score is None or not math.isfinite(check.score):
+                    continue
+                per_case.setdefault(row.id, []).append(float(check.score))
+            if not per_case:
+                continue
+            ci = mean_interval([sum(v) / len(v) for v in per_case.values()])
+            return {"run": rec.id, "suite": suite, "started_at": rec.started_at, "commit": rec.git_commit,
+                    "branch": rec.git_branch, "mean": ci.estimate, "low": ci.lo, "high": ci.hi, "n": ci.n}
+        return None

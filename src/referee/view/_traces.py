@@ -89,7 +89,20 @@ def _alert_dict(a: dict[str, Any]) -> dict[str, Any]:
     out["examples"] = [str(x) for x in (a.get("examples") or [])][:20]
     out["at"] = _iso(a.get("at_ns")) if isinstance(a.get("at_ns"), int) else None
     out["at_ns"] = a.get("at_ns") if isinstance(a.get("at_ns"), int) else None
+    out["offline"] = _offline_dict(a.get("offline"))
     return out
+
+
+def _offline_dict(o: Any) -> dict[str, Any] | None:
+    """An alert's offline run (context beside the windows), its fields checked: a stored alert is read back as
+    data."""
+    if not isinstance(o, dict) or _finite(o.get("mean")) is None:
+        return None
+    text = {k: (str(o[k])[:limit] if isinstance(o.get(k), str) else None)
+            for k, limit in (("run", 32), ("started_at", 32), ("commit", 12), ("branch", 200))}
+    n = o.get("n")
+    return {**text, "mean": _finite(o.get("mean")), "low": _finite(o.get("low")), "high": _finite(o.get("high")),
+            "n": n if isinstance(n, int) and not isinstance(n, bool) else None}
 
 
 class TracesPage:
@@ -156,8 +169,9 @@ class TracesPage:
             lo_hi = 0 <= min(v for _, v in vals) and max(v for _, v in vals) <= 1
             # The level the drift statistic compares each score against: its newest alert's reference mean.
             ref = next((a["reference_mean"] for a in reversed(alerts) if a["metric"] == m), None)
+            offline = next((a["offline"] for a in reversed(alerts) if a["metric"] == m and a["offline"]), None)
             out.append({"id": f"traces-{len(out)}", "metric": m, "title": f"{m} over time", "before": before,
-                        "reference": ref,
+                        "reference": ref, "offline": offline,
                         "svg": trend(points, title=m, percent=False, chart_id=f"traces-{len(out)}", gate=ref,
                                      gate_label="reference").svg,
                         "n": len(vals), "per_point": size, "unit_range": lo_hi})

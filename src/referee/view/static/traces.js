@@ -12,11 +12,29 @@ function traceScoreCell(scores) {
     title: s.evaluator + ": " + (s.explanation || s.error_type || s.status) }, s.evaluator + " " + (s.status === "scored" ? fmt.num(s.score, 2) : s.status)));
 }
 
+// An offline run of the suite beside the production windows: context, never what the alert compared against.
+function offlineNote(o) {
+  if (!o || o.mean === null) return null;
+  const where = [o.branch, o.commit ? o.commit.slice(0, 8) : null, o.started_at ? o.started_at.slice(0, 10) : null].filter(Boolean).join(", ");
+  return el("span", { class: "offline-note muted" }, "offline run ", o.run ? el("a", { href: "#/history/open/" + encodeURIComponent(o.run), class: "offline-run" }, o.run.slice(0, 12)) : "?",
+    where ? " (" + where + ")" : "", ": ", fmt.num(o.mean), o.low !== null && o.high !== null ? " [" + fmt.num(o.low) + ", " + fmt.num(o.high) + "]" : "",
+    " over " + (o.n === null ? "?" : String(o.n)) + " case(s), for context, not the reference");
+}
+
 function alertItem(a) {
+  const off = offlineNote(a.offline);
   return el("li", { class: "trace-alert fail" }, el("b", {}, a.metric), " fell from ", fmt.num(a.reference_mean), " (reference, ",
     String(a.reference_n), " traces) to ", fmt.num(a.window_mean), " (last ", String(a.window_n), "); effect ", fmt.num(a.effect),
     " [", fmt.num(a.low), ", ", fmt.num(a.high), "]", a.at ? " at " + a.at : "", "; examples: ",
-    (a.examples || []).map((x, i) => [i ? ", " : "", el("a", { href: "#/traces/" + encodeURIComponent(x), class: "alert-example" }, x.slice(0, 12))]));
+    (a.examples || []).map((x, i) => [i ? ", " : "", el("a", { href: "#/traces/" + encodeURIComponent(x), class: "alert-example" }, x.slice(0, 12))]),
+    off ? ["; ", off] : null);
+}
+
+function traceChart(c) {
+  const card = chartCard(c);
+  const off = offlineNote(c.offline);
+  if (off) card.appendChild(el("p", { class: "chart-offline" }, off));
+  return card;
 }
 
 async function viewTraces(parts, params) {
@@ -54,7 +72,7 @@ async function viewTraces(parts, params) {
     d.alerts.length ? el("section", { class: "card", id: "trace-alerts" }, el("h2", {}, "Drift alerts"), el("ul", {}, d.alerts.map(alertItem))) : null,
     d.charts.length ? el("section", { id: "trace-charts" }, el("h2", {}, "Scores over time"),
       el("p", { class: "muted" }, "Each point is the mean of consecutive scores in the order they were scored, the band their range; red points hold a drift alert, and the dashed line is the reference level the newest alert compared against."),
-      el("div", { class: "charts" }, d.charts.map(chartCard))) : null,
+      el("div", { class: "charts" }, d.charts.map(traceChart))) : null,
     form,
     d.traces.length ? table : el("p", { id: "traces-empty" }, d.total ? "No trace matches these filters." :
       "No trace is stored yet: `referee collect` receives them."),
