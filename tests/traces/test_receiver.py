@@ -3,6 +3,7 @@ names (malformed bodies, gzip bombs, bounds, duplicates, floods, secrets, non-lo
 
 from __future__ import annotations
 
+import base64
 import gzip
 import http.client
 import json
@@ -14,7 +15,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http import Compression
 
 from referee import UserError
-from referee.traces import Added, Collector, CollectorConfig, MemorySink, Redactor, SpanRecord
+from referee.traces import Added, Collector, CollectorConfig, MemorySink, Redactor, SpanRecord, decode_traces
 from tests.support.otel import App
 from tests.traces._bodies import json_request, partial, post, request, span
 from tests.traces.conftest import SinkFactory
@@ -96,6 +97,25 @@ def test_spans_over_the_attribute_bound_are_rejected_in_a_partial_success(collec
     rejected, message = partial(reply)
     assert rejected == 1 and "1024 bytes" in message
     assert collector.stats().spans_stored == 1
+
+
+@pytest.mark.parametrize("ctype", ["application/x-protobuf", "application/json"])
+def test_a_span_over_the_span_bound_is_rejected_and_its_neighbours_kept(ctype: str) -> None:
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    small, big = span(1, 1), span(1, 2, attrs={"gen_ai.operation.name": "chat", "big": "x" * 3000})
+    body = request([small, big])
+    if ctype == "application/json":  # OTLP/JSON: hex ids, as an exporter writes them
+        doc = json_format.MessageToDict(trace_service_pb2.ExportTraceServiceRequest.FromString(body))
+        for sp in doc["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            for key in ("traceId", "spanId"):
+                sp[key] = base64.b64decode(sp[key]).hex()
+        body = json.dumps(doc).encode()
+    out = decode_traces(body, ctype, max_span_bytes=2000, max_attribute_bytes=1 << 20)
+    assert [s.span_id for s in out.spans] == [f"{1:016x}"] and out.reasons == {"over 2000 bytes": 1}
+    # A bound the whole body fits under rejects nothing: no span of it can be larger.
+    assert len(decode_traces(body, ctype, max_span_bytes=len(body), max_attribute_bytes=1 << 20).spans) == 2
 
 
 def test_invalid_ids_in_protobuf_are_rejected_per_span(collector: Collector) -> None:

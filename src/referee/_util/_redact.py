@@ -30,6 +30,10 @@ _QUERY_SECRET_RE = re.compile(
     re.IGNORECASE,
 )
 
+# What each pattern above needs in a text to match: most texts hold none of these, and looking for a few fixed
+# strings is cheaper than any regex over them (a trace receiver looks at every span's text).
+_KEYLIKE_MARKS = ("sk-", "AIza", "gsk_", "xai-", "hf_", "ghp_", "gho_", "ghs_", "github_pat_")
+
 
 def _env_secrets(extra: Iterable[str] = ()) -> list[str]:
     values = [os.environ.get(v, "") for v in KEY_ENV_VARS]
@@ -42,6 +46,17 @@ def secret_values(extra: Iterable[str] = ()) -> list[str]:
     """The exact values :func:`redact_text` masks (the key environment variables' and ``extra``), for a caller
     that redacts every reply of a run: collected once, they cost nothing per reply (reading the environment did)."""
     return _env_secrets(extra)
+
+
+def may_hold_secrets(text: str, values: Sequence[str]) -> bool:
+    """False when :func:`redact_text` with ``values`` would leave ``text`` as it is (True may still leave it)."""
+    if any(v in text for v in values):
+        return True
+    if "@" in text and "://" in text and _URL_USERINFO_RE.search(text):
+        return True
+    if "=" in text and ("?" in text or "&" in text) and _QUERY_SECRET_RE.search(text):
+        return True
+    return any(m in text for m in _KEYLIKE_MARKS) and _KEYLIKE_RE.search(text) is not None
 
 
 def redact_text(text: str, *, secrets: Iterable[str] = (), values: Sequence[str] | None = None) -> str:

@@ -43,11 +43,16 @@ def make_engine(url: str) -> Engine:
 
 
 def _sqlite_engine(path: str) -> Engine:
-    if path and path != ":memory:":
+    on_disk = bool(path) and path != ":memory:"
+    if on_disk:
         p = Path(path)
         ensure_dir(p.parent) if p.parent.name == ".referee" else p.parent.mkdir(parents=True, exist_ok=True)
     timeout = lock_timeout_s()
-    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": timeout, "check_same_thread": False})
+    # LIFO: the connection just given back is the next one handed out, its page cache still warm (SQLite drops a
+    # connection's cache whenever another connection has written since: two receiver threads taking turns on two
+    # connections wrote 6% slower). An in-memory database has one connection per thread and no pool to order.
+    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": timeout, "check_same_thread": False},
+                           **({"pool_use_lifo": True} if on_disk else {}))
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:

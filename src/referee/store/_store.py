@@ -4,6 +4,7 @@ query, resolve a baseline). Every statement is SQLAlchemy Core with bound parame
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -156,7 +157,13 @@ class Store:
             cached = (str(compiled), tuple(compiled.positiontup) if compiled.positional else None)
             self._compiled[name] = cached
         sql, order = cached
-        params: Any = [tuple(v[k] for k in order) for v in values] if order is not None else values
+        if order is None:
+            params: Any = values
+        elif len(order) > 1:
+            row = operator.itemgetter(*order)  # one C call per row, not a generator: spans arrive by the 100,000
+            params = [row(v) for v in values]
+        else:
+            params = [(v[order[0]],) for v in values]
         conn.exec_driver_sql(sql, params)
 
     def put_text(self, conn: Connection, data: bytes) -> bytes:

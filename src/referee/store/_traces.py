@@ -10,13 +10,15 @@ explanation, an alert) go through the store's ``texts``, stored once by hash.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import and_, delete, func, select, tuple_, update
+from sqlalchemy import and_, bindparam, delete, func, select, tuple_, update
 
 from .._util._fastjson import dumps_bytes
 from . import _schema as t
@@ -82,6 +84,11 @@ class StoredTrace:
     truncated: bool
 
 
+TRACE_CHECKPOINT_PAGES = 8192
+"""SQLite pages (4 KiB) of write-ahead log between checkpoints on a connection that has written spans."""
+_NEW_TRACE_COLUMNS = ("id", "service", "last_ns", "state", "span_count", "truncated")
+
+
 def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str).encode()
 
@@ -92,6 +99,11 @@ class TraceStore:
     def __init__(self, store: Store, *, max_spans_per_trace: int = DEFAULT_MAX_SPANS_PER_TRACE) -> None:
         self.store = store
         self.max_spans_per_trace = max_spans_per_trace
+        # SQLite lets one writer in at a time and makes the others sleep and retry (1, 2, 5, 10 ms ...): the
+        # receiver's threads queue here instead, each let in the moment the last one commits. Decoding and
+        # redaction stay outside it. PostgreSQL takes concurrent writers itself.
+        self._write_lock: threading.Lock | contextlib.nullcontext[None] = (
+            threading.Lock() if store.dialect == "sqlite" else contextlib.nullcontext())
 
     # -- spans in ---------------------------------------------------------------------------------------------
     def add_spans(self, spans: Sequence[SpanLike], *, received_ns: int) -> SpansWritten:
@@ -107,7 +119,13 @@ class TraceStore:
             else:
                 group[s.span_id] = s
         st = self.store
-        with st.engine.begin() as conn:
+        with self._write_lock, st.engine.begin() as conn:
+            if st.dialect == "sqlite" and not conn.info.get("trace_checkpoint"):
+                # A receiver's batches touch pages all over the span and text indexes; checkpointing the log
+                # every 32 MB (not SQLite's 4 MB) syncs the file an eighth as often: 17,000 -> 20,000 spans/s
+                # in one process at 100,000 spans. The log is folded back when the last connection closes.
+                conn.exec_driver_sql(f"PRAGMA wal_autocheckpoint={TRACE_CHECKPOINT_PAGES}")
+                conn.info["trace_checkpoint"] = True
             ids = list(by_trace)
             have: dict[str, int] = {}
             for i in range(0, len(ids), 500):
@@ -154,11 +172,12 @@ class TraceStore:
                                        "state": "open", "span_count": count, "truncated": truncated})
             st.put_texts(conn, texts)
             # Two requests racing on a new trace (PostgreSQL's READ COMMITTED) must not fail: first writer wins.
-            if new_traces:
-                conn.execute(st._ins()(t.traces).on_conflict_do_nothing(index_elements=["id"]), new_traces)
-            if span_rows:
-                conn.execute(st._ins()(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"]),
-                             span_rows)
+            # Compiled once with the columns given (the rest keep their server defaults), run by the driver.
+            st._many(conn, "traces", lambda ins: ins(t.traces).values(
+                {k: bindparam(k) for k in _NEW_TRACE_COLUMNS}).on_conflict_do_nothing(index_elements=["id"]),
+                new_traces)
+            st._many(conn, "spans", lambda ins: ins(t.spans).on_conflict_do_nothing(
+                index_elements=["trace_id", "span_id"]), span_rows)
             for g in grown:
                 values: dict[str, Any] = {"span_count": g["n"], "last_ns": g["last"]}
                 if g["cut"]:

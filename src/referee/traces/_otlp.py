@@ -93,6 +93,8 @@ class Decoded:
 def _value(v: Any) -> Any:
     """A protobuf ``AnyValue`` as a plain value; a non-finite double is refused (None)."""
     kind = v.WhichOneof("value")
+    if kind == "string_value":  # most attributes: read first
+        return v.string_value
     if kind is None:
         return None
     if kind == "array_value":
@@ -115,8 +117,14 @@ def _too_big(value: Any, limit: int) -> bool:
     return False
 
 
-def _from_message(req: Any, *, max_span_bytes: int, max_attribute_bytes: int) -> Decoded:
+_NO_TRACE, _NO_SPAN = bytes(16), bytes(8)
+
+
+def _from_message(req: Any, *, max_span_bytes: int, max_attribute_bytes: int, body_bytes: int | None = None) -> Decoded:
+    """``body_bytes``: the protobuf body's size; a span is a part of it, so none can be larger when it fits."""
     out = Decoded()
+    check_size = body_bytes is None or body_bytes > max_span_bytes
+    accepted = out.spans
     for rs in req.resource_spans:
         service = None
         for kv in rs.resource.attributes:
@@ -124,22 +132,31 @@ def _from_message(req: Any, *, max_span_bytes: int, max_attribute_bytes: int) ->
                 service = str(_value(kv.value))
         for ss in rs.scope_spans:
             for sp in ss.spans:
-                if len(sp.trace_id) != 16 or len(sp.span_id) != 8 or sp.trace_id == bytes(16) \
-                        or sp.span_id == bytes(8):
+                trace_id, span_id = sp.trace_id, sp.span_id
+                if len(trace_id) != 16 or len(span_id) != 8 or trace_id == _NO_TRACE or span_id == _NO_SPAN:
                     out.reject("with an invalid trace or span id")
                     continue
-                if sp.ByteSize() > max_span_bytes:
+                if check_size and sp.ByteSize() > max_span_bytes:
                     out.reject(f"over {max_span_bytes} bytes")
                     continue
-                attrs = {kv.key: _value(kv.value) for kv in sp.attributes}
-                if any(_too_big(v, max_attribute_bytes) for v in attrs.values()):
+                attrs = {}
+                too_big = False
+                for kv in sp.attributes:
+                    value = attrs[kv.key] = _value(kv.value)
+                    # A string's characters never outnumber its UTF-8 bytes: only a long one needs encoding.
+                    if (len(value) > max_attribute_bytes if type(value) is str else  # noqa: E721 - exact type
+                            isinstance(value, list | dict)) and _too_big(value, max_attribute_bytes):
+                        too_big = True
+                if too_big:
                     out.reject(f"with an attribute value over {max_attribute_bytes} bytes")
                     continue
-                out.spans.append(SpanRecord(
-                    trace_id=sp.trace_id.hex(), span_id=sp.span_id.hex(),
-                    parent_span_id=sp.parent_span_id.hex() if len(sp.parent_span_id) == 8 else None,
+                parent = sp.parent_span_id
+                status = sp.status
+                accepted.append(SpanRecord(
+                    trace_id=trace_id.hex(), span_id=span_id.hex(),
+                    parent_span_id=parent.hex() if len(parent) == 8 else None,
                     name=sp.name, start_ns=sp.start_time_unix_nano, end_ns=sp.end_time_unix_nano,
-                    service=service, status_code=int(sp.status.code), status_message=sp.status.message,
+                    service=service, status_code=int(status.code), status_message=status.message,
                     attributes=attrs,
                 ))
     return out
@@ -200,6 +217,8 @@ def decode_traces(body: bytes, content_type: str, *, max_span_bytes: int = DEFAU
             req.ParseFromString(body)
         except (DecodeError, RecursionError, ValueError) as exc:
             raise OTLPDecodeError(f"malformed protobuf: {str(exc)[:200]}") from None
+        return _from_message(req, max_span_bytes=max_span_bytes, max_attribute_bytes=max_attribute_bytes,
+                             body_bytes=len(body))
     return _from_message(req, max_span_bytes=max_span_bytes, max_attribute_bytes=max_attribute_bytes)
 
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._util._redact import MASK, redact_text, secret_values
+from .._util._redact import MASK, may_hold_secrets, redact_text, secret_values
 from ..errors import UserError
 from ._otlp import SpanRecord
 
@@ -54,10 +54,14 @@ class Redactor:
 
     def apply(self, span: SpanRecord) -> SpanRecord | None:
         texts = [span.name, span.status_message]
-        self._strings(span.attributes, texts)
+        for value in span.attributes.values():
+            if type(value) is str:  # noqa: E721 - most attributes; anything else is walked
+                texts.append(value)
+            else:
+                self._strings(value, texts)
         joined = "\n".join(texts)
         # One look at all the span's text first: most spans hold nothing to mask, and then nothing is rebuilt.
-        if self._text(joined) != joined:
+        if any(p.search(joined) for p in self.patterns) or may_hold_secrets(joined, self._secrets):
             span.attributes = {k: self._value(v) for k, v in span.attributes.items()}
             span.name = self._text(span.name)
             span.status_message = self._text(span.status_message)
