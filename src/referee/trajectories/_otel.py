@@ -272,7 +272,11 @@ def span_view(span: dict[str, Any], attrs: dict[str, Any] | None = None) -> Span
 
 # -- spans -> trajectory and case -----------------------------------------------------------------------
 
-def _ordered(spans: list[Any], case_id: str | None) -> list[tuple[int | None, int, dict[str, Any], SpanView]]:
+_Entries = list[tuple[int | None, int, dict[str, Any], SpanView]]
+"""Spans read by a convention, in start-time order: (start, position in the list, span, its view)."""
+
+
+def _ordered(spans: list[Any], case_id: str | None) -> _Entries:
     entries = []
     for i, span in enumerate(spans):
         if not isinstance(span, dict):
@@ -292,7 +296,10 @@ def from_otel(data: Any, *, case_id: str | None = None) -> Trajectory:
     spans = _span_list(data)
     if not spans:
         raise TrajectoryError("no spans found (expected an OTLP/JSON export or a list of spans)", case_id=case_id)
-    entries = _ordered(spans, case_id)
+    return _trajectory(_ordered(spans, case_id), case_id)
+
+
+def _trajectory(entries: _Entries, case_id: str | None) -> Trajectory:
     if not entries:
         raise TrajectoryError("no span has OpenTelemetry GenAI attributes (gen_ai.operation.name, "
                               "gen_ai.tool.name, ...) or OpenInference ones (openinference.span.kind); "
@@ -330,7 +337,11 @@ def from_otel(data: Any, *, case_id: str | None = None) -> Trajectory:
 def otel_input(data: Any) -> str | None:
     """The user's input: the earliest model or agent span's first user message (GenAI) or ``input.value``
     (OpenInference); a retrieval span's query when no other span has one."""
-    views = [v for _s, _i, _sp, v in _ordered([s for s in _span_list(data) if isinstance(s, dict)], None)]
+    return _input(_ordered([s for s in _span_list(data) if isinstance(s, dict)], None))
+
+
+def _input(entries: _Entries) -> str | None:
+    views = [v for _s, _i, _sp, v in entries]
     for kinds in (("agent", "llm", "other"), ("retriever",)):  # a retrieval query only when nothing else
         for v in views:
             if v.kind in kinds and v.input_text:
@@ -340,8 +351,12 @@ def otel_input(data: Any) -> str | None:
 
 def otel_contexts(data: Any) -> list[str]:
     """Every retrieved document's text of the retrieval spans, in span then rank order."""
+    return _contexts(_ordered([s for s in _span_list(data) if isinstance(s, dict)], None))
+
+
+def _contexts(entries: _Entries) -> list[str]:
     docs: list[str] = []
-    for _start, _i, _span, v in _ordered([s for s in _span_list(data) if isinstance(s, dict)], None):
+    for _start, _i, _span, v in entries:
         if v.kind == "retriever":
             docs.extend(v.documents)
     return docs
@@ -351,12 +366,16 @@ def case_from_spans(spans: list[dict[str, Any]], *, case_id: str) -> dict[str, A
     """One trace as a case in referee's case shape: ``input``, ``output`` (the final answer), ``trajectory``
     (when a tool was called), ``contexts`` (when documents were retrieved) and the token usage. Raises
     :class:`TrajectoryError` when no span follows either convention."""
-    traj = from_otel(spans, case_id=case_id)
-    case: dict[str, Any] = {"id": case_id, "input": otel_input(spans) or "", "output": traj.final_output}
+    listed = _span_list(spans)
+    if not listed:
+        raise TrajectoryError("no spans found (expected an OTLP/JSON export or a list of spans)", case_id=case_id)
+    entries = _ordered(listed, case_id)  # each span read once (its messages are JSON to parse), used three times
+    traj = _trajectory(entries, case_id)
+    case: dict[str, Any] = {"id": case_id, "input": _input(entries) or "", "output": traj.final_output}
     if traj.steps:
         case["trajectory"] = traj.to_seed()
         case["final_output"] = traj.final_output
-    contexts = otel_contexts(spans)
+    contexts = _contexts(entries)
     if contexts:
         case["contexts"] = contexts
     if traj.input_tokens is not None or traj.output_tokens is not None:
