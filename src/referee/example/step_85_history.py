@@ -8,6 +8,8 @@ import click
 
 from . import ExampleContext
 
+NEEDS = ("suite",)  # the suite's before and after runs are what it lists and draws
+
 TITLE = "History: the suite's runs, recorded as they ran, listed and drawn as a trend (referee runs, referee view)"
 
 SUITE = "support-agent"
