@@ -13,7 +13,7 @@ import click
 
 from ..aggregate import printable
 from ..errors import UserError
-from ._common import echo_err
+from ..reports import echo_err
 
 _STORE_OPT = click.option("--store", "store_url", default=None, metavar="URL",
                           help="The history to read: a SQLite file or sqlite:///path, or postgresql://... "
@@ -98,26 +98,30 @@ def command() -> None:
 def list_cmd(store_url: str | None, suite: str | None, branch: str | None, tag: str | None, status: str | None,
              since: str | None, until: str | None, limit: int | None, as_json: bool) -> int:
     """Runs, newest first, in a table that fits 80 columns."""
-    with _opened(store_url) as st:
-        shown = limit if limit is not None or as_json else 20
-        runs = st.list_runs(suite=suite, branch=branch, tag=tag, status=status, since=since, until=until,
-                            limit=shown)
-        if as_json:
-            _dump([run_json(r) for r in runs])
-            return 0
-        if not runs:
-            echo_err(f"no runs in {st.display_url}" + (" match" if any((suite, branch, tag, status, since, until))
-                                                        else ""))
-            return 0
-        click.echo(f"{'RUN':<8} {'SUITE':<12} {'BRANCH':<12} {'COMMIT':<7} {'STATUS':<10} {'PASS%':>6} "
-                   f"{'MEAN':>5} {'STARTED':<11}")
-        for r in runs:
-            commit = (r.git_commit or r.ci_commit or "-")[:7] + ("*" if r.git_dirty else "")
-            click.echo(f"{r.id[:8]:<8} {_cell(r.suite, 12):<12} {_cell(r.git_branch or '-', 12):<12} "
-                       f"{commit:<7} {_status(r):<10} {_pct(r.pass_rate):>6} "
-                       f"{_num(r.mean)[:5]:>5} {_when(r.started_at):<11}")
-        if limit is None and len(runs) == shown:
-            echo_err(f"(the newest {shown}; --limit N for more, --json for every run; * = dirty tree)")
+    from ..store import current, display_url, list_runs, normalise_url
+
+    if store_url is None and not current().readable:
+        raise UserError("the run history is off (REFEREE_STORE=off): give --store URL to read one")
+    shown = limit if limit is not None or as_json else 20
+    runs = list_runs(store_url, suite=suite, branch=branch, tag=tag, status=status, since=since, until=until,
+                     limit=shown)
+    if as_json:
+        _dump([run_json(r) for r in runs])
+        return 0
+    if not runs:
+        url = normalise_url(store_url) if store_url else current().resolved_url()
+        echo_err(f"no runs in {display_url(url)}" + (" match" if any((suite, branch, tag, status, since, until))
+                                                     else ""))
+        return 0
+    click.echo(f"{'RUN':<8} {'SUITE':<12} {'BRANCH':<12} {'COMMIT':<7} {'STATUS':<10} {'PASS%':>6} "
+               f"{'MEAN':>5} {'STARTED':<11}")
+    for r in runs:
+        commit = (r.git_commit or r.ci_commit or "-")[:7] + ("*" if r.git_dirty else "")
+        click.echo(f"{r.id[:8]:<8} {_cell(r.suite, 12):<12} {_cell(r.git_branch or '-', 12):<12} "
+                   f"{commit:<7} {_status(r):<10} {_pct(r.pass_rate):>6} "
+                   f"{_num(r.mean)[:5]:>5} {_when(r.started_at):<11}")
+    if limit is None and len(runs) == shown:
+        echo_err(f"(the newest {shown}; --limit N for more, --json for every run; * = dirty tree)")
     return 0
 
 

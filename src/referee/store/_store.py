@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -28,56 +27,12 @@ from ._codec import (  # noqa: F401 - digest, _pack, _unpack: read from here too
     max_row_bytes,
 )
 from ._engine import ensure_schema, make_engine
+from ._records import _RUN_COLS, RunRecord
 from ._settings import StoreError, display_url, scrub
 
 if TYPE_CHECKING:
     from ..results._manifest import RunManifest
     from ..results._schema import ResultRow
-
-
-@dataclass
-class RunRecord:
-    """One stored run, as ``referee runs list`` shows it."""
-
-    id: str
-    kind: str
-    suite: str | None
-    identity: str
-    judge: str | None
-    status: str
-    started_at: str
-    finished_at: str | None
-    git_commit: str | None
-    git_branch: str | None
-    git_dirty: bool | None
-    git_remote: str | None
-    ci_provider: str | None
-    ci_commit: str | None
-    ci_ref: str | None
-    ci_run_id: str | None
-    results_path: str | None
-    n_rows: int
-    n_scored: int
-    n_unscored: int
-    n_error: int
-    cost_usd: float | None
-    input_tokens: int | None
-    output_tokens: int | None
-    wall_s: float | None
-    pass_rate: float | None
-    pass_rate_lo: float | None
-    pass_rate_hi: float | None
-    mean: float | None
-    mean_lo: float | None
-    mean_hi: float | None
-    judge_key: str | None = None
-    tags: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-_RUN_COLS = [c for c in RunRecord.__dataclass_fields__ if c != "tags"]
 
 
 class Store:
