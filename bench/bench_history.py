@@ -30,7 +30,7 @@ from pathlib import Path
 TARGET_PAGE_S = 1.0
 
 
-def fill(url: str, runs: int, rows_per_run: int) -> float:
+def fill(url: str, runs: int, rows_per_run: int, suites: int = 20) -> float:
     from sqlalchemy import insert
 
     from referee.results import ResultRow, RunManifest
@@ -42,7 +42,7 @@ def fill(url: str, runs: int, rows_per_run: int) -> float:
     with open_store(url) as st:
         batch: list[dict[str, object]] = []
         for i in range(runs):
-            suite = f"suite-{i % 20}"
+            suite = f"suite-{i % suites}"
             m = RunManifest(kind="suite", run_id=f"{i:032x}", created_at="2026-01-01T00:00:00+00:00",
                             extra={"suite": {"name": suite, "gates": {"fail_under": 0.7}}})
             v = run_values(m, results_path=f"r{i}.jsonl", git={"commit": f"{i // 10:040x}",
@@ -64,6 +64,31 @@ def fill(url: str, runs: int, rows_per_run: int) -> float:
                 batch = []
         st.tag(f"{runs - 1:032x}", ["nightly"])
     return time.perf_counter() - t0
+
+
+def lookups(url: str, a: argparse.Namespace, cwd: str) -> None:
+    """The history's other reads: the library calls in this process, the commands as a user runs them."""
+    from referee.store import find_run, list_runs, open_store
+
+    def cli(*args: str) -> float:
+        def once() -> None:
+            subprocess.run([sys.executable, "-m", "referee", *args], cwd=cwd, check=True, capture_output=True)
+        return timed(once, a.repeat)
+
+    suite = "suite-3"
+    listed = timed(lambda: list_runs(url, limit=20), a.repeat)
+    with open_store(url) as st:
+        last = timed(lambda: find_run(st, "last"), a.repeat)
+        branch = timed(lambda: find_run(st, "branch-3"), a.repeat)
+        run_id = find_run(st, "last").id
+        rows = timed(lambda: st.rows(run_id), a.repeat)
+        n_trend = len(st.list_runs(suite=suite, status="complete", limit=1000))
+    bare = cli("--version")
+    print(f"list_runs(limit=20): {listed * 1000:.0f} ms; a baseline found by name: last {last * 1000:.0f} ms, "
+          f"a branch {branch * 1000:.0f} ms; its {a.rows_per_run} rows loaded: {rows * 1000:.0f} ms")
+    print(f"commands (best of {a.repeat}, wall): referee --version {bare * 1000:.0f} ms; "
+          f"runs list {cli('runs', 'list', '--store', url) * 1000:.0f} ms; "
+          f"runs trend over {n_trend} runs {cli('runs', 'trend', '--store', url, '--suite', suite, '--limit', '1000', '--json') * 1000:.0f} ms")
 
 
 def fetch(base: str, path: str, body: object = None) -> object:
@@ -88,12 +113,15 @@ def main() -> int:
     ap.add_argument("--rows-per-run", type=int, default=10)
     ap.add_argument("--store", default=None, help="an empty PostgreSQL database (default: a fresh SQLite file)")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--suites", type=int, default=20, help="runs spread over this many suites (10: 1,000 runs each "
+                                                            "at 10,000 runs, for a trend over 1,000 runs)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="referee-bench-history-") as tmp:
         url = a.store or f"sqlite:///{Path(tmp) / 'history.sqlite'}"
-        took = fill(url, a.runs, a.rows_per_run)
+        took = fill(url, a.runs, a.rows_per_run, a.suites)
         print(f"store: {a.runs} runs, {a.runs * a.rows_per_run} rows, filled in {took:.1f} s "
               f"({'PostgreSQL' if a.store else 'SQLite'})")
+        lookups(url, a, tmp)
         proc = subprocess.Popen([sys.executable, "-m", "referee", "view", "--store", url, "--port", "0"], cwd=tmp,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
