@@ -39,6 +39,10 @@ def __getattr__(name: str) -> _Any:
     return value
 
 
+def __dir__() -> list[str]:  # the lazy names too, as the results face lists them (completion in a notebook)
+    return sorted(set(globals()) | set(__all__))
+
+
 __all__ = [
     "CaseLine",
     "Comparison",
