@@ -42,6 +42,48 @@ def test_compact_json_form_round_trips() -> None:
     assert ResultRow.model_validate(data) == row
 
 
+def _varied_rows() -> list[ResultRow]:
+    from referee.results import CriterionScore, JudgeInfo
+
+    return [
+        ResultRow(id="plain", score=0.5),
+        ResultRow(id="é ☃ \u2028 \x00 \"q\" </script>", score=1.0, rationale="line\nbreak\ttab", category="c",
+                  cost_usd=1e-7, latency_ms=1e16, repeat=0, turn=3, flags=["cached"],
+                  criteria=[CriterionScore(id="a", score=0.25, raw_score=2.0, weight=0.5, rationale="r"),
+                            CriterionScore(id="b", status="unscored", error="no reply")],
+                  judge=JudgeInfo(provider="openai", model="m", template_hash="ab"),
+                  usage=Usage(input_tokens=3, output_tokens=2, calls=1),
+                  metadata={"n": 1, "big": 2**70, "f": 0.1, "nested": {"t": (1, 2), "none": None}},
+                  details={"nan": float("nan"), "list": [float("inf"), True], "inner": {7: "int key"}}),
+        ResultRow(id="err", status="error", error="boom", raw_reply="{}"),
+    ]
+
+
+def test_json_text_is_the_dicts_json() -> None:
+    # The fast encoder gives the same JSON value as the dict's, for every kind of field.
+    for row in _varied_rows():
+        assert json.loads(row.to_json_text()) == json.loads(json.dumps(row.to_json_dict(), allow_nan=False))
+        assert row.to_json_text().startswith('{"schema_version":1,"id":')
+
+
+def test_json_text_keeps_the_dicts_refusals() -> None:
+    # A typed float that is not finite is refused, as before; a lone surrogate becomes U+FFFD in the file.
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        ResultRow(id="a", score=0.5, latency_ms=float("nan")).to_json_text()
+    from referee.results import CriterionScore
+
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        ResultRow(id="a", score=0.5, criteria=[CriterionScore(id="c", score=0.5, weight=float("inf"))]).to_json_text()
+    assert "\ud800" in ResultRow(id="a", score=0.5, rationale="x\ud800y").to_json_text()
+
+
+def test_writer_replaces_a_lone_surrogate(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    with ResultWriter(out) as w:
+        w.write(ResultRow(id="a", score=0.5, rationale="x\ud800y"))
+    assert json.loads(out.read_text(encoding="utf-8"))["rationale"] == "x\ufffdy"
+
+
 def test_seed_rows_load_unchanged(tmp_path: Path) -> None:
     p = tmp_path / "seed.jsonl"
     seed = [

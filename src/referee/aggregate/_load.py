@@ -34,6 +34,7 @@ from .._util import _data
 from ..errors import InputError
 from ..results._manifest import RunManifest
 from ..results._schema import ResultRow
+from ..results._writer import json_line
 
 try:  # 3x faster than json on result lines; optional so a bare install still works.
     import orjson
@@ -598,7 +599,7 @@ def table_from_rows(rows: Sequence[ResultRow], *, name: str = "<memory>", advers
 
     ``adversarial`` defaults to the manifest's flag. Raises ``InputError`` when there is no row.
     """
-    encoded = [json.dumps(r.to_json_dict(), ensure_ascii=False, allow_nan=False).encode("utf-8") for r in rows]
+    encoded = [json_line(r).encode("utf-8") for r in rows]  # the results file's lines
     rd = _Reader(Path(name), strict=False)
     if encoded:
         rd.chunk(encoded, 1, 0)

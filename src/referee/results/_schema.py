@@ -7,10 +7,12 @@ seed ("legacy") rows, whose unknown keys are kept in ``metadata`` so nothing a u
 
 from __future__ import annotations
 
+import json
 import math
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticSerializationError
 
 if TYPE_CHECKING:
     from ._check import CheckResult
@@ -188,6 +190,33 @@ class ResultRow(_Model):
         data = self.model_dump(mode="json", exclude_defaults=True)
         data = {"schema_version": SCHEMA_VERSION, **data}
         return data
+
+    def to_json_text(self) -> str:
+        """:meth:`to_json_dict` as one line of JSON text, the same JSON value (a test holds them equal).
+
+        pydantic's own serializer writes it about seven times faster than ``json.dumps`` of the dict, which matters
+        at a results file's rate. It writes a typed float that is not finite as null, where the dict's encoder
+        refuses it, and it refuses a lone surrogate: such a row takes the dict's path, so both rules are kept."""
+        if self.schema_version == SCHEMA_VERSION and _floats_finite(self):
+            try:
+                body = self.model_dump_json(exclude_defaults=True)
+            except PydanticSerializationError:
+                pass
+            else:
+                return _JSON_HEAD + body[1:]
+        return _ROW_ENCODER.encode(self.to_json_dict())
+
+
+_JSON_HEAD = f'{{"schema_version":{SCHEMA_VERSION},'
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def _floats_finite(row: ResultRow) -> bool:
+    """Every typed float of ``row`` (the score is already checked) finite or absent."""
+    values = [row.cost_usd, row.latency_ms]
+    for c in row.criteria:
+        values += (c.score, c.raw_score, c.weight)
+    return all(v is None or math.isfinite(v) for v in values)
 
 
 def criteria_of(items: list[Any]) -> list[CriterionScore]:

@@ -7,7 +7,6 @@ while that request is in flight.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 from collections.abc import Iterable
@@ -21,8 +20,6 @@ if TYPE_CHECKING:
     from ._schema import ResultRow
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-"""One encoder for every row (``json.dumps`` with these options builds a new one per call)."""
 
 
 class ResultWriter:
@@ -93,7 +90,12 @@ class ResultWriter:
         self.close()
 
 
-def _line(row: ResultRow) -> str:
-    """A row's JSONL line; a lone surrogate from a provider's reply is not UTF-8: U+FFFD, not a crash."""
-    line = _ROW_ENCODER.encode(row.to_json_dict()) + "\n"
+def json_line(row: ResultRow) -> str:
+    """A row's JSON text (no newline); a lone surrogate from a provider's reply is not UTF-8: U+FFFD, not a
+    crash."""
+    line = row.to_json_text()
     return _SURROGATE.sub("\ufffd", line) if _SURROGATE.search(line) else line
+
+
+def _line(row: ResultRow) -> str:
+    return json_line(row) + "\n"
