@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -196,7 +197,8 @@ class ResultRow(_Model):
 
         pydantic's own serializer writes it about seven times faster than ``json.dumps`` of the dict, which matters
         at a results file's rate. It writes a typed float that is not finite as null, where the dict's encoder
-        refuses it, and it refuses a lone surrogate: such a row takes the dict's path, so both rules are kept."""
+        refuses it, and it refuses a lone surrogate: such a row takes the dict's path, so both rules are kept. A lone
+        surrogate (from a provider's reply) is not UTF-8: it becomes U+FFFD, not a crash."""
         if self.schema_version == SCHEMA_VERSION and _floats_finite(self):
             try:
                 body = self.model_dump_json(exclude_defaults=True)
@@ -204,19 +206,27 @@ class ResultRow(_Model):
                 pass
             else:
                 return _JSON_HEAD + body[1:]
-        return _ROW_ENCODER.encode(self.to_json_dict())
+        text = _ROW_ENCODER.encode(self.to_json_dict())
+        return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 _JSON_HEAD = f'{{"schema_version":{SCHEMA_VERSION},'
 _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _floats_finite(row: ResultRow) -> bool:
-    """Every typed float of ``row`` (the score is already checked) finite or absent."""
-    values = [row.cost_usd, row.latency_ms]
+    """Every typed float of ``row`` (the score is already checked) finite or absent; a sum of finite values that
+    overflows only sends the row down the slower path."""
+    total = 0.0
+    for v in (row.cost_usd, row.latency_ms):
+        if v is not None:
+            total += v
     for c in row.criteria:
-        values += (c.score, c.raw_score, c.weight)
-    return all(v is None or math.isfinite(v) for v in values)
+        for v in (c.score, c.raw_score, c.weight):
+            if v is not None:
+                total += v
+    return math.isfinite(total)
 
 
 def criteria_of(items: list[Any]) -> list[CriterionScore]:

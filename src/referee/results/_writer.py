@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -19,7 +18,6 @@ from ._lock import ResultsLock
 if TYPE_CHECKING:
     from ._schema import ResultRow
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ResultWriter:
@@ -91,11 +89,9 @@ class ResultWriter:
 
 
 def json_line(row: ResultRow) -> str:
-    """A row's JSON text (no newline); a lone surrogate from a provider's reply is not UTF-8: U+FFFD, not a
-    crash."""
-    line = row.to_json_text()
-    return _SURROGATE.sub("\ufffd", line) if _SURROGATE.search(line) else line
+    """A row's JSON text (no newline), valid UTF-8."""
+    return row.to_json_text()
 
 
 def _line(row: ResultRow) -> str:
-    return json_line(row) + "\n"
+    return row.to_json_text() + "\n"
