@@ -52,6 +52,25 @@ def test_a_row_stored_again_under_its_key_replaces_the_old_one(store: Store) -> 
     assert len(back) == 1 and back[0].status == "scored"
 
 
+def test_one_batch_holding_a_key_twice_keeps_the_later_row(store: Store) -> None:
+    # PostgreSQL writes a batch as one statement: a key twice in it must not fail, and the later row wins, as
+    # it does when the rows are written one after the other.
+    _begin(store, "d" * 32)
+    err = ResultRow(id="c1", status="error", evaluator="suite", error="timeout")
+    rows = [*_rows(3), err, *_rows(3, offset=100)[2:]]
+    store.add_rows("d" * 32, rows)
+    back = {r.id: r for r in store.rows("d" * 32)}
+    assert sorted(back) == ["c0", "c1", "c2"]
+    assert back["c1"].status == "error" and back["c2"].latency_ms == 112.0 and back["c0"].latency_ms == 10.0
+
+
+def test_a_batch_larger_than_one_statement_is_stored_whole(store: Store) -> None:
+    _begin(store, "b" * 32)
+    store.add_rows("b" * 32, _rows(12_001))
+    assert store.count_rows("b" * 32) == 12_001
+    assert [r.id for r in store.rows("b" * 32)[-2:]] == ["c11999", "c12000"]
+
+
 def test_texts_that_repeat_are_stored_once(store: Store) -> None:
     for k in range(5):  # five reruns whose rows differ only in latency
         _begin(store, f"{k:032d}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,12 @@ if TYPE_CHECKING:
     from ..results._schema import ResultRow
 
 
+_INSERT_HEAD = re.compile(r"(INSERT INTO \S+) \(([^)]*)\) VALUES \((?:[^()]|\([^()]*\))*\)")
+_DO_UPDATE = re.compile(r"ON CONFLICT \(([^)]*)\) DO UPDATE")
+_PG_CHUNK = 5000
+"""Rows per statement on PostgreSQL (a statement's arrays are held by the server at once)."""
+
+
 class Store:
     """The run history at ``url`` (``sqlite:///file`` or ``postgresql://user:pass@host:port/db``).
 
@@ -52,6 +59,7 @@ class Store:
                 raise
         self._insert: Any = None
         self._compiled: dict[str, tuple[str, tuple[str, ...] | None]] = {}
+        self._compiled_pg: dict[str, tuple[str, tuple[str, ...], tuple[str, ...] | None]] = {}
 
     def __repr__(self) -> str:
         return f"<Store {self.display_url}>"
@@ -106,6 +114,9 @@ class Store:
         the driver's own executemany: SQLAlchemy's per-value processing cost more than the database did."""
         if not values:
             return
+        if self.dialect == "postgresql" and len(values) > 1:
+            self._many_pg(conn, name, build, values)
+            return
         cached = self._compiled.get(name)
         if cached is None:
             compiled = build(self._ins()).compile(dialect=self.engine.dialect)
@@ -120,6 +131,34 @@ class Store:
         else:
             params = [(v[order[0]],) for v in values]
         conn.exec_driver_sql(sql, params)
+
+    def _many_pg(self, conn: Connection, name: str, build: Any, values: list[dict[str, Any]]) -> None:
+        """PostgreSQL: the rows as one array per column, unnested by one statement. The server then plans and
+        runs one insert per batch instead of one per row (a pipelined executemany): 3x the rows per second."""
+        cached = self._compiled_pg.get(name)
+        if cached is None:
+            stmt = build(self._ins())
+            sql = str(stmt.compile(dialect=self.engine.dialect))
+            head = _INSERT_HEAD.match(sql)
+            if head is None:
+                raise AssertionError(f"not a plain insert: {sql[:80]}")
+            cols = tuple(c.strip() for c in head.group(2).split(","))
+            table = stmt.table
+            casts = ", ".join(f"%({c})b::{table.c[c].type.compile(dialect=self.engine.dialect)}[]" for c in cols)
+            sql = f"{head.group(1)} ({', '.join(cols)}) SELECT * FROM unnest({casts}){sql[head.end():]}"
+            conflict = _DO_UPDATE.search(sql)
+            # Two rows with one key in one statement would be "affected twice": the later one wins, as it would
+            # have one statement after the other.
+            key = tuple(c.strip() for c in conflict.group(1).split(",")) if conflict else None
+            cached = self._compiled_pg[name] = (sql, cols, key)
+        sql, cols, key = cached
+        if key is not None:
+            values = list({tuple(v[k] for k in key): v for v in values}.values())
+        # The driver's own cursor and binary parameters (``%(name)b``): as text, every element is escaped and quoted.
+        with conn.connection.dbapi_connection.cursor() as cur:  # type: ignore[union-attr]
+            for i in range(0, len(values), _PG_CHUNK):
+                part = values[i:i + _PG_CHUNK]
+                cur.execute(sql, {c: [v.get(c) for v in part] for c in cols})
 
     def put_text(self, conn: Connection, data: bytes) -> bytes:
         h = digest(data)
