@@ -171,3 +171,41 @@ def test_a_targets_run_never_takes_another_target_of_the_same_run_as_its_baselin
     chosen = [line.split("baseline: run ", 1)[1][:12] for line in err.splitlines() if "baseline: run " in line]
     assert len(chosen) == 2, err
     assert all(any(r.startswith(c) for r in before) for c in chosen), (chosen, before)
+
+
+def _record(st: object, run_id: str, *, commit: str, branch: str, dirty: bool, started: str) -> None:
+    from referee.results import RunManifest
+    from referee.store._recorder import run_values
+
+    m = RunManifest(kind="suite", run_id=run_id, extra={"suite": {"name": "lib"}})
+    v = run_values(m, results_path=None, git={"commit": commit, "branch": branch, "dirty": dirty})
+    st.begin_run({**v, "started_at": started})  # type: ignore[attr-defined]
+    st.finish_run(run_id, {"status": "complete"})  # type: ignore[attr-defined]
+
+
+def test_the_newest_commit_with_a_run_wins_however_far_back_it_is(repo: Path, store_url: str) -> None:
+    # Runs ten and more commits below the merge base, in the history's second chunk of commits: the newest
+    # commit's clean run is chosen over a newer dirty run at that commit, an older commit's run and a run on main
+    # past the merge base.
+    from referee.store import find_run
+
+    commits = [_commit(repo, f"c{i}") for i in range(12)]
+    _git(repo, "checkout", "-q", "-b", "feature", commits[9])
+    _commit(repo, "feature work")
+    with open_store(store_url) as st:
+        _record(st, "a" * 32, commit=commits[2], branch="main", dirty=False, started="2026-01-03T00:00:00")
+        _record(st, "b" * 32, commit=commits[5], branch="main", dirty=False, started="2026-01-05T00:00:00")
+        _record(st, "c" * 32, commit=commits[5], branch="main", dirty=True, started="2026-01-06T00:00:00")
+        _record(st, "d" * 32, commit=commits[11], branch="main", dirty=False, started="2026-01-11T00:00:00")
+        assert find_run(st, "main", cwd=repo).id == "b" * 32
+
+
+def test_without_git_history_the_newest_clean_run_recorded_on_the_branch_wins(repo: Path, store_url: str) -> None:
+    from referee.store import find_run
+
+    with open_store(store_url) as st:
+        _record(st, "a" * 32, commit="1" * 40, branch="elsewhere", dirty=False, started="2026-01-01T00:00:00")
+        _record(st, "b" * 32, commit="2" * 40, branch="elsewhere", dirty=False, started="2026-01-02T00:00:00")
+        _record(st, "c" * 32, commit="3" * 40, branch="elsewhere", dirty=True, started="2026-01-03T00:00:00")
+        _record(st, "d" * 32, commit="4" * 40, branch="other", dirty=False, started="2026-01-04T00:00:00")
+        assert find_run(st, "elsewhere", cwd=repo).id == "b" * 32

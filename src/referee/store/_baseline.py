@@ -199,9 +199,8 @@ def _by_branch(store: Store, branch: str, complete: Callable[..., list[RunRecord
     elif ref != branch:
         notes.append(f"note: no local branch {branch!r}; using {ref!r} (a shallow or CI checkout)")
     if ref is None:
-        runs = complete(branch=branch)
+        runs = complete(branch=branch, clean_first=True, limit=1)
         if runs:
-            runs.sort(key=lambda r: (r.git_dirty is not True, r.started_at), reverse=True)
             b = found(runs[0], f"the newest complete run recorded on branch {branch!r} (no git history of it here)")
             b.notes = notes
             return b
@@ -212,13 +211,18 @@ def _by_branch(store: Store, branch: str, complete: Callable[..., list[RunRecord
         raise nothing(f"on {ref!r} (no history)")
     order = {c: i for i, c in enumerate(history)}
     best: tuple[tuple[int, bool, str], RunRecord] | None = None
-    for r in complete(commits=history):
-        commit = r.git_commit if r.git_commit in order else r.ci_commit
-        if commit not in order:
-            continue
-        key = (-order[commit], r.git_dirty is not True, r.started_at)
-        if best is None or key > best[0]:
-            best = (key, r)
+    # Newest commits first, in chunks of 1, 8, 64, ... commits: the first chunk with a run holds the best one, and
+    # a branch whose CI records every commit is answered by its merge base alone, not by reading every run.
+    start, size = 0, 1
+    while best is None and start < len(history):
+        for r in complete(commits=history[start:start + size]):
+            commit = r.git_commit if r.git_commit in order else r.ci_commit
+            if commit not in order:
+                continue
+            key = (-order[commit], r.git_dirty is not True, r.started_at)
+            if best is None or key > best[0]:
+                best = (key, r)
+        start, size = start + size, size * 8
     if best is None:
         raise nothing(f"on the first-parent history of {ref!r} up to the merge base {mb[:12]} "
                       f"({len(history)} commits)")

@@ -10,7 +10,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import and_, case, delete, func, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from . import _schema as s
@@ -287,10 +287,12 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------------------------
     def _records(self, conn: Connection, where: Any = None, *, limit: int | None = None,
-                 newest_first: bool = True) -> list[RunRecord]:
+                 newest_first: bool = True, clean_first: bool = False) -> list[RunRecord]:
         q = select(*[s.runs.c[c] for c in _RUN_COLS])
         if where is not None:
             q = q.where(where)
+        if clean_first:
+            q = q.order_by(case((s.runs.c.git_dirty.is_(True), 1), else_=0))
         q = q.order_by(s.runs.c.started_at.desc() if newest_first else s.runs.c.started_at,
                        s.runs.c.id.desc() if newest_first else s.runs.c.id)
         if limit is not None:
@@ -309,9 +311,9 @@ class Store:
                   status: str | None = None, since: str | None = None, until: str | None = None,
                   identity: str | None = None, commit: str | None = None, commits: Sequence[str] | None = None,
                   limit: int | None = None, newest_first: bool = True,
-                  exclude: str | Collection[str] | None = None) -> list[RunRecord]:
+                  exclude: str | Collection[str] | None = None, clean_first: bool = False) -> list[RunRecord]:
         """Runs matching every filter given, newest first. ``commit``: a full or abbreviated hash; ``exclude``:
-        run ids left out."""
+        run ids left out; ``clean_first``: runs from a dirty tree after all the others."""
         conds: list[Any] = []
         if suite is not None:
             conds.append(s.runs.c.suite == suite)
@@ -336,7 +338,8 @@ class Store:
         if tag is not None:
             conds.append(s.runs.c.id.in_(select(s.run_tags.c.run_id).where(s.run_tags.c.tag == tag)))
         with self.engine.connect() as conn:
-            return self._records(conn, and_(*conds) if conds else None, limit=limit, newest_first=newest_first)
+            return self._records(conn, and_(*conds) if conds else None, limit=limit, newest_first=newest_first,
+                                 clean_first=clean_first)
 
     def get_run(self, ref: str) -> RunRecord:
         """A run by its id or an unambiguous prefix of it (at least 4 characters)."""
