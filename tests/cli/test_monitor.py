@@ -86,7 +86,33 @@ def test_a_store_keeps_the_scores_and_traces_to_cases_reads_them(tmp_path: Path,
     cases = [json.loads(line) for line in out.read_text().splitlines()]
     assert cases and all(c["metadata"]["production_scores"]["faithfulness"] < 0.7 for c in cases)
     code, _, err = run_cli(["traces", "to-cases", "--store", url, "--out", str(out)], capsys)
-    assert code == 2 and "--below" in err
+    assert code == 2 and "--below" in err and "--errors" in err
+
+
+def _failed_in_recording() -> set[str]:
+    """The trace ids the recording itself marks with a span of status ERROR (read from the file, not the store)."""
+    failed = set()
+    for line in RECORDED.read_text().splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                failed |= {sp["traceId"] for sp in ss["spans"]
+                           if (sp.get("status") or {}).get("code") in (2, "STATUS_CODE_ERROR")}
+    return failed
+
+
+def test_traces_to_cases_selects_the_traces_with_an_error_span(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    code, _, err = run_cli(["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider", "standin",
+                            "--store", url], capsys)
+    assert code == 0, err
+    failed = _failed_in_recording()
+    assert len(failed) == 1  # the example's one failed request
+    out = tmp_path / "errors.jsonl"
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--errors", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert "1 trace(s) ->" in err
+    assert {json.loads(line)["metadata"]["trace_id"] for line in out.read_text().splitlines()} == failed
 
 
 def test_the_same_suite_runs_offline_with_its_monitor_section(tmp_path: Path) -> None:

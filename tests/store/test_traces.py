@@ -1,20 +1,24 @@
 """The store's face for production traces: spans in once, the listing's filters and paging, scores by trace,
-alerts with their time (SQLite here; tests/traces runs the same writes on PostgreSQL through the sink)."""
+alerts with their time (SQLite here; tests/traces runs the same writes on PostgreSQL through the sink). A trace
+with an error span is marked as its spans arrive and listed by that mark, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from referee.store import SpansWritten, Store, TraceScore, TraceStore
 from referee.traces import SpanRecord
 
 
-def _span(tid: str, sid: str, service: str) -> SpanRecord:
+def _span(tid: str, sid: str, service: str, status: int = 0) -> SpanRecord:
     return SpanRecord(trace_id=tid, span_id=sid, parent_span_id=None, name="chat m", start_ns=1, end_ns=2,
-                      service=service, attributes={"gen_ai.operation.name": "chat"})
+                      service=service, status_code=status, status_message="boom" if status == 2 else "",
+                      attributes={"gen_ai.operation.name": "chat"})
 
 
 @pytest.fixture
@@ -93,3 +97,117 @@ def test_dropping_a_traces_spans_keeps_its_row(ts: TraceStore) -> None:
     tr = ts.get_trace(a)
     assert tr is not None and tr.state == "sampled_out" and tr.span_count == 0 and ts.trace_spans(a) == []
     assert len(ts.trace_spans(b)) == 1  # another trace's spans are left alone
+
+
+# -- traces with an error span (OpenTelemetry status code 2), on SQLite and PostgreSQL ------------------------------
+A, B, C, D, E = ("a" * 32, "b" * 32, "c" * 32, "d" * 32, "e" * 32)
+
+
+@pytest.fixture
+def both(store_url: str) -> Iterator[TraceStore]:
+    with Store(store_url) as st:
+        yield TraceStore(st, max_spans_per_trace=3)
+
+
+def _error(ts: TraceStore, tid: str) -> bool:
+    tr = ts.get_trace(tid)
+    assert tr is not None, tid
+    return tr.error
+
+
+def test_a_new_trace_with_an_error_span_is_marked_and_one_without_is_not(both: TraceStore) -> None:
+    got = both.add_spans([_span(A, "1" * 16, "s", 1), _span(A, "2" * 16, "s", 2), _span(B, "1" * 16, "s", 1),
+                          _span(B, "2" * 16, "s", 0)], received_ns=10)
+    assert got == SpansWritten(stored=4)
+    assert _error(both, A) is True and _error(both, B) is False
+    # Status codes other than 2 (unset 0, OK 1) are not errors; only 2 is.
+    both.add_spans([_span(C, "1" * 16, "s", 1)], received_ns=11)
+    assert _error(both, C) is False
+
+
+def test_a_trace_turns_error_when_a_later_span_fails_and_never_back(both: TraceStore) -> None:
+    both.add_spans([_span(A, "1" * 16, "s")], received_ns=10)
+    assert _error(both, A) is False
+    both.add_spans([_span(A, "2" * 16, "s", 2)], received_ns=20)
+    assert _error(both, A) is True
+    both.add_spans([_span(A, "3" * 16, "s", 1)], received_ns=30)  # a later OK span does not clear it
+    tr = both.get_trace(A)
+    assert tr is not None and tr.error and tr.span_count == 3 and tr.last_ns == 30
+    assert both.drop_spans(A) == 3 and _error(both, A) is True  # a trace whose spans were dropped still failed
+
+
+def test_an_error_span_not_stored_does_not_mark_the_trace(both: TraceStore) -> None:
+    # The cap is 3 spans: the fourth (an error) is counted over the cap, not stored, so the trace is not an error.
+    both.add_spans([_span(A, f"{i:016x}", "s") for i in range(1, 4)], received_ns=10)
+    got = both.add_spans([_span(A, "f" * 16, "s", 2)], received_ns=20)
+    assert got == SpansWritten(over_trace_cap=1)
+    tr = both.get_trace(A)
+    assert tr is not None and tr.truncated and not tr.error
+    # A retry of an error span already stored is a duplicate: the trace stays marked.
+    both.add_spans([_span(B, "1" * 16, "s", 2)], received_ns=30)
+    assert both.add_spans([_span(B, "1" * 16, "s", 2)], received_ns=40) == SpansWritten(duplicates=1)
+    assert _error(both, B) is True
+
+
+def test_the_listing_filters_on_an_error_span(both: TraceStore) -> None:
+    for i, (tid, status, service) in enumerate([(A, 2, "web"), (B, 0, "web"), (C, 2, "api"), (D, 1, "api")]):
+        both.add_spans([_span(tid, "1" * 16, service, status)], received_ns=100 * (i + 1))
+    both.add_spans([_span(E, "1" * 16, "web")], received_ns=500)
+    both.add_spans([_span(E, "2" * 16, "web", 2)], received_ns=600)  # turns error on its second request
+    assert [t.id for t in both.list_traces(error=True)] == [E, C, A]  # newest arrival first
+    assert [t.id for t in both.list_traces(error=False)] == [D, B]
+    assert [t.id for t in both.list_traces()] == [E, D, C, B, A]  # None: no filter
+    assert [t.id for t in both.list_traces(error=True, service="web")] == [E, A]
+    assert [t.id for t in both.list_traces(error=True, since_ns=200, until_ns=600)] == [C]
+    assert [t.id for t in both.list_traces(error=True, limit=1, offset=1)] == [C]
+    assert {t.id: t.error for t in both.list_traces()} == {A: True, B: False, C: True, D: False, E: True}
+    assert both.error_traces() == [A, C, E]  # oldest arrival first, as recent_traces
+
+
+def _statements(ts: TraceStore) -> list[str]:
+    seen: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_a: Any) -> None:
+        seen.append(statement.split()[0].upper())
+
+    event.listen(ts.store.engine, "before_cursor_execute", note)
+    return seen
+
+
+def test_marking_costs_no_statement_per_span(both: TraceStore) -> None:
+    # A request of 40 new traces of 3 spans each costs the same statements whether its spans failed or not...
+    both.add_spans([_span("f" * 32, "1" * 16, "s")], received_ns=0)  # the connection's one-off settings
+    seen = _statements(both)
+    both.add_spans([_span(f"{i:032x}", f"{j:016x}", "s") for i in range(40) for j in range(1, 4)], received_ns=1)
+    plain = list(seen)
+    seen.clear()
+    both.add_spans([_span(f"{i:032x}", f"{j:016x}", "s", 2 if j == 2 else 0) for i in range(40, 80)
+                    for j in range(1, 4)], received_ns=2)
+    assert seen == plain and len(both.list_traces(error=True, limit=1000)) == 40
+    # ... and so does a request growing existing traces, each turning error (the update it makes anyway).
+    grown = [f"{i:032x}" for i in range(100, 110)]
+    both.add_spans([_span(tid, "1" * 16, "s") for tid in grown], received_ns=3)
+    seen.clear()
+    both.add_spans([_span(tid, "2" * 16, "s") for tid in grown], received_ns=4)
+    grown_plain = list(seen)
+    seen.clear()
+    both.add_spans([_span(tid, "3" * 16, "s", 2) for tid in grown], received_ns=5)
+    assert seen == grown_plain
+    assert all(_error(both, tid) for tid in grown)
+
+
+def test_a_request_that_lost_the_race_to_create_a_trace_still_marks_it(both: TraceStore) -> None:
+    """Two requests creating one trace at once (PostgreSQL's READ COMMITTED): the first writer's row stays, and the
+    loser's error span still marks it. Written here as the loser's insert of a row that is already there."""
+    from referee.store._traces import _insert_new_traces
+
+    both.add_spans([_span(A, "1" * 16, "first")], received_ns=10)
+    st = both.store
+    row = {"id": A, "service": "second", "last_ns": 20, "state": "open", "span_count": 1, "truncated": False}
+    with st.engine.begin() as conn:
+        st._many(conn, "traces", _insert_new_traces, [{**row, "error": False}])
+    assert _error(both, A) is False
+    with st.engine.begin() as conn:
+        st._many(conn, "traces", _insert_new_traces, [{**row, "error": True}])
+    tr = both.get_trace(A)
+    assert tr is not None and tr.error and tr.service == "first" and tr.last_ns == 10  # the first writer's row

@@ -86,6 +86,26 @@ def test_a_selection_by_trace_id_uses_only_those_traces(tmp_path: Path, stored: 
         assert store.generated_cases() == []
 
 
+def test_trace_errors_selects_only_the_traces_with_an_error_span(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    with Store(url) as store, Collector(StoreSink(store), CollectorConfig(port=0)) as collector:
+        app = App(collector.endpoint)
+        ok = [app.ask(f"How long do refunds take, case {i}?", WRONG.format(i), documents=docs)
+              for i, docs in enumerate(KB[:2])]
+        failed = app.ask("How do couriers charge?", WRONG.format(9), documents=KB[2], error=True)
+        app.flush()
+        app.close()
+        collector.wait_for(lambda s: s.spans_stored >= 4 * 3)
+    out = tmp_path / "errors.jsonl"
+    code, _, err = run_cli(["synth", "--from-traces", "--trace-errors", "--store", url, "--out", str(out), "--n", "2",
+                            "--kind", "single_hop", "--provider", "standin", "--no-store"], capsys)
+    assert code == 0, err
+    assert "1 stored trace(s) as sources" in err
+    assert {c["metadata"]["synth"]["trace_id"] for c in _read(out)} == {failed.trace_id}
+    assert failed.trace_id not in {s.trace_id for s in ok}
+
+
 def test_the_library_takes_what_traces_to_cases_returns(tmp_path: Path,
                                                         stored: tuple[str, list[Sent], Sent]) -> None:
     url, sent, _ = stored

@@ -1,5 +1,6 @@
 """Traces in the run-history store, on SQLite and PostgreSQL: spans once each, the cap per trace, quiet traces,
-one score per (trace, evaluator), the export mark, counts and alerts; a second process (another Store on the same
+one score per (trace, evaluator), the export mark, counts and alerts, the traces with an error span (and
+``traces_to_cases``'s selection of them, as the memory sink does it); a second process (another Store on the same
 database) sees what the first wrote."""
 
 from __future__ import annotations
@@ -8,9 +9,10 @@ from referee.store import Store
 from referee.traces import Alert, Score, SpanRecord, StoreSink
 
 
-def _span(trace: str, span: str, *, parent: str | None = None, attrs: dict[str, object] | None = None) -> SpanRecord:
+def _span(trace: str, span: str, *, parent: str | None = None, attrs: dict[str, object] | None = None,
+          status: int = 2) -> SpanRecord:
     return SpanRecord(trace_id=trace, span_id=span, parent_span_id=parent, name="chat m", start_ns=int(span, 16),
-                      end_ns=int(span, 16) + 5, service="svc", status_code=2, status_message="boom",
+                      end_ns=int(span, 16) + 5, service="svc", status_code=status, status_message="boom",
                       attributes=attrs if attrs is not None else {"gen_ai.operation.name": "chat", "n": 1.5})
 
 
@@ -101,3 +103,25 @@ def test_recent_traces_are_the_last_to_arrive_scored_or_not(trace_store: Store) 
         assert sink.recent_traces(2) == [T3, T1]
         assert sink.recent_traces(10) == [T2, T3, T1]
         assert sink.recent_traces(0) == []
+
+
+def test_traces_with_an_error_span_are_selected_as_cases(trace_store: Store) -> None:
+    from referee.traces import MemorySink, traces_to_cases
+
+    T3, T4 = "c" * 32, "d" * 32
+    asked = {"gen_ai.operation.name": "chat",
+             "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "why?"}]}]'}
+    for sink in (StoreSink(trace_store), MemorySink()):
+        sink.add_spans([_span(T1, "0000000000000001", attrs=asked, status=1),
+                        _span(T1, "0000000000000002", attrs=asked, status=2)], received_ns=100)
+        sink.add_spans([_span(T2, "0000000000000001", attrs=asked, status=0)], received_ns=200)
+        sink.add_spans([_span(T3, "0000000000000001", attrs=asked, status=1)], received_ns=300)
+        sink.add_spans([_span(T3, "0000000000000002", attrs=asked, status=2)], received_ns=400)  # fails later
+        sink.add_spans([_span(T4, "0000000000000001", attrs=asked, status=1)], received_ns=500)
+        assert sink.error_traces() == [T1, T3], type(sink).__name__
+        cases = traces_to_cases(sink, errors=True)
+        assert [c["metadata"]["trace_id"] for c in cases] == [T1, T3] and cases[0]["input"] == "why?"
+        assert traces_to_cases(sink) == []  # nothing selected
+        # The selections add up, each trace once: a named trace, then the error ones.
+        both = traces_to_cases(sink, trace_ids=[T4, T1], errors=True)
+        assert [c["metadata"]["trace_id"] for c in both] == [T4, T1, T3]

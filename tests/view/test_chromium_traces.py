@@ -1,6 +1,6 @@
 """The traces page in a real headless Chromium: span attributes, messages and a service name carrying HTML and
 script stay text in the list, the filters, the trace's case, its spans and its scores; a trace opens from the list
-and from an alert's example."""
+and from an alert's example; the "with an error span" box lists only the failed trace, marked in words."""
 
 from __future__ import annotations
 
@@ -95,3 +95,40 @@ def test_traces_page_keeps_hostile_span_text_as_text(driver: Any, traced: tuple[
     wait_until(d, lambda: d.find_element(By.ID, "trace-id").text in {x.trace_id for x in seeded.hostile})
     assert d.find_elements(By.CSS_SELECTOR, "#trace-own-alerts li")
     _clean(d)
+
+
+def test_the_error_span_box_lists_the_failed_trace_marked_in_words(driver: Any, traced: tuple[Served, Seeded]) -> None:
+    from selenium.webdriver.common.by import By
+
+    s, seeded = traced
+    failed = seeded.hostile[-1].trace_id
+    d = driver
+    d.get(s.url + "#/traces")
+    wait_until(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")) == 8)
+    # In the full list the failed trace says so in text (not only a colour); the others say nothing of the kind.
+    states = {r.get_attribute("data-trace"): r.find_element(By.CSS_SELECTOR, "td.state").text
+              for r in d.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")}
+    assert states[failed] == "scored error"
+    assert all(v == "scored" for k, v in states.items() if k != failed)
+    box = d.find_element(By.ID, "t-error")
+    assert box.get_attribute("type") == "checkbox" and not box.is_selected()
+    assert "with an error span" in d.find_element(By.ID, "trace-filters").text
+    box.click()
+    d.find_element(By.CSS_SELECTOR, "#trace-filters button").click()
+    wait_until(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")) == 1)
+    assert "error=1" in d.current_url
+    [row] = d.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")
+    assert row.get_attribute("data-trace") == failed
+    assert row.find_element(By.CSS_SELECTOR, ".trace-error").text == "error"
+    assert d.find_element(By.ID, "t-error").is_selected()  # the page drawn from the URL keeps the box checked
+    _clean(d)
+    # The trace's own page says it too; unchecking the box lists every trace again.
+    row.find_element(By.CSS_SELECTOR, "a.open-trace").click()
+    wait_until(d, lambda: d.find_element(By.ID, "trace-id").text == failed)
+    assert "has an error span" in d.find_element(By.CSS_SELECTOR, "#main p.muted").text
+    d.back()
+    wait_until(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")) == 1)
+    d.find_element(By.ID, "t-error").click()
+    d.find_element(By.CSS_SELECTOR, "#trace-filters button").click()
+    wait_until(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")) == 8)
+    assert "error=" not in d.current_url

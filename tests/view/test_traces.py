@@ -124,6 +124,29 @@ def test_the_list_filters_by_service_state_and_time(traced: tuple[Served, Seeded
         assert "must be" in body["error"]
 
 
+def test_the_list_filters_on_an_error_span_and_refuses_any_other_value(traced: tuple[Served, Seeded]) -> None:
+    s, seeded = traced
+    failed = seeded.hostile[-1].trace_id  # the one request sent with an error status
+    d = get(s, "/api/traces")
+    assert {t["id"]: t["error"] for t in d["traces"]} == {
+        x.trace_id: x.trace_id == failed for x in seeded.plain + seeded.hostile}
+    only = get(s, "/api/traces?error=1")
+    assert [t["id"] for t in only["traces"]] == [failed] and only["traces"][0]["error"] is True
+    assert only["total"] == 8  # the store's count, as with the other filters
+    without = get(s, "/api/traces?error=0")
+    assert {t["id"] for t in without["traces"]} == {x.trace_id for x in seeded.plain + seeded.hostile[:-1]}
+    assert not any(t["error"] for t in without["traces"])
+    assert len(get(s, "/api/traces?error=")["traces"]) == 8  # empty: no filter, as the page's unchecked box
+    assert [t["id"] for t in get(s, f"/api/traces?error=1&service={PLAIN_SERVICE}")["traces"]] == []
+    assert [t["id"] for t in get(s, "/api/traces?error=1&state=scored")["traces"]] == [failed]
+    for bad_q in ("error=1;DROP", "error=1%3BDROP%20TABLE%20traces", "error=yes", "error=true", "error=2",
+                  "error=-1", "error=%201", "error=1%00", "error=%3Cscript%3E"):
+        status, body, _ = call(s, "GET", "/api/traces?" + bad_q)
+        assert status == 400, bad_q
+        assert body["error"] == "error must be 1 (only traces with an error span) or 0 (only traces without one)"
+    assert get(s, "/api/traces")["total"] == 8  # nothing was changed by them
+
+
 def test_the_list_draws_each_metric_with_its_alert_and_counts(traced: tuple[Served, Seeded]) -> None:
     s, seeded = traced
     d = get(s, "/api/traces")

@@ -41,16 +41,17 @@ def _weights(values: tuple[str, ...], flag: str) -> dict[str, float] | None:
 
 
 def _traces(store_url: str | None, metric: str | None, below: float | None, failed: bool, ids: tuple[str, ...],
-            recent: int | None) -> list[dict[str, Any]]:
+            recent: int | None, errors: bool = False) -> list[dict[str, Any]]:
     """The selected stored traces as cases (``referee traces to-cases``'s selection)."""
     selection = [f for f, on in (("--trace-metric", metric), ("--trace-below", below is not None),
-                                 ("--trace-failed", failed), ("--trace", ids), ("--recent-traces", recent)) if on]
-    if selection and not (below is not None or failed or ids or recent):
+                                 ("--trace-failed", failed), ("--trace-errors", errors), ("--trace", ids),
+                                 ("--recent-traces", recent)) if on]
+    if selection and not (below is not None or failed or errors or ids or recent):
         raise UserError("--trace-metric selects with --trace-below or --trace-failed")
     from ..traces import open_sink, traces_to_cases
 
     sink = open_sink(store_url)
-    chosen = traces_to_cases(sink, metric=metric, below=below, failed=failed, trace_ids=ids,
+    chosen = traces_to_cases(sink, metric=metric, below=below, failed=failed, trace_ids=ids, errors=errors,
                              recent=recent or (0 if selection else DEFAULT_RECENT_TRACES))
     if not chosen:
         raise UserError("--from-traces: no stored trace matches the selection"
@@ -70,10 +71,11 @@ def _traces(store_url: str | None, metric: str | None, below: float | None, fail
 @click.option("--from-traces", is_flag=True,
               help="Stored production traces as sources (their retrieved documents, their questions as examples), "
                    "read from --store or the run history in force; select with --trace-below, --trace-failed, "
-                   "--trace, else the --recent-traces that arrived last.")
+                   "--trace-errors, --trace, else the --recent-traces that arrived last.")
 @click.option("--trace-metric", default=None, help="With --trace-below / --trace-failed: this metric (default any).")
 @click.option("--trace-below", type=click.FloatRange(0, 1), default=None, help="Traces scored under this.")
 @click.option("--trace-failed", is_flag=True, help="Traces that failed the metric's threshold.")
+@click.option("--trace-errors", is_flag=True, help="Traces with a span whose status is ERROR, scored or not.")
 @click.option("--trace", "trace_ids", multiple=True, help="A trace id; repeatable.")
 @click.option("--recent-traces", type=click.IntRange(1, 100_000), default=None,
               help="The traces that arrived last (default 1000 when no other selection is given).")
@@ -110,8 +112,8 @@ def _traces(store_url: str | None, metric: str | None, below: float | None, fail
               help="Also write the coverage report as an HTML page with charts.")
 @judge_options(default_concurrency=4)
 def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str, ...], from_traces: bool,
-            trace_metric: str | None, trace_below: float | None, trace_failed: bool, trace_ids: tuple[str, ...],
-            recent_traces: int | None, existing: tuple[str, ...],
+            trace_metric: str | None, trace_below: float | None, trace_failed: bool, trace_errors: bool,
+            trace_ids: tuple[str, ...], recent_traces: int | None, existing: tuple[str, ...],
             labelled: tuple[str, ...], kinds: tuple[str, ...], personas: tuple[str, ...], chunk_chars: int,
             overlap: int, critic_threshold: float, near_duplicate: float, max_rounds: int, max_cost: float | None,
             redact: str | None, store_url: str | None, no_store: bool, dry_run: bool, as_json: bool,
@@ -121,8 +123,8 @@ def command(documents: tuple[str, ...], out: str, n: int, from_cases: tuple[str,
         raise UserError("--store and --no-store contradict each other; give one")
     if not documents and not from_cases and not from_traces:
         raise UserError("give DOCUMENTS (files or folders), --from-cases or --from-traces")
-    traces = _traces(store_url, trace_metric, trace_below, trace_failed, trace_ids, recent_traces) \
-        if from_traces else None
+    traces = _traces(store_url, trace_metric, trace_below, trace_failed, trace_ids, recent_traces,
+                     trace_errors) if from_traces else None
     if html_out:
         taken = [Path(p).resolve() for p in (*documents, *from_cases, *existing, *labelled, out)]
         if Path(html_out).resolve() in taken:

@@ -19,15 +19,18 @@ def command() -> None:
 @click.option("--metric", default=None, help="Select on this metric (default: any).")
 @click.option("--below", type=click.FloatRange(0, 1), default=None, help="Traces scored under this.")
 @click.option("--failed", is_flag=True, help="Traces that failed the metric's threshold.")
+@click.option("--errors", is_flag=True, help="Traces with a span whose status is ERROR, scored or not.")
 @click.option("--trace", "trace_ids", multiple=True, help="A trace id (an alert's examples); repeatable.")
 @click.option("--store", "store_url", default=None, metavar="URL",
               help="Store URL (default: REFEREE_STORE, else .referee/history.sqlite).")
-def to_cases(out: str, metric: str | None, below: float | None, failed: bool, trace_ids: tuple[str, ...],
-             store_url: str | None) -> int:
-    """Turn selected traces (low scores, failed, named) into cases, redaction already applied when stored."""
-    if below is None and not failed and not trace_ids:
-        raise UserError("choose traces: --below SCORE, --failed or --trace ID")
-    cases = traces_to_cases(open_sink(store_url), metric=metric, below=below, failed=failed, trace_ids=trace_ids)
+def to_cases(out: str, metric: str | None, below: float | None, failed: bool, errors: bool,
+             trace_ids: tuple[str, ...], store_url: str | None) -> int:
+    """Turn selected traces (low scores, failed, with an error span, named) into cases, redaction already
+    applied when stored."""
+    if below is None and not failed and not errors and not trace_ids:
+        raise UserError("choose traces: --below SCORE, --failed, --errors or --trace ID")
+    cases = traces_to_cases(open_sink(store_url), metric=metric, below=below, failed=failed, trace_ids=trace_ids,
+                            errors=errors)
     write_cases(cases, out)
     echo_err(f"{len(cases)} trace(s) -> {out}")
     return 0 if cases else 1

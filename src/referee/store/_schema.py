@@ -24,6 +24,7 @@ from sqlalchemy import (
     Table,
     Text,
     false,
+    true,
 )
 
 NONE_INDEX = -1
@@ -130,8 +131,14 @@ traces = Table(
     Column("state", String(16), nullable=False, server_default="open"),
     Column("span_count", Integer, nullable=False, server_default="0"),
     Column("truncated", Boolean, nullable=False, server_default=false()),
+    # 0003: at least one of its spans has the OpenTelemetry status ERROR (2), set as spans arrive, never unset.
+    Column("error", Boolean, nullable=False, server_default=false()),
     Index("ix_traces_state_last", "state", "last_ns"),
 )
+# 0003: the arrival of error traces only (partial: a trace without an error span never touches it), for the
+# listing's "with an error span" filter.
+Index("ix_traces_error_last", traces.c.last_ns, sqlite_where=traces.c.error == true(),
+      postgresql_where=traces.c.error == true())
 spans = Table(
     "spans", metadata,
     Column("trace_id", String(32), ForeignKey("traces.id", ondelete="CASCADE"), nullable=False),

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import and_, bindparam, delete, func, select, tuple_, update
+from sqlalchemy import and_, bindparam, delete, false, func, select, true, tuple_, update
 
 from .._util._fastjson import dumps_bytes
 from . import _schema as t
@@ -26,6 +26,8 @@ from ._store import Store, _unpack, digest
 
 DEFAULT_MAX_SPANS_PER_TRACE = 10_000
 """Spans kept per trace; later ones are counted (``over_trace_cap``) and the trace marked cut."""
+STATUS_ERROR = 2
+"""OpenTelemetry's span status code ERROR: a trace with a stored span of this status is an error trace."""
 MAX_LIST = 1000
 """The most traces :meth:`TraceStore.list_traces` returns at once."""
 
@@ -74,7 +76,8 @@ class TraceScore:
 @dataclass
 class StoredTrace:
     """One stored trace as listed: its id, service, last arrival, state (``open``, ``scored`` or the reason it
-    was not evaluated), spans kept and whether it was cut at the cap."""
+    was not evaluated), spans kept, whether it was cut at the cap and whether a span of it has the status ERROR
+    (set as the span was stored, kept when spans are dropped)."""
 
     id: str
     service: str | None
@@ -82,11 +85,24 @@ class StoredTrace:
     state: str
     span_count: int
     truncated: bool
+    error: bool = False
 
 
 TRACE_CHECKPOINT_PAGES = 8192
 """SQLite pages (4 KiB) of write-ahead log between checkpoints on a connection that has written spans."""
-_NEW_TRACE_COLUMNS = ("id", "service", "last_ns", "state", "span_count", "truncated")
+_NEW_TRACE_COLUMNS = ("id", "service", "last_ns", "state", "span_count", "truncated", "error")
+_LISTED = (t.traces.c.id, t.traces.c.service, t.traces.c.last_ns, t.traces.c.state, t.traces.c.span_count,
+           t.traces.c.truncated, t.traces.c.error)
+
+
+def _stored_trace(r: Any) -> StoredTrace:
+    return StoredTrace(id=r[0], service=r[1], last_ns=r[2], state=r[3], span_count=int(r[4] or 0),
+                       truncated=bool(r[5]), error=bool(r[6]))
+
+
+def _insert_new_traces(ins: Any) -> Any:
+    stmt = ins(t.traces).values({k: bindparam(k) for k in _NEW_TRACE_COLUMNS})
+    return stmt.on_conflict_do_update(index_elements=["id"], set_={"error": true()}, where=stmt.excluded.error)
 
 
 def _dumps(obj: Any) -> bytes:
@@ -128,10 +144,14 @@ class TraceStore:
                 conn.info["trace_checkpoint"] = True
             ids = list(by_trace)
             have: dict[str, int] = {}
+            had_error: set[str] = set()
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                have.update({r[0]: r[1] for r in conn.execute(
-                    select(t.traces.c.id, t.traces.c.span_count).where(t.traces.c.id.in_(chunk)))})
+                for r in conn.execute(select(t.traces.c.id, t.traces.c.span_count, t.traces.c.error)
+                                      .where(t.traces.c.id.in_(chunk))):
+                    have[r[0]] = r[1]
+                    if r[2]:
+                        had_error.add(r[0])
             pairs = [(tid, sid) for tid, g in by_trace.items() if tid in have for sid in g]
             existing: set[tuple[str, str]] = set()
             for i in range(0, len(pairs), 400):
@@ -145,7 +165,7 @@ class TraceStore:
             grown: list[dict[str, Any]] = []
             for tid, group in by_trace.items():
                 count = have.get(tid, 0)
-                truncated = False
+                truncated = error = False
                 first: SpanLike | None = None
                 for sid, s in group.items():
                     if (tid, sid) in existing:
@@ -165,23 +185,28 @@ class TraceStore:
                     count += 1
                     stored += 1
                     first = first or s
+                    error = error or s.status_code == STATUS_ERROR
                 if tid in have:
-                    grown.append({"tid": tid, "n": count, "last": received_ns, "cut": truncated})
+                    # Only a trace that turns error here is written as such: once true, never set back.
+                    grown.append({"tid": tid, "n": count, "last": received_ns, "cut": truncated,
+                                  "error": error and tid not in had_error})
                 else:
                     new_traces.append({"id": tid, "service": first.service if first else None, "last_ns": received_ns,
-                                       "state": "open", "span_count": count, "truncated": truncated})
+                                       "state": "open", "span_count": count, "truncated": truncated,
+                                       "error": error})
             st.put_texts(conn, texts)
-            # Two requests racing on a new trace (PostgreSQL's READ COMMITTED) must not fail: first writer wins.
-            # Compiled once with the columns given (the rest keep their server defaults), run by the driver.
-            st._many(conn, "traces", lambda ins: ins(t.traces).values(
-                {k: bindparam(k) for k in _NEW_TRACE_COLUMNS}).on_conflict_do_nothing(index_elements=["id"]),
-                new_traces)
+            # Two requests racing on a new trace (PostgreSQL's READ COMMITTED) must not fail: first writer wins,
+            # except that the loser's error span still marks the trace. Compiled once with the columns given (the
+            # rest keep their server defaults), run by the driver.
+            st._many(conn, "traces", _insert_new_traces, new_traces)
             st._many(conn, "spans", lambda ins: ins(t.spans).on_conflict_do_nothing(
                 index_elements=["trace_id", "span_id"]), span_rows)
             for g in grown:
                 values: dict[str, Any] = {"span_count": g["n"], "last_ns": g["last"]}
                 if g["cut"]:
                     values["truncated"] = True
+                if g["error"]:
+                    values["error"] = True
                 conn.execute(update(t.traces).where(t.traces.c.id == g["tid"]).values(**values))
         return SpansWritten(stored, duplicates, over_cap)
 
@@ -232,6 +257,13 @@ class TraceStore:
                                 .limit(limit))
             return [r[0] for r in rows][::-1]
 
+    def error_traces(self) -> list[str]:
+        """The ids of the traces with a span of status ERROR, in order of their last span's arrival."""
+        with self.store.engine.connect() as conn:
+            rows = conn.execute(select(t.traces.c.id).where(t.traces.c.error == true())
+                                .order_by(t.traces.c.last_ns, t.traces.c.id))
+            return [r[0] for r in rows]
+
     def trace_truncated(self, trace_id: str) -> bool:
         with self.store.engine.connect() as conn:
             return bool(conn.execute(select(t.traces.c.truncated).where(t.traces.c.id == trace_id)).scalar())
@@ -276,12 +308,16 @@ class TraceStore:
             return int(conn.execute(select(func.count()).select_from(t.traces)).scalar() or 0)
 
     def list_traces(self, *, service: str | None = None, state: str | None = None, since_ns: int | None = None,
-                    until_ns: int | None = None, limit: int = 100, offset: int = 0) -> list[StoredTrace]:
-        """Stored traces, newest arrival first, filtered by service, state and arrival time (``until_ns``
-        excluded)."""
+                    until_ns: int | None = None, error: bool | None = None, limit: int = 100,
+                    offset: int = 0) -> list[StoredTrace]:
+        """Stored traces, newest arrival first, filtered by service, state, arrival time (``until_ns``
+        excluded) and ``error`` (True: those with a span of status ERROR; False: those without)."""
         limit = max(1, min(int(limit), MAX_LIST))
-        q = select(t.traces.c.id, t.traces.c.service, t.traces.c.last_ns, t.traces.c.state, t.traces.c.span_count,
-                   t.traces.c.truncated)
+        q = select(*_LISTED)
+        if error is not None:
+            # ``error = true`` is the partial index's own condition (``ix_traces_error_last``): the error traces
+            # are read from it in arrival order; ``error = false`` reads the table, as the other filters do.
+            q = q.where(t.traces.c.error == (true() if error else false()))
         if service is not None:
             q = q.where(t.traces.c.service == service)
         if state is not None:
@@ -292,16 +328,12 @@ class TraceStore:
             q = q.where(t.traces.c.last_ns < until_ns)
         q = q.order_by(t.traces.c.last_ns.desc(), t.traces.c.id).limit(limit).offset(max(0, int(offset)))
         with self.store.engine.connect() as conn:
-            return [StoredTrace(id=r[0], service=r[1], last_ns=r[2], state=r[3], span_count=int(r[4] or 0),
-                                truncated=bool(r[5])) for r in conn.execute(q)]
+            return [_stored_trace(r) for r in conn.execute(q)]
 
     def get_trace(self, trace_id: str) -> StoredTrace | None:
         with self.store.engine.connect() as conn:
-            r = conn.execute(select(t.traces.c.id, t.traces.c.service, t.traces.c.last_ns, t.traces.c.state,
-                                    t.traces.c.span_count, t.traces.c.truncated)
-                             .where(t.traces.c.id == trace_id)).first()
-        return None if r is None else StoredTrace(id=r[0], service=r[1], last_ns=r[2], state=r[3],
-                                                  span_count=int(r[4] or 0), truncated=bool(r[5]))
+            r = conn.execute(select(*_LISTED).where(t.traces.c.id == trace_id)).first()
+        return None if r is None else _stored_trace(r)
 
     def trace_facets(self) -> dict[str, list[str]]:
         """The services and states stored traces have (the viewer's filter choices)."""
@@ -421,4 +453,5 @@ class TraceStore:
             return [{**json.loads(_unpack(p, d)), "at_ns": at} for at, p, d in rows]
 
 
-__all__ = ["DEFAULT_MAX_SPANS_PER_TRACE", "SpanLike", "SpansWritten", "StoredTrace", "TraceScore", "TraceStore"]
+__all__ = ["DEFAULT_MAX_SPANS_PER_TRACE", "STATUS_ERROR", "SpanLike", "SpansWritten", "StoredTrace", "TraceScore",
+           "TraceStore"]

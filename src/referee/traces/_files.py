@@ -88,12 +88,14 @@ def replay(files: Sequence[str | Path], sink: TraceSink, redactor: Redactor, *, 
 
 
 def traces_to_cases(sink: TraceSink, *, metric: str | None = None, below: float | None = None,
-                    failed: bool = False, trace_ids: Sequence[str] = (), recent: int = 0) -> list[dict[str, Any]]:
+                    failed: bool = False, trace_ids: Sequence[str] = (), recent: int = 0,
+                    errors: bool = False) -> list[dict[str, Any]]:
     """Selected traces as cases the offline suite runs (spans were redacted before they were stored): those
     scored under ``below`` on ``metric`` (any metric when None), those that ``failed`` it, ``trace_ids``
-    (an alert's examples) and the ``recent`` traces that arrived last, scored or not. Each case keeps its trace id
-    and score in ``metadata``."""
-    chosen: dict[str, dict[str, Any]] = {t: {} for t in [*trace_ids, *(sink.recent_traces(recent) if recent else [])]}
+    (an alert's examples), the ``recent`` traces that arrived last, scored or not, and (``errors``) every trace
+    with a span whose status is ERROR. Each case keeps its trace id and score in ``metadata``."""
+    chosen: dict[str, dict[str, Any]] = {t: {} for t in [*trace_ids, *(sink.recent_traces(recent) if recent else []),
+                                                         *(sink.error_traces() if errors else [])]}
     for s in sink.scores(evaluator=metric):
         if s.status != "scored" or s.score is None:
             continue

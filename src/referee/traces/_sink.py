@@ -16,6 +16,8 @@ from typing import Any, Protocol
 from ._otlp import SpanRecord
 
 DEFAULT_MAX_SPANS_PER_TRACE = 10_000
+STATUS_ERROR = 2
+"""OpenTelemetry's span status code ERROR: a trace with a kept span of this status is an error trace."""
 """Spans kept per trace; later ones are counted (``over_trace_cap``) and the trace is evaluated as unscored
 (``trace too large``), never judged on a part of it."""
 
@@ -58,6 +60,7 @@ class TraceSink(Protocol):
     def quiet_traces(self, *, before_ns: int, limit: int) -> list[str]: ...
     def trace_spans(self, trace_id: str) -> list[dict[str, Any]]: ...
     def recent_traces(self, limit: int) -> list[str]: ...
+    def error_traces(self) -> list[str]: ...
     def trace_truncated(self, trace_id: str) -> bool: ...
     def mark_trace(self, trace_id: str, state: str) -> None: ...
     def drop_spans(self, trace_id: str) -> int: ...
@@ -75,6 +78,7 @@ class _Trace:
     last_ns: int = 0
     truncated: bool = False
     state: str = "open"
+    error: bool = False
 
 
 class MemorySink:
@@ -101,6 +105,7 @@ class MemorySink:
                     continue
                 t.spans[s.span_id] = s.as_dict()
                 t.last_ns = max(t.last_ns, received_ns)
+                t.error = t.error or s.status_code == STATUS_ERROR
                 out.stored += 1
         return out
 
@@ -127,6 +132,11 @@ class MemorySink:
         with self._lock:
             order = sorted((t.last_ns, tid) for tid, t in self._traces.items())
         return [tid for _, tid in order[-limit:]] if limit > 0 else []
+
+    def error_traces(self) -> list[str]:
+        """The ids of the traces with a span of status ERROR, in order of their last span's arrival."""
+        with self._lock:
+            return [tid for _, tid in sorted((t.last_ns, tid) for tid, t in self._traces.items() if t.error)]
 
     def trace_truncated(self, trace_id: str) -> bool:
         with self._lock:

@@ -55,6 +55,9 @@ class StoreSink:
     def recent_traces(self, limit: int) -> list[str]:
         return self.traces.recent_traces(limit)
 
+    def error_traces(self) -> list[str]:
+        return self.traces.error_traces()
+
     def trace_truncated(self, trace_id: str) -> bool:
         return self.traces.trace_truncated(trace_id)
 

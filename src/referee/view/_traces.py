@@ -1,7 +1,7 @@
 """The viewer's traces page (``referee view`` over a store that ``referee collect`` fills): the stored production
-traces with filters (service, arrival time, state), each metric's monitor scores over time with the drift alerts
-marked, and a trace opened as the case the monitor judged (the one span mapping, :mod:`referee.trajectories`)
-beside its spans, its scores and the alerts that name it.
+traces with filters (service, arrival time, state, with an error span), each metric's monitor scores over time
+with the drift alerts marked, and a trace opened as the case the monitor judged (the one span mapping,
+:mod:`referee.trajectories`) beside its spans, its scores and the alerts that name it.
 
 Everything is read through the store's face for traces (:class:`referee.store.TraceStore`); every text from a
 span (names, attributes, messages) is data, sent as JSON strings and put in the page as text nodes.
@@ -66,6 +66,16 @@ def _int(params: dict[str, str], name: str, default: int, lo: int, hi: int) -> i
     return n
 
 
+def _flag(params: dict[str, str], name: str) -> bool | None:
+    """``1`` -> True, ``0`` -> False, absent or empty -> None (no filter); anything else is a 400."""
+    v = params.get(name)
+    if v in (None, ""):
+        return None
+    if v in ("0", "1"):
+        return v == "1"
+    raise ApiError(400, f"{name} must be 1 (only traces with an error span) or 0 (only traces without one)")
+
+
 def _finite(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
 
@@ -78,7 +88,7 @@ def _score_dict(s: TraceScore) -> dict[str, Any]:
 
 def _trace_dict(tr: StoredTrace) -> dict[str, Any]:
     return {"id": tr.id, "service": tr.service, "last_at": _iso(tr.last_ns), "state": tr.state,
-            "spans": tr.span_count, "truncated": tr.truncated}
+            "spans": tr.span_count, "truncated": tr.truncated, "error": tr.error}
 
 
 def _alert_dict(a: dict[str, Any]) -> dict[str, Any]:
@@ -117,12 +127,13 @@ class TracesPage:
         state = params.get("state") or None
         since = (params.get("since") or "").strip()
         until = (params.get("until") or "").strip()
+        error = _flag(params, "error")
         limit = _int(params, "limit", 100, 1, MAX_TRACES)
         offset = _int(params, "offset", 0, 0, 10**9)
         try:
             rows = self.traces.list_traces(service=service, state=state,
                                            since_ns=_ns("since", since) if since else None,
-                                           until_ns=_ns("until", until) if until else None,
+                                           until_ns=_ns("until", until) if until else None, error=error,
                                            limit=limit + 1, offset=offset)
             shown = rows[:limit]
             scores = self.traces.scores(trace_ids=[r.id for r in shown])

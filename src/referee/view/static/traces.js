@@ -1,11 +1,11 @@
 // referee view: the production traces page (docs/monitoring.md "The viewer"): stored traces with filters (service,
-// arrival time, state), each monitored metric over time with drift alerts marked, and a trace opened as the case
-// the monitor judged (app.js's case rendering) beside its spans, its scores and the alerts naming it. Span names,
-// attributes and messages are data: every string goes in as a text node through el(); charts are the server's
-// escaped SVG (chartCard).
+// arrival time, state, with an error span), each monitored metric over time with drift alerts marked, and a trace
+// opened as the case the monitor judged (app.js's case rendering) beside its spans, its scores and the alerts naming
+// it. Span names, attributes and messages are data: every string goes in as a text node through el(); charts are
+// the server's escaped SVG (chartCard).
 "use strict";
 
-const TRACE_FILTERS = ["service", "state", "since", "until"];
+const TRACE_FILTERS = ["service", "state", "since", "until", "error"];
 
 function traceScoreCell(scores) {
   return (scores || []).map((s) => el("span", { class: "flag " + (s.status !== "scored" ? s.status : s.passed === false ? "fail" : "pass"),
@@ -48,21 +48,29 @@ async function viewTraces(parts, params) {
     el("select", { id: "t-" + name, name }, el("option", { value: "" }, "any"),
       values.map((v) => el("option", { value: v, selected: params.get(name) === v }, v))));
   const date = (name, label) => el("label", {}, label + " ", el("input", { type: "date", id: "t-" + name, name, value: params.get(name) || "" }));
+  // Only the traces with a span whose status is ERROR (the API's error=1).
+  const errorBox = el("label", {}, el("input", { type: "checkbox", id: "t-error", name: "error", value: "1", checked: params.get("error") === "1" }),
+    " with an error span");
   const form = el("form", { id: "trace-filters", class: "filters" },
     choose("service", d.facets.services, "service"), choose("state", d.facets.states, "state"),
-    date("since", "from"), date("until", "to"), el("button", { type: "submit" }, "apply"));
+    date("since", "from"), date("until", "to"), errorBox, el("button", { type: "submit" }, "apply"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const p = new URLSearchParams();
-    for (const k of TRACE_FILTERS) { const v = form.elements[k].value; if (v) p.set(k, v); }
+    for (const k of TRACE_FILTERS) {
+      const f = form.elements[k];
+      const v = f.type === "checkbox" ? (f.checked ? f.value : "") : f.value;
+      if (v) p.set(k, v);
+    }
     go(["traces"], p);
   });
   const table = el("table", { id: "trace-list", class: "cases" },
     el("thead", {}, el("tr", {}, ["last span", "trace", "service", "state", "spans", "scores"].map((h) => el("th", { class: "nosort" }, h)))),
-    el("tbody", {}, d.traces.map((t) => el("tr", { "data-trace": t.id },
+    el("tbody", {}, d.traces.map((t) => el("tr", { "data-trace": t.id, class: t.error ? "failed" : null },
       el("td", {}, (t.last_at || "").replace("T", " ").slice(0, 19)),
       el("td", {}, el("a", { href: "#/traces/" + encodeURIComponent(t.id), class: "open-trace" }, t.id.slice(0, 16))),
-      el("td", { class: "service" }, t.service || ""), el("td", { class: "state" }, t.state),
+      el("td", { class: "service" }, t.service || ""),
+      el("td", { class: "state" }, t.state, t.error ? [" ", el("span", { class: "flag fail trace-error", title: "a span of this trace has the status ERROR" }, "error")] : null),
       el("td", { class: "num" }, String(t.spans) + (t.truncated ? " (cut)" : "")),
       el("td", { class: "trace-scores" }, traceScoreCell(t.scores))))));
   const counts = Object.entries(d.counts);
@@ -105,7 +113,7 @@ async function viewTrace(id) {
   const judged = d.case ? renderCaseBody({ case: d.case, criteria: [] }) : [el("p", { class: "fail", id: "trace-case-error" }, d.case_error || "no case")];
   clear(main, el("p", {}, el("a", { href: "#/traces" }, "\u2190 all traces")),
     el("h1", {}, "Trace ", el("code", { id: "trace-id" }, t.id)),
-    el("p", { class: "muted" }, (t.service || "(no service)") + " \u2014 " + t.state + " \u2014 " + t.spans + " span(s)" + (t.truncated ? ", cut at the cap" : "")
+    el("p", { class: "muted" }, (t.service || "(no service)") + " \u2014 " + t.state + (t.error ? " \u2014 has an error span" : "") + " \u2014 " + t.spans + " span(s)" + (t.truncated ? ", cut at the cap" : "")
       + (t.last_at ? " \u2014 last span " + t.last_at.replace("T", " ") : "")),
     el("div", { class: "cols" },
       el("div", { id: "trace-case" }, el("h2", {}, "As the monitor judged it"), judged),
