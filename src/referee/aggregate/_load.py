@@ -599,7 +599,14 @@ def table_from_rows(rows: Sequence[ResultRow], *, name: str = "<memory>", advers
 
     ``adversarial`` defaults to the manifest's flag. Raises ``InputError`` when there is no row.
     """
-    encoded = [json_line(r).encode("utf-8") for r in rows]  # the results file's lines
+    return table_from_lines([json_line(r).encode("utf-8") for r in rows], name=name, adversarial=adversarial,
+                            manifest=manifest)
+
+
+def table_from_lines(encoded: list[bytes], *, name: str = "<memory>", adversarial: bool | None = None,
+                     manifest: RunManifest | None = None) -> ResultsTable:
+    """:func:`table_from_rows` of rows already written as results-file lines (``json_line``, UTF-8): a recorder
+    encodes them as they arrive, so the run's end does not wait for it."""
     rd = _Reader(Path(name), strict=False)
     if encoded:
         rd.chunk(encoded, 1, 0)

@@ -62,14 +62,23 @@ def run_values(m: RunManifest, *, results_path: str | None, git: dict[str, Any])
     }
 
 
-def summary_of(rows: Sequence[ResultRow], m: RunManifest) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the run's summary columns, the summary JSON) from the one aggregator."""
+def summary_of(rows: Sequence[ResultRow], m: RunManifest, *,
+               lines: dict[int, tuple[ResultRow, bytes]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the run's summary columns, the summary JSON) from the one aggregator. ``lines``: rows already encoded as
+    results-file lines, by ``id(row)`` (with the row, so an id is never a later object's)."""
     from ..aggregate import ScoreOptions, summarize
+    from ..aggregate._load import table_from_lines
+    from ..results._writer import json_line
 
     scoring = m.extra.get("suite", {}).get("scoring") if isinstance(m.extra.get("suite"), dict) else None
     threshold = scoring.get("threshold") if isinstance(scoring, dict) else None
     opts = ScoreOptions(threshold=float(threshold)) if isinstance(threshold, int | float) else ScoreOptions()
-    summ = summarize(list(rows), opts, min_case_pass_rate=None)
+    known = lines or {}
+    encoded = []
+    for r in rows:
+        hit = known.get(id(r))
+        encoded.append(hit[1] if hit is not None and hit[0] is r else json_line(r).encode("utf-8"))
+    summ = summarize(table_from_lines(encoded), opts, min_case_pass_rate=None)
 
     def group(g: Any) -> dict[str, Any]:
         return {"name": g.name, "rows": g.rows, "cases": g.cases, "unscored": g.unscored, "errors": g.errors,
@@ -99,6 +108,8 @@ class Recorder:
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._seq = 0
         self._closed = False
+        self._aggregator_loaded = False
+        self._lines: dict[int, tuple[ResultRow, bytes]] | None = {}
         self._thread = threading.Thread(target=self._work, name="referee-store", daemon=True)
         self._thread.start()
 
@@ -141,6 +152,12 @@ class Recorder:
     def _work(self) -> None:
         store: Any = None
         git: dict[str, Any] = {}
+        # Nothing is opened before the run has started (its manifest exists): until then the run is importing and
+        # sending its first requests, and this thread's imports and git calls would hold it back (~0.2 s). A run
+        # that ends before it starts opens nothing.
+        first = self._q.get()
+        if first is _STOP:
+            return
         try:
             from ._git import git_facts
             from ._settings import lock_timeout_s
@@ -165,7 +182,7 @@ class Recorder:
         except Exception as exc:  # noqa: BLE001 - the run must go on
             self._fail(f"{type(exc).__name__}: {exc}")
         while True:
-            item = self._q.get()
+            item, first = (first, None) if first is not None else (self._q.get(), None)
             items = [item]
             # Everything that arrives within BATCH_WAIT_S goes in the same write: a write (a transaction and its
             # statements) costs far more than a row, and rows arrive a few at a time. The end of the run (finish,
@@ -224,6 +241,22 @@ class Recorder:
     def _flush(self, store: Any, rows: list[ResultRow]) -> None:
         if not rows:
             return
+        if not self._aggregator_loaded:
+            # The summary's aggregator (numpy, the statistics) is loaded here, while the run is under way and its
+            # event loop mostly waits on the network, rather than after its last row, when the run waits for it.
+            self._aggregator_loaded = True
+            try:
+                from ..aggregate import summarize  # noqa: F401 - loaded for _finish
+            except Exception as exc:  # noqa: BLE001 - _finish reports it if it recurs
+                log.debug("the aggregator did not load early: %s", exc)
+
+        if self._lines is not None and store is not None and self.failed is None:
+            # Each row as the summary's aggregator reads it, now, while the run waits on the network, so that the
+            # run's end does not wait for it.
+            from ..results._writer import json_line
+
+            for r in rows:
+                self._lines[id(r)] = (r, json_line(r).encode("utf-8"))
 
         def go(st: Any, rows: list[ResultRow]) -> None:
             stubs = st.add_rows(self.run_id, rows, first_seq=self._seq, results_path=self.out)
@@ -243,7 +276,7 @@ class Recorder:
                 "output_tokens": t.output_tokens, "wall_s": t.wall_s}
             summary = None
             if rows:
-                cols, doc = summary_of(rows, m)
+                cols, doc = summary_of(rows, m, lines=self._lines)
                 values.update(cols)
                 summary = json.dumps(doc, sort_keys=True, allow_nan=False).encode("utf-8")
             st.finish_run(self.run_id, values, manifest_json=manifest_bytes(m), summary_json=summary)

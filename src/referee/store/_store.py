@@ -154,11 +154,11 @@ class Store:
         sql, cols, key = cached
         if key is not None:
             values = list({tuple(v[k] for k in key): v for v in values}.values())
-        # The driver's own cursor and binary parameters (``%(name)b``): as text, every element is escaped and quoted.
-        with conn.connection.dbapi_connection.cursor() as cur:  # type: ignore[union-attr]
-            for i in range(0, len(values), _PG_CHUNK):
-                part = values[i:i + _PG_CHUNK]
-                cur.execute(sql, {c: [v.get(c) for v in part] for c in cols})
+        # Binary parameters (``%(name)b``), passed to the driver as written: as text, every element is escaped and
+        # quoted. Through the connection, so its events (statement counts, logging) still see the statement.
+        for i in range(0, len(values), _PG_CHUNK):
+            part = values[i:i + _PG_CHUNK]
+            conn.exec_driver_sql(sql, {c: [v.get(c) for v in part] for c in cols})
 
     def put_text(self, conn: Connection, data: bytes) -> bytes:
         h = digest(data)
