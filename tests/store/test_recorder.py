@@ -119,3 +119,14 @@ def test_cli_run_records_with_tags_and_no_store_records_nothing(
         (rec,) = st.list_runs()
         assert rec.suite == "demo" and sorted(rec.tags) == ["nightly", "x'; DROP TABLE runs;--"]
         assert rec.n_rows == 9
+
+
+def test_a_recorder_closed_before_its_run_started_opens_nothing(tmp_path: Path) -> None:
+    from referee.store._recorder import Recorder
+    from referee.store._settings import StoreSettings
+
+    db = tmp_path / "h.sqlite"
+    rec = Recorder(StoreSettings(url=f"sqlite:///{db}"), None)
+    rec.finish(RunManifest(), [])  # a run that failed before its manifest existed
+    assert not rec._thread.is_alive() and rec.failed is None
+    assert not db.exists()  # no file created, no migration run, no git called

@@ -109,7 +109,7 @@ class Recorder:
         self._seq = 0
         self._closed = False
         self._aggregator_loaded = False
-        self._lines: dict[int, tuple[ResultRow, bytes]] | None = {}
+        self._lines: dict[int, tuple[ResultRow, bytes]] = {}
         self._thread = threading.Thread(target=self._work, name="referee-store", daemon=True)
         self._thread.start()
 
@@ -182,7 +182,7 @@ class Recorder:
         except Exception as exc:  # noqa: BLE001 - the run must go on
             self._fail(f"{type(exc).__name__}: {exc}")
         while True:
-            item, first = (first, None) if first is not None else (self._q.get(), None)
+            item, first = first if first is not None else self._q.get(), None
             items = [item]
             # Everything that arrives within BATCH_WAIT_S goes in the same write: a write (a transaction and its
             # statements) costs far more than a row, and rows arrive a few at a time. The end of the run (finish,
@@ -250,7 +250,7 @@ class Recorder:
             except Exception as exc:  # noqa: BLE001 - _finish reports it if it recurs
                 log.debug("the aggregator did not load early: %s", exc)
 
-        if self._lines is not None and store is not None and self.failed is None:
+        if store is not None and self.failed is None:
             # Each row as the summary's aggregator reads it, now, while the run waits on the network, so that the
             # run's end does not wait for it.
             from ..results._writer import json_line
