@@ -10,7 +10,7 @@ writes them, and ``--rows-per-run`` rows each (default 10; the issue's one-off f
 - the same filtered by a suite and a branch,
 - a stored run opened (exported and loaded as a run of the viewer).
 
-    .venv/bin/python bench/bench_history.py [--runs 10000] [--rows-per-run 10] [--store URL]
+    .venv/bin/python bench/bench_history.py [--runs 10000] [--rows-per-run 10] [--store URL | --postgres]
 
 Target: the history page in under 1 s.
 """
@@ -112,10 +112,28 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--rows-per-run", type=int, default=10)
     ap.add_argument("--store", default=None, help="an empty PostgreSQL database (default: a fresh SQLite file)")
+    ap.add_argument("--postgres", action="store_true",
+                    help="start a temporary PostgreSQL cluster as the tests do (tests/support/postgres.py) and fill "
+                         "a new database of it")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--suites", type=int, default=20, help="runs spread over this many suites (10: 1,000 runs each "
                                                             "at 10,000 runs, for a trend over 1,000 runs)")
     a = ap.parse_args()
+    server = None
+    if a.postgres:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.support.postgres import start_server
+
+        server = start_server()
+        a.store = server.url(server.new_database())
+    try:
+        return measure(a)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def measure(a: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="referee-bench-history-") as tmp:
         url = a.store or f"sqlite:///{Path(tmp) / 'history.sqlite'}"
         took = fill(url, a.runs, a.rows_per_run, a.suites)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,60 @@ def test_a_recorder_closed_before_its_run_started_opens_nothing(tmp_path: Path) 
     rec.finish(RunManifest(), [])  # a run that failed before its manifest existed
     assert not rec._thread.is_alive() and rec.failed is None
     assert not db.exists()  # no file created, no migration run, no git called
+
+
+def test_the_runs_end_cuts_the_batching_wait_short(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rows wait for company up to BATCH_WAIT_S; the run's end must not wait that out. With an hour's wait, only
+    # the wake-up lets finish() complete within its own bound (else: "still writing", run not complete).
+    from referee.store import _recorder
+    from referee.store._settings import StoreSettings
+
+    monkeypatch.setattr(_recorder, "BATCH_WAIT_S", 3600.0)
+    res = referee.evaluate(CASES[:3], [_is_yes], store=False, progress=False)
+    rec = _recorder.Recorder(StoreSettings(url=store_url), None)
+    m = RunManifest(kind="evaluate")
+    rec.start(m)
+
+    def wait_for(ready: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 30
+        while not ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def begun() -> bool:
+        with open_store(store_url) as st:
+            return st.count_runs() == 1
+
+    wait_for(begun)  # the writer is back at its queue
+    rec.rows(res.rows)
+    wait_for(rec._q.empty)  # it has taken the rows and waits for company
+    m.status = "complete"
+    rec.finish(m, res.rows, wait_s=30)
+    assert rec.failed is None and not rec._thread.is_alive()
+    with open_store(store_url) as st:
+        stored = st.get_run(rec.run_id)
+        assert stored.status == "complete" and stored.pass_rate is not None
+        assert sorted(r.id for r in st.rows(rec.run_id)) == ["c0", "c1", "c2"]
+
+
+def test_rows_handed_with_their_file_lines_are_not_encoded_again(
+        store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.results import _writer
+
+    calls: list[str] = []
+    real = _writer.json_line
+
+    def counted(row: object) -> str:
+        calls.append("encoded")
+        return real(row)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_writer, "json_line", counted)
+    res = referee.evaluate(CASES, [_is_yes], store=store_url, out=tmp_path / "r.jsonl", progress=False)
+    assert calls == []  # the summary read the lines the results file was written from
+    with open_store(store_url) as st:
+        rec = st.get_run(res.run_id)
+        assert rec.n_rows == 9 and rec.pass_rate == pytest.approx(res.summary.overall.pass_rate.estimate)
+    # Without a results file there are no lines to share: the recorder encodes the rows itself.
+    res = referee.evaluate(CASES, [_is_yes], store=store_url, progress=False)
+    assert len(calls) == 9
+    with open_store(store_url) as st:
+        assert st.get_run(res.run_id).pass_rate == pytest.approx(res.summary.overall.pass_rate.estimate)

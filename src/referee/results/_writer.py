@@ -43,7 +43,15 @@ class ResultWriter:
     def write_all(self, rows: Iterable[ResultRow]) -> None:
         """Append rows with one write and one flush (the run's engine hands over the rows of one event-loop turn:
         a flush per row cost a system call per case)."""
-        lines = [_line(r) for r in rows]
+        self.write_lines(self.lines(rows))
+
+    @staticmethod
+    def lines(rows: Iterable[ResultRow]) -> list[str]:
+        """The rows as :meth:`write_lines` takes them (the results file's lines)."""
+        return [_line(r) for r in rows]
+
+    def write_lines(self, lines: list[str]) -> None:
+        """Append rows already encoded by :meth:`lines`, with one write and one flush."""
         if lines:
             self._append("".join(lines), len(lines))
 

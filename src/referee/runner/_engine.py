@@ -58,15 +58,15 @@ async def run_rows(
     on_error: Callable[[T, BaseException], ResultRow] | None = None,
     show_progress: bool | None = True,
     cost_so_far: Callable[[], float | None] | None = None,
-    record: Callable[[list[ResultRow]], None] | None = None,
+    record: Callable[[list[ResultRow], list[str] | None], None] | None = None,
 ) -> RunStats:
     """Evaluate ``items`` with at most ``concurrency`` in flight; rows are written as they complete (at the end of
     the event-loop turn that completed them).
 
     ``evaluate`` should turn per-case failures into rows itself. An unexpected exception becomes a row via
     ``on_error`` (one bad case never stops a run); a fatal one (see :func:`is_fatal`) stops the run after
-    the rows already written are flushed. ``record(rows)``: handed each turn's rows too (the run history's
-    sink, which only queues them).
+    the rows already written are flushed. ``record(rows, lines)``: handed each turn's rows too, with their
+    file lines when there is a file (the run history's sink, which only queues them).
     """
     stats = RunStats()
     start = time.perf_counter()
@@ -87,12 +87,14 @@ async def run_rows(
             return
         rows = unwritten[:]
         unwritten.clear()
+        # Encoded once: the file's lines also go to the run history, whose summary reads rows as the file has them.
+        lines = writer.lines(rows) if writer is not None else None
         if record is not None:
-            record(rows)
-        if writer is None:
+            record(rows, lines)
+        if writer is None or lines is None:
             return
         try:
-            writer.write_all(rows)
+            writer.write_lines(lines)
         except Exception as exc:  # noqa: BLE001 - a full disk stops the run (is_fatal), reported after gather
             fatal.append(exc if isinstance(exc, UserError) else UserError(f"cannot write {writer.path}: {exc}"))
 

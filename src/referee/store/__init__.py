@@ -78,16 +78,23 @@ def open_store(url: str | None = None) -> Store:
 def list_runs(store: str | None = None, **filters: _Any) -> list[RunRecord]:
     """Runs matching every filter (``Store.list_runs``'s: ``suite``, ``branch``, ``tag``, ``status``, ``since``,
     ``until``, ``limit``, ...), newest first, from the store at ``store`` (a URL or file; default: the one in
-    force). A local file already at this referee's schema is read with the standard library alone: no SQLAlchemy
-    to import, so a listing takes a fifth of the time."""
-    from ._settings import lock_timeout_s
+    force). A store already at this referee's schema is read without SQLAlchemy (a local file with the standard
+    library, PostgreSQL with psycopg alone): a listing takes a fifth of the time on a file, a third on a server."""
+    from ._settings import connect_timeout_s, lock_timeout_s
     from ._sqlite_reader import QUICK_FILTERS, list_runs_sqlite
     from ._sqlite_writer import sqlite_path
 
     url = normalise_url(store) if store else current().resolved_url()
-    path = sqlite_path(url)
-    if path is not None and set(filters) <= QUICK_FILTERS:
-        quick = list_runs_sqlite(path, timeout_s=lock_timeout_s(), **filters)
+    if set(filters) <= QUICK_FILTERS:
+        path = sqlite_path(url)
+        quick: list[RunRecord] | None = None
+        if path is not None:
+            quick = list_runs_sqlite(path, timeout_s=lock_timeout_s(), **filters)
+        elif url.startswith("postgresql"):
+            from ._pg_reader import list_runs_pg
+
+            quick = list_runs_pg(url, connect_timeout_s=connect_timeout_s(), statement_timeout_s=lock_timeout_s(),
+                                 **filters)
         if quick is not None:
             return quick
     st = open_store(url)

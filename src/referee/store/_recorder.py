@@ -106,6 +106,9 @@ class Recorder:
         self.failed: str | None = None
         self.stubs = 0
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # Set by the run's end (finish, close) to cut the writer's batching wait short. Rows do not set it: a
+        # wake-up per queued batch (hundreds a second at c256) cost the run's event loop the GIL each time.
+        self._wake = threading.Event()
         self._seq = 0
         self._closed = False
         self._aggregator_loaded = False
@@ -121,13 +124,16 @@ class Recorder:
         self.run_id = manifest.run_id
         self._q.put(("start", manifest.model_copy(deep=True)))
 
-    def rows(self, batch: Sequence[ResultRow]) -> None:
+    def rows(self, batch: Sequence[ResultRow], lines: Sequence[str] | None = None) -> None:
+        """Queue rows; ``lines``: the same rows as the results file has them (``json_line``, a newline allowed),
+        when the run has already encoded them, so the summary does not encode them again."""
         if batch and self.failed is None:
-            self._q.put(("rows", list(batch)))
+            self._q.put(("rows", (list(batch), list(lines) if lines is not None else None)))
 
     def finish(self, manifest: RunManifest, rows: Sequence[ResultRow], *, wait_s: float = FINISH_WAIT_S) -> None:
         if self.started and not self._closed:
             self._q.put(("finish", (manifest.model_copy(deep=True), list(rows))))
+            self._wake.set()
         self.close(wait_s)
 
     def close(self, wait_s: float = FINISH_WAIT_S) -> None:
@@ -136,6 +142,7 @@ class Recorder:
             return
         self._closed = True
         self._q.put(_STOP)
+        self._wake.set()
         self._thread.join(wait_s)
         if self._thread.is_alive():
             self._fail(f"still writing after {wait_s:.0f}s; the rest of this run is not recorded")
@@ -186,15 +193,16 @@ class Recorder:
             items = [item]
             # Everything that arrives within BATCH_WAIT_S goes in the same write: a write (a transaction and its
             # statements) costs far more than a row, and rows arrive a few at a time. The end of the run (finish,
-            # close) cuts the wait short.
-            deadline = time.monotonic() + BATCH_WAIT_S
-            while item is not _STOP and not (isinstance(item, tuple) and item[0] == "finish"):
-                left = deadline - time.monotonic()
+            # close) cuts the wait short; the event is cleared before the queue is drained, so an end queued
+            # after the drain finds it set again and the next wait returns at once.
+            if item is not _STOP and item[0] == "rows":
+                self._wake.wait(BATCH_WAIT_S)
+                self._wake.clear()
+            while True:
                 try:
-                    item = self._q.get(timeout=left) if left > 0 else self._q.get_nowait()
+                    items.append(self._q.get_nowait())
                 except queue.Empty:
                     break
-                items.append(item)
             pending: list[ResultRow] = []
             stop = False
             for it in items:
@@ -203,7 +211,11 @@ class Recorder:
                     continue
                 kind, payload = it
                 if kind == "rows":
-                    pending.extend(payload)
+                    batch, lines = payload
+                    pending.extend(batch)
+                    if lines is not None and store is not None and self.failed is None:
+                        for r, line in zip(batch, lines, strict=True):
+                            self._lines[id(r)] = (r, line.encode("utf-8"))
                     continue
                 self._flush(store, pending)
                 pending = []
@@ -256,7 +268,8 @@ class Recorder:
             from ..results._writer import json_line
 
             for r in rows:
-                self._lines[id(r)] = (r, json_line(r).encode("utf-8"))
+                if id(r) not in self._lines:
+                    self._lines[id(r)] = (r, json_line(r).encode("utf-8"))
 
         def go(st: Any, rows: list[ResultRow]) -> None:
             stubs = st.add_rows(self.run_id, rows, first_seq=self._seq, results_path=self.out)

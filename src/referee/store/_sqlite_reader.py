@@ -6,7 +6,9 @@ refuses it or says what is wrong."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ._records import _RUN_COLS, RunRecord
 from ._revision import HEAD
@@ -30,35 +32,46 @@ def list_runs_sqlite(path: Path, *, timeout_s: float, suite: str | None = None, 
             return None
         if version is None or version[0] != HEAD:
             return None
-        where: list[str] = []
-        params: list[object] = []
-        for column, op, value in (("suite", "=", suite), ("git_branch", "=", branch), ("status", "=", status),
-                                  ("started_at", ">=", since), ("started_at", "<=", until)):
-            if value is not None:
-                where.append(f"{column} {op} ?")
-                params.append(value)
-        if tag is not None:
-            where.append("id IN (SELECT run_id FROM run_tags WHERE tag = ?)")
-            params.append(tag)
-        sql = (f"SELECT {', '.join(_RUN_COLS)} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
-               + " ORDER BY started_at DESC, id DESC")
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(int(limit))
         try:
-            recs = [RunRecord(**dict(zip(_RUN_COLS, row, strict=True))) for row in conn.execute(sql, params)]
+            recs = read_runs(conn.execute, "?", suite=suite, branch=branch, tag=tag, status=status, since=since,
+                             until=until, limit=limit)
             for rec in recs:  # SQLite keeps a boolean as 0 or 1
                 rec.git_dirty = None if rec.git_dirty is None else bool(rec.git_dirty)
-            by_id = {r.id: r for r in recs}
-            ids = list(by_id)
-            for i in range(0, len(ids), 500):
-                part = ids[i:i + 500]
-                for run_id, name in conn.execute(
-                        f"SELECT run_id, tag FROM run_tags WHERE run_id IN ({', '.join('?' * len(part))}) "
-                        "ORDER BY tag", part):
-                    by_id[run_id].tags.append(name)
         except sqlite3.DatabaseError:  # locked past the timeout, a damaged file: Store says what is wrong
             return None
         return recs
     finally:
         conn.close()
+
+
+def read_runs(execute: Callable[[str, list[object]], Iterable[Sequence[Any]]], mark: str, *,
+              suite: str | None = None, branch: str | None = None, tag: str | None = None,
+              status: str | None = None, since: str | None = None, until: str | None = None,
+              limit: int | None = None) -> list[RunRecord]:
+    """``Store.list_runs``'s query and its tags, through a DB-API ``execute`` whose placeholder is ``mark``
+    (bound parameters only)."""
+    where: list[str] = []
+    params: list[object] = []
+    for column, op, value in (("suite", "=", suite), ("git_branch", "=", branch), ("status", "=", status),
+                              ("started_at", ">=", since), ("started_at", "<=", until)):
+        if value is not None:
+            where.append(f"{column} {op} {mark}")
+            params.append(value)
+    if tag is not None:
+        where.append(f"id IN (SELECT run_id FROM run_tags WHERE tag = {mark})")
+        params.append(tag)
+    sql = (f"SELECT {', '.join(_RUN_COLS)} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
+           + " ORDER BY started_at DESC, id DESC")
+    if limit is not None:
+        sql += f" LIMIT {mark}"
+        params.append(int(limit))
+    recs = [RunRecord(**dict(zip(_RUN_COLS, row, strict=True))) for row in execute(sql, params)]
+    by_id = {r.id: r for r in recs}
+    ids = list(by_id)
+    for i in range(0, len(ids), 500):
+        part: list[object] = list(ids[i:i + 500])
+        for run_id, name in execute(
+                f"SELECT run_id, tag FROM run_tags WHERE run_id IN ({', '.join([mark] * len(part))}) ORDER BY tag",
+                part):
+            by_id[run_id].tags.append(name)
+    return recs
