@@ -13,24 +13,10 @@ import pytest
 from referee.store import StoreError, list_runs, open_store
 from referee.store._pg_reader import list_runs_pg, pg_conninfo
 from tests.store.test_sqlite_reader import FILTERS
+from tests.store.test_sqlite_reader import seed as _seed
 from tests.support.postgres import PostgresServer
 
 pytest.importorskip("psycopg")
-
-
-def _seed(url: str) -> None:
-    st = open_store(url)
-    try:
-        runs = [("r1", "demo", "main", "complete", "2026-12-01T10:00:00+00:00", ["nightly"], True),
-                ("r2", "demo", "feat/x", "complete", "2026-12-02T10:00:00+00:00", ["nightly", "a'--"], False),
-                ("r3", "other", "main", "failed", "2026-12-02T10:00:00+00:00", [], None),
-                ("r4", "demo", "main", "running", "2026-12-03T10:00:00+00:00", ["b", "a"], False)]
-        for rid, suite, branch, status, started, tags, dirty in runs:
-            st.begin_run({"id": rid, "kind": "run", "suite": suite, "identity": f"id-{suite}", "status": status,
-                          "started_at": started, "git_branch": branch, "git_dirty": dirty,
-                          "git_commit": "ab" * 20}, tags=tags)
-    finally:
-        st.close()
 
 
 def _quick(url: str, **filters: Any) -> Any:

@@ -18,19 +18,24 @@ from referee.store._sqlite_reader import list_runs_sqlite
 DATA = Path(__file__).resolve().parent.parent / "data" / "store"
 
 
-def _seed(path: Path) -> None:
-    st = open_store(f"sqlite:///{path}")
+def seed(url: str) -> None:
+    """Four runs over two suites, two branches and three statuses; tags with a quote and out of order."""
+    st = open_store(url)
     try:
         runs = [("r1", "demo", "main", "complete", "2026-12-01T10:00:00+00:00", ["nightly"], True),
                 ("r2", "demo", "feat/x", "complete", "2026-12-02T10:00:00+00:00", ["nightly", "a'--"], False),
                 ("r3", "other", "main", "failed", "2026-12-02T10:00:00+00:00", [], None),
-                ("r4", "demo", "main", "running", "2026-12-03T10:00:00+00:00", ["b"], False)]
+                ("r4", "demo", "main", "running", "2026-12-03T10:00:00+00:00", ["b", "a"], False)]
         for rid, suite, branch, status, started, tags, dirty in runs:
             st.begin_run({"id": rid, "kind": "run", "suite": suite, "identity": f"id-{suite}", "status": status,
                           "started_at": started, "git_branch": branch, "git_dirty": dirty,
                           "git_commit": "ab" * 20}, tags=tags)
     finally:
         st.close()
+
+
+def _seed(path: Path) -> None:
+    seed(f"sqlite:///{path}")
 
 
 FILTERS: list[dict[str, Any]] = [
