@@ -173,8 +173,8 @@ def shorten_blas_spin() -> None:
     The OpenBLAS inside numpy's wheels starts one worker thread per core when it loads, and each worker spins for
     about 0.1 s waiting for work before it sleeps: 0.11 CPU-s on 2 cores for a run whose only numpy is its
     summary's statistics, and that much again per core on a larger machine. OpenBLAS reads the variable once, as it
-    loads. The number of BLAS threads is unchanged; a worker idle for over a millisecond waits on a condition
-    instead of the CPU. Set here, before any thread exists (``setenv`` racing another thread's ``getenv`` is not
+    loads. The number of BLAS threads is unchanged; an idle worker waits on a condition after under a millisecond
+    instead of spinning for 0.1 s. Set here, before any thread exists (``setenv`` racing another thread's ``getenv`` is not
     safe), and left set: the processes a run starts inherit it (docs/judge.md)."""
     if "numpy" not in sys.modules:
         os.environ.setdefault(BLAS_SPIN, BLAS_SPIN_VALUE)
