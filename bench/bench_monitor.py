@@ -4,6 +4,7 @@ traces are made by the OpenTelemetry SDK and written as OTLP/JSON; the cases `re
 read by the same mapping. Target: the monitor's wall time within 2% of `referee judge`'s.
 
     .venv/bin/python bench/bench_monitor.py [--n 500] [--latency 0.1] [--concurrency 32] [--runs 3]
+    .venv/bin/python bench/bench_monitor.py --sizes 500,2000 --runs 3   # also: fixed start-up + cost per trace
 """
 
 from __future__ import annotations
@@ -70,46 +71,72 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
+def measure(url: str, n: int, runs: int, concurrency: int) -> tuple[float, float]:
+    """Medians of ``runs`` interleaved (``referee judge``, ``referee monitor``) wall times on ``n`` traces."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        traces, cases = make_traces(folder, n)
+        (folder / "judge.md").write_text(TEMPLATE)
+        (folder / "monitor.yaml").write_text(
+            f"evaluators:\n  - llm_judge: {{template_file: {folder / 'judge.md'}}}\n"
+            f"monitor:\n  batch: {n}\n  quiet_seconds: 0\n")
+        env = {**os.environ, "OPENAI_API_KEY": "sk-bench-not-a-real-key", "REFEREE_STORE": "off"}
+        judge_flags = ["--provider", "openai", "--base-url", url + "/v1", "--model", "bench-judge",
+                       "--concurrency", str(concurrency), "--no-cache"]
+        ref = [sys.executable, "-m", "referee"]
+        judge_s, monitor_s = [], []
+        for _ in range(runs):
+            judge_s.append(timed([*ref, "judge", str(cases), "--template", str(folder / "judge.md"), "--out",
+                                  str(folder / "r.jsonl"), *judge_flags], env))
+            (folder / "r.jsonl").unlink()
+            monitor_s.append(timed([*ref, "monitor", str(folder / "monitor.yaml"), "--replay", str(traces),
+                                    "--once", *judge_flags], env))
+    return statistics.median(judge_s), statistics.median(monitor_s)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=500)
+    ap.add_argument("--sizes", default=None, metavar="N1,N2",
+                    help="two or more sizes: also split the monitor's extra time into a fixed start-up and a cost "
+                         "per trace (a least-squares line through the sizes), against the judge's time per case")
     ap.add_argument("--latency", type=float, default=0.1)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
+    sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else [a.n]
+    if len(set(sizes)) != len(sizes) or min(sizes) < 1 or (a.sizes and len(sizes) < 2):
+        ap.error("--sizes takes two or more different whole numbers, e.g. 500,2000")
     server, url = _start_server(a.latency)
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            traces, cases = make_traces(folder, a.n)
-            (folder / "judge.md").write_text(TEMPLATE)
-            (folder / "monitor.yaml").write_text(
-                f"evaluators:\n  - llm_judge: {{template_file: {folder / 'judge.md'}}}\n"
-                f"monitor:\n  batch: {a.n}\n  quiet_seconds: 0\n")
-            env = {**os.environ, "OPENAI_API_KEY": "sk-bench-not-a-real-key", "REFEREE_STORE": "off"}
-            judge_flags = ["--provider", "openai", "--base-url", url + "/v1", "--model", "bench-judge",
-                           "--concurrency", str(a.concurrency), "--no-cache"]
-            ref = [sys.executable, "-m", "referee"]
-            judge_s, monitor_s = [], []
-            for _ in range(a.runs):
-                judge_s.append(timed([*ref, "judge", str(cases), "--template", str(folder / "judge.md"), "--out",
-                                      str(folder / "r.jsonl"), *judge_flags], env))
-                (folder / "r.jsonl").unlink()
-                monitor_s.append(timed([*ref, "monitor", str(folder / "monitor.yaml"), "--replay", str(traces),
-                                        "--once", *judge_flags], env))
+        got = {n: measure(url, n, a.runs, a.concurrency) for n in sizes}
     finally:
         server.terminate()
         server.wait(30)
         if server.stdout is not None:
             server.stdout.close()
-    j, m = statistics.median(judge_s), statistics.median(monitor_s)
-    ideal = a.n * a.latency / a.concurrency
-    print(f"N={a.n}, latency {a.latency} s, concurrency {a.concurrency}, median of {a.runs}; "
-          f"load average {os.getloadavg()[0]:.1f}; ideal {ideal:.2f} s")
-    print(f"referee judge   {j:.2f} s")
-    print(f"referee monitor {m:.2f} s (replay + evaluate + summary)")
-    print(f"monitor / judge: {m / j:.3f} (target <= 1.02)")
-    return 0 if m / j <= 1.02 else 1
+    print(f"latency {a.latency} s, concurrency {a.concurrency}, median of {a.runs}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    worst = 0.0
+    for n, (j, m) in got.items():
+        print(f"N={n}: referee judge {j:.2f} s, referee monitor {m:.2f} s (replay + evaluate + summary), "
+              f"monitor / judge {m / j:.3f} (target <= 1.02; ideal {n * a.latency / a.concurrency:.2f} s)")
+        worst = max(worst, m / j)
+    if len(sizes) >= 2:
+        extra = [(n, m - j) for n, (j, m) in got.items()]
+        per_trace, fixed = _line(extra)
+        per_case, _ = _line([(n, j) for n, (j, _m) in got.items()])
+        print(f"monitor's extra time: {fixed:.3f} s fixed + {per_trace * 1e3:.3f} ms per trace; referee judge "
+              f"{per_case * 1e3:.2f} ms per case: the per-trace cost is {100 * per_trace / per_case:.1f}% of it")
+    return 0 if worst <= 1.02 else 1
+
+
+def _line(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """(slope, intercept) of the least-squares line through ``points``."""
+    xs, ys = [float(x) for x, _ in points], [y for _, y in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+    return slope, my - slope * mx
 
 
 if __name__ == "__main__":
