@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import sqlite3
+import zlib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -109,6 +110,15 @@ def test_upgraded_traces_are_marked_when_a_stored_span_failed(revision: str, tmp
         assert ts.error_traces() == [A, C, B]
 
 
+def _pack_as_0003(data: bytes) -> tuple[int, bytes]:
+    """A text as referee up to schema 0003 stored it: zlib at level 1 from 256 bytes on, when that saved a tenth."""
+    if len(data) >= 256:
+        z = zlib.compress(data, 1)
+        if len(z) < len(data) * 0.9:
+            return 1, z
+    return 0, data
+
+
 def _migration_0003() -> ModuleType:
     path = Path(referee.store.__file__).parent / "_migrations" / "versions" / "v0003_trace_error.py"
     spec = importlib.util.spec_from_file_location("referee_migration_0003", path)
@@ -156,7 +166,7 @@ def test_a_postgresql_store_at_0002_is_backfilled_by_store_upgrade(pg_url: str) 
     from alembic import command
 
     from referee._util._fastjson import dumps_bytes
-    from referee.store._codec import _pack, digest
+    from referee.store._codec import digest
     from referee.store._engine import _alembic_config, make_engine
 
     engine = make_engine(pg_url)
@@ -172,7 +182,7 @@ def test_a_postgresql_store_at_0002_is_backfilled_by_store_upgrade(pg_url: str) 
                 for j, code in enumerate(codes):
                     body = dumps_bytes({"attributes": {"prompt": "the same words again " * 40} if tid == A else {},
                                         "status": [code, "boom" if code == 2 else ""], "service": "checkout"})
-                    packed, data = _pack(body)
+                    packed, data = _pack_as_0003(body)
                     assert packed == (1 if tid == A else 0)
                     conn.execute(text("INSERT INTO texts (hash, packed, data) VALUES (:h, :p, :d) "
                                       "ON CONFLICT (hash) DO NOTHING"), {"h": digest(body), "p": packed, "d": data})
@@ -187,3 +197,34 @@ def test_a_postgresql_store_at_0002_is_backfilled_by_store_upgrade(pg_url: str) 
         ts = TraceStore(st)
         assert {t.id: t.error for t in ts.list_traces()} == {A: True, B: False, C: True, D: False}
         assert [t.id for t in ts.list_traces(error=True)] == [C, A]
+
+
+# -- 0004: texts compressed with Zstandard ---------------------------------------------------------------------------
+def test_an_upgraded_store_reads_its_zlib_texts_beside_the_zstandard_ones_it_takes_next(tmp_path: Path) -> None:
+    """The 0003 fixture's texts stay zlib (``packed`` 1) through the upgrade; a run recorded afterwards packs with
+    Zstandard (2); both runs read back whole from one store."""
+    from referee.results import ResultRow
+    from referee.store._recorder import run_values
+
+    db = tmp_path / "h.sqlite"
+    shutil.copy(FIXTURES / "schema-0003.sqlite", db)
+    url = f"sqlite:///{db}"
+    with open_store(url) as st:  # a local file migrates itself on first use
+        old = {r.id: [row.model_dump() for row in st.rows(r.id)] for r in st.list_runs()}
+        new_id = "e" * 32
+        m = RunManifest(kind="suite", run_id=new_id, extra={"suite": {"name": "fixture"}})
+        st.begin_run(run_values(m, results_path=None, git={}))
+        rows = [ResultRow(id=f"c{i}", status="scored", score=1.0, passed=True, evaluator="suite",
+                          rationale=f"case {i}: " + "the answer cites the policy. " * 30) for i in range(4)]
+        st.add_rows(new_id, rows)
+        assert [r.model_dump() for r in st.rows(new_id)] == [r.model_dump() for r in rows]
+        assert {r.id: [row.model_dump() for row in st.rows(r.id)] for r in st.list_runs() if r.id != new_id} == old
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("SELECT version_num FROM alembic_version").fetchone() == ("0004",)
+        kinds = dict(con.execute("SELECT packed, count(*) FROM texts GROUP BY packed").fetchall())
+        fresh = con.execute("SELECT DISTINCT t.packed FROM rows r JOIN texts t ON t.hash = r.body "
+                            "WHERE r.run_id = ?", (new_id,)).fetchall()
+    finally:
+        con.close()
+    assert kinds.get(1, 0) > 0 and fresh == [(2,)]

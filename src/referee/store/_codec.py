@@ -1,11 +1,17 @@
 """How a run's rows become stored bytes: the row body's canonical JSON, its content hash, compression, the stub for
-an oversized row. No SQLAlchemy here: the recorder's SQLite path (``_sqlite_writer``) and ``Store`` share it."""
+an oversized row. No SQLAlchemy here: the recorder's SQLite path (``_sqlite_writer``) and ``Store`` share it.
+
+A text's ``packed`` column says how its ``data`` is stored: 0 as it is, 1 zlib (what schema revisions up to 0003
+wrote; still read), 2 a Zstandard frame that states its size (written since 0004). Reading refuses anything else,
+and any text that would expand past ``max_text_bytes()``: a store file can come from elsewhere (``runs import``).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import threading
 import zlib
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +22,10 @@ if TYPE_CHECKING:
 
 NONE_INDEX = -1
 """Stands for "no repeat" / "no turn" in the rows' key, since a primary key column cannot be NULL."""
+ROW_COLUMNS = ("run_id", "case_id", "rep", "turn", "seq", "status", "score", "passed", "latency_ms", "cost_usd",
+               "body")
+"""The ``rows`` table's columns, in the order ``encode_row`` gives their values (a test holds them equal to
+``_schema.rows``)."""
 ROW_UPDATE_COLUMNS = ("seq", "status", "score", "passed", "latency_ms", "cost_usd", "body")
 """What a row stored again under the same key (a retried error row) replaces."""
 
@@ -23,8 +33,13 @@ VOLATILE = ("latency_ms", "cost_usd")
 """Row fields kept as columns, out of the hashed body: they differ between reruns whose rows are otherwise equal."""
 _VOLATILE_SET = set(VOLATILE)
 _PACK_MIN = 256
-_SMALL_WINDOW = 1 << 12
+PACKED_RAW, PACKED_ZLIB, PACKED_ZSTD = 0, 1, 2
+_ZSTD_LEVEL = 1
+"""Zstandard's level 1: a row body (~1 KB of judge JSON) in ~5 us against zlib's ~16 us at its fastest level, to the
+same size within a few bytes (bench/bench_store.py); it is what lifts the store's rows/s."""
 DEFAULT_MAX_ROW_BYTES = 4_000_000
+_TEXT_FLOOR = 256 << 20
+"""No stored text legitimately expands past this (or past the row bound, if that is set higher)."""
 
 
 def max_row_bytes() -> int:
@@ -42,23 +57,78 @@ def max_row_bytes() -> int:
     return v
 
 
+def max_text_bytes() -> int:
+    """The most a stored text may expand to when read (a larger one is damaged or hostile, and refused)."""
+    return max(_TEXT_FLOOR, max_row_bytes())
+
+
 def digest(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
 
+class _Zstd(threading.local):
+    """One compressor and one decompressor per thread: zstandard's objects must not be shared between threads, and
+    making one per call costs ~20 us, four times the compression of a row."""
+
+    def __init__(self) -> None:
+        import zstandard  # imported with the first packed text: a command that reads no text never loads it
+
+        self.module = zstandard
+        self.compress = zstandard.ZstdCompressor(level=_ZSTD_LEVEL, write_content_size=True).compress
+        self.decompressor = zstandard.ZstdDecompressor()
+
+
+_zstd: _Zstd | None = None
+
+
+def _codec() -> _Zstd:
+    global _zstd
+    if _zstd is None:
+        _zstd = _Zstd()
+    return _zstd
+
+
 def _pack(data: bytes) -> tuple[int, bytes]:
     if len(data) >= _PACK_MIN:
-        # zlib sets up its whole window on every call: the default 32 KiB costs ~60 us for a 400-byte row, a 4 KiB
-        # one ~9 us, and compresses a text of up to 4 KiB exactly as well. ``zlib.decompress`` reads either.
-        c = zlib.compressobj(1, zlib.DEFLATED, 12 if len(data) <= _SMALL_WINDOW else zlib.MAX_WBITS)
-        z = c.compress(data) + c.flush()
+        z = _codec().compress(data)
         if len(z) < len(data) * 0.9:
-            return 1, z
-    return 0, data
+            return PACKED_ZSTD, z
+    return PACKED_RAW, data
 
 
 def _unpack(packed: int, data: bytes) -> bytes:
-    return zlib.decompress(data) if packed == 1 else bytes(data)
+    if packed == PACKED_RAW:
+        return bytes(data)
+    bound = max_text_bytes()
+    if packed == PACKED_ZSTD:
+        z = _codec()
+        try:
+            size = z.module.frame_content_size(data)  # read from the frame's header: nothing is expanded yet
+        except z.module.ZstdError as exc:
+            raise StoreError(f"a stored text is not a Zstandard frame ({exc}): the store is damaged") from None
+        if size < 0:
+            raise StoreError("a stored text's Zstandard frame does not state its size: the store is damaged")
+        if size > bound:
+            raise StoreError(f"a stored text would expand to {size:,} bytes, past the bound of {bound:,}: "
+                             "the store is damaged or hostile")
+        try:
+            return bytes(z.decompressor.decompress(data, max_output_size=bound))
+        except z.module.ZstdError as exc:
+            raise StoreError(f"a stored text cannot be decompressed ({exc}): the store is damaged") from None
+    if packed == PACKED_ZLIB:
+        d = zlib.decompressobj()
+        try:
+            out = d.decompress(data, bound + 1)
+        except zlib.error as exc:
+            raise StoreError(f"a stored text cannot be decompressed ({exc}): the store is damaged") from None
+        if len(out) > bound:
+            raise StoreError(f"a stored text would expand past the bound of {bound:,} bytes: "
+                             "the store is damaged or hostile")
+        if not d.eof:
+            raise StoreError("a stored text is cut short: the store is damaged")
+        return out
+    raise StoreError(f"a stored text is packed as {packed!r}, which this referee does not know: the store is damaged "
+                     "or from a newer referee")
 
 
 def _dumps(obj: Any) -> bytes:
@@ -71,8 +141,9 @@ def _key_part(v: int | None) -> int:
 
 
 def encode_row(run_id: str, row: ResultRow, seq: int, *, results_path: str | None,
-               limit: int) -> tuple[dict[str, Any], bytes, bytes, bool]:
-    """(the row's columns, its body's hash, the body, whether it was cut to a stub)."""
+               limit: int) -> tuple[tuple[Any, ...], bytes, bytes, bool]:
+    """(the row's columns' values in ``ROW_COLUMNS`` order, its body's hash, the body, whether it was cut to a
+    stub). A tuple, not a dict: the SQLite writer binds it as it is."""
     # pydantic's own JSON (fields in their declared order, so equal rows give equal bytes)
     data = row.model_dump_json(exclude_none=True, exclude=_VOLATILE_SET).encode("utf-8")
     stub = len(data) > limit
@@ -84,7 +155,6 @@ def encode_row(run_id: str, row: ResultRow, seq: int, *, results_path: str | Non
                                           "note": "too large for the store; the full row is in the file"}}
         data = _dumps(keep)
     h = digest(data)
-    values = {"run_id": run_id, "case_id": row.id, "rep": _key_part(row.repeat), "turn": _key_part(row.turn),
-              "seq": seq, "status": row.status, "score": row.score, "passed": row.passed,
-              "latency_ms": row.latency_ms, "cost_usd": row.cost_usd, "body": h}
+    values = (run_id, row.id, _key_part(row.repeat), _key_part(row.turn), seq, row.status, row.score, row.passed,
+              row.latency_ms, row.cost_usd, h)
     return values, h, data, stub

@@ -1,5 +1,5 @@
 """The schema revisions this referee knows (no SQLAlchemy here: the recorder's SQLite path checks the head)."""
 
-REVISIONS = ("0001", "0002", "0003")
+REVISIONS = ("0001", "0002", "0003", "0004")
 """Every revision, oldest first; the last is the head."""
 HEAD = REVISIONS[-1]

@@ -33,7 +33,8 @@ metadata = MetaData()
 texts = Table(
     "texts", metadata,
     # Any text that repeats across runs (a row's body, a manifest's case ids, a summary), stored once: the key is
-    # the SHA-256 of its UTF-8 bytes; ``packed`` 1 means ``data`` is zlib-compressed.
+    # the SHA-256 of its UTF-8 bytes; ``packed``: 0 ``data`` as it is, 1 zlib (written up to 0003), 2 a Zstandard
+    # frame (0004 on). See ``_codec``.
     Column("hash", LargeBinary(32), primary_key=True),
     Column("packed", SmallInteger, nullable=False, default=0),
     Column("data", LargeBinary, nullable=False),

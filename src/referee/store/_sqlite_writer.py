@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._codec import ROW_UPDATE_COLUMNS, _pack, digest, encode_row, max_row_bytes
+from ._codec import ROW_COLUMNS, ROW_UPDATE_COLUMNS, _pack, digest, encode_row, max_row_bytes
 from ._revision import HEAD
 from ._settings import StoreError
 
@@ -27,8 +27,6 @@ RUN_COLUMNS = (
     "manifest", "n_rows", "n_scored", "n_unscored", "n_error", "cost_usd", "input_tokens", "output_tokens", "wall_s",
     "pass_rate", "pass_rate_lo", "pass_rate_hi", "mean", "mean_lo", "mean_hi", "summary")
 """The ``runs`` table's columns (a test holds them equal to ``_schema.runs``): statements name only these."""
-ROW_COLUMNS = ("run_id", "case_id", "rep", "turn", "seq", "status", "score", "passed", "latency_ms", "cost_usd",
-               "body")
 _RUN_DEFAULTS = {"n_rows": 0, "n_scored": 0, "n_unscored": 0, "n_error": 0}
 _KEEP_ON_RESUME = {"id", "started_at"}
 
@@ -128,7 +126,7 @@ class SqliteWriter:
         stubs = 0
         for i, r in enumerate(rows):
             v, h, data, stub = encode_row(run_id, r, first_seq + i, results_path=results_path, limit=limit)
-            params.append(tuple(v[c] for c in ROW_COLUMNS))
+            params.append(v)
             texts[h] = data
             stubs += stub
         self._write([self._texts(texts), (_ROWS_SQL, params, True)])

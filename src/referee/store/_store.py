@@ -17,6 +17,7 @@ from . import _schema as s
 from ._codec import (  # noqa: F401 - digest, _pack, _unpack: read from here too
     _VOLATILE_SET,
     DEFAULT_MAX_ROW_BYTES,
+    ROW_COLUMNS,
     ROW_UPDATE_COLUMNS,
     VOLATILE,
     _dumps,
@@ -192,7 +193,8 @@ class Store:
     def row_values(self, run_id: str, row: ResultRow, seq: int, *, results_path: str | None,
                    limit: int) -> tuple[dict[str, Any], bytes, bytes, bool]:
         """(the row's columns, its body's hash, the body, whether it was cut to a stub)."""
-        return encode_row(run_id, row, seq, results_path=results_path, limit=limit)
+        v, h, data, stub = encode_row(run_id, row, seq, results_path=results_path, limit=limit)
+        return dict(zip(ROW_COLUMNS, v, strict=True)), h, data, stub
 
     def add_rows(self, run_id: str, rows: Sequence[ResultRow], *, first_seq: int = 0,
                  results_path: str | None = None) -> int:
