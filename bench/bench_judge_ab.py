@@ -10,8 +10,9 @@ taken side by side (and their per-triple ratios) stay comparable when runs taken
 Each variant is a ``python -m referee judge`` subprocess with ``PYTHONPATH`` set to its source tree, against one
 fast local server (``python -m referee.testing --fast``); CPU is the child's user+sys (``RUSAGE_CHILDREN``). The old
 tree is copied to a temporary folder and byte-compiled there (never written to), the new one byte-compiled in
-place, as ``bench_judge.py`` does. The run history goes to the temporary folder's ``.referee/``, created by one
-untimed run of each variant first (a store's first use migrates it: a one-off, not a run's cost).
+place, as ``bench_judge.py`` does. The run history goes to a SQLite file of each tree's own in the temporary folder
+(``REFEREE_STORE``), created by one untimed run of each variant first (a store's first use migrates it: a one-off,
+not a run's cost).
 """
 
 from __future__ import annotations
@@ -36,14 +37,15 @@ def _compile(src: Path) -> None:
                     str(src)], check=True)
 
 
-def _run(src: Path, extra: list[str], url: str, folder: Path, n: int, concurrency: int) -> tuple[float, float]:
+def _run(src: Path, extra: list[str], url: str, folder: Path, n: int, concurrency: int,
+         store: str) -> tuple[float, float]:
     out = folder / "results.jsonl"
     for p in (out, out.with_name("results.manifest.json")):
         p.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "referee", "judge", str(folder / "cases.jsonl"), "--template",
            str(folder / "judge.md"), "--out", str(out), "--provider", "openai", "--base-url", url + "/v1",
            "--model", "bench-judge", "--concurrency", str(concurrency), "--no-cache", *extra]
-    env = {**os.environ, "PYTHONPATH": str(src), "OPENAI_API_KEY": "sk-bench-not-a-real-key"}
+    env = {**os.environ, "PYTHONPATH": str(src), "OPENAI_API_KEY": "sk-bench-not-a-real-key", "REFEREE_STORE": store}
     bj._take_stats(url)
     cpu0 = bj._child_cpu()
     started = time.time()
@@ -76,18 +78,22 @@ def main() -> None:
         bj._write_inputs(folder, args.n)
         variants = {"old": (old, []), "new": (NEW_SRC, []), "new --no-store": (NEW_SRC, ["--no-store"])}
         names = list(variants)
+        # A store of its own for each tree: a newer schema is refused (never altered) by the older tree, which then
+        # records nothing, after paying for the attempt. (A tree from before the run history ignores the variable.)
+        stores = {"old": f"sqlite:///{folder / 'old.sqlite'}", "new": f"sqlite:///{folder / 'new.sqlite'}",
+                  "new --no-store": f"sqlite:///{folder / 'new.sqlite'}"}
         cpu: dict[str, list[float]] = {k: [] for k in names}
         server, url = bj._start_server(args.latency)
         try:
             # Untimed: the store created and migrated (a user's first run pays that once), the files cached.
             for name in names:
-                _run(*variants[name], url, folder, args.n, args.concurrency)
+                _run(*variants[name], url, folder, args.n, args.concurrency, stores[name])
             for i in range(args.triples):
                 order = names[i % 3:] + names[:i % 3]
                 line = []
                 for name in order:
                     src, extra = variants[name]
-                    c, startup = _run(src, extra, url, folder, args.n, args.concurrency)
+                    c, startup = _run(src, extra, url, folder, args.n, args.concurrency, stores[name])
                     cpu[name].append(c)
                     line.append(f"{name} {c:.2f} s (start-up {startup:.2f} s)")
                 print(f"  triple {i + 1}: " + ", ".join(line) + f"  (load {bj._load()})", flush=True)
