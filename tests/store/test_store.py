@@ -105,8 +105,9 @@ def test_a_text_that_would_expand_past_the_bound_is_refused_not_expanded(store: 
     with store.engine.begin() as conn:
         body = conn.execute(select(schema.rows.c.body).where(schema.rows.c.case_id == "c1")).scalar_one()
         conn.execute(schema.texts.update().where(schema.texts.c.hash == body).values(packed=1, data=bomb))
-    with pytest.raises(StoreError, match="past the bound of 4,194,304 bytes: the store is damaged or hostile"):
+    with pytest.raises(StoreError, match="past the bound of 4,194,304 bytes: the store is damaged or hostile") as e:
         store.rows("z" * 32)
+    assert str(e.value).startswith(f"{store.display_url}: run zzzzzzzzzzzz, case 'c1': a stored text")
 
 
 @pytest.mark.parametrize("name", HOSTILE)

@@ -37,6 +37,23 @@ def test_spans_are_written_once_and_cut_at_the_cap(ts: TraceStore) -> None:
     assert ts.get_trace("b" * 32) is None
 
 
+def test_a_damaged_span_text_names_its_trace_and_span(ts: TraceStore) -> None:
+    # A store file from elsewhere whose span body is not what its packing says: a StoreError naming the store,
+    # the trace and the span, not a crash deep in a decompressor.
+    from sqlalchemy import update
+
+    from referee.store import StoreError
+    from referee.store import _schema as schema
+
+    a = "a" * 32
+    ts.add_spans([_span(a, "1" * 16, "s")], received_ns=10)
+    with ts.store.engine.begin() as conn:
+        h = conn.execute(schema.spans.select().where(schema.spans.c.trace_id == a)).mappings().one()["attrs"]
+        conn.execute(update(schema.texts).where(schema.texts.c.hash == h).values(packed=2, data=b"not a frame"))
+    with pytest.raises(StoreError, match=f"trace {a}, span {'1' * 16}: a stored text is not a Zstandard frame"):
+        ts.trace_spans(a)
+
+
 def test_the_listing_filters_pages_and_names_its_choices(ts: TraceStore) -> None:
     ids = [f"{i:032x}" for i in range(6)]
     for i, tid in enumerate(ids):

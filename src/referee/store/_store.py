@@ -170,7 +170,15 @@ class Store:
         if h is None:
             return None
         row = conn.execute(select(s.texts.c.packed, s.texts.c.data).where(s.texts.c.hash == h)).first()
-        return None if row is None else _unpack(row[0], row[1])
+        return None if row is None else self.text_of(row[0], row[1], f"the text {h.hex()[:12]}")
+
+    def text_of(self, packed: int, data: bytes, what: str) -> bytes:
+        """A stored text's bytes; a damaged or hostile one is a StoreError naming this store and ``what`` it is."""
+        try:
+            return _unpack(packed, data)
+        except StoreError as exc:
+            raise StoreError(f"{self.display_url}: {what}: {exc}; `referee store check` says what else is wrong"
+                             ) from None
 
     def begin_run(self, run: dict[str, Any], *, tags: Sequence[str] = (), manifest_json: bytes | None = None) -> None:
         """Record a run as started (or, for a resumed run id, as running again, keeping its start)."""
@@ -374,13 +382,13 @@ class Store:
         """The run's rows, in the order they arrived, as :class:`~referee.results.ResultRow`."""
         from ..results._schema import ResultRow
 
-        q = (select(s.rows.c.latency_ms, s.rows.c.cost_usd, s.texts.c.packed, s.texts.c.data)
+        q = (select(s.rows.c.case_id, s.rows.c.latency_ms, s.rows.c.cost_usd, s.texts.c.packed, s.texts.c.data)
              .join(s.texts, s.texts.c.hash == s.rows.c.body)
              .where(s.rows.c.run_id == run_id).order_by(s.rows.c.seq, s.rows.c.case_id))
         out: list[ResultRow] = []
         with self.engine.connect() as conn:
-            for latency, cost, packed, data in conn.execute(q):
-                body = json.loads(_unpack(packed, data))
+            for case_id, latency, cost, packed, data in conn.execute(q):
+                body = json.loads(self.text_of(packed, data, f"run {run_id[:12]}, case {case_id!r}"))
                 if latency is not None:
                     body["latency_ms"] = latency
                 if cost is not None:

@@ -22,7 +22,7 @@ from sqlalchemy import and_, bindparam, delete, false, func, select, true, tuple
 
 from .._util._fastjson import dumps_bytes
 from . import _schema as t
-from ._store import Store, _unpack, digest
+from ._store import Store, digest
 
 DEFAULT_MAX_SPANS_PER_TRACE = 10_000
 """Spans kept per trace; later ones are counted (``over_trace_cap``) and the trace marked cut."""
@@ -241,7 +241,7 @@ class TraceStore:
                 .join(t.texts, t.texts.c.hash == t.spans.c.attrs).where(t.spans.c.trace_id == trace_id))
             out = []
             for sid, parent, name, start, end, packed, data in rows:
-                body = json.loads(_unpack(packed, data))
+                body = json.loads(self.store.text_of(packed, data, f"trace {trace_id}, span {sid}"))
                 code, message = body.get("status") or [0, ""]
                 out.append({"traceId": trace_id, "spanId": sid, "parentSpanId": parent, "name": name,
                             "startTimeUnixNano": start, "endTimeUnixNano": end, "service": body.get("service"),
@@ -371,7 +371,7 @@ class TraceStore:
         with self.store.engine.connect() as conn:
             out = []
             for tid, unit, ev, status, score, passed, at, exported, packed, data in conn.execute(q):
-                body = json.loads(_unpack(packed, data))
+                body = json.loads(self.store.text_of(packed, data, f"trace {tid}, the score of {ev!r}"))
                 out.append(TraceScore(trace_id=tid, span_id=body.get("span_id") or "", evaluator=ev, status=status,
                                       score=score, passed=passed, explanation=body.get("explanation"),
                                       error_type=body.get("error_type"), at_ns=at or 0, exported=bool(exported),
@@ -450,7 +450,7 @@ class TraceStore:
             rows = conn.execute(select(t.trace_alerts.c.at_ns, t.texts.c.packed, t.texts.c.data)
                                 .join(t.trace_alerts, t.trace_alerts.c.body == t.texts.c.hash)
                                 .order_by(t.trace_alerts.c.id))
-            return [{**json.loads(_unpack(p, d)), "at_ns": at} for at, p, d in rows]
+            return [{**json.loads(self.store.text_of(p, d, "a drift alert")), "at_ns": at} for at, p, d in rows]
 
 
 __all__ = ["DEFAULT_MAX_SPANS_PER_TRACE", "STATUS_ERROR", "SpanLike", "SpansWritten", "StoredTrace", "TraceScore",
