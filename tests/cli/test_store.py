@@ -45,6 +45,36 @@ def test_check_finds_rows_missing_from_a_complete_run(store_url: str, capsys: py
     assert code == 1 and "1 rows stored, its totals say 2" in err
 
 
+def test_check_reads_every_text_back_and_names_the_damaged_ones(store_url: str, capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # A text that is not what its hash says, one packed in a way referee does not know, and a compression bomb
+    # (the read bound lowered to 4 MiB for speed) are each named; the store is left as it was.
+    import zlib
+
+    import referee
+
+    monkeypatch.setattr("referee.store._codec._TEXT_FLOOR", 4 << 20)
+    res = referee.evaluate([{"output": f"answer {i} " * 40} for i in range(3)], [{"contains": {"value": "1"}}],
+                           store=store_url, progress=False)
+    code, _, err = run_cli(["store", "check", "--store", store_url], capsys)
+    assert code == 0 and err.strip().endswith(": ok"), err  # every text of a healthy run reads back to its hash
+    with open_store(store_url) as st, st.engine.begin() as conn:
+        bodies = [bytes(h) for (h,) in conn.execute(text("SELECT body FROM rows ORDER BY case_id"))]
+        assert len(bodies) == len(res.rows) == 3
+        for h, packed, data in ((bodies[0], 0, b'{"id": "forged"}'), (bodies[1], 7, b"{}"),
+                                (bodies[2], 1, zlib.compress(b"\0" * (5 << 20), 9))):
+            conn.execute(text("UPDATE texts SET packed = :p, data = :d WHERE hash = :h"), {"p": packed, "d": data, "h": h})
+        before = sorted((bytes(h), p, bytes(d)) for h, p, d in conn.execute(text("SELECT hash, packed, data FROM texts")))
+    code, _, err = run_cli(["store", "check", "--store", store_url], capsys)
+    assert code == 1, err
+    assert f"text {bodies[0].hex()[:12]}: its content does not match its hash" in err
+    assert f"text {bodies[1].hex()[:12]}: a stored text is packed as 7" in err
+    assert f"text {bodies[2].hex()[:12]}: a stored text would expand past the bound of 4,194,304 bytes" in err
+    with open_store(store_url) as st, st.engine.connect() as conn:
+        after = sorted((bytes(h), p, bytes(d)) for h, p, d in conn.execute(text("SELECT hash, packed, data FROM texts")))
+    assert after == before
+
+
 def test_upgrade_is_a_no_op_at_the_head(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(["store", "upgrade", "--store", store_url], capsys)
     from referee.store import SCHEMA_REVISION

@@ -264,11 +264,46 @@ def check_store(url: str) -> list[str]:
                 ~s.rows.c.body.in_(select(s.texts.c.hash)))).scalar_one()
             if missing:
                 problems.append(f"{missing} rows point at a text that is not stored")
+            problems += _damaged_texts(conn)
     except DBAPIError as exc:
         problems.append(f"{where} cannot be read: {scrub(str(exc.orig), url)}")
     finally:
         engine.dispose()
     return problems
+
+
+_CHECK_BATCH = 500
+_CHECK_SHOWN = 20
+
+
+def _damaged_texts(conn: Any) -> list[str]:
+    """Every stored text read back as the store reads it (bounded) and held to its hash, in key order a batch at
+    a time: a text that does not decompress, would expand past the bound, or is not what its hash says."""
+    from ._codec import _unpack, digest
+
+    out: list[str] = []
+    bad = 0
+    after: bytes | None = None
+    while True:
+        q = select(s.texts.c.hash, s.texts.c.packed, s.texts.c.data).order_by(s.texts.c.hash).limit(_CHECK_BATCH)
+        if after is not None:
+            q = q.where(s.texts.c.hash > after)
+        batch = conn.execute(q).all()
+        for h, packed, data in batch:
+            try:
+                why = None if digest(_unpack(packed, data)) == bytes(h) else "its content does not match its hash"
+            except StoreError as exc:
+                why = str(exc)
+            if why is not None:
+                bad += 1
+                if bad <= _CHECK_SHOWN:
+                    out.append(f"text {bytes(h).hex()[:12]}: {why}")
+        if len(batch) < _CHECK_BATCH:
+            break
+        after = bytes(batch[-1][0])
+    if bad > _CHECK_SHOWN:
+        out.append(f"{bad} damaged texts in all (the first {_CHECK_SHOWN} above)")
+    return out
 
 
 def runs_frame(store: Store, **filters: Any) -> Any:
