@@ -75,6 +75,14 @@ def test_check_reads_every_text_back_and_names_the_damaged_ones(store_url: str, 
     assert after == before
 
 
+def test_check_with_a_malformed_row_bound_says_so_once(store_url: str, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    open_store(store_url).close()
+    monkeypatch.setenv("REFEREE_STORE_MAX_ROW_BYTES", "lots")
+    code, _, err = run_cli(["store", "check", "--store", store_url], capsys)
+    assert code == 2 and err.count("REFEREE_STORE_MAX_ROW_BYTES='lots' is not a whole number") == 1, err
+
+
 def test_upgrade_is_a_no_op_at_the_head(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(["store", "upgrade", "--store", store_url], capsys)
     from referee.store import SCHEMA_REVISION

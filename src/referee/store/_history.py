@@ -279,8 +279,9 @@ _CHECK_SHOWN = 20
 def _damaged_texts(conn: Any) -> list[str]:
     """Every stored text read back as the store reads it (bounded) and held to its hash, in key order a batch at
     a time: a text that does not decompress, would expand past the bound, or is not what its hash says."""
-    from ._codec import _unpack, digest
+    from ._codec import _unpack, digest, max_text_bytes
 
+    max_text_bytes()  # a malformed REFEREE_STORE_MAX_ROW_BYTES is said once, not as every packed text "damaged"
     out: list[str] = []
     bad = 0
     after: bytes | None = None
