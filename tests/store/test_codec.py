@@ -55,10 +55,11 @@ def _frame_claiming(size: int) -> bytes:
     frame = bytearray(zstandard.ZstdCompressor(level=1, write_content_size=True).compress(b"x" * 300))
     # Frame header: magic (4 bytes), descriptor; rewrite it to say "single segment, 8-byte content size".
     desc = 0b11100000
-    return bytes(frame[:4]) + bytes([desc]) + struct.pack("<Q", size) + bytes(frame[4 + 1 + _fcs_len(frame):])
+    return bytes(frame[:4]) + bytes([desc]) + struct.pack("<Q", size) + bytes(frame[5 + _header_after_descriptor(frame):])
 
 
-def _fcs_len(frame: bytearray) -> int:
+def _header_after_descriptor(frame: bytearray) -> int:
+    """Bytes of the frame header after its descriptor: window descriptor, dictionary id, content size."""
     desc = frame[4]
     single = (desc >> 5) & 1
     flag = desc >> 6
