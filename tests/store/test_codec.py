@@ -10,8 +10,16 @@ import zlib
 import pytest
 import zstandard
 
-from referee.store import StoreError
-from referee.store._codec import PACKED_RAW, PACKED_ZLIB, PACKED_ZSTD, _pack, _unpack, max_text_bytes
+from referee.store import StoreError, _codec
+from referee.store._codec import (
+    PACKED_RAW,
+    PACKED_ZLIB,
+    PACKED_ZSTD,
+    _pack,
+    _unpack,
+    max_text_bytes,
+    pack_many,
+)
 
 ROW = json.dumps({"id": "case-1", "rationale": "Go to Settings > Security > Reset password. " * 400}).encode()
 
@@ -26,6 +34,38 @@ def test_texts_read_back_exactly_and_pack_at_least_as_small_as_zlib_did(size: in
     # From 256 bytes on a compressible text is a Zstandard frame; an incompressible one stays as it is.
     assert _pack(ROW[:size])[0] == (PACKED_ZSTD if size >= 256 else PACKED_RAW)
     assert _pack(os.urandom(max(size, 300)))[0] == PACKED_RAW
+
+
+@pytest.mark.parametrize("batch_call", [True, False], ids=["one-call", "one-call-each"])
+def test_a_batch_packs_to_the_bytes_each_text_packs_to(batch_call: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small, incompressible, compressible and repeated texts side by side: a batch gives what ``_pack`` gives each,
+    # with the C backend's batch call and without it (the cffi backend has none), on another thread too.
+    import threading
+
+    texts = [ROW[:n] for n in (0, 100, 255, 256, 300, 1000, 4097, 200_000)]
+    texts += [os.urandom(n) for n in (10, 300, 5000)] + [ROW[:1000], b""]
+    texts = texts * 3
+    z = _codec._codec()
+    calls: list[int] = []
+    if batch_call:
+        if z.compress_many is None:
+            pytest.skip("this zstandard backend has no batch call (the cffi one); the other case covers it")
+        real = z.compress_many
+        monkeypatch.setattr(z, "compress_many", lambda datas, threads: calls.append(len(datas)) or real(datas, threads))
+    else:
+        monkeypatch.setattr(z, "compress_many", None)
+    assert pack_many(texts) == [_pack(t) for t in texts]
+    assert calls == ([sum(len(t) >= 256 for t in texts)] if batch_call else [])
+    assert pack_many(texts[3:6]) == [_pack(t) for t in texts[3:6]]  # too few for a batch call: one call each
+    assert len(calls) == (1 if batch_call else 0)
+    assert pack_many([]) == []
+    elsewhere: list[list[tuple[int, bytes]]] = []
+    worker = threading.Thread(target=lambda: elsewhere.append(pack_many(texts)))
+    worker.start()
+    worker.join()
+    assert elsewhere == [[_pack(t) for t in texts]]
+    assert {p for p, _ in elsewhere[0]} == {PACKED_RAW, PACKED_ZSTD}
+    assert all(_unpack(p, d) == t for (p, d), t in zip(elsewhere[0], texts, strict=True))
 
 
 def test_zlib_texts_from_stores_before_0004_still_read() -> None:

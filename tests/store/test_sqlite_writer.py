@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,17 @@ import pytest
 
 from referee.results import CriterionScore, ResultRow, RunManifest
 from referee.store import _schema as schema
-from referee.store import open_store
+from referee.store import _sqlite_writer, open_store
 from referee.store._codec import NONE_INDEX, ROW_UPDATE_COLUMNS
 from referee.store._recorder import manifest_bytes, run_values
-from referee.store._sqlite_writer import ROW_COLUMNS, RUN_COLUMNS, SqliteWriter, open_writer, sqlite_path
+from referee.store._sqlite_writer import (
+    _PACK_BESIDE_MIN,
+    ROW_COLUMNS,
+    RUN_COLUMNS,
+    SqliteWriter,
+    open_writer,
+    sqlite_path,
+)
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "store"
 
@@ -40,6 +48,11 @@ def _rows() -> list[ResultRow]:
     ]
 
 
+def _many() -> list[ResultRow]:
+    return [ResultRow(id=f"m{i}", status="scored", score=(i % 3) / 2, passed=i % 3 == 2,
+                      rationale="" if i % 5 == 0 else f"reason {i % 40} " * (1 + i % 60)) for i in range(_PACK_BESIDE_MIN * 2)]
+
+
 def _tables(path: Path) -> dict[str, list[tuple[Any, ...]]]:
     con = sqlite3.connect(path)
     try:
@@ -58,6 +71,8 @@ def _record(w: Any, m: RunManifest) -> None:
     assert w.add_rows(m.run_id, rows[2:], first_seq=2, results_path="r.jsonl") == 1
     retried = rows[1].model_copy(update={"status": "scored", "score": 0.25, "passed": False})
     w.add_rows(m.run_id, [retried], first_seq=4, results_path="r.jsonl")  # the same key: replaced
+    # A write with enough texts to be compressed beside its row inserts; bodies repeat, some are too short to pack.
+    assert w.add_rows(m.run_id, _many(), first_seq=5, results_path="r.jsonl") == 0
     w.finish_run(m.run_id, {"status": "complete", "finished_at": "2026-12-04T00:01:00+00:00", "n_rows": 4,
                             "pass_rate": 0.25, "mean": 0.4375},
                  manifest_json=manifest_bytes(m), summary_json=b'{"overall": {}}')
@@ -77,13 +92,40 @@ def test_it_writes_what_store_writes(tmp_path: Path, monkeypatch: pytest.MonkeyP
     finally:
         w.close()
     by_store, by_writer = _tables(paths[0]), _tables(paths[1])
-    assert by_store["rows"] and len(by_store["rows"]) == 4 and by_store["run_tags"]
+    assert by_store["rows"] and len(by_store["rows"]) == 4 + len(_many()) and by_store["run_tags"]
+    assert {packed for _, packed, _ in by_store["texts"]} == {0, 2}
     assert by_writer == by_store
     with open_store(f"sqlite:///{paths[1]}") as st:
         rows = {r.id: r for r in st.rows(m.run_id)}
         assert rows["b'; DROP TABLE rows;--"].score == 0.25
         assert (rows["big"].details or {}).get("store_stub", {}).get("file") == "r.jsonl"
         assert st.get_run(m.run_id).tags == ["t1", "x'--"]
+
+
+def test_a_write_whose_texts_fail_to_pack_stores_nothing_and_the_next_write_goes_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The texts are compressed on a second thread while the rows go in: a failure there undoes the rows too.
+    path = tmp_path / "h.sqlite"
+    open_store(f"sqlite:///{path}").close()
+    m = RunManifest(kind="judge", run_id="e" * 32)
+    w = SqliteWriter(path, timeout_s=5)
+    try:
+        w.begin_run(run_values(m, results_path=None, git={}))
+        before = _tables(path)
+
+        def broken(datas: Any) -> Any:
+            raise MemoryError("no room to compress")
+
+        monkeypatch.setattr(_sqlite_writer, "pack_many", broken)
+        with pytest.raises(MemoryError, match="no room"):
+            w.add_rows(m.run_id, _many())
+        assert _tables(path) == before
+        monkeypatch.undo()
+        assert w.add_rows(m.run_id, _many()) == 0
+        assert len(_tables(path)["rows"]) == len(_many())
+    finally:
+        w.close()
+    assert not any(t.name.startswith("referee-store-pack") for t in threading.enumerate())
 
 
 def test_it_opens_only_a_plain_file_at_the_head(tmp_path: Path) -> None:

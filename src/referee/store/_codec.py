@@ -13,6 +13,7 @@ import json
 import os
 import threading
 import zlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._settings import StoreError
@@ -33,6 +34,8 @@ VOLATILE = ("latency_ms", "cost_usd")
 """Row fields kept as columns, out of the hashed body: they differ between reruns whose rows are otherwise equal."""
 _VOLATILE_SET = set(VOLATILE)
 _PACK_MIN = 256
+_PACK_MANY_MIN = 8
+"""Fewer texts than this are compressed one call each (a batch call has its own set-up)."""
 PACKED_RAW, PACKED_ZLIB, PACKED_ZSTD = 0, 1, 2
 _ZSTD_LEVEL = 1
 """Zstandard's level 1: a row body (~1 KB of judge JSON) in ~5 us against zlib's ~16 us at its fastest level, to the
@@ -74,7 +77,11 @@ class _Zstd(threading.local):
         import zstandard  # imported with the first packed text: a command that reads no text never loads it
 
         self.module = zstandard
-        self.compress = zstandard.ZstdCompressor(level=_ZSTD_LEVEL, write_content_size=True).compress
+        compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL, write_content_size=True)
+        self.compress = compressor.compress
+        # Many texts in one call: the C backend's (the cffi one lacks it). It writes the frames ``compress`` writes.
+        self.compress_many = (compressor.multi_compress_to_buffer
+                              if "multi_compress_to_buffer" in zstandard.backend_features else None)
         self.decompressor = zstandard.ZstdDecompressor()
 
 
@@ -94,6 +101,26 @@ def _pack(data: bytes) -> tuple[int, bytes]:
         if len(z) < len(data) * 0.9:
             return PACKED_ZSTD, z
     return PACKED_RAW, data
+
+
+def pack_many(datas: Sequence[bytes]) -> list[tuple[int, bytes]]:
+    """``_pack`` of each text, the same bytes. A batch goes to Zstandard in one call: no Python between texts
+    (~0.5 us a text less), and the GIL released for the whole batch, so the SQLite writer's row inserts run beside
+    it on another thread."""
+    big = [i for i, d in enumerate(datas) if len(d) >= _PACK_MIN]
+    out = [(PACKED_RAW, d) for d in datas]
+    if not big:
+        return out
+    z = _codec()
+    if z.compress_many is None or len(big) < _PACK_MANY_MIN:
+        frames = [z.compress(datas[i]) for i in big]
+    else:
+        batch = z.compress_many([datas[i] for i in big], threads=0)
+        frames = [batch[k].tobytes() for k in range(len(batch))]
+    for i, frame in zip(big, frames, strict=True):
+        if len(frame) < len(datas[i]) * 0.9:
+            out[i] = (PACKED_ZSTD, frame)
+    return out
 
 
 def _unpack(packed: int, data: bytes) -> bytes:
@@ -144,8 +171,9 @@ def encode_row(run_id: str, row: ResultRow, seq: int, *, results_path: str | Non
                limit: int) -> tuple[tuple[Any, ...], bytes, bytes, bool]:
     """(the row's columns' values in ``ROW_COLUMNS`` order, its body's hash, the body, whether it was cut to a
     stub). A tuple, not a dict: the SQLite writer binds it as it is."""
-    # pydantic's own JSON (fields in their declared order, so equal rows give equal bytes)
-    data = row.model_dump_json(exclude_none=True, exclude=_VOLATILE_SET).encode("utf-8")
+    # pydantic's own JSON (fields in their declared order, so equal rows give equal bytes): the serializer
+    # ``model_dump_json`` calls, as the UTF-8 it makes, without that method's wrapper and a decode and encode
+    data = row.__pydantic_serializer__.to_json(row, exclude_none=True, exclude=_VOLATILE_SET)
     stub = len(data) > limit
     if stub:
         body = json.loads(data)

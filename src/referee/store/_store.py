@@ -14,7 +14,7 @@ from sqlalchemy import and_, case, delete, func, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from . import _schema as s
-from ._codec import (  # noqa: F401 - digest, _pack, _unpack: read from here too
+from ._codec import (  # noqa: F401 - digest, _unpack: read from here too
     _VOLATILE_SET,
     DEFAULT_MAX_ROW_BYTES,
     ROW_COLUMNS,
@@ -22,11 +22,11 @@ from ._codec import (  # noqa: F401 - digest, _pack, _unpack: read from here too
     VOLATILE,
     _dumps,
     _key_part,
-    _pack,
     _unpack,
     digest,
     encode_row,
     max_row_bytes,
+    pack_many,
 )
 from ._engine import ensure_schema, make_engine
 from ._records import _RUN_COLS, RunRecord
@@ -104,10 +104,8 @@ class Store:
         as it is (the insert does nothing on its key)."""
         if not texts:
             return
-        new = []
-        for h, data in texts.items():
-            packed, stored = _pack(data)
-            new.append({"hash": h, "packed": packed, "data": stored})
+        new = [{"hash": h, "packed": packed, "data": stored}
+               for h, (packed, stored) in zip(texts, pack_many(list(texts.values())), strict=True)]
         self._many(conn, "texts", lambda ins: ins(s.texts).on_conflict_do_nothing(index_elements=["hash"]), new)
 
     def _many(self, conn: Connection, name: str, build: Any, values: list[dict[str, Any]]) -> None:
