@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_judge import TEMPLATE, _start_server  # noqa: E402 - the same server and template as bench_judge
+from bench_judge import TEMPLATE, _compile_referee, _start_server  # noqa: E402 - bench_judge's server and template
 
 
 def make_traces(folder: Path, n: int) -> tuple[Path, Path]:
@@ -103,10 +103,16 @@ def main() -> int:
     ap.add_argument("--latency", type=float, default=0.1)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-compile", action="store_true",
+                    help="do not byte-compile referee's modules first (an editable install under "
+                         "PYTHONDONTWRITEBYTECODE=1: every start then compiles them from source, the monitor more "
+                         "of them than `referee judge`)")
     a = ap.parse_args()
     sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else [a.n]
     if len(set(sizes)) != len(sizes) or min(sizes) < 1 or (a.sizes and len(sizes) < 2):
         ap.error("--sizes takes two or more different whole numbers, e.g. 500,2000")
+    if not a.no_compile:
+        _compile_referee()  # as installing a wheel does
     server, url = _start_server(a.latency)
     try:
         got = {n: measure(url, n, a.runs, a.concurrency) for n in sizes}
