@@ -101,8 +101,10 @@ class SqliteWriter:
             cur.close()
 
     @staticmethod
-    def _texts(texts: dict[bytes, bytes]) -> tuple[str, Any, bool]:
-        return _TEXTS_SQL, [(h, *p) for h, p in zip(texts, pack_many(list(texts.values())), strict=True)], True
+    def _texts(texts: dict[bytes, bytes], packed: list[tuple[int, bytes]] | None = None) -> tuple[str, Any, bool]:
+        """The insert of ``texts`` (hash -> bytes), as ``packed`` (packed here when not given)."""
+        packed = pack_many(list(texts.values())) if packed is None else packed
+        return _TEXTS_SQL, [(h, *p) for h, p in zip(texts, packed, strict=True)], True
 
     def begin_run(self, run: dict[str, Any], *, tags: Sequence[str] = (), manifest_json: bytes | None = None) -> None:
         values = dict(run)
@@ -145,7 +147,7 @@ class SqliteWriter:
 
         def statements() -> Iterator[tuple[str, Any, bool]]:
             yield _ROWS_SQL, params, True  # while the texts are compressed
-            yield _TEXTS_SQL, [(h, *p) for h, p in zip(texts, packing.result(), strict=True)], True
+            yield self._texts(texts, packing.result())
 
         try:
             self._write(statements())
