@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,3 +131,43 @@ def test_bom_accepted_in_json_and_yaml(tmp_path: Path, suffix: str) -> None:
     body = json.dumps([{"id": "a"}]) if suffix == ".json" else "- id: a\n"
     p.write_bytes("\ufeff".encode() + body.encode())
     assert load_cases(p).ids == ["a"]
+
+
+def test_a_stream_checks_each_case_as_it_is_taken_and_names_the_item() -> None:
+    from referee.cases._case import CaseStream, cases_from
+
+    taken: list[int] = []
+
+    def source() -> Iterator[Any]:
+        for i, obj in enumerate([{"input": "q1", "output": "a"}, "just an output", {"id": "x", "output": "b"}]):
+            taken.append(i)
+            yield obj
+
+    stream = CaseStream(source(), name="<live>")
+    assert taken == []  # nothing is read before it is taken
+    first = next(stream)
+    assert taken == [0] and first.id == "1" and first.line == 1
+    rest = list(stream)
+    assert [c.id for c in [first, *rest]] == ["1", "2", "x"] and rest[0].output == "just an output"
+    assert stream.cases == [first, *rest]
+    # The same cases as one list checked at once, and the same identity for the same cases.
+    assert [c.data for c in stream.cases] == [c.data for c in cases_from(
+        [{"input": "q1", "output": "a"}, "just an output", {"id": "x", "output": "b"}]).cases]
+    again = CaseStream(iter([{"input": "q1", "output": "a"}, "just an output", {"id": "x", "output": "b"}]))
+    list(again)
+    assert again.sha256 == stream.sha256
+    other = CaseStream(iter([{"input": "q1", "output": "A"}, "just an output", {"id": "x", "output": "b"}]))
+    list(other)
+    assert other.sha256 != stream.sha256
+
+    bad = CaseStream(iter([{"id": "a", "output": "o"}, {"id": "b", "metadata": "not an object"}]), name="<live>")
+    next(bad)
+    with pytest.raises(InputError) as err:
+        next(bad)
+    assert (err.value.file, err.value.line, err.value.field) == ("<live>", 2, "metadata")
+    dup = CaseStream(iter([{"id": "a", "output": "o"}, {"id": "a", "output": "p"}]))
+    next(dup)
+    with pytest.raises(InputError, match="duplicate case id 'a' \\(first at item 1\\)"):
+        next(dup)
+    assert [c.id for c in dup.cases] == ["a"]  # the duplicate was never taken
+    assert list(CaseStream(iter(()))) == []  # unlike a list, a stream may be empty

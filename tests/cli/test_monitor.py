@@ -33,6 +33,19 @@ def test_replayed_traces_are_scored_and_the_worst_become_cases(tmp_path: Path,
     assert "sk-live" not in out.read_text()
 
 
+def test_once_with_a_judge_that_is_down_stops_after_one_pass_and_says_why(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    # Port 9 (discard) has no server here: every call fails to connect. Another pass would fail the same way, so
+    # --once stops (it passed forever before), and the traces stay unscored for the next run.
+    code, stdout, err = run_cli(["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider", "openai",
+                                 "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0"], capsys)
+    assert code == 1, err
+    assert "the judge is unavailable" in err and "cannot connect" in err and "nothing was scored" in err
+    assert "skipped: judge_unavailable" in stdout
+    assert "sk-test" not in stdout + err
+
+
 def test_the_secret_in_a_span_attribute_never_reaches_the_output(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     assert "sk-live-abcdef0123456789" in RECORDED.read_text()  # the recording has one

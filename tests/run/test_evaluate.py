@@ -331,3 +331,34 @@ def test_the_cli_and_the_api_compute_the_same_rows_and_gates(tmp_path: Path, fak
     api_out = r.save(tmp_path / "api.jsonl")
     assert rows_without_timings(cli_out) == rows_without_timings(api_out)
     assert code == (0 if r.passed else 1) and r.passed  # 2 of 3 pass: the same gate, the same verdict
+
+
+def test_a_stream_of_cases_is_taken_as_the_judge_answers() -> None:
+    from referee.cases._case import CaseStream
+
+    taken: list[str] = []
+    taken_at_first_call: list[int] = []
+
+    def source() -> Any:
+        for i in range(12):
+            taken.append(str(i))
+            yield {"id": f"t{i}", "input": f"question {i}", "output": "WRONG" if i % 4 == 0 else f"answer {i}"}
+
+    def reply(req: Any) -> str:
+        taken_at_first_call.append(len(taken))
+        return verdict(0.1 if "WRONG" in req.messages[1].content else 0.9)
+
+    r = referee.evaluate(CaseStream(source(), name="<live>"), [referee.judges.LLMJudge()],
+                         judge=Judge.fake(reply, concurrency=2), progress=False)
+    assert taken_at_first_call[0] < 12  # the first call went out before the stream was spent
+    assert [row.id for row in r.rows] == [f"t{i}" for i in range(12)]  # in the stream's order
+    assert [row.score for row in r.rows] == [pytest.approx(0.1 if i % 4 == 0 else 0.9) for i in range(12)]
+    assert [c.id for c in r.cases] == [f"t{i}" for i in range(12)]
+    es = r.manifest.eval_set
+    assert es is not None and es.n_cases == 12 and es.case_ids == [f"t{i}" for i in range(12)]
+    same = CaseStream(iter([c.data for c in r.cases]))
+    assert list(same) and es.path == "<live>" and es.sha256 == same.sha256  # the cases' identity, once spent
+    assert r.manifest.totals.scored == 12
+    for kw in ({"out": "x.jsonl"}, {"store": "sqlite:///x.sqlite"}, {"target": lambda x: x}, {"engine": "ray"}):
+        with pytest.raises(UserError, match="a stream of cases runs in this process and in memory"):
+            referee.evaluate(CaseStream(iter([{"id": "a", "output": "o"}])), ["equals"], progress=False, **kw)

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -126,6 +127,58 @@ async def test_run_rows_bounds_concurrency_and_writes_as_rows_complete(tmp_path:
     ids = [r.id for r in read_results(tmp_path / "r.jsonl").rows]
     assert sorted(ids, key=int) == [str(i) for i in range(12)]
     assert ids[-1] == "0"  # the slow first case was written when it finished, after the others
+
+
+async def test_an_iterator_s_items_are_made_while_the_first_calls_are_in_flight_and_never_far_ahead(
+        tmp_path: Path) -> None:
+    made: list[int] = []
+    ahead_at_start: list[int] = []  # items made but not yet started, as each call starts
+    made_while_first_in_flight: list[int] = []
+
+    def items() -> Iterator[int]:
+        for i in range(40):
+            made.append(i)
+            yield i
+
+    async def evaluate(i: int) -> ResultRow:
+        ahead_at_start.append(len(made) - len(ahead_at_start) - 1)
+        if i < 4:
+            # The first four calls (every worker's) stay in flight until the run has made items ahead of them (a
+            # condition, not a delay; at most 1000 turns): the next items are made while calls wait on answers.
+            for _ in range(1000):
+                if len(made) >= 8:
+                    break
+                await asyncio.sleep(0)
+            made_while_first_in_flight.append(len(made))
+        return ResultRow(id=str(i), score=1.0)
+
+    with ResultWriter(tmp_path / "r.jsonl") as w:
+        stats = await run_rows(items(), evaluate, writer=w, concurrency=4, show_progress=False)
+    assert sorted(int(r.id) for r in stats.rows) == list(range(40))
+    assert sorted(int(r.id) for r in read_results(tmp_path / "r.jsonl").rows) == list(range(40))
+    assert ahead_at_start[0] < 39  # the first call went out before the 40 items were made
+    assert made_while_first_in_flight[0] >= 8  # four in the workers' hands, four made ahead meanwhile
+    assert max(ahead_at_start) <= 4  # never more made ahead than the concurrency
+
+
+async def test_an_iterator_that_fails_stops_the_run_after_the_items_made_before_it(tmp_path: Path) -> None:
+    def items() -> Iterator[int]:
+        yield from range(6)
+        raise ValueError("the source broke")
+
+    with ResultWriter(tmp_path / "r.jsonl") as w, pytest.raises(ValueError, match="the source broke"):
+        await run_rows(items(), lambda i: _row(i), writer=w, concurrency=2, show_progress=False)
+    # Every item made before the failure was evaluated and written; the run stopped with the source's error.
+    assert sorted(int(r.id) for r in read_results(tmp_path / "r.jsonl").rows) == list(range(6))
+
+    empty: Iterator[int] = iter(())
+    stats = await run_rows(empty, _row, writer=None, concurrency=3, show_progress=False)
+    assert stats.rows == []
+
+
+async def _row(i: int) -> ResultRow:
+    await asyncio.sleep(0)
+    return ResultRow(id=str(i), score=1.0)
 
 
 async def test_one_bad_case_never_stops_a_run_but_a_fatal_error_does(tmp_path: Path) -> None:

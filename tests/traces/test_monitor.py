@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from referee import Judge, UserError
-from referee.testing import WireRequest
+from referee.testing import Reply, WireRequest
 from referee.traces import Collector, CollectorConfig, Monitor, MonitorConfig
 from tests.support.judging import verdict
 from tests.support.otel import App, logs_receiver
@@ -149,6 +149,63 @@ def test_a_judge_that_is_down_leaves_the_scores_waiting(collector: Collector, cl
     up = Judge("openai:gpt-test", base_url=fake_server.url + "/v1")
     Monitor(collector.sink, cfg, judge=up, clock=clock).step()
     assert [s.status for s in collector.sink.scores()] == ["scored"]
+
+
+def test_traces_are_mapped_to_cases_while_the_first_judge_calls_are_in_flight(
+        collector: Collector, clock: Clock, fake_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import referee.traces._monitor as monitor_module
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    mapped: list[str] = []
+    real = monitor_module.case_from_spans
+
+    def counting(spans: Any, **kw: Any) -> Any:
+        mapped.append(kw["case_id"])
+        return real(spans, **kw)
+
+    monkeypatch.setattr(monitor_module, "case_from_spans", counting)
+    mapped_at_call: list[int] = []
+
+    def answer(req: WireRequest) -> str:
+        mapped_at_call.append(len(mapped))
+        return grading(req)
+
+    fake_server.responder = answer
+    _send(collector, [(f"q{i}", "WRONG" if i % 4 == 0 else f"a{i}") for i in range(12)])
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5}, [RUBRIC], clock=clock)
+    judge = Judge("openai:gpt-test", base_url=fake_server.url + "/v1", concurrency=2)
+    report = Monitor(collector.sink, cfg, judge=judge, clock=clock).step()
+    assert report.traces == 12 and report.scored == 12
+    assert mapped_at_call[0] < 12  # the first call went out before every trace was mapped
+    assert sorted(mapped) == sorted({s.trace_id for s in collector.sink.scores()})  # each mapped once, scored once
+    assert len(fake_server.requests) == 12
+
+
+def test_a_judge_that_fails_mid_pass_leaves_its_traces_for_the_next_pass_none_lost_none_scored_twice(
+        collector: Collector, clock: Clock, fake_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    calls: list[int] = []
+
+    def revoked_after_three(req: WireRequest) -> Any:
+        calls.append(1)
+        return Reply(status=401, body={"error": {"message": "key revoked"}}) if len(calls) == 4 else grading(req)
+
+    fake_server.responder = revoked_after_three
+    sent = _send(collector, [(f"q{i}", f"a{i}") for i in range(10)])
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5}, [RUBRIC], clock=clock)
+    judge = Judge("openai:gpt-test", base_url=fake_server.url + "/v1", concurrency=1, max_retries=0)
+    Monitor(collector.sink, cfg, judge=judge, clock=clock).step()
+    # The pass stopped at the refusal: its scores wait (at-least-once), the traces not reached were not touched.
+    assert collector.sink.scores() == []
+    assert collector.sink.counts()["skipped: judge_unavailable"] >= 1
+    Monitor(collector.sink, cfg, judge=judge, clock=clock).step()  # the key works again
+    scores = collector.sink.scores()
+    assert sorted(s.trace_id for s in scores) == sorted(t.trace_id for t in sent)  # every trace, once each
+    assert {s.status for s in scores} == {"scored"}
+    # Three answered before the refusal (asked again from the response cache, free), the refused one, six more.
+    assert len(calls) == 11
 
 
 def test_unscored_traces_carry_error_type_and_no_score(clock: Clock, judge: Judge, make_sink: SinkFactory) -> None:

@@ -10,8 +10,9 @@ may be JSON strings.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from .._util import _data
 from .._util._image import sniff
 from ..errors import InputError, MissingExtraError, UserError
 from ._contexts import Chunk, check_contexts, chunks_of
-from ._media import media_store, resolve_media
+from ._media import MediaStore, media_store, media_store_of, resolve_media
 
 _INF = float("inf")
 NESTED_FIELDS = ("turns", "trajectory", "metadata", "expect", "messages", "contexts")
@@ -517,6 +518,49 @@ def cases_from(source: CasesLike, *, name: str = "<cases>", skip_bad_lines: bool
         raise UserError(f"cases: expected a list of dicts, a file path or a DataFrame, got "
                         f"{type(source).__name__}") from None
     return _from_records(items, name)
+
+
+class CaseStream:
+    """Cases taken one at a time from an iterator (of dicts or :class:`Case` objects), each checked as it is taken
+    (the checks and messages of :func:`cases_from`, duplicate ids included), so that producing the next case
+    overlaps with evaluating the ones already taken: the runner pulls a case when it has room for one. ``cases``
+    holds those taken so far, in order. A stream, unlike a list, may be empty."""
+
+    def __init__(self, source: Iterable[Any], *, name: str = "<cases>") -> None:
+        self.path = name
+        self.cases: list[Case] = []
+        self._source = iter(source)
+        self._seen: dict[str, int] = {}
+        self._media = MediaStore()  # one image store for the stream, as for a list checked at once
+        self._digest = hashlib.sha256()
+
+    def __iter__(self) -> Iterator[Case]:
+        return self
+
+    def __next__(self) -> Case:
+        obj = next(self._source)
+        i = len(self.cases)
+        if isinstance(obj, Case):
+            case = obj
+        else:
+            if isinstance(obj, str):
+                obj = {"output": obj}
+            if isinstance(obj, dict) and obj.get("id") in (None, ""):
+                obj = {"id": str(i + 1), **{k: v for k, v in obj.items() if k != "id"}}
+            with media_store_of(self._media):
+                case = _check_case(obj, self.path, i + 1, i)
+        first = self._seen.setdefault(case.id, i + 1)
+        if first != i + 1:
+            raise InputError(f"duplicate case id '{case.id}' (first at item {first}); ids must be unique",
+                             file=self.path, line=i + 1, field="id")
+        self.cases.append(case)
+        self._digest.update(json.dumps(case.data, ensure_ascii=False, default=str).encode() + b"\n")
+        return case
+
+    @property
+    def sha256(self) -> str:
+        """The SHA-256 of the cases taken so far (each case's JSON, a line each): the stream's identity."""
+        return self._digest.hexdigest()
 
 
 def _from_records(items: Sequence[Any], name: str) -> CaseSet:

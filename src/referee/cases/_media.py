@@ -91,6 +91,16 @@ def media_store() -> Iterator[MediaStore]:
         _STORE.reset(token)
 
 
+@contextmanager
+def media_store_of(store: MediaStore) -> Iterator[MediaStore]:
+    """``store`` as the image store of the cases checked inside (a stream's cases, checked one at a time)."""
+    token = _STORE.set(store)
+    try:
+        yield store
+    finally:
+        _STORE.reset(token)
+
+
 class _Walk:
     def __init__(self, source: str, line: int | None, case_id: str) -> None:
         self.source, self.line, self.case_id = source, line, case_id

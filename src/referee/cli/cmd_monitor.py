@@ -75,8 +75,11 @@ def command(suite: str, replays: tuple[str, ...], once: bool, port: int, to_case
         # Stored and recorded traces are complete: no quiet period to wait for.
         config.quiet_seconds = 0.0
         with flag_errors():
-            while monitor.step().traces:
-                pass
+            while (report := monitor.step()).traces:
+                if report.judge_unavailable:  # another pass now would fail the same way
+                    echo_err(f"the judge is unavailable ({report.judge_unavailable}); the traces not scored wait "
+                             "for the next run")
+                    break
     else:
         stop = threading.Event()
         with Collector(sink, CollectorConfig(port=port, redactor=redactor,

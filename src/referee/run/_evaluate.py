@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._util._numbers import count, whole_number
-from ..cases._case import Case, CaseSet, cases_from
+from ..cases._case import Case, CaseSet, CaseStream, cases_from
 from ..errors import MissingExtraError, UserError
 from ..evaluators._base import Evaluator
 from ..providers._base import Provider
@@ -287,7 +287,14 @@ async def evaluate_async(
     """:func:`evaluate` for async code (``await referee.evaluate_async(...)``)."""
     from ..store import scope
 
-    with scope(store, tags):  # the run history: store=URL | False, tags=[...]
+    stream = cases if isinstance(cases, CaseStream) else None
+    if stream is not None and (out is not None or target is not None or engine not in (None, "local")
+                               or store not in (None, False)):
+        # A stream's cases are known only once it is spent: nothing is written or recorded before that.
+        raise UserError("evaluate: a stream of cases runs in this process and in memory: no out=, target=, engine= "
+                        "or store=")
+    # the run history: store=URL | False, tags=[...]; a stream is not a run of it (see above)
+    with scope(store if stream is None else False, tags):
         from ..runner._session import error_row, execute_async
         from ..suites._loader import suite_from_dict
         from ._suite import EVALUATOR_LABEL, bind_settings, build_manifest
@@ -295,11 +302,13 @@ async def evaluate_async(
 
         if concurrency is not None:
             concurrency = whole_number(concurrency, "evaluate(concurrency=...)")
-        case_set: CaseSet = cases_from(cases)
+        case_set: CaseSet = cases_from(cases) if stream is None else CaseSet(path=stream.path)
         if isinstance(evaluators, str | dict) or callable(evaluators):
             evaluators = [evaluators]
         data: dict[str, Any] = {
-            "name": name, "cases": [c.data for c in case_set.cases], "evaluators": [_entry(e) for e in evaluators],
+            # A stream's cases are checked as they are taken: the suite is checked without them.
+            "name": name, "cases": [c.data for c in case_set.cases] if stream is None else [{"id": "stream"}],
+            "evaluators": [_entry(e) for e in evaluators],
             "scoring": {"mode": scoring, "threshold": threshold}, "gates": _gates_of(gates),
         }
         suite = suite_from_dict(data, base_dir=base_dir, name=name)
@@ -345,12 +354,19 @@ async def evaluate_async(
             if run is not None:
                 evaluate_case = run.evaluator(where.evaluate, EVALUATOR_LABEL)
             outcome = await execute_async(
-                out=out_path, manifest=manifest, items=suite.cases, key=lambda c: (c.id, None, None),
+                out=out_path, manifest=manifest, items=suite.cases if stream is None else stream,
+                key=lambda c: (c.id, None, None),
                 evaluate=evaluate_case,
                 on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
                 client=client, concurrency=max(run_concurrency, where.concurrency), label="evaluating",
                 show_progress=progress, cleanup=run.aclose if run is not None else None,
             )
+        if stream is not None:  # the cases the stream gave, now that it is spent
+            from ..results._manifest import EvalSetInfo
+
+            suite = dataclasses.replace(suite, cases=stream.cases)
+            outcome.manifest.eval_set = EvalSetInfo.of(stream.path, [c.id for c in stream.cases],
+                                                       sha256=stream.sha256)
         order = {c.id: i for i, c in enumerate(suite.cases)}
         rows = sorted(outcome.rows, key=lambda r: order.get(r.id, len(order)))
         cases_out = [run.generated.get(c.id, c) for c in suite.cases] if run is not None else list(suite.cases)

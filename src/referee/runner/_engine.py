@@ -6,7 +6,8 @@ import asyncio
 import os
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -47,9 +48,62 @@ def is_fatal(exc: BaseException) -> bool:
 
 _DONE: Any = object()
 
+_AHEAD_TURN_S = 0.0002
+"""The longest the items made ahead take of one event-loop turn (the calls in flight wait for nothing longer)."""
+
+
+class _Ahead:
+    """An iterator's items made ahead of the workers, up to ``size`` waiting, in turns of the event loop that the
+    calls in flight leave idle (:func:`run_rows`): a worker freed by an answer finds its next item made, instead of
+    making it while the other answers of its wave wait. ``take()`` makes one itself when none is waiting."""
+
+    def __init__(self, source: Iterator[Any], size: int) -> None:
+        self.source = source
+        self.size = size
+        self.ready: deque[Any] = deque()
+        self.spent = False
+        self.error: BaseException | None = None
+        self.wake = asyncio.Event()
+        self.task = asyncio.get_running_loop().create_task(self._fill())
+
+    async def _fill(self) -> None:
+        while not self.spent:
+            if len(self.ready) >= self.size:
+                self.wake.clear()
+                await self.wake.wait()
+                continue
+            until = time.perf_counter() + _AHEAD_TURN_S
+            while len(self.ready) < self.size and time.perf_counter() < until:
+                try:
+                    self.ready.append(next(self.source))
+                except StopIteration:
+                    self.spent = True
+                    return
+                except Exception as exc:  # noqa: BLE001 - raised by take() once the items before it are taken
+                    self.error, self.spent = exc, True
+                    return
+            await asyncio.sleep(0)
+
+    def take(self) -> Any:
+        if self.ready:
+            self.wake.set()
+            return self.ready.popleft()
+        if self.error is not None:
+            raise self.error
+        if self.spent:
+            return _DONE
+        try:
+            return next(self.source)
+        except StopIteration:
+            self.spent = True
+            return _DONE
+
+    def close(self) -> None:
+        self.task.cancel()
+
 
 async def run_rows(
-    items: Sequence[T],
+    items: Iterable[T],
     evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
     *,
     writer: ResultWriter | None,
@@ -61,7 +115,8 @@ async def run_rows(
     record: Callable[[list[ResultRow], list[str] | None], None] | None = None,
 ) -> RunStats:
     """Evaluate ``items`` with at most ``concurrency`` in flight; rows are written as they complete (at the end of
-    the event-loop turn that completed them).
+    the event-loop turn that completed them). ``items`` may be an iterator: an item is taken when a worker is free,
+    so making the next one overlaps with the calls in flight (no progress bar then: the total is not known).
 
     ``evaluate`` should turn per-case failures into rows itself. An unexpected exception becomes a row via
     ``on_error`` (one bad case never stops a run); a fatal one (see :func:`is_fatal`) stops the run after
@@ -72,8 +127,10 @@ async def run_rows(
     start = time.perf_counter()
     # One iterator shared by the workers (one event loop: next() is never interleaved); filling a queue with
     # every item first cost 3 us per item before the first request (10,000 cases: 30 ms).
+    total = len(items) if isinstance(items, Sized) else None
     pending = iter(items)
-    progress = Progress(total=len(items), label=label, enabled=show_progress is not False, cost=cost_so_far)
+    ahead = _Ahead(pending, max(1, concurrency)) if total is None else None
+    progress = Progress(total=total or 0, label=label, enabled=show_progress is not False, cost=cost_so_far)
     fatal: list[BaseException] = []
 
     loop = asyncio.get_running_loop()
@@ -108,7 +165,7 @@ async def run_rows(
 
     async def worker() -> None:
         while not fatal:
-            item = next(pending, _DONE)
+            item = next(pending, _DONE) if ahead is None else ahead.take()
             if item is _DONE:
                 return
             try:
@@ -126,12 +183,15 @@ async def run_rows(
                 emit(on_error(item, exc))
             progress.advance()
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(items) or 1)))]
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, total or 1) if total is not None
+                                                                   else concurrency))]
     try:
         await asyncio.gather(*workers)
     finally:
         for w in workers:
             w.cancel()
+        if ahead is not None:
+            ahead.close()
         write_unwritten()  # also when interrupted: every row already paid for reaches the file
         progress.close()
         stats.wall_s = time.perf_counter() - start

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -242,7 +242,7 @@ def execute(
     *,
     out: Path,
     manifest: RunManifest,
-    items: Sequence[T],
+    items: Iterable[T],
     key: Callable[[T], tuple[str, int | None, int | None]],
     evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
     on_error: Callable[[T, BaseException], ResultRow],
@@ -264,7 +264,7 @@ async def execute_async(
     *,
     out: Path | None,
     manifest: RunManifest | Callable[[], RunManifest],
-    items: Sequence[T],
+    items: Iterable[T],
     key: Callable[[T], tuple[str, int | None, int | None]],
     evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
     on_error: Callable[[T, BaseException], ResultRow],
@@ -307,7 +307,7 @@ async def _execute_locked(
     *,
     out: Path | None,
     manifest: RunManifest | Callable[[], RunManifest],
-    items: Sequence[T],
+    items: Iterable[T],
     key: Callable[[T], tuple[str, int | None, int | None]],
     evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
     on_error: Callable[[T, BaseException], ResultRow],
@@ -342,9 +342,17 @@ async def _execute_locked(
     resume = prepare_output(out, built[0]) if out is not None and built else Resume()
     if built:
         the_manifest()
-    todo = [it for it in items if key(it) not in resume.done]
-    if on_todo is not None:
-        on_todo(len(todo))
+    todo: Iterable[T]
+    if isinstance(items, Sequence) or (client is not None and client.batch is not None):
+        todo = [it for it in items if key(it) not in resume.done]
+        n_todo: int | None = len(todo)
+    else:
+        # A stream (an iterator such as a CaseStream): each item is made when a worker takes it, so making the next
+        # overlaps with the calls in flight. A batch job wants every request at once, so it takes them all above.
+        todo = (it for it in items if key(it) not in resume.done)
+        n_todo = None
+    if on_todo is not None and n_todo is not None:
+        on_todo(n_todo)
 
     async def evaluate_flagged(it: T) -> ResultRow | list[ResultRow]:
         # Every judging command goes through here, so every judged row is checked for self-grading once.
@@ -377,7 +385,7 @@ async def _execute_locked(
                     m.write(out)
 
             client.batch.attach(m.extra.setdefault("batch_jobs", []), save=save_manifest)
-            concurrency = max(concurrency, len(todo))
+            concurrency = max(concurrency, n_todo or 0)
         if keep_manifest:
             assert out is not None
             m.write(out)
@@ -395,7 +403,7 @@ async def _execute_locked(
             if deferred:
                 task = asyncio.ensure_future(run)
                 try:
-                    await _first_requests_sent(task, client, min(concurrency, len(todo)))
+                    await _first_requests_sent(task, client, concurrency if n_todo is None else min(concurrency, n_todo))
                     _load_result_models()  # the loop waits for it (~0.1 s) while the requests are in flight
                     if keep_manifest:
                         assert out is not None
@@ -428,7 +436,8 @@ async def _execute_locked(
             writer.close()
         # Re-reading is for regular files only: /dev/full reads as endless zeros, a pipe would block.
         # With nothing to do (an unchanged rerun) nothing was written: no second copy of every kept row.
-        reread = _reread(out, resume.kept) if out is not None and todo and not new_rows and keep_manifest else []
+        reread = (_reread(out, resume.kept) if out is not None and n_todo != 0 and not new_rows and keep_manifest
+                  else [])
         all_rows = resume.kept + (new_rows or reread)
         final = the_manifest()
         n_self = _record_self_grading(final, all_rows)

@@ -16,11 +16,12 @@ Nothing is dropped silently: each skipped evaluation is counted by reason (``sam
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,6 +187,13 @@ def metric_name(entry: Any) -> str:
     return str(getattr(entry, "name", type(entry).__name__))
 
 
+def _taking(units: Iterator[_Unit], taken: list[_Unit]) -> Iterator[_Unit]:
+    """``units``, each also appended to ``taken`` as it is taken."""
+    for u in units:
+        taken.append(u)
+        yield u
+
+
 def _root_span(spans: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     """The evaluated span: the trace's root (no parent, or a parent that never arrived), earliest first."""
     ids = {s.get("spanId") for s in spans}
@@ -212,6 +220,8 @@ class StepReport:
     scored: int = 0
     exported: int = 0
     alerts: list[Alert] = field(default_factory=list)
+    judge_unavailable: str | None = None
+    """Why the judge could not be reached or refused us, when it stopped this pass (its traces wait)."""
 
 
 class Monitor:
@@ -268,48 +278,56 @@ class Monitor:
                             max_traces=self.config.max_traces)
         self._adjust_rate(now)
         ready = self.sink.quiet_traces(before_ns=int((now - self.config.quiet_seconds) * 1e9), limit=self.config.batch)
-        todo: list[_Unit] = []
         starts: dict[str, int] = {}
-        for tid in ready:
-            report.traces += 1
-            spans = self.sink.trace_spans(tid)
-            if self.config.traces and not any(r.matches(spans) for r in self.config.traces):
-                self._close(tid, "not_matched")
-                continue
-            decision = self.config.sampler.decide(tid, spans, factor=self.rate_factor)
-            if not decision.sampled:
-                # At the budget, what the lowered rate left out would not have been judged either: over_budget.
-                over = decision.reason == "budget_lowered_rate" and self._over_budget(now)
-                self._close(tid, "over_budget" if over else decision.reason)
-                continue
-            if self._over_budget(now):
-                self._close(tid, "over_budget")
-                continue
-            root = _root_span(spans)
-            span_id = str(root.get("spanId"))
-            if self.sink.trace_truncated(tid):
-                self._unscored(tid, span_id, "too_large", "trace over the span cap per trace")
-                continue
-            try:
-                units = self._units(tid, spans, span_id)
-            except TrajectoryError as exc:
-                self._close(tid, "no_case", str(exc))
-                continue
-            if not units:
-                self._close(tid, "no_matching_span")
-                continue
-            big = [u for u in units if len(json.dumps(u.case, default=str)) > self.config.max_input_chars]
-            if big:
-                self._unscored(tid, span_id, "too_large", f"case over {self.config.max_input_chars} characters")
-                continue
-            todo.extend(units)
-            starts[tid] = int(root.get("startTimeUnixNano") or 0)
-        # Scores enter the drift statistic in the order the traces began, whatever order they arrived in.
-        todo.sort(key=lambda u: (starts[u.trace_id], u.trace_id, u.unit))
-        if todo:
-            report.scored += self._evaluate(todo, report)
+
+        def units() -> Iterator[_Unit]:
+            # Each trace is decided and mapped when the runner has room for another case, so this work overlaps
+            # with the judge calls already in flight instead of running before the first of them.
+            for tid in ready:
+                report.traces += 1
+                got = self._decide(tid, now)
+                if got:
+                    starts[tid] = got[0]
+                    yield from got[1]
+
+        if ready:
+            report.scored += self._evaluate(units(), report, starts)
         report.exported = self.export_pending()
         return report
+
+    def _decide(self, tid: str, now: float) -> tuple[int, list[_Unit]] | None:
+        """Whether the trace ``tid`` is evaluated: (its root span's start, its units), or None when it was closed
+        (its reason counted) instead."""
+        spans = self.sink.trace_spans(tid)
+        if self.config.traces and not any(r.matches(spans) for r in self.config.traces):
+            self._close(tid, "not_matched")
+            return None
+        decision = self.config.sampler.decide(tid, spans, factor=self.rate_factor)
+        if not decision.sampled:
+            # At the budget, what the lowered rate left out would not have been judged either: over_budget.
+            over = decision.reason == "budget_lowered_rate" and self._over_budget(now)
+            self._close(tid, "over_budget" if over else decision.reason)
+            return None
+        if self._over_budget(now):
+            self._close(tid, "over_budget")
+            return None
+        root = _root_span(spans)
+        span_id = str(root.get("spanId"))
+        if self.sink.trace_truncated(tid):
+            self._unscored(tid, span_id, "too_large", "trace over the span cap per trace")
+            return None
+        try:
+            units = self._units(tid, spans, span_id)
+        except TrajectoryError as exc:
+            self._close(tid, "no_case", str(exc))
+            return None
+        if not units:
+            self._close(tid, "no_matching_span")
+            return None
+        if any(len(json.dumps(u.case, default=str)) > self.config.max_input_chars for u in units):
+            self._unscored(tid, span_id, "too_large", f"case over {self.config.max_input_chars} characters")
+            return None
+        return int(root.get("startTimeUnixNano") or 0), units
 
     def _units(self, tid: str, spans: list[dict[str, Any]], root_span: str) -> list[_Unit]:
         """The trace as one case, or (``spans:``) one case per chosen span."""
@@ -374,40 +392,60 @@ class Monitor:
                          f"judge spend ${spent:.4f} in the last hour; at the full rate "
                          f"${projected:.4f}/hour against the budget ${budget:.4f}/hour)")
 
-    def _evaluate(self, todo: list[_Unit], report: StepReport) -> int:
+    def _evaluate(self, units: Iterator[_Unit], report: StepReport, starts: dict[str, int]) -> int:
+        """Evaluate ``units`` evaluator by evaluator (the first evaluator's run takes them as it goes: see
+        :meth:`step`), then record the scores (:meth:`_record`)."""
+        from ..cases._case import CaseStream
         from ..run._evaluate import evaluate_async
         from ..runner._session import run_sync
-        from ..store import recording
 
+        todo: list[_Unit] = []  # every unit taken, in the order taken
+        rows_of: dict[str, dict[str, Any]] = {}
+        for i, (name, entry) in enumerate(self._entries.items()):
+            batch: list[_Unit] = []
+
+            def cases(source: Iterator[_Unit], name: str = name, batch: list[_Unit] = batch) -> Iterator[dict[str, Any]]:
+                for u in source:
+                    if not self._has_score(u, name):  # scored before a restart: not judged again
+                        batch.append(u)
+                        yield u.case
+
+            pending = cases(_taking(units, todo) if i == 0 else iter(todo))
+            first = next(pending, None)
+            if first is None:  # nothing left to judge for this evaluator: no run
+                continue
+            stream = CaseStream(itertools.chain([first], pending), name=f"<monitor:{name}>")
+            try:
+                # A pass is not a run of the history (a stream never is): its scores are the store's trace scores.
+                result = run_sync(evaluate_async(stream, [entry], self.judge, progress=False,
+                                                 threshold=self.config.threshold, name=f"monitor:{name}"))
+            except (FatalRunError, ProviderError) as exc:
+                # The judge is down or refuses us: the scores wait (the traces stay open for the next pass), and
+                # the evaluators already run keep theirs.
+                self.sink.count("skipped: judge_unavailable", len(batch))
+                self.last_error = report.judge_unavailable = str(exc)
+                break
+            rows_of[name] = {r.id: r for r in result.rows}
+        return self._record(todo, rows_of, report, starts)
+
+    def _record(self, todo: list[_Unit], rows_of: dict[str, dict[str, Any]], report: StepReport,
+                starts: dict[str, int]) -> int:
+        """Store each evaluated unit's score per evaluator, in the order the traces began (the drift statistic's
+        order, whatever order they arrived in); close each trace every score of which is stored."""
         recorded = 0
         needed: dict[str, int] = {}
         for u in todo:
             needed[u.trace_id] = needed.get(u.trace_id, 0) + len(self._entries)
         done: dict[str, int] = {tid: 0 for tid in needed}
-        for name, entry in self._entries.items():
-            batch = []
+        todo = sorted(todo, key=lambda u: (starts[u.trace_id], u.trace_id, u.unit))
+        now = self._clock()
+        for name in self._entries:
+            rows = rows_of.get(name, {})
             for u in todo:
-                if self._has_score(u, name):  # scored before a restart: not judged again
-                    done[u.trace_id] += 1
-                else:
-                    batch.append(u)
-            if not batch:
-                continue
-            try:
-                # A pass is not a run of the history: its scores are the store's trace scores, one per unit.
-                with recording(enabled=False):
-                    result = run_sync(evaluate_async([u.case for u in batch], [entry], self.judge, progress=False,
-                                                     threshold=self.config.threshold, name=f"monitor:{name}"))
-            except (FatalRunError, ProviderError) as exc:
-                # The judge is down or refuses us: the scores wait (the traces stay open for the next pass).
-                self.sink.count("skipped: judge_unavailable", len(batch))
-                self.last_error = str(exc)
-                return recorded
-            rows = {r.id: r for r in result.rows}
-            now = self._clock()
-            for u in batch:
                 row = rows.get(u.case["id"])
-                if row is None:
+                if row is None:  # scored before a restart, or not judged (the judge was down)
+                    if self._has_score(u, name):
+                        done[u.trace_id] += 1
                     continue
                 if row.cost_usd:
                     self._spend.append((now, float(row.cost_usd), self.rate_factor))
