@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,3 +79,23 @@ def test_a_missing_file_or_a_check_entry_is_refused(tmp_path: Path) -> None:
     suite = _suite(tmp_path, "  - contains: {value: ['x']}\n    aligned: judge.aligned.json\n")
     with pytest.raises(SuiteInvalid, match="not an LLM judge"):
         load_suite(suite)
+
+
+@pytest.mark.parametrize("evaluators", [1, 2], ids=["one evaluator", "two evaluators"])
+def test_rows_of_plain_function_evaluators_reach_the_file_while_the_run_goes(tmp_path: Path,
+                                                                             evaluators: int) -> None:
+    import referee
+
+    out = tmp_path / "r.jsonl"
+    lines_at_case_30: list[int] = []
+
+    def check(output: str, case: Any) -> bool:  # a plain function: its evaluation never yields to the loop
+        if case.id == "c30" and not lines_at_case_30:
+            lines_at_case_30.append(len(out.read_text().splitlines()) if out.exists() else 0)
+        return True
+
+    res = referee.evaluate([{"id": f"c{i}", "output": "x"} for i in range(40)], [check] * evaluators, out=out,
+                           progress=False, concurrency=1)
+    assert res.scored == 40
+    # Rows are written as they complete (a kill -9 keeps them), not all at the end of the run.
+    assert lines_at_case_30[0] >= 20

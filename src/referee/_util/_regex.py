@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import regex
-
 from ..errors import RefereeError
 
 TIMEOUT_S = 1.0
@@ -35,7 +33,7 @@ class RegexTimeout(RefereeError):
         super().__init__(f"regex /{shown}/ took more than {TIMEOUT_S:g} s on {chars:,} characters; stopped")
 
 
-def _flags(flags: int) -> int:
+def _flags(regex: Any, flags: int) -> int:
     out = 0
     for std, ext in ((re.IGNORECASE, regex.IGNORECASE), (re.MULTILINE, regex.MULTILINE),
                      (re.DOTALL, regex.DOTALL), (re.VERBOSE, regex.VERBOSE)):
@@ -47,8 +45,11 @@ def _flags(flags: int) -> int:
 def compile(pattern: str, flags: int = 0) -> Any:
     """A compiled pattern; a syntax error raises ``re.error`` as ``re.compile`` would (``re`` checks the
     syntax users write against)."""
+    # Imported here (about 15 ms): a suite loads every built-in check, and most runs compile no user pattern.
+    import regex
+
     re.compile(pattern, flags)
-    return regex.compile(pattern, _flags(flags) | regex.VERSION0)
+    return regex.compile(pattern, _flags(regex, flags) | regex.VERSION0)
 
 
 def search(pattern: Any, text: str, flags: int = 0, *, full: bool = False) -> Any:
