@@ -540,19 +540,11 @@ class CaseStream:
     def __next__(self) -> Case:
         obj = next(self._source)
         i = len(self.cases)
-        if isinstance(obj, Case):
-            case = obj
-        else:
-            if isinstance(obj, str):
-                obj = {"output": obj}
-            if isinstance(obj, dict) and obj.get("id") in (None, ""):
-                obj = {"id": str(i + 1), **{k: v for k, v in obj.items() if k != "id"}}
-            with media_store_of(self._media):
-                case = _check_case(obj, self.path, i + 1, i)
+        with media_store_of(self._media):
+            case = _record_case(obj, self.path, i)
         first = self._seen.setdefault(case.id, i + 1)
         if first != i + 1:
-            raise InputError(f"duplicate case id '{case.id}' (first at item {first}); ids must be unique",
-                             file=self.path, line=i + 1, field="id")
+            raise _duplicate(case.id, first, self.path, i)
         self.cases.append(case)
         self._digest.update(json.dumps(case.data, ensure_ascii=False, default=str).encode() + b"\n")
         return case
@@ -569,23 +561,30 @@ def _from_records(items: Sequence[Any], name: str) -> CaseSet:
         return _from_records_unshared(items, name)
 
 
+def _record_case(obj: Any, name: str, i: int) -> Case:
+    """The ``i``-th (0-based) item a Python user gave as a case: a :class:`Case`, a dict (a missing id is its
+    1-based position) or a string (its output), checked."""
+    if isinstance(obj, Case):
+        return obj
+    if isinstance(obj, str):
+        obj = {"output": obj}
+    if isinstance(obj, dict) and obj.get("id") in (None, ""):
+        obj = {"id": str(i + 1), **{k: v for k, v in obj.items() if k != "id"}}
+    return _check_case(obj, name, i + 1, i)
+
+
+def _duplicate(case_id: str, first: int, name: str, i: int) -> InputError:
+    return InputError(f"duplicate case id '{case_id}' (first at item {first}); ids must be unique", file=name,
+                      line=i + 1, field="id")
+
+
 def _from_records_unshared(items: Sequence[Any], name: str) -> CaseSet:
-    cases: list[Case] = []
-    for i, obj in enumerate(items):
-        if isinstance(obj, Case):
-            cases.append(obj)
-            continue
-        if isinstance(obj, str):
-            obj = {"output": obj}
-        if isinstance(obj, dict) and obj.get("id") in (None, ""):
-            obj = {"id": str(i + 1), **{k: v for k, v in obj.items() if k != "id"}}
-        cases.append(_check_case(obj, name, i + 1, i))
+    cases = [_record_case(obj, name, i) for i, obj in enumerate(items)]
     if not cases:
         raise InputError("no cases", file=name)
     seen: dict[str, int] = {}
     for i, c in enumerate(cases):
         first = seen.setdefault(c.id, i + 1)
         if first != i + 1:
-            raise InputError(f"duplicate case id '{c.id}' (first at item {first}); ids must be unique", file=name,
-                             line=i + 1, field="id")
+            raise _duplicate(c.id, first, name, i)
     return CaseSet(path=name, cases=cases)
