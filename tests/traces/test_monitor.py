@@ -516,3 +516,39 @@ def test_an_alert_without_a_history_of_runs_names_no_offline_run(collector: Coll
         pass
     assert alerts and mon.alerts[0].offline is None and "offline" not in alerts[0]
     assert mon.last_error is None
+
+
+def test_a_pass_is_kept_until_the_next_pass_with_traces_and_no_longer(collector: Collector, judge: Judge,
+                                                                     clock: Clock,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass's cases and rows stay alive until the next pass that has traces (a `--once` run then ends without
+    freeing them), never longer: memory holds one pass."""
+    import gc
+    import weakref
+
+    made: list[weakref.ref[Any]] = []
+    units = Monitor._units
+
+    def spy(self: Monitor, *a: Any) -> Any:
+        got = units(self, *a)
+        made.extend(weakref.ref(u) for u in got)
+        return got
+
+    monkeypatch.setattr(Monitor, "_units", spy)
+    mon = Monitor(collector.sink, MonitorConfig.parse({"quiet_seconds": 5}, [RUBRIC], clock=clock), judge=judge,
+                  clock=clock)
+    _send(collector, [("q1", "a1"), ("q2", "a2")])
+    clock.t += 10
+    assert mon.step().scored == 2
+    first = made[:]
+    gc.collect()
+    assert len(first) == 2 and all(r() is not None for r in first)
+    clock.t += 10
+    assert mon.step().traces == 0  # an empty pass keeps them
+    gc.collect()
+    assert all(r() is not None for r in first)
+    _send(collector, [("q3", "a3")])
+    clock.t += 10
+    assert mon.step().scored == 1
+    gc.collect()
+    assert all(r() is None for r in first) and all(r() is not None for r in made[2:])

@@ -253,6 +253,10 @@ class Monitor:
         self._said_factor = 1.0
         self.alerts: list[Alert] = []
         self.last_error: str | None = None
+        self._last_pass: Any = None
+        """The last pass with traces' cases and rows, freed when the next such pass replaces them: freeing 4,000
+        of each took 23 ms at the end of a `referee monitor --replay --once`, whose process then ends without
+        freeing anything (a pass is at most ``batch`` traces)."""
         self._pruned_at = float("-inf")
         self._drift = {n: DriftDetector(n, reference_size=config.drift_reference, window=config.drift_window,
                                         k=config.drift_k, h=config.drift_h) for n in names}
@@ -426,6 +430,7 @@ class Monitor:
                 self.last_error = report.judge_unavailable = str(exc)
                 break
             rows_of[name] = {r.id: r for r in result.rows}
+        self._last_pass = (todo, rows_of)
         return self._record(todo, rows_of, report, starts)
 
     def _record(self, todo: list[_Unit], rows_of: dict[str, dict[str, Any]], report: StepReport,
