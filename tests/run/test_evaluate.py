@@ -348,9 +348,13 @@ def test_a_stream_of_cases_is_taken_as_the_judge_answers() -> None:
         taken_at_first_call.append(len(taken))
         return verdict(0.1 if "WRONG" in req.messages[1].content else 0.9)
 
-    r = referee.evaluate(CaseStream(source(), name="<live>"), [referee.judges.LLMJudge()],
-                         judge=Judge.fake(reply, concurrency=2), progress=False)
+    handed: list[tuple[str, int]] = []  # (row id, cases taken when it was handed over)
+    r = referee.evaluate(CaseStream(source(), name="<live>",
+                                    on_rows=lambda rows: handed.extend((row.id, len(taken)) for row in rows)),
+                         [referee.judges.LLMJudge()], judge=Judge.fake(reply, concurrency=2), progress=False)
     assert taken_at_first_call[0] < 12  # the first call went out before the stream was spent
+    # every row handed to on_rows once, the first while the stream was still being taken
+    assert sorted(i for i, _ in handed) == sorted(f"t{i}" for i in range(12)) and handed[0][1] < 12
     assert [row.id for row in r.rows] == [f"t{i}" for i in range(12)]  # in the stream's order
     assert [row.score for row in r.rows] == [pytest.approx(0.1 if i % 4 == 0 else 0.9) for i in range(12)]
     assert [c.id for c in r.cases] == [f"t{i}" for i in range(12)]

@@ -4,6 +4,7 @@ evaluator) and exports gen_ai.evaluation.result log records to a second OTLP rec
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -552,3 +553,34 @@ def test_a_pass_is_kept_until_the_next_pass_with_traces_and_no_longer(collector:
     assert mon.step().scored == 1
     gc.collect()
     assert all(r() is None for r in first) and all(r() is not None for r in made[2:])
+
+
+def test_scores_are_stored_in_the_order_the_traces_began_whatever_order_they_were_judged_in(
+        make_sink: SinkFactory, judge: Judge, clock: Clock) -> None:
+    """Traces that arrived (and are judged, one at a time) in the reverse of the order they began: their scores,
+    made as each answer arrives, are stored in the order the traces began, the drift statistic's order, and a
+    restart reads them back in that order."""
+    sink = make_sink()
+    for i in range(1, 7):  # trace 1 arrives first (and has the lowest id) but began last
+        sink.add_spans([dataclasses.replace(_chat_trace(i), start_ns=100 - i, end_ns=101 - i)],
+                       received_ns=clock.ns() + i)
+    clock.t += 60
+    cfg = MonitorConfig.parse({"quiet_seconds": 5}, [RUBRIC], clock=clock)
+    mon = Monitor(sink, cfg, judge=dataclasses.replace(judge, concurrency=1), clock=clock)
+    judged: list[str] = []
+    arrived = Monitor._evaluate
+
+    def spy(self: Monitor, units: Any, *a: Any) -> Any:
+        def taking() -> Any:
+            for u in units:
+                judged.append(u.trace_id)
+                yield u
+        return arrived(self, taking(), *a)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Monitor, "_evaluate", spy)
+        assert mon.step().scored == 6
+    began = [f"{i:032x}" for i in range(6, 0, -1)]
+    assert judged == began[::-1]
+    assert [s.trace_id for s in sink.scores()] == began
+    assert [s.trace_id for s in sorted(sink.scores(), key=lambda s: s.at_ns)] == began  # as a restart reads them

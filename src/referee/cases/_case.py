@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -524,10 +524,13 @@ class CaseStream:
     """Cases taken one at a time from an iterator (of dicts or :class:`Case` objects), each checked as it is taken
     (the checks and messages of :func:`cases_from`, duplicate ids included), so that producing the next case
     overlaps with evaluating the ones already taken: the runner pulls a case when it has room for one. ``cases``
-    holds those taken so far, in order. A stream, unlike a list, may be empty."""
+    holds those taken so far, in order. A stream, unlike a list, may be empty. ``on_rows``: handed each batch of
+    result rows as the run completes them (in the event loop's thread; it must be quick)."""
 
-    def __init__(self, source: Iterable[Any], *, name: str = "<cases>") -> None:
+    def __init__(self, source: Iterable[Any], *, name: str = "<cases>",
+                 on_rows: Callable[[list[Any]], None] | None = None) -> None:
         self.path = name
+        self.on_rows = on_rows
         self.cases: list[Case] = []
         self._source = iter(source)
         self._seen: dict[str, int] = {}

@@ -360,6 +360,7 @@ async def evaluate_async(
                 on_error=lambda c, exc: error_row(c.id, exc, evaluator=EVALUATOR_LABEL, category=c.category),
                 client=client, concurrency=max(run_concurrency, where.concurrency), label="evaluating",
                 show_progress=progress, cleanup=run.aclose if run is not None else None,
+                on_rows=stream.on_rows if stream is not None else None,
             )
         if stream is not None:  # the cases the stream gave, now that it is spent
             from ..results._manifest import EvalSetInfo

@@ -275,11 +275,13 @@ async def execute_async(
     show_progress: bool | None = None,
     cleanup: Callable[[], Awaitable[None]] | None = None,
     on_todo: Callable[[int], None] | None = None,
+    on_rows: Callable[[list[ResultRow]], None] | None = None,
 ) -> Outcome:
     """:func:`execute` for async code: the one runner of every evaluation (resume, rows written as they
     complete, manifest totals). With ``out=None`` rows stay in memory (nothing to resume, no file).
     ``client`` is closed at the end. ``on_todo(n)``: told how many items are left to run once the resume is read
-    (a progress display of its own).
+    (a progress display of its own). ``on_rows(rows)``: handed the rows of each event-loop turn that completed
+    some, as the results file and the run history are (the monitor prepares each trace's score as it arrives).
 
     ``manifest`` may be given as the function that builds it: a new run (no results file yet, no batch) then
     sends its first requests first, and imports the result models (pydantic, ~0.1 s) and builds and writes the
@@ -295,7 +297,7 @@ async def execute_async(
         return await _execute_locked(out=out, manifest=manifest, items=items, key=key, evaluate=evaluate,
                                      on_error=on_error, client=client, concurrency=concurrency, label=label,
                                      skipped=skipped, show_progress=show_progress, cleanup=cleanup,
-                                     on_todo=on_todo, recorder=recorder)
+                                     on_todo=on_todo, recorder=recorder, on_rows=on_rows)
     finally:
         if recorder is not None:
             recorder.close()  # a run that failed before it started: the thread stops unrecorded
@@ -319,6 +321,7 @@ async def _execute_locked(
     cleanup: Callable[[], Awaitable[None]] | None,
     on_todo: Callable[[int], None] | None = None,
     recorder: Recorder | None = None,
+    on_rows: Callable[[list[ResultRow]], None] | None = None,
 ) -> Outcome:
     deferred = callable(manifest) and (out is None or not out.exists()) and (client is None or client.batch is None)
     built: list[RunManifest] = [] if deferred else [manifest() if callable(manifest) else manifest]
@@ -399,7 +402,7 @@ async def _execute_locked(
             run = run_rows(todo, evaluate_flagged, writer=writer, concurrency=concurrency, label=label,
                            on_error=on_error, show_progress=show_progress,
                            cost_so_far=(lambda: client.stats.cost_usd if client and client.price_source else None),
-                           record=recorder.rows if recorder is not None else None)
+                           record=_sinks(recorder, on_rows))
             if deferred:
                 task = asyncio.ensure_future(run)
                 try:
@@ -458,6 +461,20 @@ async def _execute_locked(
         judge_model = final.judge.model if final.judge is not None else None
         log.warning("%s", self_grading.caveat(n_self, len(resume.kept) + len(new_rows), judge_model))
     return Outcome(rows=resume.kept + new_rows, new_rows=new_rows, manifest=final, resume_note=resume.note)
+
+
+def _sinks(recorder: Recorder | None, on_rows: Callable[[list[ResultRow]], None] | None,
+           ) -> Callable[[list[ResultRow], list[str] | None], None] | None:
+    """What ``run_rows`` hands each turn's rows to: the run history's recorder, ``on_rows``, both or neither."""
+    if on_rows is None:
+        return recorder.rows if recorder is not None else None
+    if recorder is None:
+        return lambda rows, _lines: on_rows(rows)
+
+    def both(rows: list[ResultRow], lines: list[str] | None) -> None:
+        recorder.rows(rows, lines)
+        on_rows(rows)
+    return both
 
 
 async def _first_requests_sent(run: asyncio.Future[Any], client: JudgeClient | None, n: int) -> None:

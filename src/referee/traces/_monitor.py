@@ -194,6 +194,16 @@ def _taking(units: Iterator[_Unit], taken: list[_Unit]) -> Iterator[_Unit]:
         yield u
 
 
+def _score(u: _Unit, name: str, row: Any) -> Score:
+    """The stored score of ``row``, the evaluator ``name``'s result on the unit ``u`` (its time set when stored)."""
+    scored = row.status == "scored"
+    return Score(trace_id=u.trace_id, span_id=u.span_id, evaluator=name, status=row.status,
+                 score=row.score if scored else None, passed=row.passed if scored else None,
+                 explanation=row.rationale or row.error,
+                 error_type=None if scored else (row.status if row.status != "error" else "evaluator_error"),
+                 unit=u.unit)
+
+
 def _root_span(spans: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     """The evaluated span: the trace's root (no parent, or a parent that never arrived), earliest first."""
     ids = {s.get("spanId") for s in spans}
@@ -253,6 +263,7 @@ class Monitor:
         self._said_factor = 1.0
         self.alerts: list[Alert] = []
         self.last_error: str | None = None
+        self._last_at_ns = 0
         self._last_pass: Any = None
         """The last pass with traces' cases and rows, freed when the next such pass replaces them: freeing 4,000
         of each took 23 ms at the end of a `referee monitor --replay --once`, whose process then ends without
@@ -405,20 +416,30 @@ class Monitor:
 
         todo: list[_Unit] = []  # every unit taken, in the order taken
         rows_of: dict[str, dict[str, Any]] = {}
+        prepared: dict[tuple[str, str], Score] = {}
         for i, (name, entry) in enumerate(self._entries.items()):
-            batch: list[_Unit] = []
+            batch: dict[str, _Unit] = {}  # by case id
 
-            def cases(source: Iterator[_Unit], name: str = name, batch: list[_Unit] = batch) -> Iterator[dict[str, Any]]:
+            def cases(source: Iterator[_Unit], name: str = name,
+                      batch: dict[str, _Unit] = batch) -> Iterator[dict[str, Any]]:
                 for u in source:
                     if not self._has_score(u, name):  # scored before a restart: not judged again
-                        batch.append(u)
+                        batch[u.case["id"]] = u
                         yield u.case
+
+            def arrived(rows: list[Any], name: str = name, batch: dict[str, _Unit] = batch) -> None:
+                # Each score is made as its row arrives, while the calls still in flight leave the loop idle; it
+                # is stored after the last answer, in the order the traces began (see _record).
+                for row in rows:
+                    u = batch.get(row.id)
+                    if u is not None and row.status != "error":
+                        prepared[(name, row.id)] = _score(u, name, row)
 
             pending = cases(_taking(units, todo) if i == 0 else iter(todo))
             first = next(pending, None)
             if first is None:  # nothing left to judge for this evaluator: no run
                 continue
-            stream = CaseStream(itertools.chain([first], pending), name=f"<monitor:{name}>")
+            stream = CaseStream(itertools.chain([first], pending), name=f"<monitor:{name}>", on_rows=arrived)
             try:
                 # A pass is not a run of the history (a stream never is): its scores are the store's trace scores.
                 result = run_sync(evaluate_async(stream, [entry], self.judge, progress=False,
@@ -430,11 +451,11 @@ class Monitor:
                 self.last_error = report.judge_unavailable = str(exc)
                 break
             rows_of[name] = {r.id: r for r in result.rows}
-        self._last_pass = (todo, rows_of)
-        return self._record(todo, rows_of, report, starts)
+        self._last_pass = (todo, rows_of, prepared)
+        return self._record(todo, rows_of, report, starts, prepared)
 
     def _record(self, todo: list[_Unit], rows_of: dict[str, dict[str, Any]], report: StepReport,
-                starts: dict[str, int]) -> int:
+                starts: dict[str, int], prepared: dict[tuple[str, str], Score]) -> int:
         """Store each evaluated unit's score per evaluator, in the order the traces began (the drift statistic's
         order, whatever order they arrived in); close each trace every score of which is stored."""
         recorded = 0
@@ -444,6 +465,10 @@ class Monitor:
         done: dict[str, int] = {tid: 0 for tid in needed}
         todo = sorted(todo, key=lambda u: (starts[u.trace_id], u.trace_id, u.unit))
         now = self._clock()
+        # Each stored score is a nanosecond after the one before, in this order: a restart feeds the drift statistic
+        # the stored scores by time, so it sees them in the order the live monitor did (the store breaks ties by
+        # trace id, not by when a trace began).
+        at_ns = max(int(now * 1e9), self._last_at_ns + 1)
         for name in self._entries:
             rows = rows_of.get(name, {})
             for u in todo:
@@ -460,15 +485,11 @@ class Monitor:
                     self.sink.count("skipped: evaluator_error")
                     if self._attempts[key] < DEFAULT_MAX_ATTEMPTS:
                         continue  # the score waits: the trace stays open and the next pass tries again
-                score = Score(trace_id=u.trace_id, span_id=u.span_id, evaluator=name, status=row.status,
-                              score=row.score if row.status == "scored" else None,
-                              passed=row.passed if row.status == "scored" else None,
-                              explanation=row.rationale or row.error,
-                              error_type=None if row.status == "scored" else (row.status if row.status != "error"
-                                                                               else "evaluator_error"),
-                              at_ns=int(now * 1e9), unit=u.unit)
+                score = prepared.get((name, row.id)) or _score(u, name, row)
+                score.at_ns = at_ns
                 if self.sink.record_score(score):
                     recorded += 1
+                    self._last_at_ns, at_ns = at_ns, at_ns + 1
                     if score.score is not None:
                         alert = self._drift[name].update(score.score, u.trace_id)
                         if alert is not None:
