@@ -265,9 +265,9 @@ class Monitor:
         self.last_error: str | None = None
         self._last_at_ns = 0
         self._last_pass: Any = None
-        """The last pass with traces' cases and rows, freed when the next such pass replaces them: freeing 4,000
-        of each took 23 ms at the end of a `referee monitor --replay --once`, whose process then ends without
-        freeing anything (a pass is at most ``batch`` traces)."""
+        """The cases, rows and scores of the last pass that had traces, freed when the next such pass replaces
+        them: freeing 4,000 of each took 23 ms at the end of a `referee monitor --replay --once`, whose process
+        then ends without freeing anything (a pass is at most ``batch`` traces)."""
         self._pruned_at = float("-inf")
         self._drift = {n: DriftDetector(n, reference_size=config.drift_reference, window=config.drift_window,
                                         k=config.drift_k, h=config.drift_h) for n in names}
