@@ -99,6 +99,8 @@ HOSTILE = {
     "an int64 as a number": _attr({"intValue": 7}),
     "an int64 as text": _attr({"intValue": "-9223372036854775808"}),
     "an int64 over its range": _attr({"intValue": str(1 << 63)}),
+    "an int64 under its range, as a number": _attr({"intValue": -(1 << 63) - 1}),
+    "an int64 far over its range, as a number": _attr({"intValue": 1 << 70}),
     "an int64 that is not a number": _attr({"intValue": "seven"}),
     "an int64 that is a boolean": _attr({"intValue": True}),
     "a boolean as text": _attr({"boolValue": "true"}),
@@ -153,7 +155,7 @@ def test_a_hostile_body_reads_as_protobufs_parser_reads_it(name: str) -> None:
 
 
 def test_a_bare_nan_is_read_as_pythons_json_reads_it() -> None:
-    """``NaN`` is not JSON (orjson refuses it) but Python's JSON writes it: read as before, a double that is not a
+    """``NaN`` is not JSON (msgspec refuses it) but Python's JSON writes it: read as before, a double that is not a
     number, so no value. (Protobuf's parser refuses it, so this is not held to the reference.)"""
     doc = sdk_document()
     _chat(doc)["attributes"].append({"key": "nan", "value": {"doubleValue": float("nan")}})
@@ -168,7 +170,7 @@ def test_a_bare_nan_is_read_as_pythons_json_reads_it() -> None:
 def test_the_span_bound_rejects_the_same_spans_both_ways(bound: int, unknown: Any) -> None:
     doc = sdk_document()
     _chat(doc)["attributes"].append({"key": "long", "value": {"stringValue": "y" * 1500}})
-    if unknown is not None:  # what orjson will neither read nor write: the standard library's JSON takes over
+    if unknown is not None:  # what orjson will not write: the standard library's JSON takes over
         _chat(doc)["futureField"] = unknown
     got = direct(doc, max_span_bytes=bound)
     assert got == reference(doc, max_span_bytes=bound)

@@ -23,9 +23,15 @@ TEXTS = [
 ]
 
 
+def _document(text: str) -> object:
+    return _fastjson.loads_document(text.encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.parametrize("load", [_fastjson.loads, _document], ids=["loads", "loads_document"])
 @pytest.mark.parametrize("text", TEXTS)
-def test_loads_gives_json_s_value(text: str) -> None:
-    got, want = _fastjson.loads(text), json.loads(text)
+def test_loads_gives_json_s_value(text: str, load: object) -> None:
+    assert callable(load)
+    got, want = load(text), json.loads(text)
     assert type(got) is type(want)
     if isinstance(want, float) and math.isinf(want):
         assert got == want
@@ -37,9 +43,22 @@ def test_loads_gives_json_s_value(text: str) -> None:
 def test_loads_raises_json_s_error(text: str) -> None:
     with pytest.raises(json.JSONDecodeError) as want:
         json.loads(text)
-    with pytest.raises(json.JSONDecodeError) as got:
-        _fastjson.loads(text)
-    assert str(got.value) == str(want.value)
+    for load in (_fastjson.loads, _document):
+        with pytest.raises(json.JSONDecodeError) as got:
+            load(text)
+        assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("body", [b"\xef\xbb\xbf[1, 2]", "[1]".encode("utf-16"), b"[" * 100_000 + b"]" * 100_000],
+                         ids=["a byte-order mark", "UTF-16", "nested past any parser's depth"])
+def test_loads_document_reads_or_refuses_what_json_does(body: bytes) -> None:
+    try:
+        want: object = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        with pytest.raises(type(exc)):
+            _fastjson.loads_document(body)
+    else:
+        assert _fastjson.loads_document(body) == want
 
 
 @pytest.mark.parametrize("value", [
