@@ -21,6 +21,7 @@ from ..traces import (
     traces_to_cases,
     write_cases,
 )
+from . import keep_until_exit
 from ._common import JudgeOptions, api_judge, echo_err, flag_errors, judge_options
 
 
@@ -92,6 +93,7 @@ def command(suite: str, replays: tuple[str, ...], once: bool, port: int, to_case
                     stop.wait(1.0)
             except KeyboardInterrupt:
                 pass
+    keep_until_exit(monitor)  # its traces and last pass: freeing 4,000 of them at return took 20 ms
     _table(monitor)
     if to_cases:
         cases = traces_to_cases(sink, below=below, failed=below is None)
