@@ -291,10 +291,8 @@ def _from_json(doc: Any, *, max_span_bytes: int, max_attribute_bytes: int, body_
                 for sp in _list(_obj(ss, "scopeSpans").get("spans"), "spans"):
                     if not isinstance(sp, dict):
                         raise OTLPDecodeError("a span must be an object")
-                    ids = (sp.get("traceId"), sp.get("spanId"), sp.get("parentSpanId"))  # null: absent
-                    trace_id, span_id, parent = (_check_hex("" if ids[0] is None else ids[0], 32, "traceId"),
-                                                 _check_hex("" if ids[1] is None else ids[1], 16, "spanId"),
-                                                 _check_hex("" if ids[2] is None else ids[2], 16, "parentSpanId"))
+                    trace_id, span_id, parent = (_span_id(sp, "traceId", 32), _span_id(sp, "spanId", 16),
+                                                 _span_id(sp, "parentSpanId", 16))
                     for link in _list(sp.get("links"), "links"):
                         for key, digits in (("traceId", 32), ("spanId", 16)):
                             if key in _obj(link, "links"):
@@ -345,6 +343,12 @@ def _check_hex(value: Any, digits: int, what: str) -> str:
     if value and len(value) != digits:
         raise OTLPDecodeError(f"{what} must have {digits} hex digits, got {len(value)}")
     return value.lower()
+
+
+def _span_id(sp: dict[str, Any], key: str, digits: int) -> str:
+    """A span's own id field, checked; absent or null reads as empty (which the span check rejects)."""
+    value = sp.get(key)
+    return _check_hex("" if value is None else value, digits, key)
 
 
 def _hex_id(value: Any, digits: int, what: str) -> str:
