@@ -39,3 +39,28 @@ def test_a_missing_key_in_judge_names_the_stand_in(tmp_path: Path, capsys: pytes
     (tmp_path / "t.md").write_text("Judge <output>{output}</output>. Reply with JSON only.", encoding="utf-8")
     code = cli(["judge", str(tmp_path / "cases.jsonl"), "-t", str(tmp_path / "t.md"), "-o", str(tmp_path / "o.jsonl")])
     assert code == 2 and "--provider standin" in capsys.readouterr().err
+
+
+def test_a_built_in_provider_is_taken_without_reading_installed_plugins(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading every installed package's entry points costs start-up time; a built-in name needs none of it.
+    A name that is not built in still reads them, and is refused with the names there are."""
+    from referee import providers
+
+    scans: list[int] = []
+
+    def counted() -> dict[str, object]:
+        scans.append(1)
+        return {}
+
+    monkeypatch.setattr(providers, "_entry_points", counted)
+    monkeypatch.setattr(providers, "_EP_NAMES", None)
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "output": "4", "reference": "4"}\n', encoding="utf-8")
+    (tmp_path / "t.md").write_text("Judge <output>{output}</output>. Reply with JSON only.", encoding="utf-8")
+    base = ["judge", str(tmp_path / "cases.jsonl"), "-t", str(tmp_path / "t.md"), "--no-cache"]
+    assert cli([*base, "-o", str(tmp_path / "a.jsonl"), "--provider", "standin"]) == 0
+    assert scans == []
+    assert cli([*base, "-o", str(tmp_path / "b.jsonl"), "--provider", "Standin"]) == 2
+    err = capsys.readouterr().err
+    assert scans and "'Standin' is not one of" in err and "'standin'" in err
+    assert not (tmp_path / "b.jsonl").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 PROBE = """
 import json, sys
@@ -57,3 +58,23 @@ def test_shell_completion_works_as_the_readme_says() -> None:
     out = subprocess.run([sys.executable, "-c", "from referee.cli import main; main()"], env=env,
                          capture_output=True, text=True, timeout=60)
     assert "plain,score" in out.stdout, out
+
+
+REPLAY_PROBE = """
+import json, sys
+from referee.cli import cli
+from referee.example import DATA
+code = cli(["monitor", str(DATA / "production" / "monitor.yaml"), "--replay",
+            str(DATA / "production" / "traces.otlp.jsonl"), "--once", "--provider", "standin", "--store", sys.argv[1]])
+print(json.dumps({"code": code, "loaded": sorted(m for m in ("http.server", "socketserver", "referee.traces._receiver")
+                                                 if m in sys.modules)}))
+"""
+
+
+def test_replaying_recorded_traces_loads_no_http_server(tmp_path: Path) -> None:
+    """`referee monitor --replay ... --once` evaluates files: the receiver (an HTTP server) is for live traces."""
+    store = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    done = subprocess.run([sys.executable, "-c", REPLAY_PROBE, store], capture_output=True, text=True, check=True,
+                          cwd=tmp_path)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"code": 0, "loaded": []}, done.stderr[-2000:]

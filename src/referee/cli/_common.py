@@ -46,6 +46,15 @@ class ProviderChoice(click.Choice):
     def choices(self, value: Any) -> None:
         pass  # computed, see above
 
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from ..providers import is_builtin_or_registered
+
+        # A built-in or registered name is accepted as click would accept it (an exact, case-sensitive match),
+        # without the entry-point scan that ``choices`` needs for plugins, help and the error message.
+        if isinstance(value, str) and is_builtin_or_registered(value):
+            return value
+        return super().convert(value, param, ctx)
+
 
 @dataclass
 class JudgeOptions:

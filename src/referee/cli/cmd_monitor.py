@@ -10,8 +10,6 @@ import time
 import click
 
 from ..traces import (
-    Collector,
-    CollectorConfig,
     Monitor,
     load_monitor,
     offline_note,
@@ -82,6 +80,8 @@ def command(suite: str, replays: tuple[str, ...], once: bool, port: int, to_case
                              "for the next run")
                     break
     else:
+        from ..traces import Collector, CollectorConfig  # an HTTP server: not loaded to replay files --once
+
         stop = threading.Event()
         with Collector(sink, CollectorConfig(port=port, redactor=redactor,
                                              sample_rate=config.ingest_rate)) as collector:

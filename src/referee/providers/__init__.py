@@ -69,6 +69,12 @@ def _entry_points() -> dict[str, Any]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def is_builtin_or_registered(name: str) -> bool:
+    """Whether ``name`` is a built-in or registered provider: known without reading the installed packages'
+    entry points (a scan of every installed distribution's metadata, which most runs never need)."""
+    return name in _BUILTIN or name in _REGISTERED
+
+
 def provider_names() -> list[str]:
     """Every provider name: built-in, registered and installed plugins (plugins are not imported)."""
     global _EP_NAMES
@@ -138,6 +144,7 @@ __all__ = [
     "Provider",
     "api_key_for",
     "get_provider",
+    "is_builtin_or_registered",
     "model_family",
     "provider_class",
     "provider_names",

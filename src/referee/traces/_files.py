@@ -13,9 +13,9 @@ from .._util import _yaml
 from ..errors import InputError, UserError
 from ..store import label_of_suite
 from ..trajectories import TrajectoryError, case_from_spans
+from ._ingest import DEFAULT_MAX_DECODED_BYTES, ingest
 from ._monitor import MonitorConfig
 from ._otlp import OTLPDecodeError, decode_traces
-from ._receiver import DEFAULT_MAX_DECODED_BYTES, ingest
 from ._redact import Redactor
 from ._sink import TraceSink
 

@@ -31,25 +31,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..errors import UserError
-from ..trajectories import follows_convention
+from ._ingest import DEFAULT_MAX_DECODED_BYTES, ingest
 from ._otlp import (
     DEFAULT_MAX_ATTRIBUTE_BYTES,
     DEFAULT_MAX_SPAN_BYTES,
-    Decoded,
     OTLPDecodeError,
     decode_traces,
     other_signal_response,
     trace_response,
 )
 from ._redact import Redactor
-from ._sampler import trace_fraction
-from ._sink import Added, TraceSink
+from ._sink import TraceSink
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4318
 """OTLP/HTTP's standard port."""
 DEFAULT_MAX_BODY_BYTES = 16 << 20
-DEFAULT_MAX_DECODED_BYTES = 64 << 20
 DEFAULT_MAX_INFLIGHT = 4
 DEFAULT_MAX_CONNECTIONS = 64
 RETRY_AFTER_S = 1
@@ -100,49 +97,6 @@ class CollectorConfig:
         if self.sample_rate is not None and not (isinstance(self.sample_rate, int | float)
                                                  and math.isfinite(self.sample_rate) and 0 <= self.sample_rate <= 1):
             raise UserError(f"the sampling rate must be a number from 0 to 1, got {self.sample_rate!r}")
-
-
-def ingest(sink: TraceSink, decoded: Decoded, redactor: Redactor, *, received_ns: int,
-           sample_rate: float | None = None) -> Added:
-    """Decoded spans into the sink: with ``sample_rate``, the spans of traces not sampled (by the hash of the trace
-    id, so every span of a trace gets the same decision with nothing remembered) counted and not stored; spans
-    with neither convention counted and skipped, the redaction hook applied before anything is stored, rejections
-    and spans over their trace's cap counted. The receiver and ``referee monitor --replay`` (recorded OTLP files)
-    both go through here."""
-    kept = []
-    spans = decoded.spans
-    if sample_rate is not None and sample_rate < 1.0:
-        decided: dict[str, bool] = {}
-        sampled = []
-        out_spans = out_traces = 0
-        for span in spans:
-            keep = decided.get(span.trace_id)
-            if keep is None:
-                keep = decided[span.trace_id] = trace_fraction(span.trace_id) < sample_rate
-            if keep:
-                sampled.append(span)
-            else:
-                out_spans += 1
-                out_traces += not span.parent_span_id  # a trace is counted once, by its root span
-        if out_spans:
-            sink.count("not stored: sampled_out (spans)", out_spans)
-            sink.count("not stored: sampled_out (traces)", out_traces)
-        spans = sampled
-    for span in spans:
-        if not follows_convention(span.attributes):
-            sink.count("no_convention")
-            continue
-        red = redactor.apply(span)
-        if red is None:
-            sink.count("redacted_out")
-            continue
-        kept.append(red)
-    added = sink.add_spans(kept, received_ns=received_ns)
-    for reason, n in decoded.reasons.items():
-        sink.count(f"rejected: {reason}", n)
-    if added.over_trace_cap:
-        sink.count("over_trace_cap", added.over_trace_cap)
-    return added
 
 
 def _is_loopback(host: str) -> bool:

@@ -1,0 +1,181 @@
+"""Instructions, not seconds: `referee judge` (and `referee monitor`) counted by Valgrind's callgrind, thread by thread.
+
+CPU seconds on a shared 2-core machine move by tens of percent between runs minutes apart (`bench_judge_ab.py`
+measured one tree at 1.37-1.84 CPU-s per 1,000 cases within ten minutes). The number of instructions a run
+executes barely moves: the same command twice differs by about 0.01%. So a change of 1% in the work a run does,
+invisible in CPU seconds without dozens of interleaved runs, is read here from one run of each variant.
+
+    .venv/bin/python bench/bench_instructions.py --old-src /path/to/old/src          # judge: old, new, --no-store
+    .venv/bin/python bench/bench_instructions.py --monitor --n 1000                  # monitor vs judge, same cases
+    .venv/bin/python bench/bench_instructions.py --monitor --sizes 250,1000          # ... fixed and per trace
+
+What it cannot show: time spent waiting (instructions are not seconds: a cache miss, a page fault or a system
+call costs time and no instructions here), and the kernel's share. Callgrind runs the threads of a process one at
+a time, so work that depends on timing (how many rows the run-history thread finds per write) can differ from a
+normal run; the event loop's work per request does not. Valgrind is needed (Debian's `valgrind`).
+
+Each variant is one `python -m referee ...` under `valgrind --tool=callgrind --separate-threads=yes` against one
+local server (`python -m referee.testing --fast`); the figures are Valgrind's instruction counts ("Ir"), per
+thread: the main thread (the event loop) and every other thread (the run history's writer; executor threads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import bench_judge as bj  # noqa: E402 - the server, the inputs and the template the CPU benchmarks use
+
+NEW_SRC = Path(__file__).resolve().parents[1] / "src"
+_TOTAL = re.compile(rb"^(?:summary|totals): (\d+)", re.M)
+
+
+def _compile(src: Path) -> None:
+    subprocess.run([sys.executable, "-c", "import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=1)",
+                    str(src)], check=True)
+
+
+def counted(cmd: list[str], env: dict[str, str], folder: Path, name: str) -> list[int]:
+    """Instructions of each thread of ``cmd`` (the main thread first), from one run under callgrind."""
+    prefix = folder / f"cg-{name}"
+    vg = ["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={prefix}.out", "-q"]
+    done = subprocess.run([*vg, *cmd], env=env, capture_output=True, text=True, cwd=folder)
+    if done.returncode != 0:
+        raise SystemExit(f"{name} exited {done.returncode}:\n{done.stderr[-3000:]}")
+    files = sorted(folder.glob(f"cg-{name}.out-*"), key=lambda p: int(p.name.rsplit("-", 1)[1]))
+    counts = []
+    for f in files:
+        m = _TOTAL.search(f.read_bytes())
+        counts.append(int(m.group(1)) if m else 0)
+        f.unlink()
+    if not counts:
+        raise SystemExit(f"callgrind wrote no counts for {name}")
+    return counts
+
+
+def _judge_flags(url: str, concurrency: int) -> list[str]:
+    return ["--provider", "openai", "--base-url", url + "/v1", "--model", "bench-judge", "--concurrency",
+            str(concurrency), "--no-cache"]
+
+
+def _judge_cmd(folder: Path, url: str, concurrency: int, cases: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "referee", "judge", str(cases), "--template", str(folder / "judge.md"),
+            "--out", str(out), *_judge_flags(url, concurrency)]
+
+
+def _line(name: str, counts: list[int], ref: int | None) -> str:
+    total = sum(counts)
+    rest = total - counts[0]
+    ratio = f"  x{total / ref:.4f}" if ref else ""
+    return (f"  {name:16} {total / 1e9:7.4f} G  (main thread {counts[0] / 1e9:.4f} G, other threads "
+            f"{rest / 1e9:.4f} G in {len(counts) - 1}){ratio}")
+
+
+def judge_variants(args: argparse.Namespace, folder: Path, url: str) -> None:
+    cases, _ = bj._write_inputs(folder, args.n)
+    variants: dict[str, tuple[Path, list[str], str]] = {}
+    if args.old_src:
+        old = folder / "old-src"
+        shutil.copytree(args.old_src, old, ignore=shutil.ignore_patterns("__pycache__"))
+        _compile(old)
+        variants["old"] = (old, [], f"sqlite:///{folder / 'old.sqlite'}")
+    variants["new"] = (NEW_SRC, [], f"sqlite:///{folder / 'new.sqlite'}")
+    variants["new --no-store"] = (NEW_SRC, ["--no-store"], f"sqlite:///{folder / 'new.sqlite'}")
+    results: dict[str, list[int]] = {}
+    for name, (src, extra, store) in variants.items():
+        env = {**os.environ, "PYTHONPATH": str(src), "OPENAI_API_KEY": "sk-bench-not-a-real-key",
+               "REFEREE_STORE": store}
+        out = folder / "results.jsonl"
+        # Untimed and uncounted: a store's first use creates and migrates it (once per store, not per run).
+        subprocess.run([*_judge_cmd(folder, url, args.concurrency, cases, out), *extra], env=env, cwd=folder,
+                       capture_output=True, check=True)
+        for p in (out, out.with_name("results.manifest.json")):
+            p.unlink(missing_ok=True)
+        results[name] = counted([*_judge_cmd(folder, url, args.concurrency, cases, out), *extra], env, folder,
+                                name.replace(" ", ""))
+        for p in (out, out.with_name("results.manifest.json")):
+            p.unlink(missing_ok=True)
+    ref = sum(results["old"]) if "old" in results else None
+    print(f"referee judge, N={args.n}, concurrency {args.concurrency}: instructions executed (one run each)")
+    for name, counts in results.items():
+        print(_line(name, counts, ref))
+    on, off = sum(results["new"]), sum(results["new --no-store"])
+    print(f"  recording (store on - off): {(on - off) / 1e6:.0f} M instructions, {(on - off) / off:.1%} of the run")
+
+
+def monitor_vs_judge(args: argparse.Namespace, folder: Path, url: str, n: int, src: Path = NEW_SRC,
+                     label: str = "") -> tuple[int, int]:
+    """(judge's, monitor's) instructions on the same ``n`` traces, with the referee of ``src``."""
+    import bench_monitor as bm
+
+    sub = folder / f"n{n}{label.strip()}"
+    sub.mkdir()
+    traces, cases = bm.make_traces(sub, n)
+    (sub / "judge.md").write_text(bj.TEMPLATE, encoding="utf-8")
+    (sub / "monitor.yaml").write_text(
+        f"evaluators:\n  - llm_judge: {{template_file: {sub / 'judge.md'}}}\n"
+        f"monitor:\n  batch: {n}\n  quiet_seconds: 0\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(src), "OPENAI_API_KEY": "sk-bench-not-a-real-key",
+           "REFEREE_STORE": "off"}
+    judge = counted(_judge_cmd(sub, url, args.concurrency, cases, sub / "r.jsonl"), env, sub, "judge")
+    monitor = counted([sys.executable, "-m", "referee", "monitor", str(sub / "monitor.yaml"), "--replay",
+                       str(traces), "--once", *_judge_flags(url, args.concurrency)], env, sub, "monitor")
+    print(f"{label}N={n} traces, concurrency {args.concurrency}, run history off: instructions executed (one run "
+          "each)")
+    print(_line("referee judge", judge, None))
+    print(_line("referee monitor", monitor, sum(judge)))
+    return sum(judge), sum(monitor)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--old-src", type=Path, help="another tree's src/ folder (read only): judge's baseline; with "
+                    "--monitor, that tree's monitor and judge are counted too")
+    ap.add_argument("--monitor", action="store_true", help="referee monitor --replay against referee judge")
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--sizes", default=None, metavar="N1,N2",
+                    help="with --monitor: two sizes, and the monitor's extra instructions split into a fixed part "
+                         "and a part per trace (the line through the two)")
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--latency", type=float, default=0.2)
+    args = ap.parse_args()
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 2
+    _compile(NEW_SRC)
+    server, url = bj._start_server(args.latency)
+    try:
+        with tempfile.TemporaryDirectory(prefix="referee-instr-") as tmp:
+            if args.monitor:
+                sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else [args.n]
+                if args.old_src:
+                    old = Path(tmp) / "old-src"
+                    shutil.copytree(args.old_src, old, ignore=shutil.ignore_patterns("__pycache__"))
+                    _compile(old)
+                    for n in sizes:
+                        monitor_vs_judge(args, Path(tmp), url, n, old, "old tree: ")
+                got = {n: monitor_vs_judge(args, Path(tmp), url, n) for n in sizes}
+                if len(sizes) == 2:
+                    (n1, (j1, m1)), (n2, (j2, m2)) = sorted(got.items())
+                    per = ((m2 - j2) - (m1 - j1)) / (n2 - n1)
+                    fixed = (m1 - j1) - per * n1
+                    per_case = (j2 - j1) / (n2 - n1)
+                    print(f"monitor's extra: {fixed / 1e6:.0f} M instructions fixed, {per / 1e3:.0f} K per trace "
+                          f"({per / per_case:.1%} of the judge's {per_case / 1e3:.0f} K per case)")
+            else:
+                judge_variants(args, Path(tmp), url)
+    finally:
+        server.terminate()
+        server.wait(10)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
