@@ -115,7 +115,7 @@ def monitor_vs_judge(args: argparse.Namespace, folder: Path, url: str, n: int, s
     """(judge's, monitor's) instructions on the same ``n`` traces, with the referee of ``src``."""
     import bench_monitor as bm
 
-    sub = folder / f"n{n}{label.strip()}"
+    sub = folder / f"n{n}-{'old' if label else 'new'}"
     sub.mkdir()
     traces, cases = bm.make_traces(sub, n)
     (sub / "judge.md").write_text(bj.TEMPLATE, encoding="utf-8")
