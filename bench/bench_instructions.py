@@ -32,14 +32,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_judge as bj  # noqa: E402 - the server, the inputs and the template the CPU benchmarks use
+import bench_monitor as bm  # noqa: E402 - the same traces and suite as the monitor's wall-time benchmark
+from bench_judge_ab import _compile  # noqa: E402 - a tree byte-compiled as the CPU A/B does it
 
 NEW_SRC = Path(__file__).resolve().parents[1] / "src"
 _TOTAL = re.compile(rb"^(?:summary|totals): (\d+)", re.M)
-
-
-def _compile(src: Path) -> None:
-    subprocess.run([sys.executable, "-c", "import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=1)",
-                    str(src)], check=True)
 
 
 def counted(cmd: list[str], env: dict[str, str], folder: Path, name: str) -> list[int]:
@@ -70,7 +67,7 @@ def _judge_cmd(folder: Path, url: str, concurrency: int, cases: Path, out: Path)
             "--out", str(out), *_judge_flags(url, concurrency)]
 
 
-def _line(name: str, counts: list[int], ref: int | None) -> str:
+def _row(name: str, counts: list[int], ref: int | None) -> str:
     total = sum(counts)
     rest = total - counts[0]
     ratio = f"  x{total / ref:.4f}" if ref else ""
@@ -105,7 +102,7 @@ def judge_variants(args: argparse.Namespace, folder: Path, url: str) -> None:
     ref = sum(results["old"]) if "old" in results else None
     print(f"referee judge, N={args.n}, concurrency {args.concurrency}: instructions executed (one run each)")
     for name, counts in results.items():
-        print(_line(name, counts, ref))
+        print(_row(name, counts, ref))
     on, off = sum(results["new"]), sum(results["new --no-store"])
     print(f"  recording (store on - off): {(on - off) / 1e6:.0f} M instructions, {(on - off) / off:.1%} of the run")
 
@@ -113,15 +110,10 @@ def judge_variants(args: argparse.Namespace, folder: Path, url: str) -> None:
 def monitor_vs_judge(args: argparse.Namespace, folder: Path, url: str, n: int, src: Path = NEW_SRC,
                      label: str = "") -> tuple[int, int]:
     """(judge's, monitor's) instructions on the same ``n`` traces, with the referee of ``src``."""
-    import bench_monitor as bm
-
     sub = folder / f"n{n}-{'old' if label else 'new'}"
     sub.mkdir()
     traces, cases = bm.make_traces(sub, n)
-    (sub / "judge.md").write_text(bj.TEMPLATE, encoding="utf-8")
-    (sub / "monitor.yaml").write_text(
-        f"evaluators:\n  - llm_judge: {{template_file: {sub / 'judge.md'}}}\n"
-        f"monitor:\n  batch: {n}\n  quiet_seconds: 0\n", encoding="utf-8")
+    bm.write_suite(sub, n)
     env = {**os.environ, "PYTHONPATH": str(src), "OPENAI_API_KEY": "sk-bench-not-a-real-key",
            "REFEREE_STORE": "off"}
     judge = counted(_judge_cmd(sub, url, args.concurrency, cases, sub / "r.jsonl"), env, sub, "judge")
@@ -129,8 +121,8 @@ def monitor_vs_judge(args: argparse.Namespace, folder: Path, url: str, n: int, s
                        str(traces), "--once", *_judge_flags(url, args.concurrency)], env, sub, "monitor")
     print(f"{label}N={n} traces, concurrency {args.concurrency}, run history off: instructions executed (one run "
           "each)")
-    print(_line("referee judge", judge, None))
-    print(_line("referee monitor", monitor, sum(judge)))
+    print(_row("referee judge", judge, None))
+    print(_row("referee monitor", monitor, sum(judge)))
     return sum(judge), sum(monitor)
 
 
@@ -141,11 +133,18 @@ def main() -> int:
     ap.add_argument("--monitor", action="store_true", help="referee monitor --replay against referee judge")
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--sizes", default=None, metavar="N1,N2",
-                    help="with --monitor: two sizes, and the monitor's extra instructions split into a fixed part "
-                         "and a part per trace (the line through the two)")
+                    help="with --monitor: two or more sizes, and the monitor's extra instructions split into a fixed "
+                         "part and a part per trace (a least-squares line through the sizes)")
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--latency", type=float, default=0.2)
     args = ap.parse_args()
+    if args.sizes is not None:
+        try:
+            sizes = [int(x) for x in args.sizes.split(",")]
+        except ValueError:
+            sizes = []
+        if not args.monitor or len(set(sizes)) != len(sizes) or len(sizes) < 2 or min(sizes) < 1:
+            ap.error("--sizes goes with --monitor and takes two or more different whole numbers, e.g. 250,1000")
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
@@ -162,11 +161,9 @@ def main() -> int:
                     for n in sizes:
                         monitor_vs_judge(args, Path(tmp), url, n, old, "old tree: ")
                 got = {n: monitor_vs_judge(args, Path(tmp), url, n) for n in sizes}
-                if len(sizes) == 2:
-                    (n1, (j1, m1)), (n2, (j2, m2)) = sorted(got.items())
-                    per = ((m2 - j2) - (m1 - j1)) / (n2 - n1)
-                    fixed = (m1 - j1) - per * n1
-                    per_case = (j2 - j1) / (n2 - n1)
+                if len(sizes) >= 2:
+                    per, fixed = bm._line([(n, m - j) for n, (j, m) in got.items()])
+                    per_case, _ = bm._line([(n, j) for n, (j, _m) in got.items()])
                     print(f"monitor's extra: {fixed / 1e6:.0f} M instructions fixed, {per / 1e3:.0f} K per trace "
                           f"({per / per_case:.1%} of the judge's {per_case / 1e3:.0f} K per case)")
             else:

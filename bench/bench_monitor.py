@@ -63,6 +63,15 @@ def make_traces(folder: Path, n: int) -> tuple[Path, Path]:
     return traces, cases
 
 
+def write_suite(folder: Path, n: int) -> None:
+    """The judge's template (``judge.md``) and the monitor's suite (``monitor.yaml``) judging with it: the same
+    calls for both commands, one pass over ``n`` traces."""
+    (folder / "judge.md").write_text(TEMPLATE, encoding="utf-8")
+    (folder / "monitor.yaml").write_text(
+        f"evaluators:\n  - llm_judge: {{template_file: {folder / 'judge.md'}}}\n"
+        f"monitor:\n  batch: {n}\n  quiet_seconds: 0\n", encoding="utf-8")
+
+
 def timed(cmd: list[str], env: dict[str, str]) -> float:
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -76,10 +85,7 @@ def measure(url: str, n: int, runs: int, concurrency: int) -> tuple[list[float],
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         traces, cases = make_traces(folder, n)
-        (folder / "judge.md").write_text(TEMPLATE)
-        (folder / "monitor.yaml").write_text(
-            f"evaluators:\n  - llm_judge: {{template_file: {folder / 'judge.md'}}}\n"
-            f"monitor:\n  batch: {n}\n  quiet_seconds: 0\n")
+        write_suite(folder, n)
         env = {**os.environ, "OPENAI_API_KEY": "sk-bench-not-a-real-key", "REFEREE_STORE": "off"}
         judge_flags = ["--provider", "openai", "--base-url", url + "/v1", "--model", "bench-judge",
                        "--concurrency", str(concurrency), "--no-cache"]
