@@ -41,6 +41,18 @@ def test_a_suite_of_checks_and_llm_judge_imports_no_other_judge(tmp_path: Path) 
     assert _imported(suite) == []
 
 
+def test_a_suite_of_llm_judge_loads_no_other_check_no_target_runner_and_no_row_models(tmp_path: Path) -> None:
+    # What a monitor's suite loads before its first judge call: the other checks, the code that runs targets and
+    # the row models (which load with the first row, while calls are in flight) stay unloaded.
+    probe = ("referee.evaluators.checks._judge", "referee.evaluators.checks._text", "referee.evaluators.checks._code",
+             "referee.evaluators.checks._similarity", "referee.evaluators.checks._structured",
+             "referee.targets._kinds", "referee.targets._model", "referee.results._schema")
+    suite = _suite(tmp_path, '  - llm_judge: {rubric: "- quality: ok"}\n')
+    done = subprocess.run([sys.executable, "-c", PROBE, str(suite), *probe], capture_output=True, text=True,
+                          check=True)
+    assert json.loads(done.stdout) == ["referee.evaluators.checks._judge", "referee.targets._model"]
+
+
 def test_a_suite_naming_a_later_evaluator_still_finds_it(tmp_path: Path) -> None:
     suite = _suite(tmp_path, "  - contains: {value: refund}\n  - tool_used: {tools: [lookup]}\n")
     assert "referee.evaluators._trajectory" in _imported(suite)  # imported because it was asked for

@@ -282,6 +282,14 @@ def test_sys_path_gets_the_base_dir(tmp_path: Path, user_module: Any) -> None:
     assert str(tmp_path.resolve()) in sys.path
 
 
+def test_a_command_target_adds_no_import_path(tmp_path: Path) -> None:
+    # A command's own script (here `agent.py`) must not shadow a module of that name another suite imports later.
+    (tmp_path / "agent.py").write_text("print('{\"output\": \"hi\"}')\n", encoding="utf-8")
+    [(_, gen)] = generate_outputs({"id": "cli", "exec": "python agent.py"}, [CASE], base_dir=tmp_path)
+    assert gen.output == "hi"
+    assert str(tmp_path.resolve()) not in sys.path
+
+
 def test_tool_calling_follows_the_wire_format_of_every_provider() -> None:
     from referee.errors import UserError
     from referee.providers import provider_class

@@ -165,12 +165,26 @@ def lookup(name: str) -> type[Evaluator] | None:
     of checks and ``llm_judge`` does not pay for importing the rubric, gold and trajectory judges (~50 ms of
     every run's start-up)."""
     if name not in _REGISTRY:
-        _load_builtins(until=name)
+        if (module := _CHECK_MODULES.get(name)) is not None:
+            import importlib
+
+            importlib.import_module(module)
+        if name not in _REGISTRY:
+            _load_builtins(until=name)
     return _REGISTRY.get(name)
 
 
-_BUILTIN_MODULES = ("referee.evaluators.checks", "referee.evaluators._trajectory", "referee.evaluators._tool_calls",
-                    "referee.judges")
+_CHECKS = "referee.evaluators.checks."
+_CHECK_MODULES = {
+    **dict.fromkeys(("equals", "contains", "not_contains", "regex", "starts_with", "ends_with", "length"),
+                    _CHECKS + "_text"),
+    **dict.fromkeys(("is_json", "json_schema", "numeric"), _CHECKS + "_structured"),
+    **dict.fromkeys(("fuzzy", "token_f1", "rouge_l", "embedding"), _CHECKS + "_similarity"),
+    "python": _CHECKS + "_code", "llm_judge": _CHECKS + "_judge",
+}
+"""The module that registers each built-in check: a suite's checks load their own modules and no others."""
+_BUILTIN_MODULES = (*dict.fromkeys(_CHECK_MODULES.values()), "referee.evaluators._trajectory",
+                    "referee.evaluators._tool_calls", "referee.judges")
 _loaded = 0
 """How many of ``_BUILTIN_MODULES`` are imported (in order)."""
 

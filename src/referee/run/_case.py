@@ -12,15 +12,17 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..cases._case import Case
 from ..evaluators._base import CheckResult, Evaluator, result_row
 from ..evaluators._output_text import ImageNotText
 from ..results._check import SUITE_EVALUATOR
 from ..results._combine import suite_score
-from ..results._schema import JudgeInfo, ResultRow, Usage
 from ..suites._loader import EvalSpec, Suite
+
+if TYPE_CHECKING:  # the row models load when the first row is made, while a run's first calls are in flight
+    from ..results._schema import JudgeInfo, ResultRow, Usage
 
 EVALUATOR_LABEL = SUITE_EVALUATOR
 
@@ -207,6 +209,8 @@ def combine(suite: Suite, case: Case, results: Sequence[CheckResult], latency_ms
         common["metadata"] = meta
     if details:
         common["details"] = {"checks": details}
+    from ..results._schema import ResultRow
+
     if "error" in statuses or "unscored" in statuses:
         status: Literal["error", "unscored"] = "error" if "error" in statuses else "unscored"
         return ResultRow.model_validate({

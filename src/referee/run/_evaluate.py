@@ -315,7 +315,6 @@ async def evaluate_async(
         from_file = case_set.path if Path(case_set.path).is_file() else None
         suite = dataclasses.replace(suite, cases=case_set.cases, cases_path=from_file)
         client = None
-        judge_config = None
         j: Judge | None = None
         if isinstance(judge, list | tuple) or panel:
             from ._panel import panel_run_judge
@@ -325,8 +324,14 @@ async def evaluate_async(
             j = as_judge(judge)
             client = j.client()
             suite = bind_settings(suite, j.settings(client))
-            judge_config = j.config(client.provider.model)
-        manifest = build_manifest(suite, command=["referee.evaluate", name], judge_config=judge_config)
+
+        def manifest_of(s: Suite = suite, j: Judge | None = j, client: Any = client) -> RunManifest:
+            judge_config = j.config(client.provider.model) if j is not None and client is not None else None
+            return build_manifest(s, command=["referee.evaluate", name], judge_config=judge_config)
+
+        # Built by the runner while the first calls are in flight (the manifest's models load then), unless a
+        # target's identity must be added to it first.
+        manifest: RunManifest | Callable[[], RunManifest] = manifest_of
         out_path = Path(out) if out is not None else None
         if out_path is not None:
             out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -344,9 +349,11 @@ async def evaluate_async(
             outputs = out_path.with_name(out_path.name.removesuffix(".jsonl") + ".outputs.jsonl") if out_path else None
             run = TargetRun.open(t, None, run_concurrency, outputs=outputs)
             info = target_info(t)
-            manifest.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": config_sha256(t)}
-            manifest.extra["config_hash"] = f"{manifest.extra.get('config_hash', '')}+{config_sha256(t)}"
-            manifest.system_under_test = info.model
+            built = manifest_of()
+            built.extra["target"] = {**info.model_dump(exclude_none=True), "config_sha256": config_sha256(t)}
+            built.extra["config_hash"] = f"{built.extra.get('config_hash', '')}+{config_sha256(t)}"
+            built.system_under_test = info.model
+            manifest = built
         # Where the cases are evaluated (this process, or a Ray cluster; generation stays here); rows come back to
         # this one writer.
         with get_engine(engine).start(suite, client=client, concurrency=run_concurrency) as where:

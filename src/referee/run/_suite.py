@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 from ..cases._media import media_sha256
 from ..evaluators._base import JudgeSettings, LLMEvaluator
 from ..evaluators._panel import PanelEvaluator
-from ..results._manifest import RunManifest, text_sha256
+from ..results._files import text_sha256
 from ..runner._session import Outcome, error_row, execute
 from ..suites._loader import Suite
 from ._case import EVALUATOR_LABEL, _output_of
 
 if TYPE_CHECKING:
+    from ..results._manifest import RunManifest
     from .engines import Engine
 
 def bind_settings(suite: Suite, settings: Any) -> Suite:
@@ -43,6 +44,8 @@ def bind_settings(suite: Suite, settings: Any) -> Suite:
 
 def build_manifest(suite: Suite, *, command: list[str], judge_config: Any = None,
                    system_model: str | None = None) -> RunManifest:
+    from ..results._manifest import RunManifest
+
     src = suite.cases_path or suite.path
     m = RunManifest.for_cases("suite", src, [c.id for c in suite.cases], command=command,
                               sha256=None if Path(src).is_file() else suite.sha256, judge=judge_config,
@@ -87,12 +90,15 @@ def run_suite(suite: Suite, out: Path, *, client: Any = None, concurrency: int =
     """
     from .engines import get_engine
 
-    manifest = build_manifest(suite, command=command or ["referee", *sys.argv[1:]], judge_config=judge_config,
-                              system_model=system_model)
+    argv = command or ["referee", *sys.argv[1:]]
+
+    def manifest() -> RunManifest:  # built by the runner while the first calls are in flight
+        return build_manifest(suite, command=argv, judge_config=judge_config, system_model=system_model)
+
     eng = get_engine(engine)
     if repeat > 1:
-        return _per_evaluator(_run_repeats(suite, out, manifest, client=client, concurrency=concurrency, engine=eng,
-                                           repeat=repeat), out)
+        return _per_evaluator(_run_repeats(suite, out, manifest(), client=client, concurrency=concurrency,
+                                           engine=eng, repeat=repeat), out)
     with collector_tuned(checks_only=not any(s.is_llm or s.blocking for s in suite.specs)), \
             eng.start(suite, client=client, concurrency=concurrency) as run:
         return _per_evaluator(execute(

@@ -241,7 +241,7 @@ class Outcome:
 def execute(
     *,
     out: Path,
-    manifest: RunManifest,
+    manifest: RunManifest | Callable[[], RunManifest],
     items: Iterable[T],
     key: Callable[[T], tuple[str, int | None, int | None]],
     evaluate: Callable[[T], Awaitable[ResultRow | list[ResultRow]]],
@@ -252,7 +252,8 @@ def execute(
     skipped: int = 0,
     cleanup: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
-    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current.
+    """Run ``items`` not already done, appending rows to ``out``, and keep the manifest current (``manifest``: as
+    :func:`execute_async` takes it).
 
     ``cleanup`` runs inside the run's event loop at its end (connections opened in that loop close there)."""
     return run_sync(execute_async(out=out, manifest=manifest, items=items, key=key, evaluate=evaluate,

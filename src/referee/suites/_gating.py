@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ..results._schema import ResultRow
 from ._model import BASELINE_ONLY_GATES, Gates
 
 if TYPE_CHECKING:
     from ..aggregate import Summary
     from ..gates._engine import GateConfig, GateResult
+    from ..results._schema import ResultRow
 
 log = logging.getLogger(__name__)
 

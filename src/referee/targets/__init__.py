@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._util._moved import forward
 from ..cases._case import Case
-from ._kinds import Generation, Target
-from ._loader import build_target, load_target_file, parse_targets, select
 from ._model import HttpSpec, ModelEntry, PromptEntry, TargetSpec, ToolSpec
-from ._run import merged_case
+
+if TYPE_CHECKING:
+    from ._kinds import Generation, Target
+    from ._loader import build_target, load_target_file, parse_targets, select
 
 
 def as_spec(target: TargetSpec | dict[str, Any]) -> TargetSpec:
@@ -29,7 +30,8 @@ def as_target(target: Any, *, base_dir: str | Path = ".", use_cache: bool = True
     :class:`Target`, or a plain Python function ``(input) | (case) | (input, case) -> str | dict``, sync or async
     (with a target's settings: ``{"python": fn, "timeout": 600, "concurrency": 4}``)."""
     from ..errors import UserError
-    from ._kinds import PythonTarget
+    from ._kinds import PythonTarget, Target
+    from ._loader import build_target
 
     if isinstance(target, Target):
         return target
@@ -72,6 +74,7 @@ async def generate_outputs_async(target: Any, cases: Iterable[Case | dict[str, A
     import asyncio
 
     from .._util._numbers import whole_number
+    from ._run import merged_case
 
     whole_number(concurrency, "generate_outputs(concurrency=...)")
     t = as_target(target, base_dir=base_dir, use_cache=use_cache)
@@ -103,9 +106,13 @@ __all__ = [
     "load_target_file", "parse_targets", "render_comparison", "run_targets", "select",
 ]
 
-# Running targets side by side moved to referee.run (above this package); the old names stay importable from
-# here for one release, resolved by name on first use.
-__getattr__ = forward(__name__, {**dict.fromkeys(("TargetGate", "TargetsReporter", "TargetsRun", "run_targets"),
-                                                 "referee.run._target_runs"),
+# Running a target (its kinds, loader and run: HTTP clients, the tool loop, the row models) loads on first use, so
+# that a suite without targets (a monitor's) reads its ``targets:`` models alone. Running targets side by side
+# moved to referee.run (above this package); the old names stay importable from here for one release.
+__getattr__ = forward(__name__, {**dict.fromkeys(("Generation", "Target"), "referee.targets._kinds"),
+                                  **dict.fromkeys(("build_target", "load_target_file", "parse_targets", "select"),
+                                                  "referee.targets._loader"),
+                                  **dict.fromkeys(("TargetGate", "TargetsReporter", "TargetsRun", "run_targets"),
+                                                  "referee.run._target_runs"),
                                   # the targets table's text: statistics imported when a comparison is shown
                                   "render_comparison": "referee.targets._compare"})

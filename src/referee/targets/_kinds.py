@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .._util._redact import redact_text
@@ -27,10 +27,12 @@ from ..cases._case import Case
 from ..cases._templates import PLACEHOLDER_RE, case_values, fill
 from ..errors import ProviderError, RefereeError, UserError
 from ..providers._base import JudgeRequest, Message
-from ..results._schema import Usage
 from ..runner._client import COST_DECIMALS, JudgeClient
 from ..trajectories._model import Step, Trajectory
 from ._model import TargetSpec
+
+if TYPE_CHECKING:
+    from ..results._schema import Usage
 
 
 class GenerationFailed(RefereeError):
@@ -523,6 +525,8 @@ class _Acc:
         return round(self.lat, 3)
 
     def usage(self) -> Usage:
+        from ..results._schema import Usage
+
         return Usage(input_tokens=self.inp, output_tokens=self.out, calls=self.calls, cached_calls=self.cached)
 
 

@@ -12,13 +12,15 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from ..errors import InputError, UserError
-from ._kinds import ExecTarget, HttpTarget, ModelTarget, PythonTarget, Target, env_headers, import_attr
 from ._model import ModelEntry, PromptEntry, TargetSpec, matrix
+
+if TYPE_CHECKING:
+    from ._kinds import Target
 
 Loc = tuple[str | int, ...]
 TARGET_KEYS = ("targets", "prompts", "models")
@@ -158,8 +160,14 @@ def select(specs: Sequence[TargetSpec], ids: Sequence[str] | None) -> list[Targe
 def build_target(spec: TargetSpec, base: Path, *, use_cache: bool = True, batch: bool = False) -> Target:
     """A runnable target. Raises UserError (exit 2) for what can be known before any call: a module that does not
     import, a missing API key, an unset header variable."""
-    if str(base) not in sys.path:
-        sys.path.append(str(base))  # target modules beside the suite import as plugins do
+    # The kinds (HTTP clients, the tool loop, subprocesses) load only when a target is built, not when a suite's
+    # targets are read.
+    from ._kinds import ExecTarget, HttpTarget, ModelTarget, PythonTarget, env_headers, import_attr
+
+    if (spec.kind == "python" or spec.tool_results) and str(base) not in sys.path:
+        # Modules beside the suite import as plugins do; a command, a service or a model imports nothing, so their
+        # folder is not added (a command's own `agent.py` must not shadow another suite's module).
+        sys.path.append(str(base))
     if spec.kind == "python":
         assert spec.python is not None
         return PythonTarget(spec, base, fn=import_attr(spec.python, f"target '{spec.id}': python:"))
