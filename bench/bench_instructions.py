@@ -8,6 +8,7 @@ invisible in CPU seconds without dozens of interleaved runs, is read here from o
     .venv/bin/python bench/bench_instructions.py --old-src /path/to/old/src          # judge: old, new, --no-store
     .venv/bin/python bench/bench_instructions.py --monitor --n 1000                  # monitor vs judge, same cases
     .venv/bin/python bench/bench_instructions.py --monitor --sizes 250,1000          # ... fixed and per trace
+    .venv/bin/python bench/bench_instructions.py --monitor --first-request            # ... up to the first call
 
 What it cannot show: time spent waiting (instructions are not seconds: a cache miss, a page fault or a system
 call costs time and no instructions here), and the kernel's share. Callgrind runs the threads of a process one at
@@ -57,14 +58,34 @@ def counted(cmd: list[str], env: dict[str, str], folder: Path, name: str) -> lis
     return counts
 
 
+# ``python -c`` in place of ``python -m referee``: referee's command line, ended (``os._exit``) when it sends its
+# first request, so the count is what comes before the first call (imports, reading, setting up), where a command
+# cannot overlap its work with calls in flight.
+_UNTIL_FIRST_REQUEST = """
+import os, sys
+import aiohttp
+async def _first_request(self, *args, **kwargs):
+    os._exit(0)
+aiohttp.ClientSession._request = _first_request
+sys.argv[0] = "referee"
+from referee.cli import main
+main()
+"""
+
+
+def _referee(args: argparse.Namespace) -> list[str]:
+    return [sys.executable, "-c", _UNTIL_FIRST_REQUEST] if args.first_request else [sys.executable, "-m", "referee"]
+
+
 def _judge_flags(url: str, concurrency: int) -> list[str]:
     return ["--provider", "openai", "--base-url", url + "/v1", "--model", "bench-judge", "--concurrency",
             str(concurrency), "--no-cache"]
 
 
-def _judge_cmd(folder: Path, url: str, concurrency: int, cases: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "referee", "judge", str(cases), "--template", str(folder / "judge.md"),
-            "--out", str(out), *_judge_flags(url, concurrency)]
+def _judge_cmd(folder: Path, url: str, concurrency: int, cases: Path, out: Path,
+               referee: list[str] | None = None) -> list[str]:
+    return [*(referee or [sys.executable, "-m", "referee"]), "judge", str(cases), "--template",
+            str(folder / "judge.md"), "--out", str(out), *_judge_flags(url, concurrency)]
 
 
 def _row(name: str, counts: list[int], ref: int | None) -> str:
@@ -116,11 +137,13 @@ def monitor_vs_judge(args: argparse.Namespace, folder: Path, url: str, n: int, s
     bm.write_suite(sub, n)
     env = {**os.environ, "PYTHONPATH": str(src), "OPENAI_API_KEY": "sk-bench-not-a-real-key",
            "REFEREE_STORE": "off"}
-    judge = counted(_judge_cmd(sub, url, args.concurrency, cases, sub / "r.jsonl"), env, sub, "judge")
-    monitor = counted([sys.executable, "-m", "referee", "monitor", str(sub / "monitor.yaml"), "--replay",
-                       str(traces), "--once", *_judge_flags(url, args.concurrency)], env, sub, "monitor")
-    print(f"{label}N={n} traces, concurrency {args.concurrency}, run history off: instructions executed (one run "
-          "each)")
+    judge = counted(_judge_cmd(sub, url, args.concurrency, cases, sub / "r.jsonl", _referee(args)), env, sub,
+                    "judge")
+    monitor = counted([*_referee(args), "monitor", str(sub / "monitor.yaml"), "--replay", str(traces), "--once",
+                       *_judge_flags(url, args.concurrency)], env, sub, "monitor")
+    until = " up to the first request" if args.first_request else ""
+    print(f"{label}N={n} traces, concurrency {args.concurrency}, run history off: instructions executed{until} "
+          "(one run each)")
     print(_row("referee judge", judge, None))
     print(_row("referee monitor", monitor, sum(judge)))
     return sum(judge), sum(monitor)
@@ -135,9 +158,13 @@ def main() -> int:
     ap.add_argument("--sizes", default=None, metavar="N1,N2",
                     help="with --monitor: two or more sizes, and the monitor's extra instructions split into a fixed "
                          "part and a part per trace (a least-squares line through the sizes)")
+    ap.add_argument("--first-request", action="store_true",
+                    help="with --monitor: count each command only up to its first request to the judge")
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--latency", type=float, default=0.2)
     args = ap.parse_args()
+    if args.first_request and not args.monitor:
+        ap.error("--first-request goes with --monitor")
     if args.sizes is not None:
         try:
             sizes = [int(x) for x in args.sizes.split(",")]
@@ -164,7 +191,8 @@ def main() -> int:
                 if len(sizes) >= 2:
                     per, fixed = bm._line([(n, m - j) for n, (j, m) in got.items()])
                     per_case, _ = bm._line([(n, j) for n, (j, _m) in got.items()])
-                    print(f"monitor's extra: {fixed / 1e6:.0f} M instructions fixed, {per / 1e3:.0f} K per trace "
+                    until = " up to the first request" if args.first_request else ""
+                    print(f"monitor's extra{until}: {fixed / 1e6:.0f} M instructions fixed, {per / 1e3:.0f} K per trace "
                           f"({per / per_case:.1%} of the judge's {per_case / 1e3:.0f} K per case)")
             else:
                 judge_variants(args, Path(tmp), url)
