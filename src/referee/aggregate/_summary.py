@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -85,16 +86,25 @@ def self_grading_note(table: ResultsTable) -> str | None:
     return None
 
 
-Rows = ResultsTable | Sequence[ResultRow] | str | Path
-"""What :func:`summarize` aggregates: a results file, rows in memory, or a table already loaded."""
+@runtime_checkable
+class TableSource(Protocol):
+    """Rows that know how they read as a table (a stored run: named after it, with its manifest)."""
+
+    def results_table(self) -> ResultsTable: ...
+
+
+Rows = ResultsTable | TableSource | Sequence[ResultRow] | str | Path
+"""What :func:`summarize` aggregates: a results file, rows in memory, a stored run, or a table already loaded."""
 
 
 def as_table(source: Rows) -> ResultsTable:
-    """A results file, rows in memory or a table, as a table (the one reader's rules for each)."""
+    """A results file, rows in memory, a stored run or a table, as a table (the one reader's rules for each)."""
     if isinstance(source, ResultsTable):
         return source
     if isinstance(source, str | Path):
         return load_table(source)
+    if isinstance(source, TableSource):
+        return source.results_table()
     return table_from_rows(list(source))
 
 

@@ -183,13 +183,16 @@ def compare_cmd(baseline: str, candidate: str, store_url: str | None, threshold:
     if b.run_id == c.run_id:
         echo_err(f"note: {baseline!r} and {candidate!r} name the same run ({b.run_id[:12]})")
     if b.record.identity != c.record.identity:
-        echo_err(f"note: runs {b.run_id[:12]} and {c.run_id[:12]} differ in suite, evaluators or judge "
-                 f"({b.record.judge or 'no judge'} vs {c.record.judge or 'no judge'})")
-    echo_err(f"baseline: run {b.run_id[:12]} ({b.record.git_branch or '?'} @ {(b.record.git_commit or '?')[:12]}); "
-             f"candidate: run {c.run_id[:12]} ({c.record.git_branch or '?'} @ {(c.record.git_commit or '?')[:12]})")
+        br, cr = b.record, c.record
+        what = (f"suite: {br.suite!r} vs {cr.suite!r}" if br.suite != cr.suite
+                else f"judge: {br.judge or 'none'} vs {cr.judge or 'none'}" if br.judge != cr.judge
+                else "the evaluators' configuration")
+        echo_err(f"note: the two runs differ in {what}")
+    for role, r in (("baseline", b), ("candidate", c)):  # a line each: 80 columns
+        echo_err(f"{role}: run {r.run_id[:12]} ({r.record.git_branch or '?'} @ {(r.record.git_commit or '?')[:12]})")
     scoring = (c.manifest.extra.get("suite") or {}).get("scoring") if c.manifest is not None else None
     thr = threshold if threshold is not None else float((scoring or {}).get("threshold", 0.7))
-    summary = summarize(list(c.rows), ScoreOptions(threshold=thr), baseline=list(b.rows))
+    summary = summarize(c, ScoreOptions(threshold=thr), baseline=b)
     gates = evaluate_gates(summary, GateConfig(fail_on_regression=fail_on_regression,
                                                fail_on_significant_regression=fail_on_significant_regression))
     code = 0

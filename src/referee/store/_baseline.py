@@ -34,17 +34,19 @@ class Baseline:
     path: Path | None = None
     run: RunRecord | None = None
     rows: list[ResultRow] = field(default_factory=list)
+    manifest: RunManifest | None = None
     why: str = ""
     notes: list[str] = field(default_factory=list)
 
     def table(self) -> Any:
-        """The baseline as ``summarize`` reads it: the file's path, or the stored run's rows as a table."""
+        """The baseline as ``summarize`` reads it: the file's path, or the stored run's rows as a table with its
+        manifest, as the file beside its manifest reads (a red-team run's rows stay in the adversarial track)."""
         if self.path is not None:
             return self.path
         from ..aggregate._load import table_from_rows
 
         assert self.run is not None
-        return table_from_rows(self.rows, name=f"run {self.run.id[:12]}")
+        return table_from_rows(self.rows, name=f"run {self.run.id[:12]}", manifest=self.manifest)
 
     def describe(self) -> str:
         if self.run is None:
@@ -134,6 +136,10 @@ def _resolve(store: Store, spec: str, candidate: RunManifest | None, cwd: str | 
     def found(run: RunRecord, why: str) -> Baseline:
         b = Baseline(spec, run=run, why=why)
         b.rows = store.rows(run.id)
+        try:
+            b.manifest = store.manifest(run.id)
+        except ValueError as exc:
+            b.notes.append(f"note: ignored run {run.id[:12]}'s stored manifest: {str(exc).splitlines()[0]}")
         return b
 
     def nothing(searched: str) -> UserError:

@@ -20,6 +20,7 @@ from ._recorder import manifest_bytes, run_values, summary_of
 from ._settings import StoreError
 
 if TYPE_CHECKING:
+    from ..aggregate import ResultsTable
     from ..results._manifest import RunManifest
     from ..results._schema import ResultRow
     from ._store import RunRecord, Store
@@ -30,8 +31,9 @@ COMPACT_FREE_SHARE = 0.25
 
 @dataclass
 class StoredRun:
-    """A stored run loaded whole: its record, manifest and rows. Iterating gives the rows, so ``summarize``
-    (``referee.summarize(run)``) and ``compare`` take it as they take a results file's rows."""
+    """A stored run loaded whole: its record, manifest and rows. ``summarize`` (``referee.summarize(run)``)
+    reads it as it reads the run's results file beside its manifest (:meth:`results_table`); iterating gives the
+    rows."""
 
     record: RunRecord
     manifest: RunManifest | None
@@ -46,6 +48,13 @@ class StoredRun:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def results_table(self) -> ResultsTable:
+        """The rows as a table named after the run, with the manifest: a red-team run's rows stay in the
+        adversarial track and the self-grading check sees the judge, as when the run's file is read."""
+        from ..aggregate._load import table_from_rows
+
+        return table_from_rows(self.rows, name=f"run {self.run_id[:12]}", manifest=self.manifest)
 
 
 def load_run(store: Store, ref: str) -> StoredRun:
