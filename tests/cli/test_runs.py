@@ -177,6 +177,30 @@ def test_a_stored_red_team_run_keeps_its_rows_in_the_adversarial_track(store_url
     assert code == 1 and f"baseline: run {before[:12]}" in err and "rt-1" in out
 
 
+def test_what_a_store_holds_reaches_the_terminal_without_control_characters(
+        two_runs: tuple[str, str], store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A store imported from elsewhere is not ours: its branch names may carry a terminal's control sequences (a
+    # title change, a screen clear), and so may a tag. Every line printed shows them as replacement characters.
+    import sqlite3
+
+    a, b = two_runs
+    hostile = tmp_path / "hostile.sqlite"
+    assert run_cli(["runs", "import", store_url, "--store", f"sqlite:///{hostile}"], capsys)[0] == 0
+    with sqlite3.connect(hostile) as db:
+        db.execute("UPDATE runs SET git_branch = ?", ("ma\x1b]0;pwned\x07in\x1b[2J",))
+    mine = f"sqlite:///{tmp_path / 'mine.sqlite'}"
+    assert run_cli(["runs", "import", str(hostile), "--store", mine], capsys)[0] == 0
+    monkeypatch.setenv("REFEREE_STORE", mine)
+    outputs = [run_cli(["runs", "tag", b, "evil\x1b[31mred"], capsys)]
+    for args in (["runs", "list"], ["runs", "show", b], ["runs", "compare", a, b],
+                 ["score", str(tmp_path / "b.jsonl"), "--baseline", a], ["score", b]):
+        outputs.append(run_cli(args, capsys))
+    for code, out, err in outputs:
+        assert code in (0, 1) and "\ufffd" in out + err
+        assert not any(ch in out + err for ch in "\x1b\x07"), (out + err)[:500]
+
+
 def test_score_takes_a_stored_run_as_its_baseline(two_runs: tuple[str, str], store_url: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:

@@ -47,6 +47,11 @@ def _cell(v: Any, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "~"
 
 
+def _where(r: Any) -> str:
+    """Branch @ commit, as a store holds them: printable, since another store's runs may be imported."""
+    return printable(f"{r.git_branch or '?'} @ {(r.git_commit or '?')[:12]}")
+
+
 def _pct(v: float | None) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{100 * v:.1f}"
 
@@ -189,7 +194,7 @@ def compare_cmd(baseline: str, candidate: str, store_url: str | None, threshold:
                 else "the evaluators' configuration")
         echo_err(f"note: the two runs differ in {what}")
     for role, r in (("baseline", b), ("candidate", c)):  # a line each: 80 columns
-        echo_err(f"{role}: run {r.run_id[:12]} ({r.record.git_branch or '?'} @ {(r.record.git_commit or '?')[:12]})")
+        echo_err(f"{role}: run {r.run_id[:12]} ({_where(r.record)})")
     scoring = (c.manifest.extra.get("suite") or {}).get("scoring") if c.manifest is not None else None
     thr = threshold if threshold is not None else float((scoring or {}).get("threshold", 0.7))
     summary = summarize(c, ScoreOptions(threshold=thr), baseline=b)
@@ -266,7 +271,7 @@ def tag_cmd(run: str, tags: tuple[str, ...], remove: bool, store_url: str | None
     with _opened(store_url) as st:
         r = _get(st, run)
         st.tag(r.id, add=() if remove else checked, remove=checked if remove else ())
-        echo_err(f"run {r.id[:12]}: tags {', '.join(_get(st, r.id).tags) or 'none'}")
+        echo_err(f"run {r.id[:12]}: tags {printable(', '.join(_get(st, r.id).tags)) or 'none'}")
     return 0
 
 

@@ -245,7 +245,7 @@ def _stored_results(ctx: click.Context, results: str) -> str:
         folder.mkdir()
         path, n = export_run(st, run.id, folder / "results.jsonl")
         where = st.display_url
-    echo_err(f"results: run {run.id[:12]} ({run.git_branch or '?'} @ {(run.git_commit or '?')[:12]}), {n} rows, "
+    echo_err(f"results: run {run.id[:12]} ({printable(run.git_branch or '?')} @ {(run.git_commit or '?')[:12]}), {n} rows, "
              f"from {where}")
     return str(path)
 
