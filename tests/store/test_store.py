@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from referee.errors import UserError
 from referee.results import ResultRow, RunManifest
 from referee.store import Store, StoreError, open_store
 from referee.store import _schema as schema
@@ -137,6 +138,24 @@ def test_filters_and_order(store: Store) -> None:
     assert [r.id[0] for r in store.list_runs(tag="nightly")] == ["1"]
     assert [r.id[0] for r in store.list_runs(since="2026-01-02")] == ["3", "2"]
     assert [r.id[0] for r in store.list_runs(limit=1)] == ["3"]
+
+
+def test_since_and_until_are_times_not_strings(store: Store) -> None:
+    _begin(store, "1" * 32, started="2026-01-01T23:30:00+00:00")
+    _begin(store, "2" * 32, started="2026-01-02T00:00:00.500000+00:00")
+    _begin(store, "3" * 32, started="2026-01-03T12:00:00+00:00")
+
+    def ids(**f: str) -> list[str]:
+        return [r.id[0] for r in store.list_runs(**f)]
+
+    assert ids(until="2026-01-02") == ["2", "1"]  # a day given as the end includes that day
+    assert ids(since="2026-01-02T01:00+01:00") == ["3", "2"]  # midnight UTC, said in another zone
+    assert ids(since="2026-01-02T00:00:01") == ["3"]  # no offset: UTC
+    assert ids(since="2026-01-01T23:30:00Z", until="2026-01-02T00:00:00.5Z") == ["2", "1"]
+    for bad in ("yesterday", "2026-13-01", "2026-01-02T25:00", "'; DROP TABLE runs;--"):
+        with pytest.raises(UserError, match="expected a date"):
+            store.list_runs(since=bad)
+    assert store.count_runs() == 3
 
 
 def test_an_ambiguous_or_unknown_id_is_refused(store: Store) -> None:

@@ -138,7 +138,8 @@ def test_runs_are_listed_newest_first_with_filters(hist: Served) -> None:
     assert ids_for("until=2026-03-01") == ["run0"]
     page = get(hist, "/api/history?limit=2")
     assert len(page["runs"]) == 2 and page["more"] is True
-    for bad in ("status=nope", "since=yesterday", "limit=0", "limit=x", "until=2026-03-01';--"):
+    for bad in ("status=nope", "since=yesterday", "limit=0", "limit=x", "until=2026-03-01';--", "since=2026-13-01",
+                "until=2026-03-01T25:00"):
         status, data, _ = call(hist, "GET", "/api/history?" + bad)
         assert status == 400 and data["error"], bad
 

@@ -95,8 +95,10 @@ def command() -> None:
 @click.option("--branch", default=None, help="Only runs on this git branch.")
 @click.option("--tag", default=None, help="Only runs with this tag.")
 @click.option("--status", type=click.Choice(["complete", "running", "interrupted", "failed"]), default=None)
-@click.option("--since", default=None, metavar="DATE", help="Only runs started at or after DATE (ISO 8601).")
-@click.option("--until", default=None, metavar="DATE", help="Only runs started before DATE (ISO 8601).")
+@click.option("--since", default=None, metavar="DATE",
+              help="Only runs started at or after DATE: a date, or an ISO 8601 time (UTC unless it gives an offset).")
+@click.option("--until", default=None, metavar="DATE",
+              help="Only runs started at or before DATE (a date includes that whole day).")
 @click.option("--limit", type=click.IntRange(1), default=None,
               help="At most N runs (default: 20 in the table, every run with --json).")
 @_JSON_OPT

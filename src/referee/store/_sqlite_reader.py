@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._records import _RUN_COLS, RunRecord
+from ._records import _RUN_COLS, RunRecord, time_bound
 from ._revision import HEAD
 
 QUICK_FILTERS = frozenset({"suite", "branch", "tag", "status", "since", "until", "limit"})
@@ -52,6 +52,8 @@ def read_runs(execute: Callable[[str, list[object]], Iterable[Sequence[Any]]], m
     (bound parameters only)."""
     where: list[str] = []
     params: list[object] = []
+    since = None if since is None else time_bound(since, name="since")
+    until = None if until is None else time_bound(until, name="until", end=True)
     for column, op, value in (("suite", "=", suite), ("git_branch", "=", branch), ("status", "=", status),
                               ("started_at", ">=", since), ("started_at", "<=", until)):
         if value is not None:

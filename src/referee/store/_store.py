@@ -29,7 +29,7 @@ from ._codec import (  # noqa: F401 - digest, _unpack: read from here too
     pack_many,
 )
 from ._engine import ensure_schema, make_engine
-from ._records import _RUN_COLS, RunRecord
+from ._records import _RUN_COLS, RunRecord, time_bound
 from ._settings import StoreError, display_url, scrub
 
 if TYPE_CHECKING:
@@ -330,9 +330,9 @@ class Store:
         if status is not None:
             conds.append(s.runs.c.status == status)
         if since is not None:
-            conds.append(s.runs.c.started_at >= since)
+            conds.append(s.runs.c.started_at >= time_bound(since, name="since"))
         if until is not None:
-            conds.append(s.runs.c.started_at <= until)
+            conds.append(s.runs.c.started_at <= time_bound(until, name="until", end=True))
         if identity is not None:
             conds.append(s.runs.c.identity == identity)
         if commit is not None:

@@ -93,8 +93,7 @@ class History:
             if v:
                 if not _DATE.match(v):
                     raise HistoryError(400, f"{name} must be a date (YYYY-MM-DD) or an ISO time")
-                # a day given as `until` includes that whole day
-                filters[name] = v + "T99" if name == "until" and len(v) == 10 else v
+                filters[name] = v  # a day given as `until` includes that whole day (the store's rule)
         limit = _int(params, "limit", 100, 1, MAX_RUNS)
         try:
             recs = self.store.list_runs(**filters, limit=limit + 1)
@@ -102,6 +101,8 @@ class History:
             total = self.store.count_runs()
         except StoreError as exc:
             raise HistoryError(503, str(exc)) from None
+        except UserError as exc:  # a date the pattern let through that is none (month 13)
+            raise HistoryError(400, str(exc)) from None
         return {"store": self.display, "runs": [run_dict(r) for r in recs[:limit]], "more": len(recs) > limit,
                 "total": total, "facets": facets | {"statuses": ["complete", "incomplete", "failed", "interrupted"]}}
 
