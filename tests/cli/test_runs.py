@@ -130,6 +130,29 @@ def test_tag_export_import_once_delete_and_prune(two_runs: tuple[str, str], stor
         assert st.count_runs() == 0 and st.count_rows() == 0
 
 
+def test_an_imported_manifest_must_hold_real_times(two_runs: tuple[str, str], store_url: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # The history sorts and filters runs by when they started: a results file's manifest written elsewhere is
+    # read into UTC, and a time that is none is refused naming the file and the field, nothing stored.
+    a, _ = two_runs
+    out = tmp_path / "exported" / "a.jsonl"
+    assert run_cli(["runs", "export", a, "-o", str(out), "--store", store_url], capsys)[0] == 0
+    manifest = out.with_name("a.manifest.json")
+    data = json.loads(manifest.read_text())
+    other = f"sqlite:///{tmp_path / 'other.sqlite'}"
+    for bad in ("zzz\x1b[2J", "2026-13-01T00:00:00", "9999999999"):
+        manifest.write_text(json.dumps({**data, "created_at": bad}))
+        code, _, err = run_cli(["runs", "import", str(out), "--store", other], capsys)
+        assert code == 2 and str(out) in err and "created_at" in err and "\x1b" not in err
+    manifest.write_text(json.dumps({**data, "created_at": "2026-12-07T14:00:00+01:00",
+                                    "finished_at": "2026-12-07T13:30:00Z"}))
+    assert run_cli(["runs", "import", str(out), "--store", other], capsys)[0] == 0
+    with open_store(other) as st:
+        (run,) = st.list_runs()
+    assert (run.started_at, run.finished_at) == ("2026-12-07T13:00:00+00:00", "2026-12-07T13:30:00+00:00")
+    assert [r.id for r in referee.store.list_runs(other, since="2026-12-07T13:00Z")] == [run.id]
+
+
 def test_referee_runs_is_a_dataframe(two_runs: tuple[str, str], store_url: str) -> None:
     pytest.importorskip("pandas")
     from referee.store import rows_frame

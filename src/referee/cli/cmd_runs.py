@@ -66,7 +66,18 @@ def _status(r: Any) -> str:
 
 
 def _when(iso: str | None) -> str:
-    return (iso or "")[5:16].replace("T", " ")
+    return printable((iso or "")[5:16].replace("T", " "))
+
+
+def _is_sqlite_file(p: Path) -> bool:
+    """Whether ``p`` is a SQLite file, by its first 16 bytes (a results file may be hundreds of MB)."""
+    if not p.is_file():  # a folder, a missing file (results_files says what it is), never a pipe to block on
+        return False
+    try:
+        with p.open("rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def run_json(r: Any) -> dict[str, Any]:
@@ -303,7 +314,7 @@ def import_cmd(sources: tuple[str, ...], store_url: str | None, tags: tuple[str,
     added = kept = 0
     with _opened(store_url) as st:
         for src in sources:
-            is_store = "://" in src or (Path(src).is_file() and Path(src).read_bytes()[:16] == b"SQLite format 3\x00")
+            is_store = "://" in src or _is_sqlite_file(Path(src))
             if is_store:
                 other = open_store(normalise_url(src))
                 try:

@@ -17,6 +17,7 @@ from sqlalchemy import func, select, text
 from ..errors import UserError
 from . import _schema as s
 from ._recorder import manifest_bytes, run_values, summary_of
+from ._records import utc_time
 from ._settings import StoreError
 
 if TYPE_CHECKING:
@@ -120,12 +121,21 @@ def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tup
         return manifest.run_id, False
     except KeyError:
         pass
+    # The history sorts and filters runs by these times: a manifest written elsewhere must hold real ones.
+    times = {}
+    for name, value in (("created_at", manifest.created_at), ("finished_at", manifest.finished_at)):
+        try:
+            times[name] = None if value is None else utc_time(value)
+        except ValueError:
+            raise UserError(f"{path}: its manifest's {name} {value!r} is not an ISO 8601 time") from None
     rows = read_results(path).rows
     values = run_values(manifest, results_path=str(path), git={})
-    values["started_at"] = manifest.created_at
+    values["started_at"] = times["created_at"]
     store.begin_run(values, tags=tags, manifest_json=manifest_bytes(manifest))
     store.add_rows(manifest.run_id, rows, results_path=str(path))
     finish = _finish_values(manifest, rows)
+    if times["finished_at"] is not None:
+        finish["finished_at"] = times["finished_at"]
     cols, doc = summary_of(rows, manifest) if rows else ({}, None)
     finish.update(cols)
     store.finish_run(manifest.run_id, finish, summary_json=json.dumps(doc, sort_keys=True).encode()

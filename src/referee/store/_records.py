@@ -60,14 +60,20 @@ def time_bound(value: str, *, name: str, end: bool = False) -> str:
     """A ``since``/``until`` filter as the stored start times compare (UTC, ISO 8601). A date alone is its day's
     first moment, or as an ``end`` its last, so ``until=2026-12-07`` takes that whole day; a time without an offset
     is UTC. Anything else is a ``UserError`` naming the filter (a string compared as it is matched nothing)."""
-    text = value.strip()
     try:
-        if len(text) == 10:
-            at = datetime.combine(date.fromisoformat(text), time.max if end else time.min, UTC)
-        else:
-            at = datetime.fromisoformat(text)
-            at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+        return utc_time(value, end=end)
     except ValueError:
         raise UserError(f"{name} {value!r}: expected a date (2026-12-07) or an ISO 8601 time "
                         "(2026-12-07T14:30, UTC unless it gives an offset such as +01:00)") from None
+
+
+def utc_time(value: str, *, end: bool = False) -> str:
+    """``value`` (a date, or an ISO 8601 time, UTC unless it gives an offset) as the store writes times: UTC,
+    ISO 8601. A date alone is its day's first moment, or as an ``end`` its last. Raises ``ValueError``."""
+    text = value.strip()
+    if len(text) == 10:
+        at = datetime.combine(date.fromisoformat(text), time.max if end else time.min, UTC)
+    else:
+        at = datetime.fromisoformat(text)
+        at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
     return at.isoformat()
