@@ -39,7 +39,17 @@ def _get(st: Any, ref: str) -> Any:
     # A run id or prefix, else a name: last, @COMMIT, a branch (its newest complete run).
     from ..store import find_run
 
-    return find_run(st, ref)
+    run = find_run(st, ref)
+    _say_damaged([run])
+    return run
+
+
+def _say_damaged(runs: Any) -> None:
+    """A note per run whose stored values were not what their columns hold (read as missing)."""
+    for r in runs:
+        if r.problems:
+            echo_err(printable(f"note: run {r.id[:12]} is damaged: {'; '.join(r.problems[:3])}; shown as missing "
+                               "(`referee store check` says more)"))
 
 
 def _cell(v: Any, width: int) -> str:
@@ -53,11 +63,16 @@ def _where(r: Any) -> str:
 
 
 def _pct(v: float | None) -> str:
-    return "-" if v is None or not math.isfinite(v) else f"{100 * v:.1f}"
+    return f"{100 * v:.1f}" if v is not None and _finite(v) else "-"
 
 
 def _num(v: float | None) -> str:
-    return "-" if v is None or not math.isfinite(v) else f"{v:.3f}"
+    return f"{v:.3f}" if v is not None and _finite(v) else "-"
+
+
+def _finite(v: Any) -> bool:
+    # A stored summary's numbers come from the store, which may be damaged: anything else reads as missing.
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _status(r: Any) -> str:
@@ -123,6 +138,7 @@ def list_cmd(store_url: str | None, suite: str | None, branch: str | None, tag: 
     shown = limit if limit is not None or as_json else 20
     runs = list_runs(store_url, suite=suite, branch=branch, tag=tag, status=status, since=since, until=until,
                      limit=shown)
+    _say_damaged(runs)
     if as_json:
         _dump([run_json(r) for r in runs])
         return 0
@@ -170,10 +186,16 @@ def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
         ]
         for k, v in lines:
             click.echo(f"{k:<10} {_cell(v, 69)}")
-        for g in (summary or {}).get("categories", [])[:20]:
-            pr, mean = g["pass_rate"], g["mean"]
-            click.echo(f"  {_cell(g['name'], 20):<20} {_pct(pr[0]):>6}% [{_pct(pr[1])}, {_pct(pr[2])}]  "
-                       f"mean {_num(mean[0])}  n={g['cases']}")
+        groups = summary.get("categories", []) if isinstance(summary, dict) else []
+        for g in groups[:20] if isinstance(groups, list) else []:
+            try:
+                pr, mean = g["pass_rate"], g["mean"]
+                line = (f"  {_cell(g['name'], 20):<20} {_pct(pr[0]):>6}% [{_pct(pr[1])}, {_pct(pr[2])}]  "
+                        f"mean {_num(mean[0])}  n={_cell(g['cases'], 9)}")
+            except (KeyError, TypeError, IndexError, ValueError):  # a summary a damaged store holds
+                echo_err(f"note: run {r.id[:12]}'s stored summary is damaged; `referee store check` says more")
+                break
+            click.echo(line)
     return 0
 
 
@@ -242,6 +264,7 @@ def trend_cmd(store_url: str | None, suite: str | None, metric: str, by: str, br
         echo_err(f"note: showing suite {runs[0].suite!r} with the configuration of run {runs[0].id[:12]}; "
                  "runs judged differently are left out")
     runs = [r for r in runs if r.identity == identity]
+    _say_damaged(runs)
     if by == "commit":
         seen: set[str] = set()
         kept = []

@@ -17,7 +17,7 @@ from sqlalchemy import func, select, text
 from ..errors import UserError
 from . import _schema as s
 from ._recorder import manifest_bytes, run_values, summary_of
-from ._records import utc_time
+from ._records import _RUN_COLS, record_of, utc_time
 from ._settings import StoreError
 
 if TYPE_CHECKING:
@@ -158,15 +158,22 @@ def _finish_values(m: RunManifest, rows: Sequence[ResultRow]) -> dict[str, Any]:
 def import_store(store: Store, other: Store) -> tuple[int, int]:
     """Copy into ``store`` every run of ``other`` it does not hold (runs, tags, rows, their texts). Returns
     (runs copied, runs already there)."""
+    from sqlalchemy.exc import StatementError
+
     have = {r for (r,) in _scalars(store, select(s.runs.c.id))}
     theirs = [r for (r,) in _scalars(other, select(s.runs.c.id))]
     copied = 0
+    damaged: list[str] = []
     ins = store._ins()
     for run_id in theirs:
         if run_id in have:
             continue
         with other.engine.connect() as src:
             run = dict(src.execute(select(s.runs).where(s.runs.c.id == run_id)).mappings().one())
+            problems = record_of([run[c] for c in _RUN_COLS]).problems
+            if not isinstance(run_id, str) or problems:
+                damaged.append(f"run {str(run_id)[:12]!r}: {'; '.join(problems[:3]) or 'its id is not text'}")
+                continue
             tags = [t for (t,) in src.execute(select(s.run_tags.c.tag).where(s.run_tags.c.run_id == run_id))]
             rows = [dict(m) for m in src.execute(select(s.rows).where(s.rows.c.run_id == run_id)).mappings()]
             hashes = {h for h in [run.get("manifest"), run.get("summary"), *(r["body"] for r in rows)] if h}
@@ -175,17 +182,25 @@ def import_store(store: Store, other: Store) -> tuple[int, int]:
             for i in range(0, len(hl), 500):
                 texts += [dict(m) for m in src.execute(select(s.texts).where(s.texts.c.hash.in_(hl[i:i + 500])))
                           .mappings()]
-        with store.engine.begin() as dst:
-            if texts:
-                dst.execute(ins(s.texts).on_conflict_do_nothing(index_elements=["hash"]), texts)
-            dst.execute(ins(s.runs).on_conflict_do_nothing(index_elements=["id"]), [run])
-            if tags:
-                dst.execute(ins(s.run_tags).on_conflict_do_nothing(index_elements=["run_id", "tag"]),
-                            [{"run_id": run_id, "tag": t} for t in tags])
-            for i in range(0, len(rows), 2000):
-                dst.execute(ins(s.rows).on_conflict_do_nothing(
-                    index_elements=["run_id", "case_id", "rep", "turn"]), rows[i:i + 2000])
+        try:  # one transaction a run: a value the driver refuses (a damaged row) leaves none of the run behind
+            with store.engine.begin() as dst:
+                if texts:
+                    dst.execute(ins(s.texts).on_conflict_do_nothing(index_elements=["hash"]), texts)
+                dst.execute(ins(s.runs).on_conflict_do_nothing(index_elements=["id"]), [run])
+                if tags:
+                    dst.execute(ins(s.run_tags).on_conflict_do_nothing(index_elements=["run_id", "tag"]),
+                                [{"run_id": run_id, "tag": t} for t in tags])
+                for i in range(0, len(rows), 2000):
+                    dst.execute(ins(s.rows).on_conflict_do_nothing(
+                        index_elements=["run_id", "case_id", "rep", "turn"]), rows[i:i + 2000])
+        except StatementError as exc:
+            damaged.append(f"run {run_id[:12]}: {str(exc.orig or exc).splitlines()[0][:120]}")
+            continue
         copied += 1
+    if damaged:
+        raise StoreError(f"{copied} runs copied from {other.display_url}; {len(damaged)} damaged ones were not: "
+                         + "; ".join(damaged[:5]) + (" ..." if len(damaged) > 5 else "")
+                         + f" (`referee store check --store {other.display_url}` says more)")
     return copied, len(theirs) - copied
 
 
@@ -278,7 +293,11 @@ def check_store(url: str) -> list[str]:
                 .where(s.runs.c.status == "complete").group_by(s.runs.c.id, s.runs.c.n_rows)
                 .having(func.count(s.rows.c.case_id) != s.runs.c.n_rows)).all()
             for run_id, want, got in bad[:20]:
-                problems.append(f"run {run_id[:12]}: {got} rows stored, its totals say {want}")
+                problems.append(f"run {str(run_id)[:12]}: {got} rows stored, its totals say {want!r}")
+            damaged = [r for r in (record_of(v) for v in conn.execute(select(*[s.runs.c[c] for c in _RUN_COLS])))
+                       if r.problems]
+            for r in damaged[:20]:
+                problems.append(f"run {r.id[:12]}: " + "; ".join(r.problems))
             missing = conn.execute(select(func.count()).select_from(s.rows).where(
                 ~s.rows.c.body.in_(select(s.texts.c.hash)))).scalar_one()
             if missing:

@@ -3,6 +3,8 @@ local file reads it with the standard library's ``sqlite3``)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from typing import Any
@@ -47,13 +49,51 @@ class RunRecord:
     mean_hi: float | None
     judge_key: str | None = None
     tags: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """What was wrong with the stored values (each then read as missing): empty unless the store is damaged."""
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-_RUN_COLS = [c for c in RunRecord.__dataclass_fields__ if c != "tags"]
+_RUN_COLS = [c for c in RunRecord.__dataclass_fields__ if c not in ("tags", "problems")]
 """The ``runs`` columns a record holds, in its field order."""
+_COUNTS = frozenset({"n_rows", "n_scored", "n_unscored", "n_error", "input_tokens", "output_tokens"})
+_NUMBERS = frozenset({"cost_usd", "wall_s", "pass_rate", "pass_rate_lo", "pass_rate_hi", "mean", "mean_lo",
+                      "mean_hi"})
+_REQUIRED_COUNTS = frozenset({"n_rows", "n_scored", "n_unscored", "n_error"})
+
+
+def record_of(values: Sequence[Any]) -> RunRecord:
+    """A ``runs`` row (the columns of ``_RUN_COLS``, in order) as a record. SQLite keeps whatever a damaged or
+    hostile file holds in a column, so each value is held to its column's type: one that is not is read as
+    missing (0 for a count) and named in ``problems``, and the history stays readable."""
+    data = dict(zip(_RUN_COLS, values, strict=True))
+    problems: list[str] = []
+    for name, v in data.items():
+        if v is None:
+            continue
+        if name in _COUNTS:
+            ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        elif name in _NUMBERS:
+            ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        elif name == "git_dirty":
+            ok = v in (0, 1)  # a boolean, or SQLite's 0 and 1
+        else:
+            ok = isinstance(v, str)
+        if not ok:
+            problems.append(f"{name} holds {str(v)[:40]!r}, not {_kind(name)}")
+            data[name] = 0 if name in _REQUIRED_COUNTS else "" if name in ("id", "kind", "identity", "status",
+                                                                             "started_at") else None
+    return RunRecord(**data, problems=problems)
+
+
+def _kind(name: str) -> str:
+    if name in _COUNTS:
+        return "a count"
+    if name in _NUMBERS:
+        return "a finite number"
+    return "a flag" if name == "git_dirty" else "text"
 
 
 def time_bound(value: str, *, name: str, end: bool = False) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._records import _RUN_COLS, RunRecord, time_bound
+from ._records import _RUN_COLS, RunRecord, record_of, time_bound
 from ._revision import HEAD
 
 QUICK_FILTERS = frozenset({"suite", "branch", "tag", "status", "since", "until", "limit"})
@@ -67,7 +67,7 @@ def read_runs(execute: Callable[[str, list[object]], Iterable[Sequence[Any]]], m
     if limit is not None:
         sql += f" LIMIT {mark}"
         params.append(int(limit))
-    recs = [RunRecord(**dict(zip(_RUN_COLS, row, strict=True))) for row in execute(sql, params)]
+    recs = [record_of(row) for row in execute(sql, params)]
     by_id = {r.id: r for r in recs}
     ids = list(by_id)
     for i in range(0, len(ids), 500):

@@ -29,7 +29,7 @@ from ._codec import (  # noqa: F401 - digest, _unpack: read from here too
     pack_many,
 )
 from ._engine import ensure_schema, make_engine
-from ._records import _RUN_COLS, RunRecord, time_bound
+from ._records import _RUN_COLS, RunRecord, record_of, time_bound
 from ._settings import StoreError, display_url, scrub
 
 if TYPE_CHECKING:
@@ -305,7 +305,7 @@ class Store:
                        s.runs.c.id.desc() if newest_first else s.runs.c.id)
         if limit is not None:
             q = q.limit(limit)
-        recs = [RunRecord(**dict(zip(_RUN_COLS, r, strict=True))) for r in conn.execute(q)]
+        recs = [record_of(r) for r in conn.execute(q)]
         if recs:
             by_id = {r.id: r for r in recs}
             ids = list(by_id)
