@@ -307,7 +307,7 @@ def tag_cmd(run: str, tags: tuple[str, ...], remove: bool, store_url: str | None
     with _opened(store_url) as st:
         r = _get(st, run)
         st.tag(r.id, add=() if remove else checked, remove=checked if remove else ())
-        echo_err(f"run {r.id[:12]}: tags {printable(', '.join(_get(st, r.id).tags)) or 'none'}")
+        echo_err(f"run {r.id[:12]}: tags {printable(', '.join(st.get_run(r.id).tags)) or 'none'}")
     return 0
 
 
