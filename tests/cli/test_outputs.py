@@ -102,3 +102,28 @@ def test_two_outputs_on_one_path_are_refused(files: dict[str, Path], tmp_path: P
     same = tmp_path / "both.out"
     assert cli(["score", str(files["results"]), "--json-out", str(same), "--markdown", str(same)]) == 2
     assert "same file" in capsys.readouterr().err and not same.exists()
+
+
+def test_the_run_history_and_referees_folder_are_never_an_output(files: dict[str, Path], tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # The store is not a path parameter (--store takes a URL; the default file is named by no parameter at all), so
+    # the rule above never saw it: `traces to-cases -o` onto the store wrote a case file over the database.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # referee's folder: .referee/ at the repository's top level
+    store = tmp_path / "h.sqlite"
+    assert cli(["run", str(files["suite"]), "-o", str(tmp_path / "first.jsonl"), "--store", str(store)]) in (0, 1)
+    before = store.read_bytes()
+    refused = [(["traces", "to-cases", "-o", str(store), "--below", "0.5", "--store", f"sqlite:///{store}"],
+                "destroy the history"),
+               (["score", str(files["results"]), "--json-out", f"{store}-wal"], "destroy the history"),
+               (["score", str(files["results"]), "--json-out", ".referee/s.json"], "referee's own folder"),
+               (["run", str(files["suite"]), "-o", str(tmp_path / ".referee" / "r.jsonl")], "referee's own folder")]
+    monkeypatch.setenv("REFEREE_STORE", str(store))  # the store in force, named by no parameter
+    for argv, why in refused:
+        code = cli(argv)
+        err = capsys.readouterr().err
+        assert code == 2 and why in err, (argv, err)
+    assert store.read_bytes() == before and not (tmp_path / ".referee" / "s.json").exists()
+    assert not (tmp_path / ".referee" / "r.jsonl").exists()
+    assert cli(["score", str(files["results"]), "--json-out", str(tmp_path / "s.json")]) == 0  # elsewhere: written

@@ -69,6 +69,8 @@ def check_outputs(command: click.Command, params: dict[str, Any]) -> None:
             continue
         for v in _paths(params[p.name]):
             (outputs if is_output else inputs).append((label, v))
+    if outputs:
+        _check_reserved(outputs, params.get("store_url"))
     for i, (olabel, opath) in enumerate(outputs):
         for ilabel, ipath in inputs:
             if _same(opath, ipath):
@@ -77,6 +79,23 @@ def check_outputs(command: click.Command, params: dict[str, Any]) -> None:
         for olabel2, opath2 in outputs[i + 1:]:
             if _same(opath, opath2):
                 raise UserError(f"{olabel} and {olabel2} are the same file ({opath}); give each output its own path")
+
+
+def _check_reserved(outputs: list[tuple[str, str]], store_url: Any) -> None:
+    """An output is never the run history's database (the one the command names, or ``REFEREE_STORE``'s) nor
+    inside referee's own folder: written over, the history and the response cache would be lost."""
+    from ..store import reserved_paths
+
+    folder, *files = reserved_paths(store_url if isinstance(store_url, str) else None)
+    for label, path in outputs:
+        if path in ("-", ""):
+            continue
+        if any(_same(path, str(f)) for f in files):
+            raise UserError(f"{label} {path} is the run history's database: writing it would destroy the history; "
+                            "choose another output path")
+        if Path(path).resolve().is_relative_to(folder.resolve()):
+            raise UserError(f"{label} {path} is inside {folder}, referee's own folder (its run history and response "
+                            "cache): choose another output path")
 
 
 def check_numbers(command: click.Command, params: dict[str, Any]) -> None:

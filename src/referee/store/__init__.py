@@ -12,9 +12,6 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from ._baseline import Baseline, file_note, find_run, looks_like_name, resolve_baseline
-from ._identity import label_of_suite
-from ._recorder import Recorder, new_run_id, open_recorder
 from ._settings import (
     ENV,
     StoreError,
@@ -24,11 +21,13 @@ from ._settings import (
     display_url,
     normalise_url,
     recording,
+    reserved_paths,
     scope,
 )
 
 if _TYPE_CHECKING:
     from ._alignments import alignments, record_alignment, record_view_label, view_labels
+    from ._baseline import Baseline, file_note, find_run, looks_like_name, resolve_baseline
     from ._history import (
         StoredRun,
         check_store,
@@ -42,14 +41,22 @@ if _TYPE_CHECKING:
         rows_frame,
         runs_frame,
     )
+    from ._identity import label_of_suite
+    from ._recorder import Recorder, new_run_id, open_recorder
     from ._records import RunRecord
     from ._revision import HEAD as SCHEMA_REVISION
     from ._revision import REVISIONS
     from ._store import Store
     from ._traces import SpansWritten, StoredTrace, TraceScore, TraceStore
 
-# SQLAlchemy is imported with the names that need it, never by a run's start (the recorder's thread imports it).
-_LAZY = {"SCHEMA_REVISION": ("._revision", "HEAD"), "REVISIONS": ("._revision", "REVISIONS"),
+# SQLAlchemy is imported with the names that need it, never by a run's start (the recorder's thread imports it);
+# the baselines, the recorder and git with theirs, so a command that only names the store (the output guard) pays
+# for its settings alone.
+_LAZY = {**{n: ("._baseline", n) for n in ("Baseline", "file_note", "find_run", "looks_like_name",
+                                           "resolve_baseline")},
+         "label_of_suite": ("._identity", "label_of_suite"),
+         **{n: ("._recorder", n) for n in ("Recorder", "new_run_id", "open_recorder")},
+         "SCHEMA_REVISION": ("._revision", "HEAD"), "REVISIONS": ("._revision", "REVISIONS"),
          "alignments": ("._alignments", "alignments"), "record_alignment": ("._alignments", "record_alignment"),
          "record_view_label": ("._alignments", "record_view_label"), "view_labels": ("._alignments", "view_labels"),
          "RunRecord": ("._records", "RunRecord"), "Store": ("._store", "Store"),
@@ -80,9 +87,8 @@ def list_runs(store: str | None = None, **filters: _Any) -> list[RunRecord]:
     ``until``, ``limit``, ...), newest first, from the store at ``store`` (a URL or file; default: the one in
     force). A store already at this referee's schema is read without SQLAlchemy (a local file with the standard
     library, PostgreSQL with psycopg alone): a listing takes a fifth of the time on a file, a third on a server."""
-    from ._settings import connect_timeout_s, lock_timeout_s
+    from ._settings import connect_timeout_s, lock_timeout_s, sqlite_path
     from ._sqlite_reader import QUICK_FILTERS, list_runs_sqlite
-    from ._sqlite_writer import sqlite_path
 
     url = normalise_url(store) if store else current().resolved_url()
     if set(filters) <= QUICK_FILTERS:
@@ -168,6 +174,7 @@ __all__ = [
     "record_alignment",
     "record_view_label",
     "recording",
+    "reserved_paths",
     "resolve_baseline",
     "results_files",
     "rows_frame",

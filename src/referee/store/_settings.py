@@ -70,6 +70,32 @@ def normalise_url(value: str) -> str:
     return value
 
 
+def reserved_paths(store_url: str | None = None) -> list[Path]:
+    """What no command's output may be written over: referee's own folder (``.referee/``: the default run history,
+    the response cache), and the SQLite store named by ``store_url`` (a command's ``--store``) or
+    ``REFEREE_STORE``, with its journal files. A store that is not a local file names nothing here."""
+    paths = [referee_dir()]
+    for raw in (store_url, os.environ.get(ENV)):
+        if not raw or raw.strip().lower() in _OFF:
+            continue
+        try:
+            path = sqlite_path(normalise_url(raw))
+        except UserError:  # the command says what is wrong with it
+            continue
+        if path is not None:
+            paths += [path, *(path.with_name(path.name + end) for end in ("-wal", "-shm", "-journal"))]
+    return paths
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file a plain ``sqlite:///PATH`` URL names, else None (memory, URI options: left to SQLAlchemy)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or "?" in url:
+        return None
+    path = url[len(prefix):]
+    return Path(path) if path and path != ":memory:" else None
+
+
 def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
     """Tags as given (any characters: they are bound parameters), refusing empty and oversized ones."""
     out: list[str] = []

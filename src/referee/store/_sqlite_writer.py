@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._codec import ROW_COLUMNS, ROW_UPDATE_COLUMNS, digest, encode_row, max_row_bytes, pack_many
 from ._revision import HEAD
-from ._settings import StoreError
+from ._settings import StoreError, sqlite_path
 
 if TYPE_CHECKING:
     from ..results._schema import ResultRow
@@ -43,15 +43,6 @@ release the GIL): ~1.2x the rows a second on 2 cores, for no more CPU. Fewer are
 
 class NotAtHead(StoreError):
     """The file is not a store at this referee's head revision (or not a plain file URL): use ``Store``."""
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file a plain ``sqlite:///PATH`` URL names, else None (memory, URI options: left to SQLAlchemy)."""
-    prefix = "sqlite:///"
-    if not url.startswith(prefix) or "?" in url:
-        return None
-    path = url[len(prefix):]
-    return Path(path) if path and path != ":memory:" else None
 
 
 class SqliteWriter:
