@@ -283,3 +283,25 @@ def test_score_takes_a_stored_run_as_its_results(two_runs: tuple[str, str], stor
     monkeypatch.setenv("REFEREE_STORE", "off")
     code, _, err = run_cli(["score", "no-such-branch"], capsys)
     assert code == 2 and "run history is off" in err
+
+
+def test_reading_a_history_that_is_not_there_makes_none(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # In a folder where nothing was recorded, the commands that read the history say so; none leaves an empty
+    # store (or a .referee/ folder) behind. Pruning nothing is no error: a CI job's first run has no history yet.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("REFEREE_STORE", raising=False)
+    (tmp_path / "r.jsonl").write_text(json.dumps({"id": "a", "status": "scored", "score": 1.0}) + "\n")
+    missing = tmp_path / "elsewhere.sqlite"
+    assert run_cli(["runs", "list"], capsys)[0] == 0
+    assert run_cli(["runs", "list", "--store", str(missing), "--json"], capsys)[1].strip() == "[]"
+    code, out, err = run_cli(["runs", "prune", "--keep", "3", "--store", str(missing)], capsys)
+    assert code == 0 and "nothing to prune" in err
+    for args in (["runs", "show", "last"], ["runs", "trend"], ["runs", "compare", "a1b2", "c3d4"],
+                 ["runs", "tag", "last", "x"], ["runs", "delete", "a1b2"], ["score", "last"],
+                 ["score", "r.jsonl", "--baseline", "last"], ["runs", "show", "last", "--store", str(missing)]):
+        code, _, err = run_cli(args, capsys)
+        assert code == 2 and "no run history at" in err, (args, err)
+    assert not (tmp_path / ".referee").exists() and not missing.exists()
+    assert run_cli(["runs", "import", "r.jsonl", "--store", str(missing)], capsys)[0] == 0  # import makes one
+    assert missing.exists()

@@ -23,12 +23,13 @@ _JSON_OPT = click.option("--json", "as_json", is_flag=True,
 
 
 @contextmanager
-def _opened(url: str | None) -> Iterator[Any]:
+def _opened(url: str | None, *, create: bool = False) -> Iterator[Any]:
+    # Only `runs import` makes a store; the other commands read one, and say so when there is none.
     from ..store import current, open_store
 
     if url is None and not current().readable:
         raise UserError("the run history is off (REFEREE_STORE=off): give --store URL to read one")
-    st = open_store(url)
+    st = open_store(url, create=create)
     try:
         yield st
     finally:
@@ -335,7 +336,7 @@ def import_cmd(sources: tuple[str, ...], store_url: str | None, tags: tuple[str,
     from ..store import import_results, import_store, normalise_url, open_store, results_files
 
     added = kept = 0
-    with _opened(store_url) as st:
+    with _opened(store_url, create=True) as st:
         for src in sources:
             is_store = "://" in src or _is_sqlite_file(Path(src))
             if is_store:
@@ -377,8 +378,17 @@ def delete_cmd(runs: tuple[str, ...], store_url: str | None) -> int:
 @_JSON_OPT
 def prune_cmd(store_url: str | None, keep: int | None, older_than: str | None, dry_run: bool, as_json: bool) -> int:
     """Delete old runs: beyond --keep N of each suite, and/or older than --older-than (both: a run must match both)."""
-    from ..store import compact_if_worth_it, prune_plan
+    from ..store import StoreError, compact_if_worth_it, current, normalise_url, prune_plan, require_history
 
+    if keep is None and older_than is None:
+        raise UserError("prune needs --keep N and/or --older-than AGE")
+    try:  # a CI job's first run has no history yet: nothing to prune is not an error
+        require_history(normalise_url(store_url) if store_url else current().resolved_url())
+    except StoreError as exc:
+        if as_json:
+            _dump({"dry_run": dry_run, "runs": []})
+        echo_err(f"{exc}; nothing to prune")
+        return 0
     with _opened(store_url) as st:
         doomed = prune_plan(st, keep=keep, older_than=older_than)
         if as_json:

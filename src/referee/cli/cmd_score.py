@@ -233,7 +233,11 @@ def _stored_results(ctx: click.Context, results: str) -> str:
     if not current().readable:
         raise UserError(f"{results}: file not found (and the run history is off, REFEREE_STORE=off, so a run "
                         "cannot be looked up by name)")
-    with open_store(None) as st:
+    try:
+        st = open_store(None, create=False)
+    except UserError as exc:
+        raise UserError(f"{results}: file not found, and {exc}") from None
+    with st:
         try:
             run = find_run(st, results)
         except UserError as exc:

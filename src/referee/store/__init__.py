@@ -21,6 +21,7 @@ from ._settings import (
     display_url,
     normalise_url,
     recording,
+    require_history,
     reserved_paths,
     scope,
 )
@@ -75,11 +76,15 @@ def __getattr__(name: str) -> _Any:
     return value
 
 
-def open_store(url: str | None = None) -> Store:
-    """The store at ``url`` (default: the one in force, see :func:`current`), its schema ready."""
+def open_store(url: str | None = None, *, create: bool = True) -> Store:
+    """The store at ``url`` (default: the one in force, see :func:`current`), its schema ready. ``create=False``
+    (a command that only reads): a local file that does not exist is a ``StoreError``, never made empty."""
     from ._store import Store
 
-    return Store(normalise_url(url) if url else current().resolved_url())
+    resolved = normalise_url(url) if url else current().resolved_url()
+    if not create:
+        require_history(resolved)
+    return Store(resolved)
 
 
 def list_runs(store: str | None = None, **filters: _Any) -> list[RunRecord]:
@@ -91,8 +96,10 @@ def list_runs(store: str | None = None, **filters: _Any) -> list[RunRecord]:
     from ._sqlite_reader import QUICK_FILTERS, list_runs_sqlite
 
     url = normalise_url(store) if store else current().resolved_url()
+    path = sqlite_path(url)
+    if path is not None and not path.exists():  # nothing recorded there yet: a listing makes no store
+        return []
     if set(filters) <= QUICK_FILTERS:
-        path = sqlite_path(url)
         quick: list[RunRecord] | None = None
         if path is not None:
             quick = list_runs_sqlite(path, timeout_s=lock_timeout_s(), **filters)
@@ -174,6 +181,7 @@ __all__ = [
     "record_alignment",
     "record_view_label",
     "recording",
+    "require_history",
     "reserved_paths",
     "resolve_baseline",
     "results_files",

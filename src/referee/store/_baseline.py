@@ -89,14 +89,19 @@ def resolve_baseline(spec: str, *, base_dir: Path | str = ".", candidate: RunMan
         raise UserError(f"baseline {spec!r}: no such file, and not a run name (main, a branch, last, a run id, "
                         "@COMMIT)")
     if store is None:
-        from ._settings import current
+        from ._settings import StoreError, current, require_history
         from ._store import Store
 
         settings = current()
         if not settings.readable:
             raise UserError(f"baseline {spec!r}: no such file, and the run history is off (REFEREE_STORE=off), "
                             "so a run cannot be looked up by name")
-        st = Store(settings.resolved_url())
+        url = settings.resolved_url()
+        try:
+            require_history(url)
+        except StoreError as exc:
+            raise UserError(f"baseline {spec!r}: no such file, and {exc}") from None
+        st = Store(url)
         try:
             return _resolve(st, spec, candidate, cwd, siblings)
         finally:

@@ -87,6 +87,14 @@ def reserved_paths(store_url: str | None = None) -> list[Path]:
     return paths
 
 
+def require_history(url: str) -> None:
+    """Raise :class:`StoreError` when ``url`` names a local file that does not exist: a command that only reads
+    the history says so rather than making an empty store (and a ``.referee/`` folder) where it was run."""
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        raise StoreError(f"no run history at {path}: nothing has been recorded there yet")
+
+
 def sqlite_path(url: str) -> Path | None:
     """The file a plain ``sqlite:///PATH`` URL names, else None (memory, URI options: left to SQLAlchemy)."""
     prefix = "sqlite:///"
