@@ -457,6 +457,44 @@ def test_unsampled_traces_can_be_kept_as_counts_only(collector: Collector, judge
         MonitorConfig.parse({"sampling": {"keep_unsampled": "no"}}, [RUBRIC])
 
 
+def test_a_monitor_suite_is_checked_before_any_trace_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A typo in an evaluator's name was found at the first pass, once traffic had arrived; `referee validate` said
+    # the monitor suite lacked `cases:` and never read its monitor: section. Both now check it whole, at once.
+    from referee.example import DATA
+    from referee.suites import SuiteInvalid
+    from referee.traces import check_monitor, load_monitor
+    from tests.support.cli import run_cli
+
+    good = tmp_path / "monitor.yaml"
+    good.write_text("name: prod\nevaluators:\n  - llm_judge: {rubric: '- answers the question'}\nmonitor:\n"
+                    "  sampling: {rate: 0.25}\n  redact: {patterns: ['sk-[a-z]+'], hook: 'no_such_module:fn'}\n")
+    # The hook's module is looked up, never imported: here it is not found.
+    code, out, err = run_cli(["validate", str(good)], capsys)
+    assert code == 2 and "monitor.redact.hook: cannot find module 'no_such_module'" in err
+    good.write_text(good.read_text().replace(", hook: 'no_such_module:fn'", ""))
+    config = check_monitor(good)
+    assert config is not None and config.sampler.rate == 0.25
+    code, out, err = run_cli(["validate", str(good)], capsys)
+    assert code == 0 and "no cases (a monitor suite); monitor: 1 evaluator(s), sampling rate 0.25" in out
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(good.read_text().replace("llm_judge", "llm_judeg"))
+    with pytest.raises(SuiteInvalid, match=r"typo.yaml:3 evaluators\[0\].llm_judeg: unknown evaluator 'llm_judeg' "
+                                           r"\(did you mean 'llm_judge'\?\)"):
+        load_monitor(typo)
+    code, _, err = run_cli(["monitor", str(typo), "--replay", str(DATA / "production" / "traces.otlp.jsonl"),
+                            "--once", "--store", f"sqlite:///{tmp_path / 'h.sqlite'}", "--provider", "standin"],
+                           capsys)
+    assert code == 2 and "llm_judeg" in err and "replayed" not in err and not (tmp_path / "h.sqlite").exists()
+    bad_rate = tmp_path / "rate.yaml"
+    bad_rate.write_text(good.read_text().replace("rate: 0.25", "rate: 1.5"))
+    code, _, err = run_cli(["validate", str(bad_rate)], capsys)
+    assert code == 2 and "sampling rate must be a number from 0 to 1, got 1.5" in err
+    plain = tmp_path / "plain.yaml"  # an offline suite still needs its cases
+    plain.write_text("name: p\nevaluators:\n  - contains: {value: x}\n")
+    code, _, err = run_cli(["validate", str(plain)], capsys)
+    assert code == 2 and "cases" in err
+
+
 def test_an_alert_shows_the_suites_newest_offline_run_beside_it_never_as_its_reference(
         tmp_path: Path, judge: Judge, clock: Clock, fake_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from referee.store import Store

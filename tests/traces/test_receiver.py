@@ -232,6 +232,27 @@ def test_secrets_in_span_attributes_are_redacted_before_storing(make_sink: SinkF
     assert sink.counts()["redacted_out"] == 1
 
 
+def test_a_redaction_pattern_that_backtracks_cannot_hold_the_receiver(make_sink: SinkFactory,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pattern is the operator's, the text the application's users': each match has the time bound every
+    # user's pattern has. A span the pattern cannot get through in time is never stored unredacted: it is dropped
+    # and counted, and the receiver goes on with the next.
+    monkeypatch.setattr("referee._util._regex.TIMEOUT_S", 0.05)
+    sink = make_sink()
+    red = Redactor([r"(a|a)+b"])
+    hostile = "a" * 40 + "!"  # 2^40 ways to fail for a backtracking engine: days, not seconds
+    with Collector(sink, CollectorConfig(port=0, redactor=red)) as c:
+        assert post(c.port, request([
+            span(9, 1, attrs={"gen_ai.operation.name": "chat", "gen_ai.input.messages": hostile}),
+            span(9, 2, attrs={"gen_ai.operation.name": "chat", "gen_ai.input.messages": "id aab, ok"}),
+        ]))[0] == 200
+    stored = sink.trace_spans(f"{9:032x}")
+    assert [s["attributes"]["gen_ai.input.messages"] for s in stored] == ["id ***, ok"]
+    assert sink.counts()["not stored: redaction_timeout"] == 1
+    with pytest.raises(UserError, match=r"redaction pattern '\[': "):
+        Redactor(["["])
+
+
 def test_non_loopback_needs_the_flag_a_token_and_tls_or_a_proxy() -> None:
     with pytest.raises(UserError, match="--allow-remote"):
         CollectorConfig(host="0.0.0.0", port=0).check()

@@ -52,12 +52,17 @@ def command(suites: tuple[str, ...], print_schema: bool) -> int:
         if is_cases_file(path):
             bad += not _scenarios(path)
             continue
-        suite, problems = check_suite(path, run_user_code=False)  # validate runs no user code
+        # validate runs no user code; a suite with a monitor: section may have no cases (the traces are its cases)
+        suite, problems = check_suite(path, run_user_code=False, monitor_only_ok=True)
         for p in problems:
             echo_err(str(p))
         if problems or suite is None:
             bad += 1
             echo_err(f"{path}: {len(problems)} problem(s)")
+            continue
+        monitor = _monitor(path)
+        if monitor is False:
+            bad += 1
             continue
         calls = None
         if suite.llm_specs:
@@ -66,5 +71,23 @@ def command(suites: tuple[str, ...], print_schema: bool) -> int:
             # The count of `referee run --dry-run` (every target's outputs judged, a call per order or criterion
             # where a judge makes several); prices given so that no price database is read.
             calls = estimate_run(suite, provider="openai", input_price=0.0, output_price=0.0).judge.calls
-        click.echo(f"ok: {path}: {suite.describe(judge_calls=calls)}")
+        what = suite.describe(judge_calls=calls) if suite.cases else "no cases (a monitor suite)"
+        click.echo(f"ok: {path}: {what}" + (f"; {monitor}" if monitor else ""))
     return 2 if bad else 0
+
+
+def _monitor(path: str) -> str | bool | None:
+    """A suite's ``monitor:`` section checked as ``referee monitor`` reads it (no user code): what it says, False
+    when it has a problem (said), None when there is none."""
+    from ..errors import UserError
+    from ..traces import check_monitor
+
+    try:
+        config = check_monitor(path)
+    except UserError as exc:
+        echo_err(str(exc))
+        echo_err(f"{path}: 1 problem(s)")
+        return False
+    if config is None:
+        return None
+    return f"monitor: {len(config.evaluators)} evaluator(s), sampling rate {config.sampler.rate:g}"

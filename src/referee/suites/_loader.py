@@ -73,13 +73,15 @@ def _load_cases_unshared(value: Any, col: _Collector, base: Path) -> tuple[list[
     return cases, cases_path
 
 
-def check_suite(path: str | Path, *, run_user_code: bool = True,
-                force_aligned: bool = False) -> tuple[Suite | None, list[Problem]]:
+def check_suite(path: str | Path, *, run_user_code: bool = True, force_aligned: bool = False,
+                monitor_only_ok: bool = False) -> tuple[Suite | None, list[Problem]]:
     """Load a suite, collecting every problem. Returns (suite or None when unusable, problems).
 
     ``run_user_code=False`` (``validate``, ``run --dry-run``) imports no plugin module: plugin modules and
     dotted paths are only looked up, and plugin evaluators become :class:`NotImported` entries.
-    ``force_aligned``: an aligned judge fitted for another judge model is a warning, not a problem."""
+    ``force_aligned``: an aligned judge fitted for another judge model is a warning, not a problem.
+    ``monitor_only_ok`` (``validate``, ``referee monitor``): a suite with a ``monitor:`` section may have no
+    ``cases:`` (production traces are its cases); one that has them still has them checked."""
     p = Path(path)
     sp = str(path)
     if not p.exists():
@@ -94,16 +96,20 @@ def check_suite(path: str | Path, *, run_user_code: bool = True,
     except InputError as exc:
         return None, [Problem(sp, exc.line, "", exc.reason)]
     return _check_mapping(data, sp, _line_map(node), p.resolve().parent, hashlib.sha256(raw).hexdigest(),
-                          p.stem, run_user_code=run_user_code, force_aligned=force_aligned)
+                          p.stem, run_user_code=run_user_code, force_aligned=force_aligned,
+                          monitor_only_ok=monitor_only_ok)
 
 
 def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha256: str,
-                   default_name: str, *, run_user_code: bool = True,
-                   force_aligned: bool = False) -> tuple[Suite | None, list[Problem]]:
+                   default_name: str, *, run_user_code: bool = True, force_aligned: bool = False,
+                   monitor_only_ok: bool = False) -> tuple[Suite | None, list[Problem]]:
     col = _Collector(sp, lines)
     if not isinstance(data, dict):
         col.add((), "a suite file is a mapping with at least 'cases' and 'evaluators'")
         return None, col.problems
+    no_cases = monitor_only_ok and "cases" not in data and isinstance(data.get("monitor"), dict)
+    if no_cases:  # a monitor suite: the traces are its cases
+        data = {**data, "cases": []}
     # Plugin modules beside the suite file are importable (appended: installed packages win).
     if str(base) not in sys.path:
         sys.path.append(str(base))
@@ -155,7 +161,7 @@ def _check_mapping(data: Any, sp: str, lines: dict[Path_, int], base: Path, sha2
             s.label = f"{s.label}#{n}"
     # The parts that validated on their own are checked further even when another part did not, so one
     # validate run reports every problem.
-    cases, cases_path = _load_cases(data.get("cases"), col, base)
+    cases, cases_path = ([], None) if no_cases else _load_cases(data.get("cases"), col, base)
     targets, target_problems = parse_targets(data, base)
     for loc, msg in target_problems:
         col.add(loc, msg)

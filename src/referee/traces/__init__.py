@@ -19,7 +19,7 @@ from ._sink import Added, MemorySink, Score, TraceSink
 
 if TYPE_CHECKING:
     from ._export import EvaluationExporter, evaluation_attributes
-    from ._files import load_monitor, replay, traces_to_cases, write_cases
+    from ._files import check_monitor, load_monitor, replay, traces_to_cases, write_cases
     from ._monitor import (
         MetricSummary,
         Monitor,
@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 _LAZY = {
     **dict.fromkeys(("EvaluationExporter", "evaluation_attributes"), "referee.traces._export"),
-    **dict.fromkeys(("load_monitor", "replay", "traces_to_cases", "write_cases"), "referee.traces._files"),
+    **dict.fromkeys(("check_monitor", "load_monitor", "replay", "traces_to_cases", "write_cases"),
+                    "referee.traces._files"),
     **dict.fromkeys(("MetricSummary", "Monitor", "MonitorConfig", "SpanFilter", "StepReport", "metric_name",
                      "summarize"), "referee.traces._monitor"),
     **dict.fromkeys(("Collector", "CollectorConfig", "CollectorStats"), "referee.traces._receiver"),
@@ -46,6 +47,6 @@ __all__ = [
     "Added", "Alert", "Collector", "CollectorConfig", "CollectorStats", "Decision", "DriftDetector",
     "EvaluationExporter", "MemorySink", "MetricSummary", "Monitor", "MonitorConfig", "OTLPDecodeError", "Redactor",
     "Rule", "Sampler", "Score", "Simulation", "SpanFilter", "SpanRecord", "StepReport", "StoreSink", "TraceSink",
-    "decode_traces", "evaluation_attributes", "load_monitor", "metric_name", "offline_note", "open_sink", "replay",
+    "check_monitor", "decode_traces", "evaluation_attributes", "load_monitor", "metric_name", "offline_note", "open_sink", "replay",
     "simulate", "summarize", "trace_fraction", "traces_to_cases", "write_cases",
 ]

@@ -20,32 +20,53 @@ from ._redact import Redactor
 from ._sink import TraceSink
 
 
-def _redactor(section: dict[str, Any], where: str) -> Redactor:
+def _redactor(section: dict[str, Any], where: str, *, run_user_code: bool = True) -> Redactor:
     spec = section.get("redact") or {}
     if not isinstance(spec, dict) or set(spec) - {"patterns", "hook"}:
         raise UserError(f"{where}.redact: expected {{patterns: [regex, ...], hook: module:function}}")
+    patterns = spec.get("patterns") or []
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise UserError(f"{where}.redact.patterns: expected a list of regular expressions")
     hook = None
     if spec.get("hook"):
-        from ..evaluators._plugins import import_dotted
+        if not run_user_code:  # `referee validate`: the hook's module is looked up, never imported
+            from ..suites import module_findable
 
-        hook = import_dotted(str(spec["hook"]))
-        if not callable(hook):
-            raise UserError(f"{where}.redact.hook: {spec['hook']} is not callable")
-    return Redactor([str(p) for p in spec.get("patterns") or []], hook)
+            module = str(spec["hook"]).split(":")[0]
+            if not module_findable(module):
+                raise UserError(f"{where}.redact.hook: cannot find module '{module}' (not imported: no user code "
+                                "runs here)")
+        else:
+            from ..evaluators._plugins import import_dotted
+
+            hook = import_dotted(str(spec["hook"]))
+            if not callable(hook):
+                raise UserError(f"{where}.redact.hook: {spec['hook']} is not callable")
+    return Redactor(patterns, hook)
 
 
-def load_monitor(path: str | Path, *, clock: Callable[[], float] | None = None) -> tuple[MonitorConfig, Any,
-                                                                                        Redactor]:
+def load_monitor(path: str | Path, *, clock: Callable[[], float] | None = None,
+                 run_user_code: bool = True) -> tuple[MonitorConfig, Any, Redactor]:
     """(the monitor's configuration, the file's judge (``provider:model`` or None), the redaction hook) of a
-    suite file with a ``monitor:`` section."""
+    suite file with a ``monitor:`` section. Its evaluators are checked as a suite's are, before any trace is
+    read: a typo is said at the start, not at the first pass. ``run_user_code=False`` (``referee validate``):
+    no plugin module and no redaction hook is imported."""
+    from ..suites import SuiteInvalid, check_suite
+
     data = _yaml.load(str(path))
     if not isinstance(data, dict) or not isinstance(data.get("monitor"), dict):
         raise InputError("expected a suite with a 'monitor:' section (docs/monitoring.md)", file=str(path))
     evaluators = data.get("evaluators")
     if not isinstance(evaluators, list) or not evaluators:
         raise InputError("'evaluators' must list at least one evaluator", file=str(path))
+    _, problems = check_suite(path, run_user_code=run_user_code, monitor_only_ok=True)
+    if problems:
+        raise SuiteInvalid(problems)
     section = dict(data["monitor"])
-    redactor = _redactor(section, "monitor")
+    try:
+        redactor = _redactor(section, "monitor", run_user_code=run_user_code)
+    except UserError as exc:
+        raise InputError(str(exc), file=str(path)) from None
     section.pop("redact", None)
     try:
         config = (MonitorConfig.parse(section, evaluators) if clock is None
@@ -57,6 +78,16 @@ def load_monitor(path: str | Path, *, clock: Callable[[], float] | None = None) 
     if isinstance(judge, dict):
         judge = judge.get("provider") and ":".join(str(x) for x in (judge["provider"], judge.get("model")) if x)
     return config, judge, redactor
+
+
+def check_monitor(path: str | Path) -> MonitorConfig | None:
+    """The ``monitor:`` section of the suite at ``path`` checked as ``referee monitor`` reads it, running no user
+    code (``referee validate``): its configuration, or None when the suite has no such section. Raises
+    ``UserError`` saying what is wrong."""
+    data = _yaml.load(str(path))
+    if not isinstance(data, dict) or "monitor" not in data:
+        return None
+    return load_monitor(path, run_user_code=False)[0]
 
 
 def replay(files: Sequence[str | Path], sink: TraceSink, redactor: Redactor, *, received_ns: int,

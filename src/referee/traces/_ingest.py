@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..trajectories import follows_convention
 from ._otlp import Decoded
-from ._redact import Redactor
+from ._redact import RedactionTimeout, Redactor
 from ._sampler import trace_fraction
 from ._sink import Added, TraceSink
 
@@ -44,7 +44,11 @@ def ingest(sink: TraceSink, decoded: Decoded, redactor: Redactor, *, received_ns
         if not follows_convention(span.attributes):
             sink.count("no_convention")
             continue
-        red = redactor.apply(span)
+        try:
+            red = redactor.apply(span)
+        except RedactionTimeout:
+            sink.count("not stored: redaction_timeout")
+            continue
         if red is None:
             sink.count("redacted_out")
             continue

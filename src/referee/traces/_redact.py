@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._util import _regex
 from .._util._redact import MASK, may_hold_secrets, redact_text, secret_values
 from ..errors import UserError
 from ._otlp import SpanRecord
@@ -16,21 +17,33 @@ SpanHook = Callable[[dict[str, Any]], dict[str, Any] | None]
 drop the span (counted as ``redacted_out``)."""
 
 
+class RedactionTimeout(Exception):  # noqa: N818 - reads as the condition it names
+    """A redaction pattern took longer than ``_util/_regex.TIMEOUT_S`` on a span: the span is not stored."""
+
+
+def _shown(pattern: str) -> str:
+    return pattern if len(pattern) <= 60 else pattern[:60] + "..."
+
+
 class Redactor:
     """Regex patterns (each match in a string attribute becomes ``***``), referee's own secret masks (provider
     keys, credentials in URLs) and an optional callable, in that order."""
 
     def __init__(self, patterns: Sequence[str] = (), hook: SpanHook | None = None) -> None:
-        try:
-            self.patterns = [re.compile(p) for p in patterns]
-        except re.error as exc:
-            raise UserError(f"redaction pattern: {exc}") from None
+        # The patterns are the operator's, the text the application's users': each match is bounded in time
+        # (users' patterns all go through _util/_regex), so a pattern that backtracks cannot hold the receiver.
+        self.patterns: list[Any] = []
+        for p in patterns:
+            try:
+                self.patterns.append(_regex.compile(p))
+            except re.error as exc:
+                raise UserError(f"redaction pattern {_shown(p)!r}: {exc}") from None
         self.hook = hook
         self._secrets = secret_values()
 
     def _text(self, s: str) -> str:
         for p in self.patterns:
-            s = p.sub(MASK, s)
+            s = p.sub(MASK, s, timeout=_regex.TIMEOUT_S)
         return redact_text(s, values=self._secrets)
 
     def _value(self, v: Any) -> Any:
@@ -61,10 +74,14 @@ class Redactor:
                 self._strings(value, texts)
         joined = "\n".join(texts)
         # One look at all the span's text first: most spans hold nothing to mask, and then nothing is rebuilt.
-        if any(p.search(joined) for p in self.patterns) or may_hold_secrets(joined, self._secrets):
-            span.attributes = {k: self._value(v) for k, v in span.attributes.items()}
-            span.name = self._text(span.name)
-            span.status_message = self._text(span.status_message)
+        try:
+            if any(p.search(joined, timeout=_regex.TIMEOUT_S) for p in self.patterns) \
+                    or may_hold_secrets(joined, self._secrets):
+                span.attributes = {k: self._value(v) for k, v in span.attributes.items()}
+                span.name = self._text(span.name)
+                span.status_message = self._text(span.status_message)
+        except TimeoutError:  # never stored unredacted: the span is dropped, and counted
+            raise RedactionTimeout from None
         if self.hook is None:
             return span
         out = self.hook(span.as_dict())
