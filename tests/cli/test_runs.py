@@ -305,3 +305,36 @@ def test_reading_a_history_that_is_not_there_makes_none(tmp_path: Path, capsys: 
     assert not (tmp_path / ".referee").exists() and not missing.exists()
     assert run_cli(["runs", "import", "r.jsonl", "--store", str(missing)], capsys)[0] == 0  # import makes one
     assert missing.exists()
+
+
+def test_a_stored_text_that_unpacks_but_is_not_what_it_should_be_is_said(
+        two_runs: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A damaged or hostile store can hold, under a text's hash, bytes that unpack but are not the summary, manifest
+    # or row they stand for: a traceback before; now the store and what the text was are named, and what does
+    # not need it goes on (the run's columns in `show`, a baseline's rows without its manifest).
+    import sqlite3
+
+    from referee.store import StoreError
+    from referee.store._codec import PACKED_RAW
+
+    a, b = two_runs
+    bad = tmp_path / "bad.sqlite"
+    url = f"sqlite:///{bad}"
+    monkeypatch.setenv("REFEREE_STORE", url)
+    for path in (tmp_path / "a.jsonl", tmp_path / "b.jsonl"):
+        assert run_cli(["runs", "import", str(path)], capsys)[0] == 0
+    with sqlite3.connect(bad) as db:
+        ((sa, ma),) = db.execute("SELECT summary, manifest FROM runs WHERE id = ?", (a,)).fetchall()
+        (body,) = db.execute("SELECT body FROM rows WHERE run_id = ? LIMIT 1", (b,)).fetchone()
+        for h, data in ((sa, b"not json"), (ma, b'{"schema_version": 99}'), (body, b'["a list"]')):
+            db.execute("UPDATE texts SET packed = ?, data = ? WHERE hash = ?", (PACKED_RAW, data, h))
+    code, out, err = run_cli(["runs", "show", a], capsys)
+    assert code == 0 and f"run {a[:12]}'s summary: the stored text is not what it should be" in err
+    assert "pass rate" in out and "Traceback" not in err
+    code, _, err = run_cli(["score", str(tmp_path / "a.jsonl"), "--baseline", a], capsys)
+    assert code == 0 and f"ignored run {a[:12]}'s stored manifest" in err
+    code, _, err = run_cli(["runs", "compare", a, b], capsys)
+    assert code == 2 and "manifest: the stored text is not what it should be" in err
+    with referee.store.open_store(url) as st, pytest.raises(StoreError, match=f"run {b[:12]}, case 'c"):
+        st.rows(b)

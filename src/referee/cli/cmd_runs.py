@@ -166,9 +166,15 @@ def list_cmd(store_url: str | None, suite: str | None, branch: str | None, tag: 
 @_JSON_OPT
 def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
     """One run: where it ran, its totals and summary, its tags."""
+    from ..store import StoreError
+
     with _opened(store_url) as st:
         r = _get(st, run)
-        summary = st.summary(r.id)
+        try:
+            summary = st.summary(r.id)
+        except StoreError as exc:  # the run's columns still show; its groups are what is lost
+            echo_err(f"note: {exc}")
+            summary = None
         if as_json:
             _dump({**run_json(r), "groups": summary})
             return 0

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ._git import CI_BASE_REF, git
+from ._settings import StoreError
 
 if TYPE_CHECKING:
     from ..results._manifest import RunManifest
@@ -89,7 +90,7 @@ def resolve_baseline(spec: str, *, base_dir: Path | str = ".", candidate: RunMan
         raise UserError(f"baseline {spec!r}: no such file, and not a run name (main, a branch, last, a run id, "
                         "@COMMIT)")
     if store is None:
-        from ._settings import StoreError, current, require_history
+        from ._settings import current, require_history
         from ._store import Store
 
         settings = current()
@@ -145,8 +146,8 @@ def _resolve(store: Store, spec: str, candidate: RunManifest | None, cwd: str | 
         b.rows = store.rows(run.id)
         try:
             b.manifest = store.manifest(run.id)
-        except ValueError as exc:
-            b.notes.append(f"note: ignored run {run.id[:12]}'s stored manifest: {str(exc).splitlines()[0]}")
+        except StoreError as exc:  # the rows are what is compared: said, and read without it
+            b.notes.append(f"note: ignored run {run.id[:12]}'s stored manifest: {exc}")
         return b
 
     def nothing(searched: str) -> UserError:

@@ -386,13 +386,22 @@ class Store:
         out: list[ResultRow] = []
         with self.engine.connect() as conn:
             for case_id, latency, cost, packed, data in conn.execute(q):
-                body = json.loads(self.text_of(packed, data, f"run {run_id[:12]}, case {case_id!r}"))
-                if latency is not None:
-                    body["latency_ms"] = latency
-                if cost is not None:
-                    body["cost_usd"] = cost
-                out.append(ResultRow.model_validate(body))
+                what = f"run {run_id[:12]}, case {case_id!r}"
+                try:
+                    body = json.loads(self.text_of(packed, data, what))
+                    if latency is not None:
+                        body["latency_ms"] = latency
+                    if cost is not None:
+                        body["cost_usd"] = cost
+                    out.append(ResultRow.model_validate(body))
+                except (ValueError, TypeError) as exc:  # a text that unpacks, but is no row: a damaged store
+                    raise self._damaged(what, exc) from None
         return out
+
+    def _damaged(self, what: str, exc: Exception) -> StoreError:
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return StoreError(f"{self.display_url}: {what}: the stored text is not what it should be ({reason}); "
+                          "`referee store check` says what else is wrong")
 
     def count_rows(self, run_id: str | None = None) -> int:
         q = select(func.count()).select_from(s.rows)
@@ -407,13 +416,19 @@ class Store:
         with self.engine.connect() as conn:
             h = conn.execute(select(s.runs.c.manifest).where(s.runs.c.id == run_id)).scalar()
             data = self.get_text(conn, h)
-        return None if data is None else RunManifest.model_validate_json(data)
+        try:
+            return None if data is None else RunManifest.model_validate_json(data)
+        except ValueError as exc:
+            raise self._damaged(f"run {run_id[:12]}'s manifest", exc) from None
 
     def summary(self, run_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
             h = conn.execute(select(s.runs.c.summary).where(s.runs.c.id == run_id)).scalar()
             data = self.get_text(conn, h)
-        return None if data is None else dict(json.loads(data))
+        try:
+            return None if data is None else dict(json.loads(data))
+        except (ValueError, TypeError) as exc:
+            raise self._damaged(f"run {run_id[:12]}'s summary", exc) from None
 
     def delete_runs(self, run_ids: Sequence[str]) -> int:
         """Delete runs (their rows and tags with them) and the texts nothing references any more."""
