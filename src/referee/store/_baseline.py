@@ -69,7 +69,8 @@ def file_note(spec: str) -> str | None:
 
 def looks_like_name(spec: str) -> bool:
     """Whether ``spec`` can name a run (``last``, ``@COMMIT``, a run id, a branch) rather than only a file."""
-    return spec == "last" or spec.startswith("@") or bool(re.fullmatch(r"[\w./\-]+", spec))
+    # Never one starting with "-": git refuses such a branch name, and git's commands would read it as an option.
+    return spec == "last" or spec.startswith("@") or bool(re.fullmatch(r"[\w./][\w./\-]*", spec))
 
 
 def resolve_baseline(spec: str, *, base_dir: Path | str = ".", candidate: RunManifest | None = None,
