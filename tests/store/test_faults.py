@@ -50,6 +50,7 @@ def test_a_damaged_store_file_warns_once_and_the_run_goes_on(tmp_path: Path,
     assert len(res.rows) == 30 and _file_rows(tmp_path) == 30
     (w,) = _warnings(caplog)
     assert str(db) in w
+    assert "sqlalche.me" not in w  # what is wrong, not a link to SQLAlchemy's documentation
 
 
 def test_a_store_locked_past_its_timeout(tmp_path: Path, caplog: pytest.LogCaptureFixture,

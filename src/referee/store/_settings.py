@@ -160,7 +160,10 @@ def display_url(url: str) -> str:
 
 
 def scrub(message: str, url: str) -> str:
-    """An error message with the store's password (and the URL's credentials) masked."""
+    """An error message with the store's password (and the URL's credentials) masked, and without SQLAlchemy's
+    "(Background on this error at: URL)" line, which points at its documentation, not at what is wrong."""
+    message = "\n".join(line for line in message.splitlines()
+                         if not line.startswith("(Background on this error at:")).strip()
     parts = urlsplit(url)
     secrets = [parts.password] if parts.password and len(parts.password) >= 1 else []
     for s in secrets:
