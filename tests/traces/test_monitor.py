@@ -457,6 +457,44 @@ def test_unsampled_traces_can_be_kept_as_counts_only(collector: Collector, judge
         MonitorConfig.parse({"sampling": {"keep_unsampled": "no"}}, [RUBRIC])
 
 
+BAD_SECTIONS = [
+    ({"quiet_seconds": float("inf")}, "quiet_seconds: expected a finite number at least 0"),
+    ({"quiet_seconds": -1}, "quiet_seconds: expected a finite number at least 0"),
+    ({"threshold": float("nan")}, "threshold: expected a finite number at least 0 and at most 1"),
+    ({"threshold": 7}, "at most 1, got 7"),
+    ({"batch": 0}, "batch: expected a whole number of at least 1"),
+    ({"batch": 2.5}, "batch: expected a whole number"),
+    ({"max_input_chars": True}, "max_input_chars: expected a whole number"),
+    ({"budget": {"usd_per_hour": float("nan")}}, "budget.usd_per_hour: expected a finite number above 0"),
+    ({"budget": 5}, "budget: expected a mapping"),
+    ({"alerts": {"reference": "abc"}}, "alerts.reference: expected a whole number of at least 2"),
+    ({"alerts": {"window": 1}}, "alerts.window: expected a whole number of at least 2"),
+    ({"alerts": {"k": float("nan")}}, "alerts.k: expected a finite number at least 0"),
+    ({"alerts": {"h": 0}}, "alerts.h: expected a finite number above 0"),
+    ({"alerts": {"webhok": "https://x"}}, "alerts: unknown key(s) webhok"),
+    ({"alerts": {"webhook": "file:///etc/passwd"}}, "alerts.webhook: expected an http:// or https:// URL"),
+    ({"export": {"endpoint": "ftp://x"}}, "export.endpoint: expected an http:// or https:// URL"),
+    ({"export": {"headers": {"authorization": 1}}}, "export.headers: expected a mapping of header names to text"),
+    ({"retention": {"days": -1}}, "retention.days: expected a finite number above 0"),
+    ({"retention": {"max_traces": 0}}, "retention.max_traces: expected a whole number of at least 1"),
+]
+
+
+@pytest.mark.parametrize(("section", "message"), BAD_SECTIONS, ids=[m.split(":")[0] for _, m in BAD_SECTIONS])
+def test_every_number_and_url_of_the_monitor_section_is_checked(section: dict[str, Any], message: str) -> None:
+    # A NaN threshold passed nothing and failed nothing, an infinite quiet period never closed a trace, a typo under
+    # alerts: was ignored, and 'abc' as a window was a traceback: each is refused, naming the key.
+    with pytest.raises(UserError) as exc:
+        MonitorConfig.parse(section, [RUBRIC])
+    assert message in str(exc.value) and str(exc.value).startswith("monitor.")
+
+
+def test_the_monitor_sections_limits_may_be_lifted_with_null() -> None:
+    cfg = MonitorConfig.parse({"retention": {"days": None, "max_traces": None}, "threshold": 1,
+                               "alerts": {"webhook": "https://hooks.example.com/x", "k": 0}}, [RUBRIC])
+    assert (cfg.retention_days, cfg.max_traces, cfg.threshold, cfg.drift_k) == (None, None, 1.0, 0.0)
+
+
 def test_a_monitor_suite_is_checked_before_any_trace_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # A typo in an evaluator's name was found at the first pass, once traffic had arrived; `referee validate` said
     # the monitor suite lacked `cases:` and never read its monitor: section. Both now check it whole, at once.

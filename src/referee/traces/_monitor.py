@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import ProviderError, UserError
 from ..runner._engine import FatalRunError
@@ -122,24 +124,83 @@ class MonitorConfig:
                           always=[Rule.parse(r, f"{where}.sampling.always[{i}]")
                                   for i, r in enumerate(samp.get("always") or [])],
                           per_minute=samp.get("per_minute"), clock=clock)
-        budget = section.get("budget") or {}
-        export = section.get("export") or {}
-        alerts = section.get("alerts") or {}
+        budget = _part(section, "budget", {"usd_per_hour"}, where)
+        export = _part(section, "export", {"endpoint", "headers"}, where)
+        alerts = _part(section, "alerts", {"webhook", "reference", "window", "k", "h"}, where)
+        retention = _part(section, "retention", {"days", "max_traces"}, where)
+        headers = export.get("headers") or {}
+        if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in headers.items()):
+            raise UserError(f"{where}.export.headers: expected a mapping of header names to text")
+        # Every number is finite and in its range, or refused here: a NaN threshold passed nothing and failed
+        # nothing, an infinite quiet period never closed a trace.
         return cls(
             evaluators=list(evaluators), traces=rules, sampler=sampler,
-            quiet_seconds=float(section.get("quiet_seconds", DEFAULT_QUIET_SECONDS)),
-            budget_usd_per_hour=budget.get("usd_per_hour"),
-            max_input_chars=int(section.get("max_input_chars", DEFAULT_MAX_INPUT_CHARS)),
-            export_endpoint=export.get("endpoint"), export_headers=dict(export.get("headers") or {}),
-            webhook=alerts.get("webhook"), drift_reference=int(alerts.get("reference", DEFAULT_REFERENCE)),
-            drift_window=int(alerts.get("window", DEFAULT_WINDOW)), drift_k=float(alerts.get("k", DEFAULT_K)),
-            drift_h=float(alerts.get("h", DEFAULT_H)), threshold=float(section.get("threshold", 0.7)),
-            batch=int(section.get("batch", DEFAULT_BATCH)),
+            quiet_seconds=_num(section, "quiet_seconds", DEFAULT_QUIET_SECONDS, where, least=0),
+            budget_usd_per_hour=_num(budget, "usd_per_hour", None, f"{where}.budget", above=0),
+            max_input_chars=_whole(section, "max_input_chars", DEFAULT_MAX_INPUT_CHARS, where, least=1),
+            export_endpoint=_url(export, "endpoint", f"{where}.export"), export_headers=dict(headers),
+            webhook=_url(alerts, "webhook", f"{where}.alerts"),
+            drift_reference=_whole(alerts, "reference", DEFAULT_REFERENCE, f"{where}.alerts", least=2),
+            drift_window=_whole(alerts, "window", DEFAULT_WINDOW, f"{where}.alerts", least=2),
+            drift_k=_num(alerts, "k", DEFAULT_K, f"{where}.alerts", least=0),
+            drift_h=_num(alerts, "h", DEFAULT_H, f"{where}.alerts", above=0),
+            threshold=_num(section, "threshold", 0.7, where, least=0, most=1),
+            batch=_whole(section, "batch", DEFAULT_BATCH, where, least=1),
             spans=SpanFilter.parse(section["spans"], f"{where}.spans") if section.get("spans") else None,
-            retention_days=(section.get("retention") or {}).get("days", DEFAULT_RETENTION_DAYS),
-            max_traces=(section.get("retention") or {}).get("max_traces", DEFAULT_MAX_TRACES),
+            retention_days=_num(retention, "days", DEFAULT_RETENTION_DAYS, f"{where}.retention", above=0,
+                                nullable=True),
+            max_traces=_whole(retention, "max_traces", DEFAULT_MAX_TRACES, f"{where}.retention", least=1,
+                              nullable=True),
             at_ingest=at_ingest, keep_unsampled=keep_unsampled,
         )
+
+
+def _part(section: Mapping[str, Any], key: str, known: set[str], where: str) -> Mapping[str, Any]:
+    value = section.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise UserError(f"{where}.{key}: expected a mapping ({', '.join(sorted(known))})")
+    unknown = set(value) - known
+    if unknown:
+        raise UserError(f"{where}.{key}: unknown key(s) {', '.join(sorted(map(str, unknown)))} "
+                        f"(known: {', '.join(sorted(known))})")
+    return value
+
+
+def _num(part: Mapping[str, Any], key: str, default: float | None, where: str, *, above: float | None = None,
+         least: float | None = None, most: float | None = None, nullable: bool = False) -> Any:
+    """``part[key]`` as a finite number in its range (``default`` when absent; None when the default is None, or
+    given as null where ``nullable``: no limit), else a ``UserError`` naming it."""
+    v = part.get(key, default)
+    if v is None and (default is None or nullable):
+        return None
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) \
+        and (above is None or v > above) and (least is None or v >= least) and (most is None or v <= most)
+    if not ok:
+        bounds = " and ".join(b for b in (f"above {above:g}" if above is not None else "",
+                                          f"at least {least:g}" if least is not None else "",
+                                          f"at most {most:g}" if most is not None else "") if b)
+        raise UserError(f"{where}.{key}: expected a finite number {bounds}, got {v!r}")
+    return float(v)
+
+
+def _whole(part: Mapping[str, Any], key: str, default: int, where: str, *, least: int,
+           nullable: bool = False) -> Any:
+    v = part.get(key, default)
+    if v is None and nullable:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool) or v < least:
+        raise UserError(f"{where}.{key}: expected a whole number of at least {least}, got {v!r}")
+    return v
+
+
+def _url(part: Mapping[str, Any], key: str, where: str) -> str | None:
+    v = part.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, str) or urlsplit(v).scheme.lower() not in ("http", "https") or not urlsplit(v).hostname:
+        raise UserError(f"{where}.{key}: expected an http:// or https:// URL, got {v!r}")
+    return v
 
 
 _KINDS = ("llm", "tool", "agent", "retriever", "other")
