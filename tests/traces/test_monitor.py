@@ -477,6 +477,10 @@ BAD_SECTIONS = [
     ({"export": {"headers": {"authorization": 1}}}, "export.headers: expected a mapping of header names to text"),
     ({"retention": {"days": -1}}, "retention.days: expected a finite number above 0"),
     ({"retention": {"max_traces": 0}}, "retention.max_traces: expected a whole number of at least 1"),
+    ({"traces": 5}, "traces: expected a list of rules"),
+    ({"traces": ["abc"]}, "traces[0]: expected a mapping such as {status: error}"),
+    ({"sampling": 5}, "sampling: expected a mapping"),
+    ({"sampling": {"always": [5]}}, "sampling.always[0]: expected a mapping"),
 ]
 
 

@@ -55,10 +55,12 @@ def test_the_cap_per_minute_counts_with_the_injected_clock() -> None:
     assert s.decide(f"{9:032x}").reason == "rate"
 
 
-@pytest.mark.parametrize("rate", [-0.1, 1.5, float("nan"), "half"])
+@pytest.mark.parametrize("rate", [-0.1, 1.5, float("nan"), "half", True])
 def test_a_rate_outside_0_1_is_refused(rate: object) -> None:
     with pytest.raises(UserError, match="rate"):
         Sampler(rate)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="per_minute"):  # YAML's `true` is no count either
+        Sampler(0.5, per_minute=True)
 
 
 def test_an_unknown_rule_field_is_named() -> None:

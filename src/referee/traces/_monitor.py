@@ -103,12 +103,8 @@ class MonitorConfig:
         unknown = set(section) - known
         if unknown:
             raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
-        rules = [Rule.parse(r, f"{where}.traces[{i}]") for i, r in enumerate(section.get("traces") or [])]
-        samp = section.get("sampling") or {}
-        unknown = set(samp) - {"rate", "always", "per_minute", "at_ingest", "keep_unsampled"}
-        if unknown:
-            raise UserError(f"{where}.sampling: unknown key(s) {', '.join(sorted(unknown))} (known: rate, always, "
-                            "per_minute, at_ingest, keep_unsampled)")
+        rules = [Rule.parse(r, f"{where}.traces[{i}]") for i, r in enumerate(_list(section, "traces", where))]
+        samp = _part(section, "sampling", {"rate", "always", "per_minute", "at_ingest", "keep_unsampled"}, where)
         keep_unsampled = samp.get("keep_unsampled", True)
         if not isinstance(keep_unsampled, bool):
             raise UserError(f"{where}.sampling.keep_unsampled: expected true or false, got {keep_unsampled!r}")
@@ -122,7 +118,7 @@ class MonitorConfig:
                             "traces 'always' rules match; drop one of them")
         sampler = Sampler(samp.get("rate", 1.0),
                           always=[Rule.parse(r, f"{where}.sampling.always[{i}]")
-                                  for i, r in enumerate(samp.get("always") or [])],
+                                  for i, r in enumerate(_list(samp, "always", f"{where}.sampling"))],
                           per_minute=samp.get("per_minute"), clock=clock)
         budget = _part(section, "budget", {"usd_per_hour"}, where)
         export = _part(section, "export", {"endpoint", "headers"}, where)
@@ -154,6 +150,13 @@ class MonitorConfig:
                               nullable=True),
             at_ingest=at_ingest, keep_unsampled=keep_unsampled,
         )
+
+
+def _list(section: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = section.get(key) or []
+    if not isinstance(value, list):
+        raise UserError(f"{where}.{key}: expected a list of rules such as [{{status: error}}], got {value!r}")
+    return value
 
 
 def _part(section: Mapping[str, Any], key: str, known: set[str], where: str) -> Mapping[str, Any]:

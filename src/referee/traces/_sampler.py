@@ -37,6 +37,9 @@ class Rule:
 
     @classmethod
     def parse(cls, spec: Mapping[str, Any], where: str) -> Rule:
+        if not isinstance(spec, Mapping):
+            raise UserError(f"{where}: expected a mapping such as {{status: error}} (fields: service, span_name, "
+                            f"status, attributes), got {spec!r}")
         unknown = set(spec) - {"service", "span_name", "status", "attributes"}
         if unknown:
             raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} (known: service, span_name, "
@@ -85,9 +88,11 @@ class Sampler:
 
     def __init__(self, rate: float = 1.0, *, always: Sequence[Rule] = (), per_minute: int | None = None,
                  clock: Callable[[], float] = time.time) -> None:
-        if not (isinstance(rate, int | float) and math.isfinite(rate) and 0.0 <= rate <= 1.0):
+        if not (isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate)
+                and 0.0 <= rate <= 1.0):
             raise UserError(f"sampling rate must be a number from 0 to 1, got {rate!r}")
-        if per_minute is not None and (not isinstance(per_minute, int) or per_minute < 0):
+        if per_minute is not None and (not isinstance(per_minute, int) or isinstance(per_minute, bool)
+                                       or per_minute < 0):
             raise UserError(f"sampling per_minute must be a whole number >= 0, got {per_minute!r}")
         self.rate = float(rate)
         self.always = list(always)
