@@ -14,7 +14,7 @@ from referee.cli import cli, referee
 from referee.cli._outputs import _GUARDED, OUTPUT_PARAMS
 
 # A path option whose name says it writes must be declared an output (in OUTPUT_PARAMS).
-_WRITES = re.compile(r"out|html|markdown|junit|xml|report|save|write|export|dump|log|labels|dir", re.IGNORECASE)
+_WRITES = re.compile(r"out|html|markdown|junit|xml|report|save|write|export|dump|log|labels|dir|^to_", re.IGNORECASE)
 _READS = {"template", "criteria_file", "checks_file", "seeds_file", "templates_file", "target_file",
           "results_dir", "cases_path", "cases_file", "human", "baseline", "contexts", "outputs", "dataset",
           "gold", "generated", "cases"}
@@ -75,6 +75,9 @@ CASES = [
     ("import", ["import", "{traj}", "-o", "{traj}"], "traj"),
     ("run", ["run", "{suite}", "-o", "{suite}"], "suite"),
     ("rank", ["rank", "{results}", "--html", "{results}"], "results"),
+    # --to-cases wrote the selected traces over the recorded traces it had replayed
+    ("monitor to-cases", ["monitor", "{suite}", "--replay", "{results}", "--once", "--to-cases", "{results}",
+                          "--below", "0.5"], "results"),
 ]
 
 

@@ -25,7 +25,7 @@ from ..errors import UserError
 
 OUTPUT_PARAMS = frozenset({
     "out", "output", "json_out", "html_out", "markdown_out", "junit_xml", "log_file", "labels", "workdir",
-    "write_cases", "escalated_out",
+    "write_cases", "escalated_out", "to_cases",
 })
 """Option names (click's parameter names) whose path the command writes."""
 
