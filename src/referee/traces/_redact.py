@@ -9,7 +9,7 @@ from typing import Any
 
 from .._util import _regex
 from .._util._redact import MASK, may_hold_secrets, redact_text, secret_values
-from ..errors import UserError
+from ..errors import RefereeError, UserError
 from ._otlp import SpanRecord
 
 SpanHook = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -17,7 +17,7 @@ SpanHook = Callable[[dict[str, Any]], dict[str, Any] | None]
 drop the span (counted as ``redacted_out``)."""
 
 
-class RedactionTimeout(Exception):  # noqa: N818 - reads as the condition it names
+class RedactionTimeout(RefereeError):  # noqa: N818 - reads as the condition it names
     """A redaction pattern took longer than ``_util/_regex.TIMEOUT_S`` on a span: the span is not stored."""
 
 
