@@ -51,9 +51,13 @@ def load_monitor(path: str | Path, *, clock: Callable[[], float] | None = None,
     suite file with a ``monitor:`` section. Its evaluators are checked as a suite's are, before any trace is
     read: a typo is said at the start, not at the first pass. ``run_user_code=False`` (``referee validate``):
     no plugin module and no redaction hook is imported."""
+    return _monitor_of(path, _yaml.load(str(path)), clock=clock, run_user_code=run_user_code)
+
+
+def _monitor_of(path: str | Path, data: Any, *, clock: Callable[[], float] | None,
+                run_user_code: bool) -> tuple[MonitorConfig, Any, Redactor]:
     from ..suites import SuiteInvalid, check_suite
 
-    data = _yaml.load(str(path))
     if not isinstance(data, dict) or not isinstance(data.get("monitor"), dict):
         raise InputError("expected a suite with a 'monitor:' section (docs/monitoring.md)", file=str(path))
     evaluators = data.get("evaluators")
@@ -87,7 +91,7 @@ def check_monitor(path: str | Path) -> MonitorConfig | None:
     data = _yaml.load(str(path))
     if not isinstance(data, dict) or "monitor" not in data:
         return None
-    return load_monitor(path, run_user_code=False)[0]
+    return _monitor_of(path, data, clock=None, run_user_code=False)[0]
 
 
 def replay(files: Sequence[str | Path], sink: TraceSink, redactor: Redactor, *, received_ns: int,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._util._numbers import whole_number
 from ..errors import UserError
 
 _SCALE = float(1 << 64)
@@ -91,9 +92,8 @@ class Sampler:
         if not (isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate)
                 and 0.0 <= rate <= 1.0):
             raise UserError(f"sampling rate must be a number from 0 to 1, got {rate!r}")
-        if per_minute is not None and (not isinstance(per_minute, int) or isinstance(per_minute, bool)
-                                       or per_minute < 0):
-            raise UserError(f"sampling per_minute must be a whole number >= 0, got {per_minute!r}")
+        if per_minute is not None:
+            per_minute = whole_number(per_minute, "sampling per_minute", minimum=0)
         self.rate = float(rate)
         self.always = list(always)
         self.per_minute = per_minute
