@@ -263,6 +263,23 @@ def test_the_newcomers_flow_needs_no_set_up(tmp_path: Path, monkeypatch: pytest.
         proc.communicate(timeout=30)
 
 
+def test_a_viewer_where_nothing_was_recorded_says_so_and_makes_no_store(tmp_path: Path) -> None:
+    # A viewer only reads: in a folder where nothing was recorded, or given a mistyped --store file, it used to
+    # make an empty database (and a .referee/ folder) and serve an empty history.
+    env = {k: v for k, v in os.environ.items() if k != "REFEREE_STORE"}
+    typo = tmp_path / "histroy.sqlite"
+    for extra in ([], ["--store", str(typo)]):
+        try:
+            done = subprocess.run([sys.executable, "-m", "referee", "view", "--port", "0", *extra], cwd=tmp_path,
+                                  env=env, capture_output=True, text=True, timeout=60, start_new_session=True)
+        except subprocess.TimeoutExpired as exc:  # serving an empty history: the fault this test is about
+            raise AssertionError(f"the viewer served with no history ({extra}): {exc.stdout!r}") from None
+        assert done.returncode == 2, done
+        assert "no run history at" in done.stderr and "referee run SUITE" in done.stderr, done.stderr
+        assert "serving on" not in done.stdout
+    assert not (tmp_path / ".referee").exists() and not typo.exists()
+
+
 def test_a_run_open_for_labelling_in_another_viewer_is_refused_not_shared(hist: Served, store_url: str,
                                                                           tmp_path: Path) -> None:
     rid = "run1" + "0" * 28

@@ -57,7 +57,9 @@ class History:
     def __init__(self, url: str) -> None:
         self.url = url
         self.display = display_url(url)
-        self.store = open_store(url)
+        # A viewer only reads: a local file that is not there (nothing recorded yet, or a mistyped --store) is an
+        # error, never an empty database made where the viewer was started.
+        self.store = open_store(url, create=False)
         self._lock = threading.Lock()
         self.opened: dict[str, str] = {}
         """Stored run id -> the viewer's run key."""
@@ -261,11 +263,17 @@ def _int(params: dict[str, str], name: str, default: int, lo: int, hi: int) -> i
 
 def open_history(url: str | None) -> History:
     """The history at ``url`` (default: the store in force), refusing a store that is turned off."""
-    from ..store import current, normalise_url
+    from ..store import current, normalise_url, require_history
 
     if url is None and not current().enabled:
         raise UserError("the run history is off (REFEREE_STORE=off): give --store URL to view one")
-    return History(normalise_url(url) if url else current().resolved_url())
+    resolved = normalise_url(url) if url else current().resolved_url()
+    try:
+        require_history(resolved)
+    except StoreError as exc:
+        raise StoreError(f"{exc}; `referee run SUITE` records runs there, or give results files to view "
+                         "them") from None
+    return History(resolved)
 
 
 __all__ = ["History", "HistoryError", "open_history", "run_dict"]
