@@ -4,6 +4,8 @@ compare with referee's paired statistics, trend from stored summaries, tag, expo
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -128,6 +130,45 @@ def test_tag_export_import_once_delete_and_prune(two_runs: tuple[str, str], stor
     assert run_cli(["runs", "delete", b, "--store", store_url], capsys)[0] == 0
     with open_store(store_url) as st:
         assert st.count_runs() == 0 and st.count_rows() == 0
+
+
+def test_importing_a_folder_that_adds_nothing_or_a_pipe_says_so(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # A folder's results files are those with their manifest beside them. A folder holding none used to be
+    # "0 runs added" and exit 0, so a mistyped folder or manifest-less files passed unseen; a named pipe was "no
+    # such file", and one inside a folder was opened (a read that blocks until someone writes).
+    other = f"sqlite:///{tmp_path / 'other.sqlite'}"
+    (tmp_path / "empty").mkdir()
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "r.jsonl").write_text(json.dumps({"id": "a", "status": "scored", "score": 1.0}) + "\n")
+    code, _, err = run_cli(["runs", "import", str(tmp_path / "empty"), "--store", other], capsys)
+    assert code == 2 and "no results files in it" in err and "without one" not in err, err
+    code, _, err = run_cli(["runs", "import", str(loose), "--store", other], capsys)
+    assert code == 2 and "no results files in it" in err and "1 .jsonl file(s) without one" in err, err
+    pipe = loose / "p.jsonl"
+    os.mkfifo(pipe)
+    pipe.with_name("p.manifest.json").write_text("{}")
+    code, _, err = run_cli(["runs", "import", str(pipe), "--store", other], capsys)
+    assert code == 2 and "not a regular file" in err, err
+    # The pipe is passed over. Should it be opened, a writer that closes at once ends each read (no hang): the
+    # import would then add an empty run, and the assertion says so.
+    stop = threading.Event()
+
+    def write_nothing() -> None:
+        while not stop.is_set():
+            open(pipe, "wb").close()  # returns once a reader opens the pipe
+
+    writer = threading.Thread(target=write_nothing, daemon=True)
+    writer.start()
+    try:
+        code, _, err = run_cli(["runs", "import", str(loose), "--store", other], capsys)
+    finally:
+        stop.set()
+        os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer's last open return
+        writer.join(timeout=30)
+    assert code == 2 and "no results files in it" in err, err
+    assert run_cli(["runs", "import", str(loose / "r.jsonl"), "--store", other], capsys)[0] == 0  # named: imported
 
 
 def test_an_imported_manifest_must_hold_real_times(two_runs: tuple[str, str], store_url: str, tmp_path: Path,

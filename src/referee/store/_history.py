@@ -94,9 +94,17 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out += sorted(f for f in p.rglob("*.jsonl") if manifest_path(f).exists())
+            found = sorted(f for f in p.rglob("*.jsonl") if f.is_file())  # never a pipe or device to block on
+            runs = [f for f in found if manifest_path(f).exists()]
+            if not runs:  # a folder that adds nothing is a mistake to say, not an import of 0 runs
+                others = f"; {len(found)} .jsonl file(s) without one (name a file to import it alone)" if found else ""
+                raise UserError(f"{p}: no results files in it (a results file has its .manifest.json beside "
+                                f"it){others}")
+            out += runs
         elif p.is_file():
             out.append(p)
+        elif p.exists():
+            raise UserError(f"{p}: not a regular file or a folder")
         else:
             raise UserError(f"{p}: no such file or folder")
     return out
