@@ -42,7 +42,8 @@ FILTERS: list[dict[str, Any]] = [
     {}, {"suite": "demo"}, {"branch": "main"}, {"tag": "nightly"}, {"tag": "a'--"}, {"status": "complete"},
     {"since": "2026-12-02"}, {"until": "2026-12-02T10:00:00+00:00"}, {"until": "2026-12-02"},
     {"since": "2026-12-02T11:00+01:00"}, {"limit": 2}, {"suite": "demo", "limit": 1},
-    {"suite": "nothing"},
+    {"suite": "nothing"}, {"limit": 0},
+    {"limit": 2**80},  # past any database's integer: every run (it was an OverflowError from the driver)
 ]
 
 

@@ -138,6 +138,10 @@ def test_filters_and_order(store: Store) -> None:
     assert [r.id[0] for r in store.list_runs(tag="nightly")] == ["1"]
     assert [r.id[0] for r in store.list_runs(since="2026-01-02")] == ["3", "2"]
     assert [r.id[0] for r in store.list_runs(limit=1)] == ["3"]
+    assert [r.id[0] for r in store.list_runs(limit=10**30)] == ["3", "2", "1"]  # past the driver's integers
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(UserError, match="limit must be"):
+            store.list_runs(limit=bad)  # type: ignore[arg-type]
 
 
 def test_since_and_until_are_times_not_strings(store: Store) -> None:

@@ -96,6 +96,22 @@ def _kind(name: str) -> str:
     return "a flag" if name == "git_dirty" else "text"
 
 
+MAX_LIMIT = 2**63 - 1
+"""The largest row count SQLite and PostgreSQL take as a LIMIT: a larger one asks for every run, as this does."""
+
+
+def row_limit(limit: object) -> int | None:
+    """A listing's ``limit`` as a database takes it: None for no limit, else a whole number >= 0 (a larger one than
+    any store holds means every row, never an overflow inside the driver)."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise UserError(f"limit must be a whole number, not {type(limit).__name__}")
+    if limit < 0:
+        raise UserError(f"limit must be 0 or more, not {limit}")
+    return min(limit, MAX_LIMIT)
+
+
 def time_bound(value: str, *, name: str, end: bool = False) -> str:
     """A ``since``/``until`` filter as the stored start times compare (UTC, ISO 8601). A date alone is its day's
     first moment, or as an ``end`` its last, so ``until=2026-12-07`` takes that whole day; a time without an offset

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._records import _RUN_COLS, RunRecord, record_of, time_bound
+from ._records import _RUN_COLS, RunRecord, record_of, row_limit, time_bound
 from ._revision import HEAD
 
 QUICK_FILTERS = frozenset({"suite", "branch", "tag", "status", "since", "until", "limit"})
@@ -64,9 +64,10 @@ def read_runs(execute: Callable[[str, list[object]], Iterable[Sequence[Any]]], m
         params.append(tag)
     sql = (f"SELECT {', '.join(_RUN_COLS)} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
            + " ORDER BY started_at DESC, id DESC")
+    limit = row_limit(limit)
     if limit is not None:
         sql += f" LIMIT {mark}"
-        params.append(int(limit))
+        params.append(limit)
     recs = [record_of(row) for row in execute(sql, params)]
     by_id = {r.id: r for r in recs}
     ids = list(by_id)

@@ -29,7 +29,7 @@ from ._codec import (  # noqa: F401 - digest, _unpack: read from here too
     pack_many,
 )
 from ._engine import ensure_schema, make_engine
-from ._records import _RUN_COLS, RunRecord, record_of, time_bound
+from ._records import _RUN_COLS, RunRecord, record_of, row_limit, time_bound
 from ._settings import StoreError, display_url, scrub
 
 if TYPE_CHECKING:
@@ -303,6 +303,7 @@ class Store:
             q = q.order_by(case((s.runs.c.git_dirty.is_(True), 1), else_=0))
         q = q.order_by(s.runs.c.started_at.desc() if newest_first else s.runs.c.started_at,
                        s.runs.c.id.desc() if newest_first else s.runs.c.id)
+        limit = row_limit(limit)
         if limit is not None:
             q = q.limit(limit)
         recs = [record_of(r) for r in conn.execute(q)]
