@@ -35,8 +35,10 @@ class App:
     (GenAI conventions), or the same with OpenInference's names (``openinference=True``)."""
 
     def __init__(self, endpoint: str, *, openinference: bool = False, service: str = "shop-agent",
-                 headers: dict[str, str] | None = None, compression: Any = None) -> None:
-        kw: dict[str, Any] = {"endpoint": endpoint.rstrip("/") + "/v1/traces", "timeout": 5, "headers": headers}
+                 headers: dict[str, str] | None = None, compression: Any = None,
+                 certificate_file: str | None = None) -> None:
+        kw: dict[str, Any] = {"endpoint": endpoint.rstrip("/") + "/v1/traces", "timeout": 5, "headers": headers,
+                              "certificate_file": certificate_file}
         if compression is not None:
             kw["compression"] = compression
         self.exporter = OTLPSpanExporter(**kw)

@@ -7,6 +7,9 @@ import base64
 import gzip
 import http.client
 import json
+import shutil
+import socket
+import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -270,6 +273,46 @@ def test_a_token_is_checked_on_every_request(make_sink: SinkFactory) -> None:
         assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer wrong"})[0] == 401
         assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer s3cret-token"})[0] == 200
     assert len(sink.trace_spans(f"{9:032x}")) == 1
+
+
+@pytest.fixture(scope="module")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 and its key, made by the openssl command."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command (Debian's openssl) makes the test's certificate: not installed")
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = str(d / "cert.pem"), str(d / "key.pem")
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=120)
+    return cert, key
+
+
+def test_over_tls_a_client_that_never_says_hello_stops_no_one(make_sink: SinkFactory, tls_cert: tuple[str, str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The listening socket was wrapped, so accept() ran every handshake in the one thread that accepts: a client
+    # that connected and sent nothing (a port scan, a load balancer's TCP check) stopped every other client, and
+    # the SDK's exporter timed out. Each connection now shakes hands in its own thread, with a time bound.
+    cert, key = tls_cert
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):  # requests lets these override the exporter's own CA
+        monkeypatch.delenv(name, raising=False)
+    sink = make_sink()
+    with Collector(sink, CollectorConfig(port=0, certfile=cert, keyfile=key, token="s3cret-token")) as c:
+        assert c.endpoint.startswith("https://127.0.0.1:")
+        idle = socket.create_connection(("127.0.0.1", c.port))
+        try:
+            with pytest.raises((http.client.HTTPException, OSError)):  # plain HTTP to TLS: refused, no reply
+                post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer s3cret-token"})
+            app = App(c.endpoint, headers={"Authorization": "Bearer s3cret-token"}, certificate_file=cert)
+            sent = app.ask("q", "a")
+            app.flush()
+            app.close()
+            c.wait_for(lambda s: s.spans_stored >= 3, timeout=60)
+        finally:
+            idle.close()
+    assert len(sink.trace_spans(sent.trace_id)) == 3
+    assert not sink.trace_spans(f"{9:032x}")
 
 
 class _BrokenSink(MemorySink):

@@ -50,6 +50,8 @@ DEFAULT_MAX_BODY_BYTES = 16 << 20
 DEFAULT_MAX_INFLIGHT = 4
 DEFAULT_MAX_CONNECTIONS = 64
 RETRY_AFTER_S = 1
+HANDSHAKE_TIMEOUT_S = 10.0
+"""A TLS client has this long to finish its handshake (in its connection's own thread)."""
 
 _TYPES = {"application/x-protobuf": "application/x-protobuf", "application/protobuf": "application/x-protobuf",
           "application/json": "application/json"}
@@ -158,7 +160,10 @@ class Collector:
         if self.config.certfile:
             ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ctx.load_cert_chain(self.config.certfile, self.config.keyfile)
-            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
+            # Each connection is wrapped in its own thread, not the listening socket: wrapped there, accept()
+            # runs the handshake in the one thread that accepts, and a client that connects and says nothing
+            # stops every other client.
+            self._server.tls = ctx
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
         """The last failure to store (its type and message), for the operator."""
@@ -312,6 +317,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     request_queue_size = 64
+    tls: ssl.SSLContext | None = None
 
     def __init__(self, addr: tuple[str, int], handler: type[BaseHTTPRequestHandler], owner: Collector) -> None:
         self.owner = owner
@@ -321,9 +327,10 @@ class _Server(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self.owner._connection_opened():
-            try:  # over the connection cap: a short 429 without a thread
-                request.sendall(f"HTTP/1.1 429 Too Many Requests\r\nRetry-After: {RETRY_AFTER_S}\r\n"
-                                "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+            try:  # over the connection cap: a short 429 without a thread (over TLS, only closed: no handshake here)
+                if self.tls is None:
+                    request.sendall(f"HTTP/1.1 429 Too Many Requests\r\nRetry-After: {RETRY_AFTER_S}\r\n"
+                                    "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
             except OSError:
                 pass
             self.shutdown_request(request)
@@ -332,6 +339,13 @@ class _Server(ThreadingHTTPServer):
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
+            if self.tls is not None:
+                request.settimeout(HANDSHAKE_TIMEOUT_S)
+                try:
+                    request = self.tls.wrap_socket(request, server_side=True)
+                except OSError:  # a failed or abandoned handshake (SSLError is an OSError): nothing to answer
+                    self.shutdown_request(request)
+                    return
             super().process_request_thread(request, client_address)
         finally:
             self.owner._connection_closed()
