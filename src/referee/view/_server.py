@@ -23,6 +23,8 @@ from ._app import ApiError, ViewApp
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 MAX_BODY = 64 * 1024
+IDLE_TIMEOUT_S = 120.0
+"""A connection silent this long (between requests, or in the middle of one) is closed: each holds a thread."""
 _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                  ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 _READS_LABELS = frozenset({"case", "review", "queue", "labels", "agreement", "reviewers", "align", "summary"})
@@ -98,6 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "referee-view"
     sys_version = ""
+    timeout = IDLE_TIMEOUT_S
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
         pass  # quiet: the terminal shows the URL; requests are not news
@@ -194,8 +197,11 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._error(404, f"no API endpoint {path} (see docs/view.md)")
         except ApiError as exc:
+            if method != "GET":  # a body refused or cut short is left in the stream: no request can follow it
+                self.close_connection = True
             self._error(exc.status, exc.msg)
         except Exception as exc:  # a bug must not kill the server thread silently: answer 500 and say what
+            self.close_connection = True
             self._error(500, f"internal error: {type(exc).__name__}: {exc}")
 
     def _call(self, name: str, g: dict[str, str], params: dict[str, str]) -> tuple[int, Any]:
@@ -266,7 +272,10 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "bad Content-Length") from None
         if length > MAX_BODY:
             raise ApiError(413, f"body over {MAX_BODY} bytes")
-        raw = self.rfile.read(length) if length > 0 else b""
+        try:
+            raw = self.rfile.read(length) if length > 0 else b""
+        except TimeoutError:
+            raise ApiError(408, "the request's body stopped arriving") from None
         try:
             return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
         except (UnicodeDecodeError, ValueError) as exc:
