@@ -307,6 +307,43 @@ def test_an_alert_goes_to_the_webhook_and_the_store(collector: Collector, judge:
         assert stored()[0]["metric"] == "llm_judge"
 
 
+def test_a_webhook_that_answers_garbage_stops_nothing(collector: Collector, judge: Judge, clock: Clock) -> None:
+    # A webhook answering what is not HTTP raised http.client's BadStatusLine (not an OSError) out of the pass that
+    # raised the alert: the traces after it in that pass were left unscored. It is counted as a failed webhook.
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    srv.settimeout(30)
+
+    def answer_garbage() -> None:
+        try:
+            while True:
+                conn, _ = srv.accept()
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(b"garbage\r\n\r\n")
+        except OSError:  # closed by the test, or no one came
+            pass
+
+    th = threading.Thread(target=answer_garbage, daemon=True)
+    th.start()
+    try:
+        cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {
+            "reference": 10, "window": 10, "h": 2, "webhook": f"http://127.0.0.1:{srv.getsockname()[1]}/hook"}},
+            [RUBRIC], clock=clock)
+        mon = Monitor(collector.sink, cfg, judge=judge, clock=clock, alert_sink=lambda m: None)
+        _send(collector, [(f"q{i}", f"a{i}") for i in range(10)] + [(f"r{i}", f"WRONG {i}") for i in range(10)])
+        clock.t += 60
+        while mon.step().traces:
+            pass
+    finally:
+        srv.close()
+        th.join(30)
+    assert mon.alerts and collector.sink.counts()["alert_webhook_failed"] >= 1
+    assert len(collector.sink.scores()) == 20  # every trace scored, the ones after the alert too
+
+
 def test_over_the_budget_traces_are_skipped_and_counted(collector: Collector, fake_server: Any, clock: Clock,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")

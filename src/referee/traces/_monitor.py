@@ -16,6 +16,7 @@ Nothing is dropped silently: each skipped evaluation is counted by reason (``sam
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import json
 import math
@@ -595,8 +596,8 @@ class Monitor:
             try:
                 with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - the user's own URL
                     resp.read(1024)
-            except OSError:
-                self.sink.count("alert_webhook_failed")
+            except (OSError, http.client.HTTPException):  # down, refusing, or not speaking HTTP: the alert is
+                self.sink.count("alert_webhook_failed")  # stored and printed all the same
 
     def export_pending(self, limit: int = 512) -> int:
         """Send the scores not yet exported; marks them only when the collector accepted them."""
