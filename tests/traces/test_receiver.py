@@ -315,6 +315,21 @@ def test_over_tls_a_client_that_never_says_hello_stops_no_one(make_sink: SinkFac
     assert not sink.trace_spans(f"{9:032x}")
 
 
+def test_an_exporter_that_leaves_mid_reply_prints_no_traceback(collector: Collector,
+                                                                capfd: pytest.CaptureFixture[str]) -> None:
+    # An exporter whose timeout ran out closes its connection before the reply: writing it printed a
+    # BrokenPipeError traceback to the collector's terminal. The spans sent are stored all the same.
+    mine, theirs = socket.socketpair()
+    body = request([span(7, 1)])
+    theirs.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    theirs.close()
+    assert collector._server.owner._connection_opened()  # as process_request does before the thread
+    collector._server.process_request_thread(mine, ("127.0.0.1", 1))
+    assert "Traceback" not in capfd.readouterr().err
+    assert len(collector.sink.trace_spans(f"{7:032x}")) == 1
+
+
 class _BrokenSink(MemorySink):
     def add_spans(self, spans: Sequence[SpanRecord], *, received_ns: int) -> Added:
         raise OSError("disk full")

@@ -42,3 +42,18 @@ def test_a_refused_body_ends_the_connection(served: Served) -> None:
     # gives up after 30).
     reply = _exchange(served, _post(served, MAX_BODY + 1, b""), timeout=30)
     assert reply.startswith(b"HTTP/1.1 413 "), reply
+
+
+@pytest.mark.parametrize("path", ["/static/app.js", "/api/runs"])
+def test_a_client_that_leaves_mid_reply_prints_no_traceback(served: Served, path: str,
+                                                            capfd: pytest.CaptureFixture[str]) -> None:
+    # A page navigated away from closes its connections while replies are being written: each printed a
+    # BrokenPipeError traceback to the viewer's terminal (and the API's tried to write a 500 after it).
+    mine, theirs = socket.socketpair()
+    host = f"{served.server.host}:{served.server.port}".encode()
+    theirs.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+    theirs.close()  # gone before the reply: writing it fails at once
+    served.server.process_request_thread(mine, ("127.0.0.1", 1))  # what the connection's thread runs
+    assert "Traceback" not in capfd.readouterr().err
+    assert _exchange(served, b"GET /api/runs HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n") \
+        .startswith(b"HTTP/1.1 200 ")

@@ -22,6 +22,7 @@ import ipaddress
 import math
 import socket
 import ssl
+import sys
 import threading
 import time
 import zlib
@@ -336,6 +337,12 @@ class _Server(ThreadingHTTPServer):
             self.shutdown_request(request)
             return
         super().process_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """An exporter that left mid-reply (its timeout, its process ended) is no error to print."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -88,6 +89,12 @@ class ViewServer(ThreadingHTTPServer):
     def url(self) -> str:
         h = self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         return f"http://[{h}]:{self.port}/" if ":" in h else f"http://{h}:{self.port}/"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that left mid-reply (a page navigated away, a closed tab) is no error to print."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def start_background(self) -> threading.Thread:
         t = threading.Thread(target=self.serve_forever, name="referee-view", daemon=True)
@@ -200,6 +207,9 @@ class _Handler(BaseHTTPRequestHandler):
             if method != "GET":  # a body refused or cut short is left in the stream: no request can follow it
                 self.close_connection = True
             self._error(exc.status, exc.msg)
+        except ConnectionError:  # the client has gone: there is no one to answer
+            self.close_connection = True
+            raise
         except Exception as exc:  # a bug must not kill the server thread silently: answer 500 and say what
             self.close_connection = True
             self._error(500, f"internal error: {type(exc).__name__}: {exc}")
