@@ -129,6 +129,9 @@ def test_nothing_found_is_exit_2_saying_what_was_searched(repo: Path, store_url:
     assert code == 2 and "recorded on branch 'no-such-branch'" in err
     code, err = _run(capsys, store_url, "--baseline", "@zzzz", out="out/y.jsonl")
     assert code == 2 and "commit hash" in err
+    # Too long for a file name: looked up as a name, not an OSError's "[Errno 36] File name too long".
+    code, err = _run(capsys, store_url, "--baseline", "@" + "a" * 300, out="out/w.jsonl")
+    assert code == 2 and "commit hash" in err and "Errno" not in err, err
     # A name starting with "-" is no branch (git refuses one) and never reaches git, which would read an option.
     code, err = _run(capsys, store_url, "--baseline=-h", out="out/z.jsonl")
     assert code == 2 and "not a run name" in err

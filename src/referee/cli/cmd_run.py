@@ -147,7 +147,11 @@ def _run(suite_file: str, out: str | None, filters: tuple[str, ...], cases_file:
     if baseline is not None:
         # A file given here is relative to the working folder; a run name is resolved when the gates run.
         given = baseline
-        if Path(baseline).is_file():
+        try:
+            is_file = Path(baseline).is_file()
+        except OSError:  # a name too long to be a file's: a run name, looked up (and refused) as one
+            is_file = False
+        if is_file:
             from ..store import file_note
 
             given = str(Path(baseline).resolve())

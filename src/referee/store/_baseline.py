@@ -67,6 +67,14 @@ def file_note(spec: str) -> str | None:
     return None
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False for a name the system cannot look up (one too long): then it is no file."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def looks_like_name(spec: str) -> bool:
     """Whether ``spec`` can name a run (``last``, ``@COMMIT``, a run id, a branch) rather than only a file."""
     # Never one starting with "-": git refuses such a branch name, and git's commands would read it as an option.
@@ -81,7 +89,7 @@ def resolve_baseline(spec: str, *, base_dir: Path | str = ".", candidate: RunMan
     other targets of a targets run), never its baseline. Raises ``UserError`` (exit 2) saying what was searched."""
     p = Path(spec)
     path = p if p.is_absolute() else Path(base_dir) / p
-    if path.is_file():
+    if _is_file(path):
         b = Baseline(spec, path=path)
         note = file_note(spec)
         if note:
