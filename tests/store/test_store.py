@@ -144,6 +144,32 @@ def test_filters_and_order(store: Store) -> None:
             store.list_runs(limit=bad)  # type: ignore[arg-type]
 
 
+def test_prune_by_age_and_by_count(store: Store) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from referee.store import prune_plan
+
+    now = datetime.now(UTC)
+    for i, days in enumerate((400, 40, 2)):  # oldest first; one suite and configuration
+        _begin(store, f"{i}" * 32, started=(now - timedelta(days=days)).isoformat())
+
+    def plan(**kw: object) -> list[str]:
+        return sorted(r.id[0] for r in prune_plan(store, **kw))  # type: ignore[arg-type]
+
+    assert plan(older_than="30d") == ["0", "1"]
+    assert plan(older_than="2w") == ["0", "1"]
+    assert plan(older_than="500h") == ["0", "1"]
+    assert plan(older_than="100d") == ["0"]
+    assert plan(keep=1) == ["0", "1"]
+    assert plan(keep=2, older_than="30d") == ["0"]  # both given: beyond the newest 2 and older than 30 days
+    # Older than any date can be: nothing is (a date overflow's traceback before)
+    assert plan(older_than="99999999999d") == [] and plan(older_than="9999999w") == []
+    for bad in ("-5d", "30", "1e3d", "nand", "30 days"):
+        with pytest.raises(UserError, match="older-than"):
+            plan(older_than=bad)
+    assert store.count_runs() == 3  # a plan deletes nothing
+
+
 def test_since_and_until_are_times_not_strings(store: Store) -> None:
     _begin(store, "1" * 32, started="2026-01-01T23:30:00+00:00")
     _begin(store, "2" * 32, started="2026-01-02T00:00:00.500000+00:00")

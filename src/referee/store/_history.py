@@ -225,7 +225,10 @@ def parse_age(value: str) -> timedelta:
     if not m:
         raise UserError(f"--older-than {value!r}: give a number of days, hours or weeks (30d, 12h, 2w)")
     n, unit = int(m.group(1)), m.group(2)
-    return {"d": timedelta(days=n), "h": timedelta(hours=n), "w": timedelta(weeks=n)}[unit]
+    try:
+        return timedelta(**{{"d": "days", "h": "hours", "w": "weeks"}[unit]: n})
+    except OverflowError:  # past what a date can hold: longer ago than any run
+        return timedelta.max
 
 
 def prune_plan(store: Store, *, keep: int | None = None, older_than: str | None = None) -> list[RunRecord]:
@@ -246,8 +249,12 @@ def prune_plan(store: Store, *, keep: int | None = None, older_than: str | None 
     else:
         doomed = {r.id for r in runs}
     if older_than is not None:
-        cutoff = (datetime.now(UTC) - parse_age(older_than)).isoformat()
-        doomed &= {r.id for r in runs if r.started_at < cutoff}
+        age = parse_age(older_than)  # its own errors first: a malformed age is exit 2, not "nothing that old"
+        try:
+            cutoff = (datetime.now(UTC) - age).isoformat()
+        except OverflowError:  # before year 1: no run started that long ago
+            cutoff = ""
+        doomed &= {r.id for r in runs if r.started_at is not None and r.started_at < cutoff}
     return [r for r in runs if r.id in doomed]
 
 
