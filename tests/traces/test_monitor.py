@@ -495,17 +495,22 @@ def test_unsampled_traces_can_be_kept_as_counts_only(collector: Collector, judge
 
 
 BAD_SECTIONS = [
-    ({"quiet_seconds": float("inf")}, "quiet_seconds: expected a finite number at least 0"),
+    ({"quiet_seconds": float("inf")}, "quiet_seconds: expected a finite number at least 0 and at most 86400"),
     ({"quiet_seconds": -1}, "quiet_seconds: expected a finite number at least 0"),
+    # Finite, but past any sensible value: the cut-off time's arithmetic overflowed mid-run.
+    ({"quiet_seconds": 1e300}, "quiet_seconds: expected a finite number at least 0 and at most 86400"),
     ({"threshold": float("nan")}, "threshold: expected a finite number at least 0 and at most 1"),
     ({"threshold": 7}, "at most 1, got 7"),
-    ({"batch": 0}, "batch: expected a whole number of at least 1"),
+    ({"batch": 0}, "batch: expected a whole number from 1 to 10,000"),
+    ({"batch": 10**20}, "batch: expected a whole number from 1 to 10,000"),  # an OverflowError in the query
     ({"batch": 2.5}, "batch: expected a whole number"),
     ({"max_input_chars": True}, "max_input_chars: expected a whole number"),
     ({"budget": {"usd_per_hour": float("nan")}}, "budget.usd_per_hour: expected a finite number above 0"),
     ({"budget": 5}, "budget: expected a mapping"),
-    ({"alerts": {"reference": "abc"}}, "alerts.reference: expected a whole number of at least 2"),
-    ({"alerts": {"window": 1}}, "alerts.window: expected a whole number of at least 2"),
+    ({"alerts": {"reference": "abc"}}, "alerts.reference: expected a whole number from 2 to 100,000"),
+    ({"alerts": {"window": 1}}, "alerts.window: expected a whole number from 2 to 100,000"),
+    ({"alerts": {"window": 10**20}}, "alerts.window: expected a whole number from 2 to 100,000"),  # OverflowError
+    ({"retention": {"days": 1e300}}, "retention.days: expected a finite number above 0 and at most 36525"),
     ({"alerts": {"k": float("nan")}}, "alerts.k: expected a finite number at least 0"),
     ({"alerts": {"h": 0}}, "alerts.h: expected a finite number above 0"),
     ({"alerts": {"webhok": "https://x"}}, "alerts: unknown key(s) webhok"),
@@ -513,7 +518,7 @@ BAD_SECTIONS = [
     ({"export": {"endpoint": "ftp://x"}}, "export.endpoint: expected an http:// or https:// URL"),
     ({"export": {"headers": {"authorization": 1}}}, "export.headers: expected a mapping of header names to text"),
     ({"retention": {"days": -1}}, "retention.days: expected a finite number above 0"),
-    ({"retention": {"max_traces": 0}}, "retention.max_traces: expected a whole number of at least 1"),
+    ({"retention": {"max_traces": 0}}, "retention.max_traces: expected a whole number of at least 1"),  # no most
     ({"traces": 5}, "traces: expected a list of rules"),
     ({"traces": ["abc"]}, "traces[0]: expected a mapping such as {status: error}"),
     ({"sampling": 5}, "sampling: expected a mapping"),

@@ -27,8 +27,9 @@ from ._common import echo_err
 @click.option("--max-body-bytes", type=click.IntRange(1), default=16 << 20, show_default=True)
 @click.option("--max-spans-per-trace", type=click.IntRange(1), default=10_000, show_default=True,
               help="Spans kept per trace; the rest are counted and the trace is not judged.")
-@click.option("--retain-days", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
-              help="Traces whose last span is older are deleted (checked every minute).")
+@click.option("--retain-days", type=click.FloatRange(min=0, min_open=True, max=36_525), default=30.0,
+              show_default=True, help="Traces whose last span is older are deleted (checked every minute; at most "
+                                      "36525, a hundred years, as the monitor's retention.days).")
 @click.option("--max-traces", type=click.IntRange(1), default=1_000_000, show_default=True,
               help="Past this many stored traces the oldest are deleted.")
 @click.option("--sample-rate", type=click.FloatRange(0, 1), default=None,

@@ -52,6 +52,12 @@ MIN_BUDGET_FACTOR = 1 / 1024
 BUDGET_FLOOR_S = 60.0
 """The spend of a monitor younger than this is projected to the hour as if it had run this long."""
 DEFAULT_MAX_ATTEMPTS = 3
+# Upper bounds of the section's numbers: past them a value is a mistake (or meant "no limit", which is null where
+# the section allows it), and a drift window or a pass of that size would be held in memory.
+MAX_QUIET_SECONDS = 86_400.0
+MAX_BATCH = 10_000
+MAX_DRIFT_SIZE = 100_000
+MAX_RETENTION_DAYS = 36_525.0
 """Passes an evaluator error is retried before the score is stored as ``error``."""
 
 
@@ -133,20 +139,22 @@ class MonitorConfig:
         # nothing, an infinite quiet period never closed a trace.
         return cls(
             evaluators=list(evaluators), traces=rules, sampler=sampler,
-            quiet_seconds=_num(section, "quiet_seconds", DEFAULT_QUIET_SECONDS, where, least=0),
+            quiet_seconds=_num(section, "quiet_seconds", DEFAULT_QUIET_SECONDS, where, least=0,
+                               most=MAX_QUIET_SECONDS),
             budget_usd_per_hour=_num(budget, "usd_per_hour", None, f"{where}.budget", above=0),
             max_input_chars=_whole(section, "max_input_chars", DEFAULT_MAX_INPUT_CHARS, where, least=1),
             export_endpoint=_url(export, "endpoint", f"{where}.export"), export_headers=dict(headers),
             webhook=_url(alerts, "webhook", f"{where}.alerts"),
-            drift_reference=_whole(alerts, "reference", DEFAULT_REFERENCE, f"{where}.alerts", least=2),
-            drift_window=_whole(alerts, "window", DEFAULT_WINDOW, f"{where}.alerts", least=2),
+            drift_reference=_whole(alerts, "reference", DEFAULT_REFERENCE, f"{where}.alerts", least=2,
+                                   most=MAX_DRIFT_SIZE),
+            drift_window=_whole(alerts, "window", DEFAULT_WINDOW, f"{where}.alerts", least=2, most=MAX_DRIFT_SIZE),
             drift_k=_num(alerts, "k", DEFAULT_K, f"{where}.alerts", least=0),
             drift_h=_num(alerts, "h", DEFAULT_H, f"{where}.alerts", above=0),
             threshold=_num(section, "threshold", 0.7, where, least=0, most=1),
-            batch=_whole(section, "batch", DEFAULT_BATCH, where, least=1),
+            batch=_whole(section, "batch", DEFAULT_BATCH, where, least=1, most=MAX_BATCH),
             spans=SpanFilter.parse(section["spans"], f"{where}.spans") if section.get("spans") else None,
             retention_days=_num(retention, "days", DEFAULT_RETENTION_DAYS, f"{where}.retention", above=0,
-                                nullable=True),
+                                most=MAX_RETENTION_DAYS, nullable=True),
             max_traces=_whole(retention, "max_traces", DEFAULT_MAX_TRACES, f"{where}.retention", least=1,
                               nullable=True),
             at_ingest=at_ingest, keep_unsampled=keep_unsampled,
@@ -188,13 +196,14 @@ def _num(part: Mapping[str, Any], key: str, default: float | None, where: str, *
     return float(v)
 
 
-def _whole(part: Mapping[str, Any], key: str, default: int, where: str, *, least: int,
+def _whole(part: Mapping[str, Any], key: str, default: int, where: str, *, least: int, most: int | None = None,
            nullable: bool = False) -> Any:
     v = part.get(key, default)
     if v is None and nullable:
         return None
-    if not isinstance(v, int) or isinstance(v, bool) or v < least:
-        raise UserError(f"{where}.{key}: expected a whole number of at least {least}, got {v!r}")
+    if not isinstance(v, int) or isinstance(v, bool) or v < least or (most is not None and v > most):
+        bound = f"of at least {least}" if most is None else f"from {least} to {most:,}"
+        raise UserError(f"{where}.{key}: expected a whole number {bound}, got {v!r}")
     return v
 
 
