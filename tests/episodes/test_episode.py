@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -398,3 +399,36 @@ def test_an_agent_sending_nan_arguments_ends_as_its_error(fake_server: FakeLLMSe
     ep = row.details["episode"]
     assert ep["termination"] == "agent_error" and "non-finite number" in ep["error"] and row.score == 0.0
     assert "tool_calls[0].arguments.order_id" in ep["error"]
+
+
+def test_an_agent_system_prompt_file_is_read_within_its_bound(tmp_path: Path) -> None:
+    # The 1 MiB bound was checked on the file's size alone: a pipe or a device (`--agent-system /dev/zero`) has
+    # none and was read until memory ran out. Bytes that are not UTF-8 are a usage error, not a traceback.
+    import os
+    import threading
+
+    from referee.episodes._build import read_text
+    from referee.errors import UserError
+
+    pipe = tmp_path / "system.md"
+    os.mkfifo(pipe)
+
+    def write() -> None:
+        with open(pipe, "wb") as fh:
+            try:
+                fh.write(b"x" * (3 << 20))
+            except BrokenPipeError:  # the reader stopped at its bound
+                pass
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    with pytest.raises(UserError, match="larger than 1 MiB"):
+        read_text(str(pipe))
+    writer.join(30)
+    latin = tmp_path / "latin.md"
+    latin.write_bytes("caf\u00e9".encode("latin-1"))
+    with pytest.raises(UserError, match="not UTF-8"):
+        read_text(str(latin))
+    ok = tmp_path / "ok.md"
+    ok.write_text("You are a support agent.", encoding="utf-8")
+    assert read_text(str(ok)) == "You are a support agent."

@@ -7,11 +7,13 @@ import base64
 import gzip
 import http.client
 import json
+import os
 import shutil
 import socket
 import subprocess
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -362,6 +364,39 @@ def test_sampling_at_ingest_stores_only_sampled_traces_and_counts_the_rest(make_
         counts = c.sink.counts()
         assert counts["not stored: sampled_out (spans)"] == 2 * (300 - len(want))
         assert counts["not stored: sampled_out (traces)"] == 300 - len(want)  # counted once, by the root span
+
+
+def test_a_replayed_file_is_read_within_its_bound_a_pipe_too(tmp_path: Path) -> None:
+    # The bound was checked on the file's size alone: a device or a pipe has none, so `--replay /dev/zero` read
+    # until memory ran out. A pipe (`--replay <(zcat traces.otlp.jsonl.gz)`) is still read, within the bound.
+    from referee.errors import InputError
+    from referee.example import DATA
+    from referee.traces import replay
+
+    def piped(name: str, data: bytes) -> tuple[Path, threading.Thread]:
+        pipe = tmp_path / name
+        os.mkfifo(pipe)
+
+        def write() -> None:
+            with open(pipe, "wb") as fh:
+                try:
+                    fh.write(data)
+                except BrokenPipeError:  # the reader stopped at its bound
+                    pass
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        return pipe, writer
+
+    endless, writer = piped("zeros.otlp.jsonl", b"\0" * 16384)  # /dev/zero's first 16 KiB
+    with pytest.raises(InputError, match="over 4096 bytes"):
+        replay([endless], MemorySink(), Redactor(), received_ns=1, max_bytes=4096)
+    writer.join(30)
+    recorded = DATA / "production" / "traces.otlp.jsonl"
+    pipe, writer = piped("traces.otlp.jsonl", recorded.read_bytes())
+    assert replay([pipe], MemorySink(), Redactor(), received_ns=1) == \
+        replay([recorded], MemorySink(), Redactor(), received_ns=1) > 0
+    writer.join(30)
 
 
 def test_an_ingest_rate_outside_0_to_1_is_refused() -> None:

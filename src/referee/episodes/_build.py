@@ -75,9 +75,15 @@ def read_text(path: str | None) -> str | None:
     if path is None:
         return None
     p = Path(path)
+    limit = 1 << 20
     try:
-        if p.stat().st_size > 1 << 20:
-            raise UserError(f"{p}: larger than 1 MiB, too large for a system prompt")
-        return p.read_text(encoding="utf-8")
+        with p.open("rb") as fh:  # read within the bound: a pipe or a device has no size to check first
+            data = fh.read(limit + 1)
     except OSError as exc:
         raise UserError(f"cannot read {p}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise UserError(f"{p}: larger than 1 MiB, too large for a system prompt")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None

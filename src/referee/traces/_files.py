@@ -105,7 +105,10 @@ def replay(files: Sequence[str | Path], sink: TraceSink, redactor: Redactor, *, 
         p = Path(f)
         if p.stat().st_size > max_bytes:
             raise InputError(f"over {max_bytes} bytes", file=str(p))
-        raw = p.read_bytes()
+        with p.open("rb") as fh:  # read within the bound: a pipe or a device has no size to check first
+            raw = fh.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise InputError(f"over {max_bytes} bytes", file=str(p))
         bodies: list[tuple[int | None, bytes, str]]
         if p.suffix.lower() in (".jsonl", ".ndjson"):
             bodies = [(n, line, "application/json") for n, line in enumerate(raw.splitlines(), 1) if line.strip()]
