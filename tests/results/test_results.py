@@ -183,6 +183,22 @@ def test_manifest_path_and_round_trip(tmp_path: Path) -> None:
     assert RunManifest.read(tmp_path / "other.jsonl") is None
 
 
+def test_a_manifest_is_read_within_its_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A results folder imported from elsewhere (`referee runs import`) is not trusted: its manifest was read whole,
+    # so a huge one, or a link to a device, took every byte into memory. The bound is 16 MiB (4 KiB here).
+    monkeypatch.setattr("referee.results._manifest.MAX_MANIFEST_BYTES", 4096)
+    m = RunManifest(kind="judge", judge=JudgeConfig(provider="openai", model="m"))
+    m.write(tmp_path / "r.jsonl")
+    assert RunManifest.read(tmp_path / "r.jsonl") is not None
+    manifest_path(tmp_path / "big.jsonl").write_text(json.dumps({"kind": "judge", "command": ["x" * 5000]}))
+    with pytest.raises(ValueError, match="larger than a run manifest can be"):
+        RunManifest.read(tmp_path / "big.jsonl")
+    if Path("/dev/zero").exists():
+        manifest_path(tmp_path / "dev.jsonl").symlink_to("/dev/zero")
+        with pytest.raises(ValueError, match="larger than a run manifest can be"):
+            RunManifest.read(tmp_path / "dev.jsonl")
+
+
 def test_manifest_redacts_credentials_in_command_and_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "plain-env-value-123456")
     m = RunManifest(

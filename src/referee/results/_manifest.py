@@ -14,6 +14,9 @@ from .._version import __version__
 from ._files import file_sha256, manifest_path, utc_now_iso
 from ._files import text_sha256 as text_sha256  # imported from here by many modules
 
+MAX_MANIFEST_BYTES = 16 << 20
+"""A manifest holds a run's settings and provenance, never its rows: a few KB. Past this it is not one."""
+
 MANIFEST_VERSION = 2
 """2: ``run_id`` (the run's id in the run history)."""
 
@@ -151,7 +154,13 @@ class RunManifest(_Model):
 
     @classmethod
     def read(cls, results_path: str | Path) -> RunManifest | None:
+        """The manifest beside ``results_path`` (None when there is none). Raises ``ValueError`` for one that is
+        not a manifest or is larger than one can be (a results folder imported from elsewhere is not trusted)."""
         path = manifest_path(results_path)
         if not path.exists():
             return None
-        return cls.model_validate_json(path.read_text(encoding="utf-8"))
+        with path.open("rb") as fh:
+            data = fh.read(MAX_MANIFEST_BYTES + 1)
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise ValueError(f"{path}: larger than a run manifest can be ({MAX_MANIFEST_BYTES:,} bytes)")
+        return cls.model_validate_json(data)
