@@ -255,3 +255,10 @@ def test_generated_cases_are_recorded_per_generation_run(store: Store) -> None:
         n = conn.execute(select(func.count()).select_from(schema.texts)
                          .where(schema.texts.c.data.is_not(None))).scalar()
     assert n is not None and n <= len(records) + 1
+
+
+def test_a_store_named_by_a_folder_says_so(tmp_path: Path) -> None:
+    # SQLite's own message for a folder was "unable to open database file", after "cannot prepare".
+    with pytest.raises(StoreError, match=r"is a folder: a store is a file in it, such as .*history\.sqlite"):
+        open_store(str(tmp_path))
+    assert list(tmp_path.iterdir()) == []

@@ -46,6 +46,8 @@ def _sqlite_engine(path: str) -> Engine:
     on_disk = bool(path) and path != ":memory:"
     if on_disk:
         p = Path(path)
+        if p.is_dir():  # SQLite's own word for it is "unable to open database file"
+            raise StoreError(f"{p} is a folder: a store is a file in it, such as {p / 'history.sqlite'}")
         ensure_dir(p.parent) if p.parent.name == ".referee" else p.parent.mkdir(parents=True, exist_ok=True)
     timeout = lock_timeout_s()
     # LIFO: the connection just given back is the next one handed out, its page cache still warm (SQLite drops a
