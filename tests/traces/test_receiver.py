@@ -317,6 +317,34 @@ def test_over_tls_a_client_that_never_says_hello_stops_no_one(make_sink: SinkFac
     assert not sink.trace_spans(f"{9:032x}")
 
 
+def test_a_body_cut_short_or_stalled_is_refused_and_stores_nothing(collector: Collector) -> None:
+    # A body that ended before its Content-Length was decoded as whatever had arrived (a whole JSON request stored,
+    # 200); one that stalled came back 503 "spans could not be stored", blaming the store.
+    body = json_request("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174")
+
+    def send(declared: int, *, close: bool) -> bytes:
+        with socket.create_connection(("127.0.0.1", collector.port), timeout=60) as s:
+            s.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: " + str(declared).encode() + b"\r\n\r\n" + body)
+            if close:
+                s.shutdown(socket.SHUT_WR)  # the sender's side ends; its reply can still be read
+            reply = b""
+            while chunk := s.recv(4096):
+                reply += chunk
+            return reply
+
+    assert send(len(body) + 100, close=True).startswith(b"HTTP/1.1 400 ")
+    handler = collector._server.RequestHandlerClass
+    handler.timeout = 1  # the receiver's 30 s, shortened
+    try:
+        assert send(len(body) + 100, close=False).startswith(b"HTTP/1.1 408 ")
+    finally:
+        handler.timeout = 30
+    assert collector.stats().spans_stored == 0
+    assert collector.stats().refused_requests == {"malformed": 1, "timeout": 1}
+    assert not collector.sink.trace_spans("5b8efff798038103d269b633813fc60c")
+
+
 def test_an_exporter_that_leaves_mid_reply_prints_no_traceback(collector: Collector,
                                                                 capfd: pytest.CaptureFixture[str]) -> None:
     # An exporter whose timeout ran out closes its connection before the reply: writing it printed a

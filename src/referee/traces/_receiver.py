@@ -266,7 +266,12 @@ class Collector:
             return 503, {"Retry-After": str(RETRY_AFTER_S), "Content-Type": "text/plain; charset=utf-8"}, \
                 b"busy: retry later"
         try:
-            body = body_reader(length)
+            try:
+                body = body_reader(length)
+            except TimeoutError:  # the sender stalled mid-body: not the store's fault, and nothing was kept
+                return refuse(408, "timeout", "the body stopped arriving before its Content-Length")
+            if len(body) < length:  # the connection ended early: a part of a request is not decoded as one
+                return refuse(400, "malformed", "the body ended before its Content-Length")
             encoding = (headers.get("Content-Encoding") or "identity").strip().lower()
             if encoding == "gzip":
                 body = _gunzip(body, cfg.max_decoded_bytes)
