@@ -179,6 +179,12 @@ def test_the_listing_filters_on_an_error_span(both: TraceStore) -> None:
     assert [t.id for t in both.list_traces(error=True, limit=1, offset=1)] == [C]
     assert {t.id: t.error for t in both.list_traces()} == {A: True, B: False, C: True, D: False, E: True}
     assert both.error_traces() == [A, C, E]  # oldest arrival first, as recent_traces
+    # Bounds past what a stored time or count can be (year 1, year 9999, 10**30) are bounds, not an OverflowError.
+    big = 10**30
+    assert [t.id for t in both.list_traces(since_ns=-big, until_ns=big)] == [E, D, C, B, A]
+    assert both.list_traces(offset=big) == [] and both.list_traces(since_ns=big) == []
+    assert both.quiet_traces(before_ns=big, limit=big) == [A, B, C, D, E]
+    assert both.prune(older_than_ns=-big) == 0
 
 
 def _statements(ts: TraceStore) -> list[str]:

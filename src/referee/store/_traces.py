@@ -22,6 +22,7 @@ from sqlalchemy import and_, bindparam, delete, false, func, select, true, tuple
 
 from .._util._fastjson import dumps_bytes
 from . import _schema as t
+from ._records import MAX_LIMIT, row_limit
 from ._store import Store, digest
 
 DEFAULT_MAX_SPANS_PER_TRACE = 10_000
@@ -93,6 +94,12 @@ TRACE_CHECKPOINT_PAGES = 8192
 _NEW_TRACE_COLUMNS = ("id", "service", "last_ns", "state", "span_count", "truncated", "error")
 _LISTED = (t.traces.c.id, t.traces.c.service, t.traces.c.last_ns, t.traces.c.state, t.traces.c.span_count,
            t.traces.c.truncated, t.traces.c.error)
+
+
+def _stored_ns(ns: int) -> int:
+    """A time bound held to what a stored time can be (signed 64-bit nanoseconds, 1677 to 2262): past it, a bound
+    every trace is inside, not an integer the database cannot take."""
+    return max(-(2**63), min(int(ns), 2**63 - 1))
 
 
 def _stored_trace(r: Any) -> StoredTrace:
@@ -228,8 +235,8 @@ class TraceStore:
     def quiet_traces(self, *, before_ns: int, limit: int) -> list[str]:
         with self.store.engine.connect() as conn:
             rows = conn.execute(select(t.traces.c.id).where(and_(t.traces.c.state == "open",
-                                                                 t.traces.c.last_ns < before_ns))
-                                .order_by(t.traces.c.last_ns, t.traces.c.id).limit(limit))
+                                                                 t.traces.c.last_ns < _stored_ns(before_ns)))
+                                .order_by(t.traces.c.last_ns, t.traces.c.id).limit(row_limit(limit)))
             return [r[0] for r in rows]
 
     def trace_spans(self, trace_id: str) -> list[dict[str, Any]]:
@@ -286,7 +293,8 @@ class TraceStore:
         with self.store.engine.begin() as conn:
             doomed: list[str] = []
             if older_than_ns is not None:
-                doomed += [r[0] for r in conn.execute(select(t.traces.c.id).where(t.traces.c.last_ns < older_than_ns))]
+                doomed += [r[0] for r in conn.execute(select(t.traces.c.id).where(
+                    t.traces.c.last_ns < _stored_ns(older_than_ns)))]
             if max_traces is not None:
                 total = int(conn.execute(select(func.count()).select_from(t.traces)).scalar() or 0) - len(doomed)
                 if total > max_traces:
@@ -323,10 +331,11 @@ class TraceStore:
         if state is not None:
             q = q.where(t.traces.c.state == state)
         if since_ns is not None:
-            q = q.where(t.traces.c.last_ns >= since_ns)
+            q = q.where(t.traces.c.last_ns >= _stored_ns(since_ns))
         if until_ns is not None:
-            q = q.where(t.traces.c.last_ns < until_ns)
-        q = q.order_by(t.traces.c.last_ns.desc(), t.traces.c.id).limit(limit).offset(max(0, int(offset)))
+            q = q.where(t.traces.c.last_ns < _stored_ns(until_ns))
+        q = q.order_by(t.traces.c.last_ns.desc(), t.traces.c.id).limit(limit).offset(
+            min(max(0, int(offset)), MAX_LIMIT))
         with self.store.engine.connect() as conn:
             return [_stored_trace(r) for r in conn.execute(q)]
 
