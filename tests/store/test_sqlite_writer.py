@@ -174,3 +174,37 @@ def test_a_run_recorded_into_an_existing_store_imports_no_sqlalchemy(tmp_path: P
             run = st.get_run(run_id)
             assert run.status == "complete" and run.n_rows == 30 and run.pass_rate == pytest.approx(20 / 30)
             assert len(st.rows(run_id)) == 30
+
+
+def test_a_run_deleted_while_it_records_leaves_no_row_behind(tmp_path: Path) -> None:
+    # `referee runs delete` (or `prune`) of a run still recording: its later rows went on being written under a run
+    # id no longer stored, rows of no run that nothing removed, and the run's end said nothing. Store and this
+    # writer alike now remove them at the run's end and say so; `store check` names any left by a killed run.
+    from referee.store import StoreError, check_store
+
+    for writer in ("store", "stdlib"):
+        path = tmp_path / f"{writer}.sqlite"
+        with open_store(f"sqlite:///{path}") as st:
+            keep = RunManifest(kind="judge", run_id="k" * 32)
+            st.begin_run(run_values(keep, results_path="k.jsonl", git={}), tags=["kept"])
+            st.add_rows(keep.run_id, _rows()[:1], results_path="k.jsonl")
+        m = RunManifest(kind="judge", run_id="d" * 32)
+        w: Any = open_store(f"sqlite:///{path}") if writer == "store" else SqliteWriter(path, timeout_s=5)
+        try:
+            w.begin_run(run_values(m, results_path="r.jsonl", git={}), tags=["t"])
+            w.add_rows(m.run_id, _rows()[:2], results_path="r.jsonl")
+            with open_store(f"sqlite:///{path}") as other:  # another process: `referee runs delete`
+                assert other.delete_runs([m.run_id]) == 1
+            w.add_rows(m.run_id, _rows()[2:], first_seq=2, results_path="r.jsonl")
+            assert check_store(f"sqlite:///{path}") == [
+                "2 rows belong to no run (a run deleted while it was recording); the next `referee runs delete` "
+                "or `runs prune` that deletes a run removes them"]
+            with pytest.raises(StoreError, match="deleted from the history while it was recording"):
+                w.finish_run(m.run_id, {"status": "complete", "n_rows": 4})
+        finally:
+            w.close()
+        tables = _tables(path)
+        assert [r[0] for r in tables["runs"]] == [keep.run_id], writer
+        assert {r[0] for r in tables["rows"]} == {keep.run_id} and len(tables["rows"]) == 1, writer
+        assert [r[0] for r in tables["run_tags"]] == [keep.run_id], writer
+        assert check_store(f"sqlite:///{path}") == []

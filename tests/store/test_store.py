@@ -262,3 +262,28 @@ def test_a_store_named_by_a_folder_says_so(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=r"is a folder: a store is a file in it, such as .*history\.sqlite"):
         open_store(str(tmp_path))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_deleted_while_it_records_says_so_at_its_end(store: Store, store_url: str) -> None:
+    _begin(store, "k" * 32)
+    store.add_rows("k" * 32, _rows(1))
+    _begin(store, "d" * 32, tags=("t",))
+    store.add_rows("d" * 32, _rows(3))
+    with open_store(store_url) as other:  # `referee runs delete` in another process
+        assert other.delete_runs(["d" * 32]) == 1
+    with pytest.raises(StoreError, match="deleted from the history while it was recording"):
+        store.finish_run("d" * 32, {"status": "complete", "n_rows": 3})
+    assert [r.id for r in store.list_runs()] == ["k" * 32]
+    assert store.count_rows() == 1
+
+
+def test_deleting_a_run_removes_rows_that_belong_to_no_run(tmp_path: Path) -> None:
+    # Rows a killed recording wrote after its run was deleted (SQLite keeps them: it does not enforce the foreign key)
+    with open_store(f"sqlite:///{tmp_path / 'h.sqlite'}") as st:
+        for run_id in ("a" * 32, "b" * 32):
+            _begin(st, run_id)
+            st.add_rows(run_id, _rows(2))
+        st.add_rows("gone" * 8, _rows(3))  # no run of that id
+        assert st.count_rows() == 7
+        assert st.delete_runs(["a" * 32]) == 1
+        assert st.count_rows() == 2 and [r.id for r in st.list_runs()] == ["b" * 32]

@@ -317,6 +317,11 @@ def check_store(url: str) -> list[str]:
                 ~s.rows.c.body.in_(select(s.texts.c.hash)))).scalar_one()
             if missing:
                 problems.append(f"{missing} rows point at a text that is not stored")
+            orphans = conn.execute(select(func.count()).select_from(s.rows).where(
+                ~s.rows.c.run_id.in_(select(s.runs.c.id)))).scalar_one()
+            if orphans:
+                problems.append(f"{orphans} rows belong to no run (a run deleted while it was recording); "
+                                "the next `referee runs delete` or `runs prune` that deletes a run removes them")
             problems += _damaged_texts(conn)
     except DBAPIError as exc:
         problems.append(f"{where} cannot be read: {scrub(str(exc.orig), url)}")

@@ -87,6 +87,13 @@ def reserved_paths(store_url: str | None = None) -> list[Path]:
     return paths
 
 
+def deleted_while_running(run_id: str) -> str:
+    """What a recording says when its run was deleted from the history (``runs delete``, ``runs prune``) while it
+    was still running."""
+    return (f"run {run_id[:12]} was deleted from the history while it was recording, so it is not kept there "
+            "(nor any of its rows)")
+
+
 def require_history(url: str) -> None:
     """Raise :class:`StoreError` when ``url`` names a local file that does not exist: a command that only reads
     the history says so rather than making an empty store (and a ``.referee/`` folder) where it was run."""

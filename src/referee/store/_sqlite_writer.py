@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._codec import ROW_COLUMNS, ROW_UPDATE_COLUMNS, digest, encode_row, max_row_bytes, pack_many
 from ._revision import HEAD
-from ._settings import StoreError, sqlite_path
+from ._settings import StoreError, deleted_while_running, sqlite_path
 
 if TYPE_CHECKING:
     from ..results._schema import ResultRow
@@ -160,7 +160,13 @@ class SqliteWriter:
         sets = ", ".join(f"{k} = ?" for k in values)
         statements = [self._texts(texts)] if texts else []
         statements.append((f"UPDATE runs SET {sets} WHERE id = ?", [*values.values(), run_id], False))
+        # A run deleted while it was recording: the rows it wrote since go with it (Store.finish_run's rule).
+        gone = "NOT EXISTS (SELECT 1 FROM runs WHERE id = ?)"
+        statements.append((f"DELETE FROM rows WHERE run_id = ? AND {gone}", [run_id, run_id], False))
+        statements.append((f"DELETE FROM run_tags WHERE run_id = ? AND {gone}", [run_id, run_id], False))
         self._write(statements)
+        if self.conn.execute("SELECT 1 FROM runs WHERE id = ?", [run_id]).fetchone() is None:
+            raise StoreError(deleted_while_running(run_id))
 
 
 def open_writer(url: str, *, timeout_s: float) -> SqliteWriter | None:

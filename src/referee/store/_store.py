@@ -30,7 +30,7 @@ from ._codec import (  # noqa: F401 - digest, _unpack: read from here too
 )
 from ._engine import ensure_schema, make_engine
 from ._records import _RUN_COLS, RunRecord, record_of, row_limit, time_bound
-from ._settings import StoreError, display_url, scrub
+from ._settings import StoreError, deleted_while_running, display_url, scrub
 
 if TYPE_CHECKING:
     from ..results._manifest import RunManifest
@@ -231,13 +231,20 @@ class Store:
 
     def finish_run(self, run_id: str, values: dict[str, Any], *, manifest_json: bytes | None = None,
                    summary_json: bytes | None = None) -> None:
+        """Write the run's end. Raises ``StoreError`` when the run is no longer stored (deleted while it ran); the
+        rows it had recorded are removed with it, so none is left belonging to no run."""
         values = dict(values)
         with self.engine.begin() as conn:
             if manifest_json is not None:
                 values["manifest"] = self.put_text(conn, manifest_json)
             if summary_json is not None:
                 values["summary"] = self.put_text(conn, summary_json)
-            conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(**values))
+            gone = conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(**values)).rowcount == 0
+            if gone:
+                conn.execute(delete(s.rows).where(s.rows.c.run_id == run_id))
+                conn.execute(delete(s.run_tags).where(s.run_tags.c.run_id == run_id))
+        if gone:
+            raise StoreError(deleted_while_running(run_id))
 
     # -- generated cases (``referee synth``) -------------------------------------------------------------
     def add_generated_cases(self, batch_id: str, records: Sequence[Mapping[str, Any]], *,
@@ -442,6 +449,8 @@ class Store:
                 conn.execute(delete(s.rows).where(s.rows.c.run_id.in_(chunk)))
                 conn.execute(delete(s.run_tags).where(s.run_tags.c.run_id.in_(chunk)))
                 conn.execute(delete(s.runs).where(s.runs.c.id.in_(chunk)))
+            # Rows of a run deleted while it was recording, whose process ended before it could clear them.
+            conn.execute(delete(s.rows).where(~s.rows.c.run_id.in_(select(s.runs.c.id))))
             self._collect_texts(conn)
         return len(ids)
 
