@@ -100,6 +100,17 @@ def test_a_store_keeps_the_scores_and_traces_to_cases_reads_them(tmp_path: Path,
     assert cases and all(c["metadata"]["production_scores"]["faithfulness"] < 0.7 for c in cases)
     code, _, err = run_cli(["traces", "to-cases", "--store", url, "--out", str(out)], capsys)
     assert code == 2 and "--below" in err and "--errors" in err
+    # Nothing matched: the earlier selection in that file is kept (it was replaced by an empty file).
+    before = out.read_bytes()
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--trace", "ab" * 16, "--out", str(out)], capsys)
+    assert code == 1 and "not written" in err and out.read_bytes() == before
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--trace", "zz", "--out", str(out)], capsys)
+    assert code == 2 and "32 hexadecimal digits" in err
+    # Reading stored traces never makes a store where there is none (nor reads a store turned off as empty).
+    missing = tmp_path / "none" / "history.sqlite"
+    code, _, err = run_cli(["traces", "to-cases", "--store", f"sqlite:///{missing}", "--errors", "--out",
+                            str(tmp_path / "x.jsonl")], capsys)
+    assert code == 2 and "no run history at" in err and not missing.parent.exists()
 
 
 def _failed_in_recording() -> set[str]:

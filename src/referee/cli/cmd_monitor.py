@@ -97,8 +97,11 @@ def command(suite: str, replays: tuple[str, ...], once: bool, port: int, to_case
     _table(monitor)
     if to_cases:
         cases = traces_to_cases(sink, below=below, failed=below is None)
-        write_cases(cases, to_cases)
-        echo_err(f"{len(cases)} trace(s) -> {to_cases}")
+        if cases:
+            write_cases(cases, to_cases)
+            echo_err(f"{len(cases)} trace(s) -> {to_cases}")
+        else:  # a file written empty would replace the cases an earlier selection wrote there
+            echo_err(f"no trace matched: {to_cases} not written")
     scored = sum(r.scored for r in summarize(sink, monitor.metrics))
     if scored == 0:
         echo_err("nothing was scored")
