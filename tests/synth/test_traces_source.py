@@ -123,6 +123,13 @@ def test_an_empty_history_or_a_selection_that_matches_nothing_is_a_usage_error(
     out = tmp_path / "c.jsonl"
     code, _, err = run_cli(["synth", "--from-traces", "--store", url, "--out", str(out), "--provider", "standin"],
                            capsys)
+    # No store there: said, and none made (reading traces never creates one).
+    assert code == 2 and "no run history at" in err and not (tmp_path / "empty.sqlite").exists()
+    from referee.store import open_store
+
+    open_store(url).close()
+    code, _, err = run_cli(["synth", "--from-traces", "--store", url, "--out", str(out), "--provider", "standin"],
+                           capsys)
     assert code == 2 and "holds no trace" in err and not out.exists()
     code, _, err = run_cli(["synth", "--from-traces", "--trace-below", "0.5", "--store", url, "--out", str(out),
                             "--provider", "standin"], capsys)

@@ -50,7 +50,7 @@ def _traces(store_url: str | None, metric: str | None, below: float | None, fail
         raise UserError("--trace-metric selects with --trace-below or --trace-failed")
     from ..traces import open_sink, traces_to_cases
 
-    sink = open_sink(store_url)
+    sink = open_sink(store_url, create=False)  # reading: a store that is not there is said, never made
     chosen = traces_to_cases(sink, metric=metric, below=below, failed=failed, trace_ids=ids, errors=errors,
                              recent=recent or (0 if selection else DEFAULT_RECENT_TRACES))
     if not chosen:
