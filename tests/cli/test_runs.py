@@ -48,7 +48,8 @@ def test_list_fits_80_columns_and_json_is_pure(two_runs: tuple[str, str], store_
     assert [r["id"] for r in json.loads(out)] == [b]
 
 
-def test_show_and_its_json(two_runs: tuple[str, str], store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_and_its_json(two_runs: tuple[str, str], store_url: str, tmp_path: Path,
+                           capsys: pytest.CaptureFixture[str]) -> None:
     _, b = two_runs
     code, out, _ = run_cli(["runs", "show", b[:6], "--store", store_url], capsys)
     assert code == 0 and b in out and "70.0%" in out and max(len(x) for x in out.splitlines()) <= 80
@@ -57,6 +58,14 @@ def test_show_and_its_json(two_runs: tuple[str, str], store_url: str, capsys: py
     assert data["groups"]["overall"]["cases"] == 40
     code, _, err = run_cli(["runs", "show", "ffffffff", "--store", store_url], capsys)
     assert code == 2 and "no run" in err
+    # A run with nothing scored reads n/a, never "-% [-, -]"
+    nothing = tmp_path / "nothing.jsonl"
+    nothing.write_text(json.dumps({"id": "u1", "status": "unscored"}) + "\n")
+    assert run_cli(["runs", "import", str(nothing), "--store", store_url], capsys)[0] == 0
+    listed = json.loads(run_cli(["runs", "list", "--json", "--store", store_url], capsys)[1])
+    (imported,) = [r["id"] for r in listed if r["kind"] == "import"]
+    code, out, _ = run_cli(["runs", "show", imported, "--store", store_url], capsys)
+    assert code == 0 and "pass rate  n/a (nothing scored)" in out and "mean       n/a" in out and "-%" not in out
 
 
 def test_compare_names_the_regressions_and_gates(two_runs: tuple[str, str], store_url: str,

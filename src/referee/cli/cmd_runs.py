@@ -67,6 +67,19 @@ def _pct(v: float | None) -> str:
     return f"{100 * v:.1f}" if v is not None and _finite(v) else "-"
 
 
+def _rate(est: Any, lo: Any, hi: Any) -> str:
+    """A pass rate with its interval, or ``n/a`` when nothing was scored (never "-%")."""
+    if not _finite(est):
+        return "n/a"
+    return f"{_pct(est)}% [{_pct(lo)}, {_pct(hi)}]"
+
+
+def _mean(est: Any, lo: Any, hi: Any) -> str:
+    if not _finite(est):
+        return "n/a"
+    return f"{_num(est)} [{_num(lo)}, {_num(hi)}]"
+
+
 def _num(v: float | None) -> str:
     return f"{v:.3f}" if v is not None and _finite(v) else "-"
 
@@ -179,15 +192,16 @@ def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
             _dump({**run_json(r), "groups": summary})
             return 0
         lines = [
-            ("run", r.id), ("suite", r.suite), ("kind", r.kind), ("status", _status(r)),
+            ("run", r.id), ("suite", r.suite or "-"), ("kind", r.kind), ("status", _status(r)),
             ("started", r.started_at), ("finished", r.finished_at or "-"),
             ("commit", (r.git_commit or "-") + (" (dirty tree)" if r.git_dirty else "")),
             ("branch", r.git_branch or "-"), ("remote", r.git_remote or "-"),
             ("ci", " ".join(x for x in (r.ci_provider, r.ci_ref, r.ci_run_id) if x) or "-"),
             ("judge", r.judge or "-"), ("tags", ", ".join(r.tags) or "-"), ("results", r.results_path or "-"),
             ("rows", f"{r.n_rows} ({r.n_scored} scored, {r.n_unscored} unscored, {r.n_error} error)"),
-            ("pass rate", f"{_pct(r.pass_rate)}% [{_pct(r.pass_rate_lo)}, {_pct(r.pass_rate_hi)}]"),
-            ("mean", f"{_num(r.mean)} [{_num(r.mean_lo)}, {_num(r.mean_hi)}]"),
+            ("pass rate", _rate(r.pass_rate, r.pass_rate_lo, r.pass_rate_hi)
+             + (" (nothing scored)" if not _finite(r.pass_rate) else "")),
+            ("mean", _mean(r.mean, r.mean_lo, r.mean_hi)),
             ("cost", "-" if r.cost_usd is None else f"${r.cost_usd:.4f}"),
             ("wall", "-" if r.wall_s is None else f"{r.wall_s:.1f}s"),
         ]
@@ -197,8 +211,8 @@ def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
         for g in groups[:20] if isinstance(groups, list) else []:
             try:
                 pr, mean = g["pass_rate"], g["mean"]
-                line = (f"  {_cell(g['name'], 20):<20} {_pct(pr[0]):>6}% [{_pct(pr[1])}, {_pct(pr[2])}]  "
-                        f"mean {_num(mean[0])}  n={_cell(g['cases'], 9)}")
+                line = (f"  {_cell(g['name'], 20):<20} {_rate(pr[0], pr[1], pr[2]):<22} "
+                        f"mean {_num(mean[0]) if _finite(mean[0]) else 'n/a'}  n={_cell(g['cases'], 9)}")
             except (KeyError, TypeError, IndexError, ValueError):  # a summary a damaged store holds
                 echo_err(f"note: run {r.id[:12]}'s stored summary is damaged; `referee store check` says more")
                 break
