@@ -388,3 +388,21 @@ def test_a_stored_text_that_unpacks_but_is_not_what_it_should_be_is_said(
     assert code == 2 and "manifest: the stored text is not what it should be" in err
     with referee.store.open_store(url) as st, pytest.raises(StoreError, match=f"run {b[:12]}, case 'c"):
         st.rows(b)
+
+
+def test_rows_over_the_store_bound_are_said_on_import_and_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # A row too large for the store is kept as a stub naming its file. A recording says so; an import did not, and
+    # an export wrote the stub as if it were the row.
+    monkeypatch.setenv("REFEREE_STORE_MAX_ROW_BYTES", "1024")
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps({"id": "big", "status": "scored", "score": 1.0, "rationale": "x" * 3000}) + "\n"
+                       + json.dumps({"id": "small", "status": "scored", "score": 0.0}) + "\n")
+    store = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    code, _, err = run_cli(["runs", "import", str(results), "--store", store], capsys)
+    assert code == 0 and f"1 row(s) of {results} larger than the store's bound" in err
+    out = tmp_path / "e.jsonl"
+    code, _, err = run_cli(["runs", "export", "last", "-o", str(out), "--store", store], capsys)
+    assert code == 0 and "1 row(s) of run" in err and f"the whole rows are in {results}" in err
+    exported = [json.loads(x) for x in out.read_text().splitlines()]
+    assert exported[0]["details"]["store_stub"]["file"] == str(results)

@@ -16,7 +16,7 @@ from sqlalchemy import func, select, text
 
 from ..errors import UserError
 from . import _schema as s
-from ._recorder import manifest_bytes, run_values, summary_of
+from ._recorder import log, manifest_bytes, run_values, summary_of
 from ._records import _RUN_COLS, record_of, utc_time
 from ._settings import StoreError
 
@@ -76,6 +76,11 @@ def export_run(store: Store, ref: str, out: Path) -> tuple[Path, int]:
         w.write_all(run.rows)
     if run.manifest is not None:
         run.manifest.write(out)
+    stubs = [r for r in run.rows if isinstance(r.details, dict) and "store_stub" in r.details]
+    if stubs:  # rows kept as stubs: say where the whole rows are, rather than pass the stubs off as the run
+        files = sorted({str(r.details["store_stub"].get("file") or "?") for r in stubs})
+        log.warning("note: %d row(s) of run %s were too large for the store and are stubs in %s; the whole rows "
+                    "are in %s", len(stubs), run.run_id[:12], out, ", ".join(files[:3]))
     return out, len(run.rows)
 
 
@@ -140,7 +145,10 @@ def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tup
     values = run_values(manifest, results_path=str(path), git={})
     values["started_at"] = times["created_at"]
     store.begin_run(values, tags=tags, manifest_json=manifest_bytes(manifest))
-    store.add_rows(manifest.run_id, rows, results_path=str(path))
+    stubs = store.add_rows(manifest.run_id, rows, results_path=str(path))
+    if stubs:
+        log.warning("note: %d row(s) of %s larger than the store's bound (REFEREE_STORE_MAX_ROW_BYTES) are stored "
+                    "as stubs that name the file", stubs, path)
     finish = _finish_values(manifest, rows)
     if times["finished_at"] is not None:
         finish["finished_at"] = times["finished_at"]
