@@ -84,12 +84,30 @@ def test_check_with_a_malformed_row_bound_says_so_once(store_url: str, capsys: p
 
 
 def test_upgrade_is_a_no_op_at_the_head(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_cli(["store", "upgrade", "--store", store_url], capsys)
     from referee.store import SCHEMA_REVISION
 
-    assert code == 0 and f"schema none -> {SCHEMA_REVISION}" in err or "nothing to do" in err
+    file = Path(store_url[len("sqlite:///"):]) if store_url.startswith("sqlite:///") else None
+    code, _, err = run_cli(["store", "upgrade", "--store", store_url], capsys)
+    if file is not None and not file.exists():  # a file that is not there (a mistyped --store) is not made
+        assert code == 2 and "no run history at" in err and not file.exists()
+        open_store(store_url).close()
+    else:  # an empty PostgreSQL database is given the schema
+        assert code == 0 and (f"schema none -> {SCHEMA_REVISION}" in err or "nothing to do" in err)
     code, _, err = run_cli(["store", "upgrade", "--store", store_url], capsys)
     assert code == 0 and "nothing to do" in err
+
+
+def test_upgrading_a_file_that_is_no_store_says_so_and_leaves_it(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # It was a SQLAlchemy traceback (exit 1).
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "input": "q"}\n')
+    code, _, err = run_cli(["store", "upgrade", "--store", str(cases)], capsys)
+    assert code == 2 and "cannot upgrade" in err and "file is not a database" in err and "Traceback" not in err
+    assert cases.read_text() == '{"id": "a", "input": "q"}\n'
+    typo = tmp_path / "histroy.sqlite"  # a file that is not there: said, not made (it was made and "upgraded")
+    code, _, err = run_cli(["store", "upgrade", "--store", str(typo)], capsys)
+    assert code == 2 and "no run history at" in err and not typo.exists()
 
 
 def test_an_older_shared_store_is_upgraded_only_on_purpose(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

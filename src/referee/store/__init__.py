@@ -133,12 +133,18 @@ def runs(store: str | None = None, **filters: _Any) -> _Any:
 def upgrade_store(url: str | None = None, *, on_wait: _Any = None) -> tuple[str | None, str]:
     """Bring the store's schema to this referee's (a shared PostgreSQL store is upgraded only this way), under
     a lock. Returns (revision before, after)."""
+    from sqlalchemy.exc import DBAPIError
+
     from ._engine import make_engine, upgrade
+    from ._settings import require_history, scrub
 
     target = normalise_url(url) if url else current().resolved_url()
+    require_history(target)  # a file that is not there (a mistyped --store) is said, never made to upgrade it
     engine = make_engine(target)
     try:
         return upgrade(engine, target, on_wait=on_wait)
+    except DBAPIError as exc:  # not a database, a damaged file, a server that refuses: named, no traceback
+        raise StoreError(f"cannot upgrade {display_url(target)}: {scrub(str(exc.orig or exc), target)}") from None
     finally:
         engine.dispose()
 
