@@ -51,3 +51,21 @@ def test_the_password_never_shows() -> None:
     assert "s3cr" not in shown and "alice" not in shown and "db.example:5433" in shown
     msg = scrub(f'connection to {url} failed: password "s3cr%40t-pw" rejected', url)
     assert "s3cr" not in msg
+
+
+@pytest.mark.parametrize("name", ["REFEREE_STORE_TIMEOUT", "REFEREE_STORE_CONNECT_TIMEOUT"])
+def test_a_timeout_from_the_environment_is_a_finite_number_of_seconds(name: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.store import StoreError
+    from referee.store._settings import connect_timeout_s, lock_timeout_s
+
+    read = lock_timeout_s if name == "REFEREE_STORE_TIMEOUT" else connect_timeout_s
+    monkeypatch.setenv(name, "0.5")
+    assert read() == 0.5
+    for bad in ("nan", "inf", "1e300", "0", "-1", "86400"):
+        monkeypatch.setenv(name, bad)
+        with pytest.raises(StoreError, match="must be a number of seconds above 0 and under 86400"):
+            read()
+    monkeypatch.setenv(name, "soon")
+    with pytest.raises(StoreError, match="is not a number of seconds"):
+        read()

@@ -201,7 +201,7 @@ def _seconds(name: str, default: float) -> float:
     except ValueError:
         raise StoreError(f"{name}={raw!r} is not a number of seconds") from None
     if not (0 < v < 86400):
-        raise StoreError(f"{name}={raw!r} must be between 0 and 86400 seconds")
+        raise StoreError(f"{name}={raw!r} must be a number of seconds above 0 and under 86400")
     return v
 
 
