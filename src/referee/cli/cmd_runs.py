@@ -200,7 +200,7 @@ def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
             ("judge", r.judge or "-"), ("tags", ", ".join(r.tags) or "-"), ("results", r.results_path or "-"),
             ("rows", f"{r.n_rows} ({r.n_scored} scored, {r.n_unscored} unscored, {r.n_error} error)"),
             ("pass rate", _rate(r.pass_rate, r.pass_rate_lo, r.pass_rate_hi)
-             + (" (nothing scored)" if not _finite(r.pass_rate) else "")),
+             + (" (nothing scored)" if r.n_scored == 0 else "")),
             ("mean", _mean(r.mean, r.mean_lo, r.mean_hi)),
             ("cost", "-" if r.cost_usd is None else f"${r.cost_usd:.4f}"),
             ("wall", "-" if r.wall_s is None else f"{r.wall_s:.1f}s"),
