@@ -31,6 +31,11 @@ def test_replayed_traces_are_scored_and_the_worst_become_cases(tmp_path: Path,
     assert "kept forever" in outputs and "within 30 days of purchase" not in outputs
     assert all(c["contexts"] for c in cases)
     assert "sk-live" not in out.read_text()
+    # No trace under 0: nothing is written, and the cases selected above stay (an empty file replaced them).
+    before = out.read_bytes()
+    code, _, err = run_cli(["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider", "standin",
+                            "--to-cases", str(out), "--below", "0"], capsys)
+    assert code == 0 and f"no trace matched: {out} not written" in err and out.read_bytes() == before
 
 
 def test_once_with_a_judge_that_is_down_stops_after_one_pass_and_says_why(
