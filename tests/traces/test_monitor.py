@@ -266,6 +266,19 @@ def test_the_monitor_prunes_by_the_retention_it_is_given(collector: Collector, j
     assert report.traces == 0 and collector.sink.counts()["pruned"] == 1
 
 
+def _drop_with_webhook(collector: Collector, judge: Judge, clock: Clock, port: int) -> Monitor:
+    """Ten good traces then ten wrong ones, monitored until every pass is done, alerts going to a webhook on
+    ``port``: the drop raises an alert."""
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {
+        "reference": 10, "window": 10, "h": 2, "webhook": f"http://127.0.0.1:{port}/hook"}}, [RUBRIC], clock=clock)
+    mon = Monitor(collector.sink, cfg, judge=judge, clock=clock, alert_sink=lambda m: None)
+    _send(collector, [(f"q{i}", f"a{i}") for i in range(10)] + [(f"r{i}", f"WRONG {i}") for i in range(10)])
+    clock.t += 60
+    while mon.step().traces:
+        pass
+    return mon
+
+
 def test_an_alert_goes_to_the_webhook_and_the_store(collector: Collector, judge: Judge, clock: Clock) -> None:
     import json as _json
     import threading
@@ -288,14 +301,7 @@ def test_an_alert_goes_to_the_webhook_and_the_store(collector: Collector, judge:
     th = threading.Thread(target=srv.serve_forever, daemon=True)
     th.start()
     try:
-        cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {
-            "reference": 10, "window": 10, "h": 2, "webhook": f"http://127.0.0.1:{srv.server_address[1]}/hook"}},
-            [RUBRIC], clock=clock)
-        mon = Monitor(collector.sink, cfg, judge=judge, clock=clock, alert_sink=lambda m: None)
-        _send(collector, [(f"q{i}", f"a{i}") for i in range(10)] + [(f"r{i}", f"WRONG {i}") for i in range(10)])
-        clock.t += 60
-        while mon.step().traces:
-            pass
+        _drop_with_webhook(collector, judge, clock, srv.server_address[1])
         assert done.wait(30)
     finally:
         srv.shutdown()
@@ -329,14 +335,7 @@ def test_a_webhook_that_answers_garbage_stops_nothing(collector: Collector, judg
     th = threading.Thread(target=answer_garbage, daemon=True)
     th.start()
     try:
-        cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {
-            "reference": 10, "window": 10, "h": 2, "webhook": f"http://127.0.0.1:{srv.getsockname()[1]}/hook"}},
-            [RUBRIC], clock=clock)
-        mon = Monitor(collector.sink, cfg, judge=judge, clock=clock, alert_sink=lambda m: None)
-        _send(collector, [(f"q{i}", f"a{i}") for i in range(10)] + [(f"r{i}", f"WRONG {i}") for i in range(10)])
-        clock.t += 60
-        while mon.step().traces:
-            pass
+        mon = _drop_with_webhook(collector, judge, clock, srv.getsockname()[1])
     finally:
         srv.close()
         th.join(30)
