@@ -512,7 +512,12 @@ BAD_SECTIONS = [
     ({"retention": {"days": 1e300}}, "retention.days: expected a finite number above 0 and at most 36525"),
     ({"alerts": {"k": float("nan")}}, "alerts.k: expected a finite number at least 0"),
     ({"alerts": {"h": 0}}, "alerts.h: expected a finite number above 0"),
-    ({"alerts": {"webhok": "https://x"}}, "alerts: unknown key(s) webhok"),
+    ({"alerts": {"webhok": "https://x"}}, "alerts.webhok: unknown key (did you mean 'webhook'?)"),
+    ({"alerts": {"h": 1, "wndow": 5, "zz": 1}}, "alerts.wndow: unknown key (did you mean 'window'?); also unknown: zz"),
+    ({"sampling": {"rate": 1.5}}, "sampling.rate: expected a finite number at least 0 and at most 1, got 1.5"),
+    ({"sampling": {"per_minute": -1}}, "sampling.per_minute: expected a whole number of at least 0, got -1"),
+    ({"sampling": {"always": [{"statuss": "error"}]}},
+     "sampling.always[0].statuss: unknown field (did you mean 'status'?)"),
     ({"alerts": {"webhook": "file:///etc/passwd"}}, "alerts.webhook: expected an http:// or https:// URL"),
     ({"export": {"endpoint": "ftp://x"}}, "export.endpoint: expected an http:// or https:// URL"),
     ({"export": {"headers": {"authorization": 1}}}, "export.headers: expected a mapping of header names to text"),
@@ -571,11 +576,62 @@ def test_a_monitor_suite_is_checked_before_any_trace_is_read(tmp_path: Path, cap
     bad_rate = tmp_path / "rate.yaml"
     bad_rate.write_text(good.read_text().replace("rate: 0.25", "rate: 1.5"))
     code, _, err = run_cli(["validate", str(bad_rate)], capsys)
-    assert code == 2 and "sampling rate must be a number from 0 to 1, got 1.5" in err
+    assert code == 2 and "rate.yaml:5 monitor.sampling.rate: expected a finite number at least 0 and at most 1, got 1.5" in err
     plain = tmp_path / "plain.yaml"  # an offline suite still needs its cases
     plain.write_text("name: p\nevaluators:\n  - contains: {value: x}\n")
     code, _, err = run_cli(["validate", str(plain)], capsys)
     assert code == 2 and "cases" in err
+
+
+def test_a_monitor_sections_problem_names_its_file_line_and_field_as_a_suites_do(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The suite's other sections were FILE:LINE PATH, with a "did you mean"; the monitor: section's problems named
+    # the file alone ("monitor: unknown key(s) quiet_secs"), and a bad redaction pattern did not say which.
+    from referee.example import DATA
+    from referee.suites import SuiteInvalid
+    from referee.traces import check_monitor, load_monitor
+    from tests.support.cli import run_cli
+
+    head = "name: prod\nevaluators:\n  - llm_judge: {rubric: '- answers the question'}\nmonitor:\n"
+    cases = [
+        ("  quiet_secs: 5\n", 5, "monitor.quiet_secs: unknown key (did you mean 'quiet_seconds'?)"),
+        ("  sampling:\n    rate: 0.5\n    always:\n      - {status: error}\n      - statuss: ok\n", 9,
+         "monitor.sampling.always[1].statuss: unknown field (did you mean 'status'?)"),
+        ("  redact:\n    patterns:\n      - 'sk-[a-z]+'\n      - 'sk-live-[A-Z'\n", 8,
+         "monitor.redact.patterns[1]: redaction pattern 'sk-live-[A-Z': unterminated character set"),
+        ("  redact: {hooks: x}\n", 5, "monitor.redact.hooks: unknown key (did you mean 'hook'?)"),
+        ("  alerts:\n    h: 2\n    window: 1\n", 7, "monitor.alerts.window: expected a whole number from 2"),
+        # a field the file does not hold: the line of the nearest one it does
+        ("  threshold: .nan\n", 5, "monitor.threshold: expected a finite number"),
+    ]
+    for i, (body, line, message) in enumerate(cases):
+        f = tmp_path / f"m{i}.yaml"
+        f.write_text(head + body)
+        for read in (check_monitor, load_monitor):
+            with pytest.raises(SuiteInvalid) as exc:
+                read(f)
+            (problem,) = exc.value.problems
+            assert (problem.file, problem.line) == (str(f), line), (body, problem)
+            assert str(problem).startswith(f"{f}:{line} {message}"), (body, str(problem))
+        code, _, err = run_cli(["validate", str(f)], capsys)
+        assert code == 2 and f"{f}:{line} {message}" in err and f"{f}: 1 problem(s)" in err
+    code, _, err = run_cli(["monitor", str(tmp_path / "m0.yaml"), "--replay",
+                            str(DATA / "production" / "traces.otlp.jsonl"), "--once", "--provider", "standin",
+                            "--store", "off"], capsys)
+    assert code == 2 and f"m0.yaml:5 {cases[0][2]}" in err
+
+
+def test_a_bad_webhook_or_endpoint_is_refused_without_echoing_it() -> None:
+    # An incoming webhook's URL is its credential: a mistyped one (no scheme) went into the error, and so into CI logs.
+    secret = "hooks.example.com/services/T000/B000/XXXXSECRETXXXX"
+    for section, got in [({"alerts": {"webhook": secret}}, "text without a scheme"),
+                         ({"alerts": {"webhook": f"smtp://{secret}"}}, "a URL whose scheme is 'smtp'"),
+                         ({"export": {"endpoint": "https:///SECRETPATH"}}, "a URL without a host"),
+                         ({"export": {"endpoint": 42}}, "a value of type int")]:
+        with pytest.raises(UserError) as exc:
+            MonitorConfig.parse(section, [RUBRIC])
+        assert str(exc.value).endswith(f"expected an http:// or https:// URL with a host, got {got}")
+        assert "SECRET" not in str(exc.value)
 
 
 def test_an_alert_shows_the_suites_newest_offline_run_beside_it_never_as_its_reference(

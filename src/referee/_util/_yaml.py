@@ -97,6 +97,23 @@ def parse_nodes(text: str, source: str) -> tuple[yaml.Node | None, Any]:
     return _load(text, source)
 
 
+def line_map(node: yaml.Node | None, path: tuple[str | int, ...] = (),
+             out: dict[tuple[str | int, ...], int] | None = None) -> dict[tuple[str | int, ...], int]:
+    """Line (1-based) of every mapping key and sequence item of a composed document, by its path of keys and
+    indexes (``("monitor", "sampling", "rate")``): where a field-level error points. A repeated key has its last
+    line, as its value is the last one. (Nesting is bounded by the loader: ``MAX_DEPTH``.)"""
+    out = {} if out is None else out
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            out[(*path, k.value)] = k.start_mark.line + 1
+            line_map(v, (*path, k.value), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            out[(*path, i)] = item.start_mark.line + 1
+            line_map(item, (*path, i), out)
+    return out
+
+
 def read_text(path: str) -> str:
     """A YAML file's text; bytes that are not UTF-8 are an InputError naming the line."""
     with open(path, "rb") as f:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import yaml
 from pydantic import ValidationError
 
 from ..errors import InputError, OptionError, UserError
@@ -22,21 +21,6 @@ from ._suite import EvalSpec, Path_, Problem
 
 if TYPE_CHECKING:
     from ..alignment import AlignedJudge
-
-
-def _line_map(node: Any, path: Path_ = (), out: dict[Path_, int] | None = None) -> dict[Path_, int]:
-    """Line (1-based) of every mapping key and sequence item in a composed YAML document."""
-    out = {} if out is None else out
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            key = k.value
-            out[(*path, key)] = k.start_mark.line + 1
-            _line_map(v, (*path, key), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            out[(*path, i)] = item.start_mark.line + 1
-            _line_map(item, (*path, i), out)
-    return out
 
 
 def _fmt_path(path: Path_) -> str:

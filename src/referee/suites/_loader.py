@@ -16,13 +16,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .._util._yaml import parse_nodes
+from .._util._yaml import line_map, parse_nodes
 from ..cases._case import Case, load_cases
 from ..cases._media import media_store
 from ..errors import InputError, UserError
 from ..evaluators._base import LLMEvaluator
 from ..targets._loader import TARGET_KEYS, parse_targets
-from ._entries import NotImported, _build_entry, _Collector, _line_map, module_findable
+from ._entries import NotImported, _build_entry, _Collector, module_findable
 from ._model import (
     BASELINE_ONLY_GATES,
     Gates,
@@ -95,7 +95,7 @@ def check_suite(path: str | Path, *, run_user_code: bool = True, force_aligned: 
         node, data = parse_nodes(text, sp)
     except InputError as exc:
         return None, [Problem(sp, exc.line, "", exc.reason)]
-    return _check_mapping(data, sp, _line_map(node), p.resolve().parent, hashlib.sha256(raw).hexdigest(),
+    return _check_mapping(data, sp, line_map(node), p.resolve().parent, hashlib.sha256(raw).hexdigest(),
                           p.stem, run_user_code=run_user_code, force_aligned=force_aligned,
                           monitor_only_ok=monitor_only_ok)
 

@@ -4,29 +4,39 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._util import _yaml
 from ..errors import InputError, UserError
 from ..store import label_of_suite
 from ..trajectories import TrajectoryError, case_from_spans
 from ._ingest import DEFAULT_MAX_DECODED_BYTES, ingest
-from ._monitor import MonitorConfig
+from ._monitor import MonitorConfig, _refuse_unknown
 from ._otlp import OTLPDecodeError, decode_traces
 from ._redact import Redactor
 from ._sink import TraceSink
 
+if TYPE_CHECKING:
+    from ..suites import SuiteInvalid
+
 
 def _redactor(section: dict[str, Any], where: str, *, run_user_code: bool = True) -> Redactor:
     spec = section.get("redact") or {}
-    if not isinstance(spec, dict) or set(spec) - {"patterns", "hook"}:
+    if not isinstance(spec, dict):
         raise UserError(f"{where}.redact: expected {{patterns: [regex, ...], hook: module:function}}")
+    _refuse_unknown(spec, {"patterns", "hook"}, f"{where}.redact")
     patterns = spec.get("patterns") or []
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         raise UserError(f"{where}.redact.patterns: expected a list of regular expressions")
+    for i, p in enumerate(patterns):  # each pattern's own line, before the redactor compiles them all
+        try:
+            Redactor([p])
+        except UserError as exc:
+            raise UserError(f"{where}.redact.patterns[{i}]: {exc}") from None
     hook = None
     if spec.get("hook"):
         if not run_user_code:  # `referee validate`: the hook's module is looked up, never imported
@@ -51,10 +61,31 @@ def load_monitor(path: str | Path, *, clock: Callable[[], float] | None = None,
     suite file with a ``monitor:`` section. Its evaluators are checked as a suite's are, before any trace is
     read: a typo is said at the start, not at the first pass. ``run_user_code=False`` (``referee validate``):
     no plugin module and no redaction hook is imported."""
-    return _monitor_of(path, _yaml.load(str(path)), clock=clock, run_user_code=run_user_code)
+    return _monitor_of(path, *_yaml.parse_nodes(_yaml.read_text(str(path)), str(path)), clock=clock,
+                       run_user_code=run_user_code)
 
 
-def _monitor_of(path: str | Path, data: Any, *, clock: Callable[[], float] | None,
+_WHERE = re.compile(r"(monitor(?:\.[^\s.:\[\]]+|\[\d+\])*): ")
+"""The path a monitor section's error starts with (``monitor.sampling.always[0].status: ...``)."""
+
+
+def _located(exc: UserError, path: str | Path, lines: dict[tuple[str | int, ...], int]) -> SuiteInvalid:
+    """A monitor section's error as a suite's problem: its file, the line of the field it names (or of the
+    nearest enclosing one that is in the file) and that field's path."""
+    from ..suites import Problem, SuiteInvalid
+
+    message = str(exc)
+    m = _WHERE.match(message)
+    if m is None:
+        return SuiteInvalid([Problem(str(path), lines.get(("monitor",)), "", message)])
+    keys: tuple[str | int, ...] = tuple(int(t[1:-1]) if t.startswith("[") else t
+                                        for t in re.findall(r"\[\d+\]|[^.\[\]]+", m.group(1)))
+    while keys and keys not in lines:
+        keys = keys[:-1]
+    return SuiteInvalid([Problem(str(path), lines.get(keys), m.group(1), message[m.end():])])
+
+
+def _monitor_of(path: str | Path, node: Any, data: Any, *, clock: Callable[[], float] | None,
                 run_user_code: bool) -> tuple[MonitorConfig, Any, Redactor]:
     from ..suites import SuiteInvalid, check_suite
 
@@ -69,14 +100,11 @@ def _monitor_of(path: str | Path, data: Any, *, clock: Callable[[], float] | Non
     section = dict(data["monitor"])
     try:
         redactor = _redactor(section, "monitor", run_user_code=run_user_code)
-    except UserError as exc:
-        raise InputError(str(exc), file=str(path)) from None
-    section.pop("redact", None)
-    try:
+        section.pop("redact", None)
         config = (MonitorConfig.parse(section, evaluators) if clock is None
                   else MonitorConfig.parse(section, evaluators, clock=clock))
     except UserError as exc:
-        raise InputError(str(exc), file=str(path)) from None
+        raise _located(exc, path, _yaml.line_map(node)) from None
     config.suite = label_of_suite(str(path), data.get("name") if isinstance(data.get("name"), str) else None)
     judge = data.get("judge")
     if isinstance(judge, dict):
@@ -88,10 +116,10 @@ def check_monitor(path: str | Path) -> MonitorConfig | None:
     """The ``monitor:`` section of the suite at ``path`` checked as ``referee monitor`` reads it, running no user
     code (``referee validate``): its configuration, or None when the suite has no such section. Raises
     ``UserError`` saying what is wrong."""
-    data = _yaml.load(str(path))
+    node, data = _yaml.parse_nodes(_yaml.read_text(str(path)), str(path))
     if not isinstance(data, dict) or "monitor" not in data:
         return None
-    return _monitor_of(path, data, clock=None, run_user_code=False)[0]
+    return _monitor_of(path, node, data, clock=None, run_user_code=False)[0]
 
 
 def replay(files: Sequence[str | Path], sink: TraceSink, redactor: Redactor, *, received_ns: int,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._util._hints import did_you_mean
 from ..errors import ProviderError, UserError
 from ..runner._engine import FatalRunError
 from ..trajectories import TrajectoryError, case_from_span, case_from_spans, span_view
@@ -107,9 +108,7 @@ class MonitorConfig:
               clock: Callable[[], float] = time.time) -> MonitorConfig:
         known = {"traces", "sampling", "quiet_seconds", "budget", "max_input_chars", "export", "alerts",
                  "threshold", "redact", "batch", "retention", "spans"}
-        unknown = set(section) - known
-        if unknown:
-            raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
+        _refuse_unknown(section, known, where)
         rules = [Rule.parse(r, f"{where}.traces[{i}]") for i, r in enumerate(_list(section, "traces", where))]
         samp = _part(section, "sampling", {"rate", "always", "per_minute", "at_ingest", "keep_unsampled"}, where)
         keep_unsampled = samp.get("keep_unsampled", True)
@@ -123,6 +122,10 @@ class MonitorConfig:
             # the trace id, never a rule over the whole trace.
             raise UserError(f"{where}.sampling: at_ingest decides by the trace id alone, so it cannot keep the "
                             "traces 'always' rules match; drop one of them")
+        # Checked here too, so that an error names the field (and the file its line) as the other fields' do.
+        _num(samp, "rate", 1.0, f"{where}.sampling", least=0, most=1)
+        if samp.get("per_minute") is not None:
+            _whole(samp, "per_minute", 0, f"{where}.sampling", least=0)
         sampler = Sampler(samp.get("rate", 1.0),
                           always=[Rule.parse(r, f"{where}.sampling.always[{i}]")
                                   for i, r in enumerate(_list(samp, "always", f"{where}.sampling"))],
@@ -172,11 +175,19 @@ def _part(section: Mapping[str, Any], key: str, known: set[str], where: str) -> 
     value = section.get(key) or {}
     if not isinstance(value, Mapping):
         raise UserError(f"{where}.{key}: expected a mapping ({', '.join(sorted(known))})")
-    unknown = set(value) - known
-    if unknown:
-        raise UserError(f"{where}.{key}: unknown key(s) {', '.join(sorted(map(str, unknown)))} "
-                        f"(known: {', '.join(sorted(known))})")
+    _refuse_unknown(value, known, f"{where}.{key}")
     return value
+
+
+def _refuse_unknown(part: Mapping[str, Any], known: set[str], where: str) -> None:
+    """A ``UserError`` at the first key of ``part`` (in the file's order) that is not ``known``, with the name it
+    is closest to and any other unknown keys."""
+    unknown = [str(k) for k in part if k not in known]
+    if unknown:
+        first, rest = unknown[0], unknown[1:]
+        also = f"; also unknown: {', '.join(rest)}" if rest else ""
+        raise UserError(f"{where}.{first}: unknown key{did_you_mean(first, known)}{also} "
+                        f"(known: {', '.join(sorted(known))})")
 
 
 def _num(part: Mapping[str, Any], key: str, default: float | None, where: str, *, above: float | None = None,
@@ -212,7 +223,12 @@ def _url(part: Mapping[str, Any], key: str, where: str) -> str | None:
     if v is None:
         return None
     if not isinstance(v, str) or urlsplit(v).scheme.lower() not in ("http", "https") or not urlsplit(v).hostname:
-        raise UserError(f"{where}.{key}: expected an http:// or https:// URL, got {v!r}")
+        # The value is not shown: a webhook's URL is often its secret (a chat service's incoming webhook).
+        scheme = urlsplit(v).scheme if isinstance(v, str) else ""
+        got = (f"a value of type {type(v).__name__}" if not isinstance(v, str) else
+               "a URL without a host" if scheme.lower() in ("http", "https") else
+               f"a URL whose scheme is '{scheme[:10]}'" if scheme else "text without a scheme")
+        raise UserError(f"{where}.{key}: expected an http:// or https:// URL with a host, got {got}")
     return v
 
 

@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._util._hints import did_you_mean
 from .._util._numbers import whole_number
 from ..errors import UserError
 
+_RULE_FIELDS = ("service", "span_name", "status", "attributes")
 _SCALE = float(1 << 64)
 
 
@@ -41,10 +43,11 @@ class Rule:
         if not isinstance(spec, Mapping):
             raise UserError(f"{where}: expected a mapping such as {{status: error}} (fields: service, span_name, "
                             f"status, attributes), got {spec!r}")
-        unknown = set(spec) - {"service", "span_name", "status", "attributes"}
+        unknown = [str(k) for k in spec if k not in _RULE_FIELDS]
         if unknown:
-            raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} (known: service, span_name, "
-                            "status, attributes)")
+            also = f"; also unknown: {', '.join(unknown[1:])}" if unknown[1:] else ""
+            raise UserError(f"{where}.{unknown[0]}: unknown field{did_you_mean(unknown[0], _RULE_FIELDS)}{also} "
+                            "(known: service, span_name, status, attributes)")
         status = spec.get("status")
         if status not in (None, "error", "ok", "unset"):
             raise UserError(f"{where}.status: expected error, ok or unset, got {status!r}")
