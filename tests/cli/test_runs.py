@@ -66,6 +66,9 @@ def test_show_and_its_json(two_runs: tuple[str, str], store_url: str, tmp_path: 
     (imported,) = [r["id"] for r in listed if r["kind"] == "import"]
     code, out, _ = run_cli(["runs", "show", imported, "--store", store_url], capsys)
     assert code == 0 and "pass rate  n/a (nothing scored)" in out and "mean       n/a" in out and "-%" not in out
+    # A results file imported with no manifest has no git facts: said in words, not "? @ ?"
+    code, _, err = run_cli(["runs", "compare", imported, imported, "--store", store_url], capsys)
+    assert f"candidate: run {imported[:12]} (no git commit recorded)" in err and "?" not in err
 
 
 def test_compare_names_the_regressions_and_gates(two_runs: tuple[str, str], store_url: str,
@@ -92,6 +95,30 @@ def test_compare_and_show_take_names(two_runs: tuple[str, str], store_url: str,
     assert code == 0 and "name the same run" in err
     code, _, err = run_cli(["runs", "show", "no-such-branch", "--store", store_url], capsys)
     assert code == 2 and "run 'no-such-branch'" in err and "baseline" not in err
+
+
+def test_compare_with_no_runs_named_takes_the_newest_and_the_one_before_it(
+        two_runs: tuple[str, str], store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The everyday question after a rerun, asked without copying two ids out of `runs list`.
+    a, b = two_runs
+    code, _, err = run_cli(["runs", "compare", "--store", store_url, "--fail-on-regression"], capsys)
+    assert code == 1 and f"baseline: run {a[:12]} (" in err and f"candidate: run {b[:12]} (" in err
+    # A newer run of another suite is the newest run: alone in its suite, it has nothing to be compared with ...
+    other = referee.evaluate(GOOD, EVALS, name="other", store=store_url, out=tmp_path / "o.jsonl", progress=False)
+    code, _, err = run_cli(["runs", "compare", "--store", store_url], capsys)
+    assert code == 2 and f"run {other.run_id[:12]} (suite 'other') is the only complete run" in err
+    # ... and --suite picks the suite; one judged differently is not its earlier run.
+    code, _, err = run_cli(["runs", "compare", "--suite", "demo", "--store", store_url], capsys)
+    assert code == 0 and f"baseline: run {a[:12]}" in err and f"candidate: run {b[:12]}" in err
+    referee.evaluate(GOOD, [{"contains": {"value": "y"}}], name="demo", store=store_url, out=tmp_path / "c.jsonl",
+                     progress=False)
+    code, _, err = run_cli(["runs", "compare", "--suite", "demo", "--store", store_url], capsys)
+    assert code == 2 and "only complete run of its suite and configuration" in err
+    code, _, err = run_cli(["runs", "compare", "--suite", "nope", "--store", store_url], capsys)
+    assert code == 2 and "no complete run of suite 'nope'" in err
+    for args in ([a], [a, b, "--suite", "demo"]):  # one run named, or --suite beside named runs: usage errors
+        code, _, err = run_cli(["runs", "compare", *args, "--store", store_url], capsys)
+        assert code == 2 and "Error:" in err
 
 
 def test_trend_reads_the_stored_summaries(two_runs: tuple[str, str], store_url: str,

@@ -215,3 +215,28 @@ def test_without_git_history_the_newest_clean_run_recorded_on_the_branch_wins(re
         _record(st, "c" * 32, commit="3" * 40, branch="elsewhere", dirty=True, started="2026-01-03T00:00:00")
         _record(st, "d" * 32, commit="4" * 40, branch="other", dirty=False, started="2026-01-04T00:00:00")
         assert find_run(st, "elsewhere", cwd=repo).id == "b" * 32
+
+
+def test_latest_pair_is_the_newest_complete_run_and_the_one_before_it_of_its_identity(
+        repo: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.errors import UserError
+    from referee.store import latest_pair
+
+    assert _run(capsys, store_url, out="out/a.jsonl")[0] == 0
+    first = _last_id(store_url)
+    with open_store(store_url) as st, pytest.raises(UserError, match="is the only complete run of its suite"):
+        latest_pair(st)
+    assert _run(capsys, store_url, out="out/b.jsonl")[0] == 0
+    second = _last_id(store_url)
+    # A third run judged by another evaluator is the newest run, and has no earlier run of its own configuration.
+    (repo / "suite.yaml").write_text("name: demo\ncases: cases.jsonl\nevaluators:\n  - contains: {value: 'ye'}\n")
+    assert _run(capsys, store_url, out="out/c.jsonl")[0] == 0
+    with open_store(store_url) as st:
+        with pytest.raises(UserError, match="only complete run"):
+            latest_pair(st)
+        # Marked incomplete (killed), the newest is passed over: the pair is the two complete runs before it.
+        st.finish_run(_last_id(store_url), {"status": "incomplete"})
+        baseline, candidate = latest_pair(st, suite="demo")
+        assert (baseline.id, candidate.id) == (first, second)
+        with pytest.raises(UserError, match="no complete run of suite 'other'"):
+            latest_pair(st, suite="other")

@@ -60,6 +60,8 @@ def _cell(v: Any, width: int) -> str:
 
 def _where(r: Any) -> str:
     """Branch @ commit, as a store holds them: printable, since another store's runs may be imported."""
+    if not r.git_branch and not r.git_commit:
+        return "no git commit recorded"
     return printable(f"{r.git_branch or '?'} @ {(r.git_commit or '?')[:12]}")
 
 
@@ -221,26 +223,40 @@ def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
 
 
 @command.command("compare")
-@click.argument("baseline")
-@click.argument("candidate")
+@click.argument("baseline", required=False)
+@click.argument("candidate", required=False)
 @_STORE_OPT
+@click.option("--suite", default=None,
+              help="With no runs named: the newest run of this suite (default: the newest run of any).")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
               help="A case passes when score >= this (default: the run's suite threshold, else 0.7).")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case that passed in BASELINE fails.")
 @click.option("--fail-on-significant-regression", is_flag=True,
               help="Exit 1 when the paired tests find a significant drop.")
 @click.option("--verbose", "-v", is_flag=True, help="The paired tests, power and more cases.")
-def compare_cmd(baseline: str, candidate: str, store_url: str | None, threshold: float | None,
-                fail_on_regression: bool, fail_on_significant_regression: bool, verbose: bool) -> int:
+def compare_cmd(baseline: str | None, candidate: str | None, store_url: str | None, suite: str | None,
+                threshold: float | None, fail_on_regression: bool, fail_on_significant_regression: bool,
+                verbose: bool) -> int:
     """CANDIDATE against BASELINE (run ids, or main, last, @COMMIT): what `referee score --baseline` prints:
-    regressions, fixed cases, McNemar, the paired bootstrap."""
+    regressions, fixed cases, McNemar, the paired bootstrap. With no runs named, the newest complete run
+    against the one before it of the same suite and configuration."""
     from ..aggregate import ScoreOptions, summarize
     from ..gates import GateConfig, evaluate_gates, exit_code, graded_counts, verdict, with_graded_check
     from ..reports import render_terminal
-    from ..store import load_run
+    from ..store import latest_pair, load_run
 
+    if (baseline is None) != (candidate is None):
+        raise click.UsageError("name two runs (BASELINE CANDIDATE), or none: the newest run against the one "
+                               "before it")
+    if suite is not None and baseline is not None:
+        raise click.UsageError("--suite chooses the runs when none are named; the runs named here are chosen")
     with _opened(store_url) as st:
-        b, c = load_run(st, _get(st, baseline).id), load_run(st, _get(st, candidate).id)
+        if baseline is None or candidate is None:
+            pair = latest_pair(st, suite=suite)
+            _say_damaged(pair)
+            b, c = load_run(st, pair[0].id), load_run(st, pair[1].id)
+        else:
+            b, c = load_run(st, _get(st, baseline).id), load_run(st, _get(st, candidate).id)
     if b.run_id == c.run_id:
         echo_err(f"note: {baseline!r} and {candidate!r} name the same run ({b.run_id[:12]})")
     if b.record.identity != c.record.identity:

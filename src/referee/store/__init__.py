@@ -28,7 +28,7 @@ from ._settings import (
 
 if _TYPE_CHECKING:
     from ._alignments import alignments, record_alignment, record_view_label, view_labels
-    from ._baseline import Baseline, file_note, find_run, looks_like_name, resolve_baseline
+    from ._baseline import Baseline, file_note, find_run, latest_pair, looks_like_name, resolve_baseline
     from ._history import (
         StoredRun,
         check_store,
@@ -53,7 +53,7 @@ if _TYPE_CHECKING:
 # SQLAlchemy is imported with the names that need it, never by a run's start (the recorder's thread imports it);
 # the baselines, the recorder and git with theirs, so a command that only names the store (the output guard) pays
 # for its settings alone.
-_LAZY = {**{n: ("._baseline", n) for n in ("Baseline", "file_note", "find_run", "looks_like_name",
+_LAZY = {**{n: ("._baseline", n) for n in ("Baseline", "file_note", "find_run", "latest_pair", "looks_like_name",
                                            "resolve_baseline")},
          "label_of_suite": ("._identity", "label_of_suite"),
          **{n: ("._recorder", n) for n in ("Recorder", "new_run_id", "open_recorder")},
@@ -176,6 +176,7 @@ __all__ = [
     "import_results",
     "import_store",
     "label_of_suite",
+    "latest_pair",
     "list_runs",
     "load_run",
     "looks_like_name",

@@ -136,6 +136,23 @@ def find_run(store: Store, spec: str, *, cwd: str | Path | None = None) -> RunRe
     return run
 
 
+def latest_pair(store: Store, *, suite: str | None = None) -> tuple[RunRecord, RunRecord]:
+    """(baseline, candidate): the newest complete run (of ``suite``, when given) and the newest complete run
+    before it with the same suite, evaluators and judge, the pair a rerun most often means. Raises ``UserError``
+    (exit 2) saying what was searched when there is no such pair."""
+    where = store.display_url
+    newest = store.list_runs(suite=suite, status="complete", limit=1)
+    if not newest:
+        raise UserError(f"no complete run{f' of suite {suite!r}' if suite else ''} in {where}")
+    candidate = newest[0]
+    # Its identity holds its suite: every other complete run of it is older, or the candidate would be another.
+    earlier = store.list_runs(identity=candidate.identity, status="complete", exclude=candidate.id, limit=1)
+    if not earlier:
+        raise UserError(f"run {candidate.id[:12]} (suite {candidate.suite!r}) is the only complete run of its suite "
+                        f"and configuration in {where}: nothing earlier to compare it with")
+    return earlier[0], candidate
+
+
 def _resolve(store: Store, spec: str, candidate: RunManifest | None, cwd: str | Path | None,
              siblings: Collection[str] = ()) -> Baseline:
     from ._identity import identity, suite_label
