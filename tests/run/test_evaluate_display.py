@@ -86,3 +86,19 @@ def test_the_baseline_comparison_displays_its_verdict_and_regressions(tmp_path: 
     shtml = result._repr_html_()
     assert shtml.startswith('<div class="referee"><div style="color:#cf222e;font-weight:bold">FAILED:')
     _assert_safe(shtml)
+
+
+def test_terminal_escapes_and_bidi_controls_in_case_text_never_reach_a_terminal_or_a_notebook() -> None:
+    # rich escapes its own markup, not a terminal's: an ESC in a case id went through `print(result)` in a
+    # terminal as it was (here it would retitle the window and clear the screen).
+    cases = [{"id": "x\x1b]0;pwned\x07\x1b[2J", "category": "c\x1b[31mred", "output": "4", "reference": "5"},
+             {"id": "rtl\u202egnp.exe", "category": "math", "output": "4", "reference": "4"}]
+    result = referee.evaluate(cases, evaluators=["equals"], gates={"fail_under": 0.9})
+    for shown in (result, result.summary, result.summary.overall):
+        console = Console(record=True, width=100, force_terminal=True)
+        console.print(shown)
+        raw = console.export_text(styles=False)
+        assert "\x1b" not in raw and "\x07" not in raw and "\u202e" not in raw, type(shown)
+        html = shown._repr_html_() if hasattr(shown, "_repr_html_") else ""
+        assert "\x1b" not in html and "\u202e" not in html
+    assert "x]0;pwned[2J" in _rich_text(result) and "rtl&lt;U+202E&gt;gnp.exe" in result._repr_html_()

@@ -13,28 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
+from .._util._display import display_text, neutralise_bidi
+
 if TYPE_CHECKING:
     from rich.console import Console
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 """The Content-Security-Policy of every HTML page referee writes: no script, no network, inline styles only."""
 
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _mark(m: re.Match[str]) -> str:
-    return f"<U+{ord(m.group(0)):04X}>"
-
-
-def neutralise_bidi(text: str) -> str:
-    return _BIDI.sub(_mark, text)
-
-
-def display_text(text: str) -> str:
-    """Case text for HTML and Markdown: bidi controls visible, control characters dropped."""
-    return _CONTROL.sub("", neutralise_bidi(text))
 
 
 def echo_err(message: str) -> None:

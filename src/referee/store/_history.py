@@ -57,10 +57,41 @@ class StoredRun:
 
         return table_from_rows(self.rows, name=f"run {self.run_id[:12]}", manifest=self.manifest)
 
+    # A notebook or a terminal shows a stored run as `referee score` reports it, under where and when it ran.
+    def _display(self) -> tuple[str, list[Any]]:
+        from ..aggregate import summarize
+        from ..aggregate._display import summary_blocks, summary_headline
+
+        r = self.record
+        summary = summarize(self)
+        where = ("no git commit recorded" if not r.git_branch and not r.git_commit else
+                 f"{r.git_branch or '?'} @ {(r.git_commit or '?')[:12]}" + (" (dirty)" if r.git_dirty else ""))
+        facts = (f"{r.kind} run of {r.suite or '-'}, {r.status}; {where}; started {r.started_at[:19]}"
+                 + (f"; judge {r.judge}" if r.judge else "") + (f"; tags {', '.join(r.tags)}" if r.tags else ""))
+        return f"run {r.id[:12]}: {summary_headline(summary)}", [facts, *summary_blocks(summary)]
+
+    def __repr__(self) -> str:
+        r = self.record
+        return f"<StoredRun {r.id[:12]} {r.suite or '-'} {r.status}: {len(self.rows)} rows>"
+
+    def _repr_html_(self) -> str:
+        from .._util._display import to_html
+
+        return to_html(*self._display())
+
+    def __rich__(self) -> object:
+        from .._util._display import to_rich
+
+        return to_rich(*self._display())
+
 
 def load_run(store: Store, ref: str) -> StoredRun:
-    """The run ``ref`` (an id or an unambiguous prefix) with its manifest and every row."""
-    rec = store.get_run(ref)
+    """The run ``ref`` names, with its manifest and every row: an id (or a unique prefix of it), ``last``,
+    ``@COMMIT`` or a branch (its newest complete run), as ``referee runs show`` takes them. Raises ``UserError``
+    saying what was searched when none is found."""
+    from ._baseline import find_run
+
+    rec = find_run(store, ref)
     return StoredRun(rec, store.manifest(rec.id), store.rows(rec.id))
 
 
