@@ -366,3 +366,17 @@ def test_a_stream_of_cases_is_taken_as_the_judge_answers() -> None:
     for kw in ({"out": "x.jsonl"}, {"store": "sqlite:///x.sqlite"}, {"target": lambda x: x}, {"engine": "ray"}):
         with pytest.raises(UserError, match="a stream of cases runs in this process and in memory"):
             referee.evaluate(CaseStream(iter([{"id": "a", "output": "o"}])), ["equals"], progress=False, **kw)
+
+
+def test_summarize_compares_two_results_as_score_compares_their_files(tmp_path: Path) -> None:
+    # `referee.summarize(result, baseline=earlier)` was a TypeError ('EvalResult' object is not iterable).
+    evals = [{"contains": {"value": "yes"}}]
+    before = referee.evaluate([{"id": f"c{i}", "output": "yes"} for i in range(30)], evals, store="off")
+    after = referee.evaluate([{"id": f"c{i}", "output": "yes" if i > 5 else "no"} for i in range(30)], evals,
+                             store="off", out=tmp_path / "after.jsonl")
+    s = referee.summarize(after, baseline=before)
+    assert s.comparison is not None and s.comparison.regression_count == 6 and s.comparison.verdict == "REGRESSED"
+    assert s.path == str(tmp_path / "after.jsonl") and s.comparison.baseline == f"run {before.run_id[:12]}"
+    from_file = referee.summarize(tmp_path / "after.jsonl", baseline=before)
+    assert from_file.comparison is not None and from_file.overall.pass_rate == s.overall.pass_rate
+    assert from_file.comparison.regression_count == 6

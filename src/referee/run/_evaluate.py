@@ -31,7 +31,7 @@ from ..providers._base import Provider
 from ._judge import Judge, as_judge, sync_twin
 
 if TYPE_CHECKING:
-    from ..aggregate import Summary
+    from ..aggregate import ResultsTable, Summary
     from ..gates._engine import GateResult, GateResults
     from ..results._manifest import RunManifest
     from ..results._schema import ResultRow
@@ -85,6 +85,14 @@ class EvalResult:
     def run_id(self) -> str | None:
         """The run's id in the run history and its manifest (``referee runs show ID``)."""
         return self.manifest.run_id
+
+    def results_table(self) -> ResultsTable:
+        """The rows as :func:`referee.summarize` reads them, with the manifest (so ``summarize(result,
+        baseline=other)`` compares two results as ``referee score --baseline`` compares their files)."""
+        from ..aggregate._load import table_from_rows
+
+        name = str(self.path) if self.path is not None else f"run {self.run_id[:12]}" if self.run_id else "<memory>"
+        return table_from_rows(self.rows, name=name, manifest=self.manifest)
 
     @cached_property
     def _gate_setup(self) -> tuple[Gates, float, Path]:
