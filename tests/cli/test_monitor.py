@@ -111,6 +111,11 @@ def test_a_store_keeps_the_scores_and_traces_to_cases_reads_them(tmp_path: Path,
     assert code == 1 and "not written" in err and out.read_bytes() == before
     code, _, err = run_cli(["traces", "to-cases", "--store", url, "--trace", "zz", "--out", str(out)], capsys)
     assert code == 2 and "32 hexadecimal digits" in err
+    # A misspelt metric is named as such (it was "nothing matched", exit 1), and the file is kept.
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--metric", "faithfulnes", "--failed", "--out",
+                            str(out)], capsys)
+    assert code == 2 and "metric 'faithfulnes': no stored score (did you mean 'faithfulness'?)" in err
+    assert "(stored: faithfulness, llm_judge)" in err and out.read_bytes() == before
     # Reading stored traces never makes a store where there is none (nor reads a store turned off as empty).
     missing = tmp_path / "none" / "history.sqlite"
     code, _, err = run_cli(["traces", "to-cases", "--store", f"sqlite:///{missing}", "--errors", "--out",

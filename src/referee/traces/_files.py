@@ -162,7 +162,16 @@ def traces_to_cases(sink: TraceSink, *, metric: str | None = None, below: float 
     with a span whose status is ERROR. Each case keeps its trace id and score in ``metadata``."""
     chosen: dict[str, dict[str, Any]] = {t: {} for t in [*trace_ids, *(sink.recent_traces(recent) if recent else []),
                                                          *(sink.error_traces() if errors else [])]}
-    for s in sink.scores(evaluator=metric):
+    stored = sink.scores(evaluator=metric)
+    if metric is not None and not stored:
+        # A metric with no score while others have some is a misspelt name, not "nothing matched".
+        known = sorted({s.evaluator for s in sink.scores()})
+        if known:
+            from .._util._hints import did_you_mean
+
+            raise UserError(f"metric {metric!r}: no stored score{did_you_mean(metric, known)} (stored: "
+                            f"{', '.join(known[:20])}{', ...' if len(known) > 20 else ''})")
+    for s in stored:
         if s.status != "scored" or s.score is None:
             continue
         if (below is not None and s.score < below) or (failed and s.passed is False):
