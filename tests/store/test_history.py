@@ -34,3 +34,74 @@ def test_a_stored_run_is_loaded_by_name_and_displays_with_where_it_ran(store_url
         assert text.startswith(f"run {first.run_id[:12]}: 8 cases scored")
         # a tag is data: another store's runs may be imported, and its tags come with them
         assert "tags nightly[2J" in text and "\x1b[2J" not in text and "\x1b[2J" not in html
+
+
+FIXTURES = Path(__file__).parents[1] / "data" / "store"
+
+
+@pytest.mark.parametrize("schema", sorted(p.name for p in FIXTURES.glob("schema-*.sqlite")))
+def test_importing_another_store_never_changes_it(schema: str, tmp_path: Path) -> None:
+    # An import's source is an input: a file at an earlier schema was migrated in place (and switched to
+    # write-ahead logging) by being imported from; and --tag was ignored for a store's runs.
+    import hashlib
+
+    from referee.store import import_store
+
+    source = tmp_path / schema
+    source.write_bytes((FIXTURES / schema).read_bytes())
+    before = hashlib.sha256(source.read_bytes()).hexdigest()
+    with open_store(f"sqlite:///{tmp_path / 'merged.sqlite'}") as st:
+        added, kept = import_store(st, f"sqlite:///{source}", tags=["from-ci"])
+        assert added >= 1 and kept == 0
+        assert all("from-ci" in r.tags for r in st.list_runs())
+        assert import_store(st, f"sqlite:///{source}") == (0, added)  # the same runs again: kept once
+    assert hashlib.sha256(source.read_bytes()).hexdigest() == before
+    assert not list(tmp_path.glob(f"{schema}-*"))  # no -wal or -shm made beside it
+
+
+def test_a_file_that_is_no_history_or_is_newer_is_refused_unchanged(tmp_path: Path) -> None:
+    import sqlite3
+
+    from referee.store import StoreError, import_store
+
+    other_app = tmp_path / "app.sqlite"
+    with sqlite3.connect(other_app) as con:
+        con.execute("CREATE TABLE notes (body TEXT)")
+    newer = tmp_path / "newer.sqlite"
+    newer.write_bytes((FIXTURES / "schema-0001.sqlite").read_bytes())
+    with sqlite3.connect(newer) as con:
+        con.execute("UPDATE alembic_version SET version_num = 'ffff9999'")
+    con.close()
+    snapshots = {p: p.read_bytes() for p in (other_app, newer)}
+    with open_store(f"sqlite:///{tmp_path / 'merged.sqlite'}") as st:
+        with pytest.raises(UserError, match="app.sqlite holds no referee run history"):
+            import_store(st, f"sqlite:///{other_app}")
+        with pytest.raises(StoreError, match="newer.sqlite was written by a newer referee .* It was not changed"):
+            import_store(st, f"sqlite:///{newer}")
+        with pytest.raises(StoreError, match="no run history at"):
+            import_store(st, f"sqlite:///{tmp_path / 'missing.sqlite'}")
+        assert st.list_runs() == []
+    assert all(p.read_bytes() == b for p, b in snapshots.items())
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+def test_an_empty_server_database_is_refused_without_a_schema_made_in_it(pg_url: str, tmp_path: Path) -> None:
+    from sqlalchemy import create_engine, inspect
+
+    from referee.store import import_store
+
+    with open_store(f"sqlite:///{tmp_path / 'merged.sqlite'}") as st:
+        with pytest.raises(UserError, match="holds no referee run history"):
+            import_store(st, pg_url)
+    engine = create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.connect() as conn:
+            assert inspect(conn).get_table_names() == []
+    finally:
+        engine.dispose()
+    # The same server holding a history is read where it is.
+    referee.evaluate(CASES, [{"contains": {"value": "yes"}}], name="demo", store=pg_url, out=tmp_path / "a.jsonl",
+                     progress=False)
+    with open_store(f"sqlite:///{tmp_path / 'merged.sqlite'}") as st:
+        assert import_store(st, pg_url, tags=["team"]) == (1, 0)
+        assert st.list_runs()[0].tags == ["team"]

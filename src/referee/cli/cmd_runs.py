@@ -369,18 +369,14 @@ def export_cmd(run: str, out: str, store_url: str | None) -> int:
 def import_cmd(sources: tuple[str, ...], store_url: str | None, tags: tuple[str, ...]) -> int:
     """Add results files, folders of them, or another store (a .sqlite file or a URL) to the history; a run
     already there is kept once."""
-    from ..store import import_results, import_store, normalise_url, open_store, results_files
+    from ..store import import_results, import_store, normalise_url, results_files
 
     added = kept = 0
     with _opened(store_url, create=True) as st:
         for src in sources:
             is_store = "://" in src or _is_sqlite_file(Path(src))
-            if is_store:
-                other = open_store(normalise_url(src))
-                try:
-                    a, k = import_store(st, other)
-                finally:
-                    other.close()
+            if is_store:  # read, never changed: a file at an earlier schema is read through a migrated copy
+                a, k = import_store(st, normalise_url(src), tags=tags)
                 added, kept = added + a, kept + k
                 continue
             for f in results_files([src]):

@@ -6,7 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sqlite3
+import tempfile
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -202,9 +205,83 @@ def _finish_values(m: RunManifest, rows: Sequence[ResultRow]) -> dict[str, Any]:
             "wall_s": t.wall_s}
 
 
-def import_store(store: Store, other: Store) -> tuple[int, int]:
-    """Copy into ``store`` every run of ``other`` it does not hold (runs, tags, rows, their texts). Returns
-    (runs copied, runs already there)."""
+@contextmanager
+def _source(url: str) -> Iterator[Store]:
+    """Another store, opened to be read and never changed: an import's source is an input. A SQLite file at this
+    schema in write-ahead mode is read where it is; any other SQLite file is copied (SQLite's backup: a consistent
+    snapshot, even while it is written) and the copy brought to this schema. A server's store is read where it is:
+    at this schema, or refused as opening it anywhere would (older: `store upgrade`; newer: unchanged)."""
+    from ._engine import current_revision, ensure_schema, refuse_newer
+    from ._revision import HEAD
+    from ._settings import display_url, lock_timeout_s, require_history, sqlite_path
+    from ._store import Store
+
+    def nothing() -> UserError:
+        return UserError(f"{display_url(url)} holds no referee run history (no schema version): nothing to import")
+
+    path = sqlite_path(url)
+    if path is None:
+        st = Store(url, prepare=False)
+        try:
+            if current_revision(st.engine) is None:
+                raise nothing()
+            ensure_schema(st.engine, url)  # at this schema: nothing to do; older or newer: refused, unchanged
+            yield st
+        finally:
+            st.close()
+        return
+    require_history(url)
+    try:
+        src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=lock_timeout_s())
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    try:
+        try:
+            found = src.execute("SELECT version_num FROM alembic_version").fetchone()
+            wal = str(src.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
+        except sqlite3.DatabaseError as exc:  # no such table (another program's database), or not one at all
+            if "no such table" in str(exc):
+                raise nothing() from None
+            raise StoreError(f"cannot read {path}: {exc}") from None
+        revision = None if found is None else str(found[0])
+        if revision is None:
+            raise nothing()
+        refuse_newer(revision, url)
+        if revision == HEAD and wal:
+            src.close()
+            st = Store(url, prepare=False)
+            try:
+                yield st
+            finally:
+                st.close()
+            return
+        with tempfile.TemporaryDirectory(prefix="referee-import-") as tmp:
+            copy = Path(tmp) / "history.sqlite"
+            dst = sqlite3.connect(copy)
+            try:
+                src.backup(dst)
+            finally:
+                dst.close()
+            src.close()
+            st = Store(f"sqlite:///{copy}")  # the copy brought to this schema
+            try:
+                yield st
+            finally:
+                st.close()
+    finally:
+        src.close()
+
+
+def import_store(store: Store, other: Store | str, *, tags: Sequence[str] = ()) -> tuple[int, int]:
+    """Copy into ``store`` every run of ``other`` it does not hold (runs, tags, rows, their texts), each added
+    run tagged ``tags`` too. ``other``: a store, or its URL or file, then read and never changed (a file at an
+    earlier schema is read through a migrated copy). Returns (runs copied, runs already there)."""
+    from ._settings import check_tags
+
+    tags = check_tags(tags)
+    if isinstance(other, str):
+        with _source(other) as opened:
+            return import_store(store, opened, tags=tags)
     from sqlalchemy.exc import StatementError
 
     have = {r for (r,) in _scalars(store, select(s.runs.c.id))}
@@ -221,7 +298,8 @@ def import_store(store: Store, other: Store) -> tuple[int, int]:
             if not isinstance(run_id, str) or problems:
                 damaged.append(f"run {str(run_id)[:12]!r}: {'; '.join(problems[:3]) or 'its id is not text'}")
                 continue
-            tags = [t for (t,) in src.execute(select(s.run_tags.c.tag).where(s.run_tags.c.run_id == run_id))]
+            theirs_tags = [t for (t,) in src.execute(select(s.run_tags.c.tag).where(s.run_tags.c.run_id == run_id))]
+            run_tags = list(dict.fromkeys([*theirs_tags, *tags]))
             rows = [dict(m) for m in src.execute(select(s.rows).where(s.rows.c.run_id == run_id)).mappings()]
             hashes = {h for h in [run.get("manifest"), run.get("summary"), *(r["body"] for r in rows)] if h}
             texts: list[dict[str, Any]] = []
@@ -234,9 +312,9 @@ def import_store(store: Store, other: Store) -> tuple[int, int]:
                 if texts:
                     dst.execute(ins(s.texts).on_conflict_do_nothing(index_elements=["hash"]), texts)
                 dst.execute(ins(s.runs).on_conflict_do_nothing(index_elements=["id"]), [run])
-                if tags:
+                if run_tags:
                     dst.execute(ins(s.run_tags).on_conflict_do_nothing(index_elements=["run_id", "tag"]),
-                                [{"run_id": run_id, "tag": t} for t in tags])
+                                [{"run_id": run_id, "tag": t} for t in run_tags])
                 for i in range(0, len(rows), 2000):
                     dst.execute(ins(s.rows).on_conflict_do_nothing(
                         index_elements=["run_id", "case_id", "rep", "turn"]), rows[i:i + 2000])
