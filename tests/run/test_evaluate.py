@@ -371,9 +371,9 @@ def test_a_stream_of_cases_is_taken_as_the_judge_answers() -> None:
 def test_summarize_compares_two_results_as_score_compares_their_files(tmp_path: Path) -> None:
     # `referee.summarize(result, baseline=earlier)` was a TypeError ('EvalResult' object is not iterable).
     evals = [{"contains": {"value": "yes"}}]
-    before = referee.evaluate([{"id": f"c{i}", "output": "yes"} for i in range(30)], evals, store="off")
+    before = referee.evaluate([{"id": f"c{i}", "output": "yes"} for i in range(30)], evals, store=False)
     after = referee.evaluate([{"id": f"c{i}", "output": "yes" if i > 5 else "no"} for i in range(30)], evals,
-                             store="off", out=tmp_path / "after.jsonl")
+                             store=False, out=tmp_path / "after.jsonl")
     s = referee.summarize(after, baseline=before)
     assert s.comparison is not None and s.comparison.regression_count == 6 and s.comparison.verdict == "REGRESSED"
     assert s.path == str(tmp_path / "after.jsonl") and s.comparison.baseline == f"run {before.run_id[:12]}"

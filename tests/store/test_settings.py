@@ -39,6 +39,25 @@ def test_unsupported_urls_are_refused(bad: str) -> None:
         normalise_url(bad)
 
 
+@pytest.mark.parametrize("word", ["off", "OFF", "false", "0", "no", "none"])
+def test_the_off_word_where_a_store_is_named_records_nowhere(word: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # `--store off` (and store="off" in Python) recorded every run into a SQLite file named "off" where it ran.
+    import referee
+    from tests.support.cli import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match=f"--store '{word}' names no store: to record nothing give --no-store"):
+        normalise_url(word)
+    with pytest.raises(UserError, match="store=False in Python"):
+        referee.evaluate([{"id": "a", "output": "x"}], ["is_json"], store=word, progress=False)
+    code, _, err = run_cli(["runs", "list", "--store", word], capsys)
+    assert code == 2 and "names no store" in err
+    assert normalise_url(f"./{word}") == f"sqlite:///{tmp_path / word}"  # a file of that name, said so
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("tag", ["", " ", "x" * 201])
 def test_bad_tags_are_refused(tag: str) -> None:
     with pytest.raises(UserError), recording(tags=[tag]):

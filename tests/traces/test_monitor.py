@@ -617,8 +617,8 @@ def test_a_monitor_sections_problem_names_its_file_line_and_field_as_a_suites_do
         assert code == 2 and f"{f}:{line} {message}" in err and f"{f}: 1 problem(s)" in err
     code, _, err = run_cli(["monitor", str(tmp_path / "m0.yaml"), "--replay",
                             str(DATA / "production" / "traces.otlp.jsonl"), "--once", "--provider", "standin",
-                            "--store", "off"], capsys)
-    assert code == 2 and f"m0.yaml:5 {cases[0][2]}" in err
+                            "--store", f"sqlite:///{tmp_path / 'h.sqlite'}"], capsys)
+    assert code == 2 and f"m0.yaml:5 {cases[0][2]}" in err and not (tmp_path / "h.sqlite").exists()
 
 
 def test_a_bad_webhook_or_endpoint_is_refused_without_echoing_it() -> None:

@@ -60,6 +60,10 @@ def normalise_url(value: str) -> str:
     value = value.strip()
     if not value:
         raise UserError("--store needs a URL (sqlite:///path or postgresql://user:pass@host:port/db) or a file path")
+    if value.lower() in _OFF:
+        # REFEREE_STORE's word for "off", given where a store is named, recorded into a file of that name.
+        raise UserError(f"--store {value!r} names no store: to record nothing give --no-store (store=False in Python) "
+                        f"or REFEREE_STORE=off; a file of that name is ./{value}")
     scheme = urlsplit(value).scheme.lower()
     if "://" not in value:
         return sqlite_url(value)
