@@ -265,7 +265,15 @@ def test_non_loopback_needs_the_flag_a_token_and_tls_or_a_proxy() -> None:
         CollectorConfig(host="0.0.0.0", port=0, allow_remote=True).check()
     with pytest.raises(UserError, match="TLS"):
         CollectorConfig(host="0.0.0.0", port=0, allow_remote=True, token="t0ken-long-enough").check()
-    CollectorConfig(host="0.0.0.0", port=0, allow_remote=True, token="t", behind_proxy=True).check()
+    CollectorConfig(host="0.0.0.0", port=0, allow_remote=True, token="t0ken-long-enough", behind_proxy=True).check()
+    # A token no header can carry intact (a space, a newline, a non-ASCII letter) was taken, and then no request
+    # matched; beyond loopback a short one is guessable.
+    for bad in (" ", "two words", "line\nbreak", "tökén-long-enough-really"):
+        with pytest.raises(UserError, match="visible ASCII characters without spaces"):
+            CollectorConfig(port=0, token=bad).check()
+    with pytest.raises(UserError, match="--token is 5 characters: listening beyond loopback it must be at least 16"):
+        CollectorConfig(host="0.0.0.0", port=0, allow_remote=True, token="short", behind_proxy=True).check()
+    CollectorConfig(port=0, token="short").check()  # on loopback, the operator's choice
 
 
 def test_a_token_is_checked_on_every_request(make_sink: SinkFactory) -> None:

@@ -58,6 +58,10 @@ _TYPES = {"application/x-protobuf": "application/x-protobuf", "application/proto
           "application/json": "application/json"}
 
 
+MIN_REMOTE_TOKEN_CHARS = 16
+"""A token that guards a receiver reachable beyond this host is at least this long (not guessable)."""
+
+
 @dataclass
 class CollectorConfig:
     """Where the receiver listens, who may send, and its bounds (defaults in docs/monitoring.md)."""
@@ -81,6 +85,15 @@ class CollectorConfig:
     the monitor's own rule) are stored; the others are counted, never kept. None: every trace is stored."""
 
     def check(self) -> None:
+        if self.token is not None:
+            # A header carries visible ASCII: a space or a control character cannot arrive intact, and a non-ASCII
+            # token is compared as its UTF-8 bytes against a header read as Latin-1, so no request would match.
+            if not self.token or not all("!" <= ch <= "~" for ch in self.token):
+                raise UserError("--token (REFEREE_COLLECT_TOKEN) must be visible ASCII characters without spaces "
+                                "(e.g. the output of `openssl rand -hex 32`)")
+            if not _is_loopback(self.host) and len(self.token) < MIN_REMOTE_TOKEN_CHARS:
+                raise UserError(f"--token is {len(self.token)} characters: listening beyond loopback it must be at "
+                                f"least {MIN_REMOTE_TOKEN_CHARS} (e.g. the output of `openssl rand -hex 32`)")
         if not _is_loopback(self.host):
             if not self.allow_remote:
                 raise UserError(f"referee collect listens on loopback unless told otherwise: --host {self.host} "
