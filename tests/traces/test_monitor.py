@@ -621,6 +621,19 @@ def test_a_monitor_sections_problem_names_its_file_line_and_field_as_a_suites_do
     assert code == 2 and f"m0.yaml:5 {cases[0][2]}" in err and not (tmp_path / "h.sqlite").exists()
 
 
+def test_an_export_header_the_exporter_cannot_send_is_refused_without_echoing_its_value() -> None:
+    # It passed `referee validate`, and then every export failed with the SDK's message quoting the value.
+    for headers, message in [({"Authorization": "Bearer SECRET\r\nX-Evil: 1"}, "headers.Authorization: its value"),
+                             ({"x-api-key": " SECRET"}, "headers.x-api-key: its value"),
+                             ({"bad name": "v"}, "headers.bad name: not a header name")]:
+        with pytest.raises(UserError) as exc:
+            MonitorConfig.parse({"export": {"endpoint": "http://127.0.0.1:4319", "headers": headers}}, [RUBRIC])
+        assert message in str(exc.value) and "SECRET" not in str(exc.value)
+    cfg = MonitorConfig.parse({"export": {"endpoint": "http://127.0.0.1:4319",
+                                          "headers": {"Authorization": "Bearer a b", "x-honeycomb-team": ""}}}, [RUBRIC])
+    assert cfg.export_headers == {"Authorization": "Bearer a b", "x-honeycomb-team": ""}
+
+
 def test_a_bad_webhook_or_endpoint_is_refused_without_echoing_it() -> None:
     # An incoming webhook's URL is its credential: a mistyped one (no scheme) went into the error, and so into CI logs.
     secret = "hooks.example.com/services/T000/B000/XXXXSECRETXXXX"

@@ -20,6 +20,7 @@ import http.client
 import itertools
 import json
 import math
+import re
 import sys
 import time
 import urllib.request
@@ -138,6 +139,14 @@ class MonitorConfig:
         if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                     for k, v in headers.items()):
             raise UserError(f"{where}.export.headers: expected a mapping of header names to text")
+        for name, value in headers.items():
+            # Checked here, not by the exporter at its first send: its message quoted the value (a credential).
+            if not _HEADER_NAME.fullmatch(name):
+                raise UserError(f"{where}.export.headers.{name}: not a header name (letters, digits and "
+                                "!#$%&'*+-.^_`|~ only)")
+            if not _HEADER_VALUE.fullmatch(value):
+                raise UserError(f"{where}.export.headers.{name}: its value must be printable ASCII without a line "
+                                "break or spaces at either end (the value is not shown: it may be a credential)")
         # Every number is finite and in its range, or refused here: a NaN threshold passed nothing and failed
         # nothing, an infinite quiet period never closed a trace.
         return cls(
@@ -162,6 +171,11 @@ class MonitorConfig:
                               nullable=True),
             at_ingest=at_ingest, keep_unsampled=keep_unsampled,
         )
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"(?:[!-~](?:[ \t!-~]*[!-~])?)?")
+"""An HTTP field name (RFC 9110's token) and a value the exporter can send as it is (visible ASCII, inner spaces)."""
 
 
 def _list(section: Mapping[str, Any], key: str, where: str) -> list[Any]:
