@@ -356,6 +356,16 @@ def test_score_takes_a_stored_run_as_its_results(two_runs: tuple[str, str], stor
     assert code == 2 and "results: run" not in err
     code, _, err = run_cli(["score", "no-such-branch"], capsys)
     assert code == 2 and "file not found" in err and "no-such-branch" in err
+    # A run with no rows (it failed before its first) is said to be one, not "<a temporary path>: no result rows"
+    from referee.results import RunManifest
+    from referee.store._recorder import run_values
+
+    with open_store(store_url) as st:
+        empty = "e0" * 16
+        st.begin_run(run_values(RunManifest(kind="judge", run_id=empty), results_path=None, git={}))
+        st.finish_run(empty, {"status": "failed"})
+    code, _, err = run_cli(["score", empty[:8]], capsys)
+    assert code == 2 and f"run {empty[:12]} (failed) has no rows to score" in err and "referee-score-" not in err
     code, _, err = run_cli(["score", "missing.jsonl"], capsys)  # a results file by its name: never a run
     assert code == 2 and "file not found" in err and "run history" not in err
     monkeypatch.setenv("REFEREE_STORE", "off")

@@ -60,9 +60,7 @@ def _cell(v: Any, width: int) -> str:
 
 def _where(r: Any) -> str:
     """Branch @ commit, as a store holds them: printable, since another store's runs may be imported."""
-    if not r.git_branch and not r.git_commit:
-        return "no git commit recorded"
-    return printable(f"{r.git_branch or '?'} @ {(r.git_commit or '?')[:12]}")
+    return str(r.place())
 
 
 def _pct(v: float | None) -> str:

@@ -249,8 +249,9 @@ def _stored_results(ctx: click.Context, results: str) -> str:
         folder.mkdir()
         path, n = export_run(st, run.id, folder / "results.jsonl")
         where = st.display_url
-    echo_err(f"results: run {run.id[:12]} ({printable(run.git_branch or '?')} @ {(run.git_commit or '?')[:12]}), {n} rows, "
-             f"from {where}")
+    if not n:  # said of the run, not of the temporary file it was exported to
+        raise UserError(f"run {run.id[:12]} ({run.status}) has no rows to score, in {where}")
+    echo_err(f"results: run {run.id[:12]} ({run.place()}), {n} rows, from {where}")
     return str(path)
 
 

@@ -53,11 +53,8 @@ class Baseline:
         if self.run is None:
             return f"baseline: {self.path}"
         r = self.run
-        from ..aggregate import printable
-
-        where = printable(f"{r.git_branch or '?'} @ {(r.git_commit or r.ci_commit or '?')[:12]}")
         dirty = " (dirty tree)" if r.git_dirty else ""
-        return f"baseline: run {r.id[:12]} ({where}{dirty}, {r.started_at}): {self.why}"
+        return f"baseline: run {r.id[:12]} ({r.place()}{dirty}, {r.started_at}): {self.why}"
 
 
 def file_note(spec: str) -> str | None:

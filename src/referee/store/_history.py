@@ -67,8 +67,7 @@ class StoredRun:
 
         r = self.record
         summary = summarize(self)
-        where = ("no git commit recorded" if not r.git_branch and not r.git_commit else
-                 f"{r.git_branch or '?'} @ {(r.git_commit or '?')[:12]}" + (" (dirty)" if r.git_dirty else ""))
+        where = r.place() + (" (dirty)" if r.git_dirty else "")
         facts = (f"{r.kind} run of {r.suite or '-'}, {r.status}; {where}; started {r.started_at[:19]}"
                  + (f"; judge {r.judge}" if r.judge else "") + (f"; tags {', '.join(r.tags)}" if r.tags else ""))
         return f"run {r.id[:12]}: {summary_headline(summary)}", [facts, *summary_blocks(summary)]

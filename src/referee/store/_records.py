@@ -55,6 +55,16 @@ class RunRecord:
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
+    def place(self) -> str:
+        """Where it ran, for people: ``branch @ commit`` (the CI's commit when git gave none), or "no git commit
+        recorded"; printable, since another store's runs may be imported."""
+        from ..aggregate import printable
+
+        commit = self.git_commit or self.ci_commit
+        if not self.git_branch and not commit:
+            return "no git commit recorded"
+        return printable(f"{self.git_branch or '?'} @ {(commit or '?')[:12]}")
+
 
 _RUN_COLS = [c for c in RunRecord.__dataclass_fields__ if c not in ("tags", "problems")]
 """The ``runs`` columns a record holds, in its field order."""
