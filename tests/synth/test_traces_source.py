@@ -77,7 +77,12 @@ def test_a_selection_by_trace_id_uses_only_those_traces(tmp_path: Path, stored: 
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     url, sent, _ = stored
     out = tmp_path / "one.jsonl"
-    code, _, err = run_cli(["synth", "--from-traces", "--trace", sent[1].trace_id, "--store", url, "--out",
+    # Named in capitals (as some tools print ids), the trace is found; a malformed id is said to be one (it read
+    # "no stored trace matches the selection", and an id in capitals matched nothing).
+    code, _, err = run_cli(["synth", "--from-traces", "--trace", "zz", "--store", url, "--out", str(out),
+                            "--provider", "standin", "--no-store"], capsys)
+    assert code == 2 and "--trace 'zz': a trace id is 32 hexadecimal digits" in err and not out.exists()
+    code, _, err = run_cli(["synth", "--from-traces", "--trace", sent[1].trace_id.upper(), "--store", url, "--out",
                             str(out), "--n", "2", "--kind", "single_hop", "--provider", "standin", "--no-store"],
                            capsys)
     assert code == 0, err

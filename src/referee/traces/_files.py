@@ -153,13 +153,21 @@ def replay(files: Sequence[str | Path], sink: TraceSink, redactor: Redactor, *, 
     return stored
 
 
+_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
+
+
 def traces_to_cases(sink: TraceSink, *, metric: str | None = None, below: float | None = None,
                     failed: bool = False, trace_ids: Sequence[str] = (), recent: int = 0,
                     errors: bool = False) -> list[dict[str, Any]]:
     """Selected traces as cases the offline suite runs (spans were redacted before they were stored): those
     scored under ``below`` on ``metric`` (any metric when None), those that ``failed`` it, ``trace_ids``
     (an alert's examples), the ``recent`` traces that arrived last, scored or not, and (``errors``) every trace
-    with a span whose status is ERROR. Each case keeps its trace id and score in ``metadata``."""
+    with a span whose status is ERROR. Each case keeps its trace id and score in ``metadata``. A trace id that
+    is not 32 hexadecimal digits is a ``UserError`` (it can name no stored trace); case does not matter."""
+    for t in trace_ids:
+        if not _TRACE_ID.fullmatch(t):
+            raise UserError(f"--trace {t[:80]!r}: a trace id is 32 hexadecimal digits")
+    trace_ids = [t.lower() for t in trace_ids]
     chosen: dict[str, dict[str, Any]] = {t: {} for t in [*trace_ids, *(sink.recent_traces(recent) if recent else []),
                                                          *(sink.error_traces() if errors else [])]}
     stored = sink.scores(evaluator=metric)
