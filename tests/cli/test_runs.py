@@ -48,6 +48,22 @@ def test_list_fits_80_columns_and_json_is_pure(two_runs: tuple[str, str], store_
     assert [r["id"] for r in json.loads(out)] == [b]
 
 
+def test_tables_fit_80_columns_of_a_terminal_with_wide_characters(store_url: str, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # Cut and padded by characters, a Japanese suite name took two columns a character: `runs list` was 89 wide.
+    from rich.cells import cell_len
+
+    name = "評価スイート日本語の長い名前です" * 2
+    for i in range(2):
+        referee.evaluate([{"id": "a", "output": "yes", "category": "カテゴリー名前がとても長いです"}], EVALS, name=name,
+                         store=store_url, out=tmp_path / f"{i}.jsonl", progress=False)
+    for args in (["runs", "list"], ["runs", "show", "last"], ["runs", "trend"]):
+        code, out, _ = run_cli([*args, "--store", store_url], capsys)
+        assert code == 0 and max(cell_len(line) for line in out.splitlines()) <= 80, (args, out)
+    code, out, _ = run_cli(["runs", "list", "--store", store_url], capsys)
+    assert "評価スイー~" in out and len({cell_len(line) for line in out.splitlines()}) == 1  # columns line up
+
+
 def test_show_and_its_json(two_runs: tuple[str, str], store_url: str, tmp_path: Path,
                            capsys: pytest.CaptureFixture[str]) -> None:
     _, b = two_runs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,9 +54,31 @@ def _say_damaged(runs: Any) -> None:
                                "(`referee store check` says more)"))
 
 
+def _columns(ch: str) -> int:
+    """Terminal columns of one character: two for East Asian wide and full-width ones, none for combining marks."""
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
 def _cell(v: Any, width: int) -> str:
+    """``v`` printable and cut to ``width`` terminal columns (a CJK suite name takes two a character)."""
     text = printable("" if v is None else str(v))
-    return text if len(text) <= width else text[: width - 1] + "~"
+    if sum(map(_columns, text)) <= width:
+        return text
+    out, used = [], 0
+    for ch in text:
+        if used + _columns(ch) > width - 1:
+            break
+        out.append(ch)
+        used += _columns(ch)
+    return "".join(out) + "~"
+
+
+def _col(v: Any, width: int) -> str:
+    """:func:`_cell` padded to ``width`` columns (a format's ``:<12`` counts characters, not columns)."""
+    text = _cell(v, width)
+    return text + " " * (width - sum(map(_columns, text)))
 
 
 def _where(r: Any) -> str:
@@ -161,12 +184,12 @@ def list_cmd(store_url: str | None, suite: str | None, branch: str | None, tag: 
         echo_err(f"no runs in {display_url(url)}" + (" match" if any((suite, branch, tag, status, since, until))
                                                      else ""))
         return 0
-    click.echo(f"{'RUN':<8} {'SUITE':<12} {'BRANCH':<12} {'COMMIT':<7} {'STATUS':<10} {'PASS%':>6} "
+    click.echo(f"{'RUN':<8} {'SUITE':<12} {'BRANCH':<12} {'COMMIT':<8} {'STATUS':<10} {'PASS%':>6} "
                f"{'MEAN':>5} {'STARTED':<11}")
     for r in runs:
         commit = (r.git_commit or r.ci_commit or "-")[:7] + ("*" if r.git_dirty else "")
-        click.echo(f"{r.id[:8]:<8} {_cell(r.suite, 12):<12} {_cell(r.git_branch or '-', 12):<12} "
-                   f"{commit:<7} {_status(r):<10} {_pct(r.pass_rate):>6} "
+        click.echo(f"{r.id[:8]:<8} {_col(r.suite, 12)} {_col(r.git_branch or '-', 12)} "
+                   f"{commit:<8} {_status(r):<10} {_pct(r.pass_rate):>6} "
                    f"{_num(r.mean)[:5]:>5} {_when(r.started_at):<11}")
     if limit is None and len(runs) == shown:
         echo_err(f"(the newest {shown}; --limit N for more, --json for every run; * = dirty tree)")
@@ -211,7 +234,7 @@ def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
         for g in groups[:20] if isinstance(groups, list) else []:
             try:
                 pr, mean = g["pass_rate"], g["mean"]
-                line = (f"  {_cell(g['name'], 20):<20} {_rate(pr[0], pr[1], pr[2]):<22} "
+                line = (f"  {_col(g['name'], 20)} {_rate(pr[0], pr[1], pr[2]):<22} "
                         f"mean {_num(mean[0]) if _finite(mean[0]) else 'n/a'}  n={_cell(g['cases'], 9)}")
             except (KeyError, TypeError, IndexError, ValueError):  # a summary a damaged store holds
                 echo_err(f"note: run {r.id[:12]}'s stored summary is damaged; `referee store check` says more")
@@ -316,7 +339,8 @@ def trend_cmd(store_url: str | None, suite: str | None, metric: str, by: str, br
                 "metric": metric, "value": getattr(r, metric), "ci": [getattr(r, lo_name), getattr(r, hi_name)],
                 "cases": r.n_scored} for r in points])
         return 0
-    click.echo(f"{metric} of {printable(runs[0].suite or '?')}, oldest first ([interval], one | per 5 points)")
+    click.echo(f"{metric} of {_cell(runs[0].suite or '?', 76 - len(metric))}")
+    click.echo("oldest first; [interval]; chart: one | per 5 points")
     click.echo(f"{'STARTED':<11} {'COMMIT':<7} {'RUN':<8} {'VALUE':>6} {'INTERVAL':<15} {'N':>5}  CHART")
     fmt: Callable[[float | None], str] = _pct if metric == "pass_rate" else _num
     for r in points:
