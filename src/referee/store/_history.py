@@ -206,12 +206,12 @@ def _finish_values(m: RunManifest, rows: Sequence[ResultRow]) -> dict[str, Any]:
 
 @contextmanager
 def _source(url: str) -> Iterator[Store]:
-    """Another store, opened to be read and never changed: an import's source is an input. A SQLite file at this
-    schema in write-ahead mode is read where it is; any other SQLite file is copied (SQLite's backup: a consistent
-    snapshot, even while it is written) and the copy brought to this schema. A server's store is read where it is:
-    at this schema, or refused as opening it anywhere would (older: `store upgrade`; newer: unchanged)."""
+    """Another store, opened to be read and never changed: an import's source is an input. A SQLite file is
+    copied (SQLite's backup: a consistent snapshot, even while another process writes it) and the copy brought to
+    this schema: reading the file itself would switch it to write-ahead logging, migrate it if it is older, and
+    fold its log into it on closing. A server's store is read where it is: at this schema, or refused as opening
+    it anywhere would be (older: `store upgrade`; newer: unchanged)."""
     from ._engine import current_revision, ensure_schema, refuse_newer
-    from ._revision import HEAD
     from ._settings import display_url, lock_timeout_s, require_history, sqlite_path
     from ._store import Store
 
@@ -237,7 +237,6 @@ def _source(url: str) -> Iterator[Store]:
     try:
         try:
             found = src.execute("SELECT version_num FROM alembic_version").fetchone()
-            wal = str(src.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
         except sqlite3.DatabaseError as exc:  # no such table (another program's database), or not one at all
             if "no such table" in str(exc):
                 raise nothing() from None
@@ -246,14 +245,6 @@ def _source(url: str) -> Iterator[Store]:
         if revision is None:
             raise nothing()
         refuse_newer(revision, url)
-        if revision == HEAD and wal:
-            src.close()
-            st = Store(url, prepare=False)
-            try:
-                yield st
-            finally:
-                st.close()
-            return
         with tempfile.TemporaryDirectory(prefix="referee-import-") as tmp:
             copy = Path(tmp) / "history.sqlite"
             dst = sqlite3.connect(copy)
