@@ -89,6 +89,22 @@ def test_collect_refuses_another_address_without_the_flag_and_a_token(capsys: py
     assert code == 2 and "--token" in err
 
 
+def test_the_summary_table_cuts_a_long_metric_name_by_columns_and_says_so(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # A metric's id was cut at 24 characters without a mark (two long ids read the same), and by characters: a
+    # Japanese id took twice its share.
+    from rich.cells import cell_len
+
+    suite = tmp_path / "m.yaml"
+    suite.write_text(SUITE.read_text(encoding="utf-8").replace(
+        "  - faithfulness ", "  - id: 忠実性_回答と検索文書の一致\n    faithfulness: {}\n  #", 1), encoding="utf-8")
+    code, out, err = run_cli(["monitor", str(suite), "--replay", str(RECORDED), "--once", "--provider", "standin",
+                              "--store", f"sqlite:///{tmp_path / 'h.sqlite'}"], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].startswith("忠実性_回答と検索文書の~ ") and len({cell_len(line) for line in lines[:3]}) == 1
+
+
 def test_a_store_keeps_the_scores_and_traces_to_cases_reads_them(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"

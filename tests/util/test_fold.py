@@ -41,3 +41,12 @@ def test_text_table_fits_and_keeps_every_cell() -> None:
 def test_terminal_width_honours_columns(env: str, want: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", env)
     assert terminal_width() == want  # stdout is not a terminal under pytest: 120 when COLUMNS is not a number
+
+
+def test_wide_characters_take_two_columns_and_a_cut_ends_in_a_tilde() -> None:
+    from referee._util._fold import columns, fit_columns, pad_columns
+
+    assert columns("abc") == 3 and columns("評価") == 4 and columns("e\u0301") == 1  # a combining accent: none
+    assert fit_columns("評価スイート", 7) == "評価ス~" and columns(fit_columns("評価スイート", 7)) == 7
+    assert fit_columns("評価スイート", 6) == "評価~" and columns(fit_columns("評価スイート", 6)) == 5  # no half
+    assert pad_columns("評価", 6) == "評価  " and pad_columns("abcdefgh", 6) == "abcde~"

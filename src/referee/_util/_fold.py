@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,37 @@ DEFAULT_LOG_WIDTH = 120
 """The width when stdout is not a terminal and ``COLUMNS`` is not set (CI logs are wide)."""
 
 _MIN_WIDTH, _MAX_WIDTH = 40, 1000
+
+
+def char_columns(ch: str) -> int:
+    """Terminal columns of one character: two for East Asian wide and full-width ones, none for combining marks."""
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def columns(text: str) -> int:
+    """Terminal columns ``text`` takes (a format's ``:<12`` counts characters: a CJK name takes two a character)."""
+    return sum(map(char_columns, text)) if not text.isascii() else len(text)
+
+
+def fit_columns(text: str, width: int) -> str:
+    """``text`` cut to ``width`` terminal columns, ending in ``~`` when cut."""
+    if columns(text) <= width:
+        return text
+    out, used = [], 0
+    for ch in text:
+        if used + char_columns(ch) > width - 1:
+            break
+        out.append(ch)
+        used += char_columns(ch)
+    return "".join(out) + "~"
+
+
+def pad_columns(text: str, width: int) -> str:
+    """:func:`fit_columns`, then spaces to exactly ``width`` terminal columns."""
+    text = fit_columns(text, width)
+    return text + " " * (width - columns(text))
 
 
 def terminal_width(stream: Any = None) -> int:

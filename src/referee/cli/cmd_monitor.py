@@ -9,6 +9,7 @@ import time
 
 import click
 
+from ..reports import pad_columns
 from ..traces import (
     Monitor,
     load_monitor,
@@ -29,7 +30,7 @@ def _table(monitor: Monitor) -> None:
     for r in rows:
         mean = f"{r.mean:.3f}" if r.mean is not None else "-"
         rate = f"{r.pass_rate:.0%}" if r.pass_rate is not None else "-"
-        click.echo(f"{r.metric[:24]:<24} {r.scored:>7} {mean:>6} {rate:>6} {r.unscored:>9}")
+        click.echo(f"{pad_columns(r.metric, 24)} {r.scored:>7} {mean:>6} {rate:>6} {r.unscored:>9}")
     for r in rows:  # context, never the reference: curated cases and production traffic differ
         note = offline_note(monitor.offline(r.metric))
         if note:

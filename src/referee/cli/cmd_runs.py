@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +13,7 @@ import click
 
 from ..aggregate import printable
 from ..errors import UserError
-from ..reports import echo_err
+from ..reports import echo_err, fit_columns, pad_columns
 
 _STORE_OPT = click.option("--store", "store_url", default=None, metavar="URL",
                           help="The history to read: a SQLite file or sqlite:///path, or postgresql://... "
@@ -54,31 +53,14 @@ def _say_damaged(runs: Any) -> None:
                                "(`referee store check` says more)"))
 
 
-def _columns(ch: str) -> int:
-    """Terminal columns of one character: two for East Asian wide and full-width ones, none for combining marks."""
-    if unicodedata.combining(ch):
-        return 0
-    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-
-
 def _cell(v: Any, width: int) -> str:
     """``v`` printable and cut to ``width`` terminal columns (a CJK suite name takes two a character)."""
-    text = printable("" if v is None else str(v))
-    if sum(map(_columns, text)) <= width:
-        return text
-    out, used = [], 0
-    for ch in text:
-        if used + _columns(ch) > width - 1:
-            break
-        out.append(ch)
-        used += _columns(ch)
-    return "".join(out) + "~"
+    return str(fit_columns(printable("" if v is None else str(v)), width))
 
 
 def _col(v: Any, width: int) -> str:
-    """:func:`_cell` padded to ``width`` columns (a format's ``:<12`` counts characters, not columns)."""
-    text = _cell(v, width)
-    return text + " " * (width - sum(map(_columns, text)))
+    """:func:`_cell` padded to ``width`` columns."""
+    return str(pad_columns(printable("" if v is None else str(v)), width))
 
 
 def _where(r: Any) -> str:

@@ -15,7 +15,7 @@ _LAZY = {
     "render_judgebench": "._metaeval", "render_ranking": "._metaeval", "render_calibration": "._calibrate",
     "seed_calibration_lines": "._calibrate", "display_text": "._safe",
     "render_synth_html": "._synth", "coverage_fragment": "._synth", "coverage_charts": "._synth", "render_tally": "._agents", "render_terminal": "._score_terminal", "render_verdict": "._verdict_md",
-    "echo_err": "._safe", "gold_case_text": "._gold", "gold_run_notes": "._gold", "log_gold_runs": "._mlflow",
+    "echo_err": "._safe", "fit_columns": "._safe", "pad_columns": "._safe", "gold_case_text": "._gold", "gold_run_notes": "._gold", "log_gold_runs": "._mlflow",
 }
 
 __all__ = sorted(_LAZY)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from .._util._display import display_text, neutralise_bidi
+from .._util._fold import fit_columns, pad_columns
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,6 +23,9 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 """The Content-Security-Policy of every HTML page referee writes: no script, no network, inline styles only."""
 
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+__all__ = ["CSP", "display_text", "echo_err", "finalize", "fit_columns", "neutralise_bidi", "pad_columns", "xml_text"]
 
 
 def echo_err(message: str) -> None:
