@@ -50,3 +50,18 @@ def test_wide_characters_take_two_columns_and_a_cut_ends_in_a_tilde() -> None:
     assert fit_columns("評価スイート", 7) == "評価ス~" and columns(fit_columns("評価スイート", 7)) == 7
     assert fit_columns("評価スイート", 6) == "評価~" and columns(fit_columns("評価スイート", 6)) == 5  # no half
     assert pad_columns("評価", 6) == "評価  " and pad_columns("abcdefgh", 6) == "abcde~"
+
+
+def test_a_text_table_of_wide_characters_lines_up_and_fits() -> None:
+    # Measured in characters, a Japanese category took twice its column and pushed the others out of line.
+    from rich.cells import cell_len
+
+    from referee._util._fold import text_table, wrap_cell
+
+    rows = [["請求書と返金の問い合わせ", "12", "0.75"], ["billing", "3", "1.00"]]
+    lines = text_table(["category", "cases", "mean"], rows, 80, right=[False, True, True])
+    assert len({cell_len(line) for line in lines}) == 1  # every line as wide: the columns line up
+    narrow = text_table(["category", "cases", "mean"], rows * 3, 30, right=[False, True, True])
+    assert max(cell_len(line) for line in narrow) <= 30
+    assert all(cell_len(part) <= 7 for part in wrap_cell("請求書と返金の問い合わせ", 7))
+    assert "".join(wrap_cell("請求書と返金の問い合わせ", 7)) == "請求書と返金の問い合わせ"  # nothing left out

@@ -66,9 +66,10 @@ def terminal_width(stream: Any = None) -> int:
 
 
 def natural_width(header: str, cells: Sequence[str]) -> int:
-    """A column's width with its header wrapped on spaces and no cell cut."""
-    words = max((len(w) for w in header.split()), default=0)
-    return max(words, *(max((len(line) for line in c.splitlines()), default=0) for c in cells)) if cells else words
+    """A column's width (in terminal columns) with its header wrapped on spaces and no cell cut."""
+    words = max((columns(w) for w in header.split()), default=0)
+    return (max(words, *(max((columns(line) for line in c.splitlines()), default=0) for c in cells)) if cells
+            else words)
 
 
 def fold(widths: Sequence[int], width: int, *, keys: int = 1, sep: int = 2) -> tuple[list[list[int]], int]:
@@ -107,22 +108,43 @@ def wrap_cell(text: str, width: int) -> list[str]:
     width = max(width, 1)
     lines: list[str] = []
     for para in text.splitlines() or [""]:
-        while len(para) > width:
+        while columns(para) > width:
+            fits = _fitting(para, width)  # characters that fit in the width (fewer than it for wide ones)
             # After a separator (kept at the end of the line) or at a space (dropped), else mid-word.
-            cut = max(para.rfind(" ", 0, width + 1), *(para.rfind(ch, 0, width) + 1 for ch in "/-_."))
+            cut = max(para.rfind(" ", 0, fits + 1), *(para.rfind(ch, 0, fits) + 1 for ch in "/-_."))
             if cut <= 0:
-                cut = width
+                cut = max(fits, 1)
             lines.append(para[:cut].rstrip())
             para = para[cut:].lstrip(" ")
         lines.append(para)
     return lines
 
 
+def _fitting(text: str, width: int) -> int:
+    """How many leading characters of ``text`` fit in ``width`` terminal columns."""
+    if text.isascii():
+        return min(len(text), width)
+    used = 0
+    for i, ch in enumerate(text):
+        used += char_columns(ch)
+        if used > width:
+            return i
+    return len(text)
+
+
+def _ljust(text: str, width: int) -> str:
+    return text + " " * max(width - columns(text), 0)
+
+
+def _rjust(text: str, width: int) -> str:
+    return " " * max(width - columns(text), 0) + text
+
+
 def _widths(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, keys: int,
             sep: int) -> tuple[list[int], list[list[int]], int]:
     """Column widths (whole headers when the table fits in one part, else headers wrapped on spaces), the
     groups and the key width."""
-    full = [max(len(h), natural_width(h, [r[i] for r in rows])) for i, h in enumerate(headers)]
+    full = [max(columns(h), natural_width(h, [r[i] for r in rows])) for i, h in enumerate(headers)]
     groups, key_w = fold(full, width, keys=keys, sep=sep)
     if len(groups) == 1:
         return full, groups, key_w
@@ -151,7 +173,7 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int
                 parts = []
                 for (i, w), lines in zip(zip(group, ws, strict=True), wrapped, strict=True):
                     v = lines[k] if k < len(lines) else ""
-                    parts.append(v.rjust(w) if right[i] else v.ljust(w))
+                    parts.append(_rjust(v, w) if right[i] else _ljust(v, w))
                 out.append("  ".join(parts).rstrip())
     return out
 
@@ -185,7 +207,7 @@ def rich_tables(title: str | None, headers: Sequence[str], rows: Sequence[Sequen
             cells = []
             for i in group:
                 text = measure[ri][i]
-                if i < keys and len(text) > (widths[i] or 0):  # a long name wraps at its separators
+                if i < keys and columns(text) > (widths[i] or 0):  # a long name wraps at its separators
                     cells.append(Text("\n".join(wrap_cell(text, widths[i] or 1)),
                                       style=r[i].style if isinstance(r[i], Text) else ""))
                 else:
