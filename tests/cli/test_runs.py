@@ -158,6 +158,8 @@ def test_tag_export_import_once_delete_and_prune(two_runs: tuple[str, str], stor
     with open_store(store_url) as st:
         assert st.get_run(a).tags == ["keep me"]
     assert run_cli(["runs", "tag", a, "", "--store", store_url], capsys)[0] == 2
+    code, _, err = run_cli(["runs", "tag", a, "kep me", "--remove", "--store", store_url], capsys)  # a typo
+    assert code == 0 and f"note: run {a[:12]} had no tag 'kep me'" in err and "tags keep me" in err
     out = tmp_path / "exported" / "a.jsonl"
     assert run_cli(["runs", "export", a, "-o", str(out), "--store", store_url], capsys)[0] == 0
     assert len(out.read_text().splitlines()) == 40

@@ -347,6 +347,8 @@ def tag_cmd(run: str, tags: tuple[str, ...], remove: bool, store_url: str | None
         checked = settings.tags
     with _opened(store_url) as st:
         r = _get(st, run)
+        if remove and (absent := [t for t in checked if t not in r.tags]):  # a typo removes nothing: said
+            echo_err(printable(f"note: run {r.id[:12]} had no tag {', '.join(repr(t) for t in absent)}"))
         st.tag(r.id, add=() if remove else checked, remove=checked if remove else ())
         echo_err(f"run {r.id[:12]}: tags {printable(', '.join(st.get_run(r.id).tags)) or 'none'}")
     return 0
