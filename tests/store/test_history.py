@@ -118,3 +118,22 @@ def test_an_empty_server_database_is_refused_without_a_schema_made_in_it(pg_url:
     with open_store(f"sqlite:///{tmp_path / 'merged.sqlite'}") as st:
         assert import_store(st, pg_url, tags=["team"]) == (1, 0)
         assert st.list_runs()[0].tags == ["team"]
+
+
+def test_a_source_that_cannot_be_copied_is_said_and_nothing_is_imported(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The copy an import reads goes to the temporary folder: where it cannot be made (a full disk, a TMPDIR that
+    # names a file), the error names the store and TMPDIR, never a traceback of sqlite3 or os.
+    import tempfile
+
+    from referee.store import StoreError, import_store
+
+    source = tmp_path / "old.sqlite"
+    source.write_bytes((FIXTURES / "schema-0001.sqlite").read_bytes())
+    not_a_folder = tmp_path / "a-file"
+    not_a_folder.write_text("x")
+    monkeypatch.setattr(tempfile, "tempdir", str(not_a_folder))
+    with open_store(f"sqlite:///{tmp_path / 'merged.sqlite'}") as st:
+        with pytest.raises(StoreError, match=r"cannot copy .*old\.sqlite to read it: no temporary folder in .*TMPDIR"):
+            import_store(st, f"sqlite:///{source}")
+        assert st.list_runs() == []

@@ -245,13 +245,17 @@ def _source(url: str) -> Iterator[Store]:
         if revision is None:
             raise nothing()
         refuse_newer(revision, url)
-        with tempfile.TemporaryDirectory(prefix="referee-import-") as tmp:
+        with _scratch(path) as tmp:
             copy = Path(tmp) / "history.sqlite"
-            dst = sqlite3.connect(copy)
             try:
-                src.backup(dst)
-            finally:
-                dst.close()
+                dst = sqlite3.connect(copy)
+                try:
+                    src.backup(dst)
+                finally:
+                    dst.close()
+            except (OSError, sqlite3.Error) as exc:  # a full disk, an unwritable temporary folder
+                raise StoreError(f"cannot copy {path} to read it (in {tempfile.gettempdir()}; TMPDIR chooses "
+                                 f"another folder): {exc}") from None
             src.close()
             st = Store(f"sqlite:///{copy}")  # the copy brought to this schema
             try:
@@ -260,6 +264,18 @@ def _source(url: str) -> Iterator[Store]:
                 st.close()
     finally:
         src.close()
+
+
+@contextmanager
+def _scratch(path: Path) -> Iterator[str]:
+    """A temporary folder for the copy of ``path``, removed afterwards; one that cannot be made is said."""
+    try:
+        tmp = tempfile.TemporaryDirectory(prefix="referee-import-")
+    except OSError as exc:
+        raise StoreError(f"cannot copy {path} to read it: no temporary folder in {tempfile.gettempdir()} "
+                         f"(TMPDIR chooses another): {exc}") from None
+    with tmp as name:
+        yield name
 
 
 def import_store(store: Store, other: Store | str, *, tags: Sequence[str] = ()) -> tuple[int, int]:
