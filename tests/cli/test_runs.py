@@ -166,22 +166,23 @@ def test_tag_export_import_once_delete_and_prune(two_runs: tuple[str, str], stor
     assert run_cli(["runs", "export", a, "-o", str(out), "--store", store_url], capsys)[0] == 2  # never overwrites
     other = f"sqlite:///{tmp_path / 'other.sqlite'}"
     code, _, err = run_cli(["runs", "import", str(out.parent), "--store", other], capsys)
-    assert code == 0 and "1 runs added" in err
+    assert code == 0 and "1 run added" in err
     code, _, err = run_cli(["runs", "import", str(out), "--store", other], capsys)
     assert "0 runs added, 1 already" in err
     # merging two stores (two CI caches): the run exported and imported is the same run, kept once
     code, _, err = run_cli(["runs", "import", store_url, "--store", other], capsys)
-    assert code == 0 and "1 runs added, 1 already" in err
+    assert code == 0 and "1 run added, 1 already" in err
     with open_store(other) as st:
         assert st.count_runs() == 2 and st.count_rows() == 80
     code, _, err = run_cli(["runs", "prune", "--keep", "1", "--dry-run", "--store", store_url], capsys)
-    assert "1 runs would be deleted" in err
+    assert "1 run would be deleted" in err
     with open_store(store_url) as st:
         assert st.count_runs() == 2
     assert run_cli(["runs", "prune", "--keep", "1", "--store", store_url], capsys)[0] == 0
     with open_store(store_url) as st:
         assert [r.id for r in st.list_runs()] == [b]
-    assert run_cli(["runs", "delete", b, "--store", store_url], capsys)[0] == 0
+    code, _, err = run_cli(["runs", "delete", b, "--store", store_url], capsys)
+    assert code == 0 and "1 run deleted from" in err
     with open_store(store_url) as st:
         assert st.count_runs() == 0 and st.count_rows() == 0
 
@@ -322,6 +323,21 @@ def test_a_stored_red_team_run_keeps_its_rows_in_the_adversarial_track(store_url
     assert "differ" not in err and max(len(line) for line in err.splitlines()) <= 80
     code, out, err = run_cli(["score", "after_out.jsonl", "--baseline", before, "--fail-on-regression"], capsys)
     assert code == 1 and f"baseline: run {before[:12]}" in err and "rt-1" in out
+
+
+    # The stored summary agrees with `referee score` of the file: no correctness figures (not the attack pass rate
+    # blended into one), and each attack type kept apart, shown by `runs show` and its JSON.
+    with open_store(store_url) as st:
+        rec = st.get_run(after)
+    assert rec.pass_rate is None and rec.mean is None and rec.n_scored == 4
+    code, out, _ = run_cli(["runs", "show", after], capsys)
+    assert code == 0 and "n/a (every row is adversarial" in out
+    tail = out[out.index("adversarial track, per attack type"):]
+    assert "prompt-injection" in tail and "75.0% [" in tail and "n=4" in tail
+    code, out, _ = run_cli(["runs", "show", after, "--json"], capsys)
+    groups = json.loads(out)["groups"]
+    assert groups["overall"]["cases"] == 0 and groups["categories"] == []
+    assert [(g["name"], g["cases"], g["pass_rate"][0]) for g in groups["adversarial"]] == [("prompt-injection", 4, 0.75)]
 
 
 def test_what_a_store_holds_reaches_the_terminal_without_control_characters(

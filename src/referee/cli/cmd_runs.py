@@ -68,6 +68,10 @@ def _where(r: Any) -> str:
     return str(r.place())
 
 
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
 def _pct(v: float | None) -> str:
     return f"{100 * v:.1f}" if v is not None and _finite(v) else "-"
 
@@ -205,24 +209,41 @@ def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
             ("judge", r.judge or "-"), ("tags", ", ".join(r.tags) or "-"), ("results", r.results_path or "-"),
             ("rows", f"{r.n_rows} ({r.n_scored} scored, {r.n_unscored} unscored, {r.n_error} error)"),
             ("pass rate", _rate(r.pass_rate, r.pass_rate_lo, r.pass_rate_hi)
-             + (" (nothing scored)" if r.n_scored == 0 else "")),
+             + (" (nothing scored)" if r.n_scored == 0 else
+                " (every row is adversarial: see its attack types below)" if _all_adversarial(summary) else "")),
             ("mean", _mean(r.mean, r.mean_lo, r.mean_hi)),
             ("cost", "-" if r.cost_usd is None else f"${r.cost_usd:.4f}"),
             ("wall", "-" if r.wall_s is None else f"{r.wall_s:.1f}s"),
         ]
         for k, v in lines:
             click.echo(f"{k:<10} {_cell(v, 69)}")
-        groups = summary.get("categories", []) if isinstance(summary, dict) else []
-        for g in groups[:20] if isinstance(groups, list) else []:
-            try:
-                pr, mean = g["pass_rate"], g["mean"]
-                line = (f"  {_col(g['name'], 20)} {_rate(pr[0], pr[1], pr[2]):<22} "
-                        f"mean {_num(mean[0]) if _finite(mean[0]) else 'n/a'}  n={_cell(g['cases'], 9)}")
-            except (KeyError, TypeError, IndexError, ValueError):  # a summary a damaged store holds
-                echo_err(f"note: run {r.id[:12]}'s stored summary is damaged; `referee store check` says more")
-                break
-            click.echo(line)
+        doc = summary if isinstance(summary, dict) else {}
+        if _show_groups(r.id, doc.get("categories")) and doc.get("adversarial"):
+            click.echo("adversarial track, per attack type (kept out of the pass rate and mean above)")
+            _show_groups(r.id, doc.get("adversarial"))
     return 0
+
+
+def _all_adversarial(summary: Any) -> bool:
+    """A red-team run: its stored summary has an adversarial track and no correctness case."""
+    if not isinstance(summary, dict) or not summary.get("adversarial"):
+        return False
+    overall = summary.get("overall")
+    return isinstance(overall, dict) and overall.get("cases") == 0
+
+
+def _show_groups(run_id: str, groups: Any) -> bool:
+    """A stored summary's groups, one line each (at most 20); False when the summary is damaged (said once)."""
+    for g in groups[:20] if isinstance(groups, list) else []:
+        try:
+            pr, mean = g["pass_rate"], g["mean"]
+            line = (f"  {_col(g['name'], 20)} {_rate(pr[0], pr[1], pr[2]):<22} "
+                    f"mean {_num(mean[0]) if _finite(mean[0]) else 'n/a'}  n={_cell(g['cases'], 9)}")
+        except (KeyError, TypeError, IndexError, ValueError):  # a summary a damaged store holds
+            echo_err(f"note: run {run_id[:12]}'s stored summary is damaged; `referee store check` says more")
+            return False
+        click.echo(line)
+    return True
 
 
 @command.command("compare")
@@ -388,7 +409,7 @@ def import_cmd(sources: tuple[str, ...], store_url: str | None, tags: tuple[str,
             for f in results_files([src]):
                 _, new = import_results(st, f, tags=tags)
                 added, kept = added + new, kept + (not new)
-        echo_err(f"{added} runs added, {kept} already in {st.display_url}")
+        echo_err(f"{_runs(added)} added, {kept} already in {st.display_url}")
     return 0
 
 
@@ -403,7 +424,7 @@ def delete_cmd(runs: tuple[str, ...], store_url: str | None) -> int:
         ids = [_get(st, r).id for r in runs]
         n = st.delete_runs(ids)
         compacted = compact_if_worth_it(st)
-        echo_err(f"{n} runs deleted from {st.display_url}" + (" (file compacted)" if compacted else ""))
+        echo_err(f"{_runs(n)} deleted from {st.display_url}" + (" (file compacted)" if compacted else ""))
     return 0
 
 
@@ -436,9 +457,9 @@ def prune_cmd(store_url: str | None, keep: int | None, older_than: str | None, d
                 echo_err(f"{'would delete' if dry_run else 'delete'} {r.id[:12]} {_cell(r.suite, 20)} "
                          f"{_when(r.started_at)}")
         if dry_run:
-            echo_err(f"{len(doomed)} runs would be deleted (dry run)")
+            echo_err(f"{_runs(len(doomed))} would be deleted (dry run)")
             return 0
         n = st.delete_runs([r.id for r in doomed])
         compacted = compact_if_worth_it(st)
-        echo_err(f"{n} runs deleted" + (" (file compacted)" if compacted else ""))
+        echo_err(f"{_runs(n)} deleted" + (" (file compacted)" if compacted else ""))
     return 0

@@ -78,7 +78,9 @@ def summary_of(rows: Sequence[ResultRow], m: RunManifest, *,
     for r in rows:
         hit = known.get(id(r))
         encoded.append(hit[1] if hit is not None and hit[0] is r else json_line(r).encode("utf-8"))
-    summ = summarize(table_from_lines(encoded), opts, min_case_pass_rate=None)
+    # With the manifest, a red-team run's rows stay in the adversarial track, as `referee score` of its file reads
+    # them: its correctness figures are n/a and its attack types are kept apart, never blended into a pass rate.
+    summ = summarize(table_from_lines(encoded, manifest=m), opts, min_case_pass_rate=None)
 
     def group(g: Any) -> dict[str, Any]:
         return {"name": g.name, "rows": g.rows, "cases": g.cases, "unscored": g.unscored, "errors": g.errors,
@@ -91,6 +93,8 @@ def summary_of(rows: Sequence[ResultRow], m: RunManifest, *,
             "mean": o.mean.estimate, "mean_lo": o.mean.lo, "mean_hi": o.mean.hi}
     doc = {"threshold": summ.threshold, "n_boot": summ.n_boot, "overall": group(o),
            "categories": [group(g) for g in summ.categories]}
+    if summ.adversarial:
+        doc["adversarial"] = [group(g) for g in summ.adversarial]
     return cols, doc
 
 
