@@ -338,6 +338,9 @@ def test_a_stored_red_team_run_keeps_its_rows_in_the_adversarial_track(store_url
     groups = json.loads(out)["groups"]
     assert groups["overall"]["cases"] == 0 and groups["categories"] == []
     assert [(g["name"], g["cases"], g["pass_rate"][0]) for g in groups["adversarial"]] == [("prompt-injection", 4, 0.75)]
+    code, out, err = run_cli(["runs", "trend"], capsys)  # nothing to draw is said, with where the figures are
+    assert code == 0 and "2 runs have scored rows but no pass_rate: every row is adversarial" in err
+    assert f"referee runs show {after[:8]}" in err and max(len(line) for line in err.splitlines()) <= 80
 
 
 def test_what_a_store_holds_reaches_the_terminal_without_control_characters(

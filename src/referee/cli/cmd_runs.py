@@ -352,6 +352,11 @@ def trend_cmd(store_url: str | None, suite: str | None, metric: str, by: str, br
         interval = f"[{fmt(lo)}, {fmt(hi)}]"
         click.echo(f"{_when(r.started_at):<11} {(r.git_commit or '-')[:7]:<7} {r.id[:8]:<8} {fmt(v)[:6]:>6} "
                    f"{interval:<15} {r.n_scored:>5}  {bar}")
+    if blank := [r for r in points if r.n_scored and getattr(r, metric) is None]:
+        # Scored rows and no figure: every row is in the adversarial track, as `referee score` reads the run.
+        echo_err(f"note: {_runs(len(blank))} {'has' if len(blank) == 1 else 'have'} scored rows but no {metric}: "
+                 "every row is adversarial,\n  kept apart per attack type "
+                 f"(`referee runs show {blank[-1].id[:8]}` lists them)")
     return 0
 
 
