@@ -230,3 +230,28 @@ def test_the_summary_shows_the_suites_offline_run_beside_production(tmp_path: Pa
     code, stdout, _ = run_cli(["monitor", str(SUITE), "--replay", str(RECORDED), "--once", "--provider", "standin",
                                "--store", f"sqlite:///{tmp_path / 'empty.sqlite'}"], capsys)
     assert code == 0 and "offline run" not in stdout
+
+
+def test_traces_to_cases_says_when_the_store_holds_no_traces_or_no_scores(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # "No stored trace matched" hid the usual mistake: the collector wrote to another store, or nothing has
+    # scored the traces yet. Each is said, and nothing is written.
+    import time
+
+    import referee
+    from referee.store import open_store
+    from referee.traces import StoreSink, load_monitor, replay
+
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    out = tmp_path / "low.jsonl"
+    referee.evaluate([{"output": "yes"}], [{"contains": {"value": "yes"}}], store=url, progress=False)  # a run
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--below", "0.5", "--out", str(out)], capsys)
+    assert code == 1 and f"{url} holds no traces" in err and "not written" in err and not out.exists()
+    _, _, redactor = load_monitor(SUITE)
+    with open_store(url) as st:
+        replay([RECORDED], StoreSink(st), redactor, received_ns=time.time_ns())  # received, never scored
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--below", "0.5", "--out", str(out)], capsys)
+    assert code == 1 and f"no trace in {url} has a stored score (`referee monitor` scores them)" in err
+    assert not out.exists()
+    code, _, err = run_cli(["traces", "to-cases", "--store", url, "--trace", "ab" * 16, "--out", str(out)], capsys)
+    assert code == 1 and "no stored trace matched" in err and not out.exists()

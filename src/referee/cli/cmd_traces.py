@@ -33,7 +33,15 @@ def to_cases(out: str, metric: str | None, below: float | None, failed: bool, er
     cases = traces_to_cases(sink, metric=metric, below=below, failed=failed,
                             trace_ids=list(trace_ids), errors=errors)
     if not cases:  # a file written empty would replace the cases an earlier selection wrote there
-        echo_err(f"no stored trace matched: {out} not written")
+        where = getattr(getattr(sink, "store", None), "display_url", "the store")
+        if not sink.recent_traces(1):  # most often the collector wrote to another store
+            why = (f"{where} holds no traces (`referee collect` and `referee monitor` store them where --store or "
+                   "REFEREE_STORE says)")
+        elif (below is not None or failed) and not sink.scores():
+            why = f"no trace in {where} has a stored score (`referee monitor` scores them)"
+        else:
+            why = "no stored trace matched"
+        echo_err(f"{why}: {out} not written")
         return 1
     write_cases(cases, out)
     echo_err(f"{len(cases)} trace(s) -> {out}")
