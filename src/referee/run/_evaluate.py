@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._util._numbers import count, whole_number
 from ..cases._case import Case, CaseSet, CaseStream, cases_from
@@ -276,7 +276,7 @@ def _gates_of(gates: Gates | dict[str, Any] | None) -> dict[str, Any]:
 async def evaluate_async(
     cases: Any,
     evaluators: Sequence[Any],
-    judge: Judge | str | Provider | None = None,
+    judge: Judge | str | Provider | Sequence[Judge | str | Provider] | None = None,
     *,
     threshold: float = 0.7,
     scoring: str = "weighted_mean",
@@ -324,12 +324,15 @@ async def evaluate_async(
         suite = dataclasses.replace(suite, cases=case_set.cases, cases_path=from_file)
         client = None
         j: Judge | None = None
+        one: Judge | str | Provider | None
         if isinstance(judge, list | tuple) or panel:
             from ._panel import panel_run_judge
 
-            suite, judge = panel_run_judge(suite, judge, panel)
+            suite, one = panel_run_judge(suite, judge, panel)
+        else:
+            one = cast(Judge | str | Provider | None, judge)  # a str is a Sequence too: it is one judge here
         if suite.llm_specs:
-            j = as_judge(judge)
+            j = as_judge(one)
             client = j.client()
             suite = bind_settings(suite, j.settings(client))
 
