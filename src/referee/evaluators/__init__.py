@@ -5,7 +5,7 @@ The one contract (:mod:`._base`) is re-exported here; each judge and check lives
 those modules load on first use.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._base import (
     CheckResult,
@@ -16,6 +16,17 @@ from ._base import (
     registry,
 )
 from ._functions import function_evaluator
+
+if TYPE_CHECKING:  # the lazy names below, typed for type checkers and editors
+    from ._conversation import CONVERSATION_MODES
+    from ._evidence import describe_ungrounded
+    from ._gold import threshold_warning
+    from ._gold_dataset import discover_gold_cases, gold_results_json, single_gold_case
+    from ._pairwise import RECONCILE_MODES, PairwiseJudge, Reconcile, parse_pairwise_reply
+    from ._plugins import build
+    from ._reply import JudgeOutcome, ReplyInvalid, ask_judge
+    from ._tool_calls import ToolCalls, match_tool_calls
+    from ._trajectory import ToolUsed, TrajectoryCheck, combine
 
 _LAZY = {
     "CONVERSATION_MODES": "._conversation",

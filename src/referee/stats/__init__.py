@@ -4,7 +4,7 @@ The agreement statistics load on first use: they import scipy.stats (about 0.5 s
 `referee view` and the judging commands never need.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, Interval, bootstrap_ci, bootstrap_stat
 from ._counts import bootstrap_means, mean_interval
@@ -13,6 +13,9 @@ from ._multiple import benjamini_hochberg
 from ._paired import McNemarResult, PairedResult, mcnemar_exact, paired_bootstrap
 from ._power import cases_needed, min_detectable_drop
 from ._ranking import Leaderboard, Standing, leaderboard, win_rate
+
+if TYPE_CHECKING:  # the lazy names below, typed for type checkers and editors
+    from ._agreement import Agreement, agreement, cohen_kappa, correlation, correlation_ci, kappa_ci
 
 _LAZY = dict.fromkeys(("Agreement", "agreement", "cohen_kappa", "correlation", "correlation_ci", "kappa_ci"),
                       "._agreement")
