@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -219,7 +220,7 @@ def test_the_expansion_is_named_in_the_output(tmp_path: Path, capsys: pytest.Cap
     # A tiny resampling budget: 5000 all-distinct scores, too costly to resample, take the expansion.
     monkeypatch.setattr(counts, "BUDGET_S", 1e-6)
     rng = np.random.default_rng(3)
-    rows = [{"id": f"c{i}", "score": float(s)} for i, s in enumerate(rng.random(5000))]
+    rows: list[dict[str, Any]] = [{"id": f"c{i}", "score": float(s)} for i, s in enumerate(rng.random(5000))]
     base = write_rows(tmp_path / "b.jsonl", rows)
     cur = write_rows(tmp_path / "c.jsonl", [{**r, "score": r["score"] * 0.999} for r in rows])
     code, out, _ = score([cur, "--baseline", base, "--json-out", str(tmp_path / "s.json")], capsys)

@@ -17,7 +17,7 @@ from referee.calibrate._escalation import choose_threshold
 from referee.cli import cli
 from referee.errors import UserError
 from referee.judges import LLMJudge
-from referee.providers import FakeProvider
+from referee.providers import FakeProvider, JudgeRequest
 from referee.results import panel_of
 
 TARGET, CONF = 0.9, 0.9
@@ -35,7 +35,7 @@ def test_held_out_agreement_meets_the_target_in_the_stated_share_of_repetitions(
     reps, true_ok, held_ok, coverage = 200, 0, 0, []
     for _ in range(reps):
         c, a = _judge(1000, rng)
-        ch = choose_threshold(c, a, target=TARGET, confidence=CONF)
+        ch = choose_threshold(c.tolist(), a.tolist(), target=TARGET, confidence=CONF)
         if ch.threshold is None:
             true_ok += 1  # nothing kept: no kept verdict disagrees
             held_ok += 1
@@ -71,7 +71,7 @@ def test_the_threshold_is_the_lowest_passing_one_in_the_sequence() -> None:
 def test_an_unmeetable_level_keeps_nothing() -> None:
     rng = np.random.default_rng(1)
     c, a = rng.random(200), rng.random(200) < 0.8  # 80% whatever the confidence
-    ch = choose_threshold(c, a, target=0.99, confidence=0.9)
+    ch = choose_threshold(c.tolist(), a.tolist(), target=0.99, confidence=0.9)
     assert ch.threshold is None and not ch.met and ch.kept == 0
     # Confidence 0 (no verdict) is never kept, even when every such case agreed.
     assert choose_threshold([0.0] * 50, [True] * 50, target=0.5).threshold is None
@@ -98,8 +98,10 @@ def _passes(judge: int, i: int) -> bool:
 
 
 def _fake(j: int, model: str, score_pass: float = 0.9) -> referee.Judge:
-    def reply(req: object) -> str:
-        i = int(re.search(r"answer-(\d+)", " ".join(m.content for m in req.messages)).group(1))  # type: ignore
+    def reply(req: JudgeRequest) -> str:
+        found = re.search(r"answer-(\d+)", " ".join(m.content for m in req.messages))
+        assert found is not None
+        i = int(found.group(1))
         ok = _passes(j, i) if j >= 0 else (i % 8 == 0)  # the stronger judge (j < 0): its own view
         return json.dumps({"overall_score": score_pass if ok else 0.1})
 
@@ -113,7 +115,8 @@ CASES = [{"id": f"c{i}", "input": "q", "output": f"answer-{i}"} for i in range(N
 
 def _run(tmp_path: Path, **panel: object) -> referee.EvalResult:
     return referee.evaluate(CASES, [LLMJudge(rubric="- correct")],
-                            judge=[_fake(0, "m0"), _fake(1, "m1"), _fake(2, "m2")], panel=panel or None,
+                            judge=[_fake(0, "m0"), _fake(1, "m1"), _fake(2, "m2")],  # type: ignore[arg-type]
+                            panel=panel or None,
                             out=tmp_path / "r.jsonl", progress=False)
 
 
@@ -125,7 +128,7 @@ def test_below_the_threshold_a_case_needs_a_human_or_goes_to_the_stronger_judge(
     assert all(r.status == "scored" for r in res.rows if int(r.id[1:]) % 4)
     strong = _fake(-1, "strong")
     res2 = referee.evaluate(CASES, [LLMJudge(rubric="- correct")],
-                            judge=[_fake(0, "m0"), _fake(1, "m1"), _fake(2, "m2")],
+                            judge=[_fake(0, "m0"), _fake(1, "m1"), _fake(2, "m2")],  # type: ignore[arg-type]
                             panel={"escalate_below": 1.0, "escalate_to": strong}, progress=False)
     esc = [r for r in res2.rows if int(r.id[1:]) % 4 == 0]
     assert all(r.status == "scored" and "escalated" in r.flags for r in esc)

@@ -13,7 +13,7 @@ import referee
 from referee.calibrate import panel_agreement
 from referee.cli import cli
 from referee.judges import LLMJudge
-from referee.providers import FakeProvider
+from referee.providers import FakeProvider, JudgeRequest
 from referee.results import panel_of
 from referee.stats._panel import krippendorff_alpha, pairwise_kappa
 
@@ -28,9 +28,11 @@ HUMAN = {f"c{i}": (1 if i in {0, 1, 2, 3, 4, 5, 6, 8} else 0) for i in range(N) 
 
 
 def _judge(model: str) -> referee.Judge:
-    def reply(req: object) -> str:
-        text = " ".join(m.content for m in req.messages)  # type: ignore[attr-defined]
-        i = int(re.search(r"answer-(\d+)", text).group(1))  # type: ignore[union-attr]
+    def reply(req: JudgeRequest) -> str:
+        text = " ".join(m.content for m in req.messages)
+        found = re.search(r"answer-(\d+)", text)
+        assert found is not None
+        i = int(found.group(1))
         return json.dumps({"overall_score": 0.9 if i in PASSES[model] else 0.1})
 
     return referee.Judge(FakeProvider(reply, model=model), cache=False, input_price_per_mtok=1,
@@ -41,7 +43,8 @@ def _judge(model: str) -> referee.Judge:
 def run(tmp_path_factory: pytest.TempPathFactory) -> referee.EvalResult:
     out = tmp_path_factory.mktemp("panel") / "results.jsonl"
     cases = [{"id": f"c{i}", "input": "q", "output": f"answer-{i}"} for i in range(N)]
-    return referee.evaluate(cases, [LLMJudge(rubric="- correct")], judge=[_judge(m) for m in PASSES],
+    return referee.evaluate(cases, [LLMJudge(rubric="- correct")],
+                            judge=[_judge(m) for m in PASSES],  # type: ignore[arg-type]
                             out=out, progress=False)
 
 

@@ -49,6 +49,7 @@ def test_images_in_output_contexts_turns_and_tool_results_are_all_checked(tmp_pa
             "turns": [{"role": "user", "content": [img]}, {"role": "assistant", "content": "ok"}],
             "trajectory": [{"step": 1, "tool": "screenshot", "result": img}]}
     c = load_cases(_write(tmp_path, case)).cases[0]
+    assert c.turns is not None and c.trajectory is not None
     for value in (c.output, c.get("contexts")[0], c.turns[0]["content"][0], c.trajectory[0]["result"]):
         assert value["sha256"] and value["media_type"] == "image/png"
     bad = {**case, "trajectory": [{"step": 1, "tool": "screenshot", "result": part(b"\x89PNG\r\n\x1a\n")}]}
@@ -189,7 +190,8 @@ def test_an_image_named_by_many_parts_is_read_once_and_held_once(tmp_path: Path)
     assert loaded[4].input[1]["name"] == "n4" and loaded[0].input[0]["name"] == "a.png"  # names stay per part
     assert loaded[0].input[3]["sha256"] == hashlib.sha256(png(3, 3)).hexdigest()
     # A lying media type is refused for a file already read as well.
-    bad = [*cases[:1], {"id": "x", "input": {"type": "image", "path": "a.png", "media_type": "image/gif"}}]
+    bad: list[dict[str, Any]] = [*cases[:1], {"id": "x", "input": {"type": "image", "path": "a.png",
+                                                                     "media_type": "image/gif"}}]
     with pytest.raises(InputError, match="declared as image/gif but its bytes are image/png"):
         load_cases(_write(tmp_path, *bad))
 

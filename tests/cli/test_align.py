@@ -117,6 +117,7 @@ def _aligned_suite(tmp_path: Path, fake_server: Any, capsys: pytest.CaptureFixtu
                    fitted_template: str | None = None) -> Path:
     """A suite whose judge entry uses an aligned judge fitted on rows by openai judge-1 with the entry's own
     template (or, given ``fitted_template``, rows that carried another template's hash)."""
+    from referee.judges import LLMJudge
     from referee.suites import load_suite
 
     (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "q", "output": "yes", "reference": "yes"}\n')
@@ -124,7 +125,9 @@ def _aligned_suite(tmp_path: Path, fake_server: Any, capsys: pytest.CaptureFixtu
     suite.write_text(f"name: s\ncases: cases.jsonl\njudge: {{provider: openai, model: judge-1, base_url: "
                      f"'{fake_server.openai_base_url}'}}\nevaluators:\n  - id: judge\n    llm_judge: "
                      "{criteria: [quality]}\n")
-    template_hash = fitted_template or load_suite(suite).specs[0].evaluator.template_hash
+    entry = load_suite(suite).specs[0].evaluator
+    assert isinstance(entry, LLMJudge) and entry.template_hash is not None
+    template_hash = fitted_template or entry.template_hash
     judge, human = squashed(60, seed=3)
     run = write_run(tmp_path / "run.jsonl", judge, template_hash=template_hash)
     lab = write_labels(tmp_path / "labels.jsonl", [{"id": c, "score": v} for c, v in human.items()])

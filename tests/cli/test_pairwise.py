@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def _verdict(winner: str, why: str = "because") -> str:
     return json.dumps({"winner": winner, "rationale": why})
 
 
-def _setup(tmp_path: Path, cases: list[dict[str, object]]) -> tuple[Path, Path, Path]:
+def _setup(tmp_path: Path, cases: Sequence[Mapping[str, object]]) -> tuple[Path, Path, Path]:
     c = tmp_path / "cases.jsonl"
     c.write_text("".join(json.dumps(x) + "\n" for x in cases), encoding="utf-8")
     t = tmp_path / "t.md"
@@ -36,7 +37,7 @@ def _run(srv: FakeLLMServer, c: Path, t: Path, out: Path, *extra: str) -> int:
                 "--base-url", srv.openai_base_url, "--model", "m", "--max-retries", "0", *extra])
 
 
-def _rows(out: Path) -> dict[str, dict[str, object]]:
+def _rows(out: Path) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
 
 

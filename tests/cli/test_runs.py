@@ -121,6 +121,7 @@ def test_compare_with_no_runs_named_takes_the_newest_and_the_one_before_it(
     assert code == 1 and f"baseline: run {a[:12]} (" in err and f"candidate: run {b[:12]} (" in err
     # A newer run of another suite is the newest run: alone in its suite, it has nothing to be compared with ...
     other = referee.evaluate(GOOD, EVALS, name="other", store=store_url, out=tmp_path / "o.jsonl", progress=False)
+    assert other.run_id is not None
     code, _, err = run_cli(["runs", "compare", "--store", store_url], capsys)
     assert code == 2 and f"run {other.run_id[:12]} (suite 'other') is the only complete run" in err
     # ... and --suite picks the suite; one judged differently is not its earlier run.

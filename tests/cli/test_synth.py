@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import referee
 from tests.support.cli import run_cli
 
 DOCS = Path(__file__).resolve().parents[1] / "data" / "synth" / "docs"
 
 
-def test_synth_with_the_standin_writes_a_case_file_referee_run_reads(tmp_path, capsys):
+def test_synth_with_the_standin_writes_a_case_file_referee_run_reads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cases.jsonl"
     code, stdout, err = run_cli(["synth", str(DOCS), "-o", str(out), "--n", "6", "--provider", "standin",
                                  "--persona", "new customer=2", "--persona", "support agent", "--json"], capsys)
@@ -32,7 +35,8 @@ def test_synth_with_the_standin_writes_a_case_file_referee_run_reads(tmp_path, c
     assert code == 0, err
 
 
-def test_the_dry_run_sends_nothing_and_counts_what_is_cached(tmp_path, capsys):
+def test_the_dry_run_sends_nothing_and_counts_what_is_cached(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["synth", str(DOCS), "-o", str(tmp_path / "c.jsonl"), "--n", "10", "--provider", "standin"]
     code, stdout, err = run_cli([*args, "--dry-run", "--json"], capsys)
     assert code == 0 and not (tmp_path / "c.jsonl").exists()
@@ -43,7 +47,7 @@ def test_the_dry_run_sends_nothing_and_counts_what_is_cached(tmp_path, capsys):
     assert (est["requests"], est["cached"]) == (2, 1)
 
 
-def test_a_shortfall_exits_1_and_keeps_the_cases(tmp_path, capsys):
+def test_a_shortfall_exits_1_and_keeps_the_cases(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = tmp_path / "tiny.md"
     doc.write_text("Refunds for unopened items are issued within 14 days of the return reaching us.\n")
     out = tmp_path / "c.jsonl"
@@ -53,7 +57,7 @@ def test_a_shortfall_exits_1_and_keeps_the_cases(tmp_path, capsys):
     assert len(out.read_text().splitlines()) == 1
 
 
-def test_usage_errors_exit_2(tmp_path, capsys):
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = tmp_path / "d.md"
     doc.write_text("Refunds for unopened items are issued within 14 days of the return reaching us.\n")
     for extra, words in ((["--kind", "trivia=1"], "unknown kind"), (["--kind", "single_hop=x"], "NAME=WEIGHT"),
@@ -66,7 +70,8 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert code == 2 and "give DOCUMENTS" in err
 
 
-def test_the_html_coverage_report_draws_the_summary_and_escapes_names(tmp_path, capsys):
+def test_the_html_coverage_report_draws_the_summary_and_escapes_names(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     page = tmp_path / "coverage.html"
     hostile = "<script>alert(1)</script>"
     code, stdout, err = run_cli(["synth", str(DOCS), "-o", str(tmp_path / "c.jsonl"), "--n", "5", "--provider",
@@ -85,7 +90,7 @@ def test_the_html_coverage_report_draws_the_summary_and_escapes_names(tmp_path, 
     assert code == 2 and "--html" in err
 
 
-def test_store_flags(tmp_path, capsys):
+def test_store_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from referee.store import open_store
 
     history = tmp_path / "h.sqlite"

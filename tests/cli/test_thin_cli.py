@@ -13,6 +13,7 @@ from referee.cli import cli
 from referee.errors import UserError
 from referee.metaeval import named_leaderboard, pairwise_tally, rank_results
 from referee.redteam import run_redteam, run_redteam_async
+from referee.results import Status
 
 
 def _rt(cid: str, category: str, behaviour: str, output: str | None) -> dict[str, object]:
@@ -55,7 +56,7 @@ async def test_run_redteam_async_inside_a_running_loop(tmp_path: Path) -> None:
     assert [r.passed for r in run.result.rows] == [r.passed for r in sync.result.rows] == [False]
 
 
-def _row(i: int, status: str = "scored", score: float | None = None, passed: bool | None = None,
+def _row(i: int, status: Status = "scored", score: float | None = None, passed: bool | None = None,
          category: str = "c") -> ResultRow:
     return ResultRow(id=f"r{i}", status=status, score=score, passed=passed, category=category, evaluator="x")
 

@@ -24,7 +24,7 @@ def _blocks(lang: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_shell_blocks_run_in_order_without_a_key(tmp_path, monkeypatch):
+def test_the_shell_blocks_run_in_order_without_a_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
         env.pop(key, None)
@@ -42,7 +42,7 @@ def test_the_shell_blocks_run_in_order_without_a_key(tmp_path, monkeypatch):
     assert ns["result"].met
 
 
-def test_the_figures_the_page_states_are_the_codes():
+def test_the_figures_the_page_states_are_the_codes() -> None:
     assert synth.NEAR_DUPLICATE == 0.7 and synth.ALL_PAIRS_LIMIT == 500 and synth.CRITIC_THRESHOLD == 3
     assert synth.ANSWERABLE_SHARE == 0.8 and synth.MAX_ROUNDS == 4 and synth.BATCH_SIZE == 5
     assert _evidence.MAX_ELIDED_CHARS == 240 and synth.MAX_DOCUMENT_BYTES == 20 * 1024 * 1024

@@ -111,7 +111,7 @@ def test_a_named_module_beside_the_cases_is_imported_and_played(downloaded: tupl
     folder, mod = downloaded
     path = _write(folder, _scenario("mine", f"{mod}:Env"))
     _, sim = sides(fake_server)
-    fake_server.responder = lambda req: "Thanks. ###STOP###"  # type: ignore[assignment,return-value]
+    fake_server.responder = lambda req: "Thanks. ###STOP###"
     run = run_episodes(path, PythonAgent(_agent), sim, environments=[mod])
     assert (folder / "IMPORTED").exists() and [r.status for r in run.rows] == ["scored"]
     assert str(folder) not in sys.path

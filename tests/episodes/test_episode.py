@@ -222,7 +222,7 @@ def test_an_agent_that_raises_ends_the_episode_as_agent_error_with_reward_zero(f
 
 
 def test_a_failing_simulator_is_an_error_row_not_a_grade(fake_server: FakeLLMServer) -> None:
-    fake_server.responder = lambda req: Reply(status=400, body={"error": "bad request"})  # type: ignore[assignment,return-value]
+    fake_server.responder = lambda req: Reply(status=400, body={"error": "bad request"})
     [row] = _run(fake_server, [SCENARIO]).rows
     assert row.details["episode"]["termination"] == "user_error"
     assert row.status == "error" and row.passed is None
@@ -306,7 +306,7 @@ def _with_judge(server: FakeLLMServer, verdict: dict[str, Any]) -> None:
             return json.dumps(verdict)
         return inner(req)
 
-    server.responder = respond  # type: ignore[assignment]
+    server.responder = respond
 
 
 def _judge(server: FakeLLMServer) -> Any:

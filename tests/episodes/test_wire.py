@@ -44,7 +44,7 @@ def test_an_agent_model_on_each_wire_format_plays_the_episode(fake_server: FakeL
             return user_replies(str(req.body["messages"][-1]["content"]))
         return _agent(req)
 
-    fake_server.responder = respond  # type: ignore[assignment]
+    fake_server.responder = respond
     base = fake_server.openai_base_url if provider == "openai" else fake_server.url
     agent = model_agent(provider, "agent-m", base_url=base, system="Help customers.")
     sim = simulator("openai", USER_MODEL, base_url=fake_server.openai_base_url)

@@ -69,7 +69,7 @@ def test_rubric_judge_through_the_api() -> None:
     assert row.status == "scored", row.error
     # One evaluator: the rubric's own row (referee evaluate's), its criteria typed on the row.
     assert row.evaluator == "rubric" and row.score is not None and 0.0 <= row.score <= 1.0
-    assert {c.id for c in row.criteria} == {c.id for c in referee.judges.Rubric()._model.criteria}  # type: ignore[union-attr]
+    assert {c.id for c in row.criteria} == {c.id for c in referee.judges.Rubric()._model.criteria}
     assert row.check("rubric").criteria == row.criteria and row.check().score == row.score
     assert row.usage is not None and row.judge is not None and row.judge.provider == "fake"
     assert r.passed

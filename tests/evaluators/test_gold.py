@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,13 +56,13 @@ def _which(req: WireRequest) -> str | None:
     return None
 
 
-def _responder(verdicts: dict[str, dict[str, object]]):  # type: ignore[no-untyped-def]
+def _responder(verdicts: dict[str, dict[str, object] | str]) -> Callable[[WireRequest], str]:
     def respond(req: WireRequest) -> str:
         cid = _which(req)
         if cid is None:  # single call
             return json.dumps({"criteria": verdicts})
         v = verdicts[cid]
-        return v if isinstance(v, str) else json.dumps(v)  # type: ignore[return-value]
+        return v if isinstance(v, str) else json.dumps(v)
     return respond
 
 

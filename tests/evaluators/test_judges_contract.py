@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def crit_reply(score: float) -> str:
     return json.dumps({k: {"score": score, "rationale": f"{k} {score}"} for k in ("relevance", "consistency", "memory")})
 
 
-def by_turn(good: str, bad: str) -> object:
+def by_turn(good: str, bad: str) -> Callable[[JudgeRequest], str]:
     """Replies by which assistant turn is judged (the final_turn block), whatever the order of the calls."""
     def reply(req: JudgeRequest) -> str:
         return bad if "Who are you again?" in req.messages[1].content else good

@@ -4,6 +4,7 @@ through ``referee.evaluate`` with fake judges: the row keeps every judge, totals
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -46,8 +47,9 @@ def test_majority_mean_median_min_all_pass_weighted_by_hand() -> None:
     assert w.score == pytest.approx((0.9 + 0.8 + 6 * 0.2) / 8) and w.passed is False
 
 
-def panel_of_result(res: CheckResult) -> dict:
-    return res.details["panel"]
+def panel_of_result(res: CheckResult) -> dict[str, Any]:
+    panel: dict[str, Any] = res.details["panel"]
+    return panel
 
 
 def test_totals_keep_every_judge() -> None:
@@ -113,11 +115,11 @@ def test_a_panel_is_refused_when_its_options_make_no_sense() -> None:
     with pytest.raises(UserError, match="non-empty list"):
         PanelEvaluator(inner=inner, members=())
     with pytest.raises(OptionError, match="quorum"):
-        PanelEvaluator(inner=inner, members=("openai:a",), quorum=2)
+        PanelEvaluator(inner=inner, members=(PanelMember("openai:a"),), quorum=2)
     with pytest.raises(OptionError, match="rule"):
-        PanelEvaluator(inner=inner, members=("openai:a",), rule="mode")  # type: ignore[arg-type]
+        PanelEvaluator(inner=inner, members=(PanelMember("openai:a"),), rule="mode")  # type: ignore[arg-type]
     with pytest.raises(OptionError, match="min has no meaning"):
-        PanelEvaluator(inner=referee.judges.Pairwise(), members=("openai:a",), rule="min")
+        PanelEvaluator(inner=referee.judges.Pairwise(), members=(PanelMember("openai:a"),), rule="min")
     with pytest.raises(UserError, match="weight"):
         PanelMember("openai:a", weight=float("nan"))
     with pytest.raises(UserError, match="unknown field"):
@@ -198,6 +200,7 @@ def test_dry_run_counts_every_judge() -> None:
     three = estimate_run(with_panel(suite, ["openai:a", "openai:b", "openai:c"]), provider="openai",
                          model="gpt-4o-mini", input_price=1, output_price=1)
     assert three.judge.calls == 3 * one.judge.calls == 9
+    assert one.judge.cost_usd is not None
     assert three.judge.cost_usd == pytest.approx(3 * one.judge.cost_usd, rel=1e-3)  # tokens: chars // 4
     assert "a panel judges llm_judge: one call per judge" in three.describe()
     # The same prompt to three judges is three calls: each request names its judge, so no count merges them.

@@ -344,4 +344,4 @@ def test_critical_false_keeps_the_weighted_mean_and_alone_faithfulness_keeps_its
     alone = referee.evaluate([{**_INVENTED, "output": "Single sign-on is included in the Enterprise plan only. "
                                                       "It is free on every plan."}],
                              ["faithfulness"], judge="standin", progress=False).rows[0]
-    assert 0 < alone.score < 1 and "critical_failed" not in alone.flags   # its own fraction, not zeroed
+    assert alone.score is not None and 0 < alone.score < 1 and "critical_failed" not in alone.flags   # its own fraction, not zeroed

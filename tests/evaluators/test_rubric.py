@@ -12,6 +12,7 @@ import pytest
 from referee.cases._case import Case
 from referee.evaluators._base import JudgeSettings
 from referee.evaluators._rubric import RubricJudge, reply_schema
+from referee.providers._fake import FakeProvider
 from referee.results import ResultRow
 from referee.rubrics import load_rubric, parse_rubric
 from referee.runner import JudgeClient
@@ -87,6 +88,7 @@ async def test_ungrounded_reask_then_keep_with_flag(judge: JudgeRun,
     reask = load_rubric("agent-evaluation").model_copy(update={"ungrounded": "reask"})
     client = fake_judge([rubric_reply(quotes=INVENTED)] * 2)
     provider = client.provider
+    assert isinstance(provider, FakeProvider)
     row = await RubricJudge(reask).bound(JudgeSettings(client)).judge_row(CASE)
     assert len(provider.requests) == 2
     assert "not found" in provider.requests[1].messages[-1].content

@@ -33,7 +33,9 @@ EXPECTED = [{"get_weather": {"city": ["San Francisco, CA", "SF"], "unit": ["cels
 
 
 def grade(args: Any, expected: Any = EXPECTED, functions: Any = WEATHER, **kw: Any) -> referee.CheckResult:
-    return match_tool_calls([{"get_weather": args}] if isinstance(args, dict) else args, expected, functions, **kw)
+    result: referee.CheckResult = match_tool_calls([{"get_weather": args}] if isinstance(args, dict) else args,
+                                                   expected, functions, **kw)
+    return result
 
 
 def test_a_matching_call_passes_with_optional_parameters_absent() -> None:
@@ -92,7 +94,9 @@ def test_array_items_have_the_documented_type_a_bool_is_never_an_int() -> None:
     exp = [{"f": {"ints": [[1, 2]], "floats": [[12.0, 15.0]], "flags": [[True, False], ""]}}]
 
     def call(**args: Any) -> referee.CheckResult:
-        return match_tool_calls([{"f": {"ints": [1, 2], "floats": [12.0, 15.0], **args}}], exp, docs)
+        result: referee.CheckResult = match_tool_calls([{"f": {"ints": [1, 2], "floats": [12.0, 15.0], **args}}],
+                                                       exp, docs)
+        return result
 
     assert call().passed and call(flags=[True, False]).passed
     assert call(ints=[True, 2]).reason.endswith("wrong type for 'ints': an item is bool, expected array of int")
@@ -553,7 +557,8 @@ def test_agrees_with_bfcl_on_irrelevance() -> None:
     questions = _read(data / "BFCL_v4_irrelevance.json") + _read(data / "BFCL_v4_live_irrelevance.json")
     compared = 0
     for q in questions:
-        fn = q["function"][0] if q["function"] else {"name": "lookup", "parameters": {"required": ["q"]}}
+        fn: dict[str, Any] = (q["function"][0] if q["function"]
+                              else {"name": "lookup", "parameters": {"required": ["q"]}})
         some_call = [{fn["name"]: {p: 1 for p in fn["parameters"].get("required", [])}}]
         for trial in ([], some_call):
             # BFCL's irrelevance rule: right when the decoded output holds no function call.

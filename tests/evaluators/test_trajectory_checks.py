@@ -72,7 +72,7 @@ def test_exact_sequence_reports_first_difference() -> None:
 
 
 def test_unordered_allow_extra() -> None:
-    steps = [REFUND, LOOKUP, {"tool": "send_email"}]
+    steps: list[dict[str, Any]] = [REFUND, LOOKUP, {"tool": "send_email"}]
     assert run("tool_sequence", case(steps), expected=["lookup_invoice", "issue_refund"], mode="unordered",
                allow_extra=True).passed is True
 

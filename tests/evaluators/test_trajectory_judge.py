@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from referee.cases._case import Case
-from referee.evaluators._base import JudgeSettings
+from referee.evaluators._base import JudgeSettings, LLMEvaluator
 from referee.evaluators._conversation import ConversationJudge, conversation_of
 from referee.evaluators._prompt_guard import neutralise
 from referee.evaluators._redteam import RedteamJudge
@@ -20,6 +20,7 @@ from referee.evaluators._trajectory_judge import (
     render_trajectory,
 )
 from referee.providers._base import JudgeRequest
+from referee.providers._fake import FakeProvider
 from referee.runner import JudgeClient
 from referee.trajectories import from_seed
 
@@ -44,6 +45,12 @@ def traj_case(**extra: Any) -> Case:
 ALL_GOOD = dict.fromkeys(TRAJECTORY_CRITERIA, 1.0)
 
 
+def _requests(c: JudgeClient) -> list[JudgeRequest]:
+    """The requests the fake judge's provider was sent."""
+    assert isinstance(c.provider, FakeProvider)
+    return c.provider.requests
+
+
 # -- trajectory judge -----------------------------------------------------------------------------------
 
 async def test_trajectory_judge_rows_have_per_criterion_scores(fake_judge: FakeJudge) -> None:
@@ -52,7 +59,7 @@ async def test_trajectory_judge_rows_have_per_criterion_scores(fake_judge: FakeJ
     assert row.status == "scored" and row.score == 1.0 and row.evaluator == "trajectory_judge"
     assert [x.id for x in row.criteria] == list(TRAJECTORY_CRITERIA)
     assert row.category == "refund" and row.judge is not None and row.usage is not None
-    req = c.provider.requests[0]
+    req = _requests(c)[0]
     assert req.response_schema is not None
     assert set(req.response_schema["required"]) == set(TRAJECTORY_CRITERIA)
     assert req.response_schema["additionalProperties"] is False
@@ -76,7 +83,7 @@ async def test_invalid_replies_are_unscored_after_one_reask(fake_judge: FakeJudg
     c = fake_judge(['{"tool_selection": {"score": 7}}', "not json"])
     row = await TrajectoryJudge().bound(JudgeSettings(c)).judge_row(traj_case())
     assert row.status == "unscored" and row.score is None and row.raw_reply == "not json"
-    assert len(c.provider.requests) == 2
+    assert len(_requests(c)) == 2
 
 
 async def test_unreadable_trajectory_is_an_error_row_without_a_judge_call(fake_judge: FakeJudge) -> None:
@@ -84,7 +91,7 @@ async def test_unreadable_trajectory_is_an_error_row_without_a_judge_call(fake_j
     bad = Case(id="b", data={"id": "b", "trajectory": [{"step": 1, "args": "{oops"}]})
     row = await TrajectoryJudge().bound(JudgeSettings(c)).judge_row(bad)
     assert row.status == "error" and "case 'b'" in (row.error or "") and "step 1" in (row.error or "")
-    assert not c.provider.requests
+    assert not _requests(c)
 
 
 def test_render_is_one_line_per_step_and_truncates() -> None:
@@ -115,7 +122,7 @@ def _outside(user: str, nonce: str) -> str:
     return re.sub(rf"<([a-z_]+)-{nonce}>.*?</\1-{nonce}>", "", user, flags=re.DOTALL)
 
 
-def _request(judge: Any, case: Case) -> JudgeRequest:
+def _request(judge: LLMEvaluator, case: Case) -> JudgeRequest:
     return judge.request(case, case.output)
 
 
@@ -212,7 +219,7 @@ async def test_final_turn_judged_in_context(fake_judge: FakeJudge) -> None:
     rows = await ConversationJudge(mode="final").bound(JudgeSettings(c)).judge_rows(conv_case())
     assert len(rows) == 1 and rows[0].status == "scored" and rows[0].turn is None
     assert rows[0].score == pytest.approx(2.5 / 3, abs=1e-6)
-    user = c.provider.requests[0].messages[1].content
+    user = _requests(c)[0].messages[1].content
     nonce, blocks = _blocks_any(user)
     b = dict(blocks)
     assert b["transcript"].splitlines() == ["User: I'm Sam, invoice INV-1042 was charged twice.",
@@ -232,7 +239,7 @@ async def test_whole_conversation_mode_uses_goal_completion_as_outcome(fake_judg
     c = fake_judge([reply({"consistency": 1, "memory": 0.2, "goal_completion": 1})])
     rows = await ConversationJudge(mode="conversation").bound(JudgeSettings(c)).judge_rows(conv_case())
     assert rows[0].score == 0.5 and rows[0].evaluator == "conversation_conversation"
-    assert "goal_completion" in c.provider.requests[0].messages[1].content
+    assert "goal_completion" in _requests(c)[0].messages[1].content
 
 
 async def test_per_turn_rows_carry_the_turn_number(fake_judge: FakeJudge) -> None:
@@ -241,7 +248,7 @@ async def test_per_turn_rows_carry_the_turn_number(fake_judge: FakeJudge) -> Non
     rows = await ConversationJudge(mode="per_turn").bound(JudgeSettings(c)).judge_rows(conv_case())
     assert [r.turn for r in rows] == [2, 4]
     assert [r.score for r in rows] == [1.0, 0.0]
-    first_context = dict(_blocks_any(c.provider.requests[0].messages[1].content)[1])["transcript"]
+    first_context = dict(_blocks_any(_requests(c)[0].messages[1].content)[1])["transcript"]
     assert first_context == "User: I'm Sam, invoice INV-1042 was charged twice."
 
 
@@ -250,7 +257,7 @@ async def test_unknown_role_is_an_error_row_naming_case_and_turn(fake_judge: Fak
     bad = Case(id="r1", data={"id": "r1", "turns": [TURNS[0], {"role": "customer", "content": "hi"}], "output": "x"})
     rows = await ConversationJudge(mode="final").bound(JudgeSettings(c)).judge_rows(bad)
     assert rows[0].status == "error" and "case 'r1', turn 2: unknown role 'customer'" in (rows[0].error or "")
-    assert not c.provider.requests
+    assert not _requests(c)
 
 
 # -- red-team judge -------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ def test_images_step_with_the_stand_in(tmp_path: Path, capsys: pytest.CaptureFix
     assert set(rows) == {"save-01", "billing-02", "signin-03"}
     assert all(r.status == "scored" for r in rows.values())
     assert rows["save-01"].passed and rows["billing-02"].passed and not rows["signin-03"].passed
-    assert "stand-in judge" in (rows["save-01"].check("judge").reason or "")  # type: ignore[union-attr]
+    assert "stand-in judge" in (rows["save-01"].check("judge").reason or "")
     # The suite's prompt does not name the screenshot: said once, not silently dropped.
     assert text.count("field 'screenshot' holds an image") == 1
     # The prompt that shows the screenshot: refused before any call, nothing written as a verdict.

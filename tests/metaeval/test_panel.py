@@ -14,7 +14,7 @@ from referee.errors import InputError, UserError
 from referee.metaeval import judgebench_panel_data, llmbar_panel_data, panel_data, panel_meta
 from referee.metaeval._judgebench import judgebench_accuracy, read_outputs
 from referee.metaeval._pairwise import PairVerdict
-from referee.metaeval._panel import _verdicts, log_odds_weights
+from referee.metaeval._panel import PanelData, _verdicts, log_odds_weights
 
 
 def _v(i: int, label: str, noswap: str | None, swap: str | None) -> PairVerdict:
@@ -27,7 +27,7 @@ B = [("1", "1"), ("2", "2"), ("2", "2"), ("2", "tie"), ("1", None)]  # votes 1, 
 C = [("2", "2"), ("1", "1"), ("1", "tie"), ("2", "2"), (None, None)]  # votes 2, 1, 1, 2, none
 
 
-def _data() -> object:
+def _data() -> PanelData:
     return panel_data("t", {n: [_v(i, "1", *o) for i, o in enumerate(j)] for n, j in
                             (("A", A), ("B", B), ("C", C))})
 
@@ -61,10 +61,11 @@ def test_log_odds_weights() -> None:
     assert w[3] == pytest.approx(np.log(99))  # clipped: a perfect judge on training folds is not a dictator
 
 
-def _sim(n: int, accs: list[float], seed: int, copy_of: dict[int, int] | None = None) -> dict[str, list]:
+def _sim(n: int, accs: list[float], seed: int,
+         copy_of: dict[int, int] | None = None) -> dict[str, list[PairVerdict]]:
     rng = np.random.default_rng(seed)
     labels = rng.choice(["1", "2"], size=n)
-    out = {}
+    out: dict[str, list[PairVerdict]] = {}
     for j, p in enumerate(accs):
         if copy_of and j in copy_of:
             out[f"J{j}"] = [PairVerdict(v.id, v.label, v.noswap, v.swap) for v in out[f"J{copy_of[j]}"]]
@@ -81,8 +82,9 @@ def test_independent_judges_panel_beats_the_best_single_judge_held_out() -> None
     m = panel_meta(panel_data("sim", _sim(600, [0.7, 0.7, 0.7, 0.7, 0.7], 1)), n_boot=300, max_size=5)
     # Five independent 70% judges: majority ~ 84%, about five effective votes.
     five = next(p for p in m.panels if len(p.judges) == 5 and p.rule == "majority")
-    assert five.accuracy.estimate > 0.78
-    assert five.effective.estimate > 4.0
+    assert five.accuracy.estimate is not None and five.accuracy.estimate > 0.78
+    assert five.effective.estimate is not None and five.effective.estimate > 4.0
+    assert m.cv.panel.estimate is not None and m.cv.single.estimate is not None
     assert m.cv.panel.estimate > m.cv.single.estimate
     assert m.cv.panel_vs_single.lo is not None and m.cv.panel_vs_single.lo > 0
     d = m.to_dict()
@@ -140,13 +142,15 @@ def test_judge_accuracy_is_judgebench_accuracy_on_the_shared_data(shared_data: P
     for f, j in zip(files, m.judges, strict=True):
         assert j.accuracy.estimate == pytest.approx(judgebench_accuracy(read_outputs(f)))
     assert m.best_single == "arena_hard:o1-mini-2024-09-12"
-    assert round(m.judges[0].accuracy.estimate * 100, 2) == 65.71
+    first = m.judges[0].accuracy.estimate
+    assert first is not None and round(first * 100, 2) == 65.71
     # The five reward models are from three families: the panel warns where two share one.
     fams = {j.name: j.family for j in m.judges}
     assert fams["reward_model:internlm_internlm2-7b-reward"] == fams["reward_model:internlm_internlm2-20b-reward"]
     assert "internlm" in m.all_judges.shared_families
     # Six judges, but their errors correlate: far fewer than six votes.
-    assert m.all_judges.effective.estimate < 3.0
+    effective = m.all_judges.effective.estimate
+    assert effective is not None and effective < 3.0
 
 
 def test_outputs_of_different_response_models_do_not_make_a_panel(shared_data: Path) -> None:

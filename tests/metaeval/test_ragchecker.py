@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from referee.metaeval import RagCheckerMeta, ragchecker_meta, read_ragchecker
-from referee.results import CriterionScore, ResultRow
+from referee.results import CriterionScore, ResultRow, Status
 from tests.support.cli import run_cli
 
 # The RAGChecker and human-human rows of Ru et al.'s Table 2 (arXiv 2408.08067) as the paper's method gives them on
@@ -95,7 +95,7 @@ def _rows(baseline: list[dict[str, Any]], *, as_criteria: bool = False,
             for aspect, metric in METRICS.items():
                 off = (inst["instance_id"], side, metric) in unscored
                 score = None if off else float(rec[f"{aspect}_label"])
-                status = "unscored" if off else "scored"
+                status: Status = "unscored" if off else "scored"
                 if as_criteria:
                     crit.append(CriterionScore(id=metric, status=status, score=score))
                 else:

@@ -17,7 +17,7 @@ A = Chunk("a.md#1", "a.md", "Refunds for unopened items are issued within 14 day
 B = Chunk("b.md#1", "b.md", "Express couriers charge twelve dollars and arrive the next business day.")
 
 
-def test_cases_for_every_kind_with_quotes_found_in_their_chunks():
+def test_cases_for_every_kind_with_quotes_found_in_their_chunks() -> None:
     slots = [Slot(i, k, "new customer" if i % 2 else None, (A, B) if k in ("multi_hop", "comparison") else (A,))
              for i, k in enumerate(KINDS)]
     req, labels = generation_request(0, slots, temperature=0.7, seed=0, max_tokens=100)
@@ -38,7 +38,7 @@ def test_cases_for_every_kind_with_quotes_found_in_their_chunks():
     assert set(labels) == {"C1", "C2"}
 
 
-def test_the_critic_and_the_answerable_judge():
+def test_the_critic_and_the_answerable_judge() -> None:
     good = Candidate(Slot(0, "single_hop", None, (A,)), 0, "How long do refunds take?",
                      "Refunds for unopened items are issued within 14 days of the return reaching us.", [], "h")
     made_up = Candidate(Slot(0, "single_hop", None, (A,)), 0, "How long do refunds take?",

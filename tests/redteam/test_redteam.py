@@ -11,7 +11,7 @@ import pytest
 
 from referee.cases._case import Case
 from referee.errors import InputError
-from referee.evaluators import CheckResult, build
+from referee.evaluators import CheckResult, Evaluator, build
 from referee.evaluators._redteam import combine_redteam
 from referee.redteam import FAILURE_MODES, generate, load_seeds, load_templates
 from referee.results._schema import ResultRow
@@ -112,7 +112,8 @@ def rt_case(behaviour: str, output: Any, **extra: Any) -> Case:
 
 
 def check(c: Case) -> CheckResult:
-    return build("redteam_expectation").evaluate(c, c.output)
+    evaluator: Evaluator = build("redteam_expectation")  # `build` loads on first use: typed here
+    return evaluator.evaluate(c, c.output)
 
 
 @pytest.mark.parametrize(("behaviour", "output", "status", "score"), [

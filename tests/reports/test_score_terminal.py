@@ -44,10 +44,10 @@ def _targets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, l
     from referee.targets._compare import TargetComparison, TargetLine
 
     evs = [f"evaluator_with_a_long_name_{i}" for i in range(6)]
-    iv = Interval(0.5, 0.25, 0.75, "wilson")
-    lines = [TargetLine(id=tid, path=tmp_path / f"{tid}.jsonl", pass_rate=iv, mean=Interval(0.612, 0.5, 0.7, "b"),
+    iv = Interval(0.5, 0.25, 0.75, 12, "wilson")
+    lines = [TargetLine(id=tid, path=tmp_path / f"{tid}.jsonl", pass_rate=iv, mean=Interval(0.612, 0.5, 0.7, 12, "b"),
                         cases=12, unscored=1, errors=2, mean_cost=0.00042, mean_latency_ms=812.0,
-                        evaluators={e: Interval(0.9 - 0.1 * k, 0.6, 0.97, "wilson") for k, e in enumerate(evs)})
+                        evaluators={e: Interval(0.9 - 0.1 * k, 0.6, 0.97, 12, "wilson") for k, e in enumerate(evs)})
              for tid in ("prompt-v1-the-original-system-prompt", "v2")]
     out = render_comparison(TargetComparison(lines=lines, evaluators=evs, best=None, lead=None), width=80)
     heads = ["target", "pass rate [95% CI]", "mean score", "cases", "unscored", "error", "cost/case", "latency",

@@ -3,10 +3,14 @@ drawn as a zero."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from referee.reports import render_synth_html
 
 
-def test_a_run_that_kept_nothing_says_so_and_states_the_shortfall():
+def test_a_run_that_kept_nothing_says_so_and_states_the_shortfall() -> None:
     page = render_synth_html({"requested": 5, "kept": 0, "candidates": 5, "rounds": 1,
                               "shortfall": "0 of 5 cases kept: <b>round 1</b> kept no new case",
                               "kinds": {}, "coverage": {"document": {}, "kind": {}, "persona": {}},
@@ -17,7 +21,7 @@ def test_a_run_that_kept_nothing_says_so_and_states_the_shortfall():
     assert "critic: 5" in page and "duplicate: 0" in page
 
 
-def test_document_bars_scale_to_the_largest_count():
+def test_document_bars_scale_to_the_largest_count() -> None:
     page = render_synth_html({"requested": 3, "kept": 3, "candidates": 3, "rounds": 1, "kinds": {},
                               "coverage": {"document": {"a.md": 2, "b.md": 1}, "kind": {}, "persona": {}},
                               "rejections": {}})
@@ -32,7 +36,8 @@ HOSTILE_DOC = '<script>window.__xss=1</script>.md'
 HOSTILE_PERSONA = '<img src=x onerror="window.__xss=2">'
 
 
-def test_referee_report_shows_the_coverage_of_generated_cases_with_hostile_names_escaped(tmp_path, capsys):
+def test_referee_report_shows_the_coverage_of_generated_cases_with_hostile_names_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import re
 
     from tests.support.cli import run_cli
@@ -57,7 +62,8 @@ def test_referee_report_shows_the_coverage_of_generated_cases_with_hostile_names
         {k: str(v) for k, v in cov["persona"].items()}
 
 
-def test_a_report_of_cases_not_generated_has_no_coverage_section(tmp_path, capsys):
+def test_a_report_of_cases_not_generated_has_no_coverage_section(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
     from tests.support.cli import run_cli
@@ -71,7 +77,7 @@ def test_a_report_of_cases_not_generated_has_no_coverage_section(tmp_path, capsy
     assert "synth-coverage" not in page.read_text()
 
 
-def test_a_hundred_documents_draw_thirty_bars_and_count_the_rest():
+def test_a_hundred_documents_draw_thirty_bars_and_count_the_rest() -> None:
     from referee.reports import coverage_charts
 
     cov = {"cases": 100, "document": {f"d{i:03d}": 1 for i in range(100)}, "kind": {}, "persona": {},
@@ -80,7 +86,8 @@ def test_a_hundred_documents_draw_thirty_bars_and_count_the_rest():
     assert docs.count('class="bar"') == 30 and "(71 more): 71" in docs
 
 
-def test_rows_without_metadata_take_the_coverage_from_the_cases_file(tmp_path, capsys):
+def test_rows_without_metadata_take_the_coverage_from_the_cases_file(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
     from tests.support.cli import run_cli

@@ -64,9 +64,9 @@ def test_a_second_run_on_a_file_in_use_exits_2_at_once_and_pays_nothing(
         finally:
             released.set()
             code = first.wait(timeout=120)
-            err = first.stderr.read() if first.stderr else b""
+            first_err = first.stderr.read() if first.stderr else b""
             close_pipes(first)
-            assert code == 0, err
+            assert code == 0, first_err
     rows = read_results(out, strict=True).rows
     assert sorted(r.id for r in rows) == ["c0", "c1", "c2"]
     assert {r.judge.model for r in rows if r.judge} == {"model-a"}

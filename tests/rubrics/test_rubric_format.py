@@ -32,7 +32,7 @@ def test_half_open_bands_leave_no_hole(composite: float, label: str) -> None:
 
 def test_composite_is_the_weighted_sum_not_the_mean() -> None:
     r = load_rubric("agent-evaluation")
-    raw = {"accuracy": 4, "groundedness": 3, "completeness": 4, "coherence": 5, "helpfulness": 2}
+    raw: dict[str, float] = {"accuracy": 4, "groundedness": 3, "completeness": 4, "coherence": 5, "helpfulness": 2}
     assert r.composite_of(raw) == pytest.approx(3.7)  # the plain mean would be 3.6
     assert r.composite_normalised(raw) == pytest.approx((3.7 - 1) / 4)
     # All 4s land exactly on 4.0 (no float noise at a band edge).

@@ -376,6 +376,7 @@ def test_summarize_compares_two_results_as_score_compares_their_files(tmp_path: 
                              store=False, out=tmp_path / "after.jsonl")
     s = referee.summarize(after, baseline=before)
     assert s.comparison is not None and s.comparison.regression_count == 6 and s.comparison.verdict == "REGRESSED"
+    assert before.run_id is not None
     assert s.path == str(tmp_path / "after.jsonl") and s.comparison.baseline == f"run {before.run_id[:12]}"
     from_file = referee.summarize(tmp_path / "after.jsonl", baseline=before)
     assert from_file.comparison is not None and from_file.overall.pass_rate == s.overall.pass_rate

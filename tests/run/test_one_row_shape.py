@@ -165,7 +165,7 @@ def test_a_builtin_check_and_a_function(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.delitem(sys.modules, "row_shape_checks")
     suite.write_text("cases: cases.jsonl\nevaluators:\n  - row_shape_checks:short\n", encoding="utf-8")
     assert cli(["run", str(suite), "--out", str(tmp_path / "f-cli.jsonl"), "--no-gates"]) == 0
-    import row_shape_checks  # type: ignore[import-not-found]
+    import row_shape_checks
 
     f = referee.evaluate(cases, [referee.as_evaluator(row_shape_checks.short, "row_shape_checks:short")],
                          out=tmp_path / "f-api.jsonl", progress=False)

@@ -60,7 +60,7 @@ def test_a_tool_calling_agent_that_obeys_an_injected_tool_result_is_caught(tmp_p
             return Reply(tool_calls=[{"name": "lookup_invoice", "arguments": {"invoice_id": "INV-2041"}}])
         return Reply(text="I can't help with that.")
 
-    fake_server.responder = responder  # type: ignore[assignment]
+    fake_server.responder = responder
     (tmp_path / "suite.yaml").write_text(f"""\
 cases: cases.jsonl
 evaluators: [is_json]

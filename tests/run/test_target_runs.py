@@ -152,7 +152,7 @@ def test_model_targets_and_judge_costs_are_kept_apart(tmp_path: Path, fake_serve
                          input_tokens=1000, output_tokens=100)
         return Reply(text=f"answer from {req.model}", input_tokens=10, output_tokens=5)
 
-    fake_server.responder = responder  # type: ignore[assignment]
+    fake_server.responder = responder
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "v1.md").write_text("Answer: {input}", encoding="utf-8")
@@ -226,7 +226,7 @@ def test_a_replayed_conversation_is_what_the_judge_sees(tmp_path: Path, fake_ser
             return Reply(text=json.dumps({"quality": {"score": 1.0, "rationale": "ok"}, "overall_score": 1.0}))
         return Reply(text=f"reply to {req.last_user_text}")
 
-    fake_server.responder = responder  # type: ignore[assignment]
+    fake_server.responder = responder
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     case = {"id": "conv", "input": "second", "turns": [{"role": "user", "content": "first"},
                                                        {"role": "assistant", "content": "RECORDED OLD REPLY"},
@@ -306,7 +306,7 @@ def test_gates_baseline_may_be_a_results_file(tmp_path: Path, capsys: pytest.Cap
 
 def test_a_judge_grading_its_own_models_outputs_is_flagged(tmp_path: Path, fake_server: FakeLLMServer,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_server.responder = lambda req: Reply(  # type: ignore[assignment,return-value]
+    fake_server.responder = lambda req: Reply(
         text=json.dumps({"quality": {"score": 0.9, "rationale": "ok"}, "overall_score": 0.9}) if req.schema
         else "an answer")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

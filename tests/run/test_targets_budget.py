@@ -50,7 +50,8 @@ evaluators:
 """, encoding="utf-8")
     # The targets answer at once, so both would have --concurrency judge calls in flight each (6) if each
     # had its own budget; the judge holds every call a moment so that they pile up.
-    with CountingServer(responder=_verdict_or_answer, latency=0.1) as srv:
+    srv = CountingServer(responder=_verdict_or_answer, latency=0.1)
+    with srv:
         assert cli(["run", str(suite), *_judge_args(srv, tmp_path / "out", 3)]) == 0
     assert len(srv.arrivals) == 2 * N
     assert srv.max_in_flight == 3  # the budget is used in full, and never beyond it
@@ -63,7 +64,8 @@ def test_model_targets_on_the_judges_endpoint_share_its_budget_and_judging_follo
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     _cases(tmp_path)
-    with CountingServer(responder=_verdict_or_answer, latency=0.1) as srv:
+    srv = CountingServer(responder=_verdict_or_answer, latency=0.1)
+    with srv:
         suite = tmp_path / "suite.yaml"
         suite.write_text(f"""cases: cases.jsonl
 targets:
@@ -88,8 +90,9 @@ def test_a_model_target_on_another_endpoint_keeps_its_own_concurrency(tmp_path: 
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     _cases(tmp_path)
-    with CountingServer(responder=_verdict_or_answer, latency=0.1) as target_srv, \
-            CountingServer(responder=_verdict_or_answer, latency=0.1) as judge_srv:
+    target_srv = CountingServer(responder=_verdict_or_answer, latency=0.1)
+    judge_srv = CountingServer(responder=_verdict_or_answer, latency=0.1)
+    with target_srv, judge_srv:
         suite = tmp_path / "suite.yaml"
         suite.write_text(f"""cases: cases.jsonl
 targets:

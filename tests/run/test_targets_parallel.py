@@ -57,7 +57,8 @@ class Recorder(Service):
 
 @pytest.fixture
 def recorder() -> Iterator[Recorder]:
-    r = Recorder().start()
+    r = Recorder()
+    r.start()
     yield r
     r.stop()
 
@@ -103,7 +104,8 @@ def test_one_target_at_a_time_when_asked(tmp_path: Path) -> None:
     from referee.run._targets import build_targets, run_suite_targets
     from referee.suites import load_suite
 
-    rec = Recorder(hold_s=0.05).start()
+    rec = Recorder(hold_s=0.05)
+    rec.start()
     try:
         suite = load_suite(str(_suite(tmp_path, rec.port)))
         targets = build_targets(suite.targets, suite.base_dir)

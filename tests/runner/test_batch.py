@@ -34,7 +34,8 @@ def _args(tmp: Path, srv: FakeLLMServer, provider: str, *extra: str, n: int = 3,
 
 
 def _manifest(tmp: Path, name: str = "results") -> dict[str, Any]:
-    return json.loads((tmp / f"{name}.manifest.json").read_text())
+    manifest: dict[str, Any] = json.loads((tmp / f"{name}.manifest.json").read_text())
+    return manifest
 
 
 def _status(row: dict[str, Any]) -> str:

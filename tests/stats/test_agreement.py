@@ -65,7 +65,7 @@ def test_agreement_bundle_ordinal() -> None:
     human = [5, 5, 3, 2, 2, 4, 4, 3]
     a = agreement(judge, human, categorical=True, ordinal=True, labels=[1, 2, 3, 4, 5], n_boot=200)
     assert a.kappa_weights == "quadratic"
-    assert a.exact.estimate == pytest.approx(5 / 8)
+    assert a.exact is not None and a.exact.estimate == pytest.approx(5 / 8)
     assert a.mean_abs_diff.estimate == pytest.approx(3 / 8)
     assert a.mean_signed_diff.estimate == pytest.approx((0 - 1 + 0 + 0 - 1 + 1 + 0 + 0) / 8)
     assert a.confusion is not None and sum(map(sum, a.confusion)) == 8

@@ -80,7 +80,7 @@ def test_mean_interval_is_reproducible_by_seed() -> None:
     a, _ = bootstrap_means(x, seed=1)
     b, _ = bootstrap_means(x, seed=2)
     assert a is not None and b is not None
-    np.testing.assert_array_equal(a, bootstrap_means(x, seed=1)[0])  # type: ignore[arg-type]
+    np.testing.assert_array_equal(a, bootstrap_means(x, seed=1)[0])
     assert not np.array_equal(a, b)
 
 

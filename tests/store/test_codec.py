@@ -52,7 +52,13 @@ def test_a_batch_packs_to_the_bytes_each_text_packs_to(batch_call: bool, monkeyp
         if z.compress_many is None:
             pytest.skip("this zstandard backend has no batch call (the cffi one); the other case covers it")
         real = z.compress_many
-        monkeypatch.setattr(z, "compress_many", lambda datas, threads: calls.append(len(datas)) or real(datas, threads))
+
+        def counted(datas: list[bytes | bytearray | memoryview],
+                    threads: int) -> zstandard.BufferWithSegmentsCollection:
+            calls.append(len(datas))
+            return real(datas, threads)
+
+        monkeypatch.setattr(z, "compress_many", counted)
     else:
         monkeypatch.setattr(z, "compress_many", None)
     assert pack_many(texts) == [_pack(t) for t in texts]

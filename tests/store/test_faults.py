@@ -107,7 +107,7 @@ def test_a_full_disk_mid_run(tmp_path: Path, caplog: pytest.LogCaptureFixture,
     with caplog.at_level(logging.WARNING, logger="referee.store"):
         res = referee.evaluate(big, EVALS, store=f"sqlite:///{tmp_path / 'h.sqlite'}", out=tmp_path / "r.jsonl",
                                progress=False)
-    assert len(res.rows) == 200 and _file_rows(tmp_path) == 200
+    assert len(res.rows) == 200 and _file_rows(tmp_path) == 200 and res.run_id is not None
     (w,) = _warnings(caplog)
     assert "full" in w
     # what was stored before the disk filled is whole: every stored row reads back, none twice
@@ -167,7 +167,7 @@ def test_postgres_restarting_mid_run_loses_no_row(pg_server: PostgresServer, pg_
     with caplog.at_level(logging.WARNING, logger="referee.store"):
         res = referee.evaluate(CASES, [slow_yes], store=pg_url, out=tmp_path / "r.jsonl", progress=False,
                                concurrency=1)
-    assert restarted.is_set() and len(res.rows) == 30
+    assert restarted.is_set() and len(res.rows) == 30 and res.run_id is not None
     assert _warnings(caplog) == []
     with open_store(pg_url) as st:
         assert st.count_rows(res.run_id) == 30 and st.get_run(res.run_id).status == "complete"
@@ -347,7 +347,7 @@ def test_an_oversized_row_is_a_stub_and_said(store_url: str, tmp_path: Path, cap
     with caplog.at_level(logging.WARNING, logger="referee.store"):
         res = referee.evaluate(cases, [long_reason], store=store_url, out=tmp_path / "r.jsonl", progress=False)
     assert any("stored as a stub" in r.getMessage() for r in caplog.records)
-    assert _warnings(caplog) == []
+    assert _warnings(caplog) == [] and res.run_id is not None
     with open_store(store_url) as st:
         rows = {r.id: r for r in st.rows(res.run_id)}
     assert rows["big"].details["store_stub"]["file"] == str(tmp_path / "r.jsonl")

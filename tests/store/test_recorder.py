@@ -86,7 +86,7 @@ def test_a_resumed_run_keeps_its_id_and_completes_it(store_url: str, tmp_path: P
     m.status = "running"
     m.write(out)
     again = referee.evaluate(CASES, [_is_yes], store=store_url, out=out, progress=False)
-    assert again.run_id == first.run_id
+    assert first.run_id is not None and again.run_id == first.run_id
     with open_store(store_url) as st:
         assert st.count_runs() == 1
         assert st.count_rows(first.run_id) == 9
@@ -181,11 +181,13 @@ def test_rows_handed_with_their_file_lines_are_not_encoded_again(
     monkeypatch.setattr(_writer, "json_line", counted)
     res = referee.evaluate(CASES, [_is_yes], store=store_url, out=tmp_path / "r.jsonl", progress=False)
     assert calls == []  # the summary read the lines the results file was written from
+    assert res.run_id is not None
     with open_store(store_url) as st:
         rec = st.get_run(res.run_id)
         assert rec.n_rows == 9 and rec.pass_rate == pytest.approx(res.summary.overall.pass_rate.estimate)
     # Without a results file there are no lines to share: the recorder encodes the rows itself.
     res = referee.evaluate(CASES, [_is_yes], store=store_url, progress=False)
     assert len(calls) == 9
+    assert res.run_id is not None
     with open_store(store_url) as st:
         assert st.get_run(res.run_id).pass_rate == pytest.approx(res.summary.overall.pass_rate.estimate)

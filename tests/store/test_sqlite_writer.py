@@ -81,6 +81,7 @@ def _record(w: Any, m: RunManifest) -> None:
 def test_it_writes_what_store_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REFEREE_STORE_MAX_ROW_BYTES", "4096")
     m = RunManifest(kind="judge", run_id="f" * 32)
+    assert m.run_id is not None
     paths = [tmp_path / "by_store.sqlite", tmp_path / "by_writer.sqlite"]
     for p in paths:
         open_store(f"sqlite:///{p}").close()  # created and migrated by Store
@@ -108,6 +109,7 @@ def test_a_write_whose_texts_fail_to_pack_stores_nothing_and_the_next_write_goes
     path = tmp_path / "h.sqlite"
     open_store(f"sqlite:///{path}").close()
     m = RunManifest(kind="judge", run_id="e" * 32)
+    assert m.run_id is not None
     w = SqliteWriter(path, timeout_s=5)
     try:
         w.begin_run(run_values(m, results_path=None, git={}))
@@ -186,9 +188,11 @@ def test_a_run_deleted_while_it_records_leaves_no_row_behind(tmp_path: Path) -> 
         path = tmp_path / f"{writer}.sqlite"
         with open_store(f"sqlite:///{path}") as st:
             keep = RunManifest(kind="judge", run_id="k" * 32)
+            assert keep.run_id is not None
             st.begin_run(run_values(keep, results_path="k.jsonl", git={}), tags=["kept"])
             st.add_rows(keep.run_id, _rows()[:1], results_path="k.jsonl")
         m = RunManifest(kind="judge", run_id="d" * 32)
+        assert m.run_id is not None
         w: Any = open_store(f"sqlite:///{path}") if writer == "store" else SqliteWriter(path, timeout_s=5)
         try:
             w.begin_run(run_values(m, results_path="r.jsonl", git={}), tags=["t"])

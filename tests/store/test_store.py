@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -175,8 +176,8 @@ def test_since_and_until_are_times_not_strings(store: Store) -> None:
     _begin(store, "2" * 32, started="2026-01-02T00:00:00.500000+00:00")
     _begin(store, "3" * 32, started="2026-01-03T12:00:00+00:00")
 
-    def ids(**f: str) -> list[str]:
-        return [r.id[0] for r in store.list_runs(**f)]
+    def ids(since: str | None = None, until: str | None = None) -> list[str]:
+        return [r.id[0] for r in store.list_runs(since=since, until=until)]
 
     assert ids(until="2026-01-02") == ["2", "1"]  # a day given as the end includes that day
     assert ids(since="2026-01-02T01:00+01:00") == ["3", "2"]  # midnight UTC, said in another zone
@@ -236,11 +237,12 @@ def test_the_planned_tables_exist_empty(store: Store) -> None:
 
 
 def test_generated_cases_are_recorded_per_generation_run(store: Store) -> None:
-    records = [{"case_id": "synth-00001", "gate": "kept", "source": "Refunds take 14 days.",
-                "body": '{"id": "synth-00001", "input": "How long?"}'},
-               {"case_id": "synth-00002", "gate": "duplicate", "source": "Refunds take 14 days.",
-                "body": '{"id": "synth-00002"}'},
-               *({"case_id": name, "gate": "critic", "source": None, "body": name} for name in HOSTILE)]
+    records: list[dict[str, Any]] = [
+        {"case_id": "synth-00001", "gate": "kept", "source": "Refunds take 14 days.",
+         "body": '{"id": "synth-00001", "input": "How long?"}'},
+        {"case_id": "synth-00002", "gate": "duplicate", "source": "Refunds take 14 days.",
+         "body": '{"id": "synth-00002"}'},
+        *({"case_id": name, "gate": "critic", "source": None, "body": name} for name in HOSTILE)]
     store.add_generated_cases("g" * 32, records)
     store.add_generated_cases("h" * 32, records[:1])
     got = store.generated_cases("g" * 32)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from referee.cli import cli
 from referee.results import RunManifest
 
 
-def _write_suite(tmp_path: Path, cases: list[dict]) -> Path:
+def _write_suite(tmp_path: Path, cases: list[dict[str, Any]]) -> Path:
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
     suite = tmp_path / "suite.yaml"
     suite.write_text("name: rt\ncases: cases.jsonl\nevaluators:\n  - not_contains: {value: ['CANARY-42']}\n"
@@ -45,7 +46,7 @@ def test_all_adversarial_suite_gets_an_adversarial_manifest(tmp_path: Path,
 
 def test_mixed_suite_warns_that_adversarial_rows_would_blend(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    cases = [
+    cases: list[dict[str, Any]] = [
         {"id": "ok-1", "category": "billing", "input": "x", "output": "fine"},
         {"id": "inj-1", "category": "prompt-injection", "input": "x", "output": "no",
          "metadata": {"adversarial": True}},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from referee.cli import cli
 from referee.results._io import read_results
 from referee.results._manifest import RunManifest
 from referee.suites import check_suite, load_suite
+from referee.testing import FakeLLMServer
 
 CASES = [
     {"id": "a1", "category": "billing", "output": "Refunds take 5 business days.", "reference": "5 business days"},
@@ -19,7 +21,7 @@ CASES = [
 ]
 
 
-def write(tmp: Path, text: str, cases: list[dict] | None = None) -> Path:  # type: ignore[type-arg]
+def write(tmp: Path, text: str, cases: list[dict[str, Any]] | None = None) -> Path:
     if cases is not None:
         (tmp / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
     p = tmp / "suite.yaml"
@@ -228,7 +230,7 @@ evaluators:
 
 
 def test_dry_run_counts_judge_calls_and_calls_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                      fake_server) -> None:  # type: ignore[no-untyped-def]
+                                                      fake_server: FakeLLMServer) -> None:
     p = write(tmp_path, JUDGED, CASES)
     out = tmp_path / "dry.jsonl"
     code = cli(["run", str(p), "--dry-run", "--out", str(out), "--provider", "openai",
@@ -430,7 +432,7 @@ evaluators:
 
 
 def test_dry_run_counts_every_call_gold_and_pairwise_make(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                         fake_server) -> None:  # type: ignore[no-untyped-def]
+                                                         fake_server: FakeLLMServer) -> None:
     from referee.run._suite import dry_run
 
     cases = [{"id": f"c{i}", "output": "a plan", "reference": "the gold plan", "output_a": "x", "output_b": "y"}

@@ -131,7 +131,7 @@ def play(server: FakeLLMServer, *, agent: Callable[[list[dict[str, Any]]], Reply
             return user(str(msgs[-1]["content"]))
         return agent(msgs)
 
-    server.responder = respond  # type: ignore[assignment]
+    server.responder = respond
 
 
 def sides(server: FakeLLMServer, *, agent_model: str = AGENT_MODEL, system: str | None = "You help customers.",

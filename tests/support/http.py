@@ -7,7 +7,7 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -30,7 +30,7 @@ class RawServer:
                               "headers": {k.lower(): v for k, v in request.headers.items()}})
         return await self.handler(self, request)
 
-    def start(self) -> RawServer:
+    def start(self) -> Self:
         def run() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop

@@ -71,7 +71,7 @@ class PostgresServer:
         import psycopg
 
         with psycopg.connect(self.url(), autocommit=True, connect_timeout=10) as conn:
-            conn.execute(sql)  # type: ignore[arg-type]  # test-owned identifiers only
+            conn.execute(sql)  # test-owned identifiers only
 
     def new_database(self) -> str:
         name = "t_" + secrets.token_hex(6)

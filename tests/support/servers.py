@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -35,3 +35,10 @@ class CountingServer(FakeLLMServer):
 
         app.middlewares.append(count)
         return app
+
+    def start(self) -> Self:  # a CountingServer, so its counters type-check where it is started
+        super().start()
+        return self
+
+    def __enter__(self) -> Self:
+        return self.start()

@@ -4,10 +4,9 @@ the table, the HTML report and the viewer. Names can be hostile (document names 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import referee
-from referee.synth import Document
+from referee.synth import Document, SynthResult, synth
 
 TEXTS = [
     "Refunds for unopened items are issued within 14 days of the return reaching our warehouse. Gift cards cannot "
@@ -20,11 +19,11 @@ TEXTS = [
 
 
 def generate_and_run(tmp: Path, names: tuple[str, str] = ("refunds.md", "shipping.md"),
-                     personas: tuple[str, ...] = ("new customer", "support agent"), n: int = 8) -> tuple[Any, Path]:
+                     personas: tuple[str, ...] = ("new customer", "support agent"),
+                     n: int = 8) -> tuple[SynthResult, Path]:
     """(the :class:`SynthResult`, the results file of a suite run on its cases, every case once per repeat)."""
     docs = [Document(name, text) for name, text in zip(names, TEXTS, strict=True)]
-    result = referee.synth(docs, n=n, judge="standin", out=tmp / "cases.jsonl", personas=list(personas),
-                           store=False)
+    result = synth(docs, n=n, judge="standin", out=tmp / "cases.jsonl", personas=list(personas), store=False)
     cases = [dict(c, output=c["reference"]) for c in result.cases]
     out = tmp / "results.jsonl"
     referee.evaluate(cases, [referee.as_evaluator(lambda output: bool(output))], out=out, progress=False)

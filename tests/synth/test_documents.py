@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 import referee
 from referee.synth import Document, Splitter, _documents, html_text, load_documents, redact_pii
+from referee.synth._run import synth
 
 
 def _pdf(text: str) -> bytes:
@@ -28,7 +32,7 @@ def _pdf(text: str) -> bytes:
     return bytes(out)
 
 
-def test_a_folder_of_text_markdown_html_and_pdf(tmp_path):
+def test_a_folder_of_text_markdown_html_and_pdf(tmp_path: Path) -> None:
     pytest.importorskip("pypdf")
     (tmp_path / "a.md").write_text("# Refunds\n\nRefunds take 14 days.\n")
     (tmp_path / "b.html").write_text("<html><head><script>steal()</script><style>p{}</style></head><body>"
@@ -44,7 +48,8 @@ def test_a_folder_of_text_markdown_html_and_pdf(tmp_path):
     assert "Warranty lasts two years." in texts["c.pdf"]
 
 
-def test_empty_binary_huge_and_damaged_files_are_skipped_with_the_reason(tmp_path, monkeypatch):
+def test_empty_binary_huge_and_damaged_files_are_skipped_with_the_reason(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "empty.md").write_text("  \n\n")
     (tmp_path / "binary.txt").write_bytes(b"abc\x00def" * 10)
     (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
@@ -61,15 +66,15 @@ def test_empty_binary_huge_and_damaged_files_are_skipped_with_the_reason(tmp_pat
     assert [d.name.rsplit("/", 1)[-1] for d in corpus.documents] == ["good.md"]
 
 
-def test_nothing_usable_is_a_clear_error(tmp_path):
+def test_nothing_usable_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "empty.md").write_text("")
     with pytest.raises(referee.UserError, match=r"empty\.md: empty"):
-        referee.synth(tmp_path, n=1, judge="standin")
+        synth(tmp_path, n=1, judge="standin")
     with pytest.raises(referee.UserError, match="no such file"):
-        referee.synth(tmp_path / "missing", n=1, judge="standin")
+        synth(tmp_path / "missing", n=1, judge="standin")
 
 
-def test_the_splitter_packs_paragraphs_and_starts_a_chunk_at_each_heading():
+def test_the_splitter_packs_paragraphs_and_starts_a_chunk_at_each_heading() -> None:
     para = "A sentence about refunds that runs for a while. " * 5
     text = f"# One\n\n{para}\n\n{para}\n\n# Two\n\n{para}\n\nshort"
     chunks = Splitter(chunk_chars=400).split(Document("d.md", text))
@@ -79,7 +84,7 @@ def test_the_splitter_packs_paragraphs_and_starts_a_chunk_at_each_heading():
     assert chunks[2].text.endswith("short")  # a short paragraph joins its section's chunk
 
 
-def test_a_long_paragraph_is_cut_at_sentences_and_a_long_sentence_at_the_limit():
+def test_a_long_paragraph_is_cut_at_sentences_and_a_long_sentence_at_the_limit() -> None:
     sentence = "word " * 100  # 500 characters with no sentence end
     chunks = Splitter(chunk_chars=200, min_chars=1).split(Document("d", sentence.strip()))
     assert all(len(c.text) <= 200 for c in chunks) and "".join(c.text for c in chunks).count("word") == 100
@@ -87,7 +92,7 @@ def test_a_long_paragraph_is_cut_at_sentences_and_a_long_sentence_at_the_limit()
     assert all(c.text.endswith(".") for c in two)
 
 
-def test_overlap_repeats_the_end_of_the_previous_chunk():
+def test_overlap_repeats_the_end_of_the_previous_chunk() -> None:
     text = "\n\n".join(f"Paragraph {i} says something about topic number {i} at length." for i in range(12))
     chunks = Splitter(chunk_chars=200, overlap=40).split(Document("d", text))
     assert len(chunks) > 2
@@ -98,21 +103,21 @@ def test_overlap_repeats_the_end_of_the_previous_chunk():
 
 @pytest.mark.parametrize("kwargs", [{"chunk_chars": 50}, {"overlap": 800}, {"min_chars": -1},
                                     {"chunk_chars": True}])
-def test_bad_splitter_settings_are_refused(kwargs):
+def test_bad_splitter_settings_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(referee.UserError):
         Splitter(**kwargs)
 
 
-def test_html_text_keeps_text_and_drops_scripts():
+def test_html_text_keeps_text_and_drops_scripts() -> None:
     assert html_text("<p>a &amp; b</p><script>x()</script><p>c</p>") == "a & b\n\nc"
 
 
-def test_redact_pii():
+def test_redact_pii() -> None:
     assert redact_pii("mail bob@example.org or call +1 (555) 010-9999 about order 12") == \
         "mail [email] or call [phone] about order 12"
 
 
-def test_a_redaction_hook_must_return_text():
+def test_a_redaction_hook_must_return_text() -> None:
     with pytest.raises(referee.UserError, match="redaction hook returned int"):
-        referee.synth([Document("d", "Refunds take 14 days once the parcel arrives.")], judge="standin",
-                      redact=lambda t: 1)  # type: ignore[arg-type, return-value]
+        synth([Document("d", "Refunds take 14 days once the parcel arrives.")], judge="standin",
+              redact=lambda t: 1)  # type: ignore[arg-type, return-value]

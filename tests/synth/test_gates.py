@@ -30,7 +30,7 @@ def cand(question: str, reference: str, quotes: list[tuple[str, str]], kind: str
     ("Are refunds issued for gift cards?", "No."),
     ("What happens with refunds for gift cards?", "Refunds are not issued for gift cards."),
 ])
-def test_short_answers_and_fair_questions_do_not_count_as_leaks(question, reference):
+def test_short_answers_and_fair_questions_do_not_count_as_leaks(question: str, reference: str) -> None:
     assert leak_gate(cand(question, reference, []))["passed"]
 
 
@@ -40,12 +40,12 @@ def test_short_answers_and_fair_questions_do_not_count_as_leaks(question, refere
      "The Leeds centre repairs laptops under warranty."),
     ("Who repairs laptops, the Leeds centre?", "Leeds"),
 ])
-def test_an_input_holding_its_whole_answer_is_a_leak(question, reference):
+def test_an_input_holding_its_whole_answer_is_a_leak(question: str, reference: str) -> None:
     got = leak_gate(cand(question, reference, []))
     assert not got["passed"] and got["share"] == 1.0
 
 
-def test_the_quote_gate_uses_the_strict_rules():
+def test_the_quote_gate_uses_the_strict_rules() -> None:
     ok = cand("How long?", "Refunds for unopened items take 14 days.",
               [("policy.md#1", "Refunds for unopened items take 14 days.")])
     assert quote_gate(ok, CHUNKS)["passed"]
@@ -56,14 +56,14 @@ def test_the_quote_gate_uses_the_strict_rules():
         assert not got["passed"] and got["why"] == "the quote is not text of policy.md#1", quote
 
 
-def test_a_found_quote_must_bear_on_the_reference():
+def test_a_found_quote_must_bear_on_the_reference() -> None:
     c = cand("Where are laptops repaired?", "In Manchester.",
              [("policy.md#1", "Refunds are not issued for gift cards.")])
     got = quote_gate(c, CHUNKS)
     assert not got["passed"] and got["why"] == "the quote does not bear on the reference"
 
 
-def test_a_two_chunk_case_needs_a_quote_in_each_chunk():
+def test_a_two_chunk_case_needs_a_quote_in_each_chunk() -> None:
     ref = "Refunds for unopened items take 14 days; express delivery costs twelve dollars."
     both = [("policy.md#1", "Refunds for unopened items take 14 days."),
             ("other.md#1", "Express delivery costs twelve dollars")]
@@ -72,7 +72,7 @@ def test_a_two_chunk_case_needs_a_quote_in_each_chunk():
     assert not one["passed"] and one["why"] == "no quote given from other.md#1"
 
 
-def test_unanswerable_cases_need_no_quote():
+def test_unanswerable_cases_need_no_quote() -> None:
     c = cand("What colour is the Neptune office?", "The documents do not answer this question.", [],
              "unanswerable")
     assert quote_gate(c, CHUNKS) == {"passed": True, "applies": False}
@@ -81,7 +81,7 @@ def test_unanswerable_cases_need_no_quote():
     assert hit and share == 1.0
 
 
-def test_duplicates_exact_and_near():
+def test_duplicates_exact_and_near() -> None:
     idx = DuplicateIndex(0.7)
     idx.add("How long do refunds for unopened items take?", "kept:1")
     exact = idx.nearest("how long do REFUNDS for unopened items take")
@@ -97,7 +97,7 @@ def _sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(words) + str(rng.randrange(1000)) for _ in range(8))
 
 
-def test_minhash_finds_near_duplicates_above_the_all_pairs_limit(monkeypatch):
+def test_minhash_finds_near_duplicates_above_the_all_pairs_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_gates, "ALL_PAIRS_LIMIT", 50)
     rng = random.Random(7)
     texts = [_sentence(rng) for _ in range(400)]

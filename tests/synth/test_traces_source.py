@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import referee
 from referee.store import Store
+from referee.synth._run import synth
 from referee.traces import Collector, CollectorConfig, StoreSink, traces_to_cases
 from tests.support.cli import run_cli
 from tests.support.otel import App, Sent
@@ -117,7 +117,7 @@ def test_the_library_takes_what_traces_to_cases_returns(tmp_path: Path,
     with Store(url) as store:
         traces = traces_to_cases(StoreSink(store), recent=10)
     assert len(traces) == 4
-    r = referee.synth(n=4, judge="standin", from_traces=traces, kinds=["single_hop"], store=False)
+    r = synth(n=4, judge="standin", from_traces=traces, kinds=["single_hop"], store=False)
     assert r.met and {c["metadata"]["synth"]["trace_id"] for c in r.cases} <= {s.trace_id for s in sent}
     assert any("retrieved no documents" in note for note in r.notes)
 
@@ -158,8 +158,7 @@ def test_trace_documents_are_redacted_and_odd_shapes_are_skipped_not_fatal() -> 
     docs, skipped = documents_from_traces(traces)
     assert [d.trace_id for d in docs] == ["t1", "t2"] and [s.name for s in skipped] == ["trace:t3"]
     assert docs[1].text.startswith('Example question: {"messages": ["structured"]}')
-    r = referee.synth(n=2, judge="standin", from_traces=traces, kinds=["single_hop"], redact=redact_pii,
-                      store=False)
+    r = synth(n=2, judge="standin", from_traces=traces, kinds=["single_hop"], redact=redact_pii, store=False)
     written = json.dumps(r.cases + r.rejected)
     assert r.cases and "alice@example.com" not in written and "PRODUCTION-ANSWER" not in written
     assert all(c["reference"] != "ninety days" for c in r.cases)

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -16,8 +17,10 @@ from tests.run.test_target_runs import _suite
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _action() -> dict:  # type: ignore[type-arg]
-    return yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+def _action() -> dict[str, Any]:
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    assert isinstance(action, dict)
+    return action
 
 
 def test_action_is_a_composite_that_never_splices_inputs_into_scripts() -> None:

@@ -38,7 +38,7 @@ def test_evaluate_runs_a_function_target_first(tmp_path: Path) -> None:
 
 
 def test_evaluate_async_with_a_model_target_inside_a_running_loop(fake_server: FakeLLMServer) -> None:
-    fake_server.responder = lambda req: Reply(text=f"echo {req.last_user_text}")  # type: ignore[assignment,return-value]
+    fake_server.responder = lambda req: Reply(text=f"echo {req.last_user_text}")
     target: dict[str, Any] = {"id": "m", "provider": "openai", "model": "sut", "base_url": fake_server.openai_base_url,
                               "template": "Q: {input}"}
 

@@ -54,7 +54,7 @@ def test_the_walkthrough_suite_runs_and_gates(tmp_path: Path, fake_server: FakeL
                                           "tone": {"score": 0.9, "rationale": "ok"}, "overall_score": 0.9}))
         return Reply(text="Duplicate charges are refunded in full within 5 business days.")
 
-    fake_server.responder = responder  # type: ignore[assignment]
+    fake_server.responder = responder
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     (tmp_path / "cases.jsonl").write_text(json.dumps(
         {"id": "refund-01", "category": "billing", "customer_tier": "pro", "input": "I was charged twice in March.",

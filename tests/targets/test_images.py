@@ -45,7 +45,7 @@ def test_a_rerun_reuses_the_output_until_one_pixel_of_the_input_image_changes(
     from referee.cli import cli
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    fake_server.responder = lambda req: Reply(text="The save button is disabled.")  # type: ignore[assignment]
+    fake_server.responder = lambda req: Reply(text="The save button is disabled.")
     (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "input": {"type": "image", "path": "s.png"}})
                                           + "\n")
     (tmp_path / "suite.yaml").write_text(

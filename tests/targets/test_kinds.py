@@ -209,7 +209,7 @@ def test_tool_results_from_a_python_function_and_the_loop_limit(fake_server: Fak
     tool_msgs = [m for m in fake_server.requests[1].body["messages"] if m["role"] == "tool"]
     assert json.loads(tool_msgs[1]["content"]) == {"error": "PermissionError: refunds need approval"}
     # A model that never stops calling tools is cut off: an error, not an endless loop or an empty answer.
-    fake_server.responder = lambda req: Reply(tool_calls=[{"name": "lookup_order", "arguments": {}}])  # type: ignore[assignment,return-value]
+    fake_server.responder = lambda req: Reply(tool_calls=[{"name": "lookup_order", "arguments": {}}])
     [(_, looped)] = generate_outputs({**spec, "max_steps": 3}, [{"id": "k2", "input": "x"}], base_dir=tmp_path)
     assert looped.error is not None and "max_steps=3" in looped.error
 

@@ -135,9 +135,10 @@ def test_trajectory_criteria_look_at_the_steps(tmp_path: Path) -> None:
                                    out=tmp_path / "t.jsonl", progress=False)
     rows = {row.id: row for row in r.rows}
     crit = {cid: {c.id: c.score for c in row.criteria} for cid, row in rows.items()}
-    assert crit["forbidden-delete"]["tool_selection"] < 0.5
-    assert crit["loop"]["step_efficiency"] < 0.5
-    assert crit["unhandled-error"]["final_output_correctness"] < 0.5
+    for cid, criterion in (("forbidden-delete", "tool_selection"), ("loop", "step_efficiency"),
+                           ("unhandled-error", "final_output_correctness")):
+        score = crit[cid][criterion]
+        assert score is not None and score < 0.5, (cid, criterion, score)
     assert not any(rows[k].passed for k in ("forbidden-delete", "loop", "unhandled-error"))
     assert all(rows[k].passed for k in ("good-refund", "good-status", "good-retry"))
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 import random
 
-from referee.traces import DriftDetector, simulate
+from referee.traces import Alert, DriftDetector, simulate
 
 
-def _stream(det: DriftDetector, p: float, n: int, rng: random.Random, start: int = 0) -> list[object]:
-    alerts = []
+def _stream(det: DriftDetector, p: float, n: int, rng: random.Random, start: int = 0) -> list[Alert]:
+    alerts: list[Alert] = []
     for i in range(n):
         a = det.update(1.0 if rng.random() < p else 0.0, f"t{start + i}")
         if a is not None:

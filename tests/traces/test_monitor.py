@@ -637,10 +637,12 @@ def test_an_export_header_the_exporter_cannot_send_is_refused_without_echoing_it
 def test_a_bad_webhook_or_endpoint_is_refused_without_echoing_it() -> None:
     # An incoming webhook's URL is its credential: a mistyped one (no scheme) went into the error, and so into CI logs.
     secret = "hooks.example.com/services/T000/B000/XXXXSECRETXXXX"
-    for section, got in [({"alerts": {"webhook": secret}}, "text without a scheme"),
-                         ({"alerts": {"webhook": f"smtp://{secret}"}}, "a URL whose scheme is 'smtp'"),
-                         ({"export": {"endpoint": "https:///SECRETPATH"}}, "a URL without a host"),
-                         ({"export": {"endpoint": 42}}, "a value of type int")]:
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"alerts": {"webhook": secret}}, "text without a scheme"),
+        ({"alerts": {"webhook": f"smtp://{secret}"}}, "a URL whose scheme is 'smtp'"),
+        ({"export": {"endpoint": "https:///SECRETPATH"}}, "a URL without a host"),
+        ({"export": {"endpoint": 42}}, "a value of type int")]
+    for section, got in refused:
         with pytest.raises(UserError) as exc:
             MonitorConfig.parse(section, [RUBRIC])
         assert str(exc.value).endswith(f"expected an http:// or https:// URL with a host, got {got}")
@@ -681,6 +683,7 @@ def test_an_alert_shows_the_suites_newest_offline_run_beside_it_never_as_its_ref
             clock.t += 60
             while mon.step().traces:
                 pass
+            assert isinstance(c.sink, StoreSink)
             stored = c.sink.alerts()
     assert alerts and mon.alerts
     first = mon.alerts[0]

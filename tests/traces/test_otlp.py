@@ -59,7 +59,7 @@ def sdk_document() -> dict[str, Any]:
                 "flags": [True, False], "text": "caf\u00e9 \U0001f600 \"quoted\"", "empty": ""}) as c:
             c.add_event("retry", {"attempt": 2})
             c.set_status(Status(StatusCode.ERROR, "rate limited"))
-    doc = json_format.MessageToDict(encode_spans(exp.get_finished_spans()))
+    doc: dict[str, Any] = json_format.MessageToDict(encode_spans(exp.get_finished_spans()))
     for rs in doc["resourceSpans"]:
         for ss in rs["scopeSpans"]:
             for sp in ss["spans"]:

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import threading
 from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -343,6 +344,7 @@ def test_a_body_cut_short_or_stalled_is_refused_and_stores_nothing(collector: Co
 
     assert send(len(body) + 100, close=True).startswith(b"HTTP/1.1 400 ")
     handler = collector._server.RequestHandlerClass
+    assert isinstance(handler, type) and issubclass(handler, BaseHTTPRequestHandler)
     handler.timeout = 1  # the receiver's 30 s, shortened
     try:
         assert send(len(body) + 100, close=False).startswith(b"HTTP/1.1 408 ")

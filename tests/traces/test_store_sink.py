@@ -109,8 +109,9 @@ def test_traces_with_an_error_span_are_selected_as_cases(trace_store: Store) -> 
     from referee.traces import MemorySink, traces_to_cases
 
     T3, T4 = "c" * 32, "d" * 32
-    asked = {"gen_ai.operation.name": "chat",
-             "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "why?"}]}]'}
+    asked: dict[str, object] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "why?"}]}]'}
     for sink in (StoreSink(trace_store), MemorySink()):
         sink.add_spans([_span(T1, "0000000000000001", attrs=asked, status=1),
                         _span(T1, "0000000000000002", attrs=asked, status=2)], received_ns=100)

@@ -166,5 +166,10 @@ def test_the_plain_text_shortcut_refuses_exactly_what_the_full_walk_refuses(monk
         assert _refused(lambda t=text: safe_loads(t)) == want, text  # type: ignore[misc]
     assert _refused(lambda: safe_loads('{"x": "\\ud800"}'))  # the loop above saw refusals
     walked: list[object] = []
-    monkeypatch.setattr(_data, "check_data", lambda v: walked.append(v) or v)
+
+    def recorded(v: object) -> object:
+        walked.append(v)
+        return v
+
+    monkeypatch.setattr(_data, "check_data", recorded)
     assert _data.loads('{"id": "a", "input": "plain"}') == {"id": "a", "input": "plain"} and walked == []

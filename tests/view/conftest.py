@@ -52,7 +52,9 @@ class Data:
 
 def make_data(tmp: Path, n: int = 12) -> Data:
     tmp.mkdir(parents=True, exist_ok=True)
-    cases, rows, base = [], [], []
+    cases: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    base: list[dict[str, Any]] = []
     for i in range(n):
         cases.append({"id": f"case-{i:02d}", "input": f"Question {i}: how long do refunds take?",
                       "output": f"**Refunds take 5 days.** Answer number {i}.", "reference": "5 business days",

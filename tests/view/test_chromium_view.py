@@ -45,7 +45,11 @@ def test_browse_filter_open_label_reload_and_calibrate(driver: Any, served: Serv
     wait_for(d, "#stat-pass-rate")  # the summary of referee score
     wait_until(d, lambda: d.find_element(By.ID, "stat-cases").text.endswith("12"))
 
-    wait_until(d, lambda: Select(d.find_element(By.ID, "filter-status")).select_by_value("unscored") or True)
+    def show_unscored() -> bool:
+        Select(d.find_element(By.ID, "filter-status")).select_by_value("unscored")
+        return True
+
+    wait_until(d, show_unscored)
     wait_until(d, lambda: rows(d) == ["case-03"])
     d.get(served.url + "#/run/1")
     wait_until(d, lambda: len(rows(d)) == 13)
@@ -64,7 +68,8 @@ def test_browse_filter_open_label_reload_and_calibrate(driver: Any, served: Serv
         box.clear()
         box.send_keys("ann")
         box.send_keys("\t")
-        return box.get_attribute("value") == "ann"
+        value: str | None = box.get_attribute("value")
+        return value == "ann"
 
     wait_until(d, name_the_reviewer)
     click(d, By.ID, "label-pass")

@@ -210,6 +210,7 @@ def test_opening_is_refused_cross_site_unknown_or_malformed(hist: Served) -> Non
                            headers={"Origin": "http://evil.example"})
     assert status == 403
     assert post(hist, "/api/history/open", {"runs": ["no-such-run"]})[0] == 404
+    bad: object
     for bad in ({"runs": []}, {"runs": ["a", "b", "c"]}, {"runs": [1]}, {"runs": "run0"}, ["run0"]):
         assert post(hist, "/api/history/open", bad)[0] == 400, bad
     assert get(hist, "/api/runs")["runs"] == []

@@ -98,7 +98,8 @@ def test_local_engine_rpm_spaces_provider_calls(tmp_path: Path, monkeypatch: pyt
         starts.append(self.last_start[key])
 
     monkeypatch.setattr(Limiter, "acquire", recording)
-    with CountingServer(responder=schema_responder) as srv:
+    srv = CountingServer(responder=schema_responder)
+    with srv:
         code = cli(["run", str(suite), "--provider", "openai", "--model", "m", "--base-url", srv.openai_base_url,
                     "--rpm", "600", "--concurrency", "8", "--no-gates", "--out", str(tmp_path / "r.jsonl")])
     assert code == 0

@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,7 +77,9 @@ def code_cases(tmp: Path, n: int = 8) -> None:
 
 
 def manifest_core(path: Path) -> dict[str, object]:
-    m = json.loads(RunManifest.read(path).model_dump_json())
+    manifest = RunManifest.read(path)
+    assert manifest is not None
+    m: dict[str, Any] = json.loads(manifest.model_dump_json())
     for key in ("created_at", "finished_at", "command", "run_id"):
         m.pop(key, None)
     m["totals"].pop("wall_s")
@@ -95,7 +98,8 @@ def test_ray_rows_manifest_and_cache_match_a_local_run(ray_cluster: None, tmp_pa
     suite = tmp_path / "suite.yaml"
     suite.write_text(CODE_SUITE, encoding="utf-8")
     cache_a, cache_b = tmp_path / "cache-a", tmp_path / "cache-b"
-    with CountingServer(responder=schema_responder) as srv:
+    srv = CountingServer(responder=schema_responder)
+    with srv:
         monkeypatch.setenv("REFEREE_CACHE_DIR", str(cache_a))
         assert run(suite, tmp_path / "ray.jsonl", srv.openai_base_url, "--engine", "ray") == 0
         assert len(srv.arrivals) == 8
@@ -132,7 +136,8 @@ def test_one_limit_across_workers_and_cpu_work_on_workers(ray_cluster: None, tmp
     (tmp_path / "where_plugin.py").write_text(PIDS_PLUGIN, encoding="utf-8")
     suite.write_text(suite.read_text(encoding="utf-8") + '  - "where_plugin:where"\n', encoding="utf-8")
     # 10 cases x 2 judges; 4 cases in flight on 2 workers could make 8 calls at once: the limit is 2.
-    with CountingServer(responder=schema_responder, latency=0.15) as srv:
+    srv = CountingServer(responder=schema_responder, latency=0.15)
+    with srv:
         assert run(suite, tmp_path / "r.jsonl", srv.openai_base_url, "--engine", "ray", "--concurrency", "2",
                    "--no-cache") == 0
     assert len(srv.arrivals) == 20
@@ -145,7 +150,8 @@ def test_one_limit_across_workers_and_cpu_work_on_workers(ray_cluster: None, tmp
     # cannot reach the server before 4.5 s after the run began. A busy machine only delays arrivals (gaps
     # between arrivals can bunch), so this bound holds under load; without the limiter 10 calls at
     # concurrency 8 arrive within a fraction of that.
-    with CountingServer(responder=schema_responder) as srv:
+    srv = CountingServer(responder=schema_responder)
+    with srv:
         began = time.monotonic()
         assert run(suite, tmp_path / "r2.jsonl", srv.openai_base_url, "--engine", "ray", "--concurrency", "8",
                    *RATE_LIMIT, "--no-cache", "--filter", "id:c[0-4]") == 0
@@ -158,12 +164,14 @@ def test_a_fatal_provider_error_on_a_worker_stops_the_run(ray_cluster: None, tmp
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-abcdef123456")
     suite = judged_suite(tmp_path, n=4)
-    with CountingServer(responder=lambda req: Reply(status=401)) as srv:
+    srv = CountingServer(responder=lambda req: Reply(status=401))
+    with srv:
         code = run(suite, tmp_path / "r.jsonl", srv.openai_base_url, "--engine", "ray")
     err = capsys.readouterr().err
     assert code == 2
     assert "401" in err and "sk-secret-abcdef123456" not in err
-    assert RunManifest.read(tmp_path / "r.jsonl").status == "failed"
+    manifest = RunManifest.read(tmp_path / "r.jsonl")
+    assert manifest is not None and manifest.status == "failed"
 
 
 def free_port() -> int:
@@ -204,7 +212,7 @@ def test_python_api_engine_ray(ray_cluster: None, tmp_path: Path) -> None:
     remote = referee.evaluate(cases, evaluators, out=tmp_path / "ray.jsonl", progress=False, engine="ray")
     assert [r.passed for r in remote.rows] == [False, True] * 3  # the sandbox ran each case's tests
     assert rows_without_timings(tmp_path / "ray.jsonl") == rows_without_timings(tmp_path / "local.jsonl")
-    assert remote.manifest.totals.scored == local.manifest.totals.scored == 6  # type: ignore[union-attr]
+    assert remote.manifest.totals.scored == local.manifest.totals.scored == 6
 
 
 TARGET_SUITE = """\
@@ -244,9 +252,11 @@ def test_targets_run_side_by_side_in_one_ray_session(ray_cluster: None, tmp_path
     (tmp_path / "cases.jsonl").write_text(
         "".join(json.dumps({"id": f"c{i:02d}", "input": f"question {i}"}) + "\n" for i in range(N_CASES)),
         encoding="utf-8")
-    rec = Recorder(hold_s=10).start()  # a run that takes the targets one after another waits this out, and fails
+    rec = Recorder(hold_s=10)  # a run that takes the targets one after another waits this out, and fails
+    rec.start()
     try:
-        with CountingServer(responder=schema_responder, latency=0.1) as judge:
+        judge = CountingServer(responder=schema_responder, latency=0.1)
+        with judge:
             targets = "".join(
                 f"  - id: {k}\n    concurrency: {n}\n"
                 f"    http: {{url: '{rec.url}/{k}', body: {{q: '{{input}}'}}, output: text}}\n"
@@ -278,7 +288,8 @@ def test_a_targets_own_concurrency_never_widens_the_judge_budget_on_ray(ray_clus
     suite = tmp_path / "suite.yaml"
     suite.write_text("cases: cases.jsonl\ntargets:\n  - {id: v1, python: 'fast_agent:answer', concurrency: 8}\n"
                      'evaluators:\n  - llm_judge: {rubric: "- quality: answers the question"}\n', encoding="utf-8")
-    with CountingServer(responder=schema_responder, latency=0.15) as judge:
+    judge = CountingServer(responder=schema_responder, latency=0.15)
+    with judge:
         assert run(suite, tmp_path / "out", judge.openai_base_url, "--engine", "ray", "--concurrency", "2",
                    "--no-cache") == 0
     assert len(judge.arrivals) == 10 and judge.max_in_flight == 2
@@ -500,8 +511,8 @@ def test_an_address_of_a_token_authenticated_cluster_is_joined_with_the_token(tm
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
             head.wait(timeout=30)
-        for p, s in seen.items():
-            if _alive(p, s):
+        for p, started in seen.items():
+            if _alive(p, started):
                 with contextlib.suppress(OSError):
                     os.kill(p, signal.SIGKILL)
         shutil.rmtree(temp, ignore_errors=True)

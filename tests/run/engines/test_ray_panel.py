@@ -27,7 +27,8 @@ def test_a_panel_on_ray_matches_a_local_run(ray_cluster: None, tmp_path: Path,  
     code_cases(tmp_path)
     suite = tmp_path / "suite.yaml"
     suite.write_text(SUITE, encoding="utf-8")
-    with CountingServer(responder=schema_responder) as srv:
+    srv = CountingServer(responder=schema_responder)
+    with srv:
         assert run(suite, tmp_path / "ray.jsonl", srv.openai_base_url, "--engine", "ray", "--no-cache") == 0
         assert len(srv.arrivals) == 24
         assert run(suite, tmp_path / "local.jsonl", srv.openai_base_url, "--no-cache") == 0
