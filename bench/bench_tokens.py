@@ -199,10 +199,11 @@ def billed(template: str, case: dict[str, Any]) -> None:
                         "anthropic", "--base-url", srv.url, "--no-cache", "--input-price-per-mtok", str(_IN),
                         "--output-price-per-mtok", str(_OUT), *extra])
             rows = read_results(out).rows
-            if code not in (0, 1) or rows[0].cost_usd is None or rows[0].usage.calls != 1:
+            usage = rows[0].usage
+            if code not in (0, 1) or rows[0].cost_usd is None or usage is None or usage.calls != 1:
                 raise SystemExit(f"{name}: referee judge exited {code}; one call with its cost was expected")
             costs[name] = rows[0].cost_usd
-            inputs[name] = rows[0].usage.input_tokens or 0
+            inputs[name] = usage.input_tokens or 0
             if not costs.get("seed run_judge.py"):  # the seed's body for the same case, and the same reply
                 body = json.dumps(seed_payload(template, case)).encode()
                 costs = {"seed run_judge.py": (round(len(body) / 4) * _IN + round(len(verdict) / 4) * _OUT) / 1e6,

@@ -31,6 +31,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 TARGET_READY_S = 3.0
 TARGET_GRID_S = 0.2
@@ -63,7 +64,7 @@ def generate(folder: Path, n: int) -> tuple[Path, Path]:
     return results, cases
 
 
-def _get(url: str) -> tuple[float, dict[str, object]]:
+def _get(url: str) -> tuple[float, dict[str, Any]]:
     t = time.perf_counter()
     with urllib.request.urlopen(url, timeout=120) as r:
         data = json.loads(r.read())

@@ -115,7 +115,7 @@ CASES = [{"id": f"c{i}", "input": "q", "output": f"answer-{i}"} for i in range(N
 
 def _run(tmp_path: Path, **panel: object) -> referee.EvalResult:
     return referee.evaluate(CASES, [LLMJudge(rubric="- correct")],
-                            judge=[_fake(0, "m0"), _fake(1, "m1"), _fake(2, "m2")],  # type: ignore[arg-type]
+                            judge=[_fake(0, "m0"), _fake(1, "m1"), _fake(2, "m2")],
                             panel=panel or None,
                             out=tmp_path / "r.jsonl", progress=False)
 
@@ -128,7 +128,7 @@ def test_below_the_threshold_a_case_needs_a_human_or_goes_to_the_stronger_judge(
     assert all(r.status == "scored" for r in res.rows if int(r.id[1:]) % 4)
     strong = _fake(-1, "strong")
     res2 = referee.evaluate(CASES, [LLMJudge(rubric="- correct")],
-                            judge=[_fake(0, "m0"), _fake(1, "m1"), _fake(2, "m2")],  # type: ignore[arg-type]
+                            judge=[_fake(0, "m0"), _fake(1, "m1"), _fake(2, "m2")],
                             panel={"escalate_below": 1.0, "escalate_to": strong}, progress=False)
     esc = [r for r in res2.rows if int(r.id[1:]) % 4 == 0]
     assert all(r.status == "scored" and "escalated" in r.flags for r in esc)

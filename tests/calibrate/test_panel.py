@@ -44,7 +44,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> referee.EvalResult:
     out = tmp_path_factory.mktemp("panel") / "results.jsonl"
     cases = [{"id": f"c{i}", "input": "q", "output": f"answer-{i}"} for i in range(N)]
     return referee.evaluate(cases, [LLMJudge(rubric="- correct")],
-                            judge=[_judge(m) for m in PASSES],  # type: ignore[arg-type]
+                            judge=[_judge(m) for m in PASSES],
                             out=out, progress=False)
 
 

@@ -31,8 +31,7 @@ def panel_run(tmp_path: Path) -> Iterator[tuple[Served, str]]:
     cases = [{"id": f"c{i}", "input": "q", "output": f"answer-{i}"} for i in range(6)]
     out = tmp_path / "panel.jsonl"
     referee.evaluate(cases, [LLMJudge(rubric="- quality")],
-                     # a panel: evaluate takes a list of judges, though its signature names one judge
-                     judge=[_judge("m1", {0}), _judge("m2", {0, 1}), _judge("m3", set())],  # type: ignore[arg-type]
+                     judge=[_judge("m1", {0}), _judge("m2", {0, 1}), _judge("m3", set())],  # a panel
                      panel={"escalate_below": 1.0}, out=out, progress=False)
     s = serve([out], [])
     key = s.app.api_index()["runs"][0]["run"]

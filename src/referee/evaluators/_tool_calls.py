@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -508,7 +508,7 @@ def _grade(calls: list[_Call], expected: list[tuple[str, dict[str, list[Any]]]],
                        details={**details, "failures": []})
 
 
-def match_tool_calls(actual: Any, expected: list[dict[str, dict[str, list[Any]]]],
+def match_tool_calls(actual: Any, expected: Sequence[Mapping[str, Any]],
                      functions: list[dict[str, Any]] | None = None, category: str | None = None, *,
                      underscore_to_dot: bool = False) -> CheckResult:
     """Grade ``actual`` tool calls against BFCL-style possible answers, by the leaderboard's rules.
