@@ -63,11 +63,6 @@ def _col(v: Any, width: int) -> str:
     return str(pad_columns(printable("" if v is None else str(v)), width))
 
 
-def _where(r: Any) -> str:
-    """Branch @ commit, as a store holds them: printable, since another store's runs may be imported."""
-    return str(r.place())
-
-
 def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
@@ -290,7 +285,7 @@ def compare_cmd(baseline: str | None, candidate: str | None, store_url: str | No
                 else "the evaluators' configuration")
         echo_err(f"note: the two runs differ in {what}")
     for role, r in (("baseline", b), ("candidate", c)):  # a line each: 80 columns
-        echo_err(f"{role}: run {r.run_id[:12]} ({_where(r.record)})")
+        echo_err(f"{role}: run {r.run_id[:12]} ({r.record.place()})")
     scoring = (c.manifest.extra.get("suite") or {}).get("scoring") if c.manifest is not None else None
     thr = threshold if threshold is not None else float((scoring or {}).get("threshold", 0.7))
     summary = summarize(c, ScoreOptions(threshold=thr), baseline=b)

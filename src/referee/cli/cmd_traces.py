@@ -33,7 +33,7 @@ def to_cases(out: str, metric: str | None, below: float | None, failed: bool, er
     cases = traces_to_cases(sink, metric=metric, below=below, failed=failed,
                             trace_ids=list(trace_ids), errors=errors)
     if not cases:  # a file written empty would replace the cases an earlier selection wrote there
-        where = getattr(getattr(sink, "store", None), "display_url", "the store")
+        where = sink.store.display_url  # a StoreSink: create=False never reads a store turned off as empty
         if not sink.recent_traces(1):  # most often the collector wrote to another store
             why = (f"{where} holds no traces (`referee collect` and `referee monitor` store them where --store or "
                    "REFEREE_STORE says)")

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._util import _yaml
+from .._util._hints import refuse_unknown
 from ..errors import InputError, UserError
 from ..store import label_of_suite
 from ..trajectories import TrajectoryError, case_from_spans
 from ._ingest import DEFAULT_MAX_DECODED_BYTES, ingest
-from ._monitor import MonitorConfig, _refuse_unknown
+from ._monitor import MonitorConfig
 from ._otlp import OTLPDecodeError, decode_traces
 from ._redact import Redactor
 from ._sink import TraceSink
@@ -28,7 +29,7 @@ def _redactor(section: dict[str, Any], where: str, *, run_user_code: bool = True
     spec = section.get("redact") or {}
     if not isinstance(spec, dict):
         raise UserError(f"{where}.redact: expected {{patterns: [regex, ...], hook: module:function}}")
-    _refuse_unknown(spec, {"patterns", "hook"}, f"{where}.redact")
+    refuse_unknown(spec, {"patterns", "hook"}, f"{where}.redact")
     patterns = spec.get("patterns") or []
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         raise UserError(f"{where}.redact.patterns: expected a list of regular expressions")

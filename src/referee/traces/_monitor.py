@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._util._hints import did_you_mean
+from .._util._hints import refuse_unknown
 from ..errors import ProviderError, UserError
 from ..runner._engine import FatalRunError
 from ..trajectories import TrajectoryError, case_from_span, case_from_spans, span_view
@@ -109,7 +109,7 @@ class MonitorConfig:
               clock: Callable[[], float] = time.time) -> MonitorConfig:
         known = {"traces", "sampling", "quiet_seconds", "budget", "max_input_chars", "export", "alerts",
                  "threshold", "redact", "batch", "retention", "spans"}
-        _refuse_unknown(section, known, where)
+        refuse_unknown(section, known, where)
         rules = [Rule.parse(r, f"{where}.traces[{i}]") for i, r in enumerate(_list(section, "traces", where))]
         samp = _part(section, "sampling", {"rate", "always", "per_minute", "at_ingest", "keep_unsampled"}, where)
         keep_unsampled = samp.get("keep_unsampled", True)
@@ -189,19 +189,8 @@ def _part(section: Mapping[str, Any], key: str, known: set[str], where: str) -> 
     value = section.get(key) or {}
     if not isinstance(value, Mapping):
         raise UserError(f"{where}.{key}: expected a mapping ({', '.join(sorted(known))})")
-    _refuse_unknown(value, known, f"{where}.{key}")
+    refuse_unknown(value, known, f"{where}.{key}")
     return value
-
-
-def _refuse_unknown(part: Mapping[str, Any], known: set[str], where: str) -> None:
-    """A ``UserError`` at the first key of ``part`` (in the file's order) that is not ``known``, with the name it
-    is closest to and any other unknown keys."""
-    unknown = [str(k) for k in part if k not in known]
-    if unknown:
-        first, rest = unknown[0], unknown[1:]
-        also = f"; also unknown: {', '.join(rest)}" if rest else ""
-        raise UserError(f"{where}.{first}: unknown key{did_you_mean(first, known)}{also} "
-                        f"(known: {', '.join(sorted(known))})")
 
 
 def _num(part: Mapping[str, Any], key: str, default: float | None, where: str, *, above: float | None = None,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._util._hints import did_you_mean
+from .._util._hints import refuse_unknown
 from .._util._numbers import whole_number
 from ..errors import UserError
 
@@ -43,11 +43,7 @@ class Rule:
         if not isinstance(spec, Mapping):
             raise UserError(f"{where}: expected a mapping such as {{status: error}} (fields: service, span_name, "
                             f"status, attributes), got {spec!r}")
-        unknown = [str(k) for k in spec if k not in _RULE_FIELDS]
-        if unknown:
-            also = f"; also unknown: {', '.join(unknown[1:])}" if unknown[1:] else ""
-            raise UserError(f"{where}.{unknown[0]}: unknown field{did_you_mean(unknown[0], _RULE_FIELDS)}{also} "
-                            "(known: service, span_name, status, attributes)")
+        refuse_unknown(spec, _RULE_FIELDS, where, noun="field")
         status = spec.get("status")
         if status not in (None, "error", "ok", "unset"):
             raise UserError(f"{where}.status: expected error, ok or unset, got {status!r}")
