@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -710,6 +711,24 @@ def test_an_alert_without_a_history_of_runs_names_no_offline_run(collector: Coll
         pass
     assert alerts and mon.alerts[0].offline is None and "offline" not in alerts[0]
     assert mon.last_error is None
+
+
+def test_an_alert_goes_to_the_referee_logger_by_default_never_printed(
+        collector: Collector, judge: Judge, clock: Clock, caplog: pytest.LogCaptureFixture,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Library code never prints: without an ``alert_sink`` an alert is a warning of the ``referee`` loggers,
+    which the CLI shows as a ``referee:`` line on stderr and a program routes where it wants."""
+    cfg = MonitorConfig.parse({"quiet_seconds": 5, "alerts": {"reference": 10, "window": 10, "h": 2}}, [RUBRIC],
+                              clock=clock)
+    mon = Monitor(collector.sink, cfg, judge=judge, clock=clock)
+    _send(collector, [(f"q{i}", f"a{i}") for i in range(10)] + [(f"r{i}", f"WRONG {i}") for i in range(10)])
+    clock.t += 60
+    with caplog.at_level(logging.WARNING, logger="referee"):
+        while mon.step().traces:
+            pass
+    said = [r for r in caplog.records if r.name == "referee.traces._monitor"]
+    assert mon.alerts and [r.getMessage() for r in said] == [a.message() for a in mon.alerts]
+    assert capsys.readouterr().err == ""
 
 
 def test_a_pass_is_kept_until_the_next_pass_with_traces_and_no_longer(collector: Collector, judge: Judge,

@@ -5,6 +5,10 @@ database) sees what the first wrote."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from referee.store import Store
 from referee.traces import Alert, Score, SpanRecord, StoreSink
 
@@ -126,3 +130,17 @@ def test_traces_with_an_error_span_are_selected_as_cases(trace_store: Store) -> 
         # The selections add up, each trace once: a named trace, then the error ones.
         both = traces_to_cases(sink, trace_ids=[T4, T1], errors=True)
         assert [c["metadata"]["trace_id"] for c in both] == [T4, T1, T3]
+
+
+def test_a_trace_that_makes_no_case_is_logged_never_printed(
+        caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
+    """Library code never prints: a program calling ``traces_to_cases`` decides where the skip is said."""
+    from referee.traces import MemorySink, traces_to_cases
+
+    sink = MemorySink()
+    sink.add_spans([_span(T1, "0000000000000001", attrs={"http.route": "/x"})], received_ns=100)
+    with caplog.at_level(logging.WARNING, logger="referee"):
+        assert traces_to_cases(sink, trace_ids=[T1]) == []
+    assert [r.name for r in caplog.records] == ["referee.traces._files"]
+    assert caplog.records[0].getMessage().startswith(f"skipped trace {T1}: ")
+    assert capsys.readouterr().err == ""

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,8 @@ from ._sink import TraceSink
 
 if TYPE_CHECKING:
     from ..suites import SuiteInvalid
+
+log = logging.getLogger(__name__)
 
 
 def _redactor(section: dict[str, Any], where: str, *, run_user_code: bool = True) -> Redactor:
@@ -193,7 +195,7 @@ def traces_to_cases(sink: TraceSink, *, metric: str | None = None, below: float 
         try:
             case = case_from_spans(spans, case_id=tid)
         except TrajectoryError as exc:
-            print(f"skipped trace {tid}: {exc}", file=sys.stderr)
+            log.warning("skipped trace %s: %s", tid, exc)
             continue
         case["metadata"] = {"trace_id": tid, "production_scores": scores}
         cases.append(case)

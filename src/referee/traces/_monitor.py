@@ -19,9 +19,9 @@ from __future__ import annotations
 import http.client
 import itertools
 import json
+import logging
 import math
 import re
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -37,6 +37,8 @@ from ._drift import DEFAULT_H, DEFAULT_K, DEFAULT_REFERENCE, DEFAULT_WINDOW, Ale
 from ._export import EvaluationExporter
 from ._sampler import Rule, Sampler
 from ._sink import Score, TraceSink
+
+log = logging.getLogger(__name__)
 
 DEFAULT_QUIET_SECONDS = 30.0
 """A trace is complete when none of its spans arrived for this long."""
@@ -330,7 +332,7 @@ class StepReport:
 class Monitor:
     """Evaluates traces from ``sink`` with ``judge`` (a :class:`~referee.Judge`, a ``provider:model`` string or a
     Provider); ``clock`` (seconds) decides when a trace is quiet and the per-minute cap; ``alert_sink`` gets each
-    alert's message (default: stderr)."""
+    alert's message (default: the ``referee.traces`` logger, which the CLI shows on stderr)."""
 
     def __init__(self, sink: TraceSink, config: MonitorConfig, *, judge: Any = None,
                  clock: Callable[[], float] = time.time, alert_sink: Callable[[str], None] | None = None,
@@ -339,7 +341,7 @@ class Monitor:
         self.config = config
         self.judge = judge
         self._clock = clock
-        self._alert_sink = alert_sink or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self._alert_sink = alert_sink or log.warning
         names = [metric_name(e) for e in config.evaluators]
         if len(set(names)) != len(names):
             raise UserError(f"monitor: two evaluators report as the same metric ({', '.join(names)}); give one an id")
