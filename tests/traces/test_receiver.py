@@ -106,6 +106,21 @@ def test_spans_over_the_attribute_bound_are_rejected_in_a_partial_success(collec
 
 
 @pytest.mark.parametrize("ctype", ["application/x-protobuf", "application/json"])
+def test_the_attribute_bound_counts_utf8_bytes_not_characters(collector: Collector, ctype: str) -> None:
+    # 600 characters of two bytes each: under the 1024-byte bound by characters, over it in bytes.
+    attrs = {"gen_ai.operation.name": "chat", "big": "\u00e9" * 600}
+    body = request([span(1, 1), span(1, 2, attrs=attrs)]) if ctype == "application/x-protobuf" else \
+        json_request(f"{1:032x}", f"{2:016x}", attrs)
+    code, _, reply = post(collector.port, body, ctype=ctype)
+    assert code == 200
+    rejected, message = (partial(reply) if ctype == "application/x-protobuf" else
+                         (int(json.loads(reply)["partialSuccess"]["rejectedSpans"]),
+                          json.loads(reply)["partialSuccess"]["errorMessage"]))
+    assert rejected == 1 and "1024 bytes" in message
+    assert f"{2:016x}" not in {s["spanId"] for s in collector.sink.trace_spans(f"{1:032x}")}
+
+
+@pytest.mark.parametrize("ctype", ["application/x-protobuf", "application/json"])
 def test_a_span_over_the_span_bound_is_rejected_and_its_neighbours_kept(ctype: str) -> None:
     from google.protobuf import json_format
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2

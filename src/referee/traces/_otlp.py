@@ -113,7 +113,9 @@ def _value(v: Any) -> Any:
 
 def _too_big(value: Any, limit: int) -> bool:
     if isinstance(value, str):
-        return len(value) > limit and len(value.encode("utf-8")) > limit
+        # A character is 1 to 4 UTF-8 bytes: past ``limit`` characters it is over, and only a string of more than
+        # a quarter of it needs encoding to tell.
+        return len(value) > limit or (len(value) * 4 > limit and len(value.encode("utf-8", "surrogatepass")) > limit)
     if isinstance(value, list | dict):
         return len(json.dumps(value, default=str)) > limit
     return False
@@ -145,8 +147,9 @@ def _from_message(req: Any, *, max_span_bytes: int, max_attribute_bytes: int, bo
                 too_big = False
                 for kv in sp.attributes:
                     value = attrs[kv.key] = _value(kv.value)
-                    # A string's characters never outnumber its UTF-8 bytes: only a long one needs encoding.
-                    if (len(value) > max_attribute_bytes if type(value) is str else  # noqa: E721 - exact type
+                    # A character is at most 4 UTF-8 bytes: only a string longer than a quarter of the bound needs
+                    # a closer look.
+                    if (len(value) * 4 > max_attribute_bytes if type(value) is str else  # noqa: E721 - exact type
                             isinstance(value, list | dict)) and _too_big(value, max_attribute_bytes):
                         too_big = True
                 if too_big:
