@@ -120,6 +120,20 @@ def test_the_attribute_bound_counts_utf8_bytes_not_characters(collector: Collect
     assert f"{2:016x}" not in {s["spanId"] for s in collector.sink.trace_spans(f"{1:032x}")}
 
 
+def test_a_lone_surrogate_escape_in_json_is_a_malformed_request_not_a_store_failure(collector: Collector) -> None:
+    # Valid JSON, but not UTF-8 text: the store cannot keep it, and a 503 would have the exporter retry it forever.
+    body = json_request(f"{3:032x}", f"{3:016x}", {"gen_ai.operation.name": "chat", "q": "\ud800"})
+    assert b"\\ud800" in body
+    code, _, reply = post(collector.port, body, ctype="application/json")
+    assert code == 400 and b"surrogate" in reply
+    assert collector.stats().refused_requests == {"malformed": 1}
+    # A pair (one character outside the BMP) is text, and is stored.
+    body = json_request(f"{3:032x}", f"{4:016x}", {"gen_ai.operation.name": "chat", "q": "\U0001f600"})
+    assert b"\\ud83d\\ude00" in body
+    assert post(collector.port, body, ctype="application/json")[0] == 200
+    assert collector.sink.trace_spans(f"{3:032x}")[0]["attributes"]["q"] == "\U0001f600"
+
+
 @pytest.mark.parametrize("ctype", ["application/x-protobuf", "application/json"])
 def test_a_span_over_the_span_bound_is_rejected_and_its_neighbours_kept(ctype: str) -> None:
     from google.protobuf import json_format

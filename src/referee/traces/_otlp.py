@@ -22,6 +22,7 @@ from .._util._fastjson import dumps_bytes, loads_document
 from ..errors import MissingExtraError, RefereeError
 
 _HEX = re.compile(r"[0-9a-fA-F]*")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 DEFAULT_MAX_SPAN_BYTES = 1 << 20
 """A span's encoded size above which it is rejected (1 MiB)."""
@@ -388,8 +389,18 @@ def decode_traces(body: bytes, content_type: str, *, max_span_bytes: int = DEFAU
             doc = loads_document(body)
         except (ValueError, RecursionError) as exc:
             raise OTLPDecodeError(f"malformed JSON: {exc}") from None
-        return _from_json(doc, max_span_bytes=max_span_bytes, max_attribute_bytes=max_attribute_bytes,
-                          body_bytes=len(body))
+        out = _from_json(doc, max_span_bytes=max_span_bytes, max_attribute_bytes=max_attribute_bytes,
+                         body_bytes=len(body))
+        if _SURROGATE_ESCAPE.search(body):
+            # JSON can escape half of a surrogate pair alone, which is no UTF-8 text: the store cannot keep it, and
+            # a protobuf body with a string that is not UTF-8 is refused the same way.
+            for span in out.spans:
+                try:
+                    json.dumps(span.as_dict(), ensure_ascii=False).encode("utf-8")
+                except UnicodeEncodeError:
+                    raise OTLPDecodeError("not an OTLP/JSON trace export: a string holds a lone surrogate escape "
+                                          "(\\ud800-\\udfff), which is not UTF-8 text") from None
+        return out
     from google.protobuf.message import DecodeError
 
     req = _proto().ExportTraceServiceRequest()
