@@ -85,6 +85,29 @@ def test_a_gzip_bomb_stops_at_the_bound(collector: Collector) -> None:
     assert code == 413
 
 
+@pytest.mark.parametrize("ctype", ["application/x-protobuf", "application/json"])
+def test_a_gzip_body_of_several_members_is_read_whole(collector: Collector, ctype: str) -> None:
+    # RFC 1952: a gzip file may be several members, read as their concatenation. Two protobuf requests one after
+    # the other are one request with the spans of both.
+    if ctype == "application/x-protobuf":
+        first, second = request([span(8, 1)]), request([span(8, 2)])
+    else:
+        whole = json_request(f"{8:032x}", f"{1:016x}")
+        first, second = whole[:40], whole[40:]
+    body = gzip.compress(first) + gzip.compress(second)
+    code, _, _ = post(collector.port, body, ctype=ctype, headers={"Content-Encoding": "gzip"})
+    assert code == 200
+    want = [f"{1:016x}", f"{2:016x}"] if ctype == "application/x-protobuf" else [f"{1:016x}"]
+    assert sorted(s["spanId"] for s in collector.sink.trace_spans(f"{8:032x}")) == want
+    # Bytes after the last member that are not a member: a malformed body, not a part of one.
+    code, _, _ = post(collector.port, gzip.compress(first) + b"trailing", ctype=ctype,
+                      headers={"Content-Encoding": "gzip"})
+    assert code == 400
+    # The bound holds over all the members together.
+    bomb = gzip.compress(b"\0" * (3 << 20))
+    assert post(collector.port, bomb + bomb, ctype=ctype, headers={"Content-Encoding": "gzip"})[0] == 413
+
+
 def test_a_body_over_the_bound_is_refused_before_it_is_read(collector: Collector) -> None:
     # Only the headers are sent: the reply comes from Content-Length alone, no byte of the body is awaited.
     conn = http.client.HTTPConnection("127.0.0.1", collector.port, timeout=30)

@@ -142,17 +142,26 @@ class _TooLarge(Exception):
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:
-    """Decompressed gzip with a bound: past ``limit`` bytes it stops (a gzip bomb costs ``limit``, not more)."""
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = d.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise OTLPDecodeError(f"malformed gzip: {exc}") from None
-    if len(out) > limit or d.unconsumed_tail:
-        raise _TooLarge(f"decompressed body over {limit} bytes")
-    if not d.eof:
-        raise OTLPDecodeError("truncated gzip body")
-    return out
+    """Decompressed gzip with a bound: past ``limit`` bytes it stops (a gzip bomb costs ``limit``, not more).
+    A body of several gzip members (RFC 1952) is their concatenation: reading the first alone dropped the spans of
+    the others with a reply of 200, and bytes after the last member that are not one are a malformed body."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out = d.decompress(body, limit + 1 - size)  # never 0 (no bound to zlib): size is at most limit here
+        except zlib.error as exc:
+            raise OTLPDecodeError(f"malformed gzip: {exc}") from None
+        size += len(out)
+        if size > limit or d.unconsumed_tail:
+            raise _TooLarge(f"decompressed body over {limit} bytes")
+        if not d.eof:
+            raise OTLPDecodeError("truncated gzip body")
+        parts.append(out)
+        body = d.unused_data
+        if not body:
+            return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class Collector:
