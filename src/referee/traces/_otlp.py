@@ -125,6 +125,11 @@ def _too_big(value: Any, limit: int) -> bool:
 _NO_TRACE, _NO_SPAN = bytes(16), bytes(8)
 
 
+def _service(value: Any) -> str | None:
+    """``service.name`` as text; a value with no kind (or a NaN) names no service, not one called "None"."""
+    return None if value is None else str(value)
+
+
 def _from_message(req: Any, *, max_span_bytes: int, max_attribute_bytes: int, body_bytes: int | None = None) -> Decoded:
     """``body_bytes``: the protobuf body's size; a span is a part of it, so none can be larger when it fits."""
     out = Decoded()
@@ -134,7 +139,7 @@ def _from_message(req: Any, *, max_span_bytes: int, max_attribute_bytes: int, bo
         service = None
         for kv in rs.resource.attributes:
             if kv.key == "service.name":
-                service = str(_value(kv.value))
+                service = _service(_value(kv.value))
         for ss in rs.scope_spans:
             for sp in ss.spans:
                 trace_id, span_id = sp.trace_id, sp.span_id
@@ -290,7 +295,7 @@ def _from_json(doc: Any, *, max_span_bytes: int, max_attribute_bytes: int, body_
             for kv in _list(_obj(rs.get("resource"), "resource").get("attributes"), "resource.attributes"):
                 kv = _obj(kv, "resource.attributes")
                 if kv.get("key") == "service.name":
-                    service = str(_json_value(kv.get("value")))
+                    service = _service(_json_value(kv.get("value")))
             for ss in _list(rs.get("scopeSpans"), "scopeSpans"):
                 for sp in _list(_obj(ss, "scopeSpans").get("spans"), "spans"):
                     if not isinstance(sp, dict):
