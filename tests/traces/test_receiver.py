@@ -290,6 +290,26 @@ def test_secrets_in_span_attributes_are_redacted_before_storing(make_sink: SinkF
     assert sink.counts()["redacted_out"] == 1
 
 
+def test_a_redaction_hook_that_fails_on_a_span_drops_that_span_only(make_sink: SinkFactory) -> None:
+    # The hook is the operator's code: failing on one span is no store failure (a 503 had the exporter resend the
+    # same request without end), and the span it could not redact is never stored.
+    sink = make_sink()
+
+    def hook(s: dict[str, Any]) -> Any:
+        what = s["attributes"].get("what")
+        if what == "raise":
+            raise ValueError("cannot redact " + s["attributes"]["gen_ai.input.messages"])
+        return "not a span" if what == "text" else {"name": "no ids"} if what == "partial" else s
+
+    with Collector(sink, CollectorConfig(port=0, redactor=Redactor([], hook))) as c:
+        code, _, _ = post(c.port, request([
+            span(10, i + 1, attrs={"gen_ai.operation.name": "chat", "gen_ai.input.messages": "private", "what": w})
+            for i, w in enumerate(["raise", "text", "partial", "fine"])]))
+        assert code == 200 and c.last_error is None
+    assert [s["attributes"]["what"] for s in sink.trace_spans(f"{10:032x}")] == ["fine"]
+    assert sink.counts()["not stored: redaction_hook_error"] == 3
+
+
 def test_a_redaction_pattern_that_backtracks_cannot_hold_the_receiver(make_sink: SinkFactory,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # The pattern is the operator's, the text the application's users': each match has the time bound every

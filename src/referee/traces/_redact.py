@@ -21,6 +21,10 @@ class RedactionTimeout(RefereeError):  # noqa: N818 - reads as the condition it 
     """A redaction pattern took longer than ``_util/_regex.TIMEOUT_S`` on a span: the span is not stored."""
 
 
+class RedactionHookError(RefereeError):
+    """The redaction hook raised, or returned something that is not a span: the span is not stored."""
+
+
 def _shown(pattern: str) -> str:
     return pattern if len(pattern) <= 60 else pattern[:60] + "..."
 
@@ -84,5 +88,10 @@ class Redactor:
             raise RedactionTimeout from None
         if self.hook is None:
             return span
-        out = self.hook(span.as_dict())
-        return None if out is None else SpanRecord.from_dict(out)
+        # The hook is the operator's code: when it fails on a span, that span is dropped (never stored unredacted),
+        # not the request refused as if the store were down, which had the exporter resend it without end.
+        try:
+            out = self.hook(span.as_dict())
+            return None if out is None else SpanRecord.from_dict(out)
+        except Exception as exc:  # noqa: BLE001 - any failure of user code on one span
+            raise RedactionHookError(type(exc).__name__) from None
