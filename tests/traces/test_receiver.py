@@ -349,6 +349,14 @@ def test_non_loopback_needs_the_flag_a_token_and_tls_or_a_proxy() -> None:
     CollectorConfig(port=0, token="short").check()  # on loopback, the operator's choice
 
 
+def test_a_port_in_use_is_named_with_the_address() -> None:
+    # The bare "[Errno 98] Address already in use" named neither the port nor what to do (referee monitor listens
+    # on 4318 by default, where a collector may already be).
+    with Collector(MemorySink(), CollectorConfig(port=0)) as first:
+        with pytest.raises(UserError, match=rf"cannot listen on 127\.0\.0\.1 port {first.port}: .*--port"):
+            Collector(MemorySink(), CollectorConfig(port=first.port))
+
+
 def test_a_token_is_checked_on_every_request(make_sink: SinkFactory) -> None:
     sink = make_sink()
     with Collector(sink, CollectorConfig(port=0, token="s3cret-token")) as c:

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import math
@@ -179,7 +180,13 @@ class Collector:
         self._lock = threading.Lock()
         self._stats = CollectorStats()
         self._changed = threading.Condition(self._lock)
-        self._server = _Server((self.config.host, self.config.port), _handler_for(self), self)
+        try:
+            self._server = _Server((self.config.host, self.config.port), _handler_for(self), self)
+        except OSError as exc:  # the bare "[Errno 98] Address already in use" named neither the address nor the port
+            hint = " (another program listens there: choose another with --port)" \
+                if exc.errno == errno.EADDRINUSE else ""
+            raise UserError(f"cannot listen on {self.config.host} port {self.config.port}: "
+                            f"{exc.strerror or exc}{hint}") from None
         if self.config.certfile:
             ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ctx.load_cert_chain(self.config.certfile, self.config.keyfile)
