@@ -349,6 +349,20 @@ def test_non_loopback_needs_the_flag_a_token_and_tls_or_a_proxy() -> None:
     CollectorConfig(port=0, token="short").check()  # on loopback, the operator's choice
 
 
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"])
+def test_a_method_other_than_post_gets_405_naming_post(collector: Collector, method: str) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", collector.port, timeout=30)
+    try:
+        conn.request(method, "/v1/traces", body=b"{}" if method != "HEAD" else None,
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        body = r.read()
+    finally:
+        conn.close()
+    assert r.status == 405 and r.getheader("Allow") == "POST" and b"<html" not in body
+    assert (body == b"") == (method == "HEAD")
+
+
 def test_a_port_in_use_is_named_with_the_address() -> None:
     # The bare "[Errno 98] Address already in use" named neither the port nor what to do (referee monitor listens
     # on 4318 by default, where a collector may already be).

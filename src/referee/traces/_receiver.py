@@ -419,4 +419,15 @@ def _handler_for(owner: Collector) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
             self._reply(405, {"Allow": "POST", "Content-Type": "text/plain"}, b"OTLP/HTTP: POST to /v1/traces")
 
+        # Every other method HTTP defines gets the same 405 naming POST (the stdlib answered them with a 501 page
+        # of HTML); HEAD gets its headers alone.
+        do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = do_GET  # noqa: N815
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self.close_connection = True
+            self.send_response(405)
+            self.send_header("Allow", "POST")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
     return Handler
