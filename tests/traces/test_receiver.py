@@ -420,6 +420,44 @@ def test_over_tls_a_client_that_never_says_hello_stops_no_one(make_sink: SinkFac
     assert not sink.trace_spans(f"{9:032x}")
 
 
+def _raw(port: int, head: bytes, body: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n" + head + b"\r\n"
+                  + body)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def _chunked(body: bytes, size: int) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + size]), body[i:i + size])
+                    for i in range(0, len(body), size)) + b"0\r\n\r\n"
+
+
+def test_a_chunked_body_is_read_within_the_bound(collector: Collector) -> None:
+    # An exporter that streams its body (OpenTelemetry JS on Node.js pipes every request) gives no Content-Length:
+    # its chunked body got 411 and every span it sent was lost.
+    body = gzip.compress(request([span(11, 1), span(11, 2)]))
+    head = b"Transfer-Encoding: chunked\r\nContent-Encoding: gzip\r\n"
+    assert _raw(collector.port, head, _chunked(body, 7)).startswith(b"HTTP/1.1 200 ")
+    assert len(collector.sink.trace_spans(f"{11:032x}")) == 2
+    # Past the body bound (1 MiB here): 413 from the chunk sizes, as from a Content-Length over it (the chunk
+    # that would pass it is not awaited).
+    big = _chunked(b"\0" * (1 << 19), 1 << 19)[:-5] + b"%x\r\n" % ((1 << 19) + 1)
+    assert _raw(collector.port, b"Transfer-Encoding: chunked\r\n", big).startswith(b"HTTP/1.1 413 ")
+    # Cut short, malformed, or framed twice: 400, and nothing is stored.
+    one = request([span(12, 1)])
+    for head, framed in [(b"Transfer-Encoding: chunked\r\n", _chunked(one, 5)[:-5]),
+                         (b"Transfer-Encoding: chunked\r\n", b"-5\r\n" + one),
+                         (b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n" % len(one), _chunked(one, 5))]:
+        assert _raw(collector.port, head, framed).startswith(b"HTTP/1.1 400 "), (head, framed)
+    assert _raw(collector.port, b"Transfer-Encoding: gzip, chunked\r\n", _chunked(one, 5)).startswith(
+        b"HTTP/1.1 501 ")
+    assert collector.sink.trace_spans(f"{12:032x}") == []
+
+
 def test_a_body_cut_short_or_stalled_is_refused_and_stores_nothing(collector: Collector) -> None:
     # A body that ended before its Content-Length was decoded as whatever had arrived (a whole JSON request stored,
     # 200); one that stalled came back 503 "spans could not be stored", blaming the store.
