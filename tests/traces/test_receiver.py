@@ -377,7 +377,11 @@ def test_a_token_is_checked_on_every_request(make_sink: SinkFactory) -> None:
         assert post(c.port, request([span(9, 1)]))[0] == 401
         assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer wrong"})[0] == 401
         assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer s3cret-token"})[0] == 200
-    assert len(sink.trace_spans(f"{9:032x}")) == 1
+        # The scheme's name is case-insensitive (RFC 9110); the token is compared exactly.
+        for auth, code in [("bearer s3cret-token", 200), ("BEARER s3cret-token", 200),
+                           ("Bearer S3CRET-TOKEN", 401), ("Basic s3cret-token", 401), ("s3cret-token", 401)]:
+            assert post(c.port, request([span(9, 2)]), headers={"Authorization": auth})[0] == code, auth
+    assert len(sink.trace_spans(f"{9:032x}")) == 2
 
 
 @pytest.fixture(scope="module")

@@ -303,9 +303,10 @@ class Collector:
             return code, {"Content-Type": "text/plain; charset=utf-8", **(extra or {})}, message.encode()
 
         if cfg.token is not None:
-            auth = headers.get("Authorization") or ""
-            want = f"Bearer {cfg.token}"
-            if not hmac.compare_digest(auth.encode("utf-8", "replace"), want.encode()):
+            # The scheme's name is case-insensitive (RFC 9110, section 11.1): "bearer" is "Bearer"; the token is not.
+            scheme, _, given = (headers.get("Authorization") or "").strip().partition(" ")
+            if not (hmac.compare_digest(given.strip().encode("utf-8", "replace"), cfg.token.encode())
+                    and scheme.lower() == "bearer"):
                 return refuse(401, "unauthorized", "missing or wrong bearer token",
                               {"WWW-Authenticate": "Bearer"})
         if path not in ("/v1/traces", "/v1/logs", "/v1/metrics"):
