@@ -290,6 +290,26 @@ def test_secrets_in_span_attributes_are_redacted_before_storing(make_sink: SinkF
     assert sink.counts()["redacted_out"] == 1
 
 
+def test_redaction_reaches_attribute_keys_nested_keys_and_the_service_name(make_sink: SinkFactory) -> None:
+    # Only values were masked: an e-mail address as a key (of the span's attributes or of a map inside one), or
+    # in the service's name, reached the store as it was, and so did an API key written as a key.
+    from opentelemetry.proto.common.v1 import common_pb2
+
+    sink = make_sink()
+    sp = span(13, 1, attrs={"gen_ai.operation.name": "chat", "user.bob@example.com": "x",
+                            "sk-ant-api03-" + "a" * 40: 1})
+    nested = sp.attributes.add(key="meta")
+    nested.value.kvlist_value.values.append(common_pb2.KeyValue(
+        key="alice@example.com", value=common_pb2.AnyValue(string_value="v")))
+    with Collector(sink, CollectorConfig(port=0, redactor=Redactor([r"[a-z]+@example\.com"]))) as c:
+        assert post(c.port, request([sp], service="shop carol@example.com"))[0] == 200
+    (stored,) = sink.trace_spans(f"{13:032x}")
+    text = json.dumps(stored)
+    assert "@example.com" not in text and "sk-ant-api03" not in text, text
+    assert stored["service"] == "shop ***" and stored["attributes"]["meta"] == {"***": "v"}
+    assert stored["attributes"]["user.***"] == "x"
+
+
 def test_a_redaction_hook_that_fails_on_a_span_drops_that_span_only(make_sink: SinkFactory) -> None:
     # The hook is the operator's code: failing on one span is no store failure (a 503 had the exporter resend the
     # same request without end), and the span it could not redact is never stored.

@@ -56,7 +56,7 @@ class Redactor:
         if isinstance(v, list):
             return [self._value(x) for x in v]
         if isinstance(v, dict):
-            return {k: self._value(x) for k, x in v.items()}
+            return {self._text(k): self._value(x) for k, x in v.items()}
         return v
 
     def _strings(self, v: Any, out: list[str]) -> None:
@@ -66,11 +66,14 @@ class Redactor:
             for x in v:
                 self._strings(x, out)
         elif isinstance(v, dict):
-            for x in v.values():
+            for k, x in v.items():
+                out.append(k)
                 self._strings(x, out)
 
     def apply(self, span: SpanRecord) -> SpanRecord | None:
-        texts = [span.name, span.status_message]
+        # Names are text too: an attribute's key (or a nested map's) and the service's name can hold what a
+        # pattern masks (an e-mail address as a map's key), and the store keeps them as they are.
+        texts = [span.name, span.status_message, span.service or "", *span.attributes]
         for value in span.attributes.values():
             if type(value) is str:  # noqa: E721 - most attributes; anything else is walked
                 texts.append(value)
@@ -81,9 +84,11 @@ class Redactor:
         try:
             if any(p.search(joined, timeout=_regex.TIMEOUT_S) for p in self.patterns) \
                     or may_hold_secrets(joined, self._secrets):
-                span.attributes = {k: self._value(v) for k, v in span.attributes.items()}
+                # Two keys that read the same once masked keep the later value: a key is never kept unmasked.
+                span.attributes = {self._text(k): self._value(v) for k, v in span.attributes.items()}
                 span.name = self._text(span.name)
                 span.status_message = self._text(span.status_message)
+                span.service = self._text(span.service) if span.service else span.service
         except TimeoutError:  # never stored unredacted: the span is dropped, and counted
             raise RedactionTimeout from None
         if self.hook is None:
