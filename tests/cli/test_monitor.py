@@ -105,6 +105,29 @@ def test_the_summary_table_cuts_a_long_metric_name_by_columns_and_says_so(tmp_pa
     assert lines[1].startswith("忠実性_回答と検索文書の~ ") and len({cell_len(line) for line in lines[:3]}) == 1
 
 
+def test_the_counts_under_the_summary_fit_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every reason a trace was not evaluated went on one line: four of them took it to 98 columns.
+    from rich.cells import cell_len
+
+    monkeypatch.setenv("COLUMNS", "80")
+    suite = tmp_path / "m.yaml"
+    suite.write_text("name: x\nevaluators:\n  - faithfulness\n  - llm_judge: {rubric: '- ok'}\nmonitor:\n"
+                     "  sampling: {rate: 0.5, per_minute: 3}\n  traces: [{service: acme-support}]\n"
+                     "  max_input_chars: 300\n", encoding="utf-8")
+    extra = tmp_path / "other.jsonl"  # a trace of another service: not_matched
+    line = RECORDED.read_text(encoding="utf-8").splitlines()[0]
+    trace_id = json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
+    extra.write_text(line.replace('"acme-support"', '"other"').replace(trace_id, "ab" * 16), encoding="utf-8")
+    code, out, err = run_cli(["monitor", str(suite), "--replay", str(RECORDED), "--replay", str(extra), "--once",
+                              "--provider", "standin", "--store", f"sqlite:///{tmp_path / 'h.sqlite'}"], capsys)
+    assert code == 1, err  # nothing scored: every trace is skipped for one reason or another
+    assert max(cell_len(line) for line in out.splitlines()) <= 80, out
+    counts = out[out.index("counts: "):].replace("\n ", " ")
+    for reason in ("not_matched", "over_cap", "sampled_out", "too_large"):
+        assert f"skipped: {reason} " in counts, out
+
+
 def test_a_store_keeps_the_scores_and_traces_to_cases_reads_them(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"

@@ -622,6 +622,24 @@ def test_a_monitor_sections_problem_names_its_file_line_and_field_as_a_suites_do
     assert code == 2 and f"m0.yaml:5 {cases[0][2]}" in err and not (tmp_path / "h.sqlite").exists()
 
 
+def test_a_redaction_hook_that_cannot_be_imported_is_named_with_its_line(tmp_path: Path) -> None:
+    # `referee monitor` said "FILE:4: cannot import module ..." with the line of `monitor:` and no field, where
+    # `referee validate` names monitor.redact.hook.
+    from referee.suites import SuiteInvalid
+    from referee.traces import load_monitor
+
+    f = tmp_path / "m.yaml"
+    for hook, message in [("no_such_module:fn", "cannot import module 'no_such_module'"),
+                          ("os:no_such_fn", "module 'os' has no attribute 'no_such_fn'"),
+                          ("os.path", "'os.path' is not a dotted path")]:
+        f.write_text("name: prod\nevaluators:\n  - llm_judge: {rubric: '- answers'}\nmonitor:\n  redact:\n"
+                     f"    hook: '{hook}'\n")
+        with pytest.raises(SuiteInvalid) as exc:
+            load_monitor(f)
+        (problem,) = exc.value.problems
+        assert problem.line == 6 and str(problem).startswith(f"{f}:6 monitor.redact.hook: {message}"), str(problem)
+
+
 def test_an_export_header_the_exporter_cannot_send_is_refused_without_echoing_its_value() -> None:
     # It passed `referee validate`, and then every export failed with the SDK's message quoting the value.
     for headers, message in [({"Authorization": "Bearer SECRET\r\nX-Evil: 1"}, "headers.Authorization: its value"),

@@ -192,3 +192,14 @@ def test_a_value_nested_deep_is_read_or_refused_never_a_crash(depth: int) -> Non
         for _ in range(depth - 1):
             (value,) = value
         assert value == [None]
+
+
+@pytest.mark.parametrize("value", [{}, {"stringValue": None}, {"doubleValue": "NaN"}])
+def test_a_service_name_with_no_value_names_no_service(value: dict[str, Any]) -> None:
+    doc = sdk_document()
+    for rs in doc["resourceSpans"]:
+        rs["resource"]["attributes"] = [{"key": "service.name", "value": value}]
+    got = direct(doc)
+    assert got != "refused" and {s["service"] for s in got[0]} == {None}
+    if value != {"doubleValue": "NaN"}:  # protobuf's JSON parser refuses a NaN written as text
+        assert reference(doc) == got

@@ -85,6 +85,29 @@ def test_a_gzip_bomb_stops_at_the_bound(collector: Collector) -> None:
     assert code == 413
 
 
+@pytest.mark.parametrize("ctype", ["application/x-protobuf", "application/json"])
+def test_a_gzip_body_of_several_members_is_read_whole(collector: Collector, ctype: str) -> None:
+    # RFC 1952: a gzip file may be several members, read as their concatenation. Two protobuf requests one after
+    # the other are one request with the spans of both.
+    if ctype == "application/x-protobuf":
+        first, second = request([span(8, 1)]), request([span(8, 2)])
+    else:
+        whole = json_request(f"{8:032x}", f"{1:016x}")
+        first, second = whole[:40], whole[40:]
+    body = gzip.compress(first) + gzip.compress(second)
+    code, _, _ = post(collector.port, body, ctype=ctype, headers={"Content-Encoding": "gzip"})
+    assert code == 200
+    want = [f"{1:016x}", f"{2:016x}"] if ctype == "application/x-protobuf" else [f"{1:016x}"]
+    assert sorted(s["spanId"] for s in collector.sink.trace_spans(f"{8:032x}")) == want
+    # Bytes after the last member that are not a member: a malformed body, not a part of one.
+    code, _, _ = post(collector.port, gzip.compress(first) + b"trailing", ctype=ctype,
+                      headers={"Content-Encoding": "gzip"})
+    assert code == 400
+    # The bound holds over all the members together.
+    bomb = gzip.compress(b"\0" * (3 << 20))
+    assert post(collector.port, bomb + bomb, ctype=ctype, headers={"Content-Encoding": "gzip"})[0] == 413
+
+
 def test_a_body_over_the_bound_is_refused_before_it_is_read(collector: Collector) -> None:
     # Only the headers are sent: the reply comes from Content-Length alone, no byte of the body is awaited.
     conn = http.client.HTTPConnection("127.0.0.1", collector.port, timeout=30)
@@ -103,6 +126,35 @@ def test_spans_over_the_attribute_bound_are_rejected_in_a_partial_success(collec
     rejected, message = partial(reply)
     assert rejected == 1 and "1024 bytes" in message
     assert collector.stats().spans_stored == 1
+
+
+@pytest.mark.parametrize("ctype", ["application/x-protobuf", "application/json"])
+def test_the_attribute_bound_counts_utf8_bytes_not_characters(collector: Collector, ctype: str) -> None:
+    # 600 characters of two bytes each: under the 1024-byte bound by characters, over it in bytes.
+    attrs = {"gen_ai.operation.name": "chat", "big": "\u00e9" * 600}
+    body = request([span(1, 1), span(1, 2, attrs=attrs)]) if ctype == "application/x-protobuf" else \
+        json_request(f"{1:032x}", f"{2:016x}", attrs)
+    code, _, reply = post(collector.port, body, ctype=ctype)
+    assert code == 200
+    rejected, message = (partial(reply) if ctype == "application/x-protobuf" else
+                         (int(json.loads(reply)["partialSuccess"]["rejectedSpans"]),
+                          json.loads(reply)["partialSuccess"]["errorMessage"]))
+    assert rejected == 1 and "1024 bytes" in message
+    assert f"{2:016x}" not in {s["spanId"] for s in collector.sink.trace_spans(f"{1:032x}")}
+
+
+def test_a_lone_surrogate_escape_in_json_is_a_malformed_request_not_a_store_failure(collector: Collector) -> None:
+    # Valid JSON, but not UTF-8 text: the store cannot keep it, and a 503 would have the exporter retry it forever.
+    body = json_request(f"{3:032x}", f"{3:016x}", {"gen_ai.operation.name": "chat", "q": "\ud800"})
+    assert b"\\ud800" in body
+    code, _, reply = post(collector.port, body, ctype="application/json")
+    assert code == 400 and b"surrogate" in reply
+    assert collector.stats().refused_requests == {"malformed": 1}
+    # A pair (one character outside the BMP) is text, and is stored.
+    body = json_request(f"{3:032x}", f"{4:016x}", {"gen_ai.operation.name": "chat", "q": "\U0001f600"})
+    assert b"\\ud83d\\ude00" in body
+    assert post(collector.port, body, ctype="application/json")[0] == 200
+    assert collector.sink.trace_spans(f"{3:032x}")[0]["attributes"]["q"] == "\U0001f600"
 
 
 @pytest.mark.parametrize("ctype", ["application/x-protobuf", "application/json"])
@@ -238,6 +290,46 @@ def test_secrets_in_span_attributes_are_redacted_before_storing(make_sink: SinkF
     assert sink.counts()["redacted_out"] == 1
 
 
+def test_redaction_reaches_attribute_keys_nested_keys_and_the_service_name(make_sink: SinkFactory) -> None:
+    # Only values were masked: an e-mail address as a key (of the span's attributes or of a map inside one), or
+    # in the service's name, reached the store as it was, and so did an API key written as a key.
+    from opentelemetry.proto.common.v1 import common_pb2
+
+    sink = make_sink()
+    sp = span(13, 1, attrs={"gen_ai.operation.name": "chat", "user.bob@example.com": "x",
+                            "sk-ant-api03-" + "a" * 40: 1})
+    nested = sp.attributes.add(key="meta")
+    nested.value.kvlist_value.values.append(common_pb2.KeyValue(
+        key="alice@example.com", value=common_pb2.AnyValue(string_value="v")))
+    with Collector(sink, CollectorConfig(port=0, redactor=Redactor([r"[a-z]+@example\.com"]))) as c:
+        assert post(c.port, request([sp], service="shop carol@example.com"))[0] == 200
+    (stored,) = sink.trace_spans(f"{13:032x}")
+    text = json.dumps(stored)
+    assert "@example.com" not in text and "sk-ant-api03" not in text, text
+    assert stored["service"] == "shop ***" and stored["attributes"]["meta"] == {"***": "v"}
+    assert stored["attributes"]["user.***"] == "x"
+
+
+def test_a_redaction_hook_that_fails_on_a_span_drops_that_span_only(make_sink: SinkFactory) -> None:
+    # The hook is the operator's code: failing on one span is no store failure (a 503 had the exporter resend the
+    # same request without end), and the span it could not redact is never stored.
+    sink = make_sink()
+
+    def hook(s: dict[str, Any]) -> Any:
+        what = s["attributes"].get("what")
+        if what == "raise":
+            raise ValueError("cannot redact " + s["attributes"]["gen_ai.input.messages"])
+        return "not a span" if what == "text" else {"name": "no ids"} if what == "partial" else s
+
+    with Collector(sink, CollectorConfig(port=0, redactor=Redactor([], hook))) as c:
+        code, _, _ = post(c.port, request([
+            span(10, i + 1, attrs={"gen_ai.operation.name": "chat", "gen_ai.input.messages": "private", "what": w})
+            for i, w in enumerate(["raise", "text", "partial", "fine"])]))
+        assert code == 200 and c.last_error is None
+    assert [s["attributes"]["what"] for s in sink.trace_spans(f"{10:032x}")] == ["fine"]
+    assert sink.counts()["not stored: redaction_hook_error"] == 3
+
+
 def test_a_redaction_pattern_that_backtracks_cannot_hold_the_receiver(make_sink: SinkFactory,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # The pattern is the operator's, the text the application's users': each match has the time bound every
@@ -277,13 +369,39 @@ def test_non_loopback_needs_the_flag_a_token_and_tls_or_a_proxy() -> None:
     CollectorConfig(port=0, token="short").check()  # on loopback, the operator's choice
 
 
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"])
+def test_a_method_other_than_post_gets_405_naming_post(collector: Collector, method: str) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", collector.port, timeout=30)
+    try:
+        conn.request(method, "/v1/traces", body=b"{}" if method != "HEAD" else None,
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        body = r.read()
+    finally:
+        conn.close()
+    assert r.status == 405 and r.getheader("Allow") == "POST" and b"<html" not in body
+    assert (body == b"") == (method == "HEAD")
+
+
+def test_a_port_in_use_is_named_with_the_address() -> None:
+    # The bare "[Errno 98] Address already in use" named neither the port nor what to do (referee monitor listens
+    # on 4318 by default, where a collector may already be).
+    with Collector(MemorySink(), CollectorConfig(port=0)) as first:
+        with pytest.raises(UserError, match=rf"cannot listen on 127\.0\.0\.1 port {first.port}: .*--port"):
+            Collector(MemorySink(), CollectorConfig(port=first.port))
+
+
 def test_a_token_is_checked_on_every_request(make_sink: SinkFactory) -> None:
     sink = make_sink()
     with Collector(sink, CollectorConfig(port=0, token="s3cret-token")) as c:
         assert post(c.port, request([span(9, 1)]))[0] == 401
         assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer wrong"})[0] == 401
         assert post(c.port, request([span(9, 1)]), headers={"Authorization": "Bearer s3cret-token"})[0] == 200
-    assert len(sink.trace_spans(f"{9:032x}")) == 1
+        # The scheme's name is case-insensitive (RFC 9110); the token is compared exactly.
+        for auth, code in [("bearer s3cret-token", 200), ("BEARER s3cret-token", 200),
+                           ("Bearer S3CRET-TOKEN", 401), ("Basic s3cret-token", 401), ("s3cret-token", 401)]:
+            assert post(c.port, request([span(9, 2)]), headers={"Authorization": auth})[0] == code, auth
+    assert len(sink.trace_spans(f"{9:032x}")) == 2
 
 
 @pytest.fixture(scope="module")
@@ -324,6 +442,44 @@ def test_over_tls_a_client_that_never_says_hello_stops_no_one(make_sink: SinkFac
             idle.close()
     assert len(sink.trace_spans(sent.trace_id)) == 3
     assert not sink.trace_spans(f"{9:032x}")
+
+
+def _raw(port: int, head: bytes, body: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n" + head + b"\r\n"
+                  + body)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def _chunked(body: bytes, size: int) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + size]), body[i:i + size])
+                    for i in range(0, len(body), size)) + b"0\r\n\r\n"
+
+
+def test_a_chunked_body_is_read_within_the_bound(collector: Collector) -> None:
+    # An exporter that streams its body (OpenTelemetry JS on Node.js pipes every request) gives no Content-Length:
+    # its chunked body got 411 and every span it sent was lost.
+    body = gzip.compress(request([span(11, 1), span(11, 2)]))
+    head = b"Transfer-Encoding: chunked\r\nContent-Encoding: gzip\r\n"
+    assert _raw(collector.port, head, _chunked(body, 7)).startswith(b"HTTP/1.1 200 ")
+    assert len(collector.sink.trace_spans(f"{11:032x}")) == 2
+    # Past the body bound (1 MiB here): 413 from the chunk sizes, as from a Content-Length over it (the chunk
+    # that would pass it is not awaited).
+    big = _chunked(b"\0" * (1 << 19), 1 << 19)[:-5] + b"%x\r\n" % ((1 << 19) + 1)
+    assert _raw(collector.port, b"Transfer-Encoding: chunked\r\n", big).startswith(b"HTTP/1.1 413 ")
+    # Cut short, malformed, or framed twice: 400, and nothing is stored.
+    one = request([span(12, 1)])
+    for head, framed in [(b"Transfer-Encoding: chunked\r\n", _chunked(one, 5)[:-5]),
+                         (b"Transfer-Encoding: chunked\r\n", b"-5\r\n" + one),
+                         (b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n" % len(one), _chunked(one, 5))]:
+        assert _raw(collector.port, head, framed).startswith(b"HTTP/1.1 400 "), (head, framed)
+    assert _raw(collector.port, b"Transfer-Encoding: gzip, chunked\r\n", _chunked(one, 5)).startswith(
+        b"HTTP/1.1 501 ")
+    assert collector.sink.trace_spans(f"{12:032x}") == []
 
 
 def test_a_body_cut_short_or_stalled_is_refused_and_stores_nothing(collector: Collector) -> None:

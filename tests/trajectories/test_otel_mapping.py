@@ -64,6 +64,17 @@ def test_both_conventions_give_the_same_case(spans: list[dict[str, object]]) -> 
     assert case["usage"] == {"input_tokens": 10, "output_tokens": 4}
 
 
+@pytest.mark.parametrize("spans,keys", [(_genai(), ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")),
+                                         (_openinference(), ("llm.token_count.prompt", "llm.token_count.completion"))],
+                         ids=["genai", "openinference"])
+def test_a_negative_token_count_is_not_recorded(spans: list[dict[str, object]], keys: tuple[str, str]) -> None:
+    # Summed with the others, -1,000,000 input tokens made the run's usage negative: a token budget passed.
+    extra = {**spans[-1], "spanId": "x", "startTimeUnixNano": 5}
+    extra["attributes"] = {**extra["attributes"], keys[0]: -1_000_000, keys[1]: "-3"}  # type: ignore[dict-item]
+    case = case_from_spans([*spans, extra], case_id="tr")
+    assert case["usage"] == {"input_tokens": 10, "output_tokens": 4}
+
+
 def test_a_span_with_neither_convention_is_not_read() -> None:
     assert span_view({"name": "GET /", "attributes": {"http.method": "GET"}}) is None
     with pytest.raises(TrajectoryError, match="OpenInference"):

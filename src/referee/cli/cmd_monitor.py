@@ -9,6 +9,7 @@ import time
 
 import click
 
+from .._util._fold import columns, terminal_width
 from ..reports import pad_columns
 from ..traces import (
     Monitor,
@@ -36,8 +37,16 @@ def _table(monitor: Monitor) -> None:
         if note:
             click.echo(f"{r.metric}: {note}")
     counts = monitor.counts()
-    if counts:
-        click.echo("counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if counts:  # a reason is never split across lines; the line breaks between them at the terminal's width
+        width, line = terminal_width(), "counts:"
+        items = [f"{k} {v}" for k, v in sorted(counts.items())]
+        for i, item in enumerate(items):
+            item += "," if i < len(items) - 1 else ""
+            if line.strip() and columns(line) + 1 + columns(item) > width:
+                click.echo(line)
+                line = " "
+            line += " " + item
+        click.echo(line)
     for a in monitor.alerts:
         click.echo(a.message())
 

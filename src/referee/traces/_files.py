@@ -52,7 +52,10 @@ def _redactor(section: dict[str, Any], where: str, *, run_user_code: bool = True
         else:
             from ..evaluators._plugins import import_dotted
 
-            hook = import_dotted(str(spec["hook"]))
+            try:
+                hook = import_dotted(str(spec["hook"]))
+            except UserError as exc:  # named as the section's other fields are, so its line is found
+                raise UserError(f"{where}.redact.hook: {exc}") from None
             if not callable(hook):
                 raise UserError(f"{where}.redact.hook: {spec['hook']} is not callable")
     return Redactor(patterns, hook)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..trajectories import follows_convention
 from ._otlp import Decoded
-from ._redact import RedactionTimeout, Redactor
+from ._redact import RedactionHookError, RedactionTimeout, Redactor
 from ._sampler import trace_fraction
 from ._sink import Added, TraceSink
 
@@ -48,6 +48,9 @@ def ingest(sink: TraceSink, decoded: Decoded, redactor: Redactor, *, received_ns
             red = redactor.apply(span)
         except RedactionTimeout:
             sink.count("not stored: redaction_timeout")
+            continue
+        except RedactionHookError:
+            sink.count("not stored: redaction_hook_error")
             continue
         if red is None:
             sink.count("redacted_out")

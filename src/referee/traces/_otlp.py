@@ -22,6 +22,7 @@ from .._util._fastjson import dumps_bytes, loads_document
 from ..errors import MissingExtraError, RefereeError
 
 _HEX = re.compile(r"[0-9a-fA-F]*")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 DEFAULT_MAX_SPAN_BYTES = 1 << 20
 """A span's encoded size above which it is rejected (1 MiB)."""
@@ -113,13 +114,20 @@ def _value(v: Any) -> Any:
 
 def _too_big(value: Any, limit: int) -> bool:
     if isinstance(value, str):
-        return len(value) > limit and len(value.encode("utf-8")) > limit
+        # A character is 1 to 4 UTF-8 bytes: past ``limit`` characters it is over, and only a string of more than
+        # a quarter of it needs encoding to tell.
+        return len(value) > limit or (len(value) * 4 > limit and len(value.encode("utf-8", "surrogatepass")) > limit)
     if isinstance(value, list | dict):
         return len(json.dumps(value, default=str)) > limit
     return False
 
 
 _NO_TRACE, _NO_SPAN = bytes(16), bytes(8)
+
+
+def _service(value: Any) -> str | None:
+    """``service.name`` as text; a value with no kind (or a NaN) names no service, not one called "None"."""
+    return None if value is None else str(value)
 
 
 def _from_message(req: Any, *, max_span_bytes: int, max_attribute_bytes: int, body_bytes: int | None = None) -> Decoded:
@@ -131,7 +139,7 @@ def _from_message(req: Any, *, max_span_bytes: int, max_attribute_bytes: int, bo
         service = None
         for kv in rs.resource.attributes:
             if kv.key == "service.name":
-                service = str(_value(kv.value))
+                service = _service(_value(kv.value))
         for ss in rs.scope_spans:
             for sp in ss.spans:
                 trace_id, span_id = sp.trace_id, sp.span_id
@@ -145,8 +153,9 @@ def _from_message(req: Any, *, max_span_bytes: int, max_attribute_bytes: int, bo
                 too_big = False
                 for kv in sp.attributes:
                     value = attrs[kv.key] = _value(kv.value)
-                    # A string's characters never outnumber its UTF-8 bytes: only a long one needs encoding.
-                    if (len(value) > max_attribute_bytes if type(value) is str else  # noqa: E721 - exact type
+                    # A character is at most 4 UTF-8 bytes: only a string longer than a quarter of the bound needs
+                    # a closer look.
+                    if (len(value) * 4 > max_attribute_bytes if type(value) is str else  # noqa: E721 - exact type
                             isinstance(value, list | dict)) and _too_big(value, max_attribute_bytes):
                         too_big = True
                 if too_big:
@@ -286,7 +295,7 @@ def _from_json(doc: Any, *, max_span_bytes: int, max_attribute_bytes: int, body_
             for kv in _list(_obj(rs.get("resource"), "resource").get("attributes"), "resource.attributes"):
                 kv = _obj(kv, "resource.attributes")
                 if kv.get("key") == "service.name":
-                    service = str(_json_value(kv.get("value")))
+                    service = _service(_json_value(kv.get("value")))
             for ss in _list(rs.get("scopeSpans"), "scopeSpans"):
                 for sp in _list(_obj(ss, "scopeSpans").get("spans"), "spans"):
                     if not isinstance(sp, dict):
@@ -385,8 +394,18 @@ def decode_traces(body: bytes, content_type: str, *, max_span_bytes: int = DEFAU
             doc = loads_document(body)
         except (ValueError, RecursionError) as exc:
             raise OTLPDecodeError(f"malformed JSON: {exc}") from None
-        return _from_json(doc, max_span_bytes=max_span_bytes, max_attribute_bytes=max_attribute_bytes,
-                          body_bytes=len(body))
+        out = _from_json(doc, max_span_bytes=max_span_bytes, max_attribute_bytes=max_attribute_bytes,
+                         body_bytes=len(body))
+        if _SURROGATE_ESCAPE.search(body):
+            # JSON can escape half of a surrogate pair alone, which is no UTF-8 text: the store cannot keep it, and
+            # a protobuf body with a string that is not UTF-8 is refused the same way.
+            for span in out.spans:
+                try:
+                    json.dumps(span.as_dict(), ensure_ascii=False).encode("utf-8")
+                except UnicodeEncodeError:
+                    raise OTLPDecodeError("not an OTLP/JSON trace export: a string holds a lone surrogate escape "
+                                          "(\\ud800-\\udfff), which is not UTF-8 text") from None
+        return out
     from google.protobuf.message import DecodeError
 
     req = _proto().ExportTraceServiceRequest()

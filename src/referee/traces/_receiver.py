@@ -17,9 +17,11 @@
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import math
+import re
 import socket
 import ssl
 import sys
@@ -142,17 +144,59 @@ class _TooLarge(Exception):
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:
-    """Decompressed gzip with a bound: past ``limit`` bytes it stops (a gzip bomb costs ``limit``, not more)."""
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = d.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise OTLPDecodeError(f"malformed gzip: {exc}") from None
-    if len(out) > limit or d.unconsumed_tail:
-        raise _TooLarge(f"decompressed body over {limit} bytes")
-    if not d.eof:
-        raise OTLPDecodeError("truncated gzip body")
-    return out
+    """Decompressed gzip with a bound: past ``limit`` bytes it stops (a gzip bomb costs ``limit``, not more).
+    A body of several gzip members (RFC 1952) is their concatenation: reading the first alone dropped the spans of
+    the others with a reply of 200, and bytes after the last member that are not one are a malformed body."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out = d.decompress(body, limit + 1 - size)  # never 0 (no bound to zlib): size is at most limit here
+        except zlib.error as exc:
+            raise OTLPDecodeError(f"malformed gzip: {exc}") from None
+        size += len(out)
+        if size > limit or d.unconsumed_tail:
+            raise _TooLarge(f"decompressed body over {limit} bytes")
+        if not d.eof:
+            raise OTLPDecodeError("truncated gzip body")
+        parts.append(out)
+        body = d.unused_data
+        if not body:
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+_CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
+
+
+def _read_chunked(read: Callable[[int], bytes], readline: Callable[[int], bytes], limit: int) -> bytes:
+    """A chunked body (RFC 9112, section 7.1) with a bound: past ``limit`` bytes it stops (413), and a body that
+    ends before its last chunk is malformed (400), as one cut short of its Content-Length is."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        line = readline(1024)
+        m = _CHUNK_SIZE.match(line.split(b";", 1)[0].strip())
+        if not line.endswith(b"\n") or m is None or m.end() != len(line.split(b";", 1)[0].strip()):
+            raise OTLPDecodeError("malformed chunked body" if line else "the body ended before its last chunk")
+        n = int(m.group(), 16)
+        if n == 0:
+            break
+        size += n
+        if size > limit:
+            raise _TooLarge(f"body over {limit} bytes")
+        data = read(n)
+        if len(data) < n or read(2) != b"\r\n":
+            raise OTLPDecodeError("the body ended before its last chunk" if len(data) < n else
+                                  "malformed chunked body")
+        parts.append(data)
+    for _ in range(100):  # trailer fields, ignored, up to the empty line
+        line = readline(8192)
+        if line in (b"\r\n", b"\n"):
+            return b"".join(parts)
+        if not line.endswith(b"\n"):
+            break
+    raise OTLPDecodeError("malformed chunked body")
 
 
 class Collector:
@@ -170,7 +214,13 @@ class Collector:
         self._lock = threading.Lock()
         self._stats = CollectorStats()
         self._changed = threading.Condition(self._lock)
-        self._server = _Server((self.config.host, self.config.port), _handler_for(self), self)
+        try:
+            self._server = _Server((self.config.host, self.config.port), _handler_for(self), self)
+        except OSError as exc:  # the bare "[Errno 98] Address already in use" named neither the address nor the port
+            hint = " (another program listens there: choose another with --port)" \
+                if exc.errno == errno.EADDRINUSE else ""
+            raise UserError(f"cannot listen on {self.config.host} port {self.config.port}: "
+                            f"{exc.strerror or exc}{hint}") from None
         if self.config.certfile:
             ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ctx.load_cert_chain(self.config.certfile, self.config.keyfile)
@@ -239,7 +289,9 @@ class Collector:
 
     # -- one request ----------------------------------------------------------------------------------------
 
-    def handle(self, path: str, headers: Any, body_reader: Callable[[int], bytes]) -> tuple[int, dict[str, str], bytes]:
+    def handle(self, path: str, headers: Any, body_reader: Callable[[int], bytes],
+               line_reader: Callable[[int], bytes] | None = None) -> tuple[int, dict[str, str], bytes]:
+        """One request; ``line_reader`` (the connection's ``readline``) reads a chunked body."""
         cfg = self.config
 
         def refuse(code: int, reason: str, message: str, extra: dict[str, str] | None = None) -> \
@@ -251,9 +303,10 @@ class Collector:
             return code, {"Content-Type": "text/plain; charset=utf-8", **(extra or {})}, message.encode()
 
         if cfg.token is not None:
-            auth = headers.get("Authorization") or ""
-            want = f"Bearer {cfg.token}"
-            if not hmac.compare_digest(auth.encode("utf-8", "replace"), want.encode()):
+            # The scheme's name is case-insensitive (RFC 9110, section 11.1): "bearer" is "Bearer"; the token is not.
+            scheme, _, given = (headers.get("Authorization") or "").strip().partition(" ")
+            if not (hmac.compare_digest(given.strip().encode("utf-8", "replace"), cfg.token.encode())
+                    and scheme.lower() == "bearer"):
                 return refuse(401, "unauthorized", "missing or wrong bearer token",
                               {"WWW-Authenticate": "Bearer"})
         if path not in ("/v1/traces", "/v1/logs", "/v1/metrics"):
@@ -262,11 +315,20 @@ class Collector:
         if ctype is None:
             return refuse(415, "unsupported_media_type",
                           "Content-Type must be application/x-protobuf or application/json")
+        transfer = (headers.get("Transfer-Encoding") or "").strip().lower()
+        # An exporter that streams its body (OpenTelemetry JS on Node.js pipes every request) has no length to
+        # give: its body is chunked, read within the same bound. A length beside it is refused, as HTTP/1.1 asks
+        # of a server that cannot tell which one frames the body.
+        chunked = transfer == "chunked" and line_reader is not None
+        if transfer and not chunked:
+            return refuse(501, "unsupported_transfer_encoding", f"Transfer-Encoding {transfer[:40]} is not supported")
+        if chunked and headers.get("Content-Length") is not None:
+            return refuse(400, "malformed", "both Content-Length and Transfer-Encoding: chunked")
         try:
-            length = int(headers.get("Content-Length") or "")
+            length = -1 if chunked else int(headers.get("Content-Length") or "")
         except ValueError:
-            return refuse(411, "no_length", "Content-Length is required")
-        if length < 0:
+            return refuse(411, "no_length", "Content-Length (or Transfer-Encoding: chunked) is required")
+        if length < 0 and not chunked:
             return refuse(400, "malformed", "bad Content-Length")
         if length > cfg.max_body_bytes:
             return refuse(413, "too_large", f"body over {cfg.max_body_bytes} bytes")
@@ -280,9 +342,12 @@ class Collector:
                 b"busy: retry later"
         try:
             try:
-                body = body_reader(length)
+                if line_reader is not None and chunked:
+                    body = _read_chunked(body_reader, line_reader, cfg.max_body_bytes)
+                else:
+                    body = body_reader(length)
             except TimeoutError:  # the sender stalled mid-body: not the store's fault, and nothing was kept
-                return refuse(408, "timeout", "the body stopped arriving before its Content-Length")
+                return refuse(408, "timeout", "the body stopped arriving before its end")
             if len(body) < length:  # the connection ended early: a part of a request is not decoded as one
                 return refuse(400, "malformed", "the body ended before its Content-Length")
             encoding = (headers.get("Content-Encoding") or "identity").strip().lower()
@@ -394,7 +459,8 @@ def _handler_for(owner: Collector) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
-            code, headers, body = owner.handle(self.path.split("?")[0], self.headers, self.rfile.read)
+            code, headers, body = owner.handle(self.path.split("?")[0], self.headers, self.rfile.read,
+                                               self.rfile.readline)
             if code >= 400:  # a body may be left unread: the connection cannot carry another request
                 self.close_connection = True
             self._reply(code, headers, body)
@@ -402,5 +468,16 @@ def _handler_for(owner: Collector) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:  # noqa: N802
             self.close_connection = True
             self._reply(405, {"Allow": "POST", "Content-Type": "text/plain"}, b"OTLP/HTTP: POST to /v1/traces")
+
+        # Every other method HTTP defines gets the same 405 naming POST (the stdlib answered them with a 501 page
+        # of HTML); HEAD gets its headers alone.
+        do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = do_GET  # noqa: N815
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self.close_connection = True
+            self.send_response(405)
+            self.send_header("Allow", "POST")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
 
     return Handler

@@ -21,6 +21,10 @@ class RedactionTimeout(RefereeError):  # noqa: N818 - reads as the condition it 
     """A redaction pattern took longer than ``_util/_regex.TIMEOUT_S`` on a span: the span is not stored."""
 
 
+class RedactionHookError(RefereeError):
+    """The redaction hook raised, or returned something that is not a span: the span is not stored."""
+
+
 def _shown(pattern: str) -> str:
     return pattern if len(pattern) <= 60 else pattern[:60] + "..."
 
@@ -52,7 +56,7 @@ class Redactor:
         if isinstance(v, list):
             return [self._value(x) for x in v]
         if isinstance(v, dict):
-            return {k: self._value(x) for k, x in v.items()}
+            return {self._text(k): self._value(x) for k, x in v.items()}
         return v
 
     def _strings(self, v: Any, out: list[str]) -> None:
@@ -62,11 +66,14 @@ class Redactor:
             for x in v:
                 self._strings(x, out)
         elif isinstance(v, dict):
-            for x in v.values():
+            for k, x in v.items():
+                out.append(k)
                 self._strings(x, out)
 
     def apply(self, span: SpanRecord) -> SpanRecord | None:
-        texts = [span.name, span.status_message]
+        # Names are text too: an attribute's key (or a nested map's) and the service's name can hold what a
+        # pattern masks (an e-mail address as a map's key), and the store keeps them as they are.
+        texts = [span.name, span.status_message, span.service or "", *span.attributes]
         for value in span.attributes.values():
             if type(value) is str:  # noqa: E721 - most attributes; anything else is walked
                 texts.append(value)
@@ -77,12 +84,19 @@ class Redactor:
         try:
             if any(p.search(joined, timeout=_regex.TIMEOUT_S) for p in self.patterns) \
                     or may_hold_secrets(joined, self._secrets):
-                span.attributes = {k: self._value(v) for k, v in span.attributes.items()}
+                # Two keys that read the same once masked keep the later value: a key is never kept unmasked.
+                span.attributes = {self._text(k): self._value(v) for k, v in span.attributes.items()}
                 span.name = self._text(span.name)
                 span.status_message = self._text(span.status_message)
+                span.service = self._text(span.service) if span.service else span.service
         except TimeoutError:  # never stored unredacted: the span is dropped, and counted
             raise RedactionTimeout from None
         if self.hook is None:
             return span
-        out = self.hook(span.as_dict())
-        return None if out is None else SpanRecord.from_dict(out)
+        # The hook is the operator's code: when it fails on a span, that span is dropped (never stored unredacted),
+        # not the request refused as if the store were down, which had the exporter resend it without end.
+        try:
+            out = self.hook(span.as_dict())
+            return None if out is None else SpanRecord.from_dict(out)
+        except Exception as exc:  # noqa: BLE001 - any failure of user code on one span
+            raise RedactionHookError(type(exc).__name__) from None

@@ -176,13 +176,20 @@ class SpanView:
     error: str | None = None
 
 
+def _tokens(v: Any) -> int | None:
+    """A token count, which is never negative: a negative one (a recorder's bug or an overflow) is not recorded,
+    since summed with the others it would lower the run's usage and pass a token budget it broke."""
+    n = int_or_none(v)
+    return n if n is not None and n >= 0 else None
+
+
 def _genai_view(span: dict[str, Any], attrs: dict[str, Any]) -> SpanView:
     name = str(span.get("name", ""))
     op = attrs.get("gen_ai.operation.name")
     is_tool = op == "execute_tool" or (op is None and ("gen_ai.tool.name" in attrs or name.startswith("execute_tool")))
     v = SpanView(convention="genai", kind="other", error=_span_error(span, attrs),
-                 input_tokens=int_or_none(attrs.get("gen_ai.usage.input_tokens")),
-                 output_tokens=int_or_none(attrs.get("gen_ai.usage.output_tokens")))
+                 input_tokens=_tokens(attrs.get("gen_ai.usage.input_tokens")),
+                 output_tokens=_tokens(attrs.get("gen_ai.usage.output_tokens")))
     if is_tool:
         v.kind = "tool"
         tool = attrs.get("gen_ai.tool.name")
@@ -221,8 +228,8 @@ def _oi_messages_text(msgs: list[dict[str, Any]], role: str | None) -> str | Non
 def _oi_view(span: dict[str, Any], attrs: dict[str, Any]) -> SpanView:
     kind = str(attrs.get("openinference.span.kind", "")).upper()
     v = SpanView(convention="openinference", kind="other", error=_span_error(span, attrs),
-                 input_tokens=int_or_none(attrs.get("llm.token_count.prompt")),
-                 output_tokens=int_or_none(attrs.get("llm.token_count.completion")))
+                 input_tokens=_tokens(attrs.get("llm.token_count.prompt")),
+                 output_tokens=_tokens(attrs.get("llm.token_count.completion")))
     iv, ov = attrs.get("input.value"), attrs.get("output.value")
     if kind == "TOOL":
         v.kind = "tool"
