@@ -3,7 +3,13 @@ the low-scored traces written as cases, and the monitor file's errors named."""
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +93,34 @@ def test_collect_refuses_another_address_without_the_flag_and_a_token(capsys: py
     assert code == 2 and "--allow-remote" in err
     code, _, err = run_cli(["collect", "--host", "0.0.0.0", "--port", "0", "--allow-remote"], capsys)
     assert code == 2 and "--token" in err
+
+
+@pytest.mark.slow
+def test_collect_ends_with_its_counts_in_words(tmp_path: Path) -> None:
+    """Ctrl-C ends `referee collect` with its counts: refused requests by reason, never a Python dict."""
+    env = {**os.environ, "REFEREE_COLLECT_TOKEN": "t" * 32}
+    proc = subprocess.Popen([sys.executable, "-m", "referee", "collect", "--port", "0", "--store",
+                             f"sqlite:///{tmp_path / 'h.sqlite'}"], env=env, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        port = int(re.search(r"127\.0\.0\.1:(\d+)/v1/traces", first).group(1))  # type: ignore[union-attr]
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("POST", "/v1/traces", body=b"{}", headers={"Content-Type": "application/json",
+                                                                 "Authorization": "Bearer wrong"})
+        assert conn.getresponse().status == 401
+        conn.close()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(60)
+    assert proc.returncode == 0, err
+    assert "1 request(s), 0 span(s) received, 0 stored, 0 duplicate(s); refused: 1 (unauthorized 1); busy " \
+           "replies: 0" in err, err
+    assert "{" not in err and "t" * 32 not in err
 
 
 def test_the_summary_table_cuts_a_long_metric_name_by_columns_and_says_so(tmp_path: Path,

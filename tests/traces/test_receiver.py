@@ -7,6 +7,7 @@ import base64
 import gzip
 import http.client
 import json
+import logging
 import os
 import shutil
 import socket
@@ -22,6 +23,7 @@ from opentelemetry.exporter.otlp.proto.http import Compression
 
 from referee import UserError
 from referee.traces import Added, Collector, CollectorConfig, MemorySink, Redactor, SpanRecord, decode_traces
+from referee.traces._receiver import STORE_WARNING_EVERY_S
 from tests.support.otel import App
 from tests.traces._bodies import json_request, partial, post, request, span
 from tests.traces.conftest import SinkFactory
@@ -537,6 +539,20 @@ def test_a_store_that_fails_gets_503_and_the_exporter_retries() -> None:
         assert code == 503 and headers["retry-after"] == "1"
         assert c.stats().refused_requests == {"store_unavailable": 1}
         assert c.last_error == "OSError: disk full"
+
+
+def test_a_store_that_fails_is_said_at_once_then_at_most_once_a_minute(caplog: pytest.LogCaptureFixture) -> None:
+    """The exporter is told to retry; the operator is told too, as it happens, not only in the counts at exit."""
+    with caplog.at_level(logging.WARNING, logger="referee"), Collector(_BrokenSink(), CollectorConfig(port=0)) as c:
+        for i in range(3):
+            assert post(c.port, request([span(20 + i, 1)]))[0] == 503
+        said = [r.getMessage() for r in caplog.records if r.name == "referee.traces._receiver"]
+        assert said == ["the store could not take 1 request(s) of spans (OSError: disk full); replied 503, so the "
+                        "exporters send them again"]
+        c._store_told_at -= STORE_WARNING_EVERY_S  # a minute later: the two since are counted in the next one
+        assert post(c.port, request([span(30, 1)]))[0] == 503
+        said = [r.getMessage() for r in caplog.records if r.name == "referee.traces._receiver"]
+        assert len(said) == 2 and said[1].startswith("the store could not take 3 request(s) of spans")
 
 
 def test_sampling_at_ingest_stores_only_sampled_traces_and_counts_the_rest(make_sink: SinkFactory) -> None:

@@ -57,8 +57,10 @@ def command(host: str, port: int, allow_remote: bool, token: str | None, tls_cer
         except KeyboardInterrupt:
             pass
         s = collector.stats()
+    refused = ", ".join(f"{reason} {n}" for reason, n in sorted(s.refused_requests.items()))
     echo_err(f"{s.requests} request(s), {s.spans_received} span(s) received, {s.spans_stored} stored, "
-             f"{s.duplicates} duplicate(s); refused: {s.refused_requests or 0}; busy replies: {s.busy_replies}")
+             f"{s.duplicates} duplicate(s); refused: {sum(s.refused_requests.values())}"
+             f"{f' ({refused})' if refused else ''}; busy replies: {s.busy_replies}")
     for reason, n in sorted(sink.counts().items()):
         echo_err(f"  {reason}: {n}")
     return 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import hmac
 import ipaddress
+import logging
 import math
 import re
 import socket
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .._util._redact import redact_text
 from ..errors import UserError
 from ._ingest import DEFAULT_MAX_DECODED_BYTES, ingest
 from ._otlp import (
@@ -45,6 +47,11 @@ from ._otlp import (
 )
 from ._redact import Redactor
 from ._sink import TraceSink
+
+log = logging.getLogger(__name__)
+
+STORE_WARNING_EVERY_S = 60.0
+"""While the store keeps failing, the operator is told again at most this often (with the count since)."""
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4318
@@ -231,6 +238,8 @@ class Collector:
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
         """The last failure to store (its type and message), for the operator."""
+        self._store_failures = 0  # since the operator was last told
+        self._store_told_at = -math.inf
 
     @property
     def port(self) -> int:
@@ -379,11 +388,24 @@ class Collector:
         except OTLPDecodeError as exc:
             return refuse(400, "malformed", str(exc))
         except Exception as exc:  # noqa: BLE001 - the store is down or locked: nothing was kept, so ask for a retry
-            self.last_error = f"{type(exc).__name__}: {str(exc)[:300]}"
+            self.last_error = redact_text(f"{type(exc).__name__}: {str(exc)[:300]}")
+            self._tell_store_failure()
             return refuse(503, "store_unavailable", "spans could not be stored: retry later",
                           {"Retry-After": str(RETRY_AFTER_S)})
         finally:
             self._inflight.release()
+
+    def _tell_store_failure(self) -> None:
+        """Say that the store refused a request (the exporter is told to retry, and the operator would otherwise
+        see nothing until the counts at exit): the first time, then at most every ``STORE_WARNING_EVERY_S``."""
+        now = time.monotonic()
+        with self._lock:
+            self._store_failures += 1
+            if now - self._store_told_at < STORE_WARNING_EVERY_S:
+                return
+            n, self._store_failures, self._store_told_at = self._store_failures, 0, now
+        log.warning("the store could not take %d request(s) of spans (%s); replied 503, so the exporters send them "
+                    "again", n, self.last_error)
 
     def _connection_opened(self) -> bool:
         with self._lock:
