@@ -203,3 +203,17 @@ def test_a_service_name_with_no_value_names_no_service(value: dict[str, Any]) ->
     assert got != "refused" and {s["service"] for s in got[0]} == {None}
     if value != {"doubleValue": "NaN"}:  # protobuf's JSON parser refuses a NaN written as text
         assert reference(doc) == got
+
+
+def test_an_all_zero_parent_span_id_is_no_parent() -> None:
+    """An all-zero id is invalid: as a parent it marks a root span, as an empty one does (JSON and protobuf)."""
+    doc = sdk_document()
+    roots = [sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]
+             if not sp.get("parentSpanId")]
+    assert roots
+    for sp in roots:
+        sp["parentSpanId"] = "0" * 16
+    got, ref = direct(doc), reference(doc)
+    assert got != "refused" and ref == got
+    names = {sp["name"] for sp in roots}
+    assert {s["name"] for s in got[0] if s["parentSpanId"] is None} == names

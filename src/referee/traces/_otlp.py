@@ -123,6 +123,8 @@ def _too_big(value: Any, limit: int) -> bool:
 
 
 _NO_TRACE, _NO_SPAN = bytes(16), bytes(8)
+"""All-zero ids are invalid (the specification's words): such a trace or span id is refused, and such a parent
+is none, as a root span's empty one is."""
 
 
 def _service(value: Any) -> str | None:
@@ -165,7 +167,7 @@ def _from_message(req: Any, *, max_span_bytes: int, max_attribute_bytes: int, bo
                 status = sp.status
                 accepted.append(SpanRecord(
                     trace_id=trace_id.hex(), span_id=span_id.hex(),
-                    parent_span_id=parent.hex() if len(parent) == 8 else None,
+                    parent_span_id=parent.hex() if len(parent) == 8 and parent != _NO_SPAN else None,
                     name=sp.name, start_ns=sp.start_time_unix_nano, end_ns=sp.end_time_unix_nano,
                     service=service, status_code=int(status.code), status_message=status.message,
                     attributes=attrs,
@@ -320,7 +322,7 @@ def _from_json(doc: Any, *, max_span_bytes: int, max_attribute_bytes: int, body_
                     if code < 0:
                         raise _Malformed(f"status.code: unknown {str(status.get('code'))[:40]!r}")
                     record = SpanRecord(
-                        trace_id=trace_id, span_id=span_id, parent_span_id=parent or None,
+                        trace_id=trace_id, span_id=span_id, parent_span_id=parent.strip("0") and parent or None,
                         name=_str(sp.get("name"), "name"),
                         start_ns=_int(sp.get("startTimeUnixNano") or 0, _U64, "startTimeUnixNano"),
                         end_ns=_int(sp.get("endTimeUnixNano") or 0, _U64, "endTimeUnixNano"),
