@@ -433,6 +433,29 @@ def test_reading_a_history_that_is_not_there_makes_none(tmp_path: Path, capsys: 
     assert missing.exists()
 
 
+def test_a_store_url_is_read_as_the_file_it_opens(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # A URL's path ends at "?" and is percent-decoded: runs recorded into sqlite:///my%20h.sqlite (the file
+    # "my h.sqlite") were listed as none, and reading sqlite:///x.sqlite?mode=ro made an empty x.sqlite.
+    monkeypatch.chdir(tmp_path)
+    escaped = f"sqlite:///{tmp_path}/my%20h.sqlite"
+    ran = referee.evaluate(GOOD, EVALS, name="demo", store=escaped, out=tmp_path / "a.jsonl", progress=False)
+    assert (tmp_path / "my h.sqlite").exists()
+    code, out, _ = run_cli(["runs", "list", "--store", escaped, "--json"], capsys)
+    assert code == 0 and [r["id"] for r in json.loads(out)] == [ran.run_id]
+    assert run_cli(["runs", "show", "last", "--store", f"{escaped}?cache=shared"], capsys)[0] == 0
+    named = tmp_path / "100%?.sqlite"  # a plain path holding the URL's own characters is that file
+    referee.evaluate(GOOD, EVALS, name="demo", store=str(named), out=tmp_path / "b.jsonl", progress=False)
+    assert named.exists()
+    assert len(json.loads(run_cli(["runs", "list", "--store", str(named), "--json"], capsys)[1])) == 1
+    options = f"sqlite:///{tmp_path}/x.sqlite?mode=ro"
+    assert run_cli(["runs", "list", "--store", options], capsys)[0] == 0
+    for args in (["runs", "show", "last"], ["store", "check"]):
+        code, _, err = run_cli([*args, "--store", options], capsys)
+        assert code == 2 and "no" in err, (args, err)
+    assert not (tmp_path / "x.sqlite").exists()
+
+
 def test_a_stored_text_that_unpacks_but_is_not_what_it_should_be_is_said(
         two_runs: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,13 +39,12 @@ def check_cmd(store_url: str | None) -> int:
     """Say what is wrong with the store (a damaged file, a schema to upgrade, rows missing); exit 1 if anything.
     Never changes it."""
     from ..store import check_store, current, display_url, normalise_url
+    from ..store._settings import sqlite_file
 
     url = normalise_url(store_url) if store_url else current().resolved_url()
-    if url.startswith("sqlite:///"):
-        from pathlib import Path
-
-        if not Path(url[len("sqlite:///"):]).exists():
-            raise UserError(f"{display_url(url)}: no such store")
+    file = sqlite_file(url)
+    if file is not None and not file.exists():
+        raise UserError(f"{display_url(url)}: no such store")
     problems = check_store(url)
     for p in problems:
         echo_err(p)

@@ -212,13 +212,13 @@ def _source(url: str) -> Iterator[Store]:
     fold its log into it on closing. A server's store is read where it is: at this schema, or refused as opening
     it anywhere would be (older: `store upgrade`; newer: unchanged)."""
     from ._engine import current_revision, ensure_schema, refuse_newer
-    from ._settings import display_url, lock_timeout_s, require_history, sqlite_path
+    from ._settings import display_url, lock_timeout_s, require_history, sqlite_file
     from ._store import Store
 
     def nothing() -> UserError:
         return UserError(f"{display_url(url)} holds no referee run history (no schema version): nothing to import")
 
-    path = sqlite_path(url)
+    path = sqlite_file(url)  # a file named with ?options is a file too: copied, never opened to be changed
     if path is None:
         st = Store(url, prepare=False)
         try:

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from .._util._home import referee_dir
 from .._util._redact import redact_text
@@ -52,7 +52,8 @@ def default_url() -> str:
 
 
 def sqlite_url(path: str | Path) -> str:
-    return f"sqlite:///{Path(path).resolve()}"
+    # A URL's path is percent-decoded and ends at "?": a file named "100%?.sqlite" is escaped to round-trip.
+    return "sqlite:///" + str(Path(path).resolve()).replace("%", "%25").replace("?", "%3F")
 
 
 def normalise_url(value: str) -> str:
@@ -83,7 +84,7 @@ def reserved_paths(store_url: str | None = None) -> list[Path]:
         if not raw or raw.strip().lower() in _OFF:
             continue
         try:
-            path = sqlite_path(normalise_url(raw))
+            path = sqlite_file(normalise_url(raw))
         except UserError:  # the command says what is wrong with it
             continue
         if path is not None:
@@ -101,17 +102,23 @@ def deleted_while_running(run_id: str) -> str:
 def require_history(url: str) -> None:
     """Raise :class:`StoreError` when ``url`` names a local file that does not exist: a command that only reads
     the history says so rather than making an empty store (and a ``.referee/`` folder) where it was run."""
-    path = sqlite_path(url)
+    path = sqlite_file(url)
     if path is not None and not path.exists():
         raise StoreError(f"no run history at {path}: nothing has been recorded there yet")
 
 
 def sqlite_path(url: str) -> Path | None:
     """The file a plain ``sqlite:///PATH`` URL names, else None (memory, URI options: left to SQLAlchemy)."""
+    return None if "?" in url else sqlite_file(url)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file a ``sqlite:///PATH[?OPTIONS]`` URL opens, read as SQLAlchemy reads it (the path ends at "?" and is
+    percent-decoded), else None (memory, not SQLite): what is checked for existence is what is opened."""
     prefix = "sqlite:///"
-    if not url.startswith(prefix) or "?" in url:
+    if not url.startswith(prefix):
         return None
-    path = url[len(prefix):]
+    path = unquote(url[len(prefix):].split("?", 1)[0])
     return Path(path) if path and path != ":memory:" else None
 
 
