@@ -456,6 +456,23 @@ def test_a_store_url_is_read_as_the_file_it_opens(tmp_path: Path, capsys: pytest
     assert not (tmp_path / "x.sqlite").exists()
 
 
+def test_import_says_the_lines_it_skips_and_stores_no_empty_run(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # A file that is no results file was stored as a run of 0 rows ("1 run added"), and a malformed line left
+    # the stored run one row short without a word.
+    store = str(tmp_path / "h.sqlite")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    code, _, err = run_cli(["runs", "import", str(notes), "--store", store], capsys)
+    assert code == 2 and "notes.txt: no result rows" in err and "notes.txt:1: malformed JSON" in err
+    assert run_cli(["runs", "list", "--store", store, "--json"], capsys)[1].strip() == "[]"
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"id": "a", "status": "scored", "score": 1.0}) + "\n{oops\n")
+    code, _, err = run_cli(["runs", "import", str(broken), "--store", store], capsys)
+    assert code == 0 and "broken.jsonl:2: malformed JSON" in err and "1 run added" in err
+    assert json.loads(run_cli(["runs", "list", "--store", store, "--json"], capsys)[1])[0]["summary"]["rows"] == 1
+
+
 def test_a_stored_text_that_unpacks_but_is_not_what_it_should_be_is_said(
         two_runs: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

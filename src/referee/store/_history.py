@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, text
 
-from ..errors import UserError
+from ..errors import InputError, UserError
 from . import _schema as s
 from ._recorder import log, manifest_bytes, run_values, summary_of
 from ._records import _RUN_COLS, record_of, utc_time
@@ -148,6 +148,9 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
+_SKIPPED_SHOWN = 5
+
+
 def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tuple[str, bool]:
     """Record the results file ``path`` (and its manifest) as a run. Returns (run id, whether it was new): the same
     run imported twice (same ``run_id``, or a file without one with the same bytes) is kept once."""
@@ -174,7 +177,14 @@ def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tup
             times[name] = None if value is None else utc_time(value)
         except ValueError:
             raise UserError(f"{path}: its manifest's {name} {value!r} is not an ISO 8601 time") from None
-    rows = read_results(path).rows
+    loaded = read_results(path)
+    rows, skipped = loaded.rows, loaded.warnings
+    if not rows and skipped:  # not a results file: said as `referee score` says it, never stored as an empty run
+        raise InputError(f"no result rows ({len(skipped)} line(s) skipped; first: {skipped[0]})", file=str(path))
+    for w in skipped[:_SKIPPED_SHOWN]:  # a row left out of the stored run is said, as `referee score` says it
+        log.warning("warning: %s", w)
+    if len(skipped) > _SKIPPED_SHOWN:
+        log.warning("warning: %d more line(s) of %s skipped", len(skipped) - _SKIPPED_SHOWN, path)
     values = run_values(manifest, results_path=str(path), git={})
     values["started_at"] = times["created_at"]
     store.begin_run(values, tags=tags, manifest_json=manifest_bytes(manifest))
