@@ -473,6 +473,17 @@ def test_import_says_the_lines_it_skips_and_stores_no_empty_run(tmp_path: Path,
     assert json.loads(run_cli(["runs", "list", "--store", store, "--json"], capsys)[1])[0]["summary"]["rows"] == 1
 
 
+def test_export_never_writes_over_a_manifest_beside_its_file(two_runs: tuple[str, str], store_url: str,
+                                                             tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Only the rows file was checked: an existing x.manifest.json (another run's) was replaced by this run's.
+    other = tmp_path / "x.manifest.json"
+    other.write_text('{"kind": "suite"}')
+    code, _, err = run_cli(["runs", "export", "last", "--out", str(tmp_path / "x.jsonl"), "--store", store_url],
+                           capsys)
+    assert code == 2 and "x.manifest.json exists" in err
+    assert other.read_text() == '{"kind": "suite"}' and not (tmp_path / "x.jsonl").exists()
+
+
 def test_a_stored_text_that_unpacks_but_is_not_what_it_should_be_is_said(
         two_runs: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -99,11 +99,16 @@ def load_run(store: Store, ref: str) -> StoredRun:
 
 def export_run(store: Store, ref: str, out: Path) -> tuple[Path, int]:
     """Write the run's rows (``out``) and manifest beside it, as the run wrote them. Returns (file, rows)."""
+    from ..results._files import manifest_path
     from ..results._writer import ResultWriter
 
     run = load_run(store, ref)
     if out.exists():
         raise UserError(f"{out} exists; export to a new file (an output never overwrites)")
+    beside = manifest_path(out)
+    if run.manifest is not None and beside.exists():  # another run's manifest, which the export would replace
+        raise UserError(f"{beside} exists (the manifest {out} would have beside it); export to a new file (an "
+                        "output never overwrites)")
     out.parent.mkdir(parents=True, exist_ok=True)
     with ResultWriter(out, append=False) as w:
         w.write_all(run.rows)
