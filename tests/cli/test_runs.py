@@ -484,6 +484,25 @@ def test_export_never_writes_over_a_manifest_beside_its_file(two_runs: tuple[str
     assert other.read_text() == '{"kind": "suite"}' and not (tmp_path / "x.jsonl").exists()
 
 
+def test_an_imported_file_with_a_duplicate_row_keeps_the_first_as_score_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The later duplicate replaced the first in the store while the totals counted both: `runs show` said 3 rows
+    # and 50%, `referee score` of the stored run 0%, and `store check` called the fresh import damaged.
+    store = str(tmp_path / "h.sqlite")
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"id": "a", "status": "scored", "score": 1.0}, {"id": "a", "status": "scored", "score": 0.0},
+        {"id": "b", "status": "scored", "score": 0.5})))
+    code, _, err = run_cli(["runs", "import", str(dup), "--store", store], capsys)
+    assert code == 0 and "1 duplicate row(s) of" in err and "the first is id 'a'" in err
+    data = json.loads(run_cli(["runs", "list", "--store", store, "--json"], capsys)[1])[0]
+    assert data["summary"]["rows"] == 2 and data["summary"]["pass_rate"] == 0.5
+    monkeypatch.setenv("REFEREE_STORE", store)
+    code, out, _ = run_cli(["score", data["id"]], capsys)
+    assert code == 0 and "pass rate 50.0%" in out
+    assert run_cli(["store", "check", "--store", store], capsys)[0] == 0
+
+
 def test_a_stored_text_that_unpacks_but_is_not_what_it_should_be_is_said(
         two_runs: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

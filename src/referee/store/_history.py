@@ -190,6 +190,15 @@ def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tup
         log.warning("warning: %s", w)
     if len(skipped) > _SKIPPED_SHOWN:
         log.warning("warning: %d more line(s) of %s skipped", len(skipped) - _SKIPPED_SHOWN, path)
+    # A row is stored under its key (id, repeat, turn): a later duplicate would replace the first, which `referee
+    # score` keeps, and the run's totals would count rows the store does not hold.
+    firsts = {r.key: r for r in reversed(rows)}
+    if len(firsts) < len(rows):
+        dups = len(rows) - len(firsts)
+        first = next(r for r in rows if firsts[r.key] is not r)
+        log.warning("warning: skipped %d duplicate row(s) of %s (same id, repeat and turn; the first is id %r); the "
+                    "first of each is kept", dups, path, first.id)
+        rows = [r for r in rows if firsts[r.key] is r]
     values = run_values(manifest, results_path=str(path), git={})
     values["started_at"] = times["created_at"]
     store.begin_run(values, tags=tags, manifest_json=manifest_bytes(manifest))
