@@ -368,6 +368,23 @@ def test_what_a_store_holds_reaches_the_terminal_without_control_characters(
         assert not any(ch in out + err for ch in "\x1b\x07"), (out + err)[:500]
 
 
+def test_a_name_with_a_newline_or_bidi_controls_keeps_each_table_row_on_one_line(
+        store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A suite name's newline broke `runs show`'s suite line (and `trend`'s header) in two, and right-to-left
+    # overrides reached the terminal, where they reorder what is shown (Trojan Source).
+    name = "ab\ncd\u202eevil\u202c\tx"
+    for i in range(2):
+        referee.evaluate([{"id": "a", "output": "yes", "category": "c\nat\u2066"}], EVALS, name=name,
+                         store=store_url, tags=["t\u202eg"], out=tmp_path / f"{i}.jsonl", progress=False)
+    for args in (["runs", "list"], ["runs", "show", "last"], ["runs", "trend"]):
+        code, out, _ = run_cli([*args, "--store", store_url], capsys)
+        assert code == 0
+        assert not any(ch in out for ch in "\u202e\u202c\u2066\t"), (args, out)
+        assert not any(line.startswith(("cd", "at")) for line in out.splitlines()), (args, out)
+    out = run_cli(["runs", "show", "last", "--store", store_url], capsys)[1]
+    assert "ab\ufffdcd<U+202E>evil<U+202C>\ufffdx" in out and "t<U+202E>g" in out
+
+
 def test_score_takes_a_stored_run_as_its_baseline(two_runs: tuple[str, str], store_url: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import click
 
+from .._util._display import neutralise_bidi
 from ..aggregate import printable
 from ..errors import UserError
 from ..reports import echo_err, fit_columns, pad_columns
@@ -53,14 +55,23 @@ def _say_damaged(runs: Any) -> None:
                                "(`referee store check` says more)"))
 
 
+def _one_line(v: Any) -> str:
+    """``v`` as a table cell: control characters (ANSI escapes, and a newline or tab, which would break the row)
+    as a replacement character, bidi controls as visible marks (they reorder the text shown around them)."""
+    return neutralise_bidi(_BREAKS.sub("\ufffd", printable("" if v is None else str(v))))
+
+
+_BREAKS = re.compile(r"[\t\n\r]")
+
+
 def _cell(v: Any, width: int) -> str:
-    """``v`` printable and cut to ``width`` terminal columns (a CJK suite name takes two a character)."""
-    return str(fit_columns(printable("" if v is None else str(v)), width))
+    """``v`` on one line, cut to ``width`` terminal columns (a CJK suite name takes two a character)."""
+    return str(fit_columns(_one_line(v), width))
 
 
 def _col(v: Any, width: int) -> str:
     """:func:`_cell` padded to ``width`` columns."""
-    return str(pad_columns(printable("" if v is None else str(v)), width))
+    return str(pad_columns(_one_line(v), width))
 
 
 def _runs(n: int) -> str:
