@@ -63,6 +63,17 @@ def test_one_batch_holding_a_key_twice_keeps_the_later_row(store: Store) -> None
     assert back["c1"].status == "error" and back["c2"].latency_ms == 112.0 and back["c0"].latency_ms == 10.0
 
 
+def test_a_row_whose_text_is_missing_is_said_not_left_out(store: Store) -> None:
+    # An inner join dropped the row: a damaged store's run was scored, compared and exported a row short.
+    _begin(store, "m" * 32)
+    store.add_rows("m" * 32, _rows(3, rationale="only this row's"))
+    with store.engine.begin() as conn:
+        body = conn.execute(select(schema.rows.c.body).where(schema.rows.c.case_id == "c1")).scalar_one()
+        conn.execute(schema.texts.delete().where(schema.texts.c.hash == body))
+    with pytest.raises(StoreError, match=f"run {'m' * 12}, case 'c1': its stored text is missing"):
+        store.rows("m" * 32)
+
+
 def test_a_batch_larger_than_one_statement_is_stored_whole(store: Store) -> None:
     _begin(store, "b" * 32)
     store.add_rows("b" * 32, _rows(12_001))

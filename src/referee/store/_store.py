@@ -388,13 +388,18 @@ class Store:
         """The run's rows, in the order they arrived, as :class:`~referee.results.ResultRow`."""
         from ..results._schema import ResultRow
 
+        # An outer join: a row whose text is not stored is a damaged store to say, not a row to leave out (the run
+        # would be scored and compared a row short without a word).
         q = (select(s.rows.c.case_id, s.rows.c.latency_ms, s.rows.c.cost_usd, s.texts.c.packed, s.texts.c.data)
-             .join(s.texts, s.texts.c.hash == s.rows.c.body)
+             .outerjoin(s.texts, s.texts.c.hash == s.rows.c.body)
              .where(s.rows.c.run_id == run_id).order_by(s.rows.c.seq, s.rows.c.case_id))
         out: list[ResultRow] = []
         with self.engine.connect() as conn:
             for case_id, latency, cost, packed, data in conn.execute(q):
                 what = f"run {run_id[:12]}, case {case_id!r}"
+                if data is None:
+                    raise StoreError(f"{self.display_url}: {what}: its stored text is missing; `referee store check` "
+                                     "says what else is wrong")
                 try:
                     body = json.loads(self.text_of(packed, data, what))
                     if latency is not None:
