@@ -224,6 +224,14 @@ def test_delete_removes_rows_tags_and_unreferenced_texts(store: Store) -> None:
     assert len(store.rows("k" * 32)) == 3 and store.rows("d" * 32) == []
 
 
+def test_delete_counts_the_runs_it_deleted(store: Store) -> None:
+    # `runs delete last 3b5e` naming one run twice said "2 runs deleted".
+    _begin(store, "k" * 32)
+    _begin(store, "d" * 32)
+    assert store.delete_runs(["d" * 32, "d" * 32]) == 1
+    assert store.delete_runs(["d" * 32, "k" * 32]) == 1  # one was already gone
+
+
 def test_a_store_from_a_newer_referee_is_refused_and_left_alone(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     open_store(url).close()

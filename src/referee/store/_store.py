@@ -444,20 +444,22 @@ class Store:
             raise self._damaged(f"run {run_id[:12]}'s summary", exc) from None
 
     def delete_runs(self, run_ids: Sequence[str]) -> int:
-        """Delete runs (their rows and tags with them) and the texts nothing references any more."""
-        ids = list(run_ids)
+        """Delete runs (their rows and tags with them) and the texts nothing references any more. Returns how many
+        runs were deleted: a run named twice (``runs delete last 3b5e``) is one."""
+        ids = list(dict.fromkeys(run_ids))
         if not ids:
             return 0
+        deleted = 0
         with self.engine.begin() as conn:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
                 conn.execute(delete(s.rows).where(s.rows.c.run_id.in_(chunk)))
                 conn.execute(delete(s.run_tags).where(s.run_tags.c.run_id.in_(chunk)))
-                conn.execute(delete(s.runs).where(s.runs.c.id.in_(chunk)))
+                deleted += conn.execute(delete(s.runs).where(s.runs.c.id.in_(chunk))).rowcount
             # Rows of a run deleted while it was recording, whose process ended before it could clear them.
             conn.execute(delete(s.rows).where(~s.rows.c.run_id.in_(select(s.runs.c.id))))
             self._collect_texts(conn)
-        return len(ids)
+        return deleted
 
     def _collect_texts(self, conn: Connection) -> None:
         refs = [s.rows.c.body, s.runs.c.manifest, s.runs.c.summary, s.traces.c.attrs, s.spans.c.attrs,
