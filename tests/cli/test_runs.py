@@ -113,6 +113,17 @@ def test_compare_and_show_take_names(two_runs: tuple[str, str], store_url: str,
     assert code == 2 and "run 'no-such-branch'" in err and "baseline" not in err
 
 
+def test_compare_of_runs_with_different_cases_offers_a_flag_it_has(
+        store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The error said "Pass --allow-case-set-change", which `runs compare` (and `referee run`) did not take.
+    referee.evaluate(GOOD, EVALS, name="demo", store=store_url, out=tmp_path / "a.jsonl", progress=False)
+    referee.evaluate(GOOD[:30], EVALS, name="demo", store=store_url, out=tmp_path / "b.jsonl", progress=False)
+    code, _, err = run_cli(["runs", "compare", "--store", store_url], capsys)
+    assert code == 2 and "`referee runs compare` take --allow-case-set-change" in err
+    code, out, err = run_cli(["runs", "compare", "--store", store_url, "--allow-case-set-change"], capsys)
+    assert code == 0 and "30 shared cases" in out + err
+
+
 def test_compare_with_no_runs_named_takes_the_newest_and_the_one_before_it(
         two_runs: tuple[str, str], store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # The everyday question after a rerun, asked without copying two ids out of `runs list`.

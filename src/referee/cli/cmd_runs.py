@@ -263,10 +263,12 @@ def _show_groups(run_id: str, groups: Any) -> bool:
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case that passed in BASELINE fails.")
 @click.option("--fail-on-significant-regression", is_flag=True,
               help="Exit 1 when the paired tests find a significant drop.")
+@click.option("--allow-case-set-change", is_flag=True,
+              help="Compare the shared cases when the two runs hold different ids (else exit 2 naming them).")
 @click.option("--verbose", "-v", is_flag=True, help="The paired tests, power and more cases.")
 def compare_cmd(baseline: str | None, candidate: str | None, store_url: str | None, suite: str | None,
                 threshold: float | None, fail_on_regression: bool, fail_on_significant_regression: bool,
-                verbose: bool) -> int:
+                allow_case_set_change: bool, verbose: bool) -> int:
     """CANDIDATE against BASELINE (run ids, or main, last, @COMMIT): what `referee score --baseline` prints:
     regressions, fixed cases, McNemar, the paired bootstrap. With no runs named, the newest complete run
     against the one before it of the same suite and configuration."""
@@ -299,7 +301,7 @@ def compare_cmd(baseline: str | None, candidate: str | None, store_url: str | No
         echo_err(f"{role}: run {r.run_id[:12]} ({r.record.place()})")
     scoring = (c.manifest.extra.get("suite") or {}).get("scoring") if c.manifest is not None else None
     thr = threshold if threshold is not None else float((scoring or {}).get("threshold", 0.7))
-    summary = summarize(c, ScoreOptions(threshold=thr), baseline=b)
+    summary = summarize(c, ScoreOptions(threshold=thr, allow_case_set_change=allow_case_set_change), baseline=b)
     gates = evaluate_gates(summary, GateConfig(fail_on_regression=fail_on_regression,
                                                fail_on_significant_regression=fail_on_significant_regression))
     code = 0
