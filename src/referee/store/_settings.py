@@ -65,9 +65,14 @@ def normalise_url(value: str) -> str:
         # REFEREE_STORE's word for "off", given where a store is named, recorded into a file of that name.
         raise UserError(f"--store {value!r} names no store: to record nothing give --no-store (store=False in Python) "
                         f"or REFEREE_STORE=off; a file of that name is ./{value}")
-    scheme = urlsplit(value).scheme.lower()
     if "://" not in value:
         return sqlite_url(value)
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises for a port that is no number, or out of range
+    except ValueError as exc:  # a malformed host or port: said up front, never a traceback in the middle of a run
+        raise UserError(f"--store {display_url(value)}: not a valid URL ({exc})") from None
+    scheme = parts.scheme.lower()
     if scheme.split("+")[0] not in ("sqlite", "postgresql", "postgres"):
         raise UserError(f"--store {display_url(value)}: only sqlite:/// and postgresql:// stores are supported")
     if scheme.split("+")[0] == "postgres":
@@ -167,12 +172,20 @@ def recording(url: str | None = None, *, enabled: bool | None = None,
 
 def display_url(url: str) -> str:
     """``url`` without its password (and user), for every message, log and table."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a malformed host or port: whatever precedes the last "@" may be credentials
+        scheme, sep, rest = url.partition("://")
+        netloc, slash, path = rest.partition("/")
+        if "@" in netloc:
+            netloc = "***@" + netloc.rsplit("@", 1)[1]
+        return redact_text(scheme + sep + netloc + slash + path)
     if parts.password is None and parts.username is None:
         return redact_text(url)
     host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    if port:
+        host = f"{host}:{port}"
     shown = parts._replace(netloc=f"***@{host}").geturl()
     return redact_text(shown, secrets=[parts.password] if parts.password else [])
 
@@ -182,8 +195,11 @@ def scrub(message: str, url: str) -> str:
     "(Background on this error at: URL)" line, which points at its documentation, not at what is wrong."""
     message = "\n".join(line for line in message.splitlines()
                          if not line.startswith("(Background on this error at:")).strip()
-    parts = urlsplit(url)
-    secrets = [parts.password] if parts.password and len(parts.password) >= 1 else []
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # a malformed host: display_url masks what precedes its "@"
+        password = None
+    secrets = [password] if password else []
     for s in secrets:
         message = message.replace(s, "***")
     return redact_text(message.replace(url, display_url(url)))
