@@ -87,6 +87,23 @@ def test_show_and_its_json(two_runs: tuple[str, str], store_url: str, tmp_path: 
     assert f"candidate: run {imported[:12]} (no git commit recorded)" in err and "?" not in err
 
 
+def test_show_of_an_incomplete_run_counts_its_stored_rows(store_url: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # A run killed midway has its rows but not its totals (written at its end): it showed "rows 0" and
+    # "nothing scored" for thousands of stored, scored rows.
+    from referee.results import ResultRow, RunManifest
+    from referee.store._recorder import run_values
+
+    run_id = "k" * 32
+    with open_store(store_url) as st:
+        st.begin_run(run_values(RunManifest(kind="suite", run_id=run_id, extra={"suite": {"name": "demo"}}),
+                                results_path="k.jsonl", git={}))
+        st.add_rows(run_id, [ResultRow(id=f"c{i}", status="scored", score=1.0, evaluator="suite") for i in range(3)])
+    code, out, _ = run_cli(["runs", "show", "kkkk", "--store", store_url], capsys)
+    assert code == 0 and "incomplete" in out and "3 stored so far" in out and "nothing scored" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
 def test_compare_names_the_regressions_and_gates(two_runs: tuple[str, str], store_url: str,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     a, b = two_runs

@@ -213,9 +213,13 @@ def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
             ("branch", r.git_branch or "-"), ("remote", r.git_remote or "-"),
             ("ci", " ".join(x for x in (r.ci_provider, r.ci_ref, r.ci_run_id) if x) or "-"),
             ("judge", r.judge or "-"), ("tags", ", ".join(r.tags) or "-"), ("results", r.results_path or "-"),
-            ("rows", f"{r.n_rows} ({r.n_scored} scored, {r.n_unscored} unscored, {r.n_error} error)"),
+            # A run's totals are written when it ends: one killed (or still running) has only its stored rows.
+            ("rows", f"{st.count_rows(r.id)} stored so far (its totals are written when it completes)"
+             if r.status == "running" else
+             f"{r.n_rows} ({r.n_scored} scored, {r.n_unscored} unscored, {r.n_error} error)"),
             ("pass rate", _rate(r.pass_rate, r.pass_rate_lo, r.pass_rate_hi)
-             + (" (nothing scored)" if r.n_scored == 0 else
+             + (f" (not complete: `referee score {r.id[:8]}` scores its rows)" if r.status == "running" else
+                " (nothing scored)" if r.n_scored == 0 else
                 " (every row is adversarial: see its attack types below)" if _all_adversarial(summary) else "")),
             ("mean", _mean(r.mean, r.mean_lo, r.mean_hi)),
             ("cost", "-" if r.cost_usd is None else f"${r.cost_usd:.4f}"),
