@@ -548,6 +548,21 @@ def test_an_imported_file_with_a_duplicate_row_keeps_the_first_as_score_does(
     assert run_cli(["store", "check", "--store", store], capsys)[0] == 0
 
 
+@pytest.mark.parametrize("run_id", ["last", "", "x'; DROP TABLE runs;--"])
+def test_an_imported_manifest_must_hold_a_run_id_as_referee_writes_them(
+        run_id: str, two_runs: tuple[str, str], store_url: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # A manifest edited to run_id "last" was stored under that id, and `runs show last` then showed it (the oldest
+    # run) instead of the newest; run_id "" made a run no command can name.
+    a, b = two_runs
+    manifest = json.loads((tmp_path / "a.manifest.json").read_text())
+    (tmp_path / "h.jsonl").write_bytes((tmp_path / "a.jsonl").read_bytes())
+    (tmp_path / "h.manifest.json").write_text(json.dumps({**manifest, "run_id": run_id}))
+    code, _, err = run_cli(["runs", "import", str(tmp_path / "h.jsonl"), "--store", store_url], capsys)
+    assert code == 2 and "h.manifest.json: field 'run_id'" in err and "not a run id" in err
+    assert json.loads(run_cli(["runs", "show", "last", "--store", store_url, "--json"], capsys)[1])["id"] == b
+
+
 def test_a_stored_text_that_unpacks_but_is_not_what_it_should_be_is_said(
         two_runs: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

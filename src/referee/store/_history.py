@@ -154,11 +154,13 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
 
 
 _SKIPPED_SHOWN = 5
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tuple[str, bool]:
     """Record the results file ``path`` (and its manifest) as a run. Returns (run id, whether it was new): the same
     run imported twice (same ``run_id``, or a file without one with the same bytes) is kept once."""
+    from ..results._files import manifest_path
     from ..results._io import read_results
     from ..results._manifest import RunManifest
 
@@ -170,6 +172,10 @@ def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tup
         manifest = RunManifest(kind="import", status="complete")
     if manifest.run_id is None:
         manifest.run_id = _file_run_id(path)
+    elif not _RUN_ID.fullmatch(manifest.run_id):
+        # Only an id as referee writes them: one such as "last", "main" or "" would shadow a name or be unnamable.
+        raise InputError(f"{manifest.run_id[:40]!r} is not a run id (32 hex digits, as referee writes them)",
+                         file=str(manifest_path(path)), field="run_id")
     try:
         store.get_run(manifest.run_id)
         return manifest.run_id, False
