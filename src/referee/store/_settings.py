@@ -77,6 +77,11 @@ def normalise_url(value: str) -> str:
         raise UserError(f"--store {display_url(value)}: only sqlite:/// and postgresql:// stores are supported")
     if scheme.split("+")[0] == "postgres":
         value = "postgresql" + value[len("postgres"):]
+    if scheme.split("+")[0] == "sqlite" and not parts.path.lstrip("/"):
+        # SQLite's empty name is a database in memory: every run "recorded" there is lost when the command ends (an
+        # unset variable in sqlite:///$HISTORY does this). One in memory is asked for by name.
+        raise UserError(f"--store {display_url(value)} names no file: give sqlite:///path/to/history.sqlite (or "
+                        "sqlite:///:memory:, a history lost when the command ends)")
     return value
 
 
