@@ -102,6 +102,9 @@ def test_show_of_an_incomplete_run_counts_its_stored_rows(store_url: str,
     code, out, _ = run_cli(["runs", "show", "kkkk", "--store", store_url], capsys)
     assert code == 0 and "incomplete" in out and "3 stored so far" in out and "nothing scored" not in out
     assert max(len(line) for line in out.splitlines()) <= 80
+    # the table's word for it is a filter too (it was a usage error: only "running" was)
+    code, out, _ = run_cli(["runs", "list", "--status", "incomplete", "--store", store_url, "--json"], capsys)
+    assert code == 0 and [r["id"] for r in json.loads(out)] == [run_id]
 
 
 def test_compare_names_the_regressions_and_gates(two_runs: tuple[str, str], store_url: str,

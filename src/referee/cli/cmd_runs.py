@@ -149,7 +149,9 @@ def command() -> None:
 @click.option("--suite", default=None, help="Only runs of this suite (its name or repository-relative path).")
 @click.option("--branch", default=None, help="Only runs on this git branch.")
 @click.option("--tag", default=None, help="Only runs with this tag.")
-@click.option("--status", type=click.Choice(["complete", "running", "interrupted", "failed"]), default=None)
+@click.option("--status", type=click.Choice(["complete", "incomplete", "running", "interrupted", "failed"]),
+              default=None, help="Only runs with this status (incomplete, as the table shows it, is running: a run "
+                                 "killed midway or running now).")
 @click.option("--since", default=None, metavar="DATE",
               help="Only runs started at or after DATE: a date, or an ISO 8601 time (UTC unless it gives an offset).")
 @click.option("--until", default=None, metavar="DATE",
@@ -165,6 +167,7 @@ def list_cmd(store_url: str | None, suite: str | None, branch: str | None, tag: 
     if store_url is None and not current().readable:
         raise UserError("the run history is off (REFEREE_STORE=off): give --store URL to read one")
     shown = limit if limit is not None or as_json else 20
+    status = "running" if status == "incomplete" else status  # the table's word for a run not marked complete
     runs = list_runs(store_url, suite=suite, branch=branch, tag=tag, status=status, since=since, until=until,
                      limit=shown)
     _say_damaged(runs)
