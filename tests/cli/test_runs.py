@@ -551,6 +551,17 @@ def test_an_imported_file_with_a_duplicate_row_keeps_the_first_as_score_does(
     assert run_cli(["store", "check", "--store", store], capsys)[0] == 0
 
 
+def test_an_imported_manifest_that_is_none_is_named_with_its_field(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # It was pydantic's report over four lines, ending in a link to its documentation, naming the results file.
+    (tmp_path / "x.jsonl").write_text(json.dumps({"id": "a", "status": "scored", "score": 1.0}) + "\n")
+    (tmp_path / "x.manifest.json").write_text(json.dumps({"kind": "suite", "totals": {"rows": "many"}}))
+    code, _, err = run_cli(["runs", "import", str(tmp_path / "x.jsonl"), "--store", str(tmp_path / "h.sqlite")],
+                           capsys)
+    assert code == 2 and f"{tmp_path / 'x.manifest.json'}: field 'totals.rows': not a run manifest" in err
+    assert "pydantic" not in err and len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("run_id", ["last", "", "x'; DROP TABLE runs;--"])
 def test_an_imported_manifest_must_hold_a_run_id_as_referee_writes_them(
         run_id: str, two_runs: tuple[str, str], store_url: str, tmp_path: Path,

@@ -160,12 +160,19 @@ _RUN_ID = re.compile(r"[0-9a-f]{32}")
 def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tuple[str, bool]:
     """Record the results file ``path`` (and its manifest) as a run. Returns (run id, whether it was new): the same
     run imported twice (same ``run_id``, or a file without one with the same bytes) is kept once."""
+    from pydantic import ValidationError
+
     from ..results._files import manifest_path
     from ..results._io import read_results
     from ..results._manifest import RunManifest
 
     try:
         manifest = RunManifest.read(path)
+    except ValidationError as exc:  # the manifest and its field named, not pydantic's report and documentation link
+        problem = exc.errors()[0]
+        where = ".".join(str(x) for x in problem.get("loc", ())) or None
+        raise InputError(f"not a run manifest ({problem.get('msg', 'invalid')})", file=str(manifest_path(path)),
+                         field=where) from None
     except (OSError, ValueError) as exc:
         raise UserError(f"{path}: its manifest cannot be read: {exc}") from None
     if manifest is None:
