@@ -164,6 +164,7 @@ def test_prune_by_age_and_by_count(store: Store) -> None:
     now = datetime.now(UTC)
     for i, days in enumerate((400, 40, 2)):  # oldest first; one suite and configuration
         _begin(store, f"{i}" * 32, started=(now - timedelta(days=days)).isoformat())
+        store.finish_run(f"{i}" * 32, {"status": "complete"})
 
     def plan(**kw: object) -> list[str]:
         return sorted(r.id[0] for r in prune_plan(store, **kw))  # type: ignore[arg-type]
@@ -180,6 +181,20 @@ def test_prune_by_age_and_by_count(store: Store) -> None:
         with pytest.raises(UserError, match="older-than"):
             plan(older_than=bad)
     assert store.count_runs() == 3  # a plan deletes nothing
+
+
+def test_prune_keeps_the_newest_complete_runs_not_a_killed_one_in_their_place(store: Store) -> None:
+    # `--keep 1` counted a killed run (status running, newest) as the one kept and deleted every complete run of
+    # its suite: no baseline was left. Complete runs are counted; a run newer than them stays; --keep 0 is all.
+    from referee.store import prune_plan
+
+    for i, status in enumerate(("complete", "complete", "interrupted", "complete", "running")):  # oldest first
+        _begin(store, f"{i}" * 32, started=f"2026-01-0{i + 1}T00:00:00+00:00")
+        if status != "running":
+            store.finish_run(f"{i}" * 32, {"status": status})
+    assert sorted(r.id[0] for r in prune_plan(store, keep=1)) == ["0", "1", "2"]
+    assert sorted(r.id[0] for r in prune_plan(store, keep=2)) == ["0"]
+    assert len(prune_plan(store, keep=0)) == 5
 
 
 def test_since_and_until_are_times_not_strings(store: Store) -> None:

@@ -451,7 +451,8 @@ def delete_cmd(runs: tuple[str, ...], store_url: str | None) -> int:
 @command.command("prune")
 @_STORE_OPT
 @click.option("--keep", type=click.IntRange(0), default=None,
-              help="Keep the N newest runs of each suite and configuration.")
+              help="Keep the N newest complete runs of each suite and configuration (and any run newer than "
+                   "them).")
 @click.option("--older-than", default=None, metavar="AGE", help="Only runs started more than AGE ago (30d, 12h, 2w).")
 @click.option("--dry-run", is_flag=True, help="List what would be deleted; delete nothing.")
 @_JSON_OPT

@@ -392,8 +392,8 @@ def parse_age(value: str) -> timedelta:
 
 
 def prune_plan(store: Store, *, keep: int | None = None, older_than: str | None = None) -> list[RunRecord]:
-    """The runs ``prune`` would delete: those beyond the ``keep`` newest of their suite and configuration,
-    and (when given) started more than ``older_than`` ago; both given, a run must match both."""
+    """The runs ``prune`` would delete: those older than the ``keep`` newest complete runs of their suite and
+    configuration, and (when given) started more than ``older_than`` ago; both given, a run must match both."""
     if keep is None and older_than is None:
         raise UserError("prune needs --keep N and/or --older-than AGE")
     if keep is not None and keep < 0:
@@ -401,8 +401,14 @@ def prune_plan(store: Store, *, keep: int | None = None, older_than: str | None 
     runs = store.list_runs()
     doomed = set()
     if keep is not None:
+        # Complete runs are what is kept (a baseline is one): counting a killed run among the N, `--keep 1` kept
+        # only it and deleted every complete run of its suite. A run newer than the N (one may be running now) stays.
         seen: dict[str, int] = {}
         for r in runs:  # newest first
+            if r.status != "complete":
+                if seen.get(r.identity, 0) >= keep:
+                    doomed.add(r.id)
+                continue
             seen[r.identity] = seen.get(r.identity, 0) + 1
             if seen[r.identity] > keep:
                 doomed.add(r.id)
