@@ -514,6 +514,9 @@ def test_import_says_the_lines_it_skips_and_stores_no_empty_run(tmp_path: Path,
     code, _, err = run_cli(["runs", "import", str(notes), "--store", store], capsys)
     assert code == 2 and "notes.txt: no result rows" in err and "notes.txt:1: malformed JSON" in err
     assert run_cli(["runs", "list", "--store", store, "--json"], capsys)[1].strip() == "[]"
+    (tmp_path / "empty.jsonl").write_text("\n")
+    code, _, err = run_cli(["runs", "import", str(tmp_path / "empty.jsonl"), "--store", store], capsys)
+    assert code == 2 and "empty.jsonl: no result rows" in err
     broken = tmp_path / "broken.jsonl"
     broken.write_text(json.dumps({"id": "a", "status": "scored", "score": 1.0}) + "\n{oops\n")
     code, _, err = run_cli(["runs", "import", str(broken), "--store", store], capsys)

@@ -175,6 +175,7 @@ def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tup
                          field=where) from None
     except (OSError, ValueError) as exc:
         raise UserError(f"{path}: its manifest cannot be read: {exc}") from None
+    beside = manifest is not None
     if manifest is None:
         manifest = RunManifest(kind="import", status="complete")
     if manifest.run_id is None:
@@ -197,8 +198,11 @@ def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tup
             raise UserError(f"{path}: its manifest's {name} {value!r} is not an ISO 8601 time") from None
     loaded = read_results(path)
     rows, skipped = loaded.rows, loaded.warnings
-    if not rows and skipped:  # not a results file: said as `referee score` says it, never stored as an empty run
-        raise InputError(f"no result rows ({len(skipped)} line(s) skipped; first: {skipped[0]})", file=str(path))
+    if not rows and (skipped or not beside):
+        # Not a results file (or an empty one, with no manifest saying a run wrote it): said as `referee score` says
+        # it, never stored as an empty run.
+        more = f" ({len(skipped)} line(s) skipped; first: {skipped[0]})" if skipped else ""
+        raise InputError(f"no result rows{more}", file=str(path))
     for w in skipped[:_SKIPPED_SHOWN]:  # a row left out of the stored run is said, as `referee score` says it
         log.warning("warning: %s", w)
     if len(skipped) > _SKIPPED_SHOWN:
