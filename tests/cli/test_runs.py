@@ -87,6 +87,26 @@ def test_show_and_its_json(two_runs: tuple[str, str], store_url: str, tmp_path: 
     assert f"candidate: run {imported[:12]} (no git commit recorded)" in err and "?" not in err
 
 
+def test_show_of_an_incomplete_run_counts_its_stored_rows(store_url: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # A run killed midway has its rows but not its totals (written at its end): it showed "rows 0" and
+    # "nothing scored" for thousands of stored, scored rows.
+    from referee.results import ResultRow, RunManifest
+    from referee.store._recorder import run_values
+
+    run_id = "k" * 32
+    with open_store(store_url) as st:
+        st.begin_run(run_values(RunManifest(kind="suite", run_id=run_id, extra={"suite": {"name": "demo"}}),
+                                results_path="k.jsonl", git={}))
+        st.add_rows(run_id, [ResultRow(id=f"c{i}", status="scored", score=1.0, evaluator="suite") for i in range(3)])
+    code, out, _ = run_cli(["runs", "show", "kkkk", "--store", store_url], capsys)
+    assert code == 0 and "incomplete" in out and "3 stored so far" in out and "nothing scored" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    # the table's word for it is a filter too (it was a usage error: only "running" was)
+    code, out, _ = run_cli(["runs", "list", "--status", "incomplete", "--store", store_url, "--json"], capsys)
+    assert code == 0 and [r["id"] for r in json.loads(out)] == [run_id]
+
+
 def test_compare_names_the_regressions_and_gates(two_runs: tuple[str, str], store_url: str,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     a, b = two_runs
@@ -111,6 +131,17 @@ def test_compare_and_show_take_names(two_runs: tuple[str, str], store_url: str,
     assert code == 0 and "name the same run" in err
     code, _, err = run_cli(["runs", "show", "no-such-branch", "--store", store_url], capsys)
     assert code == 2 and "run 'no-such-branch'" in err and "baseline" not in err
+
+
+def test_compare_of_runs_with_different_cases_offers_a_flag_it_has(
+        store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The error said "Pass --allow-case-set-change", which `runs compare` (and `referee run`) did not take.
+    referee.evaluate(GOOD, EVALS, name="demo", store=store_url, out=tmp_path / "a.jsonl", progress=False)
+    referee.evaluate(GOOD[:30], EVALS, name="demo", store=store_url, out=tmp_path / "b.jsonl", progress=False)
+    code, _, err = run_cli(["runs", "compare", "--store", store_url], capsys)
+    assert code == 2 and "`referee runs compare` take --allow-case-set-change" in err
+    code, out, err = run_cli(["runs", "compare", "--store", store_url, "--allow-case-set-change"], capsys)
+    assert code == 0 and "30 shared cases" in out + err
 
 
 def test_compare_with_no_runs_named_takes_the_newest_and_the_one_before_it(
@@ -368,6 +399,23 @@ def test_what_a_store_holds_reaches_the_terminal_without_control_characters(
         assert not any(ch in out + err for ch in "\x1b\x07"), (out + err)[:500]
 
 
+def test_a_name_with_a_newline_or_bidi_controls_keeps_each_table_row_on_one_line(
+        store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A suite name's newline broke `runs show`'s suite line (and `trend`'s header) in two, and right-to-left
+    # overrides reached the terminal, where they reorder what is shown (Trojan Source).
+    name = "ab\ncd\u202eevil\u202c\tx"
+    for i in range(2):
+        referee.evaluate([{"id": "a", "output": "yes", "category": "c\nat\u2066"}], EVALS, name=name,
+                         store=store_url, tags=["t\u202eg"], out=tmp_path / f"{i}.jsonl", progress=False)
+    for args in (["runs", "list"], ["runs", "show", "last"], ["runs", "trend"]):
+        code, out, _ = run_cli([*args, "--store", store_url], capsys)
+        assert code == 0
+        assert not any(ch in out for ch in "\u202e\u202c\u2066\t"), (args, out)
+        assert not any(line.startswith(("cd", "at")) for line in out.splitlines()), (args, out)
+    out = run_cli(["runs", "show", "last", "--store", store_url], capsys)[1]
+    assert "ab\ufffdcd<U+202E>evil<U+202C>\ufffdx" in out and "t<U+202E>g" in out
+
+
 def test_score_takes_a_stored_run_as_its_baseline(two_runs: tuple[str, str], store_url: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -431,6 +479,105 @@ def test_reading_a_history_that_is_not_there_makes_none(tmp_path: Path, capsys: 
     assert not (tmp_path / ".referee").exists() and not missing.exists()
     assert run_cli(["runs", "import", "r.jsonl", "--store", str(missing)], capsys)[0] == 0  # import makes one
     assert missing.exists()
+
+
+def test_a_store_url_is_read_as_the_file_it_opens(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # A URL's path ends at "?" and is percent-decoded: runs recorded into sqlite:///my%20h.sqlite (the file
+    # "my h.sqlite") were listed as none, and reading sqlite:///x.sqlite?mode=ro made an empty x.sqlite.
+    monkeypatch.chdir(tmp_path)
+    escaped = f"sqlite:///{tmp_path}/my%20h.sqlite"
+    ran = referee.evaluate(GOOD, EVALS, name="demo", store=escaped, out=tmp_path / "a.jsonl", progress=False)
+    assert (tmp_path / "my h.sqlite").exists()
+    code, out, _ = run_cli(["runs", "list", "--store", escaped, "--json"], capsys)
+    assert code == 0 and [r["id"] for r in json.loads(out)] == [ran.run_id]
+    assert run_cli(["runs", "show", "last", "--store", f"{escaped}?cache=shared"], capsys)[0] == 0
+    named = tmp_path / "100%?.sqlite"  # a plain path holding the URL's own characters is that file
+    referee.evaluate(GOOD, EVALS, name="demo", store=str(named), out=tmp_path / "b.jsonl", progress=False)
+    assert named.exists()
+    assert len(json.loads(run_cli(["runs", "list", "--store", str(named), "--json"], capsys)[1])) == 1
+    options = f"sqlite:///{tmp_path}/x.sqlite?mode=ro"
+    assert run_cli(["runs", "list", "--store", options], capsys)[0] == 0
+    for args in (["runs", "show", "last"], ["store", "check"]):
+        code, _, err = run_cli([*args, "--store", options], capsys)
+        assert code == 2 and "no" in err, (args, err)
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_import_says_the_lines_it_skips_and_stores_no_empty_run(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # A file that is no results file was stored as a run of 0 rows ("1 run added"), and a malformed line left
+    # the stored run one row short without a word.
+    store = str(tmp_path / "h.sqlite")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    code, _, err = run_cli(["runs", "import", str(notes), "--store", store], capsys)
+    assert code == 2 and "notes.txt: no result rows" in err and "notes.txt:1: malformed JSON" in err
+    assert run_cli(["runs", "list", "--store", store, "--json"], capsys)[1].strip() == "[]"
+    (tmp_path / "empty.jsonl").write_text("\n")
+    code, _, err = run_cli(["runs", "import", str(tmp_path / "empty.jsonl"), "--store", store], capsys)
+    assert code == 2 and "empty.jsonl: no result rows" in err
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"id": "a", "status": "scored", "score": 1.0}) + "\n{oops\n")
+    code, _, err = run_cli(["runs", "import", str(broken), "--store", store], capsys)
+    assert code == 0 and "broken.jsonl:2: malformed JSON" in err and "1 run added" in err
+    assert json.loads(run_cli(["runs", "list", "--store", store, "--json"], capsys)[1])[0]["summary"]["rows"] == 1
+
+
+def test_export_never_writes_over_a_manifest_beside_its_file(two_runs: tuple[str, str], store_url: str,
+                                                             tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Only the rows file was checked: an existing x.manifest.json (another run's) was replaced by this run's.
+    other = tmp_path / "x.manifest.json"
+    other.write_text('{"kind": "suite"}')
+    code, _, err = run_cli(["runs", "export", "last", "--out", str(tmp_path / "x.jsonl"), "--store", store_url],
+                           capsys)
+    assert code == 2 and "x.manifest.json exists" in err
+    assert other.read_text() == '{"kind": "suite"}' and not (tmp_path / "x.jsonl").exists()
+
+
+def test_an_imported_file_with_a_duplicate_row_keeps_the_first_as_score_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The later duplicate replaced the first in the store while the totals counted both: `runs show` said 3 rows
+    # and 50%, `referee score` of the stored run 0%, and `store check` called the fresh import damaged.
+    store = str(tmp_path / "h.sqlite")
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"id": "a", "status": "scored", "score": 1.0}, {"id": "a", "status": "scored", "score": 0.0},
+        {"id": "b", "status": "scored", "score": 0.5})))
+    code, _, err = run_cli(["runs", "import", str(dup), "--store", store], capsys)
+    assert code == 0 and "1 duplicate row(s) of" in err and "the first is id 'a'" in err
+    data = json.loads(run_cli(["runs", "list", "--store", store, "--json"], capsys)[1])[0]
+    assert data["summary"]["rows"] == 2 and data["summary"]["pass_rate"] == 0.5
+    monkeypatch.setenv("REFEREE_STORE", store)
+    code, out, _ = run_cli(["score", data["id"]], capsys)
+    assert code == 0 and "pass rate 50.0%" in out
+    assert run_cli(["store", "check", "--store", store], capsys)[0] == 0
+
+
+def test_an_imported_manifest_that_is_none_is_named_with_its_field(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # It was pydantic's report over four lines, ending in a link to its documentation, naming the results file.
+    (tmp_path / "x.jsonl").write_text(json.dumps({"id": "a", "status": "scored", "score": 1.0}) + "\n")
+    (tmp_path / "x.manifest.json").write_text(json.dumps({"kind": "suite", "totals": {"rows": "many"}}))
+    code, _, err = run_cli(["runs", "import", str(tmp_path / "x.jsonl"), "--store", str(tmp_path / "h.sqlite")],
+                           capsys)
+    assert code == 2 and f"{tmp_path / 'x.manifest.json'}: field 'totals.rows': not a run manifest" in err
+    assert "pydantic" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("run_id", ["last", "", "x'; DROP TABLE runs;--"])
+def test_an_imported_manifest_must_hold_a_run_id_as_referee_writes_them(
+        run_id: str, two_runs: tuple[str, str], store_url: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # A manifest edited to run_id "last" was stored under that id, and `runs show last` then showed it (the oldest
+    # run) instead of the newest; run_id "" made a run no command can name.
+    a, b = two_runs
+    manifest = json.loads((tmp_path / "a.manifest.json").read_text())
+    (tmp_path / "h.jsonl").write_bytes((tmp_path / "a.jsonl").read_bytes())
+    (tmp_path / "h.manifest.json").write_text(json.dumps({**manifest, "run_id": run_id}))
+    code, _, err = run_cli(["runs", "import", str(tmp_path / "h.jsonl"), "--store", store_url], capsys)
+    assert code == 2 and "h.manifest.json: field 'run_id'" in err and "not a run id" in err
+    assert json.loads(run_cli(["runs", "show", "last", "--store", store_url, "--json"], capsys)[1])["id"] == b
 
 
 def test_a_stored_text_that_unpacks_but_is_not_what_it_should_be_is_said(

@@ -97,6 +97,20 @@ def test_upgrade_is_a_no_op_at_the_head(store_url: str, capsys: pytest.CaptureFi
     assert code == 0 and "nothing to do" in err
 
 
+def test_with_the_history_off_check_and_upgrade_need_a_store_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # They read (and `upgrade` migrated) the default file the user had turned off, where `referee runs` refuses.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REFEREE_STORE", "off")
+    for args in (["store", "check"], ["store", "upgrade"]):
+        code, _, err = run_cli(args, capsys)
+        assert code == 2 and "the run history is off" in err, (args, err)
+    assert not (tmp_path / ".referee").exists()
+    named = tmp_path / "h.sqlite"
+    open_store(f"sqlite:///{named}").close()
+    assert run_cli(["store", "check", "--store", str(named)], capsys)[0] == 0
+
+
 def test_upgrading_a_file_that_is_no_store_says_so_and_leaves_it(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     # It was a SQLAlchemy traceback (exit 1).

@@ -116,6 +116,15 @@ def test_malformed_lines_become_warnings_or_errors(tmp_path: Path) -> None:
     assert ei.value.line == 2
 
 
+def test_a_byte_order_mark_is_not_part_of_row_1(tmp_path: Path) -> None:
+    # `referee score` read row 1 past a Windows editor's BOM; this reader skipped it as malformed, so `runs import`
+    # stored the run a row short.
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf{"id": "a", "score": 0.5}\n{"id": "b", "score": 1}\n')
+    loaded = read_results(p)
+    assert [r.id for r in loaded.rows] == ["a", "b"] and loaded.warnings == []
+
+
 def test_writer_appends_and_flushes_each_row(tmp_path: Path) -> None:
     p = tmp_path / "sub" / "r.jsonl"
     with ResultWriter(p) as w:

@@ -217,6 +217,22 @@ def test_without_git_history_the_newest_clean_run_recorded_on_the_branch_wins(re
         assert find_run(st, "elsewhere", cwd=repo).id == "b" * 32
 
 
+def test_a_branch_named_like_a_run_id_prefix_is_found_as_baseline_finds_it(repo: Path, store_url: str) -> None:
+    # `--baseline 1234` found branch 1234's run, but `runs show 1234` (and `score 1234`, `runs compare`) said
+    # "no run '1234'": a name of hex digits was read as an id only. An ambiguous id prefix is still said as such.
+    from referee.errors import UserError
+    from referee.store import find_run
+
+    with open_store(store_url) as st:
+        _record(st, "ab12" + "0" * 28, commit="1" * 40, branch="1234", dirty=False, started="2026-01-01T00:00:00")
+        _record(st, "ab12" + "f" * 28, commit="2" * 40, branch="other", dirty=False, started="2026-01-02T00:00:00")
+        assert find_run(st, "1234", cwd=repo).id == "ab12" + "0" * 28
+        with pytest.raises(UserError, match="run id 'ab12' is ambiguous"):
+            find_run(st, "ab12", cwd=repo)
+        with pytest.raises(UserError, match="no run 'beef' in .*, nor a complete run on a branch 'beef'"):
+            find_run(st, "beef", cwd=repo)
+
+
 def test_latest_pair_is_the_newest_complete_run_and_the_one_before_it_of_its_identity(
         repo: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     from referee.errors import UserError

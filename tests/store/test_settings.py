@@ -72,6 +72,25 @@ def test_the_password_never_shows() -> None:
     assert "s3cr" not in msg
 
 
+@pytest.mark.parametrize("url", ["sqlite:///", "sqlite://", "sqlite:///?mode=ro"])
+def test_a_sqlite_url_naming_no_file_is_refused(url: str) -> None:
+    # It was a database in memory: `referee run` "recorded" into it and `runs import` said "1 run added", then lost
+    # them (REFEREE_STORE=sqlite:///$HISTORY with the variable unset).
+    with pytest.raises(UserError, match="names no file"):
+        normalise_url(url)
+    assert normalise_url("sqlite:///:memory:") == "sqlite:///:memory:"  # asked for by name, it is one
+
+
+@pytest.mark.parametrize("url", ["postgresql://alice:s3cret@db:notaport/evals",
+                                 "postgresql://alice:s3cret@db:99999/evals", "postgresql://alice:s3cret@[::1/evals"])
+def test_a_malformed_host_or_port_is_a_usage_error_without_the_password(url: str) -> None:
+    # Reading the port raised ValueError: a traceback from `runs list`, and from the recording thread of a run.
+    with pytest.raises(UserError, match="not a valid URL") as ei:
+        normalise_url(url)
+    assert "s3cret" not in str(ei.value) and "alice" not in str(ei.value)
+    assert "s3cret" not in display_url(url) and "s3cret" not in scrub(f"{url} refused", url)
+
+
 @pytest.mark.parametrize("name", ["REFEREE_STORE_TIMEOUT", "REFEREE_STORE_CONNECT_TIMEOUT"])
 def test_a_timeout_from_the_environment_is_a_finite_number_of_seconds(name: str,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:

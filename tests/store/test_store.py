@@ -63,6 +63,17 @@ def test_one_batch_holding_a_key_twice_keeps_the_later_row(store: Store) -> None
     assert back["c1"].status == "error" and back["c2"].latency_ms == 112.0 and back["c0"].latency_ms == 10.0
 
 
+def test_a_row_whose_text_is_missing_is_said_not_left_out(store: Store) -> None:
+    # An inner join dropped the row: a damaged store's run was scored, compared and exported a row short.
+    _begin(store, "m" * 32)
+    store.add_rows("m" * 32, _rows(3, rationale="only this row's"))
+    with store.engine.begin() as conn:
+        body = conn.execute(select(schema.rows.c.body).where(schema.rows.c.case_id == "c1")).scalar_one()
+        conn.execute(schema.texts.delete().where(schema.texts.c.hash == body))
+    with pytest.raises(StoreError, match=f"run {'m' * 12}, case 'c1': its stored text is missing"):
+        store.rows("m" * 32)
+
+
 def test_a_batch_larger_than_one_statement_is_stored_whole(store: Store) -> None:
     _begin(store, "b" * 32)
     store.add_rows("b" * 32, _rows(12_001))
@@ -153,6 +164,7 @@ def test_prune_by_age_and_by_count(store: Store) -> None:
     now = datetime.now(UTC)
     for i, days in enumerate((400, 40, 2)):  # oldest first; one suite and configuration
         _begin(store, f"{i}" * 32, started=(now - timedelta(days=days)).isoformat())
+        store.finish_run(f"{i}" * 32, {"status": "complete"})
 
     def plan(**kw: object) -> list[str]:
         return sorted(r.id[0] for r in prune_plan(store, **kw))  # type: ignore[arg-type]
@@ -169,6 +181,20 @@ def test_prune_by_age_and_by_count(store: Store) -> None:
         with pytest.raises(UserError, match="older-than"):
             plan(older_than=bad)
     assert store.count_runs() == 3  # a plan deletes nothing
+
+
+def test_prune_keeps_the_newest_complete_runs_not_a_killed_one_in_their_place(store: Store) -> None:
+    # `--keep 1` counted a killed run (status running, newest) as the one kept and deleted every complete run of
+    # its suite: no baseline was left. Complete runs are counted; a run newer than them stays; --keep 0 is all.
+    from referee.store import prune_plan
+
+    for i, status in enumerate(("complete", "complete", "interrupted", "complete", "running")):  # oldest first
+        _begin(store, f"{i}" * 32, started=f"2026-01-0{i + 1}T00:00:00+00:00")
+        if status != "running":
+            store.finish_run(f"{i}" * 32, {"status": status})
+    assert sorted(r.id[0] for r in prune_plan(store, keep=1)) == ["0", "1", "2"]
+    assert sorted(r.id[0] for r in prune_plan(store, keep=2)) == ["0"]
+    assert len(prune_plan(store, keep=0)) == 5
 
 
 def test_since_and_until_are_times_not_strings(store: Store) -> None:
@@ -211,6 +237,14 @@ def test_delete_removes_rows_tags_and_unreferenced_texts(store: Store) -> None:
     assert manifests == 1
     assert n_texts == 3  # the kept run's three bodies; "only" was collected
     assert len(store.rows("k" * 32)) == 3 and store.rows("d" * 32) == []
+
+
+def test_delete_counts_the_runs_it_deleted(store: Store) -> None:
+    # `runs delete last 3b5e` naming one run twice said "2 runs deleted".
+    _begin(store, "k" * 32)
+    _begin(store, "d" * 32)
+    assert store.delete_runs(["d" * 32, "d" * 32]) == 1
+    assert store.delete_runs(["d" * 32, "k" * 32]) == 1  # one was already gone
 
 
 def test_a_store_from_a_newer_referee_is_refused_and_left_alone(tmp_path: Path) -> None:

@@ -42,7 +42,8 @@ def _compare(table: ResultsTable, units: Units, adv_units: Units, baseline: Resu
         if added:
             parts.append(f"{len(added)} case(s) not in the baseline ({_few(added)})")
         raise UserError("case sets differ, so no regression verdict is given: " + "; ".join(parts)
-                        + ". Pass --allow-case-set-change to compare the shared cases only")
+                        + ". `referee score` and `referee runs compare` take --allow-case-set-change to compare "
+                          "the shared cases only")
     warnings = _run_differences(table, baseline)
     base_overall = _group("baseline", baseline, bunits, slice(None), slice(None), opts, baseline.has_repeats)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import click
 
+from .._util._display import neutralise_bidi
 from ..aggregate import printable
 from ..errors import UserError
 from ..reports import echo_err, fit_columns, pad_columns
@@ -53,14 +55,23 @@ def _say_damaged(runs: Any) -> None:
                                "(`referee store check` says more)"))
 
 
+def _one_line(v: Any) -> str:
+    """``v`` as a table cell: control characters (ANSI escapes, and a newline or tab, which would break the row)
+    as a replacement character, bidi controls as visible marks (they reorder the text shown around them)."""
+    return neutralise_bidi(_BREAKS.sub("\ufffd", printable("" if v is None else str(v))))
+
+
+_BREAKS = re.compile(r"[\t\n\r]")
+
+
 def _cell(v: Any, width: int) -> str:
-    """``v`` printable and cut to ``width`` terminal columns (a CJK suite name takes two a character)."""
-    return str(fit_columns(printable("" if v is None else str(v)), width))
+    """``v`` on one line, cut to ``width`` terminal columns (a CJK suite name takes two a character)."""
+    return str(fit_columns(_one_line(v), width))
 
 
 def _col(v: Any, width: int) -> str:
     """:func:`_cell` padded to ``width`` columns."""
-    return str(pad_columns(printable("" if v is None else str(v)), width))
+    return str(pad_columns(_one_line(v), width))
 
 
 def _runs(n: int) -> str:
@@ -138,7 +149,9 @@ def command() -> None:
 @click.option("--suite", default=None, help="Only runs of this suite (its name or repository-relative path).")
 @click.option("--branch", default=None, help="Only runs on this git branch.")
 @click.option("--tag", default=None, help="Only runs with this tag.")
-@click.option("--status", type=click.Choice(["complete", "running", "interrupted", "failed"]), default=None)
+@click.option("--status", type=click.Choice(["complete", "incomplete", "running", "interrupted", "failed"]),
+              default=None, help="Only runs with this status (incomplete, as the table shows it, is running: a run "
+                                 "killed midway or running now).")
 @click.option("--since", default=None, metavar="DATE",
               help="Only runs started at or after DATE: a date, or an ISO 8601 time (UTC unless it gives an offset).")
 @click.option("--until", default=None, metavar="DATE",
@@ -154,6 +167,7 @@ def list_cmd(store_url: str | None, suite: str | None, branch: str | None, tag: 
     if store_url is None and not current().readable:
         raise UserError("the run history is off (REFEREE_STORE=off): give --store URL to read one")
     shown = limit if limit is not None or as_json else 20
+    status = "running" if status == "incomplete" else status  # the table's word for a run not marked complete
     runs = list_runs(store_url, suite=suite, branch=branch, tag=tag, status=status, since=since, until=until,
                      limit=shown)
     _say_damaged(runs)
@@ -202,9 +216,13 @@ def show_cmd(run: str, store_url: str | None, as_json: bool) -> int:
             ("branch", r.git_branch or "-"), ("remote", r.git_remote or "-"),
             ("ci", " ".join(x for x in (r.ci_provider, r.ci_ref, r.ci_run_id) if x) or "-"),
             ("judge", r.judge or "-"), ("tags", ", ".join(r.tags) or "-"), ("results", r.results_path or "-"),
-            ("rows", f"{r.n_rows} ({r.n_scored} scored, {r.n_unscored} unscored, {r.n_error} error)"),
+            # A run's totals are written when it ends: one killed (or still running) has only its stored rows.
+            ("rows", f"{st.count_rows(r.id)} stored so far (its totals are written when it completes)"
+             if r.status == "running" else
+             f"{r.n_rows} ({r.n_scored} scored, {r.n_unscored} unscored, {r.n_error} error)"),
             ("pass rate", _rate(r.pass_rate, r.pass_rate_lo, r.pass_rate_hi)
-             + (" (nothing scored)" if r.n_scored == 0 else
+             + (f" (not complete: `referee score {r.id[:8]}` scores its rows)" if r.status == "running" else
+                " (nothing scored)" if r.n_scored == 0 else
                 " (every row is adversarial: see its attack types below)" if _all_adversarial(summary) else "")),
             ("mean", _mean(r.mean, r.mean_lo, r.mean_hi)),
             ("cost", "-" if r.cost_usd is None else f"${r.cost_usd:.4f}"),
@@ -252,10 +270,12 @@ def _show_groups(run_id: str, groups: Any) -> bool:
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case that passed in BASELINE fails.")
 @click.option("--fail-on-significant-regression", is_flag=True,
               help="Exit 1 when the paired tests find a significant drop.")
+@click.option("--allow-case-set-change", is_flag=True,
+              help="Compare the shared cases when the two runs hold different ids (else exit 2 naming them).")
 @click.option("--verbose", "-v", is_flag=True, help="The paired tests, power and more cases.")
 def compare_cmd(baseline: str | None, candidate: str | None, store_url: str | None, suite: str | None,
                 threshold: float | None, fail_on_regression: bool, fail_on_significant_regression: bool,
-                verbose: bool) -> int:
+                allow_case_set_change: bool, verbose: bool) -> int:
     """CANDIDATE against BASELINE (run ids, or main, last, @COMMIT): what `referee score --baseline` prints:
     regressions, fixed cases, McNemar, the paired bootstrap. With no runs named, the newest complete run
     against the one before it of the same suite and configuration."""
@@ -288,7 +308,7 @@ def compare_cmd(baseline: str | None, candidate: str | None, store_url: str | No
         echo_err(f"{role}: run {r.run_id[:12]} ({r.record.place()})")
     scoring = (c.manifest.extra.get("suite") or {}).get("scoring") if c.manifest is not None else None
     thr = threshold if threshold is not None else float((scoring or {}).get("threshold", 0.7))
-    summary = summarize(c, ScoreOptions(threshold=thr), baseline=b)
+    summary = summarize(c, ScoreOptions(threshold=thr, allow_case_set_change=allow_case_set_change), baseline=b)
     gates = evaluate_gates(summary, GateConfig(fail_on_regression=fail_on_regression,
                                                fail_on_significant_regression=fail_on_significant_regression))
     code = 0
@@ -431,7 +451,8 @@ def delete_cmd(runs: tuple[str, ...], store_url: str | None) -> int:
 @command.command("prune")
 @_STORE_OPT
 @click.option("--keep", type=click.IntRange(0), default=None,
-              help="Keep the N newest runs of each suite and configuration.")
+              help="Keep the N newest complete runs of each suite and configuration (and any run newer than "
+                   "them).")
 @click.option("--older-than", default=None, metavar="AGE", help="Only runs started more than AGE ago (30d, 12h, 2w).")
 @click.option("--dry-run", is_flag=True, help="List what would be deleted; delete nothing.")
 @_JSON_OPT

@@ -16,12 +16,21 @@ def command() -> None:
     """The run history's database: upgrade its schema, check it (docs/store.md)."""
 
 
+def _named(store_url: str | None) -> None:
+    # As `referee runs`: with the history off, the default file is not the store meant (and is never upgraded).
+    from ..store import current
+
+    if store_url is None and not current().readable:
+        raise UserError("the run history is off (REFEREE_STORE=off): give --store URL to name one")
+
+
 @command.command("upgrade")
 @_STORE_OPT
 def upgrade_cmd(store_url: str | None) -> int:
     """Bring the store's schema to this referee's, under a lock (the way to upgrade a shared PostgreSQL store)."""
     from ..store import display_url, upgrade_store
 
+    _named(store_url)
     before, after = upgrade_store(store_url, on_wait=echo_err)
     from ..store import current, normalise_url
 
@@ -39,13 +48,13 @@ def check_cmd(store_url: str | None) -> int:
     """Say what is wrong with the store (a damaged file, a schema to upgrade, rows missing); exit 1 if anything.
     Never changes it."""
     from ..store import check_store, current, display_url, normalise_url
+    from ..store._settings import sqlite_file
 
+    _named(store_url)
     url = normalise_url(store_url) if store_url else current().resolved_url()
-    if url.startswith("sqlite:///"):
-        from pathlib import Path
-
-        if not Path(url[len("sqlite:///"):]).exists():
-            raise UserError(f"{display_url(url)}: no such store")
+    file = sqlite_file(url)
+    if file is not None and not file.exists():
+        raise UserError(f"{display_url(url)}: no such store")
     problems = check_store(url)
     for p in problems:
         echo_err(p)

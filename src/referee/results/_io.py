@@ -69,6 +69,8 @@ def read_results(path: str | Path, *, strict: bool = False) -> LoadedResults:
     out = LoadedResults(path=str(p))
     with open(p, "rb") as f:
         for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a BOM from a Windows editor is not part of row 1 (`referee score` reads it so)
             if not raw.strip():
                 continue
             try:

@@ -92,12 +92,13 @@ def list_runs(store: str | None = None, **filters: _Any) -> list[RunRecord]:
     ``until``, ``limit``, ...), newest first, from the store at ``store`` (a URL or file; default: the one in
     force). A store already at this referee's schema is read without SQLAlchemy (a local file with the standard
     library, PostgreSQL with psycopg alone): a listing takes a fifth of the time on a file, a third on a server."""
-    from ._settings import connect_timeout_s, lock_timeout_s, sqlite_path
+    from ._settings import connect_timeout_s, lock_timeout_s, sqlite_file, sqlite_path
     from ._sqlite_reader import QUICK_FILTERS, list_runs_sqlite
 
     url = normalise_url(store) if store else current().resolved_url()
     path = sqlite_path(url)
-    if path is not None and not path.exists():  # nothing recorded there yet: a listing makes no store
+    file = sqlite_file(url)
+    if file is not None and not file.exists():  # nothing recorded there yet: a listing makes no store
         return []
     if set(filters) <= QUICK_FILTERS:
         quick: list[RunRecord] | None = None

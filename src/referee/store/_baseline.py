@@ -119,14 +119,20 @@ def resolve_baseline(spec: str, *, base_dir: Path | str = ".", candidate: RunMan
 def find_run(store: Store, spec: str, *, cwd: str | Path | None = None) -> RunRecord:
     """The run ``spec`` names in ``store``: a run id (or a unique prefix), ``last``, ``@COMMIT`` or a branch (its
     newest complete run). Never a file. Raises ``UserError`` (exit 2) saying what was searched."""
+    no_id = None
     try:
         return store.get_run(spec)
     except KeyError as exc:
-        if not looks_like_name(spec) or _HEX.fullmatch(spec):  # an id that is not there is not a branch either
-            raise UserError(str(exc.args[0])) from None
+        # An ambiguous id prefix is said as such; one that matches no id may still be a branch ("1234", an issue's),
+        # as `--baseline` reads it.
+        no_id = str(exc.args[0])
+        if not looks_like_name(spec) or (_HEX.fullmatch(spec) and "is ambiguous" in no_id):
+            raise UserError(no_id) from None
     try:
         run = _resolve(store, spec, None, cwd).run
     except UserError as exc:
+        if _HEX.fullmatch(spec):  # most often a mistyped id: said first
+            raise UserError(f"{no_id}, nor a complete run on a branch {spec!r}") from None
         msg = str(exc)
         raise UserError("run" + msg[len("baseline"):] if msg.startswith("baseline ") else msg) from None
     assert run is not None  # _resolve raises when nothing is found

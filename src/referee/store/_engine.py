@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, event, inspect, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import URL, Engine, make_url
 
 from .._util._home import ensure_dir
 from ..errors import MissingExtraError
@@ -53,7 +53,8 @@ def _sqlite_engine(path: str) -> Engine:
     # LIFO: the connection just given back is the next one handed out, its page cache still warm (SQLite drops a
     # connection's cache whenever another connection has written since: two receiver threads taking turns on two
     # connections wrote 6% slower). An in-memory database has one connection per thread and no pool to order.
-    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": timeout, "check_same_thread": False},
+    # The path as it is: formatted back into a URL it would be percent-decoded a second time.
+    engine = create_engine(URL.create("sqlite", database=path), connect_args={"timeout": timeout, "check_same_thread": False},
                            **({"pool_use_lifo": True} if on_disk else {}))
 
     @event.listens_for(engine, "connect")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, text
 
-from ..errors import UserError
+from ..errors import InputError, UserError
 from . import _schema as s
 from ._recorder import log, manifest_bytes, run_values, summary_of
 from ._records import _RUN_COLS, record_of, utc_time
@@ -99,11 +99,16 @@ def load_run(store: Store, ref: str) -> StoredRun:
 
 def export_run(store: Store, ref: str, out: Path) -> tuple[Path, int]:
     """Write the run's rows (``out``) and manifest beside it, as the run wrote them. Returns (file, rows)."""
+    from ..results._files import manifest_path
     from ..results._writer import ResultWriter
 
     run = load_run(store, ref)
     if out.exists():
         raise UserError(f"{out} exists; export to a new file (an output never overwrites)")
+    beside = manifest_path(out)
+    if run.manifest is not None and beside.exists():  # another run's manifest, which the export would replace
+        raise UserError(f"{beside} exists (the manifest {out} would have beside it); export to a new file (an "
+                        "output never overwrites)")
     out.parent.mkdir(parents=True, exist_ok=True)
     with ResultWriter(out, append=False) as w:
         w.write_all(run.rows)
@@ -148,20 +153,37 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
+_SKIPPED_SHOWN = 5
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
+
+
 def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tuple[str, bool]:
     """Record the results file ``path`` (and its manifest) as a run. Returns (run id, whether it was new): the same
     run imported twice (same ``run_id``, or a file without one with the same bytes) is kept once."""
+    from pydantic import ValidationError
+
+    from ..results._files import manifest_path
     from ..results._io import read_results
     from ..results._manifest import RunManifest
 
     try:
         manifest = RunManifest.read(path)
+    except ValidationError as exc:  # the manifest and its field named, not pydantic's report and documentation link
+        problem = exc.errors()[0]
+        where = ".".join(str(x) for x in problem.get("loc", ())) or None
+        raise InputError(f"not a run manifest ({problem.get('msg', 'invalid')})", file=str(manifest_path(path)),
+                         field=where) from None
     except (OSError, ValueError) as exc:
         raise UserError(f"{path}: its manifest cannot be read: {exc}") from None
+    beside = manifest is not None
     if manifest is None:
         manifest = RunManifest(kind="import", status="complete")
     if manifest.run_id is None:
         manifest.run_id = _file_run_id(path)
+    elif not _RUN_ID.fullmatch(manifest.run_id):
+        # Only an id as referee writes them: one such as "last", "main" or "" would shadow a name or be unnamable.
+        raise InputError(f"{manifest.run_id[:40]!r} is not a run id (32 hex digits, as referee writes them)",
+                         file=str(manifest_path(path)), field="run_id")
     try:
         store.get_run(manifest.run_id)
         return manifest.run_id, False
@@ -174,7 +196,26 @@ def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tup
             times[name] = None if value is None else utc_time(value)
         except ValueError:
             raise UserError(f"{path}: its manifest's {name} {value!r} is not an ISO 8601 time") from None
-    rows = read_results(path).rows
+    loaded = read_results(path)
+    rows, skipped = loaded.rows, loaded.warnings
+    if not rows and (skipped or not beside):
+        # Not a results file (or an empty one, with no manifest saying a run wrote it): said as `referee score` says
+        # it, never stored as an empty run.
+        more = f" ({len(skipped)} line(s) skipped; first: {skipped[0]})" if skipped else ""
+        raise InputError(f"no result rows{more}", file=str(path))
+    for w in skipped[:_SKIPPED_SHOWN]:  # a row left out of the stored run is said, as `referee score` says it
+        log.warning("warning: %s", w)
+    if len(skipped) > _SKIPPED_SHOWN:
+        log.warning("warning: %d more line(s) of %s skipped", len(skipped) - _SKIPPED_SHOWN, path)
+    # A row is stored under its key (id, repeat, turn): a later duplicate would replace the first, which `referee
+    # score` keeps, and the run's totals would count rows the store does not hold.
+    firsts = {r.key: r for r in reversed(rows)}
+    if len(firsts) < len(rows):
+        dups = len(rows) - len(firsts)
+        first = next(r for r in rows if firsts[r.key] is not r)
+        log.warning("warning: skipped %d duplicate row(s) of %s (same id, repeat and turn; the first is id %r); the "
+                    "first of each is kept", dups, path, first.id)
+        rows = [r for r in rows if firsts[r.key] is r]
     values = run_values(manifest, results_path=str(path), git={})
     values["started_at"] = times["created_at"]
     store.begin_run(values, tags=tags, manifest_json=manifest_bytes(manifest))
@@ -212,13 +253,13 @@ def _source(url: str) -> Iterator[Store]:
     fold its log into it on closing. A server's store is read where it is: at this schema, or refused as opening
     it anywhere would be (older: `store upgrade`; newer: unchanged)."""
     from ._engine import current_revision, ensure_schema, refuse_newer
-    from ._settings import display_url, lock_timeout_s, require_history, sqlite_path
+    from ._settings import display_url, lock_timeout_s, require_history, sqlite_file
     from ._store import Store
 
     def nothing() -> UserError:
         return UserError(f"{display_url(url)} holds no referee run history (no schema version): nothing to import")
 
-    path = sqlite_path(url)
+    path = sqlite_file(url)  # a file named with ?options is a file too: copied, never opened to be changed
     if path is None:
         st = Store(url, prepare=False)
         try:
@@ -355,8 +396,8 @@ def parse_age(value: str) -> timedelta:
 
 
 def prune_plan(store: Store, *, keep: int | None = None, older_than: str | None = None) -> list[RunRecord]:
-    """The runs ``prune`` would delete: those beyond the ``keep`` newest of their suite and configuration,
-    and (when given) started more than ``older_than`` ago; both given, a run must match both."""
+    """The runs ``prune`` would delete: those older than the ``keep`` newest complete runs of their suite and
+    configuration, and (when given) started more than ``older_than`` ago; both given, a run must match both."""
     if keep is None and older_than is None:
         raise UserError("prune needs --keep N and/or --older-than AGE")
     if keep is not None and keep < 0:
@@ -364,8 +405,14 @@ def prune_plan(store: Store, *, keep: int | None = None, older_than: str | None 
     runs = store.list_runs()
     doomed = set()
     if keep is not None:
+        # Complete runs are what is kept (a baseline is one): counting a killed run among the N, `--keep 1` kept
+        # only it and deleted every complete run of its suite. A run newer than the N (one may be running now) stays.
         seen: dict[str, int] = {}
         for r in runs:  # newest first
+            if r.status != "complete":
+                if seen.get(r.identity, 0) >= keep:
+                    doomed.add(r.id)
+                continue
             seen[r.identity] = seen.get(r.identity, 0) + 1
             if seen[r.identity] > keep:
                 doomed.add(r.id)

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from .._util._home import referee_dir
 from .._util._redact import redact_text
@@ -52,7 +52,8 @@ def default_url() -> str:
 
 
 def sqlite_url(path: str | Path) -> str:
-    return f"sqlite:///{Path(path).resolve()}"
+    # A URL's path is percent-decoded and ends at "?": a file named "100%?.sqlite" is escaped to round-trip.
+    return "sqlite:///" + str(Path(path).resolve()).replace("%", "%25").replace("?", "%3F")
 
 
 def normalise_url(value: str) -> str:
@@ -64,13 +65,23 @@ def normalise_url(value: str) -> str:
         # REFEREE_STORE's word for "off", given where a store is named, recorded into a file of that name.
         raise UserError(f"--store {value!r} names no store: to record nothing give --no-store (store=False in Python) "
                         f"or REFEREE_STORE=off; a file of that name is ./{value}")
-    scheme = urlsplit(value).scheme.lower()
     if "://" not in value:
         return sqlite_url(value)
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises for a port that is no number, or out of range
+    except ValueError as exc:  # a malformed host or port: said up front, never a traceback in the middle of a run
+        raise UserError(f"--store {display_url(value)}: not a valid URL ({exc})") from None
+    scheme = parts.scheme.lower()
     if scheme.split("+")[0] not in ("sqlite", "postgresql", "postgres"):
         raise UserError(f"--store {display_url(value)}: only sqlite:/// and postgresql:// stores are supported")
     if scheme.split("+")[0] == "postgres":
         value = "postgresql" + value[len("postgres"):]
+    if scheme.split("+")[0] == "sqlite" and not parts.path.lstrip("/"):
+        # SQLite's empty name is a database in memory: every run "recorded" there is lost when the command ends (an
+        # unset variable in sqlite:///$HISTORY does this). One in memory is asked for by name.
+        raise UserError(f"--store {display_url(value)} names no file: give sqlite:///path/to/history.sqlite (or "
+                        "sqlite:///:memory:, a history lost when the command ends)")
     return value
 
 
@@ -83,7 +94,7 @@ def reserved_paths(store_url: str | None = None) -> list[Path]:
         if not raw or raw.strip().lower() in _OFF:
             continue
         try:
-            path = sqlite_path(normalise_url(raw))
+            path = sqlite_file(normalise_url(raw))
         except UserError:  # the command says what is wrong with it
             continue
         if path is not None:
@@ -101,17 +112,23 @@ def deleted_while_running(run_id: str) -> str:
 def require_history(url: str) -> None:
     """Raise :class:`StoreError` when ``url`` names a local file that does not exist: a command that only reads
     the history says so rather than making an empty store (and a ``.referee/`` folder) where it was run."""
-    path = sqlite_path(url)
+    path = sqlite_file(url)
     if path is not None and not path.exists():
         raise StoreError(f"no run history at {path}: nothing has been recorded there yet")
 
 
 def sqlite_path(url: str) -> Path | None:
     """The file a plain ``sqlite:///PATH`` URL names, else None (memory, URI options: left to SQLAlchemy)."""
+    return None if "?" in url else sqlite_file(url)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file a ``sqlite:///PATH[?OPTIONS]`` URL opens, read as SQLAlchemy reads it (the path ends at "?" and is
+    percent-decoded), else None (memory, not SQLite): what is checked for existence is what is opened."""
     prefix = "sqlite:///"
-    if not url.startswith(prefix) or "?" in url:
+    if not url.startswith(prefix):
         return None
-    path = url[len(prefix):]
+    path = unquote(url[len(prefix):].split("?", 1)[0])
     return Path(path) if path and path != ":memory:" else None
 
 
@@ -160,12 +177,20 @@ def recording(url: str | None = None, *, enabled: bool | None = None,
 
 def display_url(url: str) -> str:
     """``url`` without its password (and user), for every message, log and table."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a malformed host or port: whatever precedes the last "@" may be credentials
+        scheme, sep, rest = url.partition("://")
+        netloc, slash, path = rest.partition("/")
+        if "@" in netloc:
+            netloc = "***@" + netloc.rsplit("@", 1)[1]
+        return redact_text(scheme + sep + netloc + slash + path)
     if parts.password is None and parts.username is None:
         return redact_text(url)
     host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    if port:
+        host = f"{host}:{port}"
     shown = parts._replace(netloc=f"***@{host}").geturl()
     return redact_text(shown, secrets=[parts.password] if parts.password else [])
 
@@ -175,8 +200,11 @@ def scrub(message: str, url: str) -> str:
     "(Background on this error at: URL)" line, which points at its documentation, not at what is wrong."""
     message = "\n".join(line for line in message.splitlines()
                          if not line.startswith("(Background on this error at:")).strip()
-    parts = urlsplit(url)
-    secrets = [parts.password] if parts.password and len(parts.password) >= 1 else []
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # a malformed host: display_url masks what precedes its "@"
+        password = None
+    secrets = [password] if password else []
     for s in secrets:
         message = message.replace(s, "***")
     return redact_text(message.replace(url, display_url(url)))

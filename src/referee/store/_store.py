@@ -388,13 +388,18 @@ class Store:
         """The run's rows, in the order they arrived, as :class:`~referee.results.ResultRow`."""
         from ..results._schema import ResultRow
 
+        # An outer join: a row whose text is not stored is a damaged store to say, not a row to leave out (the run
+        # would be scored and compared a row short without a word).
         q = (select(s.rows.c.case_id, s.rows.c.latency_ms, s.rows.c.cost_usd, s.texts.c.packed, s.texts.c.data)
-             .join(s.texts, s.texts.c.hash == s.rows.c.body)
+             .outerjoin(s.texts, s.texts.c.hash == s.rows.c.body)
              .where(s.rows.c.run_id == run_id).order_by(s.rows.c.seq, s.rows.c.case_id))
         out: list[ResultRow] = []
         with self.engine.connect() as conn:
             for case_id, latency, cost, packed, data in conn.execute(q):
                 what = f"run {run_id[:12]}, case {case_id!r}"
+                if data is None:
+                    raise StoreError(f"{self.display_url}: {what}: its stored text is missing; `referee store check` "
+                                     "says what else is wrong")
                 try:
                     body = json.loads(self.text_of(packed, data, what))
                     if latency is not None:
@@ -439,20 +444,22 @@ class Store:
             raise self._damaged(f"run {run_id[:12]}'s summary", exc) from None
 
     def delete_runs(self, run_ids: Sequence[str]) -> int:
-        """Delete runs (their rows and tags with them) and the texts nothing references any more."""
-        ids = list(run_ids)
+        """Delete runs (their rows and tags with them) and the texts nothing references any more. Returns how many
+        runs were deleted: a run named twice (``runs delete last 3b5e``) is one."""
+        ids = list(dict.fromkeys(run_ids))
         if not ids:
             return 0
+        deleted = 0
         with self.engine.begin() as conn:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
                 conn.execute(delete(s.rows).where(s.rows.c.run_id.in_(chunk)))
                 conn.execute(delete(s.run_tags).where(s.run_tags.c.run_id.in_(chunk)))
-                conn.execute(delete(s.runs).where(s.runs.c.id.in_(chunk)))
+                deleted += conn.execute(delete(s.runs).where(s.runs.c.id.in_(chunk))).rowcount
             # Rows of a run deleted while it was recording, whose process ended before it could clear them.
             conn.execute(delete(s.rows).where(~s.rows.c.run_id.in_(select(s.runs.c.id))))
             self._collect_texts(conn)
-        return len(ids)
+        return deleted
 
     def _collect_texts(self, conn: Connection) -> None:
         refs = [s.rows.c.body, s.runs.c.manifest, s.runs.c.summary, s.traces.c.attrs, s.spans.c.attrs,
