@@ -9,8 +9,7 @@ import time
 
 import click
 
-from .._util._fold import columns, terminal_width
-from ..reports import pad_columns
+from ..reports import columns, pad_columns, terminal_width
 from ..traces import (
     Monitor,
     load_monitor,

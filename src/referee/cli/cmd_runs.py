@@ -12,10 +12,9 @@ from typing import Any
 
 import click
 
-from .._util._display import neutralise_bidi
 from ..aggregate import printable
 from ..errors import UserError
-from ..reports import echo_err, fit_columns, pad_columns
+from ..reports import display_text, echo_err, fit_columns, pad_columns
 
 _STORE_OPT = click.option("--store", "store_url", default=None, metavar="URL",
                           help="The history to read: a SQLite file or sqlite:///path, or postgresql://... "
@@ -58,7 +57,7 @@ def _say_damaged(runs: Any) -> None:
 def _one_line(v: Any) -> str:
     """``v`` as a table cell: control characters (ANSI escapes, and a newline or tab, which would break the row)
     as a replacement character, bidi controls as visible marks (they reorder the text shown around them)."""
-    return neutralise_bidi(_BREAKS.sub("\ufffd", printable("" if v is None else str(v))))
+    return display_text(_BREAKS.sub("\ufffd", printable("" if v is None else str(v))))
 
 
 _BREAKS = re.compile(r"[\t\n\r]")

@@ -47,8 +47,7 @@ def upgrade_cmd(store_url: str | None) -> int:
 def check_cmd(store_url: str | None) -> int:
     """Say what is wrong with the store (a damaged file, a schema to upgrade, rows missing); exit 1 if anything.
     Never changes it."""
-    from ..store import check_store, current, display_url, normalise_url
-    from ..store._settings import sqlite_file
+    from ..store import check_store, current, display_url, normalise_url, sqlite_file
 
     _named(store_url)
     url = normalise_url(store_url) if store_url else current().resolved_url()

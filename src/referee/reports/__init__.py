@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the lazy names below, typed for type checkers and editors
     )
     from ._mlflow import log_gold_runs
     from ._panel import render_panel, render_panel_agreement
-    from ._safe import display_text, echo_err, fit_columns, pad_columns
+    from ._safe import columns, display_text, echo_err, fit_columns, pad_columns, terminal_width
     from ._score_images import score_image_refs
     from ._score_terminal import render_terminal
     from ._synth import coverage_charts, coverage_fragment, render_synth_html
@@ -40,16 +40,18 @@ _LAZY = {
     "render_judgebench": "._metaeval", "render_ranking": "._metaeval", "render_calibration": "._calibrate",
     "seed_calibration_lines": "._calibrate", "display_text": "._safe",
     "render_synth_html": "._synth", "coverage_fragment": "._synth", "coverage_charts": "._synth", "render_tally": "._agents", "render_terminal": "._score_terminal", "render_verdict": "._verdict_md",
-    "echo_err": "._safe", "fit_columns": "._safe", "pad_columns": "._safe", "gold_case_text": "._gold", "gold_run_notes": "._gold", "log_gold_runs": "._mlflow",
+    "echo_err": "._safe", "fit_columns": "._safe", "pad_columns": "._safe", "columns": "._safe",
+    "terminal_width": "._safe", "gold_case_text": "._gold", "gold_run_notes": "._gold", "log_gold_runs": "._mlflow",
 }
 
 __all__ = [
-    "coverage_charts", "coverage_fragment", "display_text", "echo_err", "fit_columns", "gold_case_text",
+    "columns", "coverage_charts", "coverage_fragment", "display_text", "echo_err", "fit_columns", "gold_case_text",
     "gold_run_notes", "image_refs", "leaderboard_fragment", "leaderboard_page", "log_gold_runs", "pad_columns",
     "render_absolute", "render_calibration", "render_hanna", "render_html", "render_judgebench", "render_markdown",
     "render_pairwise_meta", "render_panel", "render_panel_agreement", "render_ragchecker", "render_ranking",
     "render_synth_html", "render_tally", "render_terminal", "render_verdict", "score_image_refs",
-    "seed_calibration_lines", "summary_dict", "write_html", "write_json", "write_junit", "write_markdown",
+    "seed_calibration_lines", "summary_dict", "terminal_width", "write_html", "write_json", "write_junit",
+    "write_markdown",
 ]
 
 

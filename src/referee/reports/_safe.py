@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from .._util._display import display_text, neutralise_bidi
-from .._util._fold import fit_columns, pad_columns
+from .._util._fold import columns, fit_columns, pad_columns, terminal_width
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -25,7 +25,8 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
-__all__ = ["CSP", "display_text", "echo_err", "finalize", "fit_columns", "neutralise_bidi", "pad_columns", "xml_text"]
+__all__ = ["CSP", "columns", "display_text", "echo_err", "finalize", "fit_columns", "neutralise_bidi", "pad_columns",
+           "terminal_width", "xml_text"]
 
 
 def echo_err(message: str) -> None:

@@ -24,6 +24,7 @@ from ._settings import (
     require_history,
     reserved_paths,
     scope,
+    sqlite_file,
 )
 
 if _TYPE_CHECKING:
@@ -197,6 +198,7 @@ __all__ = [
     "runs",
     "runs_frame",
     "scope",
+    "sqlite_file",
     "upgrade_store",
     "view_labels",
 ]
