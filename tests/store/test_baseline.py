@@ -256,3 +256,49 @@ def test_latest_pair_is_the_newest_complete_run_and_the_one_before_it_of_its_ide
         assert (baseline.id, candidate.id) == (first, second)
         with pytest.raises(UserError, match="no complete run of suite 'other'"):
             latest_pair(st, suite="other")
+
+
+def test_a_run_added_later_from_its_files_keeps_where_it_ran(repo: Path, store_url: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A store that cannot be written leaves a run to `runs import` later: its manifest carries the commit and the
+    branch, so `--baseline main` finds it as it finds a run recorded as it went; an export carries them too."""
+    head = _git(repo, "rev-parse", "HEAD")
+    (repo / "blocked").mkdir()  # a folder where the store's file should be: the run goes on, unrecorded
+    code, err = _run(capsys, f"sqlite:///{repo / 'blocked'}", out="out/first.jsonl")
+    assert code == 0 and "run history not recorded" in err, err
+    written = json.loads((repo / "out" / "first.manifest.json").read_text())["extra"]["git"]
+    assert written == {"commit": head, "branch": "main", "dirty": False}
+    code, _, err = run_cli(["runs", "import", "out/first.jsonl", "--store", store_url], capsys)
+    assert code == 0, err
+    with open_store(store_url) as st:
+        (imported,) = st.list_runs()
+    assert (imported.git_commit, imported.git_branch, imported.git_dirty) == (head, "main", False)
+    _git(repo, "checkout", "-q", "-b", "feature")
+    _commit(repo, "on the feature")
+    code, err = _run(capsys, store_url, "--baseline", "main", out="out/pr.jsonl")
+    assert code == 0 and f"baseline: run {imported.id[:12]}" in err, err
+    # Exported and imported into another store, the run is still at its commit (and so is `@COMMIT`).
+    code, _, err = run_cli(["runs", "export", imported.id, "--out", "out/again.jsonl", "--store", store_url], capsys)
+    assert code == 0, err
+    other = f"sqlite:///{repo / 'other.sqlite'}"
+    assert run_cli(["runs", "import", "out/again.jsonl", "--store", other], capsys)[0] == 0
+    with open_store(other) as st:
+        (again,) = st.list_runs()
+    assert (again.id, again.git_commit, again.git_branch) == (imported.id, head, "main")
+
+
+def test_where_an_imported_manifest_says_it_ran_is_read_as_untrusted(repo: Path, store_url: str,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    rows = "".join(json.dumps({"id": c["id"], "score": 1.0, "passed": True}) + "\n" for c in CASES)
+    (repo / "r.jsonl").write_text(rows)
+    (repo / "r.manifest.json").write_text(json.dumps({
+        "manifest_version": 2, "run_id": "a" * 32, "kind": "judge", "status": "complete",
+        "extra": {"git": {"commit": "'; DROP TABLE runs; --", "branch": "ma\x1b[31min", "dirty": "yes",
+                          "remote": "https://user:s3cret-token@git.example.com/team/repo.git", "shell": "rm -rf /"}}}))
+    code, _, err = run_cli(["runs", "import", "r.jsonl", "--store", store_url], capsys)
+    assert code == 0, err
+    with open_store(store_url) as st:
+        (r,) = st.list_runs()
+    assert r.git_commit is None and r.git_dirty is None  # not a commit, not a flag: left out
+    assert r.git_branch == "ma[31min"  # the escape character dropped, the text kept
+    assert r.git_remote == "https://git.example.com/team/repo.git"

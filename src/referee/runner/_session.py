@@ -448,6 +448,11 @@ async def _execute_locked(
         final.status = status
         final.totals = totals(all_rows, client, time.perf_counter() - t0, skipped)
         final.finished_at = utc_now_iso()
+        git = {k: v for k, v in (recorder.git_facts() or {}).items() if v is not None} if recorder is not None else None
+        if git:
+            # Where the run ran, in its files too: added later (`referee runs import`, after the store could not
+            # be written), the run keeps its commit and branch, so `--baseline main` finds it.
+            final.extra["git"] = git
         try:
             if keep_manifest:
                 assert out is not None

@@ -5,6 +5,7 @@ of the environment is read)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ CI_VARS: dict[str, tuple[str, str, str, str]] = {
 CI_BASE_REF = ("GITHUB_BASE_REF", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "BUILDKITE_PULL_REQUEST_BASE_BRANCH")
 MAX_VALUE = 200
 GIT_TIMEOUT_S = 5.0
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 @dataclass
@@ -100,6 +102,27 @@ def git_facts(cwd: str | Path | None = None) -> GitFacts:
         remote = git(["remote", "get-url", names[0]], cwd) if names else None
     facts.remote = _clip(strip_credentials(remote)) if remote else None
     return facts
+
+
+def facts_of_manifest(value: Any) -> dict[str, Any]:
+    """The git facts a results manifest carries (``extra["git"]``, written as the run ended), read as untrusted
+    input: a commit of 40 or 64 hexadecimal digits, texts printable and bounded, the remote without credentials,
+    anything else left out. A run added from its files (``referee runs import``) keeps where it ran, so ``main``
+    and ``@COMMIT`` find it as they find a run recorded as it went."""
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, Any] = {}
+    commit = value.get("commit")
+    if isinstance(commit, str) and _COMMIT.fullmatch(commit):
+        out["commit"] = commit
+    if isinstance(value.get("dirty"), bool):
+        out["dirty"] = value["dirty"]
+    for key in ("branch", "ci_provider", "ci_commit", "ci_ref", "ci_run_id"):
+        if isinstance(value.get(key), str):
+            out[key] = _clip(value[key])
+    if isinstance(value.get("remote"), str):
+        out["remote"] = _clip(strip_credentials(value["remote"]))
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def strip_credentials(url: str) -> str:

@@ -19,6 +19,7 @@ from sqlalchemy import func, select, text
 
 from ..errors import InputError, UserError
 from . import _schema as s
+from ._git import facts_of_manifest
 from ._recorder import log, manifest_bytes, run_values, summary_of
 from ._records import _RUN_COLS, record_of, utc_time
 from ._settings import StoreError
@@ -113,6 +114,11 @@ def export_run(store: Store, ref: str, out: Path) -> tuple[Path, int]:
     with ResultWriter(out, append=False) as w:
         w.write_all(run.rows)
     if run.manifest is not None:
+        r = run.record  # where it ran, from the store (a run recorded before manifests carried it has it only here)
+        run.manifest.extra["git"] = {k: v for k, v in (
+            ("commit", r.git_commit), ("branch", r.git_branch), ("dirty", r.git_dirty), ("remote", r.git_remote),
+            ("ci_provider", r.ci_provider), ("ci_commit", r.ci_commit), ("ci_ref", r.ci_ref),
+            ("ci_run_id", r.ci_run_id)) if v is not None}
         run.manifest.write(out)
     stubs = [r for r in run.rows if isinstance(r.details, dict) and "store_stub" in r.details]
     if stubs:  # rows kept as stubs: say where the whole rows are, rather than pass the stubs off as the run
@@ -216,7 +222,7 @@ def import_results(store: Store, path: Path, *, tags: Sequence[str] = ()) -> tup
         log.warning("warning: skipped %d duplicate row(s) of %s (same id, repeat and turn; the first is id %r); the "
                     "first of each is kept", dups, path, first.id)
         rows = [r for r in rows if firsts[r.key] is r]
-    values = run_values(manifest, results_path=str(path), git={})
+    values = run_values(manifest, results_path=str(path), git=facts_of_manifest(manifest.extra.get("git")))
     values["started_at"] = times["created_at"]
     store.begin_run(values, tags=tags, manifest_json=manifest_bytes(manifest))
     stubs = store.add_rows(manifest.run_id, rows, results_path=str(path))

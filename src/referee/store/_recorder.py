@@ -117,6 +117,9 @@ class Recorder:
         self._closed = False
         self._aggregator_loaded = False
         self._lines: dict[int, tuple[ResultRow, bytes]] = {}
+        self.git: dict[str, Any] | None = None
+        """Where the run ran (:func:`~referee.store._git.git_facts`), once this thread has read it."""
+        self._git_read = threading.Event()
         self._thread = threading.Thread(target=self._work, name="referee-store", daemon=True)
         self._thread.start()
 
@@ -133,6 +136,12 @@ class Recorder:
         when the run has already encoded them, so the summary does not encode them again."""
         if batch and self.failed is None:
             self._q.put(("rows", (list(batch), list(lines) if lines is not None else None)))
+
+    def git_facts(self, wait_s: float = 5.0) -> dict[str, Any] | None:
+        """Where the run ran, for its manifest (None when the run never started or git was not read in time)."""
+        if self.started:
+            self._git_read.wait(wait_s)
+        return self.git
 
     def finish(self, manifest: RunManifest, rows: Sequence[ResultRow], *, wait_s: float = FINISH_WAIT_S) -> None:
         if self.started and not self._closed:
@@ -174,7 +183,8 @@ class Recorder:
             from ._settings import lock_timeout_s
             from ._sqlite_writer import open_writer
 
-            git = git_facts().as_dict()
+            git = self.git = git_facts().as_dict()
+            self._git_read.set()  # the manifest's, as the run ends: not after the store has been opened
             # A local file already at the head needs no SQLAlchemy: the stdlib writer (see its module).
             store = open_writer(self.url, timeout_s=lock_timeout_s())
             for delay in (*RETRY_DELAYS_S, None):
@@ -192,6 +202,8 @@ class Recorder:
                     time.sleep(delay)
         except Exception as exc:  # noqa: BLE001 - the run must go on
             self._fail(f"{type(exc).__name__}: {exc}")
+        finally:
+            self._git_read.set()  # read or not: the run's end never waits for it longer
         while True:
             item, first = first if first is not None else self._q.get(), None
             items = [item]
