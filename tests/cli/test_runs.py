@@ -169,6 +169,29 @@ def test_compare_with_no_runs_named_takes_the_newest_and_the_one_before_it(
         assert code == 2 and "Error:" in err
 
 
+def test_suite_may_be_named_by_its_file(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--suite evals/suite.yaml` finds a named suite's runs (they are listed under its `name:`), as it does an
+    unnamed one's; a name that is no file is the label itself."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in GOOD[:6]))
+    (tmp_path / "evals" / "suite.yaml").write_text(
+        "name: support-bot\ncases: cases.jsonl\nevaluators:\n  - contains: {value: 'yes'}\n")
+    for out in ("r1.jsonl", "r2.jsonl"):
+        code, _, err = run_cli(["run", "evals/suite.yaml", "--out", out, "--store", store_url], capsys)
+        assert code == 0, err
+    for given in ("evals/suite.yaml", "support-bot"):
+        code, out, _ = run_cli(["runs", "list", "--suite", given, "--store", store_url, "--json"], capsys)
+        assert code == 0 and [r["suite"] for r in json.loads(out)] == ["support-bot"] * 2, given
+    code, out, _ = run_cli(["runs", "trend", "--suite", "evals/suite.yaml", "--store", store_url, "--json"], capsys)
+    assert code == 0 and len(json.loads(out)) == 2
+    code, _, err = run_cli(["runs", "compare", "--suite", "evals/suite.yaml", "--store", store_url], capsys)
+    assert code == 0 and "baseline: run" in err, err
+    code, out, _ = run_cli(["runs", "list", "--suite", "evals/nope.yaml", "--store", store_url, "--json"], capsys)
+    assert code == 0 and json.loads(out) == []
+
+
 def test_trend_reads_the_stored_summaries(two_runs: tuple[str, str], store_url: str,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     a, b = two_runs

@@ -145,7 +145,8 @@ def command() -> None:
 
 @command.command("list")
 @_STORE_OPT
-@click.option("--suite", default=None, help="Only runs of this suite (its name or repository-relative path).")
+@click.option("--suite", default=None, help="Only runs of this suite: its name (or, with no name, its "
+                                            "repository-relative path), or its file.")
 @click.option("--branch", default=None, help="Only runs on this git branch.")
 @click.option("--tag", default=None, help="Only runs with this tag.")
 @click.option("--status", type=click.Choice(["complete", "incomplete", "running", "interrupted", "failed"]),
@@ -161,10 +162,11 @@ def command() -> None:
 def list_cmd(store_url: str | None, suite: str | None, branch: str | None, tag: str | None, status: str | None,
              since: str | None, until: str | None, limit: int | None, as_json: bool) -> int:
     """Runs, newest first, in a table that fits 80 columns."""
-    from ..store import current, display_url, list_runs, normalise_url
+    from ..store import current, display_url, list_runs, normalise_url, suite_named
 
     if store_url is None and not current().readable:
         raise UserError("the run history is off (REFEREE_STORE=off): give --store URL to read one")
+    suite = suite_named(suite) if suite is not None else None
     shown = limit if limit is not None or as_json else 20
     status = "running" if status == "incomplete" else status  # the table's word for a run not marked complete
     runs = list_runs(store_url, suite=suite, branch=branch, tag=tag, status=status, since=since, until=until,
@@ -281,8 +283,9 @@ def compare_cmd(baseline: str | None, candidate: str | None, store_url: str | No
     from ..aggregate import ScoreOptions, summarize
     from ..gates import GateConfig, evaluate_gates, exit_code, graded_counts, verdict, with_graded_check
     from ..reports import render_terminal
-    from ..store import latest_pair, load_run
+    from ..store import latest_pair, load_run, suite_named
 
+    suite = suite_named(suite) if suite is not None else None
     if (baseline is None) != (candidate is None):
         raise click.UsageError("name two runs (BASELINE CANDIDATE), or none: the newest run against the one "
                                "before it")
@@ -330,6 +333,9 @@ def compare_cmd(baseline: str | None, candidate: str | None, store_url: str | No
 def trend_cmd(store_url: str | None, suite: str | None, metric: str, by: str, branch: str | None, limit: int,
               as_json: bool) -> int:
     """A metric over time with its interval, read from each run's stored summary (no rows re-read)."""
+    from ..store import suite_named
+
+    suite = suite_named(suite) if suite is not None else None
     with _opened(store_url) as st:
         runs = st.list_runs(suite=suite, branch=branch, status="complete", limit=max(limit * 5, 200))
     if not runs:

@@ -43,7 +43,7 @@ if _TYPE_CHECKING:
         rows_frame,
         runs_frame,
     )
-    from ._identity import label_of_suite
+    from ._identity import label_of_suite, suite_named
     from ._recorder import Recorder, new_run_id, open_recorder
     from ._records import RunRecord
     from ._revision import HEAD as SCHEMA_REVISION
@@ -56,7 +56,7 @@ if _TYPE_CHECKING:
 # for its settings alone.
 _LAZY = {**{n: ("._baseline", n) for n in ("Baseline", "file_note", "find_run", "latest_pair", "looks_like_name",
                                            "resolve_baseline")},
-         "label_of_suite": ("._identity", "label_of_suite"),
+         "label_of_suite": ("._identity", "label_of_suite"), "suite_named": ("._identity", "suite_named"),
          **{n: ("._recorder", n) for n in ("Recorder", "new_run_id", "open_recorder")},
          "SCHEMA_REVISION": ("._revision", "HEAD"), "REVISIONS": ("._revision", "REVISIONS"),
          "alignments": ("._alignments", "alignments"), "record_alignment": ("._alignments", "record_alignment"),
@@ -199,6 +199,7 @@ __all__ = [
     "runs_frame",
     "scope",
     "sqlite_file",
+    "suite_named",
     "upgrade_store",
     "view_labels",
 ]

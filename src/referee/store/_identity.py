@@ -45,6 +45,29 @@ def label_of_suite(path: str | None, name: str | None = None) -> str | None:
     return str(name) if name else _rel(str(path) if path else None)
 
 
+_SUITE_BYTES = 4 << 20  # a suite file is a few kilobytes; a larger ".yaml" is not read to find a name
+
+
+def suite_named(value: str) -> str:
+    """What ``--suite VALUE`` names in the history: a suite file's label (its ``name:``, else its repository-relative
+    path) when VALUE is a file, so ``--suite evals/suite.yaml`` finds a named suite's runs; else VALUE as given."""
+    p = Path(value)
+    try:
+        if p.suffix.lower() not in (".yaml", ".yml") or not p.is_file() or p.stat().st_size > _SUITE_BYTES:
+            return value
+    except OSError:
+        return value
+    from .._util import _yaml
+    from ..errors import RefereeError
+
+    try:
+        data = _yaml.load(str(p))
+    except (OSError, RefereeError):  # not a suite to read: the value is the label given
+        return value
+    name = data.get("name") if isinstance(data, dict) and isinstance(data.get("name"), str) else None
+    return label_of_suite(str(p), name) or value
+
+
 def judge_key(m: RunManifest) -> str | None:
     if m.judge is None:
         return None
