@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from referee.errors import UserError
 from referee.results import ResultRow, RunManifest
@@ -68,6 +68,8 @@ def test_a_row_whose_text_is_missing_is_said_not_left_out(store: Store) -> None:
     _begin(store, "m" * 32)
     store.add_rows("m" * 32, _rows(3, rationale="only this row's"))
     with store.engine.begin() as conn:
+        if store.dialect == "postgresql":  # its foreign key refuses the damage: a database edited by hand
+            conn.execute(text("ALTER TABLE rows DROP CONSTRAINT rows_body_fkey"))
         body = conn.execute(select(schema.rows.c.body).where(schema.rows.c.case_id == "c1")).scalar_one()
         conn.execute(schema.texts.delete().where(schema.texts.c.hash == body))
     with pytest.raises(StoreError, match=f"run {'m' * 12}, case 'c1': its stored text is missing"):
