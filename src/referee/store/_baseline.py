@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ._git import CI_BASE_REF, git
-from ._settings import StoreError
+from ._settings import AmbiguousRun, StoreError
 
 if TYPE_CHECKING:
     from ..results._manifest import RunManifest
@@ -126,7 +126,7 @@ def find_run(store: Store, spec: str, *, cwd: str | Path | None = None) -> RunRe
         # An ambiguous id prefix is said as such; one that matches no id may still be a branch ("1234", an issue's),
         # as `--baseline` reads it.
         no_id = str(exc.args[0])
-        if not looks_like_name(spec) or (_HEX.fullmatch(spec) and "is ambiguous" in no_id):
+        if not looks_like_name(spec) or isinstance(exc, AmbiguousRun):
             raise UserError(no_id) from None
     try:
         run = _resolve(store, spec, None, cwd).run

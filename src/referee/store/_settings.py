@@ -28,6 +28,10 @@ class StoreError(UserError):
     """The store cannot be used (its message names the store, never its password)."""
 
 
+class AmbiguousRun(KeyError):
+    """A run id prefix that more than one stored run begins with (a ``KeyError``, as a missing run is)."""
+
+
 @dataclass(frozen=True)
 class StoreSettings:
     """``url`` None: the default SQLite file; ``enabled`` False: nothing is recorded."""

@@ -30,7 +30,7 @@ from ._codec import (  # noqa: F401 - digest, _unpack: read from here too
 )
 from ._engine import ensure_schema, make_engine
 from ._records import _RUN_COLS, RunRecord, record_of, row_limit, time_bound
-from ._settings import StoreError, deleted_while_running, display_url, scrub
+from ._settings import AmbiguousRun, StoreError, deleted_while_running, display_url, scrub
 
 if TYPE_CHECKING:
     from ..results._manifest import RunManifest
@@ -366,7 +366,7 @@ class Store:
         if not recs:
             raise KeyError(f"no run {ref!r} in {self.display_url}")
         if len(recs) > 1:
-            raise KeyError(f"run id {ref!r} is ambiguous in {self.display_url}: "
+            raise AmbiguousRun(f"run id {ref!r} is ambiguous in {self.display_url}: "
                            + ", ".join(r.id[:12] for r in recs))
         return recs[0]
 
