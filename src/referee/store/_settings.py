@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 from .._util._home import referee_dir
 from .._util._redact import redact_text
-from ..errors import UserError
+from ..errors import RefereeError, UserError
 
 ENV = "REFEREE_STORE"
 FILE_NAME = "history.sqlite"
@@ -28,7 +28,7 @@ class StoreError(UserError):
     """The store cannot be used (its message names the store, never its password)."""
 
 
-class AmbiguousRun(KeyError):
+class AmbiguousRun(KeyError, RefereeError):
     """A run id prefix that more than one stored run begins with (a ``KeyError``, as a missing run is)."""
 
 
